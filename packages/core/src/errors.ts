@@ -1,0 +1,155 @@
+/**
+ * The error hierarchy shared by every Ludic package.
+ *
+ * `LudicError.isInstance(error)` works across copies of this package (two versions installed side
+ * by side, or a bundled copy) because it checks a `Symbol.for` marker rather than the prototype chain.
+ */
+const marker = Symbol.for('ludic.error')
+
+export interface LudicErrorOptions {
+  cause?: unknown
+}
+
+/** Formats a value for an error message: short, unambiguous, never throws. */
+export function describeValue(value: unknown, maxLength = 80): string {
+  let text: string
+  try {
+    if (typeof value === 'string') text = JSON.stringify(value)
+    else if (typeof value === 'bigint') text = `${value}n`
+    else if (typeof value === 'number') text = Object.is(value, -0) ? '-0' : String(value)
+    else if (value === undefined) text = 'undefined'
+    else if (typeof value === 'function') text = `[function ${value.name || 'anonymous'}]`
+    else if (typeof value === 'symbol') text = value.toString()
+    else if (ArrayBuffer.isView(value)) {
+      const name = value.constructor.name
+      const length = 'length' in value ? (value as unknown as { length: number }).length : value.byteLength
+      text = `${name}(${length})`
+    } else if (Array.isArray(value) && value.every((item) => typeof item === 'number')) text = `[${value.join(', ')}]`
+    else text = JSON.stringify(value) ?? String(value)
+  } catch {
+    text = Object.prototype.toString.call(value)
+  }
+  return text.length > maxLength ? `${text.slice(0, maxLength - 1)}…` : text
+}
+
+export class LudicError extends Error {
+  private readonly [marker] = true
+  override readonly name: string = 'LudicError'
+
+  constructor(message: string, options: LudicErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+  }
+
+  static isInstance(error: unknown): error is LudicError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[marker] === true
+  }
+}
+
+const invalidArgumentMarker = Symbol.for('ludic.error.InvalidArgumentError')
+
+/** An argument of a public function has a wrong value: names the argument and the value. */
+export class InvalidArgumentError extends LudicError {
+  private readonly [invalidArgumentMarker] = true
+  override readonly name = 'InvalidArgumentError'
+  readonly argument: string
+  readonly value: unknown
+
+  constructor(options: { argument: string; value: unknown; message: string; cause?: unknown }) {
+    super(`Invalid argument '${options.argument}' (value: ${describeValue(options.value)}): ${options.message}`, options)
+    this.argument = options.argument
+    this.value = options.value
+  }
+
+  static override isInstance(error: unknown): error is InvalidArgumentError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[invalidArgumentMarker] === true
+  }
+}
+
+const parseMarker = Symbol.for('ludic.error.ParseError')
+
+/**
+ * Input read from outside (a file, JSON, a server's answer) is malformed. `source` names where it came
+ * from (a path, `'tokenizer.json'`, a URL); `path` locates the bad part inside it (a JSON path such as
+ * `['model', 'merges', 3]`, or a tensor name).
+ */
+export class ParseError extends LudicError {
+  private readonly [parseMarker] = true
+  override readonly name = 'ParseError'
+  readonly source: string
+  readonly path: readonly (string | number)[]
+
+  constructor(options: { source: string; path?: readonly (string | number)[]; message: string; cause?: unknown }) {
+    const path = options.path ?? []
+    const where = path.length > 0 ? ` at ${formatPath(path)}` : ''
+    super(`Cannot parse ${options.source}${where}: ${options.message}`, options)
+    this.source = options.source
+    this.path = path
+  }
+
+  static override isInstance(error: unknown): error is ParseError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[parseMarker] === true
+  }
+}
+
+/** Formats a JSON path like `model.merges[3]`. */
+export function formatPath(path: readonly (string | number)[]): string {
+  let text = ''
+  for (const part of path) {
+    if (typeof part === 'number') text += `[${part}]`
+    else if (/^[A-Za-z_$][\w$]*$/.test(part)) text += text === '' ? part : `.${part}`
+    else text += `[${JSON.stringify(part)}]`
+  }
+  return text === '' ? '(root)' : text
+}
+
+const backendMarker = Symbol.for('ludic.error.BackendError')
+
+/** A compute backend is missing, failed to start, or lacks a capability. `backend` names it. */
+export class BackendError extends LudicError {
+  private readonly [backendMarker] = true
+  override readonly name = 'BackendError'
+  readonly backend: string
+
+  constructor(options: { backend: string; message: string; cause?: unknown }) {
+    super(`Backend '${options.backend}': ${options.message}`, options)
+    this.backend = options.backend
+  }
+
+  static override isInstance(error: unknown): error is BackendError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[backendMarker] === true
+  }
+}
+
+const shapeMarker = Symbol.for('ludic.error.ShapeError')
+
+/** A tensor or array has the wrong shape. `-1` in `expected` means any size along that axis. */
+export class ShapeError extends LudicError {
+  private readonly [shapeMarker] = true
+  override readonly name = 'ShapeError'
+  readonly argument: string
+  readonly expected: readonly number[]
+  readonly actual: readonly number[]
+
+  constructor(options: {
+    argument: string
+    expected: readonly number[]
+    actual: readonly number[]
+    message?: string
+    cause?: unknown
+  }) {
+    const detail = options.message === undefined ? '' : `: ${options.message}`
+    super(
+      `Shape of '${options.argument}' is [${options.actual.join(', ')}], expected [${options.expected
+        .map((size) => (size === -1 ? '*' : String(size)))
+        .join(', ')}]${detail}`,
+      options,
+    )
+    this.argument = options.argument
+    this.expected = options.expected
+    this.actual = options.actual
+  }
+
+  static override isInstance(error: unknown): error is ShapeError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[shapeMarker] === true
+  }
+}

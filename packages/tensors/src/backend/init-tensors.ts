@@ -1,0 +1,224 @@
+import { createRequire } from 'node:module'
+import { dirname } from 'node:path'
+import { availableParallelism } from 'node:os'
+import * as tf from '@tensorflow/tfjs-core'
+import { z } from 'zod'
+import { BackendError, InvalidArgumentError, parseArgument } from '@ludic/core'
+import { applyKernelFixes } from '../kernels/index.js'
+
+/** The backends Ludic can run on, fastest first. */
+export const backendNames = ['tensorflow-gpu', 'tensorflow', 'webgpu', 'wasm', 'cpu'] as const
+export type BackendName = (typeof backendNames)[number]
+export type BackendRequest = BackendName | 'auto'
+
+export const initTensorsOptionsSchema = z
+  .object({
+    /**
+     * Which backend to use. `auto` (the default) tries `tensorflow-gpu`, then `tensorflow`, then `wasm`,
+     * then `cpu`. The environment variable `LUDIC_BACKEND` overrides this option.
+     */
+    backend: z.enum(['auto', ...backendNames]).default('auto'),
+    /** Print a one-line notice for every backend `auto` skips. Default: true. */
+    verbose: z.boolean().default(true),
+    /** Where notices go. Default: `console.warn`. */
+    log: z.custom<(message: string) => void>((value) => typeof value === 'function').optional(),
+  })
+  .strict()
+export type InitTensorsOptions = z.input<typeof initTensorsOptionsSchema>
+
+/** What `initTensors` chose. */
+export interface TensorsRuntime {
+  /** The Ludic name of the backend in use. */
+  backend: BackendName
+  /** The TensorFlow.js name of the backend (`tensorflow` for both native variants). */
+  tfBackend: string
+  /** The device in words: `'CUDA GPU'`, `'CPU (TensorFlow native)'`, `'CPU (WebAssembly, SIMD)'`… */
+  device: string
+  /** Threads the backend computes with (1 where it cannot use more). */
+  threads: number
+  /** Backends `auto` tried and skipped, with the reason. */
+  skipped: { backend: BackendName; reason: string }[]
+}
+
+const autoOrder: readonly BackendName[] = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']
+
+const installHints: Record<BackendName, string> = {
+  'tensorflow-gpu':
+    'install @tensorflow/tfjs-node-gpu@4.22.0 (needs CUDA and cuDNN and downloads libtensorflow at install time)',
+  tensorflow:
+    'install @tensorflow/tfjs-node@4.22.0 (its install downloads libtensorflow; offline, build it with ../shared/tools/install-tfjs-node-offline.sh)',
+  webgpu: 'install @tensorflow/tfjs-backend-webgpu@4.22.0 and webgpu (Dawn for Node) and run on a machine with a GPU',
+  wasm: 'install @tensorflow/tfjs-backend-wasm@4.22.0',
+  cpu: 'install @tensorflow/tfjs-backend-cpu@4.22.0',
+}
+
+const require = createRequire(import.meta.url)
+
+/** Loads the module for a backend and registers it with tfjs-core. Returns its tfjs name and device. */
+async function registerBackend(backend: BackendName): Promise<{ tfBackend: string; device: string; threads: number }> {
+  switch (backend) {
+    case 'tensorflow-gpu':
+    case 'tensorflow': {
+      const moduleName = backend === 'tensorflow-gpu' ? '@tensorflow/tfjs-node-gpu' : '@tensorflow/tfjs-node'
+      // The native packages are CommonJS and register the 'tensorflow' backend on load, on the
+      // tfjs-core instance they resolve. That must be ours: check it, or two registries diverge.
+      const native = require(moduleName) as { version?: { 'tfjs-core'?: string } }
+      const nativeCorePath = require.resolve('@tensorflow/tfjs-core', { paths: [dirname(require.resolve(moduleName))] })
+      const ourCorePath = require.resolve('@tensorflow/tfjs-core')
+      if (dirname(nativeCorePath) !== dirname(ourCorePath) && !sameCoreVersion(native)) {
+        throw new Error(`${moduleName} uses a second copy of @tensorflow/tfjs-core (${nativeCorePath}); install both at the same version`)
+      }
+      if (tf.findBackendFactory('tensorflow') === null) throw new Error(`${moduleName} loaded but registered no backend`)
+      return {
+        tfBackend: 'tensorflow',
+        device: backend === 'tensorflow-gpu' ? 'CUDA GPU (TensorFlow native)' : 'CPU (TensorFlow native)',
+        threads: availableParallelism(),
+      }
+    }
+    case 'webgpu': {
+      const dawn = (await import(/* @vite-ignore */ 'webgpu' as string)) as {
+        create: (options: string[]) => unknown
+        globals: Record<string, unknown>
+      }
+      Object.assign(globalThis, dawn.globals)
+      const navigatorObject = ((globalThis as { navigator?: object }).navigator ?? {}) as Record<string, unknown>
+      if ((globalThis as { navigator?: object }).navigator === undefined) {
+        Object.defineProperty(globalThis, 'navigator', { value: navigatorObject, configurable: true })
+      }
+      if (navigatorObject['gpu'] === undefined) {
+        Object.defineProperty(navigatorObject, 'gpu', { value: dawn.create([]), configurable: true })
+      }
+      await import(/* @vite-ignore */ '@tensorflow/tfjs-backend-webgpu' as string)
+      return { tfBackend: 'webgpu', device: 'GPU (WebGPU through Dawn)', threads: 1 }
+    }
+    case 'wasm': {
+      const wasm = await import('@tensorflow/tfjs-backend-wasm')
+      // Under Node the backend cannot find its .wasm files by URL: point it at its own dist folder.
+      const distDirectory = dirname(require.resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm'))
+      wasm.setWasmPaths(`${distDirectory}/`)
+      return { tfBackend: 'wasm', device: 'CPU (WebAssembly)', threads: 1 }
+    }
+    case 'cpu': {
+      await import('@tensorflow/tfjs-backend-cpu')
+      return { tfBackend: 'cpu', device: 'CPU (JavaScript)', threads: 1 }
+    }
+  }
+}
+
+function sameCoreVersion(native: { version?: { 'tfjs-core'?: string } }): boolean {
+  return native.version?.['tfjs-core'] === tf.version_core
+}
+
+/** Registers (if needed) and activates one backend; throws `BackendError` saying what to install. */
+export async function activateBackend(backend: BackendName): Promise<Omit<TensorsRuntime, 'skipped'>> {
+  let registered: { tfBackend: string; device: string; threads: number }
+  try {
+    registered = await registerBackend(backend)
+  } catch (error) {
+    const missing = isModuleNotFound(error)
+    throw new BackendError({
+      backend,
+      message: `${missing ? 'is not installed' : `failed to load (${errorMessage(error)})`}: ${installHints[backend]}`,
+      cause: error,
+    })
+  }
+  let ok: boolean
+  try {
+    ok = await tf.setBackend(registered.tfBackend)
+    await tf.ready()
+  } catch (error) {
+    throw new BackendError({ backend, message: `failed to start (${errorMessage(error)}): ${installHints[backend]}`, cause: error })
+  }
+  if (!ok || tf.getBackend() !== registered.tfBackend) {
+    throw new BackendError({ backend, message: `failed to start: ${installHints[backend]}` })
+  }
+  if (backend === 'tensorflow-gpu' && !(await nativeSeesGpu())) {
+    throw new BackendError({ backend, message: 'TensorFlow native started without a CUDA GPU (no GPU device visible)' })
+  }
+  applyKernelFixes(registered.tfBackend)
+  const threads = backend === 'wasm' ? wasmThreads() : registered.threads
+  const device = backend === 'wasm' ? `CPU (WebAssembly${wasmSimd() ? ', SIMD' : ''})` : registered.device
+  return { backend, tfBackend: registered.tfBackend, device, threads }
+}
+
+async function nativeSeesGpu(): Promise<boolean> {
+  try {
+    const backend = tf.backend() as unknown as { binding?: { isUsingGpuDevice?: () => boolean } }
+    return backend.binding?.isUsingGpuDevice?.() ?? true
+  } catch {
+    return true
+  }
+}
+
+function wasmThreads(): number {
+  try {
+    const backend = tf.backend() as unknown as { wasm?: { _getThreadsCount?: () => number } }
+    return backend.wasm?._getThreadsCount?.() ?? 1
+  } catch {
+    return 1
+  }
+}
+
+function wasmSimd(): boolean {
+  try {
+    return Boolean(tf.env().getAsync === undefined ? false : tf.env().get('WASM_HAS_SIMD_SUPPORT'))
+  } catch {
+    return false
+  }
+}
+
+function isModuleNotFound(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code
+  return code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND'
+}
+
+function errorMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  return message.split('\n')[0] ?? message
+}
+
+/** Reads `LUDIC_BACKEND`; an unknown value is an `InvalidArgumentError`. */
+export function backendFromEnvironment(): BackendRequest | undefined {
+  const value = process.env['LUDIC_BACKEND']
+  if (value === undefined || value === '') return undefined
+  if (value === 'auto' || (backendNames as readonly string[]).includes(value)) return value as BackendRequest
+  throw new InvalidArgumentError({
+    argument: 'LUDIC_BACKEND',
+    value,
+    message: `must be one of auto, ${backendNames.join(', ')}`,
+  })
+}
+
+let current: TensorsRuntime | undefined
+
+/**
+ * Chooses and starts a TensorFlow.js backend. `LUDIC_BACKEND` overrides `options.backend`.
+ * A named backend that is missing or fails throws a `BackendError` saying what to install; `auto`
+ * falls through the order tensorflow-gpu → tensorflow → wasm → cpu with a one-line notice per skip.
+ */
+export async function initTensors(options: InitTensorsOptions = {}): Promise<TensorsRuntime> {
+  const parsed = parseArgument(initTensorsOptionsSchema, options, 'options')
+  const requested = backendFromEnvironment() ?? parsed.backend
+  const log = parsed.log ?? ((message: string) => console.warn(message))
+  if (requested !== 'auto') {
+    current = { ...(await activateBackend(requested)), skipped: [] }
+    return current
+  }
+  const skipped: TensorsRuntime['skipped'] = []
+  for (const backend of autoOrder) {
+    try {
+      current = { ...(await activateBackend(backend)), skipped }
+      return current
+    } catch (error) {
+      const reason = BackendError.isInstance(error) ? error.message : errorMessage(error)
+      skipped.push({ backend, reason })
+      if (parsed.verbose && backend !== 'tensorflow-gpu') log(`[ludic] ${reason}; trying the next backend`)
+    }
+  }
+  throw new BackendError({ backend: 'auto', message: `no backend could start: ${skipped.map((s) => s.reason).join('; ')}` })
+}
+
+/** The runtime chosen by the last `initTensors`, if any. */
+export function currentRuntime(): TensorsRuntime | undefined {
+  return current
+}
