@@ -1,2 +1,50 @@
-export * from './errors.js'
-export * from './validation.js'
+export {
+  BackendError,
+  InvalidArgumentError,
+  LudicError,
+  ParseError,
+  ShapeError,
+  describeValue,
+  formatPath,
+  type LudicErrorOptions,
+} from './errors.js'
+export { parseArgument } from './validation.js'
+export { createRandom, deriveSeed, type Random, type RandomSeed } from './random.js'
+export {
+  advantageBatchSchema,
+  chatMessageSchema,
+  chatRoleSchema,
+  completionSchema,
+  finishReasonSchema,
+  generationRequestSchema,
+  rewardsSchema,
+  sampleSchema,
+  stepInfoSchema,
+  stepOutcomeSchema,
+  trajectorySchema,
+  turnSchema,
+  turnViewSchema,
+  type AdvantageBatch,
+  type AdvantageResult,
+  type ChatMessage,
+  type ChatRole,
+  type Completion,
+  type FinishReason,
+  type GenerationRequest,
+  type Sample,
+  type StepInfo,
+  type StepOutcome,
+  type Trajectory,
+  type Turn,
+  type TurnView,
+} from './data.js'
+export type {
+  AdvantageEstimatorV1,
+  ChatTemplateOptions,
+  DecodeOptions,
+  EncodeOptions,
+  EnvironmentV1,
+  PolicyV1,
+  TokenizerV1,
+  TrajectoryScorerV1,
+} from './interfaces.js'

@@ -1,1 +1,7 @@
-export {}
+export { createByteTokenizer } from './byte-tokenizer.js'
+export { createScriptedPolicy, type ScriptedPolicy, type ScriptedPolicyOptions, type ScriptedReply } from './scripted-policy.js'
+export {
+  createScriptedEnvironment,
+  type ScriptedEnvironment,
+  type ScriptedEnvironmentOptions,
+} from './scripted-environment.js'

@@ -1,0 +1,196 @@
+import { z } from 'zod'
+
+/**
+ * The plain data that crosses package boundaries. Each type has a zod schema; packages parse
+ * untrusted input with it at their boundary (`parseArgument(schema, value, 'argumentName')`).
+ * Token ids are `Int32Array`, log-probabilities and rewards `Float32Array`: never tensors.
+ */
+
+const finiteNumber = z.number().refine(Number.isFinite, 'must be a finite number')
+const int32Array = z.custom<Int32Array>((value) => value instanceof Int32Array, { message: 'must be an Int32Array' })
+const float32Array = z.custom<Float32Array>((value) => value instanceof Float32Array, { message: 'must be a Float32Array' })
+
+export const chatRoleSchema = z.enum(['system', 'user', 'assistant', 'tool'])
+export type ChatRole = z.infer<typeof chatRoleSchema>
+
+export const chatMessageSchema = z.object({
+  role: chatRoleSchema,
+  content: z.string(),
+  /** Optional author name (tool name for `tool` messages, a character's name in role-play). */
+  name: z.string().optional(),
+})
+export type ChatMessage = z.infer<typeof chatMessageSchema>
+
+export const generationRequestSchema = z.object({
+  messages: z.array(chatMessageSchema).min(1, 'needs at least one message'),
+  /** Most tokens to generate. */
+  maxTokens: z.number().int().positive(),
+  /** Sampling temperature; 0 is greedy. Default (policy's): 1. */
+  temperature: z.number().min(0).refine(Number.isFinite, 'must be finite').optional(),
+  /** Nucleus sampling mass in (0, 1]. */
+  topP: z.number().gt(0).max(1).optional(),
+  /** Keep only the k most likely tokens; 0 disables. */
+  topK: z.number().int().min(0).optional(),
+  /** Drop tokens whose probability is below minP times the most likely one's. */
+  minP: z.number().min(0).max(1).optional(),
+  /** Strings that end the completion (not included in it). */
+  stop: z.array(z.string().min(1)).optional(),
+  /** Seed for this request's sampling. */
+  seed: z.number().int().optional(),
+})
+export type GenerationRequest = z.infer<typeof generationRequestSchema>
+
+export const finishReasonSchema = z.enum(['stop', 'length'])
+export type FinishReason = z.infer<typeof finishReasonSchema>
+
+export const completionSchema = z
+  .object({
+    text: z.string(),
+    /** The rendered prompt's token ids (chat template applied). */
+    promptTokenIds: int32Array,
+    /** The generated token ids. */
+    tokenIds: int32Array,
+    /** Log-probability of each generated token under the sampling policy; same length as tokenIds. */
+    logprobs: float32Array,
+    finishReason: finishReasonSchema,
+  })
+  .refine((completion) => completion.tokenIds.length === completion.logprobs.length, {
+    message: 'tokenIds and logprobs must have the same length',
+    path: ['logprobs'],
+  })
+export type Completion = z.infer<typeof completionSchema>
+
+export const turnViewSchema = z.object({
+  /** The role to act now. */
+  role: z.string().min(1),
+  /** What that role sees, as text. */
+  observation: z.string(),
+  /** The legal actions, when the environment enumerates them. */
+  legalActions: z.array(z.string()).readonly().optional(),
+})
+export type TurnView = z.infer<typeof turnViewSchema>
+
+export const stepInfoSchema = z.object({
+  /** The action was not legal; the environment applied its penalty or default. */
+  invalidAction: z.boolean().optional(),
+  /** Why the episode ended or the action was invalid, in words. */
+  reason: z.string().optional(),
+})
+export type StepInfo = z.infer<typeof stepInfoSchema>
+
+export const rewardsSchema = z.record(z.string(), finiteNumber).readonly()
+
+export const stepOutcomeSchema = z
+  .object({
+    done: z.boolean(),
+    /** Ended by a limit (turns, tokens) rather than by the rules. */
+    truncated: z.boolean(),
+    next: turnViewSchema.optional(),
+    /** Rewards earned by each role on this step (often only at the end). */
+    rewards: rewardsSchema,
+    info: stepInfoSchema,
+  })
+  .refine((outcome) => outcome.done || outcome.truncated || outcome.next !== undefined, {
+    message: 'an episode that goes on needs the next turn view',
+    path: ['next'],
+  })
+export type StepOutcome = z.infer<typeof stepOutcomeSchema>
+
+export const turnSchema = z.object({
+  /** 0-based position in the episode. */
+  index: z.number().int().min(0),
+  role: z.string().min(1),
+  /** The observation the role acted on. */
+  observation: z.string(),
+  legalActions: z.array(z.string()).readonly().optional(),
+  /** The action sent to the environment (parsed from the completion). */
+  action: z.string(),
+  /** The policy's completion, when a policy (not a scripted opponent) acted. */
+  completion: completionSchema.optional(),
+  /** Id of the policy that acted. */
+  policyId: z.string().optional(),
+  /** Rewards of this step, per role. */
+  rewards: rewardsSchema,
+  invalidAction: z.boolean(),
+})
+export type Turn = z.infer<typeof turnSchema>
+
+export const trajectorySchema = z.object({
+  id: z.string().min(1),
+  environmentId: z.string().min(1),
+  /** The seed the environment was reset with. */
+  seed: z.number().int(),
+  /** Trajectories that share a group id are compared to each other (GRPO groups, CPO groups). */
+  groupId: z.string().min(1),
+  roles: z.array(z.string().min(1)).readonly(),
+  turns: z.array(turnSchema),
+  /** Total reward per role over the episode. */
+  returns: rewardsSchema,
+  done: z.boolean(),
+  truncated: z.boolean(),
+  /** Set when the episode failed (policy error, timeout); such a trajectory is reported, never dropped. */
+  error: z.string().optional(),
+})
+export type Trajectory = z.infer<typeof trajectorySchema>
+
+export const sampleSchema = z
+  .object({
+    trajectoryId: z.string().min(1),
+    turnIndex: z.number().int().min(0),
+    role: z.string().min(1),
+    environmentId: z.string().min(1),
+    groupId: z.string().min(1),
+    promptTokenIds: int32Array,
+    responseTokenIds: int32Array,
+    /** Log-probabilities of the response tokens under the policy that generated them. */
+    rolloutLogprobs: float32Array,
+    /** The action was invalid. */
+    invalid: z.boolean(),
+    /** Version of the policy weights that generated it (asynchronous collection). */
+    policyVersion: z.number().int().min(0).optional(),
+  })
+  .refine((sample) => sample.responseTokenIds.length === sample.rolloutLogprobs.length, {
+    message: 'responseTokenIds and rolloutLogprobs must have the same length',
+    path: ['rolloutLogprobs'],
+  })
+export type Sample = z.infer<typeof sampleSchema>
+
+export const advantageBatchSchema = z
+  .object({
+    /** Per sample, a reward for each response token (outcome rewards usually sit on the last token). */
+    tokenRewards: z.array(float32Array),
+    /** Per sample, its comparison group. */
+    groupIds: z.array(z.string()).readonly(),
+    /** Per sample, the role that acted (multi-agent estimators keep one baseline per role). */
+    roles: z.array(z.string()).readonly().optional(),
+    /** Per sample, its environment (estimators with per-environment baselines). */
+    environmentIds: z.array(z.string()).readonly().optional(),
+    /** Per sample, the critic's value of each response token (GAE). */
+    values: z.array(float32Array).optional(),
+  })
+  .superRefine((batch, context) => {
+    const count = batch.tokenRewards.length
+    const check = (name: 'groupIds' | 'roles' | 'environmentIds' | 'values', length: number | undefined) => {
+      if (length !== undefined && length !== count) {
+        context.addIssue({ code: 'custom', path: [name], message: `has ${length} entries for ${count} samples` })
+      }
+    }
+    check('groupIds', batch.groupIds.length)
+    check('roles', batch.roles?.length)
+    check('environmentIds', batch.environmentIds?.length)
+    check('values', batch.values?.length)
+    batch.values?.forEach((values, index) => {
+      const length = batch.tokenRewards[index]?.length
+      if (length !== undefined && values.length !== length) {
+        context.addIssue({ code: 'custom', path: ['values', index], message: `has ${values.length} values for ${length} tokens` })
+      }
+    })
+  })
+export type AdvantageBatch = z.infer<typeof advantageBatchSchema>
+
+export interface AdvantageResult {
+  /** Per sample, the advantage of each response token. */
+  advantages: Float32Array[]
+  /** Per sample, the return (value target) of each response token. */
+  returns: Float32Array[]
+}

@@ -1,0 +1,71 @@
+import type { AdvantageBatch, AdvantageResult, ChatMessage, Completion, GenerationRequest, StepOutcome, Trajectory, TurnView } from './data.js'
+
+/**
+ * A policy samples completions for chat requests, in batches. The local model
+ * (`@ludic/model`'s `createLocalPolicy`) and a remote OpenAI-compatible server both implement it.
+ */
+export interface PolicyV1 {
+  readonly specificationVersion: 'v1'
+  readonly id: string
+  /** One completion per request, in order. */
+  generate(requests: readonly GenerationRequest[]): Promise<Completion[]>
+}
+
+/**
+ * A turn-based, multi-role, text environment. An invalid action is an outcome
+ * (`info.invalidAction`), never an exception. `reset` with the same seed starts the same episode.
+ */
+export interface EnvironmentV1 {
+  readonly specificationVersion: 'v1'
+  /** Versioned id, e.g. `'kuhn-poker-v1'`. */
+  readonly id: string
+  /** The roles, in seating order, e.g. `['player0', 'player1']` or `['character', 'user']`. */
+  readonly roles: readonly string[]
+  reset(seed: number): TurnView
+  step(action: string): StepOutcome
+}
+
+/** Turns per-token rewards into per-token advantages and returns. */
+export interface AdvantageEstimatorV1 {
+  readonly name: string
+  estimate(batch: AdvantageBatch): AdvantageResult
+}
+
+/** Scores whole trajectories, possibly comparing a group at once (CPO-style judges). */
+export interface TrajectoryScorerV1 {
+  readonly name: string
+  /** One score per trajectory, in order. */
+  score(group: readonly Trajectory[]): Promise<number[]>
+}
+
+export interface EncodeOptions {
+  /** Add the special tokens of the post-processor (BOS, EOS…). Default: true. */
+  addSpecialTokens?: boolean
+}
+
+export interface DecodeOptions {
+  /** Leave special tokens out of the text. Default: false. */
+  skipSpecialTokens?: boolean
+}
+
+export interface ChatTemplateOptions {
+  /** End with the assistant's turn opened. Default: false. */
+  addGenerationPrompt?: boolean
+  /** Tool definitions, for templates that take them. */
+  tools?: readonly Record<string, unknown>[]
+}
+
+/** A tokenizer: text ↔ token ids, with special tokens and (optionally) a chat template. */
+export interface TokenizerV1 {
+  readonly specificationVersion: 'v1'
+  readonly vocabSize: number
+  readonly bosTokenId: number | undefined
+  readonly eosTokenId: number | undefined
+  readonly padTokenId: number | undefined
+  encode(text: string, options?: EncodeOptions): Int32Array
+  decode(ids: ArrayLike<number>, options?: DecodeOptions): string
+  tokenToId(token: string): number | undefined
+  idToToken(id: number): string | undefined
+  /** Renders chat messages to the prompt text the model was trained on. */
+  applyChatTemplate?(messages: readonly ChatMessage[], options?: ChatTemplateOptions): string
+}
