@@ -6,4 +6,7 @@ export default defineConfig({
   dts: true,
   sourcemap: true,
   clean: true,
+  // tfjs-core ships its gradient registrations only as extension-less ESM files that Node cannot load
+  // (the `@tensorflow/tfjs` bundle inlines them the same way); tfjs-core itself stays external.
+  noExternal: [/^@tensorflow\/tfjs-core\/dist\//],
 })

@@ -1,17 +1,76 @@
-import { describe, expect, it } from 'vitest'
 import * as tf from '@tensorflow/tfjs-core'
-import { initTensors } from './init-tensors.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import { BackendError, InvalidArgumentError } from '@ludic/core'
+import { activateBackend, backendFromEnvironment, currentRuntime, initTensors } from './init-tensors.js'
+
+const savedBackend = process.env['LUDIC_BACKEND']
+afterEach(() => {
+  if (savedBackend === undefined) delete process.env['LUDIC_BACKEND']
+  else process.env['LUDIC_BACKEND'] = savedBackend
+})
+
+function isInstalled(moduleName: string): boolean {
+  try {
+    import.meta.resolve(moduleName)
+    return true
+  } catch {
+    return false
+  }
+}
 
 describe('initTensors', () => {
-  it('starts wasm', async () => {
-    const runtime = await initTensors({ backend: 'wasm' })
-    expect(runtime.backend).toBe('wasm')
+  it('starts the CPU and WebAssembly backends on request and reports what it chose', async () => {
+    delete process.env['LUDIC_BACKEND']
+    const cpu = await initTensors({ backend: 'cpu' })
+    expect(cpu).toMatchObject({ backend: 'cpu', tfBackend: 'cpu', threads: 1, skipped: [] })
+    expect(tf.getBackend()).toBe('cpu')
+    const wasm = await initTensors({ backend: 'wasm' })
+    expect(wasm.backend).toBe('wasm')
+    expect(wasm.device).toMatch(/WebAssembly/)
+    expect(wasm.threads).toBeGreaterThanOrEqual(1)
     expect(tf.getBackend()).toBe('wasm')
-    console.log(runtime)
+    expect(currentRuntime()).toEqual(wasm)
+    expect(tf.tidy(() => tf.matMul(tf.tensor2d([[1, 2], [3, 4]]), tf.tensor2d([[5, 6], [7, 8]])).arraySync())).toEqual([[19, 22], [43, 50]])
   })
-  it('auto', async () => {
+
+  it('LUDIC_BACKEND overrides the option; a bad value names the variable', async () => {
+    process.env['LUDIC_BACKEND'] = 'cpu'
+    expect((await initTensors({ backend: 'wasm' })).backend).toBe('cpu')
+    process.env['LUDIC_BACKEND'] = 'tpu'
+    expect(() => backendFromEnvironment()).toThrow(InvalidArgumentError)
+    await expect(initTensors()).rejects.toThrow(/'LUDIC_BACKEND' \(value: "tpu"\): must be one of auto, tensorflow-gpu/)
+  })
+
+  it('rejects unknown options with InvalidArgumentError naming them', async () => {
+    delete process.env['LUDIC_BACKEND']
+    await expect(initTensors({ backend: 'gpu' as never })).rejects.toThrow(/'options.backend' \(value: "gpu"\)/)
+    await expect(initTensors({ backnd: 'cpu' } as never)).rejects.toThrow(InvalidArgumentError)
+  })
+
+  it.skipIf(isInstalled('@tensorflow/tfjs-node-gpu'))('a requested backend that is missing gives a BackendError saying what to install', async () => {
+    delete process.env['LUDIC_BACKEND']
+    const error = await initTensors({ backend: 'tensorflow-gpu' }).catch((caught: unknown) => caught)
+    expect(BackendError.isInstance(error)).toBe(true)
+    expect((error as BackendError).backend).toBe('tensorflow-gpu')
+    expect((error as Error).message).toMatch(/is not installed: install @tensorflow\/tfjs-node-gpu/)
+  })
+
+  it.skipIf(isInstalled('webgpu'))('WebGPU without its packages gives a BackendError naming them', async () => {
+    await expect(activateBackend('webgpu')).rejects.toThrow(/install @tensorflow\/tfjs-backend-webgpu@4.22.0 and webgpu/)
+  })
+
+  it('auto takes the first backend that starts, in order, with a one-line notice', async () => {
+    delete process.env['LUDIC_BACKEND']
     const lines: string[] = []
-    const runtime = await initTensors({ log: (l) => lines.push(l) })
-    console.log(runtime, lines)
+    const runtime = await initTensors({ log: (line) => lines.push(line) })
+    const order = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']
+    expect(runtime.skipped.map((skip) => skip.backend)).toEqual(order.slice(0, order.indexOf(runtime.backend)))
+    if (!isInstalled('@tensorflow/tfjs-node-gpu')) expect(runtime.skipped[0]?.reason).toMatch(/tfjs-node-gpu/)
+    if (!isInstalled('@tensorflow/tfjs-node')) expect(runtime.backend).toBe('wasm')
+    expect(lines).toHaveLength(runtime.skipped.length > 0 ? 1 : 0)
+    if (lines[0] !== undefined) expect(lines[0]).toMatch(new RegExp(`^\\[ludic\\] TensorFlow.js backend: ${runtime.backend} \\(skipped tensorflow-gpu not installed`))
+    const quiet: string[] = []
+    await initTensors({ verbose: false, log: (line) => quiet.push(line) })
+    expect(quiet).toEqual([])
   })
 })

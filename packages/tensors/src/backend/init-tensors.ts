@@ -2,6 +2,7 @@ import { createRequire } from 'node:module'
 import { dirname } from 'node:path'
 import { availableParallelism } from 'node:os'
 import * as tf from '@tensorflow/tfjs-core'
+import './register-gradients.js'
 import { z } from 'zod'
 import { BackendError, InvalidArgumentError, parseArgument } from '@ludic/core'
 import { applyKernelFixes } from '../kernels/index.js'
@@ -18,7 +19,7 @@ export const initTensorsOptionsSchema = z
      * then `cpu`. The environment variable `LUDIC_BACKEND` overrides this option.
      */
     backend: z.enum(['auto', ...backendNames]).default('auto'),
-    /** Print a one-line notice for every backend `auto` skips. Default: true. */
+    /** When `auto` skips a backend, print one line saying which it chose and why. Default: true. */
     verbose: z.boolean().default(true),
     /** Where notices go. Default: `console.warn`. */
     log: z.custom<(message: string) => void>((value) => typeof value === 'function').optional(),
@@ -60,6 +61,8 @@ async function registerBackend(backend: BackendName): Promise<{ tfBackend: strin
     case 'tensorflow-gpu':
     case 'tensorflow': {
       const moduleName = backend === 'tensorflow-gpu' ? '@tensorflow/tfjs-node-gpu' : '@tensorflow/tfjs-node'
+      // TensorFlow's C++ logging prints start-up banners on stderr; keep warnings and errors only.
+      process.env['TF_CPP_MIN_LOG_LEVEL'] ??= '2'
       // The native packages are CommonJS and register the 'tensorflow' backend on load, on the
       // tfjs-core instance they resolve. That must be ours: check it, or two registries diverge.
       const native = require(moduleName) as { version?: { 'tfjs-core'?: string } }
@@ -208,14 +211,22 @@ export async function initTensors(options: InitTensorsOptions = {}): Promise<Ten
   for (const backend of autoOrder) {
     try {
       current = { ...(await activateBackend(backend)), skipped }
+      if (parsed.verbose && skipped.length > 0) {
+        const reasons = skipped.map((skip) => `${skip.backend} ${shortReason(skip.reason)}`).join(', ')
+        log(`[ludic] TensorFlow.js backend: ${backend} (skipped ${reasons}; see initTensors in @ludic/tensors)`)
+      }
       return current
     } catch (error) {
-      const reason = BackendError.isInstance(error) ? error.message : errorMessage(error)
-      skipped.push({ backend, reason })
-      if (parsed.verbose && backend !== 'tensorflow-gpu') log(`[ludic] ${reason}; trying the next backend`)
+      skipped.push({ backend, reason: BackendError.isInstance(error) ? error.message : errorMessage(error) })
     }
   }
-  throw new BackendError({ backend: 'auto', message: `no backend could start: ${skipped.map((s) => s.reason).join('; ')}` })
+  throw new BackendError({ backend: 'auto', message: `no backend could start: ${skipped.map((skip) => skip.reason).join('; ')}` })
+}
+
+function shortReason(reason: string): string {
+  if (reason.includes('is not installed')) return 'not installed'
+  if (reason.includes('failed to load')) return 'failed to load'
+  return 'failed to start'
 }
 
 /** The runtime chosen by the last `initTensors`, if any. */

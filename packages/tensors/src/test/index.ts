@@ -1,1 +1,1 @@
-export {}
+export { expectNoLeaks, TensorLeakError, type NoLeaksOptions } from '../memory/no-leaks.js'
