@@ -22,3 +22,4 @@ export {
   tokenLogprobs,
 } from './numerics/index.js'
 export { createTensorScope, expectNoLeaks, TensorLeakError, withTensorScope, type NoLeaksOptions, type TensorScope } from './memory/index.js'
+export * from './safetensors/index.js'
