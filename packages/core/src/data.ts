@@ -155,6 +155,14 @@ export const sampleSchema = z
   })
 export type Sample = z.infer<typeof sampleSchema>
 
+const uint8Array = z.custom<Uint8Array>((value) => value instanceof Uint8Array, { message: 'must be a Uint8Array' })
+
+/**
+ * A ragged batch for advantage estimators: one entry per sample (a response, or one turn of a
+ * multi-turn episode), each with its own number of tokens; no padding. Every per-sample array has one
+ * entry per sample, every per-token array the length of that sample's `tokenRewards`. Rewards and values
+ * must be finite; a sample's mask, when given, holds 0s and 1s and at least one 1.
+ */
 export const advantageBatchSchema = z
   .object({
     /** Per sample, a reward for each response token (outcome rewards usually sit on the last token). */
@@ -167,23 +175,49 @@ export const advantageBatchSchema = z
     environmentIds: z.array(z.string()).readonly().optional(),
     /** Per sample, the critic's value of each response token (GAE). */
     values: z.array(float32Array).optional(),
+    /**
+     * Per sample, 1 for each token the policy generated and 0 for a token it did not (an observation or
+     * tool span inside a multi-turn sample). Masked tokens get no advantage from outcome estimators; GAE
+     * and REINFORCE++ carry their running values through them (verl's `response_mask`). All 1s when absent.
+     */
+    tokenMasks: z.array(uint8Array).optional(),
+    /** Per sample, a reward to compare it against: REMAX's reward of the greedy response to the same prompt. */
+    baselineRewards: z.array(finiteNumber).readonly().optional(),
+    /** Per sample, the episode it belongs to; an episode's samples are its turns (multi-turn estimators). */
+    trajectoryIds: z.array(z.string()).readonly().optional(),
+    /** Per sample, the 0-based index of its turn in its episode (orders the turns; batch order when absent). */
+    turnIndices: z.array(z.number().int().min(0)).readonly().optional(),
+    /** Per sample, a key of the state its turn acted on: equal keys are the same state (GiGPO's anchor states). */
+    stateKeys: z.array(z.string()).readonly().optional(),
   })
   .superRefine((batch, context) => {
     const count = batch.tokenRewards.length
-    const check = (name: 'groupIds' | 'roles' | 'environmentIds' | 'values', length: number | undefined) => {
-      if (length !== undefined && length !== count) {
-        context.addIssue({ code: 'custom', path: [name], message: `has ${length} entries for ${count} samples` })
-      }
+    const issue = (path: (string | number)[], message: string) => context.addIssue({ code: 'custom', path, message })
+    const perSample = ['groupIds', 'roles', 'environmentIds', 'values', 'tokenMasks', 'baselineRewards', 'trajectoryIds', 'turnIndices', 'stateKeys'] as const
+    for (const name of perSample) {
+      const length = batch[name]?.length
+      if (length !== undefined && length !== count) issue([name], `has ${length} entries for ${count} samples`)
     }
-    check('groupIds', batch.groupIds.length)
-    check('roles', batch.roles?.length)
-    check('environmentIds', batch.environmentIds?.length)
-    check('values', batch.values?.length)
-    batch.values?.forEach((values, index) => {
+    const checkTokens = (name: 'tokenRewards' | 'values', rows: readonly Float32Array[] | undefined) => {
+      rows?.forEach((row, index) => {
+        const length = batch.tokenRewards[index]?.length
+        if (length !== undefined && row.length !== length) return issue([name, index], `has ${row.length} entries for ${length} tokens`)
+        for (let token = 0; token < row.length; token++) {
+          if (!Number.isFinite(row[token])) return issue([name, index, token], 'must be a finite number')
+        }
+      })
+    }
+    checkTokens('tokenRewards', batch.tokenRewards)
+    checkTokens('values', batch.values)
+    batch.tokenMasks?.forEach((mask, index) => {
       const length = batch.tokenRewards[index]?.length
-      if (length !== undefined && values.length !== length) {
-        context.addIssue({ code: 'custom', path: ['values', index], message: `has ${values.length} values for ${length} tokens` })
+      if (length !== undefined && mask.length !== length) return issue(['tokenMasks', index], `has ${mask.length} entries for ${length} tokens`)
+      let valid = 0
+      for (let token = 0; token < mask.length; token++) {
+        if (mask[token]! > 1) return issue(['tokenMasks', index, token], 'must be 0 or 1')
+        valid += mask[token]!
       }
+      if (mask.length > 0 && valid === 0) issue(['tokenMasks', index], 'masks every token: a sample needs at least one valid token')
     })
   })
 export type AdvantageBatch = z.infer<typeof advantageBatchSchema>

@@ -27,12 +27,14 @@ export interface EnvironmentV1 {
 
 /** Turns per-token rewards into per-token advantages and returns. */
 export interface AdvantageEstimatorV1 {
+  readonly specificationVersion: 'v1'
   readonly name: string
   estimate(batch: AdvantageBatch): AdvantageResult
 }
 
 /** Scores whole trajectories, possibly comparing a group at once (CPO-style judges). */
 export interface TrajectoryScorerV1 {
+  readonly specificationVersion: 'v1'
   readonly name: string
   /** One score per trajectory, in order. */
   score(group: readonly Trajectory[]): Promise<number[]>

@@ -1,0 +1,69 @@
+import type { AdvantageBatch } from '@ludic/core'
+import { describe, expect, it } from 'vitest'
+import { createRae } from './rae.js'
+
+/** One game: player0 gets `reward`, player1 the opposite (zero-sum), one turn each. */
+const game = (environmentId: string, reward: number): AdvantageBatch => ({
+  tokenRewards: [Float32Array.of(0, reward), Float32Array.of(-reward)],
+  groupIds: ['game', 'game'],
+  roles: ['player0', 'player1'],
+  environmentIds: [environmentId, environmentId],
+})
+const firstTokens = (batch: AdvantageBatch, estimator: ReturnType<typeof createRae>) => estimator.estimate(batch).advantages.map((row) => row[0]!)
+
+describe('rae', () => {
+  it('keeps one baseline per (environment, role) across batches, read before the update by default (SPIRAL)', () => {
+    const rae = createRae()
+    expect(firstTokens(game('kuhn-poker', 1), rae)).toEqual([1, -1]) // b = 0, then b ← 0.05 and −0.05
+    expect(rae.getState().baselines).toEqual([
+      { environmentId: 'kuhn-poker', role: 'player0', value: expect.closeTo(0.05, 12) },
+      { environmentId: 'kuhn-poker', role: 'player1', value: expect.closeTo(-0.05, 12) },
+    ])
+    const [player0, player1] = firstTokens(game('kuhn-poker', 1), rae)
+    expect(player0).toBeCloseTo(0.95, 6)
+    expect(player1).toBeCloseTo(-0.95, 6)
+    expect(firstTokens(game('tic-tac-toe', 1), rae)).toEqual([1, -1]) // another environment starts at 0
+    expect(rae.getState().baselines).toHaveLength(4)
+  })
+
+  it('updates before reading with updateBeforeRead, which changes the advantages', () => {
+    const rae = createRae({ updateBeforeRead: true, decay: 0.9 })
+    const [first] = firstTokens(game('kuhn-poker', 1), rae)
+    expect(first).toBeCloseTo(1 - 0.1, 6) // b ← 0.9·0 + 0.1·1, then A = 1 − b
+    const [second] = firstTokens(game('kuhn-poker', 1), rae)
+    expect(second).toBeCloseTo(1 - (0.9 * 0.1 + 0.1), 6)
+  })
+
+  it('treats the turns of one role in one trajectory as one episode: one return, one update', () => {
+    const rae = createRae({ decay: 0.5 })
+    const batch: AdvantageBatch = {
+      tokenRewards: [Float32Array.of(0), Float32Array.of(0), Float32Array.of(2), Float32Array.of(-2)],
+      groupIds: ['g', 'g', 'g', 'g'],
+      roles: ['player0', 'player1', 'player0', 'player1'],
+      environmentIds: ['kuhn-poker', 'kuhn-poker', 'kuhn-poker', 'kuhn-poker'],
+      trajectoryIds: ['t', 't', 't', 't'],
+      turnIndices: [0, 1, 2, 3],
+    }
+    expect(firstTokens(batch, rae)).toEqual([2, -2, 2, -2])
+    expect(rae.getState().baselines.map((baseline) => baseline.value)).toEqual([1, -1])
+  })
+
+  it('saves and restores its baselines for checkpoints', () => {
+    const rae = createRae()
+    for (let step = 0; step < 5; step++) rae.estimate(game('kuhn-poker', step % 2 === 0 ? 1 : -0.5))
+    const restored = createRae()
+    restored.setState(JSON.parse(JSON.stringify(rae.getState())))
+    expect(restored.estimate(game('kuhn-poker', 1))).toEqual(rae.estimate(game('kuhn-poker', 1)))
+    expect(() => restored.setState({ baselines: [{ environmentId: 'e', role: 'r', value: Number.NaN }] })).toThrow(/'state\.baselines\.0\.value'/)
+  })
+
+  it('needs roles and environments, and leaves its state untouched when a batch is rejected', () => {
+    const rae = createRae()
+    rae.estimate(game('kuhn-poker', 1))
+    const before = rae.getState()
+    expect(() => rae.estimate({ ...game('kuhn-poker', 1), roles: undefined })).toThrow(/'batch\.roles'.*'rae'/)
+    const mixed = { ...game('kuhn-poker', 1), trajectoryIds: ['t', 't'], roles: ['player0', 'player0'], environmentIds: ['kuhn-poker', 'other'] }
+    expect(() => rae.estimate(mixed)).toThrow(/'batch\.environmentIds\[1\]'.*differs from the environment 'kuhn-poker'/)
+    expect(rae.getState()).toEqual(before)
+  })
+})

@@ -1,0 +1,89 @@
+import { InvalidArgumentError, type AdvantageEstimatorV1 } from '@ludic/core'
+import { createDrGrpo, type DrGrpoOptions } from './dr-grpo.js'
+import { createGae, type GaeOptions } from './gae.js'
+import { createGigpo, type GigpoOptions } from './gigpo.js'
+import { createGpg, type GpgOptions } from './gpg.js'
+import { createGrpo, type GrpoOptions } from './grpo.js'
+import { createGrpoPassK, type GrpoPassKOptions } from './grpo-pass-k.js'
+import { createOpo, type OpoOptions } from './opo.js'
+import { createRae, type RaeOptions } from './rae.js'
+import { createReinforcePlusPlus, type ReinforcePlusPlusOptions } from './reinforce-plus-plus.js'
+import { createReinforcePlusPlusBaseline, type ReinforcePlusPlusBaselineOptions } from './reinforce-plus-plus-baseline.js'
+import { createRemax, type RemaxOptions } from './remax.js'
+import { createRloo, type RlooOptions } from './rloo.js'
+import { createTurnReinforce, type TurnReinforceOptions } from './turn-reinforce.js'
+
+/** Makes an estimator from its options (`undefined` when the caller gave none). */
+export type AdvantageEstimatorFactory<Options = unknown> = (options?: Options) => AdvantageEstimatorV1
+
+/** The options of each built-in estimator, by registry name. */
+export interface BuiltInAdvantageEstimatorOptions {
+  gae: GaeOptions
+  grpo: GrpoOptions
+  'dr-grpo': DrGrpoOptions
+  rloo: RlooOptions
+  'reinforce++': ReinforcePlusPlusOptions
+  'reinforce++-baseline': ReinforcePlusPlusBaselineOptions
+  remax: RemaxOptions
+  opo: OpoOptions
+  'grpo-passk': GrpoPassKOptions
+  gpg: GpgOptions
+  rae: RaeOptions
+  gigpo: GigpoOptions
+  'turn-reinforce': TurnReinforceOptions
+}
+
+const builtIns: { [Name in keyof BuiltInAdvantageEstimatorOptions]: AdvantageEstimatorFactory<BuiltInAdvantageEstimatorOptions[Name]> } = {
+  gae: createGae,
+  grpo: createGrpo,
+  'dr-grpo': createDrGrpo,
+  rloo: createRloo,
+  'reinforce++': createReinforcePlusPlus,
+  'reinforce++-baseline': createReinforcePlusPlusBaseline,
+  remax: createRemax,
+  opo: createOpo,
+  'grpo-passk': createGrpoPassK,
+  gpg: createGpg,
+  rae: createRae,
+  gigpo: createGigpo,
+  'turn-reinforce': createTurnReinforce,
+}
+
+const factories = new Map<string, AdvantageEstimatorFactory<never>>(Object.entries(builtIns))
+
+/**
+ * Adds an estimator to the registry under `name`, so `advantageEstimators.create(name, options)` makes
+ * it (a trainer config can then name it). A name already taken is an `InvalidArgumentError`.
+ */
+export function registerAdvantageEstimator<Options>(name: string, factory: AdvantageEstimatorFactory<Options>): void {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new InvalidArgumentError({ argument: 'name', value: name, message: 'must be a non-empty string' })
+  }
+  if (typeof factory !== 'function') {
+    throw new InvalidArgumentError({ argument: 'factory', value: factory, message: 'must be a function (options) => AdvantageEstimatorV1' })
+  }
+  if (factories.has(name)) {
+    throw new InvalidArgumentError({ argument: 'name', value: name, message: 'an advantage estimator with this name is already registered' })
+  }
+  factories.set(name, factory)
+}
+
+/** The estimators by name: the built-in ones and those added with `registerAdvantageEstimator`. */
+export const advantageEstimators = {
+  /** Makes the estimator registered under `name`; an unknown name is an error that lists the known ones. */
+  create: createByName as {
+    <Name extends keyof BuiltInAdvantageEstimatorOptions>(name: Name, options?: BuiltInAdvantageEstimatorOptions[Name]): AdvantageEstimatorV1
+    (name: string, options?: unknown): AdvantageEstimatorV1
+  },
+  /** The registered names, built-in ones first, then in order of registration. */
+  names: (): string[] => [...factories.keys()],
+}
+
+function createByName(name: string, options?: unknown): AdvantageEstimatorV1 {
+  const factory = factories.get(name)
+  if (factory === undefined) {
+    const known = [...factories.keys()].join(', ')
+    throw new InvalidArgumentError({ argument: 'name', value: name, message: `unknown advantage estimator; known: ${known}` })
+  }
+  return (factory as AdvantageEstimatorFactory)(options) // each factory parses its own options
+}

@@ -1,0 +1,33 @@
+import { parseArgument, type AdvantageEstimatorV1 } from '@ludic/core'
+import { z } from 'zod'
+import { parseAdvantageBatch, sampleScores, toFloat32 } from './batch.js'
+import { groupStatistics, maskedWhiten, zeroMaskedTokens } from './statistics.js'
+
+export const reinforcePlusPlusBaselineOptionsSchema = z.strictObject({})
+export type ReinforcePlusPlusBaselineOptions = z.input<typeof reinforcePlusPlusBaselineOptionsSchema>
+
+/**
+ * REINFORCE++ with a group baseline (Hu 2025, "REINFORCE++"), exactly verl's
+ * `compute_reinforce_plus_plus_baseline_outcome_advantage`:
+ *
+ *   x_i = r_i − mean_g  on every valid token       advantages = whiten(x) over the batch's valid tokens
+ *
+ * A group of one has mean 0. Whitening weighs each sample by its number of valid tokens; masked tokens
+ * get 0; `returns` equals `advantages`. Throws when the batch has fewer than 2 valid tokens.
+ * (verl's `epsilon` argument is unused there, so there is no such option here.)
+ */
+export function createReinforcePlusPlusBaseline(options: ReinforcePlusPlusBaselineOptions = {}): AdvantageEstimatorV1 {
+  parseArgument(reinforcePlusPlusBaselineOptionsSchema, options, 'options')
+  return {
+    specificationVersion: 'v1',
+    name: 'reinforce++-baseline',
+    estimate(input) {
+      const batch = parseAdvantageBatch(input)
+      const scores = sampleScores(batch)
+      const { mean } = groupStatistics(scores, batch.groupIds)
+      const centered = batch.tokenRewards.map((rewards, sample) => new Float64Array(rewards.length).fill(scores[sample]! - mean[sample]!))
+      const advantages = toFloat32(zeroMaskedTokens(maskedWhiten(centered, batch), batch))
+      return { advantages, returns: advantages.map((row) => row.slice()) }
+    },
+  }
+}
