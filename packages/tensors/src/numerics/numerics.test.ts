@@ -102,6 +102,19 @@ describe('tokenLogprobs', () => {
     tf.dispose([logits, tokenIds, result, weights, gradient])
   })
 
+  it('keeps the ids alive for the backward pass even when the caller disposed them', () => {
+    const logits = randomTensor([2, 3], 6)
+    const gradient = tf.grad((input: tf.Tensor) => {
+      const ids = tf.tensor1d([0, 2], 'int32')
+      const result = tf.sum(tokenLogprobs(input, ids))
+      ids.dispose()
+      return result
+    })(logits)
+    expect(gradient.shape).toEqual([2, 3])
+    expect(Array.from(gradient.dataSync()).every(Number.isFinite)).toBe(true)
+    tf.dispose([logits, gradient])
+  })
+
   it('rejects ids out of range and mismatched shapes, and does not leak', async () => {
     const logits = randomTensor([2, 3, 4], 5)
     const bad = tf.tensor2d([0, 1, 2, 3, 4, 0], [2, 3], 'int32')
@@ -130,7 +143,17 @@ describe('entropyFromLogits', () => {
     const entropy = entropyFromLogits(logits)
     expectClose(entropy.dataSync(), expected)
     expect(entropy.dataSync()[0]).toBeCloseTo(Math.log(4), 5)
-    tf.dispose([logits, entropy])
+    // Gradient with a masked token: finite, and 0 at the masked token.
+    const masked = tf.tensor2d([[1, 2, -Infinity]])
+    const maskedGradient = tf.grad((input: tf.Tensor) => tf.sum(entropyFromLogits(input)))(masked).dataSync()
+    expect(maskedGradient[2]).toBe(0)
+    expect(Number.isFinite(maskedGradient[0]!) && maskedGradient[0]! !== 0).toBe(true)
+    tf.dispose(masked)
+    const broken = tf.tensor2d([[0, Number.NaN], [0, Infinity]])
+    const brokenEntropy = entropyFromLogits(broken).dataSync()
+    expect(Number.isNaN(brokenEntropy[0])).toBe(true)
+    expect(Number.isNaN(brokenEntropy[1])).toBe(true)
+    tf.dispose([logits, entropy, broken])
   })
 
   const fixture = fileURLToPath(new URL('../../../../../shared/fixtures/verl/compute_entropy_loss.json', import.meta.url))

@@ -23,25 +23,28 @@ export function tokenLogprobs(logits: tf.Tensor, tokenIds: tf.Tensor): tf.Tensor
   }
   const vocabulary = logits.shape[logits.rank - 1]!
   assertIdsInRange(tokenIds, vocabulary)
-  const compute = tf.customGrad((logitsInput, save) => {
+  // tokenIds goes through customGrad as an input (with no gradient of its own) rather than a closure,
+  // so the backward pass keeps it alive even when the caller disposes it after the forward pass.
+  const compute = tf.customGrad((logitsInput, idsInput, save) => {
     const input = logitsInput as tf.Tensor
+    const ids = idsInput as tf.Tensor
     const rows = tokenIds.size
     const flatLogits = tf.reshape(input, [rows * vocabulary])
-    const flatIndex = tf.add(tf.mul(tf.range(0, rows, 1, 'int32'), tf.scalar(vocabulary, 'int32')), tf.reshape(tokenIds, [rows]))
+    const flatIndex = tf.add(tf.mul(tf.range(0, rows, 1, 'int32'), tf.scalar(vocabulary, 'int32')), tf.reshape(ids, [rows]))
     const chosen = tf.reshape(tf.gather(flatLogits, flatIndex), batchShape)
     const normaliser = logsumexp(input, -1)
-    ;(save as tf.GradSaveFunc)([input])
+    ;(save as tf.GradSaveFunc)([input, ids])
     return {
       value: tf.sub(chosen, normaliser),
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const savedLogits = saved[0]!
+        const [savedLogits, savedIds] = saved as [tf.Tensor, tf.Tensor]
         const probabilities = tf.exp(tf.sub(savedLogits, logsumexp(savedLogits, -1, true)))
-        const oneHot = tf.oneHot(tokenIds, vocabulary, 1, 0, 'float32')
-        return [tf.mul(tf.sub(oneHot, probabilities), tf.expandDims(dy, -1))]
+        const oneHot = tf.oneHot(savedIds, vocabulary, 1, 0, 'float32')
+        return [tf.mul(tf.sub(oneHot, probabilities), tf.expandDims(dy, -1)), tf.zerosLike(savedIds)]
       },
     }
   })
-  return compute(logits)
+  return compute(logits, tokenIds)
 }
 
 function assertIdsInRange(tokenIds: tf.Tensor, vocabulary: number): void {

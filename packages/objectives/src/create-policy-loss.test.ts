@@ -1,0 +1,198 @@
+import * as tf from '@tensorflow/tfjs-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { InvalidArgumentError, ShapeError } from '@ludic/core'
+import { expectNoLeaks } from '@ludic/tensors/test'
+import type { AggregationMode } from './aggregate-loss.js'
+import { createPolicyLoss, policyLossNames, type PolicyLossName } from './create-policy-loss.js'
+import type { PolicyLossInputs } from './policy-loss.js'
+import {
+  ErrorTracker,
+  expectClose,
+  expectGradientMatchesFiniteDifferences,
+  flat,
+  initBackendUnderTest,
+  loadFixture,
+  prefixMask,
+  randomTensor,
+  tensor2d,
+} from './testing/fixtures.js'
+
+beforeAll(initBackendUnderTest)
+
+interface PolicyCaseInputs {
+  old_log_prob: number[][]
+  log_prob: number[][]
+  advantages: number[][]
+  response_mask: number[][]
+  rollout_is_weights?: number[][]
+}
+interface PolicyCaseParams {
+  loss_agg_mode: AggregationMode
+  clip_ratio: number
+  clip_ratio_low: number | null
+  clip_ratio_high: number | null
+  clip_ratio_c: number
+  global_batch_info: { dp_size?: number; batch_num_tokens?: number; global_batch_size?: number; loss_scale_factor?: number }
+  dro_beta?: number
+  tau_pos?: number
+  tau_neg?: number
+}
+interface PolicyCaseOutputs {
+  pg_loss: number
+  metrics: Record<string, number>
+  grad_log_prob: number[][]
+}
+
+/** verl fixture file → Ludic loss name, and how the verl parameters map to its options. */
+const verlPolicyLosses: { file: string; name: PolicyLossName; options: (params: PolicyCaseParams) => Record<string, unknown> }[] = [
+  { file: 'vanilla', name: 'ppo-clip', options: (params) => ({ ...clipRange(params), clipC: params.clip_ratio_c, ...aggregation(params) }) },
+  { file: 'gspo', name: 'gspo', options: (params) => ({ ...clipRange(params), dataParallelSize: params.global_batch_info.dp_size ?? 1 }) },
+  { file: 'cispo', name: 'cispo', options: (params) => ({ ...clipRange(params), ...aggregation(params) }) },
+  { file: 'gpg', name: 'gpg', options: (params) => aggregation(params) },
+  { file: 'dro', name: 'dro', options: (params) => ({ beta: params.dro_beta, ...aggregation(params) }) },
+  { file: 'geo_mean', name: 'gmpo', options: (params) => clipRange(params) },
+  {
+    file: 'sapo',
+    name: 'sapo',
+    options: (params) => ({ tauPositive: params.tau_pos, tauNegative: params.tau_neg, dataParallelSize: params.global_batch_info.dp_size ?? 1 }),
+  },
+  { file: 'dppo_tv', name: 'dppo-tv', options: (params) => ({ ...clipRange(params), clipC: params.clip_ratio_c, ...aggregation(params) }) },
+  { file: 'dppo_kl', name: 'dppo-kl', options: (params) => ({ ...clipRange(params), clipC: params.clip_ratio_c, ...aggregation(params) }) },
+]
+
+function clipRange(params: PolicyCaseParams): { clipLow: number; clipHigh: number } {
+  return { clipLow: params.clip_ratio_low ?? params.clip_ratio, clipHigh: params.clip_ratio_high ?? params.clip_ratio }
+}
+
+function aggregation(params: PolicyCaseParams): Record<string, unknown> {
+  return {
+    aggregation: params.loss_agg_mode,
+    dataParallelSize: params.global_batch_info.dp_size ?? 1,
+    lossScaleFactor: params.global_batch_info.loss_scale_factor,
+  }
+}
+
+const verlMetricNames = { 'actor/pg_clipfrac': 'clipFraction', 'actor/ppo_kl': 'approxKl', 'actor/pg_clipfrac_lower': 'clipFractionLower' } as const
+
+describe.each(verlPolicyLosses)('policy loss $name = verl compute_policy_loss_$file', ({ file, name, options }) => {
+  const path = `verl/compute_policy_loss_${file}.json`
+  const fixture = loadFixture<PolicyCaseInputs, PolicyCaseParams, PolicyCaseOutputs>(path)
+  const tracker = new ErrorTracker()
+  afterAll(() => {
+    if (fixture !== undefined) console.info(tracker.summary(path))
+  })
+
+  it.skipIf(fixture === undefined)('matches the fixture case by case: loss, metrics and gradient', () => {
+    for (const testCase of fixture!.cases) {
+      const policyLoss = createPolicyLoss(name, options(testCase.params) as never)
+      const tensors = {
+        logprobs: tensor2d(testCase.inputs.log_prob),
+        oldLogprobs: tensor2d(testCase.inputs.old_log_prob),
+        advantages: tensor2d(testCase.inputs.advantages),
+        mask: tensor2d(testCase.inputs.response_mask),
+        importanceWeights: testCase.inputs.rollout_is_weights === undefined ? undefined : tensor2d(testCase.inputs.rollout_is_weights),
+      }
+      const { batch_num_tokens: globalTokenCount, global_batch_size: globalBatchSize } = testCase.params.global_batch_info
+      const inputs: PolicyLossInputs = { ...tensors, globalTokenCount, globalBatchSize }
+      const outputs = testCase.outputs!
+      const { loss, metrics } = policyLoss(inputs)
+      expectClose(loss.dataSync(), [outputs.pg_loss], `${testCase.id} pg_loss`, { tracker })
+      expect(metrics.pgLoss).toBeCloseTo(loss.dataSync()[0]!, 6)
+      for (const [verlName, value] of Object.entries(outputs.metrics)) {
+        const ludicName = verlMetricNames[verlName as keyof typeof verlMetricNames]
+        expect(ludicName, `${testCase.id}: unknown verl metric ${verlName}`).toBeDefined()
+        expectClose([metrics[ludicName]], [value], `${testCase.id} ${verlName}`, { tracker })
+      }
+      const gradient = tf.grad((logprobs: tf.Tensor) => policyLoss({ ...inputs, logprobs }).loss)(tensors.logprobs)
+      expectClose(gradient.dataSync(), flat(outputs.grad_log_prob), `${testCase.id} grad_log_prob`, { tracker })
+      tf.dispose([loss, gradient, ...Object.values(tensors).filter((tensor) => tensor !== undefined)])
+    }
+  })
+})
+
+/** Small random inputs: [3, 5], second row shorter, third empty except one token. */
+function smallInputs(seed: number, sequenceAdvantages = false): PolicyLossInputs {
+  const logprobs = tf.tidy(() => tf.neg(tf.abs(randomTensor([3, 5], seed, 1, -1))))
+  const oldLogprobs = tf.tidy(() => tf.add(logprobs, randomTensor([3, 5], seed + 1, 0.15)))
+  const advantages = sequenceAdvantages ? tf.tidy(() => tf.tile(randomTensor([3, 1], seed + 2), [1, 5])) : randomTensor([3, 5], seed + 2)
+  return { logprobs, oldLogprobs, advantages, mask: prefixMask([5, 3, 1], 5) }
+}
+
+describe('every policy loss', () => {
+  it.each(policyLossNames)('%s: gradient matches finite differences, no leaks', async (name) => {
+    const options = name === 'truncated-ppo' ? { generationBudget: 4 } : {}
+    const policyLoss = createPolicyLoss(name, options as never)
+    // gspo's token ratio equals the sequence ratio in value: with sequence-level advantages its gradient is
+    // the derivative of its value. cispo and dppo detach the ratio: moving oldLogprobs with logprobs keeps
+    // the detached ratio fixed, so the finite difference sees only the differentiated factor.
+    const inputs = smallInputs(11, name === 'gspo')
+    const detachedRatio = name === 'cispo' || name === 'dppo-tv' || name === 'dppo-kl'
+    const f = (logprobs: tf.Tensor): tf.Scalar =>
+      policyLoss({ ...inputs, logprobs, oldLogprobs: detachedRatio ? tf.add(inputs.oldLogprobs, tf.sub(logprobs, inputs.logprobs)) : inputs.oldLogprobs }).loss
+    expectGradientMatchesFiniteDifferences(f, inputs.logprobs, { label: name, step: 1e-3, tolerance: 5e-3 })
+    await expectNoLeaks(() => policyLoss(inputs).loss, { label: `${name} loss` })
+    await expectNoLeaks(() => tf.grad((logprobs: tf.Tensor) => policyLoss({ ...inputs, logprobs }).loss)(inputs.logprobs), { label: `${name} gradient` })
+    tf.dispose(Object.values(inputs) as tf.Tensor[])
+  })
+
+  it('ignore masked positions, even NaN there, in value and gradient', () => {
+    const inputs = smallInputs(3)
+    const nanLogprobs = tf.tidy(() => tf.where(tf.equal(inputs.mask, 0), tf.fill([3, 5], Number.NaN), inputs.logprobs))
+    for (const name of policyLossNames) {
+      const policyLoss = createPolicyLoss(name, (name === 'truncated-ppo' ? { generationBudget: 5 } : {}) as never)
+      const clean = policyLoss(inputs)
+      const dirty = policyLoss({ ...inputs, logprobs: nanLogprobs, oldLogprobs: tf.add(nanLogprobs, 0.1) })
+      const gradient = tf.grad((logprobs: tf.Tensor) => policyLoss({ ...inputs, logprobs }).loss)(nanLogprobs)
+      expect(Number.isFinite(dirty.loss.dataSync()[0]), name).toBe(true)
+      expect(Array.from(gradient.dataSync()).every(Number.isFinite), name).toBe(true)
+      expect(Number.isFinite(clean.metrics.approxKl), name).toBe(true)
+      tf.dispose([clean.loss, dirty.loss, gradient])
+    }
+    tf.dispose([nanLogprobs, ...(Object.values(inputs) as tf.Tensor[])])
+  })
+
+  it('report clipped tokens consistently with the metrics', () => {
+    const inputs = smallInputs(5)
+    const oldLogprobs = tf.tidy(() => tf.add(inputs.logprobs, randomTensor([3, 5], 99, 0.6)))
+    const { loss, metrics, clippedTokens } = createPolicyLoss('ppo-clip', { clipLow: 0.1, clipHigh: 0.2 })({ ...inputs, oldLogprobs })
+    const lows = clippedTokens.low.reduce((a, b) => a + b, 0)
+    const highs = clippedTokens.high.reduce((a, b) => a + b, 0)
+    expect(lows).toBe(metrics.clippedLowTokens)
+    expect(highs).toBe(metrics.clippedHighTokens)
+    expect(lows + highs).toBeGreaterThan(0)
+    expect(metrics.clipFraction).toBeCloseTo((lows + highs) / metrics.validTokens, 6)
+    expect(metrics.validTokens).toBe(9)
+    expect(metrics.ratioMin).toBeLessThanOrEqual(metrics.ratioMean)
+    expect(metrics.ratioMean).toBeLessThanOrEqual(metrics.ratioMax)
+    // Flags only at valid tokens: the third row has one.
+    expect(Array.from(clippedTokens.low.slice(11)).concat(Array.from(clippedTokens.high.slice(11)))).toEqual(new Array(8).fill(0))
+    tf.dispose([loss, oldLogprobs, ...(Object.values(inputs) as tf.Tensor[])])
+  })
+
+  it('name bad arguments', () => {
+    const inputs = smallInputs(2)
+    expect(() => createPolicyLoss('ppo' as PolicyLossName)).toThrow(/'name'.*known: ppo-clip, truncated-ppo, gspo/)
+    expect(() => createPolicyLoss('ppo-clip', { clipC: 1 })).toThrow(/options.clipC.*greater than 1/)
+    expect(() => createPolicyLoss('ppo-clip', { clipLow: -0.1 })).toThrow(InvalidArgumentError)
+    expect(() => createPolicyLoss('ppo-clip', { clip: 0.2 } as never)).toThrow(/options/)
+    expect(() => createPolicyLoss('gspo', { aggregation: 'token-mean' } as never)).toThrow(/options.aggregation/)
+    expect(() => createPolicyLoss('truncated-ppo', {} as never)).toThrow(/options.generationBudget/)
+    const policyLoss = createPolicyLoss('ppo-clip')
+    const wrongShape = tf.zeros([3, 4])
+    expect(() => policyLoss({ ...inputs, advantages: wrongShape })).toThrow(ShapeError)
+    expect(() => policyLoss({ ...inputs, advantages: wrongShape })).toThrow(/inputs.advantages/)
+    const ints = tf.zeros([3, 5], 'int32')
+    expect(() => policyLoss({ ...inputs, logprobs: ints })).toThrow(/inputs.logprobs.*float32/)
+    const nan = tf.tidy(() => tf.where(tf.equal(tf.reshape(tf.range(0, 15), [3, 5]), 6), tf.fill([3, 5], Number.NaN), inputs.advantages))
+    expect(() => policyLoss({ ...inputs, advantages: nan })).toThrow(/inputs.advantages.*not finite at \[1, 1\]/)
+    const empty = tf.zeros([3, 5])
+    expect(() => policyLoss({ ...inputs, mask: empty })).toThrow(/'inputs.mask'.*no valid token.*divide by zero/)
+    expect(() => createPolicyLoss('ppo-clip', { aggregation: 'seq-mean-token-mean' })({ ...inputs, mask: empty })).toThrow(/no sequence/)
+    expect(() => createPolicyLoss('ppo-clip', { dataParallelSize: 2 })(inputs)).toThrow(/globalTokenCount.*required/)
+    expect(() => policyLoss({ ...inputs, globalTokenCount: -1 })).toThrow(/inputs.globalTokenCount/)
+    const negative = tf.fill([3, 5], -1)
+    expect(() => policyLoss({ ...inputs, importanceWeights: negative })).toThrow(/importanceWeights.*non-negative/)
+    expect(() => policyLoss(undefined as never)).toThrow(/'inputs'/)
+    tf.dispose([wrongShape, ints, nan, empty, negative, ...(Object.values(inputs) as tf.Tensor[])])
+  })
+})

@@ -1,0 +1,64 @@
+import { InvalidArgumentError } from '@ludic/core'
+import { createCispoLoss, type CispoOptions } from './cispo-loss.js'
+import { createDppoLoss, type DppoOptions } from './dppo-loss.js'
+import { createDroLoss, type DroOptions } from './dro-loss.js'
+import { createGmpoLoss, type GmpoOptions } from './gmpo-loss.js'
+import { createGspoLoss, type GspoOptions } from './gspo-loss.js'
+import { createPolicyGradientLoss, type PolicyGradientOptions } from './policy-gradient-loss.js'
+import type { PolicyLoss } from './policy-loss.js'
+import { createPpoClipLoss, type PpoClipOptions } from './ppo-clip-loss.js'
+import { createSapoLoss, type SapoOptions } from './sapo-loss.js'
+import { createTruncatedPpoLoss, type TruncatedPpoOptions } from './truncated-ppo.js'
+
+/** Options of each policy loss, by name. */
+export interface PolicyLossOptionsByName {
+  'ppo-clip': PpoClipOptions
+  'truncated-ppo': TruncatedPpoOptions
+  gspo: GspoOptions
+  cispo: CispoOptions
+  pg: PolicyGradientOptions
+  gpg: PolicyGradientOptions
+  dro: DroOptions
+  gmpo: GmpoOptions
+  sapo: SapoOptions
+  'dppo-tv': DppoOptions
+  'dppo-kl': DppoOptions
+}
+export type PolicyLossName = keyof PolicyLossOptionsByName
+
+const factories: { [Name in PolicyLossName]: (options: PolicyLossOptionsByName[Name] | undefined) => PolicyLoss } = {
+  'ppo-clip': (options) => createPpoClipLoss(options),
+  'truncated-ppo': (options) => createTruncatedPpoLoss(options as TruncatedPpoOptions),
+  gspo: (options) => createGspoLoss(options),
+  cispo: (options) => createCispoLoss(options),
+  pg: (options) => createPolicyGradientLoss(options, 'pg'),
+  gpg: (options) => createPolicyGradientLoss(options, 'gpg'),
+  dro: (options) => createDroLoss(options),
+  gmpo: (options) => createGmpoLoss(options),
+  sapo: (options) => createSapoLoss(options),
+  'dppo-tv': (options) => createDppoLoss('tv', options),
+  'dppo-kl': (options) => createDppoLoss('kl', options),
+}
+
+/** The policy-loss names `createPolicyLoss` knows, with the verl function each reproduces in the README. */
+export const policyLossNames = Object.keys(factories) as PolicyLossName[]
+
+/**
+ * Makes the policy loss `name` from its options (a zod-checked object; see each loss's schema for the
+ * defaults). The loss is a function `(inputs) => { loss, metrics, clippedTokens }`.
+ *
+ * ```ts
+ * const policyLoss = createPolicyLoss('ppo-clip', { clipLow: 0.2, clipHigh: 0.28 })
+ * const { loss, metrics } = policyLoss({ logprobs, oldLogprobs, advantages, mask })
+ * ```
+ */
+export function createPolicyLoss<Name extends PolicyLossName>(
+  name: Name,
+  ...options: Name extends 'truncated-ppo' ? [options: PolicyLossOptionsByName[Name]] : [options?: PolicyLossOptionsByName[Name]]
+): PolicyLoss {
+  if (typeof name !== 'string' || !Object.hasOwn(factories, name)) {
+    throw new InvalidArgumentError({ argument: 'name', value: name, message: `is not a policy loss; known: ${policyLossNames.join(', ')}` })
+  }
+  const factory = factories[name] as (options: PolicyLossOptionsByName[Name] | undefined) => PolicyLoss
+  return factory(options[0] as PolicyLossOptionsByName[Name] | undefined)
+}

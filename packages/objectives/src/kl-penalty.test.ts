@@ -1,0 +1,97 @@
+import * as tf from '@tensorflow/tfjs-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ShapeError } from '@ludic/core'
+import { expectNoLeaks } from '@ludic/tensors/test'
+import { klEstimators, klLoss, klPenalty, type KlEstimator } from './kl-penalty.js'
+import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, loadFixture, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
+
+beforeAll(initBackendUnderTest)
+
+const fixture = loadFixture<{ logprob: number[][]; ref_logprob: number[][] }, { kl_penalty: KlEstimator }, { kl: number[][]; grad_logprob: number[][] }>(
+  'verl/kl_penalty.json',
+)
+const tracker = new ErrorTracker()
+afterAll(() => {
+  if (fixture !== undefined) console.info(tracker.summary('verl/kl_penalty.json'))
+})
+
+describe('klPenalty', () => {
+  it.skipIf(fixture === undefined)('matches verl kl_penalty case by case (values and gradient of the sum)', () => {
+    const seen = new Set<string>()
+    for (const testCase of fixture!.cases) {
+      const logprobs = tensor2d(testCase.inputs.logprob)
+      const reference = tensor2d(testCase.inputs.ref_logprob)
+      const estimator = testCase.params.kl_penalty
+      seen.add(estimator)
+      const kl = klPenalty(logprobs, reference, estimator)
+      expectClose(kl.dataSync(), flat(testCase.outputs!.kl), `${testCase.id} kl`, { tracker })
+      const gradient = tf.grad((x: tf.Tensor) => tf.sum(klPenalty(x, reference, estimator)))(logprobs)
+      expectClose(gradient.dataSync(), flat(testCase.outputs!.grad_logprob), `${testCase.id} grad_logprob`, { tracker })
+      tf.dispose([logprobs, reference, kl, gradient])
+    }
+    expect([...seen].sort()).toEqual([...klEstimators].sort())
+  })
+
+  it('k3 is clamped to ±10, abs has gradient 0 at equal log-probs, + is straight-through k2', () => {
+    const logprobs = tf.tensor2d([[-30, -1, -2, 0]])
+    const reference = tf.tensor2d([[-1, -31, -2, -0.5]])
+    expect(Array.from(klPenalty(logprobs, reference, 'k3').dataSync())).toEqual([10, 10, 0, expect.closeTo(Math.exp(-0.5) + 0.5 - 1, 6)])
+    const absGradient = tf.grad((x: tf.Tensor) => tf.sum(klPenalty(x, reference, 'abs')))(logprobs)
+    expect(Array.from(absGradient.dataSync())).toEqual([-1, 1, 0, 1])
+    for (const estimator of ['k1+', 'abs+', 'k3+', 'low_var_kl+'] as const) {
+      const gradient = tf.grad((x: tf.Tensor) => tf.sum(klPenalty(x, reference, estimator)))(logprobs)
+      const k2Gradient = tf.grad((x: tf.Tensor) => tf.sum(klPenalty(x, reference, 'k2')))(logprobs)
+      expectClose(gradient.dataSync(), k2Gradient.dataSync(), estimator)
+      tf.dispose([gradient, k2Gradient])
+    }
+    tf.dispose([logprobs, reference, absGradient])
+  })
+
+  it('every estimator: finite differences (the + ones against k2), no leaks, named errors', async () => {
+    const logprobs = randomTensor([2, 4], 3, 0.5, -1)
+    const reference = randomTensor([2, 4], 4, 0.5, -1)
+    for (const estimator of klEstimators) {
+      const base = estimator.endsWith('+') ? 'k2' : estimator
+      // The + estimators have the value of one estimator and the gradient of k2: check the gradient against k2's values.
+      const gradientOf = (x: tf.Tensor): tf.Scalar => tf.sum(klPenalty(x, reference, estimator))
+      const valueOf = (x: tf.Tensor): tf.Scalar => tf.sum(klPenalty(x, reference, base))
+      const gradient = tf.grad(gradientOf)(logprobs)
+      const expected = tf.grad(valueOf)(logprobs)
+      expectClose(gradient.dataSync(), expected.dataSync(), estimator)
+      expectGradientMatchesFiniteDifferences(valueOf, logprobs, { label: base })
+      tf.dispose([gradient, expected])
+      await expectNoLeaks(() => klPenalty(logprobs, reference, estimator), { label: `klPenalty ${estimator}` })
+      await expectNoLeaks(() => tf.grad(gradientOf)(logprobs), { label: `klPenalty ${estimator} gradient` })
+    }
+    expect(() => klPenalty(logprobs, reference, 'k4' as KlEstimator)).toThrow(/'estimator'/)
+    const wrong = tf.zeros([2, 3])
+    expect(() => klPenalty(logprobs, wrong, 'k1')).toThrow(ShapeError)
+    const nan = tf.tensor2d([[0, Number.NaN, 0, 0], [0, 0, 0, 0]])
+    expect(() => klPenalty(logprobs, nan, 'k3')).toThrow(/'referenceLogprobs'.*not finite at \[0, 1\]/)
+    tf.dispose([logprobs, reference, wrong, nan])
+  })
+})
+
+describe('klLoss', () => {
+  it('aggregates the estimator over the mask (verl use_kl_loss), with gradient and no leaks', async () => {
+    const logprobs = randomTensor([3, 4], 5, 0.5, -1)
+    const reference = randomTensor([3, 4], 6, 0.5, -1)
+    const mask = prefixMask([4, 2, 0], 4)
+    const { loss, metrics } = klLoss({ logprobs, referenceLogprobs: reference, mask })
+    const lp = logprobs.dataSync()
+    const ref = reference.dataSync()
+    const m = mask.dataSync()
+    let total = 0
+    for (let index = 0; index < lp.length; index++) {
+      const x = Math.min(Math.max(ref[index]! - lp[index]!, -20), 20)
+      total += m[index]! * Math.min(Math.max(Math.exp(x) - x - 1, -10), 10)
+    }
+    expectClose([metrics.klLoss], [total / 6], 'k3 token-mean')
+    expectClose(loss.dataSync(), [metrics.klLoss], 'value')
+    const f = (x: tf.Tensor): tf.Scalar => klLoss({ logprobs: x, referenceLogprobs: reference, mask }, { estimator: 'k2', aggregation: 'seq-mean-token-mean' }).loss
+    expectGradientMatchesFiniteDifferences(f, logprobs, { label: 'klLoss k2' })
+    await expectNoLeaks(() => tf.grad(f)(logprobs), { label: 'klLoss gradient' })
+    expect(() => klLoss({ logprobs, referenceLogprobs: reference, mask: tf.zeros([3, 4]) })).toThrow(/'inputs.mask'.*no valid token/)
+    tf.dispose([logprobs, reference, mask, loss])
+  })
+})

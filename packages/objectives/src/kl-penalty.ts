@@ -1,0 +1,101 @@
+import * as tf from '@tensorflow/tfjs-core'
+import { z } from 'zod'
+import { parseArgument } from '@ludic/core'
+import { stopGradient } from '@ludic/tensors'
+import { aggregateMasked, aggregationModeSchema } from './aggregate-loss.js'
+import { readFinite, readMask, requireFloatTensor } from './tensor-checks.js'
+
+/**
+ * Per-token estimators of KL(π ‖ π_ref) from the sampled token's log-probs (Schulman, "Approximating KL
+ * divergence", http://joschu.net/blog/kl-approx.html), verl `kl_penalty`, with d = log π − log π_ref:
+ *
+ * - `k1` / `kl`: d
+ * - `abs`: |d|
+ * - `k2` / `mse`: ½·d²
+ * - `k3` / `low_var_kl`: e^x − x − 1 with x = clamp(−d, ±20), then clamped to ±10
+ * - a trailing `+` (`k3+`, `low_var_kl+`, `k1+`, `abs+`…): the same value, but the gradient of k2
+ *   (straight-through: ½d² − sg(½d²) + sg(value)), whose expected gradient is the KL's; `k2+` = `mse+` = k2.
+ */
+export const klEstimators = ['k1', 'kl', 'abs', 'k2', 'mse', 'k3', 'low_var_kl', 'k1+', 'kl+', 'abs+', 'k2+', 'mse+', 'k3+', 'low_var_kl+'] as const
+export type KlEstimator = (typeof klEstimators)[number]
+export const klEstimatorSchema = z.enum(klEstimators)
+
+/**
+ * Elementwise KL estimate between `logprobs` and `referenceLogprobs` (same shape, float32, finite). No mask:
+ * multiply by one or aggregate with `klLoss`. Differentiable with respect to `logprobs`.
+ */
+export function klPenalty(logprobs: tf.Tensor, referenceLogprobs: tf.Tensor, estimator: KlEstimator): tf.Tensor {
+  const caller = 'klPenalty'
+  const parsedEstimator = parseArgument(klEstimatorSchema, estimator, 'estimator')
+  const policy = requireFloatTensor(logprobs, 'logprobs', caller, logprobs instanceof tf.Tensor ? logprobs.shape : [])
+  const reference = requireFloatTensor(referenceLogprobs, 'referenceLogprobs', caller, policy.shape)
+  readFinite(policy, 'logprobs', caller)
+  readFinite(reference, 'referenceLogprobs', caller)
+  return tf.tidy(() => klEstimate(policy, reference, parsedEstimator))
+}
+
+/** The estimator itself (inputs checked). Inside `tf.tidy`. */
+export function klEstimate(logprobs: tf.Tensor, referenceLogprobs: tf.Tensor, estimator: KlEstimator): tf.Tensor {
+  const straightThrough = estimator.endsWith('+')
+  const base = (straightThrough ? estimator.slice(0, -1) : estimator) as KlEstimator
+  const forward = klForward(logprobs, referenceLogprobs, base)
+  if (!straightThrough || base === 'k2' || base === 'mse') return forward
+  const backward = tf.mul(0.5, tf.square(tf.sub(logprobs, referenceLogprobs)))
+  return tf.add(tf.sub(backward, stopGradient(backward)), stopGradient(forward))
+}
+
+function klForward(logprobs: tf.Tensor, referenceLogprobs: tf.Tensor, estimator: KlEstimator): tf.Tensor {
+  const difference = tf.sub(logprobs, referenceLogprobs)
+  switch (estimator) {
+    case 'k1':
+    case 'kl':
+      return difference
+    case 'abs':
+      // d·sign(d): torch's |d| gradient, sign(d), which is 0 at d = 0 (tf.abs would give −1 there).
+      return tf.mul(difference, tf.sign(difference))
+    case 'k2':
+    case 'mse':
+      return tf.mul(0.5, tf.square(difference))
+    default: {
+      const logRatio = tf.clipByValue(tf.neg(difference), -20, 20) // log(π_ref/π)
+      // e^x − x − 1 written expm1(x) − x: the same value, without float32 cancellation for small x.
+      return tf.clipByValue(tf.sub(tf.expm1(logRatio), logRatio), -10, 10)
+    }
+  }
+}
+
+export const klLossOptionsSchema = z.strictObject({
+  /** The estimator. Default `low_var_kl` (k3, verl's `kl_loss_type` default). */
+  estimator: klEstimatorSchema.default('low_var_kl'),
+  /** verl `loss_agg_mode`. Default `token-mean`. */
+  aggregation: aggregationModeSchema.default('token-mean'),
+  dataParallelSize: z.number().int().positive().default(1),
+  globalTokenCount: z.number().positive().optional(),
+  globalBatchSize: z.number().positive().optional(),
+  lossScaleFactor: z.number().positive().optional(),
+})
+export type KlLossOptions = z.input<typeof klLossOptionsSchema>
+
+/**
+ * KL to the reference policy as a loss term (verl `use_kl_loss`: `kl_loss = agg_loss(kl_penalty(...), mask)`,
+ * added to the policy loss times a coefficient, as in GRPO). `metrics.klLoss` is its value.
+ */
+export function klLoss(
+  inputs: { logprobs: tf.Tensor; referenceLogprobs: tf.Tensor; mask: tf.Tensor },
+  options: KlLossOptions = {},
+): { loss: tf.Scalar; metrics: { klLoss: number } } {
+  const caller = 'klLoss'
+  const parsed = parseArgument(klLossOptionsSchema, options, 'options')
+  const policy = requireFloatTensor(inputs.logprobs, 'inputs.logprobs', caller, [-1, -1])
+  const reference = requireFloatTensor(inputs.referenceLogprobs, 'inputs.referenceLogprobs', caller, policy.shape)
+  const mask = readMask(inputs.mask, 'inputs.mask', caller, policy.shape)
+  readFinite(policy, 'inputs.logprobs', caller, mask.data)
+  readFinite(reference, 'inputs.referenceLogprobs', caller, mask.data)
+  const loss = tf.tidy(() => {
+    const floatMask = tf.cast(mask.tensor, 'float32')
+    const zero = (x: tf.Tensor): tf.Tensor => tf.where(tf.notEqual(floatMask, 0), x, tf.zerosLike(x))
+    const kl = klEstimate(zero(policy), zero(reference), parsed.estimator) // [batch, tokens]
+    return aggregateMasked(kl, mask.tensor, mask.data, parsed.aggregation, parsed, caller, { mask: 'inputs.mask', counts: 'options' })
+  })
+  return { loss, metrics: { klLoss: loss.dataSync()[0]! } }
+}
