@@ -45,6 +45,13 @@ describe('initTensors', () => {
     delete process.env['LUDIC_BACKEND']
     await expect(initTensors({ backend: 'gpu' as never })).rejects.toThrow(/'options.backend' \(value: "gpu"\)/)
     await expect(initTensors({ backnd: 'cpu' } as never)).rejects.toThrow(InvalidArgumentError)
+    await expect(initTensors({ backend: 'wasm', wasmThreads: 0 })).rejects.toThrow(/'options.wasmThreads' \(value: 0\)/)
+    process.env['LUDIC_WASM_THREADS'] = 'lots'
+    try {
+      await expect(initTensors({ backend: 'wasm' })).rejects.toThrow(/'LUDIC_WASM_THREADS' \(value: "lots"\): must be max or an integer from 1 to 8/)
+    } finally {
+      delete process.env['LUDIC_WASM_THREADS']
+    }
   })
 
   it.skipIf(isInstalled('@tensorflow/tfjs-node-gpu'))('a requested backend that is missing gives a BackendError saying what to install', async () => {

@@ -19,6 +19,12 @@ export const initTensorsOptionsSchema = z
      * then `cpu`. The environment variable `LUDIC_BACKEND` overrides this option.
      */
     backend: z.enum(['auto', ...backendNames]).default('auto'),
+    /**
+     * Threads for the WebAssembly backend: 1 (the default), 2–8, or `'max'` (the available cores, at most
+     * 8). More than one starts tfjs's multithreaded build, which pays for large matrices and costs for
+     * small models (see the package README). `LUDIC_WASM_THREADS` overrides it.
+     */
+    wasmThreads: z.union([z.number().int().min(1).max(8), z.literal('max')]).default(1),
     /** When `auto` skips a backend, print one line saying which it chose and why. Default: true. */
     verbose: z.boolean().default(true),
     /** Where notices go. Default: `console.warn`. */
@@ -56,7 +62,7 @@ const installHints: Record<BackendName, string> = {
 const require = createRequire(import.meta.url)
 
 /** Loads the module for a backend and registers it with tfjs-core. Returns its tfjs name and device. */
-async function registerBackend(backend: BackendName): Promise<{ tfBackend: string; device: string; threads: number }> {
+async function registerBackend(backend: BackendName, wasmThreadsWanted: number | 'max'): Promise<{ tfBackend: string; device: string; threads: number }> {
   switch (backend) {
     case 'tensorflow-gpu':
     case 'tensorflow': {
@@ -99,6 +105,11 @@ async function registerBackend(backend: BackendName): Promise<{ tfBackend: strin
       // Under Node the backend cannot find its .wasm files by URL: point it at its own dist folder.
       const distDirectory = dirname(require.resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm'))
       wasm.setWasmPaths(`${distDirectory}/`)
+      // More than one thread starts the multithreaded build (XNNPACK's thread pool), which
+      // tfjs-backend-wasm disables under Node; the default stays single-threaded. See the README.
+      const { registerThreadedWasmBackend, wantedWasmThreads } = await import('../kernels/wasm-threads.js')
+      const threads = wantedWasmThreads(wasmThreadsWanted)
+      if (threads > 1) await registerThreadedWasmBackend(threads)
       return { tfBackend: 'wasm', device: 'CPU (WebAssembly)', threads: 1 }
     }
     case 'cpu': {
@@ -113,11 +124,12 @@ function sameCoreVersion(native: { version?: { 'tfjs-core'?: string } }): boolea
 }
 
 /** Registers (if needed) and activates one backend; throws `BackendError` saying what to install. */
-export async function activateBackend(backend: BackendName): Promise<Omit<TensorsRuntime, 'skipped'>> {
+export async function activateBackend(backend: BackendName, options: { wasmThreads?: number | 'max' } = {}): Promise<Omit<TensorsRuntime, 'skipped'>> {
   let registered: { tfBackend: string; device: string; threads: number }
   try {
-    registered = await registerBackend(backend)
+    registered = await registerBackend(backend, options.wasmThreads ?? 1)
   } catch (error) {
+    if (InvalidArgumentError.isInstance(error)) throw error
     const missing = isModuleNotFound(error)
     throw new BackendError({
       backend,
@@ -155,8 +167,9 @@ async function nativeSeesGpu(): Promise<boolean> {
 
 function wasmThreads(): number {
   try {
-    const backend = tf.backend() as unknown as { wasm?: { _getThreadsCount?: () => number } }
-    return backend.wasm?._getThreadsCount?.() ?? 1
+    const backend = tf.backend() as unknown as { wasm?: { tfjs?: { getThreadsCount?: () => number } } }
+    const threads = backend.wasm?.tfjs?.getThreadsCount?.()
+    return typeof threads === 'number' && threads >= 1 ? threads : 1
   } catch {
     return 1
   }
@@ -204,13 +217,13 @@ export async function initTensors(options: InitTensorsOptions = {}): Promise<Ten
   const requested = backendFromEnvironment() ?? parsed.backend
   const log = parsed.log ?? ((message: string) => console.warn(message))
   if (requested !== 'auto') {
-    current = { ...(await activateBackend(requested)), skipped: [] }
+    current = { ...(await activateBackend(requested, parsed)), skipped: [] }
     return current
   }
   const skipped: TensorsRuntime['skipped'] = []
   for (const backend of autoOrder) {
     try {
-      current = { ...(await activateBackend(backend)), skipped }
+      current = { ...(await activateBackend(backend, parsed)), skipped }
       if (parsed.verbose && skipped.length > 0) {
         const reasons = skipped.map((skip) => `${skip.backend} ${shortReason(skip.reason)}`).join(', ')
         log(`[ludic] TensorFlow.js backend: ${backend} (skipped ${reasons}; see initTensors in @ludic/tensors)`)
