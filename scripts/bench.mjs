@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process'
 
 const suites = {
   kernels: { workspace: '@ludic/tensors', script: 'packages/tensors/bench/kernels.ts' },
+  tokenizer: { workspace: '@ludic/tokenizer', script: 'packages/tokenizer/bench/tokenizer.ts' },
 }
 const [suite, ...rest] = process.argv.slice(2)
 if (suite === undefined || !(suite in suites)) {

@@ -70,4 +70,9 @@ export interface TokenizerV1 {
   idToToken(id: number): string | undefined
   /** Renders chat messages to the prompt text the model was trained on. */
   applyChatTemplate?(messages: readonly ChatMessage[], options?: ChatTemplateOptions): string
+  /**
+   * Incremental decoding for streamed generation: `push(id)` returns the text that id completes
+   * (never half of a multi-byte character, possibly ''); `flush()` returns what is left at the end.
+   */
+  createStreamDecoder?(options?: DecodeOptions): { push(id: number): string; flush(): string }
 }

@@ -1,0 +1,42 @@
+import { LudicError } from '@ludic/core'
+import { compilePythonCompatibleTemplate, type CompiledTemplate } from './python-compatible-template.js'
+
+export interface ChatTemplateContext {
+  messages: readonly Record<string, unknown>[]
+  addGenerationPrompt: boolean
+  tools?: readonly Record<string, unknown>[] | undefined
+  /** The special tokens transformers passes (`bos_token`, `eos_token`…). */
+  specialTokens: Readonly<Record<string, unknown>>
+  /** Further variables for the template (`enable_thinking`, `date_string`…). */
+  variables?: Readonly<Record<string, unknown>> | undefined
+}
+
+const compiledTemplates = new Map<string, CompiledTemplate>()
+
+/**
+ * Renders a chat template as transformers' `apply_chat_template` does: variables `messages`, `tools`
+ * (None without tools), `add_generation_prompt`, the special tokens, and any extra variables.
+ */
+export function renderChatTemplate(source: string, context: ChatTemplateContext): string {
+  let template = compiledTemplates.get(source)
+  if (template === undefined) {
+    try {
+      template = compilePythonCompatibleTemplate(source)
+    } catch (error) {
+      throw new LudicError(`cannot parse the chat template: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    }
+    compiledTemplates.set(source, template)
+  }
+  const messages = context.messages.map((message) => Object.fromEntries(Object.entries(message).filter(([, value]) => value !== undefined)))
+  try {
+    return template.render({
+      ...context.specialTokens,
+      ...context.variables,
+      messages,
+      tools: context.tools === undefined || context.tools.length === 0 ? null : context.tools,
+      add_generation_prompt: context.addGenerationPrompt,
+    })
+  } catch (error) {
+    throw new LudicError(`cannot render the chat template: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+  }
+}

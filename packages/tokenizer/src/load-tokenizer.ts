@@ -1,0 +1,49 @@
+import { readFile, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { InvalidArgumentError, ParseError } from '@ludic/core'
+import { Tokenizer } from './tokenizer.js'
+
+/** A tokenizer given as parsed JSON: `tokenizer.json` and, optionally, `tokenizer_config.json`. */
+export interface TokenizerFiles {
+  tokenizer: unknown
+  config?: unknown
+}
+
+async function readJson(path: string): Promise<unknown> {
+  const text = await readFile(path, 'utf8')
+  try {
+    return JSON.parse(text) as unknown
+  } catch (error) {
+    throw new ParseError({ source: path, message: `not valid JSON (${error instanceof Error ? error.message : String(error)})`, cause: error })
+  }
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile()
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Loads a tokenizer from a model directory (with `tokenizer.json` and, if present,
+ * `tokenizer_config.json`), from the path of a `tokenizer.json` (its directory's
+ * `tokenizer_config.json` is read too), or from already parsed JSON.
+ */
+export async function loadTokenizer(pathOrObject: string | TokenizerFiles): Promise<Tokenizer> {
+  if (typeof pathOrObject === 'object' && pathOrObject !== null && 'tokenizer' in pathOrObject) {
+    return Tokenizer.fromJSON(pathOrObject.tokenizer, pathOrObject.config)
+  }
+  if (typeof pathOrObject !== 'string') {
+    throw new InvalidArgumentError({ argument: 'pathOrObject', value: pathOrObject, message: 'must be a path or { tokenizer, config? }' })
+  }
+  const directory = (await isFile(pathOrObject)) ? join(pathOrObject, '..') : pathOrObject
+  const tokenizerPath = (await isFile(pathOrObject)) ? pathOrObject : join(directory, 'tokenizer.json')
+  if (!(await isFile(tokenizerPath))) {
+    throw new InvalidArgumentError({ argument: 'pathOrObject', value: pathOrObject, message: 'no tokenizer.json there' })
+  }
+  const configPath = join(directory, 'tokenizer_config.json')
+  const [tokenizer, config] = await Promise.all([readJson(tokenizerPath), (await isFile(configPath)) ? readJson(configPath) : undefined])
+  return Tokenizer.fromJSON(tokenizer, config, { source: tokenizerPath, configSource: configPath })
+}

@@ -1,0 +1,20 @@
+/** The third stage of the pipeline: turns one pre-tokenized piece into token ids. */
+export interface Model {
+  /** Ids of the piece's tokens, in order (empty for an empty piece). */
+  tokenize(piece: string): Int32Array
+  tokenToId(token: string): number | undefined
+  idToToken(id: number): string | undefined
+  /** Number of tokens in the model's own vocabulary (added tokens not counted). */
+  readonly vocabSize: number
+  /** The largest id of the model's vocabulary (-1 when empty). */
+  readonly largestId: number
+}
+
+/** Builds the id → token table of a vocabulary (dense by id; ids missing from the vocabulary stay undefined). */
+export function invertVocabulary(vocabulary: ReadonlyMap<string, number>): (string | undefined)[] {
+  let largest = -1
+  for (const id of vocabulary.values()) if (id > largest) largest = id
+  const tokens = new Array<string | undefined>(largest + 1).fill(undefined)
+  for (const [token, id] of vocabulary) tokens[id] = token
+  return tokens
+}

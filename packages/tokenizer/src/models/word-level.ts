@@ -1,0 +1,34 @@
+import { invertVocabulary, type Model } from './model.js'
+
+/** WordLevel: each piece is one token, or the unknown token. */
+export class WordLevelModel implements Model {
+  readonly vocabSize: number
+  private readonly tokens: (string | undefined)[]
+
+  constructor(
+    private readonly vocabulary: ReadonlyMap<string, number>,
+    private readonly unknownToken: string,
+  ) {
+    this.vocabSize = vocabulary.size
+    this.tokens = invertVocabulary(vocabulary)
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.vocabulary.get(token)
+  }
+
+  get largestId(): number {
+    return this.tokens.length - 1
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.tokens[id]
+  }
+
+  tokenize(piece: string): Int32Array {
+    if (piece.length === 0) return new Int32Array(0)
+    const id = this.vocabulary.get(piece) ?? this.vocabulary.get(this.unknownToken)
+    if (id === undefined) throw new Error(`the unknown token ${JSON.stringify(this.unknownToken)} is not in the vocabulary`)
+    return Int32Array.of(id)
+  }
+}

@@ -1,0 +1,3 @@
+import { describeConformance } from './conformance.js'
+
+describeConformance('qwen3')
