@@ -150,6 +150,12 @@ export async function activateBackend(backend: BackendName, options: { wasmThrea
   if (backend === 'tensorflow-gpu' && !(await nativeSeesGpu())) {
     throw new BackendError({ backend, message: 'TensorFlow native started without a CUDA GPU (no GPU device visible)' })
   }
+  if (backend === 'cpu') {
+    // The CPU backend prints a banner recommending tfjs-node on its first write; initTensors already
+    // says which backend it chose and why, so mark that first write as done.
+    const cpuBackend = tf.backend() as unknown as { firstUse?: boolean }
+    if (cpuBackend.firstUse === true) cpuBackend.firstUse = false
+  }
   applyKernelFixes(registered.tfBackend)
   const threads = backend === 'wasm' ? wasmThreads() : registered.threads
   const device = backend === 'wasm' ? `CPU (WebAssembly${wasmSimd() ? ', SIMD' : ''})` : registered.device
