@@ -3,7 +3,13 @@ import { z } from 'zod'
 import { parseAdvantageBatch, sampleScores, toFloat32 } from './batch.js'
 import { groupStatistics, maskedWhiten, zeroMaskedTokens } from './statistics.js'
 
-export const reinforcePlusPlusBaselineOptionsSchema = z.strictObject({})
+export const reinforcePlusPlusBaselineOptionsSchema = z.strictObject({
+  /**
+   * Accepted for parity with verl's signature (`epsilon=1e-6`), which does not use it either: the batch
+   * whitening has its own fixed 1e-8. Default: 1e-6.
+   */
+  epsilon: z.number().positive().default(1e-6),
+})
 export type ReinforcePlusPlusBaselineOptions = z.input<typeof reinforcePlusPlusBaselineOptionsSchema>
 
 /**
@@ -14,7 +20,7 @@ export type ReinforcePlusPlusBaselineOptions = z.input<typeof reinforcePlusPlusB
  *
  * A group of one has mean 0. Whitening weighs each sample by its number of valid tokens; masked tokens
  * get 0; `returns` equals `advantages`. Throws when the batch has fewer than 2 valid tokens.
- * (verl's `epsilon` argument is unused there, so there is no such option here.)
+ * (verl's `epsilon` argument is unused there; the option is accepted and has no effect, as in verl.)
  */
 export function createReinforcePlusPlusBaseline(options: ReinforcePlusPlusBaselineOptions = {}): AdvantageEstimatorV1 {
   parseArgument(reinforcePlusPlusBaselineOptionsSchema, options, 'options')
