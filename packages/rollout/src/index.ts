@@ -1,1 +1,35 @@
-export {}
+export {
+  collect,
+  collectOptionsSchema,
+  generationOptionsSchema,
+  type CollectOptions,
+  type CollectResult,
+  type GenerationOptions,
+  type PoliciesOption,
+  type PolicyContext,
+} from './collect.js'
+export {
+  runEpisodes,
+  type EnvironmentSource,
+  type EpisodeFailure,
+  type EpisodeFailureStage,
+  type EpisodePlan,
+  type RunEpisodesOptions,
+} from './episode-runner.js'
+export { defaultPromptTemplate, renderPrompt, type PromptContext, type PromptFunction, type PromptTemplate } from './prompt-template.js'
+export { trajectoryToSamples, type TrajectorySampleOptions } from './trajectory-samples.js'
+export { GenerationBatchError } from './generation-batch-error.js'
+export { RemotePolicyError, type RemoteFailureKind } from './remote-policy-error.js'
+export {
+  createBatchingPolicy,
+  batchingPolicyOptionsSchema,
+  type BatchingPolicy,
+  type BatchingPolicyOptions,
+  type BatchingStats,
+} from './batching-policy.js'
+export {
+  createOpenAICompatiblePolicy,
+  openAICompatiblePolicyOptionsSchema,
+  type OpenAICompatiblePolicyOptions,
+} from './openai-compatible-policy.js'
+export { serveOpenAICompatible, serveOptionsSchema, type OpenAICompatibleServer, type ServeOptions } from './openai-compatible-server.js'

@@ -67,7 +67,7 @@ export function createScriptedPolicy(options: ScriptedPolicyOptions): ScriptedPo
         }
         return {
           text: reply.text,
-          promptTokenIds: tokenizer.encode(prompt),
+          promptTokenIds: tokenizer.encode(prompt, { addSpecialTokens: false }), // a chat template carries its own special tokens
           tokenIds,
           logprobs,
           finishReason: reply.finishReason ?? 'stop',

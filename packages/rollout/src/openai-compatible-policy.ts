@@ -1,0 +1,244 @@
+import {
+  LudicError,
+  ParseError,
+  parseArgument,
+  type ChatMessage,
+  type Completion,
+  type GenerationRequest,
+  type PolicyV1,
+  type TokenizerV1,
+} from '@ludic/core'
+import OpenAI from 'openai'
+import { z } from 'zod'
+import { createConcurrencyLimit } from './concurrency-limit.js'
+import { GenerationBatchError } from './generation-batch-error.js'
+import { tokenIdsFromText } from './openai-protocol.js'
+import { RemotePolicyError } from './remote-policy-error.js'
+import { RetriesExhausted, withRetries } from './retry.js'
+
+export const openAICompatiblePolicyOptionsSchema = z.strictObject({
+  /** The server's base URL, e.g. `http://127.0.0.1:8000/v1`. */
+  baseURL: z.string().refine((url) => URL.canParse(url), 'must be an absolute URL'),
+  /** The model name sent as `model`. */
+  model: z.string().min(1),
+  /** The policy's id (turns record it; `collect`'s `learnerPolicyIds` match it). Default: `model`. */
+  id: z.string().min(1).optional(),
+  /** Sent as a bearer token. Default: 'EMPTY' (local servers ignore it); pass a real key explicitly. */
+  apiKey: z.string().default('EMPTY'),
+  /** Per attempt, in milliseconds. Default: 60 000. */
+  timeoutMs: z.number().positive().default(60_000),
+  /** Retries after a retryable failure (connection, timeout, 408, 409, 429, 5xx). Default: 2. */
+  maxRetries: z.number().int().min(0).default(2),
+  /** Backoff before the first retry, doubling each time (up to 25 % jitter off). Default: 500. */
+  retryDelayMs: z.number().min(0).default(500),
+  /** Longest backoff, also the cap on a server's `retry-after`. Default: 8 000. */
+  maxRetryDelayMs: z.number().min(0).default(8_000),
+  /** HTTP requests in flight at most, over all `generate` calls of this policy (a request waiting to retry keeps its slot). Default: 32. */
+  concurrency: z.number().int().min(1).default(32),
+  /**
+   * Fallback for token ids when the server returns none: the completion text is re-encoded (no special
+   * tokens) and the prompt rendered with its chat template. See the README for the limits.
+   */
+  tokenizer: z
+    .custom<TokenizerV1>((value) => typeof value === 'object' && value !== null && typeof (value as TokenizerV1).encode === 'function', { message: 'must be a TokenizerV1' })
+    .optional(),
+  /**
+   * Ask for token ids with vLLM's `return_token_ids: true` extension (vLLM ≥ 0.10.2 and Ludic's server
+   * answer with `prompt_token_ids` and `token_ids`). Set false for servers that reject unknown
+   * parameters (api.openai.com). Default: true.
+   */
+  returnTokenIds: z.boolean().default(true),
+  /**
+   * When token ids or log-probs can be had neither from the server nor through `tokenizer`: true throws
+   * a `ParseError`; false gives a completion with its text and empty id and log-prob arrays (fine for an
+   * opponent that is never trained on). Default: true.
+   */
+  requireTokenIds: z.boolean().default(true),
+  /** Extra HTTP headers on every request. */
+  headers: z.record(z.string(), z.string()).optional(),
+  /** A `fetch` implementation for the SDK (proxies, tests). Default: the global one. */
+  fetch: z.custom<typeof fetch>((value) => typeof value === 'function', { message: 'must be a fetch function' }).optional(),
+})
+export type OpenAICompatiblePolicyOptions = z.input<typeof openAICompatiblePolicyOptionsSchema>
+
+const idsSchema = z.array(z.number().int())
+const responseSchema = z.object({
+  choices: z
+    .array(
+      z.object({
+        message: z.object({ content: z.string().nullable().optional() }),
+        finish_reason: z.string().nullable().optional(),
+        logprobs: z
+          .object({ content: z.array(z.object({ token: z.string(), logprob: z.number() })).nullable().optional() })
+          .nullable()
+          .optional(),
+        token_ids: idsSchema.nullable().optional(),
+        prompt_token_ids: idsSchema.nullable().optional(),
+      }),
+    )
+    .min(1, 'has no choices'),
+  prompt_token_ids: idsSchema.nullable().optional(),
+})
+type ChatResponse = z.output<typeof responseSchema>
+
+/**
+ * A `PolicyV1` backed by an OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, Ludic's own
+ * `serveOpenAICompatible`) through the official `openai` SDK: one chat-completions request per
+ * generation request, with `logprobs: true`, at most `concurrency` in flight, each with its own timeout
+ * and retries (exponential backoff; `retry-after` honoured).
+ *
+ * Token ids come from, in order: the server's `token_ids` / `prompt_token_ids` (vLLM's
+ * `return_token_ids`), `token_id:<id>` token strings in the log-probs, then `tokenizer`. Log-probs
+ * always come from the server. `finish_reason` other than 'length' reads as 'stop'.
+ *
+ * Failures are typed: a request that fails for good becomes a `RemotePolicyError` (status, code,
+ * param, attempts) or a `ParseError` (a malformed answer); if any request of a batch fails, `generate`
+ * throws a `GenerationBatchError` holding the completions of the others and each failure, so `collect`
+ * fails only the episodes concerned.
+ */
+export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOptions): PolicyV1 {
+  const settings = parseArgument(openAICompatiblePolicyOptionsSchema, options, 'options')
+  const id = settings.id ?? settings.model
+  const url = `${settings.baseURL.replace(/\/+$/, '')}/chat/completions`
+  const client = new OpenAI({
+    baseURL: settings.baseURL,
+    apiKey: settings.apiKey,
+    timeout: settings.timeoutMs,
+    maxRetries: 0, // retries are ours: configurable backoff, attempts counted in the error
+    ...(settings.headers === undefined ? {} : { defaultHeaders: settings.headers }),
+    ...(settings.fetch === undefined ? {} : { fetch: settings.fetch }),
+  })
+  const limit = createConcurrencyLimit(settings.concurrency)
+
+  const requestOnce = async (request: GenerationRequest): Promise<Completion> => {
+    const body: Record<string, unknown> = {
+      model: settings.model,
+      messages: request.messages.map((message) => ({ role: message.role, content: message.content, ...(message.name === undefined ? {} : { name: message.name }) })),
+      max_tokens: request.maxTokens,
+      logprobs: true,
+      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+      ...(request.topP === undefined ? {} : { top_p: request.topP }),
+      ...(request.topK === undefined ? {} : { top_k: request.topK }), // vLLM extension
+      ...(request.minP === undefined ? {} : { min_p: request.minP }), // vLLM extension
+      ...(request.stop === undefined ? {} : { stop: request.stop }),
+      ...(request.seed === undefined ? {} : { seed: request.seed }),
+      ...(settings.returnTokenIds ? { return_token_ids: true } : {}),
+    }
+    const answer: unknown = await client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming)
+    const parsed = responseSchema.safeParse(answer)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      throw new ParseError({ source: `the answer of ${url}`, path: (issue?.path ?? []).map((part) => (typeof part === 'symbol' ? String(part) : part)), message: issue?.message ?? 'malformed' })
+    }
+    return toCompletion(parsed.data, request.messages)
+  }
+
+  const toCompletion = (answer: ChatResponse, messages: readonly ChatMessage[]): Completion => {
+    const choice = answer.choices[0]!
+    const text = choice.message.content ?? ''
+    const finishReason = choice.finish_reason === 'length' ? 'length' : 'stop'
+    const tokens = choice.logprobs?.content ?? undefined
+    const logprobs = tokens === undefined ? undefined : Float32Array.from(tokens, (token) => token.logprob)
+    const tokenIds =
+      (choice.token_ids == null ? undefined : Int32Array.from(choice.token_ids)) ??
+      (tokens === undefined ? undefined : tokenIdsFromText(tokens.map((token) => token.token))) ??
+      settings.tokenizer?.encode(text, { addSpecialTokens: false })
+    const serverPromptIds = answer.prompt_token_ids ?? choice.prompt_token_ids
+    const template = settings.tokenizer?.applyChatTemplate?.(messages, { addGenerationPrompt: true })
+    const promptTokenIds =
+      (serverPromptIds == null ? undefined : Int32Array.from(serverPromptIds)) ??
+      (template === undefined ? undefined : settings.tokenizer!.encode(template, { addSpecialTokens: false }))
+
+    const missing = [tokenIds === undefined && 'token ids', logprobs === undefined && 'log-probs', promptTokenIds === undefined && 'prompt token ids'].filter(Boolean)
+    if (missing.length > 0 && settings.requireTokenIds) {
+      throw new ParseError({
+        source: `the answer of ${url}`,
+        path: ['choices', 0],
+        message: `has no ${missing.join(', ')}; use a server that returns them (vLLM with return_token_ids), pass a tokenizer, or set requireTokenIds: false`,
+      })
+    }
+    if (tokenIds !== undefined && logprobs !== undefined && tokenIds.length !== logprobs.length) {
+      const how = choice.token_ids == null ? ' (ids re-tokenised with the tokenizer, which need not reproduce the sampled tokens)' : ''
+      throw new ParseError({ source: `the answer of ${url}`, path: ['choices', 0, 'logprobs'], message: `has ${logprobs.length} log-probs for ${tokenIds.length} token ids${how}` })
+    }
+    const complete = tokenIds !== undefined && logprobs !== undefined
+    return {
+      text,
+      promptTokenIds: promptTokenIds ?? new Int32Array(0),
+      tokenIds: complete ? tokenIds : new Int32Array(0),
+      logprobs: complete ? logprobs : new Float32Array(0),
+      finishReason,
+    }
+  }
+
+  const requestWithRetries = (request: GenerationRequest): Promise<Completion> =>
+    limit
+      .run(() =>
+        withRetries(() => requestOnce(request), {
+          maxRetries: settings.maxRetries,
+          initialDelayMs: settings.retryDelayMs,
+          maxDelayMs: settings.maxRetryDelayMs,
+          shouldRetry: retryDecision,
+        }),
+      )
+      .catch((error: unknown) => {
+        throw error instanceof RetriesExhausted ? toTypedError(error.error, error.attempts) : error
+      })
+
+  const toTypedError = (error: unknown, attempts: number): unknown => {
+    if (!(error instanceof OpenAI.APIError) || error instanceof OpenAI.APIUserAbortError) return error
+    const retryable = retryDecision(error) !== false
+    if (error instanceof OpenAI.APIConnectionError) {
+      const kind = error instanceof OpenAI.APIConnectionTimeoutError ? 'timeout' : 'connection'
+      const detail = error.cause instanceof Error ? `${error.message} (${error.cause.message})` : error.message
+      return new RemotePolicyError({ policyId: id, url, kind, attempts, retryable, detail, cause: error })
+    }
+    return new RemotePolicyError({
+      policyId: id,
+      url,
+      kind: 'http',
+      status: error.status,
+      type: error.type ?? undefined,
+      code: error.code ?? undefined,
+      param: error.param ?? undefined,
+      attempts,
+      retryable,
+      detail: error.message,
+      cause: error,
+    })
+  }
+
+  return {
+    specificationVersion: 'v1',
+    id,
+    async generate(requests: readonly GenerationRequest[]): Promise<Completion[]> {
+      const settled = await Promise.allSettled(requests.map(requestWithRetries))
+      if (settled.every((result) => result.status === 'fulfilled')) return settled.map((result) => result.value)
+      throw new GenerationBatchError({
+        policyId: id,
+        completions: settled.map((result) => (result.status === 'fulfilled' ? result.value : undefined)),
+        errors: settled.map((result) => (result.status === 'rejected' ? (result.reason ?? new LudicError('request failed')) : undefined)),
+      })
+    },
+  }
+}
+
+/** The SDK's retry rule (honouring `x-should-retry` and `retry-after(-ms)`), for one failed attempt. */
+function retryDecision(error: unknown): boolean | { delayMs: number } {
+  if (!(error instanceof OpenAI.APIError) || error instanceof OpenAI.APIUserAbortError) return false
+  if (error instanceof OpenAI.APIConnectionError) return true
+  const headers = error.headers
+  const should = headers?.get('x-should-retry')
+  if (should === 'false') return false
+  const status = error.status ?? 0
+  if (should !== 'true' && !(status === 408 || status === 409 || status === 429 || status >= 500)) return false
+  const afterMs = Number.parseFloat(headers?.get('retry-after-ms') ?? '')
+  if (Number.isFinite(afterMs)) return { delayMs: afterMs }
+  const after = headers?.get('retry-after')
+  if (after != null) {
+    const seconds = Number.parseFloat(after)
+    const delayMs = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(after) - Date.now()
+    if (Number.isFinite(delayMs)) return { delayMs }
+  }
+  return true
+}

@@ -1,0 +1,322 @@
+import { randomUUID } from 'node:crypto'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import {
+  deriveSeed,
+  formatPath,
+  generationRequestSchema,
+  InvalidArgumentError,
+  parseArgument,
+  type Completion,
+  type GenerationRequest,
+  type PolicyV1,
+  type TokenizerV1,
+} from '@ludic/core'
+import { z } from 'zod'
+import { batchingPolicyOptionsSchema, createBatchingPolicy, type BatchingStats } from './batching-policy.js'
+import { isPolicy } from './is-policy.js'
+import {
+  chatCompletionRequestSchema,
+  chatLogprobs,
+  completionLogprobs,
+  completionRequestSchema,
+  toChatMessages,
+  type ChatCompletionRequest,
+  type CompletionRequest,
+  type OpenAIErrorBody,
+} from './openai-protocol.js'
+
+export const serveOptionsSchema = z.strictObject({
+  /** Port to listen on; 0 picks a free one (read it from `url`). Default: 0. */
+  port: z.number().int().min(0).max(65535).default(0),
+  /** Interface to listen on. Default: '127.0.0.1' (loopback only). */
+  host: z.string().min(1).default('127.0.0.1'),
+  /** The model name clients must send as `model`. Default: the policy's id. */
+  modelId: z.string().min(1).optional(),
+  /**
+   * Renders token strings in log-probability answers (`decode([id])`). Without it a token's string is
+   * `token_id:<id>`, which a client can read the id back from.
+   */
+  tokenizer: z
+    .custom<TokenizerV1>((value) => typeof value === 'object' && value !== null && typeof (value as TokenizerV1).decode === 'function', { message: 'must be a TokenizerV1' })
+    .optional(),
+  /** How concurrent requests become batched `generate` calls. Default: 5 ms window, 64 per batch, 1 call at a time. */
+  batching: batchingPolicyOptionsSchema.default({ windowMs: 5, maxBatchSize: 64, maxConcurrentBatches: 1 }),
+  /** Largest request body, in bytes; larger ones get 413. Default: 8 MiB. */
+  maxBodyBytes: z.number().int().positive().default(8 * 1024 * 1024),
+  /** `max_tokens` when a request gives none. Default: 256. */
+  defaultMaxTokens: z.number().int().positive().default(256),
+})
+export type ServeOptions = z.input<typeof serveOptionsSchema>
+
+export interface OpenAICompatibleServer {
+  /** The base URL to give an OpenAI client, e.g. `http://127.0.0.1:41234/v1`. */
+  readonly url: string
+  readonly port: number
+  readonly modelId: string
+  /** Batching counters: requests, `generate` calls, largest batch, queued now. */
+  stats(): BatchingStats
+  /** Stops listening and drops open connections (requests in flight get no answer). */
+  close(): Promise<void>
+}
+
+/** A request failed in a way the client should hear about: an OpenAI-style error answer. */
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: string,
+    readonly code: string | null = null,
+    readonly param: string | null = null,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+  }
+}
+
+const routes: Record<string, readonly string[]> = {
+  '/v1/models': ['GET'],
+  '/v1/chat/completions': ['POST'],
+  '/v1/completions': ['POST'],
+  '/health': ['GET'],
+}
+
+/**
+ * Serves any `PolicyV1` over the OpenAI HTTP API (node:http, JSON only, no streaming):
+ *
+ * - `GET /v1/models`, `GET /v1/models/<id>`, `GET /health`;
+ * - `POST /v1/chat/completions`: `messages`, `max_tokens` / `max_completion_tokens`, `temperature`,
+ *   `top_p`, `stop`, `seed`, `n`, `logprobs`, `top_logprobs`, and vLLM's `top_k`, `min_p` and
+ *   `return_token_ids` (answers with `prompt_token_ids` and per-choice `token_ids`); `usage` always;
+ * - `POST /v1/completions`: `prompt` (a string or a list) is served as one user message to the chat
+ *   policy, so the policy's chat template applies (it is not raw text continuation); `logprobs` is the
+ *   legacy integer form.
+ *
+ * Only the sampled token's log-probability is known, so `top_logprobs` lists at most that token. With
+ * `n` > 1 and a `seed`, choice i samples with `seed` for i = 0 and `deriveSeed(seed, i)` after, so the
+ * choices differ yet repeat. Concurrent requests are batched into one `generate` call (`batching`).
+ * Errors are OpenAI-shaped (`{ error: { message, type, param, code } }`): 400 with the offending
+ * `param`, 404 for an unknown route or model, 405, 413 above `maxBodyBytes`, 500 when the policy fails
+ * (only the requests it failed, when it throws a `GenerationBatchError`).
+ */
+export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOptions = {}): Promise<OpenAICompatibleServer> {
+  if (!isPolicy(policy)) throw new InvalidArgumentError({ argument: 'policy', value: policy, message: "must be a PolicyV1 (specificationVersion 'v1', id, generate)" })
+  const settings = parseArgument(serveOptionsSchema, options, 'options')
+  const modelId = settings.modelId ?? policy.id
+  const batching = createBatchingPolicy(policy, settings.batching)
+  const created = Math.floor(Date.now() / 1000)
+  const model = { id: modelId, object: 'model', created, owned_by: 'ludic' }
+
+  const handle = async (request: IncomingMessage, response: ServerResponse) => {
+    const path = (request.url ?? '/').split('?')[0]!
+    const method = request.method ?? 'GET'
+    if (path.startsWith('/v1/models/') && method === 'GET') {
+      const id = decodeURIComponent(path.slice('/v1/models/'.length))
+      if (id !== modelId) throw modelNotFound(id)
+      return sendJson(response, 200, model)
+    }
+    const allowed = routes[path]
+    if (allowed === undefined) throw new HttpError(404, `Unknown request URL: ${method} ${path}.`, 'invalid_request_error', 'unknown_url')
+    if (!allowed.includes(method)) {
+      throw new HttpError(405, `Method ${method} is not allowed on ${path} (allowed: ${allowed.join(', ')}).`, 'invalid_request_error', 'method_not_allowed', null, { allow: allowed.join(', ') })
+    }
+    if (path === '/health') return sendJson(response, 200, { status: 'ok' })
+    if (path === '/v1/models') return sendJson(response, 200, { object: 'list', data: [model] })
+    const body = await readJson(request, settings.maxBodyBytes)
+    if (path === '/v1/chat/completions') {
+      const chat = parseBody(chatCompletionRequestSchema, body)
+      if (chat.model !== modelId) throw modelNotFound(chat.model)
+      const requests = repeat(checkRequest({ messages: toChatMessages(chat.messages), maxTokens: chat.max_completion_tokens ?? chat.max_tokens ?? settings.defaultMaxTokens, ...sampling(chat) }), chat.n ?? 1)
+      const completions = await generate(requests)
+      return sendJson(response, 200, chatAnswer(chat, completions))
+    }
+    const plain = parseBody(completionRequestSchema, body)
+    if (plain.model !== modelId) throw modelNotFound(plain.model)
+    const prompts = typeof plain.prompt === 'string' ? [plain.prompt] : plain.prompt
+    const n = plain.n ?? 1
+    const requests = prompts.flatMap((prompt) => repeat(checkRequest({ messages: [{ role: 'user', content: prompt }], maxTokens: plain.max_tokens ?? settings.defaultMaxTokens, ...sampling(plain) }), n))
+    const completions = await generate(requests)
+    return sendJson(response, 200, completionAnswer(plain, completions, n))
+  }
+
+  const generate = async (requests: GenerationRequest[]): Promise<Completion[]> => {
+    try {
+      return await batching.generate(requests)
+    } catch (error) {
+      const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+      throw new HttpError(500, `The policy failed: ${detail}`, 'server_error')
+    }
+  }
+
+  const chatAnswer = (chat: ChatCompletionRequest, completions: Completion[]) => {
+    const withIds = chat.return_token_ids === true
+    return {
+      id: `chatcmpl-${randomUUID()}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: modelId,
+      choices: completions.map((completion, index) => ({
+        index,
+        message: { role: 'assistant', content: completion.text, refusal: null },
+        logprobs: chat.logprobs === true ? chatLogprobs(completion, chat.top_logprobs ?? 0, settings.tokenizer) : null,
+        finish_reason: completion.finishReason,
+        ...(withIds ? { token_ids: Array.from(completion.tokenIds) } : {}),
+      })),
+      usage: usage(completions, chat.n ?? 1),
+      ...(withIds ? { prompt_token_ids: Array.from(completions[0]?.promptTokenIds ?? []) } : {}),
+    }
+  }
+
+  const completionAnswer = (plain: CompletionRequest, completions: Completion[], n: number) => {
+    const withIds = plain.return_token_ids === true
+    return {
+      id: `cmpl-${randomUUID()}`,
+      object: 'text_completion',
+      created: Math.floor(Date.now() / 1000),
+      model: modelId,
+      choices: completions.map((completion, index) => ({
+        index,
+        text: completion.text,
+        logprobs: plain.logprobs == null ? null : completionLogprobs(completion, plain.logprobs, settings.tokenizer),
+        finish_reason: completion.finishReason,
+        ...(withIds ? { prompt_token_ids: Array.from(completion.promptTokenIds), token_ids: Array.from(completion.tokenIds) } : {}),
+      })),
+      usage: usage(completions, n),
+    }
+  }
+
+  const server = createServer((request, response) => {
+    response.setHeader('x-request-id', `req-${randomUUID()}`)
+    handle(request, response).catch((error: unknown) => {
+      if (error instanceof HttpError) {
+        const body: OpenAIErrorBody = { error: { message: error.message, type: error.type, param: error.param, code: error.code } }
+        return sendJson(response, error.status, body, error.headers)
+      }
+      const message = error instanceof Error ? error.message : String(error)
+      sendJson(response, 500, { error: { message: `Internal error: ${message}`, type: 'server_error', param: null, code: null } })
+    })
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(settings.port, settings.host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const { port } = server.address() as AddressInfo
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
+  let closing: Promise<void> | undefined
+  return {
+    url: `http://${host}:${port}/v1`,
+    port,
+    modelId,
+    stats: () => batching.stats(),
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      })
+      return closing
+    },
+  }
+}
+
+function modelNotFound(id: string): HttpError {
+  return new HttpError(404, `The model '${id}' does not exist.`, 'invalid_request_error', 'model_not_found', 'model')
+}
+
+/** Sampling fields shared by both endpoints, as `GenerationRequest` fields. */
+function sampling(body: ChatCompletionRequest | CompletionRequest): Omit<GenerationRequest, 'messages' | 'maxTokens'> {
+  return {
+    ...(body.temperature == null ? {} : { temperature: body.temperature }),
+    ...(body.top_p == null ? {} : { topP: body.top_p }),
+    ...(body.top_k == null || body.top_k <= 0 ? {} : { topK: body.top_k }),
+    ...(body.min_p == null ? {} : { minP: body.min_p }),
+    ...(body.stop == null ? {} : { stop: typeof body.stop === 'string' ? [body.stop] : body.stop }),
+    ...(body.seed == null ? {} : { seed: body.seed }),
+  }
+}
+
+/** n copies of a request; with a seed, copy i > 0 gets `deriveSeed(seed, i)` so the choices differ. */
+function repeat(request: GenerationRequest, n: number): GenerationRequest[] {
+  return Array.from({ length: n }, (_, index) =>
+    index === 0 || request.seed === undefined ? request : { ...request, seed: deriveSeed(request.seed, index) },
+  )
+}
+
+function checkRequest(request: GenerationRequest): GenerationRequest {
+  const result = generationRequestSchema.safeParse(request)
+  if (!result.success) {
+    const issue = result.error.issues[0]
+    throw new HttpError(400, `Invalid request: ${issue?.message ?? 'invalid value'} (${formatPath(pathOf(issue?.path))}).`, 'invalid_request_error', 'invalid_value')
+  }
+  return result.data
+}
+
+function usage(completions: readonly Completion[], choicesPerPrompt: number) {
+  let promptTokens = 0
+  let completionTokens = 0
+  completions.forEach((completion, index) => {
+    if (index % choicesPerPrompt === 0) promptTokens += completion.promptTokenIds.length
+    completionTokens += completion.tokenIds.length
+  })
+  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens }
+}
+
+function pathOf(path: readonly PropertyKey[] | undefined): (string | number)[] {
+  return (path ?? []).map((part) => (typeof part === 'symbol' ? String(part) : part))
+}
+
+/** Parses a body, or throws a 400 naming the parameter as OpenAI does (`messages[0].content`). */
+function parseBody<Schema extends z.ZodType>(schema: Schema, body: unknown): z.output<Schema> {
+  const result = schema.safeParse(body)
+  if (result.success) return result.data
+  const issue = result.error.issues[0]!
+  const path = pathOf(issue.path)
+  const param = path.length === 0 ? null : formatPath(path)
+  let value: unknown = body
+  for (const part of path) value = typeof value === 'object' && value !== null ? (value as Record<string | number, unknown>)[part] : undefined
+  if (path.length > 0 && value === undefined && issue.code === 'invalid_type') {
+    throw new HttpError(400, `Missing required parameter: '${param}'.`, 'invalid_request_error', 'missing_required_parameter', param)
+  }
+  const message = param === null ? `Invalid request body: ${issue.message}.` : `Invalid value for '${param}': ${issue.message}.`
+  throw new HttpError(400, message, 'invalid_request_error', issue.code === 'invalid_type' ? 'invalid_type' : 'invalid_value', param)
+}
+
+/** Reads a JSON body of at most `limit` bytes (413 above it, 400 for broken JSON). */
+function readJson(request: IncomingMessage, limit: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const tooLarge = () => {
+      // Keep reading (and dropping) the rest, so the client gets this answer rather than a reset connection.
+      request.removeListener('data', onData)
+      request.resume()
+      reject(new HttpError(413, `Request body too large: the limit is ${limit} bytes.`, 'invalid_request_error', 'request_too_large', null, { connection: 'close' }))
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) return tooLarge()
+      chunks.push(chunk)
+    }
+    const declared = Number(request.headers['content-length'])
+    if (Number.isFinite(declared) && declared > limit) return tooLarge()
+    request.on('data', onData)
+    request.once('error', reject)
+    request.once('end', () => {
+      if (size > limit) return
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown)
+      } catch {
+        reject(new HttpError(400, 'We could not parse the JSON body of your request. (HINT: This likely means you are not sending valid JSON.)', 'invalid_request_error', 'invalid_json'))
+      }
+    })
+  })
+}
+
+function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (response.headersSent || response.destroyed) return
+  const text = JSON.stringify(body)
+  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers })
+  response.end(text)
+}

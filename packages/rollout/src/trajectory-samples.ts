@@ -1,0 +1,39 @@
+import type { Sample, Trajectory } from '@ludic/core'
+
+export interface TrajectorySampleOptions {
+  /** Only turns played by these policies (by `PolicyV1.id`) become samples. Default: every policy's. */
+  learnerPolicyIds?: readonly string[] | undefined
+  /** Only turns of these roles become samples. Default: every role's. */
+  trainRoles?: readonly string[] | undefined
+  /** Stamped on every sample (the weights version that generated it, for asynchronous collection). */
+  policyVersion?: number | undefined
+}
+
+/**
+ * The training samples of a trajectory: one per turn a policy played (its completion's prompt and
+ * response ids and rollout log-probabilities), filtered by policy and role. A failed trajectory (`error`
+ * set) yields none: its turns lack an outcome. Typed arrays are shared with the trajectory, not copied.
+ */
+export function trajectoryToSamples(trajectory: Trajectory, options: TrajectorySampleOptions = {}): Sample[] {
+  if (trajectory.error !== undefined) return []
+  const samples: Sample[] = []
+  for (const turn of trajectory.turns) {
+    const completion = turn.completion
+    if (completion === undefined) continue
+    if (options.learnerPolicyIds !== undefined && (turn.policyId === undefined || !options.learnerPolicyIds.includes(turn.policyId))) continue
+    if (options.trainRoles !== undefined && !options.trainRoles.includes(turn.role)) continue
+    samples.push({
+      trajectoryId: trajectory.id,
+      turnIndex: turn.index,
+      role: turn.role,
+      environmentId: trajectory.environmentId,
+      groupId: trajectory.groupId,
+      promptTokenIds: completion.promptTokenIds,
+      responseTokenIds: completion.tokenIds,
+      rolloutLogprobs: completion.logprobs,
+      invalid: turn.invalidAction,
+      ...(options.policyVersion === undefined ? {} : { policyVersion: options.policyVersion }),
+    })
+  }
+  return samples
+}
