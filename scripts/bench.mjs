@@ -6,6 +6,8 @@ import { spawnSync } from 'node:child_process'
 const suites = {
   kernels: { workspace: '@ludic/tensors', script: 'packages/tensors/bench/kernels.ts' },
   tokenizer: { workspace: '@ludic/tokenizer', script: 'packages/tokenizer/bench/tokenizer.ts' },
+  'train-step': { workspace: '@ludic/model', script: 'packages/model/bench/train-step.ts' },
+  decode: { workspace: '@ludic/model', script: 'packages/model/bench/decode.ts' },
 }
 const [suite, ...rest] = process.argv.slice(2)
 if (suite === undefined || !(suite in suites)) {

@@ -1,1 +1,62 @@
-export {}
+// Configuration
+export {
+  modelConfigSchema,
+  ropeScalingSchema,
+  supportedArchitectures,
+  supportedRopeScalingTypes,
+  type Architecture,
+  type ModelConfig,
+  type RopeScaling,
+} from './config/model-config.js'
+export { parseHuggingFaceConfig, supportedHuggingFaceClasses, toHuggingFaceConfig } from './config/hugging-face-config.js'
+export { presetConfig, presetNames, type PresetName } from './config/presets.js'
+
+// The model
+export { CausalLanguageModel, forwardOptionsSchema, type ForwardOptions, type LinearAdapter, type NamePattern } from './model/causal-language-model.js'
+export { createModel, createModelOptionsSchema, resolveConfig, type CreateModelOptions, type ModelSpecification } from './model/create-model.js'
+export { KeyValueCache } from './model/key-value-cache.js'
+export type { IntegerMatrix } from './model/model-inputs.js'
+export { parameterSpecs, type ParameterInit, type ParameterSpec } from './model/parameter-shapes.js'
+
+// Checkpoints
+export { loadModel } from './checkpoint/load-model.js'
+export { saveModel, saveModelOptionsSchema, type SaveModelOptions } from './checkpoint/save-model.js'
+export { CheckpointMismatchError, type MisshapedTensor } from './checkpoint/checkpoint-mismatch-error.js'
+
+// Generation
+export { generate, generateOptionsSchema, type GeneratedSequence, type GenerateOptions } from './generation/generate.js'
+export { sampleToken, type SampledToken, type SamplingParameters } from './generation/sampling.js'
+
+// Training support: log-probabilities, heads, LoRA
+export {
+  sequenceLogprobs,
+  sequenceLogprobsOptionsSchema,
+  type PaddedSequences,
+  type RaggedSequences,
+  type SequenceLogprobs,
+  type SequenceLogprobsOptions,
+} from './sequence-logprobs.js'
+export {
+  createRewardHead,
+  createValueHead,
+  scalarHeadOptionsSchema,
+  scoreWeightName,
+  type RewardHead,
+  type ScalarHeadOptions,
+  type ValueHead,
+} from './heads/scalar-heads.js'
+export { applyLora, loraOptionsSchema, type LoraAdapters, type LoraConfig, type LoraOptions } from './lora/apply-lora.js'
+export {
+  loadLoraAdapter,
+  loadLoraAdapterOptionsSchema,
+  saveLoraAdapter,
+  saveLoraAdapterOptionsSchema,
+  type LoadLoraAdapterOptions,
+  type SaveLoraAdapterOptions,
+} from './lora/lora-adapter-files.js'
+
+// Policy
+export { createLocalPolicy, localPolicyOptionsSchema, type LocalPolicyOptions } from './policy/create-local-policy.js'
+
+// Optimizer, gradient clipping, schedules, training checkpoints (src/training)
+export * from './training/index.js'

@@ -1,0 +1,100 @@
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import * as tf from '@tensorflow/tfjs-core'
+import { InvalidArgumentError, ParseError, parseArgument } from '@ludic/core'
+import { readShardedSafetensors, type ShardedSafetensors } from '@ludic/tensors'
+import { z } from 'zod'
+import { parseHuggingFaceConfig } from '../config/hugging-face-config.js'
+import type { ModelConfig } from '../config/model-config.js'
+import { CausalLanguageModel } from '../model/causal-language-model.js'
+import { parameterSpecs } from '../model/parameter-shapes.js'
+import { scoreWeightName } from '../heads/scalar-heads.js'
+import { CheckpointMismatchError, type MisshapedTensor } from './checkpoint-mismatch-error.js'
+
+/**
+ * Tensors older checkpoints hold that are computed, not learned: the rotary frequencies, GPT-2's causal-mask
+ * buffers (`h.0.attn.bias`, `h.0.attn.masked_bias`).
+ */
+const ignoredTensor = /(^|\.)rotary_emb\.inv_freq$|(^|\.)h\.\d+\.attn\.(bias|masked_bias)$/
+
+/**
+ * Loads a Hugging Face checkpoint directory: `config.json` and `model.safetensors`, or a sharded
+ * `model.safetensors.index.json` with its shards. `F32`, `F16` and `BF16` weights become float32 variables.
+ * Tensors are read one at a time straight into the backend, so the weights are never held twice.
+ * A configuration Ludic does not support is a `ParseError` naming the field; weights that do not fit the
+ * configuration are one `CheckpointMismatchError` listing every missing, unexpected and misshaped tensor.
+ * With tied embeddings an `lm_head.weight` in the file is ignored, as transformers does. A value or reward
+ * head's `score.weight` `[1, hidden]` is loaded too (`createValueHead`/`createRewardHead` then use it).
+ */
+export async function loadModel(directory: string): Promise<CausalLanguageModel> {
+  const folder = parseArgument(z.string().min(1), directory, 'directory')
+  const configPath = join(folder, 'config.json')
+  const configText = await readFile(configPath, 'utf8').catch((error: unknown) => {
+    throw new InvalidArgumentError({ argument: 'directory', value: folder, message: 'holds no readable config.json', cause: error })
+  })
+  let json: unknown
+  try {
+    json = JSON.parse(configText)
+  } catch (error) {
+    throw new ParseError({ source: configPath, message: `not valid JSON (${error instanceof Error ? error.message : String(error)})`, cause: error })
+  }
+  const config = parseHuggingFaceConfig(json, configPath)
+  const file = await readShardedSafetensors(folder)
+  const reader = withModelNames(config, file)
+  const weights = new Map<string, tf.Tensor>()
+  try {
+    checkWeights(config, reader, folder)
+    const names = parameterSpecs(config).map((spec) => spec.name)
+    if (reader.has(scoreWeightName)) names.push(scoreWeightName)
+    for (const name of names) {
+      // One tensor at a time: read into a typed array, copied into the backend, the array dropped.
+      const tensor = await reader.read(name)
+      if (tensor.dtype !== 'F32' && tensor.dtype !== 'F16' && tensor.dtype !== 'BF16') {
+        throw new ParseError({ source: folder, path: [name], message: `has dtype ${tensor.dtype}; weights must be F32, F16 or BF16` })
+      }
+      weights.set(name, tf.tensor(tensor.data, tensor.shape, 'float32'))
+    }
+    return new CausalLanguageModel(config, weights, { sourceConfig: json as Record<string, unknown> })
+  } finally {
+    for (const tensor of weights.values()) tensor.dispose()
+    await file.close()
+  }
+}
+
+/**
+ * The checkpoint's tensors under the model's names: GPT-2 checkpoints saved by the original conversion have
+ * no `transformer.` prefix (`wte.weight`, `h.0.ln_1.weight`), which transformers adds when loading.
+ */
+function withModelNames(config: ModelConfig, file: ShardedSafetensors): Pick<ShardedSafetensors, 'names' | 'info' | 'has' | 'read'> {
+  if (config.architecture !== 'gpt2' || file.has('transformer.wte.weight') || !file.has('wte.weight')) return file
+  const prefix = 'transformer.'
+  const fileName = (name: string): string => (name.startsWith(prefix) ? name.slice(prefix.length) : name)
+  return {
+    names: file.names.map((name) => (name === 'lm_head.weight' ? name : `${prefix}${name}`)),
+    info: (name) => file.info(fileName(name)),
+    has: (name) => file.has(fileName(name)),
+    read: (name) => file.read(fileName(name)),
+  }
+}
+
+/** Compares the checkpoint's tensor names and shapes with those the configuration implies. */
+export function checkWeights(config: ModelConfig, reader: Pick<ShardedSafetensors, 'names' | 'info'>, source: string): void {
+  const specs = parameterSpecs(config)
+  const expected = new Map(specs.map((spec) => [spec.name, spec.shape]))
+  const present = new Set(reader.names)
+  const missing = specs.map((spec) => spec.name).filter((name) => !present.has(name))
+  const unexpected = reader.names.filter(
+    (name) => !expected.has(name) && !ignoredTensor.test(name) && !(config.tieWordEmbeddings && name === 'lm_head.weight') && name !== scoreWeightName,
+  )
+  if (reader.names.includes(scoreWeightName)) expected.set(scoreWeightName, [1, config.hiddenSize])
+  const misshaped: MisshapedTensor[] = []
+  for (const name of reader.names) {
+    const shape = expected.get(name)
+    if (shape === undefined) continue
+    const actual = reader.info(name).shape
+    if (actual.length !== shape.length || actual.some((size, index) => size !== shape[index])) misshaped.push({ name, expected: shape, actual })
+  }
+  if (missing.length > 0 || unexpected.length > 0 || misshaped.length > 0) {
+    throw new CheckpointMismatchError({ source, missing, unexpected, misshaped })
+  }
+}

@@ -1,0 +1,215 @@
+import * as tf from '@tensorflow/tfjs-core'
+import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, type FinishReason, type Random, type TokenizerV1 } from '@ludic/core'
+import { z } from 'zod'
+import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { sampleToken, type SamplingParameters } from './sampling.js'
+
+const tokenIdsSchema = z.union([z.instanceof(Int32Array), z.array(z.number().int())])
+const tokenizerSchema = z.custom<TokenizerV1>(
+  (value) => value !== null && typeof value === 'object' && typeof (value as TokenizerV1).encode === 'function' && typeof (value as TokenizerV1).decode === 'function',
+  'must be a tokenizer (TokenizerV1)',
+)
+
+export const generateOptionsSchema = z
+  .object({
+    /** Prompts as token ids, one array per sequence, of any lengths (they are left-padded). */
+    inputIds: z.array(tokenIdsSchema).min(1).optional(),
+    /** Prompts as text (needs `tokenizer`); encoded with the tokenizer's special tokens. */
+    prompts: z.array(z.string()).min(1).optional(),
+    /** Encodes `prompts`, finds `stopStrings`, and fills each result's `text`. */
+    tokenizer: tokenizerSchema.optional(),
+    /** Most tokens to generate per sequence. Default: 32. */
+    maxNewTokens: z.number().int().positive().default(32),
+    /** 0 is greedy (deterministic); otherwise logits are divided by it. Default: 1. */
+    temperature: z.number().min(0).refine(Number.isFinite, 'must be finite').default(1),
+    /** Keep only the k most likely tokens; 0 disables. Default: 0. */
+    topK: z.number().int().min(0).default(0),
+    /** Nucleus sampling mass in (0, 1]; 1 disables. Default: 1. */
+    topP: z.number().gt(0).max(1).default(1),
+    /** Drop tokens below minP times the most likely one's probability; 0 disables. Default: 0. */
+    minP: z.number().min(0).max(1).default(0),
+    /**
+     * Ids that end a sequence (kept as its last token, finish reason `'stop'`). Default: the config's
+     * `eos_token_id`s and the tokenizer's end-of-sequence id.
+     */
+    stopTokenIds: z.array(z.number().int().nonnegative()).optional(),
+    /** Texts that end a sequence (needs `tokenizer`): the token completing one is kept, `text` is cut before it. Default: none. */
+    stopStrings: z.array(z.string().min(1)).default([]),
+    /** Seed of the sampling: one for the batch (sequence i draws from `deriveSeed(seed, i)`), or one per sequence. Default: 0. */
+    seed: z.union([z.number().int(), z.array(z.number().int())]).default(0),
+  })
+  .strict()
+  .refine((options) => (options.inputIds === undefined) !== (options.prompts === undefined), {
+    message: 'give exactly one of inputIds and prompts',
+    path: ['inputIds'],
+  })
+export type GenerateOptions = z.input<typeof generateOptionsSchema>
+
+/** One generated sequence. */
+export interface GeneratedSequence {
+  /** The prompt's ids (unpadded). */
+  promptIds: Int32Array
+  /** The generated ids; a stop token that ended the sequence is the last one. */
+  tokenIds: Int32Array
+  /**
+   * Log-probability of each generated token under the model: log-softmax of the raw logits (temperature 1,
+   * before top-k/top-p/min-p) at that token. Same length as `tokenIds`.
+   */
+  logprobs: Float32Array
+  /** `'stop'`: a stop token or stop string ended it; `'length'`: `maxNewTokens` did. */
+  finishReason: FinishReason
+  /** With a tokenizer: the decoded completion, without the stop token and cut before a stop string. */
+  text?: string
+}
+
+/** One sequence of a batch, with its own settings (what `generate` and `createLocalPolicy` build). */
+export interface GenerationRow {
+  promptIds: Int32Array
+  sampling: SamplingParameters
+  maxNewTokens: number
+  stopTokenIds: ReadonlySet<number>
+  stopStrings: readonly string[]
+  random: Random
+}
+
+/**
+ * Generates continuations of a batch of prompts with a KV cache: the prompts are left-padded (attention
+ * mask, positions counted from each prompt's first token), prefilled in one forward pass, then decoded one
+ * token per step for every sequence still running. Same seed, same samples; temperature 0 is greedy.
+ * Frees every tensor it makes.
+ */
+export async function generate(model: CausalLanguageModel, options: GenerateOptions): Promise<GeneratedSequence[]> {
+  const parsed = parseArgument(generateOptionsSchema, options, 'options')
+  const { tokenizer } = parsed
+  if (parsed.prompts !== undefined && tokenizer === undefined) {
+    throw new InvalidArgumentError({ argument: 'options.tokenizer', value: undefined, message: 'is needed to encode prompts' })
+  }
+  if (parsed.stopStrings.length > 0 && tokenizer === undefined) {
+    throw new InvalidArgumentError({ argument: 'options.tokenizer', value: undefined, message: 'is needed to find stopStrings' })
+  }
+  const prompts = parsed.inputIds?.map((ids) => Int32Array.from(ids)) ?? parsed.prompts!.map((prompt) => tokenizer!.encode(prompt))
+  const seeds = parsed.seed
+  if (Array.isArray(seeds) && seeds.length !== prompts.length) {
+    throw new InvalidArgumentError({ argument: 'options.seed', value: seeds, message: `has ${seeds.length} seeds for ${prompts.length} sequences` })
+  }
+  const stopTokenIds = new Set(parsed.stopTokenIds ?? defaultStopTokenIds(model, tokenizer))
+  const rows: GenerationRow[] = prompts.map((promptIds, index) => ({
+    promptIds,
+    sampling: { temperature: parsed.temperature, topK: parsed.topK, topP: parsed.topP, minP: parsed.minP },
+    maxNewTokens: parsed.maxNewTokens,
+    stopTokenIds,
+    stopStrings: parsed.stopStrings,
+    random: createRandom(Array.isArray(seeds) ? seeds[index]! : deriveSeed(seeds, index)),
+  }))
+  return generateRows(model, rows, tokenizer)
+}
+
+/** The config's end-of-sequence ids and the tokenizer's. */
+export function defaultStopTokenIds(model: CausalLanguageModel, tokenizer: TokenizerV1 | undefined): number[] {
+  const ids = [...model.config.eosTokenIds]
+  if (tokenizer?.eosTokenId !== undefined && !ids.includes(tokenizer.eosTokenId)) ids.push(tokenizer.eosTokenId)
+  return ids
+}
+
+/** The generation loop over rows with their own settings (see `generate`). */
+export async function generateRows(model: CausalLanguageModel, rows: readonly GenerationRow[], tokenizer?: TokenizerV1): Promise<GeneratedSequence[]> {
+  const { vocabSize } = model.config
+  rows.forEach((row, index) => {
+    if (row.promptIds.length === 0) throw new InvalidArgumentError({ argument: `inputIds[${index}]`, value: row.promptIds, message: 'a prompt needs at least one token' })
+    row.promptIds.forEach((id, position) => {
+      if (!(id >= 0 && id < vocabSize)) throw new InvalidArgumentError({ argument: `inputIds[${index}][${position}]`, value: id, message: `must be a token id in [0, ${vocabSize})` })
+    })
+  })
+  const batch = rows.length
+  const promptLength = Math.max(...rows.map((row) => row.promptIds.length))
+  const padId = model.config.padTokenId ?? 0
+  // Left padding: [batch, promptLength]
+  const inputRows = rows.map((row) => {
+    const padded = new Int32Array(promptLength).fill(padId)
+    padded.set(row.promptIds, promptLength - row.promptIds.length)
+    return padded
+  })
+  let maskRows = rows.map((row) => {
+    const mask = new Int32Array(promptLength)
+    mask.fill(1, promptLength - row.promptIds.length)
+    return mask
+  })
+  const generated = rows.map(() => [] as number[])
+  const logprobs = rows.map(() => [] as number[])
+  const finishReasons: (FinishReason | undefined)[] = rows.map(() => undefined)
+  const texts: (string | undefined)[] = rows.map(() => undefined)
+  const cache = model.createCache()
+  try {
+    let logits = await lastLogits(model, inputRows, maskRows, cache)
+    for (let step = 0; ; step++) {
+      const next = new Int32Array(batch).fill(padId)
+      rows.forEach((row, index) => {
+        if (finishReasons[index] !== undefined) return
+        const { token, logprob } = sampleToken(logits, index * vocabSize, vocabSize, row.sampling, row.random)
+        generated[index]!.push(token)
+        logprobs[index]!.push(logprob)
+        next[index] = token
+        if (row.stopTokenIds.has(token)) finishReasons[index] = 'stop'
+        else if (row.stopStrings.length > 0 && tokenizer !== undefined) {
+          const text = tokenizer.decode(generated[index]!)
+          const cut = firstStop(text, row.stopStrings)
+          if (cut !== undefined) {
+            finishReasons[index] = 'stop'
+            texts[index] = text.slice(0, cut)
+          }
+        }
+        if (finishReasons[index] === undefined && generated[index]!.length >= row.maxNewTokens) finishReasons[index] = 'length'
+      })
+      if (finishReasons.every((reason) => reason !== undefined)) break
+      maskRows = maskRows.map((mask) => {
+        const grown = new Int32Array(mask.length + 1)
+        grown.set(mask)
+        grown[mask.length] = 1
+        return grown
+      })
+      logits = await lastLogits(model, Array.from(next, (token) => Int32Array.of(token)), maskRows, cache)
+    }
+  } finally {
+    cache.dispose()
+  }
+  return rows.map((row, index) => {
+    const tokenIds = Int32Array.from(generated[index]!)
+    const sequence: GeneratedSequence = {
+      promptIds: Int32Array.from(row.promptIds),
+      tokenIds,
+      logprobs: Float32Array.from(logprobs[index]!),
+      finishReason: finishReasons[index]!,
+    }
+    if (tokenizer !== undefined) {
+      const last = tokenIds[tokenIds.length - 1]
+      const kept = last !== undefined && row.stopTokenIds.has(last) ? tokenIds.subarray(0, -1) : tokenIds
+      sequence.text = texts[index] ?? tokenizer.decode(kept)
+    }
+    return sequence
+  })
+}
+
+/** Runs the new tokens through the model (growing the cache) and returns the last position's logits `[batch · vocab]`. */
+async function lastLogits(model: CausalLanguageModel, inputRows: Int32Array[], maskRows: Int32Array[], cache: ReturnType<CausalLanguageModel['createCache']>): Promise<Float32Array> {
+  const logits = tf.tidy(() => {
+    const hidden = model.hiddenStates(inputRows, { attentionMask: maskRows, cache }) // [batch, time, hidden]
+    const [batch, time, width] = hidden.shape
+    const last = tf.slice(hidden, [0, time - 1, 0], [batch, 1, width]) as tf.Tensor3D // [batch, 1, hidden]
+    return model.logitsFromHidden(last) // [batch, 1, vocab]
+  })
+  try {
+    return (await logits.data()) as Float32Array
+  } finally {
+    logits.dispose()
+  }
+}
+
+/** Index of the earliest stop string in `text`, or undefined. */
+function firstStop(text: string, stopStrings: readonly string[]): number | undefined {
+  let earliest: number | undefined
+  for (const stop of stopStrings) {
+    const index = text.indexOf(stop)
+    if (index >= 0 && (earliest === undefined || index < earliest)) earliest = index
+  }
+  return earliest
+}

@@ -1,0 +1,155 @@
+import { mkdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import * as tf from '@tensorflow/tfjs-core'
+import { InvalidArgumentError, ParseError, parseArgument } from '@ludic/core'
+import { openSafetensors, writeSafetensorsFile, type SafetensorsTensorInput } from '@ludic/tensors'
+import { z } from 'zod'
+import { CheckpointMismatchError, type MisshapedTensor } from '../checkpoint/checkpoint-mismatch-error.js'
+import { writeJsonFile } from '../checkpoint/write-json-file.js'
+import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { applyLora, type LoraAdapters } from './apply-lora.js'
+
+/** PEFT's prefix of tensor names in `adapter_model.safetensors` (`PeftModel` → `LoraModel` → the base model). */
+const peftPrefix = 'base_model.model.'
+
+/** The fields of PEFT's `adapter_config.json` Ludic reads. */
+const adapterConfigSchema = z.looseObject({
+  peft_type: z.literal('LORA'),
+  r: z.number().int().positive(),
+  lora_alpha: z.number().positive(),
+  lora_dropout: z.number().min(0).lt(1).default(0),
+  target_modules: z.union([z.array(z.string()), z.string()]),
+  bias: z.literal('none').default('none'),
+  fan_in_fan_out: z.boolean().default(false),
+  use_rslora: z.boolean().default(false),
+  use_dora: z.literal(false).optional(),
+  rank_pattern: z.record(z.string(), z.unknown()).refine((value) => Object.keys(value).length === 0, 'per-layer ranks are not supported').optional(),
+  alpha_pattern: z.record(z.string(), z.unknown()).refine((value) => Object.keys(value).length === 0, 'per-layer alphas are not supported').optional(),
+  modules_to_save: z.null().optional(),
+  lora_bias: z.literal(false).optional(),
+  layers_to_transform: z.null().optional(),
+  exclude_modules: z.null().optional(),
+  target_parameters: z.null().optional(),
+  trainable_token_indices: z.null().optional(),
+  layer_replication: z.null().optional(),
+})
+
+export const saveLoraAdapterOptionsSchema = z
+  .object({
+    /** `base_model_name_or_path` of `adapter_config.json` (a hub id or a directory). Default: null. */
+    baseModel: z.string().min(1).optional(),
+  })
+  .strict()
+export type SaveLoraAdapterOptions = z.input<typeof saveLoraAdapterOptionsSchema>
+
+export const loadLoraAdapterOptionsSchema = z
+  .object({
+    /** Freeze the model's other parameters, as PEFT does. Default: true. */
+    freezeBase: z.boolean().default(true),
+  })
+  .strict()
+export type LoadLoraAdapterOptions = z.input<typeof loadLoraAdapterOptionsSchema>
+
+/**
+ * Saves LoRA adapters as PEFT's `save_pretrained` does: `adapter_config.json` and `adapter_model.safetensors`
+ * with PEFT's tensor names (`base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight`), loadable with
+ * `PeftModel.from_pretrained(base, directory)`. `baseModel` fills `base_model_name_or_path`.
+ */
+export async function saveLoraAdapter(adapters: LoraAdapters, directory: string, options: SaveLoraAdapterOptions = {}): Promise<void> {
+  const folder = parseArgument(z.string().min(1), directory, 'directory')
+  const { baseModel } = parseArgument(saveLoraAdapterOptionsSchema, options, 'options')
+  const { config } = adapters
+  if (config.targetModules instanceof RegExp && config.targetModules.flags !== '') {
+    throw new InvalidArgumentError({ argument: 'adapters.config.targetModules', value: String(config.targetModules), message: 'a pattern with flags cannot be written for PEFT' })
+  }
+  const tensors = new Map<string, SafetensorsTensorInput>()
+  for (const [name, variable] of adapters.parameters()) tensors.set(`${peftPrefix}${name}`, { shape: variable.shape, data: (await variable.data()) as Float32Array })
+  await mkdir(folder, { recursive: true })
+  await writeSafetensorsFile(join(folder, 'adapter_model.safetensors'), tensors, { metadata: { format: 'pt' } })
+  await writeJsonFile(join(folder, 'adapter_config.json'), {
+    peft_type: 'LORA',
+    task_type: 'CAUSAL_LM',
+    base_model_name_or_path: baseModel ?? null,
+    r: config.rank,
+    lora_alpha: config.alpha,
+    lora_dropout: config.dropout,
+    target_modules:
+      config.targetModules === 'all-linear'
+        ? [...new Set(adapters.layers.map((layer) => layer.split('.').at(-1)!))].sort()
+        : config.targetModules instanceof RegExp
+          ? config.targetModules.source
+          : [...config.targetModules],
+    bias: 'none',
+    fan_in_fan_out: adapters.layers.some((layer) => layer.startsWith('transformer.h.')), // GPT-2's Conv1D layers
+    use_rslora: config.useRslora,
+    use_dora: false,
+    init_lora_weights: true,
+    inference_mode: true,
+    modules_to_save: null,
+    layers_to_transform: null,
+    layers_pattern: null,
+    rank_pattern: {},
+    alpha_pattern: {},
+  })
+}
+
+/**
+ * Loads a PEFT LoRA adapter (`adapter_config.json` + `adapter_model.safetensors`) onto a model: applies LoRA
+ * with the saved rank, alpha, dropout and target modules, then sets A and B from the file. Names that do not
+ * fit the model are one `CheckpointMismatchError`; PEFT options Ludic does not implement (DoRA, biases,
+ * per-layer ranks, `modules_to_save`) are a `ParseError` naming the field.
+ */
+export async function loadLoraAdapter(model: CausalLanguageModel, directory: string, options: LoadLoraAdapterOptions = {}): Promise<LoraAdapters> {
+  const folder = parseArgument(z.string().min(1), directory, 'directory')
+  const { freezeBase } = parseArgument(loadLoraAdapterOptionsSchema, options, 'options')
+  const configPath = join(folder, 'adapter_config.json')
+  let json: unknown
+  try {
+    json = JSON.parse(await readFile(configPath, 'utf8'))
+  } catch (error) {
+    throw new ParseError({ source: configPath, message: `cannot read adapter_config.json (${error instanceof Error ? error.message : String(error)})`, cause: error })
+  }
+  const parsed = adapterConfigSchema.safeParse(json)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!
+    throw new ParseError({ source: configPath, path: issue.path.map(String), message: issue.message })
+  }
+  const config = parsed.data
+  if (config.fan_in_fan_out && model.config.architecture !== 'gpt2') {
+    throw new ParseError({ source: configPath, path: ['fan_in_fan_out'], message: `true is for GPT-2's Conv1D layers; this is a ${model.config.architecture} model` })
+  }
+  const adapters = applyLora(model, {
+    rank: config.r,
+    alpha: config.lora_alpha,
+    dropout: config.lora_dropout,
+    targetModules: typeof config.target_modules === 'string' ? new RegExp(config.target_modules) : config.target_modules,
+    useRslora: config.use_rslora,
+    freezeBase,
+  })
+  const file = await openSafetensors(join(folder, 'adapter_model.safetensors'))
+  try {
+    const expected = new Map([...adapters.parameters()].map(([name, variable]) => [`${peftPrefix}${name}`, variable]))
+    const missing = [...expected.keys()].filter((name) => !file.has(name))
+    const unexpected = file.names.filter((name) => !expected.has(name))
+    const misshaped: MisshapedTensor[] = []
+    for (const [name, variable] of expected) {
+      if (!file.has(name)) continue
+      const actual = file.info(name).shape
+      if (actual.length !== 2 || actual[0] !== variable.shape[0] || actual[1] !== variable.shape[1]) misshaped.push({ name, expected: variable.shape, actual })
+    }
+    if (missing.length > 0 || unexpected.length > 0 || misshaped.length > 0) throw new CheckpointMismatchError({ source: folder, missing, unexpected, misshaped, summary: 'the adapter does not fit the model' })
+    for (const [name, variable] of expected) {
+      const tensor = await file.read(name)
+      if (tensor.dtype !== 'F32' && tensor.dtype !== 'F16' && tensor.dtype !== 'BF16') {
+        throw new ParseError({ source: folder, path: [name], message: `has dtype ${tensor.dtype}; adapter weights must be F32, F16 or BF16` })
+      }
+      tf.tidy(() => variable.assign(tf.tensor(tensor.data, variable.shape, 'float32')))
+    }
+  } catch (error) {
+    adapters.remove()
+    throw error
+  } finally {
+    await file.close()
+  }
+  return adapters
+}

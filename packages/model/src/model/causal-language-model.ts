@@ -1,0 +1,406 @@
+import * as tf from '@tensorflow/tfjs-core'
+import { InvalidArgumentError, LudicError, parseArgument, ShapeError } from '@ludic/core'
+import { z } from 'zod'
+import type { ModelConfig } from '../config/model-config.js'
+import { geluTanh, layerNorm } from '../layers/layer-norm.js'
+import { rmsNorm } from '../layers/rms-norm.js'
+import { applyRotary, inverseFrequencies, rotaryTables } from '../layers/rotary-embedding.js'
+import { generate, type GeneratedSequence, type GenerateOptions } from '../generation/generate.js'
+import { KeyValueCache } from './key-value-cache.js'
+import { attentionBias, defaultPositions, readIntegerMatrix, type HostMatrix, type IntegerMatrix } from './model-inputs.js'
+
+/** Options of `model.forward` and `model.hiddenStates`. */
+export interface ForwardOptions {
+  /**
+   * `[batch, past + time]`: 1 for tokens to attend to, 0 for padding, over the cached positions and the new
+   * ones (transformers' convention). Default: every position attended.
+   */
+  attentionMask?: IntegerMatrix
+  /**
+   * `[batch, time]` position ids of the new tokens. Default: `cumsum(attentionMask) - 1` when a mask is given
+   * (so left padding does not shift positions, as transformers' `generate`), else `past … past + time - 1`.
+   */
+  positions?: IntegerMatrix
+  /** Keys and values of earlier positions; the new ones are appended to it (see `KeyValueCache`). */
+  cache?: KeyValueCache
+  /** Training mode: LoRA dropout is applied. Default: false. */
+  training?: boolean
+}
+
+const integerMatrixSchema = z.custom<IntegerMatrix>((value) => value instanceof tf.Tensor || Array.isArray(value), 'must be an int32 tf.Tensor2D or an array of integer rows')
+
+/** The schema of `ForwardOptions` (the matrices' contents are checked by the forward pass itself). */
+export const forwardOptionsSchema = z
+  .object({
+    attentionMask: integerMatrixSchema.optional(),
+    positions: integerMatrixSchema.optional(),
+    cache: z.instanceof(KeyValueCache, { message: 'must be a KeyValueCache (model.createCache())' }).optional(),
+    training: z.boolean().default(false),
+  })
+  .strict()
+
+/** Something added to the output of a linear layer (a LoRA adapter): `y = x Wᵀ + b + adapter(x)`. */
+export interface LinearAdapter {
+  /** `x`: `[rows, in]` → `[rows, out]`. */
+  apply(x: tf.Tensor2D, training: boolean): tf.Tensor2D
+  /** Whether the adapter is currently merged into the base weight (then `apply` is skipped). */
+  readonly merged: boolean
+}
+
+/** A name pattern: a glob-free substring, a regular expression, or a predicate over Hugging Face names. */
+export type NamePattern = string | RegExp | ((name: string) => boolean)
+
+export function matchesPattern(name: string, pattern: NamePattern): boolean {
+  if (typeof pattern === 'string') return name.includes(pattern)
+  if (pattern instanceof RegExp) return pattern.test(name)
+  return pattern(name)
+}
+
+let modelCount = 0
+
+/** Where each architecture keeps its embedding and norms. */
+interface ParameterNames {
+  embedding: string
+  layer: (index: number) => string
+  attentionNorm: string
+  mlpNorm: string
+  finalNorm: string
+}
+
+const llamaNames: ParameterNames = {
+  embedding: 'model.embed_tokens.weight',
+  layer: (index) => `model.layers.${index}`,
+  attentionNorm: 'input_layernorm',
+  mlpNorm: 'post_attention_layernorm',
+  finalNorm: 'model.norm',
+}
+
+const gpt2Names: ParameterNames = {
+  embedding: 'transformer.wte.weight',
+  layer: (index) => `transformer.h.${index}`,
+  attentionNorm: 'ln_1',
+  mlpNorm: 'ln_2',
+  finalNorm: 'transformer.ln_f',
+}
+
+/**
+ * A decoder-only transformer (Llama, Qwen2, Qwen3, Mistral), nanoGPT style: embedding, then per layer
+ * `x + attention(norm(x))` and `x + mlp(norm(x))`, a final norm and the output projection.
+ *
+ * Parameters are `tf.Variable`s keyed by Hugging Face's names and stored in Hugging Face's shapes (linear
+ * weights `[out, in]`), so checkpoints map one to one and an optimizer can address them by name. Create
+ * one with `createModel` or `loadModel`; free it with `dispose()`.
+ */
+export class CausalLanguageModel {
+  readonly config: ModelConfig
+  /** The `config.json` the model was loaded from, if any: its other fields are written back on save. */
+  readonly sourceConfig: Readonly<Record<string, unknown>> | undefined
+  /** Unique prefix of the variables' tfjs names (tfjs needs globally unique variable names). */
+  readonly variablePrefix: string
+  private readonly weights = new Map<string, tf.Variable>()
+  private readonly adapters = new Map<string, LinearAdapter>()
+  private readonly inverseFrequency: Float32Array
+  private readonly names: ParameterNames
+  private disposed = false
+
+  constructor(config: ModelConfig, weights: ReadonlyMap<string, tf.Tensor>, options: { sourceConfig?: Record<string, unknown> } = {}) {
+    this.config = config
+    this.sourceConfig = options.sourceConfig
+    this.variablePrefix = `ludic-model-${++modelCount}`
+    for (const [name, tensor] of weights) this.addParameter(name, tensor)
+    this.inverseFrequency = inverseFrequencies(config.headDim, config.ropeTheta, config.ropeScaling)
+    this.names = config.architecture === 'gpt2' ? gpt2Names : llamaNames
+  }
+
+  // ---- parameters -------------------------------------------------------------------------------
+
+  /** Every parameter by Hugging Face name (`model.layers.0.self_attn.q_proj.weight` …), in checkpoint order. */
+  parameters(): Map<string, tf.Variable> {
+    this.checkAlive()
+    return new Map(this.weights)
+  }
+
+  /** The parameters that are not frozen (`variable.trainable`), by name. */
+  trainableParameters(): Map<string, tf.Variable> {
+    return new Map([...this.parameters()].filter(([, variable]) => variable.trainable))
+  }
+
+  /** One parameter by name; throws naming the nearest names when there is none. */
+  parameter(name: string): tf.Variable {
+    const variable = this.weights.get(name)
+    if (variable === undefined) {
+      throw new InvalidArgumentError({ argument: 'name', value: name, message: `the model has no parameter of that name (it has ${this.weights.size}, e.g. ${[...this.weights.keys()].slice(0, 3).join(', ')})` })
+    }
+    return variable
+  }
+
+  /** Total number of parameter elements. */
+  get numParameters(): number {
+    let total = 0
+    for (const variable of this.weights.values()) total += variable.size
+    return total
+  }
+
+  /**
+   * Adds a parameter (a copy of `initialValue`, as a variable) under a Hugging Face name; used by LoRA and
+   * the value and reward heads. The caller keeps ownership of `initialValue`.
+   */
+  addParameter(name: string, initialValue: tf.Tensor, trainable = true): tf.Variable {
+    this.checkAlive()
+    if (this.weights.has(name)) throw new InvalidArgumentError({ argument: 'name', value: name, message: 'the model already has a parameter of that name' })
+    const variable = tf.variable(initialValue, trainable, `${this.variablePrefix}/${name}`)
+    this.weights.set(name, variable)
+    return variable
+  }
+
+  /** Removes and frees a parameter added with `addParameter`. */
+  removeParameter(name: string): void {
+    this.parameter(name).dispose()
+    this.weights.delete(name)
+  }
+
+  /** Marks the matching parameters as frozen (`trainable = false`); returns their names. */
+  freeze(pattern: NamePattern): string[] {
+    return this.setTrainable(pattern, false)
+  }
+
+  /** Marks the matching parameters as trainable again; returns their names. */
+  unfreeze(pattern: NamePattern): string[] {
+    return this.setTrainable(pattern, true)
+  }
+
+  private setTrainable(pattern: NamePattern, trainable: boolean): string[] {
+    const names: string[] = []
+    for (const [name, variable] of this.parameters()) {
+      if (!matchesPattern(name, pattern)) continue
+      variable.trainable = trainable
+      names.push(name)
+    }
+    return names
+  }
+
+  /** Attaches (or with `undefined`, detaches) an adapter to a linear layer, e.g. `model.layers.0.self_attn.q_proj`. */
+  setAdapter(linearName: string, adapter: LinearAdapter | undefined): void {
+    this.parameter(`${linearName}.weight`)
+    if (adapter === undefined) this.adapters.delete(linearName)
+    else this.adapters.set(linearName, adapter)
+  }
+
+  /** The adapters attached to linear layers, by layer name. */
+  linearAdapters(): Map<string, LinearAdapter> {
+    return new Map(this.adapters)
+  }
+
+  /**
+   * The names of the linear layers (`model.layers.0.self_attn.q_proj`, …; GPT-2's `transformer.h.0.attn.c_attn`,
+   * …; `lm_head` when untied).
+   */
+  linearNames(): string[] {
+    const linear = /(_proj|\.c_attn|\.c_fc)\.weight$|^lm_head\.weight$/
+    return [...this.weights.keys()].filter((name) => linear.test(name) && !/\.lora_[AB]\./.test(name)).map((name) => name.slice(0, -'.weight'.length))
+  }
+
+  /** A cache for incremental decoding (see `KeyValueCache`). */
+  createCache(): KeyValueCache {
+    return new KeyValueCache(this.config.numHiddenLayers)
+  }
+
+  dispose(): void {
+    if (this.disposed) return
+    for (const variable of this.weights.values()) variable.dispose()
+    this.weights.clear()
+    this.adapters.clear()
+    this.disposed = true
+  }
+
+  get isDisposed(): boolean {
+    return this.disposed
+  }
+
+  /** Generates continuations of a batch of prompts (see `generate` for the options and the result). */
+  generate(options: GenerateOptions): Promise<GeneratedSequence[]> {
+    return generate(this, options)
+  }
+
+  // ---- forward ----------------------------------------------------------------------------------
+
+  /**
+   * Next-token logits `[batch, time, vocab]` (float32) for `inputIds` `[batch, time]` (int32 ids in
+   * `[0, vocab)`). With a cache, `inputIds` are the new tokens only and the cache grows by `time`.
+   * Differentiable with respect to the parameters.
+   */
+  forward(inputIds: IntegerMatrix, options: ForwardOptions = {}): tf.Tensor3D {
+    return tf.tidy(() => this.logitsFromHidden(this.hiddenStates(inputIds, options)))
+  }
+
+  /** The final-normed hidden states `[batch, time, hidden]`, before the output projection. */
+  hiddenStates(inputIds: IntegerMatrix, options: ForwardOptions = {}): tf.Tensor3D {
+    this.checkAlive()
+    const { config } = this
+    const ids = readIntegerMatrix(inputIds, 'inputIds', [0, config.vocabSize])
+    const { rows: batch, columns: time } = ids
+    if (batch === 0 || time === 0) throw new ShapeError({ argument: 'inputIds', expected: [-1, -1], actual: [batch, time], message: 'needs at least one row and one token' })
+    const { attentionMask, positions: givenPositions, cache, training } = parseArgument(forwardOptionsSchema, options, 'options')
+    cache?.checkBatch(batch)
+    const past = cache?.length ?? 0
+    const mask = attentionMask === undefined ? undefined : readIntegerMatrix(attentionMask, 'attentionMask', [0, 2])
+    if (mask !== undefined && (mask.rows !== batch || mask.columns !== past + time)) {
+      throw new ShapeError({ argument: 'attentionMask', expected: [batch, past + time], actual: [mask.rows, mask.columns], message: 'must cover the cached and the new positions' })
+    }
+    const positions = this.resolvePositions(givenPositions, batch, time, past, mask)
+    if (config.architecture === 'gpt2') {
+      const largest = positions.reduce((maximum, position) => Math.max(maximum, position), 0)
+      if (largest >= config.maxPositionEmbeddings) {
+        throw new InvalidArgumentError({ argument: 'positions', value: largest, message: `GPT-2 has learned positions 0 … ${config.maxPositionEmbeddings - 1} only` })
+      }
+    }
+
+    const hidden = tf.tidy(() => {
+      const gpt2 = config.architecture === 'gpt2'
+      const bias = attentionBias(batch, time, past, mask, config.slidingWindow) // [batch or 1, 1, time, past + time]
+      const rotary = gpt2 ? undefined : rotaryTables(this.inverseFrequency, positions, batch, time) // each [batch, 1, time, headDim / 2]
+      const context: AttentionContext = { batch, time, rotary, bias, cache, training }
+      const tokens = tf.tensor2d(ids.data, [batch, time], 'int32')
+      let x = tf.gather(this.parameter(this.names.embedding), tokens) as tf.Tensor3D // [batch, time, hidden]
+      if (gpt2) x = tf.add(x, tf.gather(this.parameter('transformer.wpe.weight'), tf.tensor2d(positions, [batch, time], 'int32'))) // learned positions
+      for (let layer = 0; layer < config.numHiddenLayers; layer++) {
+        const prefix = this.names.layer(layer)
+        x = tf.add(x, this.attention(layer, this.norm(x, `${prefix}.${this.names.attentionNorm}`), context))
+        x = tf.add(x, this.mlp(layer, this.norm(x, `${prefix}.${this.names.mlpNorm}`), context))
+      }
+      return this.norm(x, this.names.finalNorm) as tf.Tensor3D
+    })
+    cache?.advance(batch, time)
+    return hidden
+  }
+
+  /** Logits `[batch, time, vocab]` from final-normed hidden states `[batch, time, hidden]`. */
+  logitsFromHidden(hidden: tf.Tensor3D, training = false): tf.Tensor3D {
+    const [batch, time, width] = hidden.shape
+    return tf.tidy(() => {
+      const flat = tf.reshape(hidden, [batch * time, width]) as tf.Tensor2D // [batch · time, hidden]
+      const logits = this.config.tieWordEmbeddings ? tf.matMul(flat, this.parameter(this.names.embedding), false, true) : this.linear('lm_head', flat, training)
+      return tf.reshape(logits, [batch, time, this.config.vocabSize]) as tf.Tensor3D // [batch, time, vocab]
+    })
+  }
+
+  /** RMSNorm, or GPT-2's LayerNorm with a bias; `prefix` names the layer (`model.layers.0.input_layernorm`). */
+  private norm(x: tf.Tensor, prefix: string): tf.Tensor {
+    const weight = this.parameter(`${prefix}.weight`)
+    if (this.config.architecture === 'gpt2') return layerNorm(x, weight, this.parameter(`${prefix}.bias`), this.config.rmsNormEps)
+    return rmsNorm(x, weight, this.config.rmsNormEps)
+  }
+
+  /**
+   * Causal self-attention; `h`: `[batch, time, hidden]`. Llama-style models project q, k and v separately
+   * (Qwen3 then RMS-normalises each head) and rotate q and k; GPT-2 splits its fused `c_attn` and has
+   * learned positions instead.
+   */
+  private attention(layer: number, h: tf.Tensor, context: AttentionContext): tf.Tensor {
+    const { batch, time, rotary, training } = context
+    const { numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, headDim, hiddenSize, rmsNormEps } = this.config
+    const flat = tf.reshape(h, [batch * time, hiddenSize]) as tf.Tensor2D // [batch · time, hidden]
+    if (this.config.architecture === 'gpt2') {
+      const prefix = `transformer.h.${layer}.attn`
+      const [query, key, value] = tf.split(this.linear(`${prefix}.c_attn`, flat, training), 3, -1) as [tf.Tensor, tf.Tensor, tf.Tensor] // each [batch · time, hidden]
+      const splitHeads = (x: tf.Tensor) => tf.transpose(tf.reshape(x, [batch, time, heads, headDim]), [0, 2, 1, 3]) // [batch, heads, time, headDim]
+      const attended = this.attend(layer, splitHeads(query), splitHeads(key), splitHeads(value), context) // [batch · time, hidden]
+      return tf.reshape(this.linear(`${prefix}.c_proj`, attended, training), [batch, time, hiddenSize]) // [batch, time, hidden]
+    }
+    const prefix = `model.layers.${layer}.self_attn`
+    let query = tf.reshape(this.linear(`${prefix}.q_proj`, flat, training), [batch, time, heads, headDim]) // [batch, time, heads, headDim]
+    let key = tf.reshape(this.linear(`${prefix}.k_proj`, flat, training), [batch, time, keyValueHeads, headDim]) // [batch, time, kvHeads, headDim]
+    const value = tf.reshape(this.linear(`${prefix}.v_proj`, flat, training), [batch, time, keyValueHeads, headDim]) // [batch, time, kvHeads, headDim]
+    if (this.config.queryKeyNorm) {
+      query = rmsNorm(query, this.parameter(`${prefix}.q_norm.weight`), rmsNormEps)
+      key = rmsNorm(key, this.parameter(`${prefix}.k_norm.weight`), rmsNormEps)
+    }
+    const { cos, sin } = rotary!
+    const rotatedQuery = applyRotary(tf.transpose(query, [0, 2, 1, 3]), cos, sin) // [batch, heads, time, headDim]
+    const rotatedKey = applyRotary(tf.transpose(key, [0, 2, 1, 3]), cos, sin) // [batch, kvHeads, time, headDim]
+    const attended = this.attend(layer, rotatedQuery, rotatedKey, tf.transpose(value, [0, 2, 1, 3]), context) // [batch · time, heads · headDim]
+    return tf.reshape(this.linear(`${prefix}.o_proj`, attended, training), [batch, time, hiddenSize]) // [batch, time, hidden]
+  }
+
+  /**
+   * softmax(q kᵀ / √headDim + bias) v with grouped-query attention (Ainslie et al., 2023): the `groups` query
+   * heads that share a key/value head are stacked along time, so no key or value is repeated. `query`:
+   * `[batch, heads, time, headDim]`; `key`, `value`: `[batch, kvHeads, time, headDim]`, appended to the cache
+   * when there is one. Returns the heads merged: `[batch · time, heads · headDim]`.
+   */
+  private attend(layer: number, query: tf.Tensor, key: tf.Tensor, value: tf.Tensor, context: AttentionContext): tf.Tensor2D {
+    const { batch, time, bias, cache } = context
+    const { numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, headDim } = this.config
+    const groups = heads / keyValueHeads
+    if (cache !== undefined) ({ key, value } = cache.append(layer, key as tf.Tensor4D, value as tf.Tensor4D)) // [batch, kvHeads, past + time, headDim]
+    const total = key.shape[2]!
+    const groupedQuery = tf.reshape(query, [batch, keyValueHeads, groups * time, headDim]) // [batch, kvHeads, groups · time, headDim]
+    const scores = tf.mul(tf.matMul(groupedQuery, key, false, true), 1 / Math.sqrt(headDim)) // [batch, kvHeads, groups · time, past + time]
+    const masked = tf.add(tf.reshape(scores, [batch, heads, time, total]), bias) // [batch, heads, time, past + time]
+    const weights = tf.reshape(tf.softmax(masked), [batch, keyValueHeads, groups * time, total]) // [batch, kvHeads, groups · time, past + time]
+    const attended = tf.reshape(tf.matMul(weights, value), [batch, heads, time, headDim]) // [batch, heads, time, headDim]
+    return tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [batch * time, heads * headDim]) as tf.Tensor2D // [batch · time, heads · headDim]
+  }
+
+  /** The MLP: SwiGLU (Shazeer, 2020) `down(silu(gate(h)) · up(h))`, or GPT-2's `c_proj(gelu(c_fc(h)))`; `h`: `[batch, time, hidden]`. */
+  private mlp(layer: number, h: tf.Tensor, context: AttentionContext): tf.Tensor {
+    const { batch, time, training } = context
+    const { hiddenSize } = this.config
+    const flat = tf.reshape(h, [batch * time, hiddenSize]) as tf.Tensor2D // [batch · time, hidden]
+    if (this.config.architecture === 'gpt2') {
+      const prefix = `transformer.h.${layer}.mlp`
+      const hidden = geluTanh(this.linear(`${prefix}.c_fc`, flat, training)) as tf.Tensor2D // [batch · time, intermediate]
+      return tf.reshape(this.linear(`${prefix}.c_proj`, hidden, training), [batch, time, hiddenSize]) // [batch, time, hidden]
+    }
+    const prefix = `model.layers.${layer}.mlp`
+    const gate = this.linear(`${prefix}.gate_proj`, flat, training) // [batch · time, intermediate]
+    const up = this.linear(`${prefix}.up_proj`, flat, training) // [batch · time, intermediate]
+    const hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D
+    return tf.reshape(this.linear(`${prefix}.down_proj`, hidden, training), [batch, time, hiddenSize]) // [batch, time, hidden]
+  }
+
+  /**
+   * Input and output widths of a linear layer, and whether its weight is stored `[in, out]` (GPT-2's
+   * `Conv1D`) rather than `[out, in]` (`nn.Linear`).
+   */
+  linearLayout(name: string): { inputs: number; outputs: number; inputMajor: boolean } {
+    const [rows, columns] = this.parameter(`${name}.weight`).shape as [number, number]
+    const inputMajor = this.config.architecture === 'gpt2' && name !== 'lm_head'
+    return inputMajor ? { inputs: rows, outputs: columns, inputMajor } : { inputs: columns, outputs: rows, inputMajor }
+  }
+
+  /** `x Wᵀ + b` (`x W + b` for `Conv1D`), plus an attached adapter's output; `x`: `[rows, in]` → `[rows, out]`. */
+  private linear(name: string, x: tf.Tensor2D, training: boolean): tf.Tensor2D {
+    const weight = this.parameter(`${name}.weight`)
+    const bias = this.weights.get(`${name}.bias`)
+    const inputMajor = this.config.architecture === 'gpt2' && name !== 'lm_head'
+    let y: tf.Tensor2D = tf.matMul(x, weight, false, !inputMajor) // [rows, out]
+    if (bias !== undefined) y = tf.add(y, bias) as tf.Tensor2D
+    const adapter = this.adapters.get(name)
+    if (adapter !== undefined && !adapter.merged) y = tf.add(y, adapter.apply(x, training))
+    return y
+  }
+
+  private resolvePositions(value: IntegerMatrix | undefined, batch: number, time: number, past: number, mask: HostMatrix | undefined): Int32Array {
+    if (value === undefined) return defaultPositions(batch, time, past, mask)
+    const positions = readIntegerMatrix(value, 'positions', [0, 2 ** 31 - 1])
+    if (positions.rows !== batch || positions.columns !== time) {
+      throw new ShapeError({ argument: 'positions', expected: [batch, time], actual: [positions.rows, positions.columns], message: 'must have the shape of inputIds' })
+    }
+    return positions.data
+  }
+
+  private checkAlive(): void {
+    if (this.disposed) throw new LudicError('the model was disposed')
+  }
+}
+
+interface AttentionContext {
+  batch: number
+  time: number
+  /** The rotary tables (not for GPT-2). */
+  rotary: { cos: tf.Tensor; sin: tf.Tensor } | undefined
+  bias: tf.Tensor
+  cache: KeyValueCache | undefined
+  training: boolean
+}

@@ -1,0 +1,78 @@
+import * as tf from '@tensorflow/tfjs-core'
+import { completionSchema, InvalidArgumentError } from '@ludic/core'
+import { createByteTokenizer } from '@ludic/core/test'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createModel } from '../model/create-model.js'
+import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { initTestBackend } from '../testing/init-test-backend.js'
+import { createLocalPolicy } from './create-local-policy.js'
+
+beforeAll(initTestBackend)
+
+let model: CausalLanguageModel
+beforeAll(() => {
+  model = createModel('tiny', { vocabSize: 259, seed: 21, overrides: { hiddenSize: 32, intermediateSize: 64, initializerRange: 0.3 } })
+})
+afterAll(() => model.dispose())
+
+const tokenizer = createByteTokenizer()
+const question = (content: string) => [{ role: 'user' as const, content }]
+
+describe('createLocalPolicy', () => {
+  it('implements PolicyV1: batched chat completions with prompt ids, token ids, log-probs and finish reasons', async () => {
+    const policy = createLocalPolicy({ model, tokenizer, maxBatch: 2, id: 'tiny-local' })
+    expect(policy.specificationVersion).toBe('v1')
+    expect(policy.id).toBe('tiny-local')
+    const before = tf.memory().numTensors
+    const completions = await policy.generate([
+      { messages: question('hi'), maxTokens: 5, temperature: 0 },
+      { messages: question('a longer question'), maxTokens: 3, seed: 4 },
+      { messages: question('third'), maxTokens: 4, temperature: 0.8, topK: 5, topP: 0.9, seed: 5 },
+    ])
+    expect(tf.memory().numTensors).toBe(before)
+    expect(completions).toHaveLength(3)
+    for (const completion of completions) completionSchema.parse(completion)
+    expect(Array.from(completions[0]!.promptTokenIds)).toEqual(Array.from(tokenizer.encode('user: hi\nassistant: ', { addSpecialTokens: false })))
+    expect(completions.map((completion) => completion.tokenIds.length)).toEqual([5, 3, 4])
+    expect(completions.every((completion) => completion.finishReason === 'length')).toBe(true)
+    expect(completions[0]!.text).toBe(tokenizer.decode(completions[0]!.tokenIds))
+    expect(completions[0]!.logprobs.every((value) => value <= 0 && Number.isFinite(value))).toBe(true)
+  })
+
+  it('honours each request\'s seed and temperature whatever the batch', async () => {
+    const policy = createLocalPolicy({ model, tokenizer, maxBatch: 4 })
+    const request = { messages: question('roll'), maxTokens: 6, temperature: 1.2, seed: 77 }
+    const [alone] = await policy.generate([request])
+    const batched = await policy.generate([{ messages: question('something else entirely'), maxTokens: 2, seed: 1 }, request])
+    expect(Array.from(batched[1]!.tokenIds)).toEqual(Array.from(alone!.tokenIds))
+    const greedy = await policy.generate([{ ...request, temperature: 0, seed: 1 }, { ...request, temperature: 0, seed: 2 }])
+    expect(Array.from(greedy[0]!.tokenIds)).toEqual(Array.from(greedy[1]!.tokenIds))
+  })
+
+  it('stops at stop strings and at the end-of-sequence token', async () => {
+    const policy = createLocalPolicy({ model, tokenizer })
+    const [free] = await policy.generate([{ messages: question('go'), maxTokens: 8, temperature: 0 }])
+    const stop = free!.text.slice(2, 4)
+    const [stopped] = await policy.generate([{ messages: question('go'), maxTokens: 8, temperature: 0, stop: [stop] }])
+    expect(stopped!.finishReason).toBe('stop')
+    expect(stopped!.text).toBe(free!.text.slice(0, free!.text.indexOf(stop)))
+    const eosPolicy = createLocalPolicy({ model, tokenizer, stopTokenIds: [free!.tokenIds[1]!] })
+    const [ended] = await eosPolicy.generate([{ messages: question('go'), maxTokens: 8, temperature: 0 }])
+    expect(ended!.finishReason).toBe('stop')
+    expect(ended!.tokenIds.length).toBeLessThanOrEqual(2)
+  })
+
+  it('renders a given Jinja chat template', async () => {
+    const policy = createLocalPolicy({ model, tokenizer, chatTemplate: '{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}' })
+    const [completion] = await policy.generate([{ messages: question('x'), maxTokens: 1, temperature: 0 }])
+    expect(tokenizer.decode(completion!.promptTokenIds)).toBe('<user>x<assistant>')
+  })
+
+  it('rejects bad requests and options, naming them', async () => {
+    const policy = createLocalPolicy({ model, tokenizer })
+    await expect(policy.generate([{ messages: [], maxTokens: 1 }])).rejects.toThrow(/requests\.0\.messages/)
+    await expect(policy.generate([{ messages: question('x'), maxTokens: 0 }])).rejects.toThrow(InvalidArgumentError)
+    expect(() => createLocalPolicy({ model, tokenizer, maxBatch: 0 })).toThrow(/options\.maxBatch/)
+    expect(() => createLocalPolicy({ model: {} as CausalLanguageModel, tokenizer })).toThrow(/options\.model/)
+  })
+})

@@ -1,0 +1,105 @@
+import {
+  createRandom,
+  generationRequestSchema,
+  InvalidArgumentError,
+  LudicError,
+  parseArgument,
+  type ChatMessage,
+  type Completion,
+  type GenerationRequest,
+  type PolicyV1,
+  type TokenizerV1,
+} from '@ludic/core'
+import { renderChatTemplate } from '@ludic/tokenizer'
+import { z } from 'zod'
+import { defaultStopTokenIds, generateRows, type GenerationRow } from '../generation/generate.js'
+import { CausalLanguageModel } from '../model/causal-language-model.js'
+
+export const localPolicyOptionsSchema = z
+  .object({
+    model: z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel' }),
+    tokenizer: z.custom<TokenizerV1>(
+      (value) => value !== null && typeof value === 'object' && typeof (value as TokenizerV1).encode === 'function' && typeof (value as TokenizerV1).decode === 'function',
+      'must be a tokenizer (TokenizerV1)',
+    ),
+    /**
+     * How messages become the prompt: a Jinja chat template (rendered as transformers'
+     * `apply_chat_template(…, add_generation_prompt=True)` with the tokenizer's special tokens) or a function.
+     * Default: the tokenizer's own `applyChatTemplate`.
+     */
+    chatTemplate: z.union([z.string().min(1), z.custom<(messages: readonly ChatMessage[]) => string>((value) => typeof value === 'function', 'must be a function')]).optional(),
+    /** Most requests generated together in one batch. Default: 8. */
+    maxBatch: z.number().int().positive().default(8),
+    /** The policy's id. Default: `'local-<architecture>'`. */
+    id: z.string().min(1).optional(),
+    /** Seeds requests that carry none (each such request draws its seed from this stream). Default: 0. */
+    seed: z.number().int().default(0),
+    /** Stop token ids. Default: the model config's `eos_token_id`s and the tokenizer's end-of-sequence id. */
+    stopTokenIds: z.array(z.number().int().nonnegative()).optional(),
+  })
+  .strict()
+export type LocalPolicyOptions = z.input<typeof localPolicyOptionsSchema>
+
+/**
+ * A `PolicyV1` over a local model: each request's messages go through the chat template (with the generation
+ * prompt) and the tokenizer (no special tokens added, as transformers' `apply_chat_template(tokenize=True)`);
+ * requests are generated in batches of up to `maxBatch` (left-padded), each with its own `temperature`
+ * (default 1), `topP`, `topK`, `minP`, `stop` strings, `seed` and `maxTokens`. A completion carries the prompt
+ * ids, the generated ids (a stop token that ended it included), their log-probabilities under the model
+ * (temperature 1, unfiltered; see `generate`), the decoded text (without the stop token, cut before a stop
+ * string) and the finish reason.
+ */
+export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
+  const { model, tokenizer, chatTemplate, maxBatch, id, seed, stopTokenIds } = parseArgument(localPolicyOptionsSchema, options, 'options')
+  const render = promptRenderer(tokenizer, chatTemplate)
+  const seeds = createRandom(seed)
+  const stops = new Set(stopTokenIds ?? defaultStopTokenIds(model, tokenizer))
+  return {
+    specificationVersion: 'v1',
+    id: id ?? `local-${model.config.architecture}`,
+    async generate(requests: readonly GenerationRequest[]): Promise<Completion[]> {
+      const parsed = parseArgument(z.array(generationRequestSchema), requests, 'requests')
+      const rows: GenerationRow[] = parsed.map((request, index) => {
+        const promptIds = tokenizer.encode(render(request.messages), { addSpecialTokens: false })
+        if (promptIds.length === 0) throw new InvalidArgumentError({ argument: `requests[${index}].messages`, value: request.messages, message: 'render to an empty prompt' })
+        return {
+          promptIds,
+          sampling: { temperature: request.temperature ?? 1, topK: request.topK ?? 0, topP: request.topP ?? 1, minP: request.minP ?? 0 },
+          maxNewTokens: request.maxTokens,
+          stopTokenIds: stops,
+          stopStrings: request.stop ?? [],
+          random: createRandom(request.seed ?? seeds.nextUint32()),
+        }
+      })
+      const completions: Completion[] = []
+      for (let start = 0; start < rows.length; start += maxBatch) {
+        const results = await generateRows(model, rows.slice(start, start + maxBatch), tokenizer)
+        for (const result of results) {
+          completions.push({
+            text: result.text ?? '',
+            promptTokenIds: result.promptIds,
+            tokenIds: result.tokenIds,
+            logprobs: result.logprobs,
+            finishReason: result.finishReason,
+          })
+        }
+      }
+      return completions
+    },
+  }
+}
+
+function promptRenderer(tokenizer: TokenizerV1, chatTemplate: string | ((messages: readonly ChatMessage[]) => string) | undefined): (messages: ChatMessage[]) => string {
+  if (typeof chatTemplate === 'function') return chatTemplate
+  if (typeof chatTemplate === 'string') {
+    const specialTokens: Record<string, unknown> = {}
+    for (const [key, tokenId] of [['bos_token', tokenizer.bosTokenId], ['eos_token', tokenizer.eosTokenId], ['pad_token', tokenizer.padTokenId]] as const) {
+      if (tokenId !== undefined) specialTokens[key] = tokenizer.idToToken(tokenId)
+    }
+    return (messages) => renderChatTemplate(chatTemplate, { messages, addGenerationPrompt: true, specialTokens })
+  }
+  if (tokenizer.applyChatTemplate === undefined) {
+    throw new LudicError('createLocalPolicy: the tokenizer has no chat template; pass options.chatTemplate')
+  }
+  return (messages) => tokenizer.applyChatTemplate!(messages, { addGenerationPrompt: true })
+}

@@ -1,0 +1,264 @@
+import * as tf from '@tensorflow/tfjs-core'
+import { InvalidArgumentError, parseArgument } from '@ludic/core'
+import { z } from 'zod'
+import { checkGradientMap } from './gradient-map.js'
+import { matchesAnyPattern, parameterNamePatternSchema } from './parameter-name-patterns.js'
+
+/** Options of `createAdamW`; the defaults are `torch.optim.AdamW`'s. */
+export const adamWOptionsSchema = z.strictObject({
+  /** Base learning rate (torch `lr`), used when `step` is given none. Default 1e-3. */
+  learningRate: z.number().nonnegative().finite().default(1e-3),
+  /** Decay of the first-moment average (torch `betas[0]`). Default 0.9. */
+  beta1: z.number().min(0).lt(1).default(0.9),
+  /** Decay of the second-moment average (torch `betas[1]`). Default 0.999. */
+  beta2: z.number().min(0).lt(1).default(0.999),
+  /** Added to the bias-corrected root of the second moment (torch `eps`, outside the root). Default 1e-8. */
+  epsilon: z.number().nonnegative().finite().default(1e-8),
+  /** Weight decay coefficient (torch `weight_decay`). Default 0.01 (torch AdamW's). */
+  weightDecay: z.number().nonnegative().finite().default(0.01),
+  /**
+   * `true` (AdamW, Loshchilov & Hutter 2019): before the Adam update, θ ← θ·(1 − lr·weightDecay).
+   * `false` (torch `Adam` with `weight_decay`): the L2 term weightDecay·θ is added to the gradient.
+   * Default `true`.
+   */
+  decoupled: z.boolean().default(true),
+  /**
+   * Parameters that get no weight decay (as a second torch parameter group with `weight_decay=0`):
+   * strings with `*` wildcards matched against the whole name, or `RegExp`s. Default `[]` (torch decays
+   * everything); a common choice is `['*norm.weight', '*.bias']`.
+   */
+  excludeFromWeightDecay: z.array(parameterNamePatternSchema).default([]),
+})
+export type AdamWOptions = z.input<typeof adamWOptionsSchema>
+export type AdamWHyperparameters = z.output<typeof adamWOptionsSchema>
+
+export const adamWStepOptionsSchema = z.strictObject({
+  /** This step's learning rate, e.g. `baseLearningRate * schedule(step)`. Default: `options.learningRate`. */
+  learningRate: z.number().nonnegative().finite().optional(),
+})
+export type AdamWStepOptions = z.input<typeof adamWStepOptionsSchema>
+
+/**
+ * The optimizer state as plain data, for checkpoints: `step` (updates taken, torch `state['step']`, the
+ * same for every parameter) and the moments as named Float32Arrays, `${parameter}.exp_avg` and
+ * `${parameter}.exp_avg_sq` (torch's state keys), each shaped like its parameter.
+ */
+export interface AdamWState {
+  step: number
+  tensors: Map<string, { shape: number[]; data: Float32Array }>
+}
+
+export interface AdamW {
+  /** The optimized parameters' names, in the order of the parameters map. */
+  readonly parameterNames: readonly string[]
+  /** Updates taken so far (torch `state['step']`). */
+  readonly stepCount: number
+  readonly hyperparameters: Readonly<AdamWHyperparameters>
+  /** Whether the named parameter gets weight decay (false for `excludeFromWeightDecay` matches). */
+  decays(name: string): boolean
+  /**
+   * One update of every parameter in place, from `gradients` (one float32 tensor per parameter, same
+   * name and shape; the caller keeps and disposes them). Returns the step number after the update and
+   * the learning rate used. Leaves `tf.memory().numTensors` unchanged.
+   */
+  step(gradients: ReadonlyMap<string, tf.Tensor>, options?: AdamWStepOptions): { step: number; learningRate: number }
+  /** A copy of the state as plain data (reads the moments back from the backend). */
+  exportState(): Promise<AdamWState>
+  /** Replaces the state; checks every name and shape before changing anything. */
+  importState(state: AdamWState): void
+  /** Frees the moment tensors. The optimizer cannot be used afterwards. */
+  dispose(): void
+}
+
+interface Slot {
+  name: string
+  parameter: tf.Variable
+  firstMoment: tf.Variable
+  secondMoment: tf.Variable
+  decays: boolean
+}
+
+/**
+ * AdamW with exactly `torch.optim.AdamW`'s update (single-tensor CPU path) on a `Map` of variables:
+ *
+ * ```
+ * t ← t + 1
+ * θ ← θ·(1 − lr·λ)                          (decoupled; coupled: g ← g + λ·θ)
+ * m ← m + (1 − β1)·(g − m)                  (torch `lerp_`)
+ * v ← β2·v + (1 − β2)·g²
+ * θ ← θ − lr/(1 − β1ᵗ) · m / (√v / √(1 − β2ᵗ) + ε)
+ * ```
+ *
+ * Scalars are computed in double precision as Python does, then used as float32 as torch does. The
+ * moments live in variables made here (zeros), so a step creates no lasting tensor.
+ */
+export function createAdamW(parameters: ReadonlyMap<string, tf.Variable>, options: AdamWOptions = {}): AdamW {
+  const hyperparameters = parseArgument(adamWOptionsSchema, options, 'options')
+  if (!(parameters instanceof Map)) {
+    throw new InvalidArgumentError({ argument: 'parameters', value: parameters, message: 'must be a Map from names to tf.Variable' })
+  }
+  const namesByVariable = new Map<tf.Variable, string>()
+  for (const [name, parameter] of parameters) {
+    if (!(parameter instanceof tf.Variable) || parameter.isDisposed || parameter.dtype !== 'float32') {
+      throw new InvalidArgumentError({
+        argument: `parameters[${JSON.stringify(name)}]`,
+        value: parameter instanceof tf.Tensor ? `${parameter.dtype} tensor` : parameter,
+        message: 'must be a live float32 tf.Variable',
+      })
+    }
+    const sameVariable = namesByVariable.get(parameter)
+    if (sameVariable !== undefined) {
+      throw new InvalidArgumentError({
+        argument: `parameters[${JSON.stringify(name)}]`,
+        value: name,
+        message: `is the same variable as ${JSON.stringify(sameVariable)} (tied weights): list each variable once, or it would be updated twice`,
+      })
+    }
+    namesByVariable.set(parameter, name)
+  }
+  return new AdamWOptimizer(new Map(parameters), hyperparameters)
+}
+
+class AdamWOptimizer implements AdamW {
+  readonly parameterNames: readonly string[]
+  private readonly slots: Slot[]
+  private steps = 0
+  private disposed = false
+  /** float32 constants shared by every step. */
+  private readonly constants: { oneMinusBeta1: tf.Scalar; beta2: tf.Scalar; oneMinusBeta2: tf.Scalar; epsilon: tf.Scalar }
+
+  constructor(
+    private readonly parameters: Map<string, tf.Variable>,
+    readonly hyperparameters: Readonly<AdamWHyperparameters>,
+  ) {
+    this.parameterNames = Object.freeze([...parameters.keys()])
+    this.slots = [...parameters].map(([name, parameter]) => ({
+      name,
+      parameter,
+      // Inside tidy: the zeros tensor goes, its data stays with the variable.
+      firstMoment: tf.tidy(() => tf.variable(tf.zeros(parameter.shape), false)),
+      secondMoment: tf.tidy(() => tf.variable(tf.zeros(parameter.shape), false)),
+      decays: !matchesAnyPattern(name, hyperparameters.excludeFromWeightDecay),
+    }))
+    const { beta1, beta2, epsilon } = hyperparameters
+    this.constants = {
+      oneMinusBeta1: tf.scalar(1 - beta1),
+      beta2: tf.scalar(beta2),
+      oneMinusBeta2: tf.scalar(1 - beta2),
+      epsilon: tf.scalar(epsilon),
+    }
+  }
+
+  get stepCount(): number {
+    return this.steps
+  }
+
+  decays(name: string): boolean {
+    const slot = this.slots.find((candidate) => candidate.name === name)
+    if (slot === undefined) throw new InvalidArgumentError({ argument: 'name', value: name, message: 'is not a parameter of this optimizer' })
+    return slot.decays && this.hyperparameters.weightDecay !== 0
+  }
+
+  step(gradients: ReadonlyMap<string, tf.Tensor>, options: AdamWStepOptions = {}): { step: number; learningRate: number } {
+    this.checkAlive()
+    const learningRate = parseArgument(adamWStepOptionsSchema, options, 'options').learningRate ?? this.hyperparameters.learningRate
+    checkGradientMap(gradients, 'gradients', this.parameters)
+    for (const slot of this.slots) {
+      if (slot.parameter.isDisposed) {
+        throw new InvalidArgumentError({ argument: `parameters[${JSON.stringify(slot.name)}]`, value: slot.name, message: 'was disposed' })
+      }
+    }
+    const { beta1, beta2, weightDecay, decoupled } = this.hyperparameters
+    const step = this.steps + 1
+    // Python floats (double), as torch's `_single_tensor_adam` computes them.
+    const biasCorrection1 = 1 - beta1 ** step
+    const biasCorrection2Root = Math.sqrt(1 - beta2 ** step)
+    const stepSize = learningRate / biasCorrection1
+    const { oneMinusBeta1, beta2: beta2Scalar, oneMinusBeta2, epsilon } = this.constants
+    tf.tidy(() => {
+      const negativeStepSize = tf.scalar(-stepSize)
+      const rootCorrection = tf.scalar(biasCorrection2Root)
+      const decayFactor = tf.scalar(1 - learningRate * weightDecay)
+      const decayCoefficient = tf.scalar(weightDecay)
+      for (const slot of this.slots) {
+        let parameter: tf.Tensor = slot.parameter
+        let gradient = gradients.get(slot.name)!
+        if (weightDecay !== 0 && slot.decays) {
+          if (decoupled) parameter = tf.mul(parameter, decayFactor)
+          else gradient = tf.add(gradient, tf.mul(parameter, decayCoefficient))
+        }
+        const firstMoment = tf.add(slot.firstMoment, tf.mul(tf.sub(gradient, slot.firstMoment), oneMinusBeta1))
+        const secondMoment = tf.add(tf.mul(slot.secondMoment, beta2Scalar), tf.mul(tf.square(gradient), oneMinusBeta2))
+        const denominator = tf.add(tf.div(tf.sqrt(secondMoment), rootCorrection), epsilon)
+        slot.parameter.assign(tf.add(parameter, tf.mul(tf.div(firstMoment, denominator), negativeStepSize)))
+        slot.firstMoment.assign(firstMoment)
+        slot.secondMoment.assign(secondMoment)
+      }
+    })
+    this.steps = step
+    return { step, learningRate }
+  }
+
+  async exportState(): Promise<AdamWState> {
+    this.checkAlive()
+    const tensors = new Map<string, { shape: number[]; data: Float32Array }>()
+    for (const slot of this.slots) {
+      tensors.set(`${slot.name}.exp_avg`, { shape: [...slot.parameter.shape], data: Float32Array.from(await slot.firstMoment.data()) })
+      tensors.set(`${slot.name}.exp_avg_sq`, { shape: [...slot.parameter.shape], data: Float32Array.from(await slot.secondMoment.data()) })
+    }
+    return { step: this.steps, tensors }
+  }
+
+  importState(state: AdamWState): void {
+    this.checkAlive()
+    if (typeof state !== 'object' || state === null) {
+      throw new InvalidArgumentError({ argument: 'state', value: state, message: 'must be { step, tensors }' })
+    }
+    if (!Number.isSafeInteger(state.step) || state.step < 0) {
+      throw new InvalidArgumentError({ argument: 'state.step', value: state.step, message: 'must be a non-negative integer' })
+    }
+    if (!(state.tensors instanceof Map)) {
+      throw new InvalidArgumentError({ argument: 'state.tensors', value: state.tensors, message: 'must be a Map of named Float32Arrays' })
+    }
+    const expected = new Set(this.slots.flatMap((slot) => [`${slot.name}.exp_avg`, `${slot.name}.exp_avg_sq`]))
+    const missing = [...expected].filter((name) => !state.tensors.has(name))
+    const unexpected = [...state.tensors.keys()].filter((name) => !expected.has(name))
+    const misshaped: string[] = []
+    for (const slot of this.slots) {
+      for (const key of [`${slot.name}.exp_avg`, `${slot.name}.exp_avg_sq`]) {
+        const tensor = state.tensors.get(key)
+        if (tensor === undefined) continue
+        const shapeMatches = Array.isArray(tensor.shape) && tf.util.arraysEqual(tensor.shape, slot.parameter.shape)
+        if (!shapeMatches || !(tensor.data instanceof Float32Array) || tensor.data.length !== slot.parameter.size) {
+          misshaped.push(`${key} (shape ${JSON.stringify(tensor.shape)}, parameter [${slot.parameter.shape.join(', ')}])`)
+        }
+      }
+    }
+    if (missing.length + unexpected.length + misshaped.length > 0) {
+      const problems = [
+        missing.length > 0 ? `missing ${missing.join(', ')}` : '',
+        unexpected.length > 0 ? `unexpected ${unexpected.join(', ')}` : '',
+        misshaped.length > 0 ? `misshaped ${misshaped.join(', ')}` : '',
+      ].filter((problem) => problem !== '')
+      throw new InvalidArgumentError({ argument: 'state.tensors', value: [...state.tensors.keys()], message: problems.join('; ') })
+    }
+    for (const slot of this.slots) {
+      tf.tidy(() => {
+        slot.firstMoment.assign(tf.tensor(state.tensors.get(`${slot.name}.exp_avg`)!.data, slot.parameter.shape, 'float32'))
+        slot.secondMoment.assign(tf.tensor(state.tensors.get(`${slot.name}.exp_avg_sq`)!.data, slot.parameter.shape, 'float32'))
+      })
+    }
+    this.steps = state.step
+  }
+
+  dispose(): void {
+    if (this.disposed) return
+    this.disposed = true
+    tf.dispose([...this.slots.flatMap((slot) => [slot.firstMoment, slot.secondMoment]), ...Object.values(this.constants)])
+  }
+
+  private checkAlive(): void {
+    if (this.disposed) throw new InvalidArgumentError({ argument: 'optimizer', value: 'disposed', message: 'was disposed' })
+  }
+}
+
