@@ -1,1 +1,20 @@
-export {}
+export {
+  createRlTrainer,
+  klConfigSchema,
+  rlBatchConfigSchema,
+  rlTrainerConfigSchema,
+  type EvaluationContext,
+  type EvaluationHook,
+  type RlBatchConfig,
+  type RlRunOptions,
+  type RlTrainer,
+  type RlTrainerConfig,
+} from './rl-trainer.js'
+export { createSftTrainer, sftStep, sftTrainerConfigSchema, shuffled, type SftExample, type SftStepMetrics, type SftTrainer, type SftTrainerConfig } from './sft-trainer.js'
+export { optimizerConfigSchema, type OptimizerConfig } from './optimizer-config.js'
+export { resolveSchedule, scheduleConfigSchema, type ScheduleConfig } from './schedule.js'
+export { outcomeAdvantageBatch } from './outcome-rewards.js'
+export { responseLogprobs, type TokenSequence } from './sequences.js'
+export { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
+export { createProgressBar, type ProgressBar, type ProgressStream } from './progress-bar.js'
+export { loadRunConfig, runConfigFileSchema, type RunConfigFile } from './run-config.js'

@@ -1,0 +1,36 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { main } from './main.js'
+
+const directories: string[] = []
+afterAll(async () => {
+  for (const directory of directories) await rm(directory, { recursive: true, force: true })
+})
+
+describe('selfplay-kuhn-poker', () => {
+  it('runs with tiny settings and writes the report, the metrics and the chart', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-'))
+    directories.push(runDirectory)
+    const lines: string[] = []
+    const report = await main({ steps: 2, sftSteps: 10, episodesPerStep: 8, miniBatchSize: 16, evaluateEvery: 1, evaluationEpisodes: 8, checkpointEvery: 1, runDirectory, backend: 'wasm', progress: false, log: (line) => lines.push(line) })
+    expect(report.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2])
+    for (const evaluation of report.evaluations) {
+      expect(evaluation.exploitability).toBeGreaterThanOrEqual(0)
+      expect(evaluation.exploitability).toBeLessThanOrEqual(1.5)
+      expect(evaluation.winRate).toBeGreaterThanOrEqual(0)
+      expect(evaluation.winRate).toBeLessThanOrEqual(1)
+    }
+    const saved = JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8')) as { after: { step: number }; backend: string }
+    expect(saved.after.step).toBe(2)
+    expect(saved.backend).toBe('wasm')
+    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>)
+    expect(metrics.map((record) => record.step)).toEqual([1, 2])
+    expect(metrics[0]!['eval/exploitability']).toBeTypeOf('number')
+    const chart = await readFile(join(runDirectory, 'chart.svg'), 'utf8')
+    expect(chart).toMatch(/^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/)
+    expect(chart).toContain('exploitability')
+    expect(lines.at(-2)).toMatch(/exploitability [\d.]+ \(from [\d.]+/)
+  })
+})

@@ -1,0 +1,127 @@
+import { readFile } from 'node:fs/promises'
+import { dirname, resolve } from 'node:path'
+import { ParseError, type EnvironmentV1, type TokenizerV1 } from '@ludic/core'
+import { advantageEstimators } from '@ludic/advantages'
+import { createGame, gameIds, promptTemplates, renderPrompt, type GameId, type PromptTemplateName } from '@ludic/games'
+import { createModel, loadModel, presetNames, type CausalLanguageModel } from '@ludic/model'
+import { createPolicyLoss, policyLossNames, type PolicyLossName } from '@ludic/objectives'
+import { loadTokenizer } from '@ludic/tokenizer'
+import { z } from 'zod'
+import { optimizerConfigSchema } from './optimizer-config.js'
+import { klConfigSchema, rlBatchConfigSchema, type RlTrainerConfig } from './rl-trainer.js'
+import { scheduleConfigSchema } from './schedule.js'
+
+/**
+ * A run as a JSON file: everything `createRlTrainer` takes, with the estimator, the policy loss, the
+ * environments and the model named rather than constructed.
+ */
+export const runConfigFileSchema = z.strictObject({
+  /** A preset made from scratch (`vocabSize` from the tokenizer) or a checkpoint directory (relative to the file). */
+  model: z.union([
+    z.strictObject({ preset: z.enum(presetNames), seed: z.number().int().default(0), overrides: z.record(z.string(), z.unknown()).default({}) }),
+    z.strictObject({ path: z.string().min(1) }),
+  ]),
+  /** A directory with `tokenizer.json` (relative to the file); or pass `options.tokenizer`. */
+  tokenizer: z.strictObject({ path: z.string().min(1) }).optional(),
+  environments: z
+    .array(z.strictObject({ game: z.enum(gameIds as [GameId, ...GameId[]]), options: z.record(z.string(), z.unknown()).default({}) }))
+    .min(1, 'needs at least one environment'),
+  /** An estimator of the advantages registry (`rae`, `grpo`, … or one registered). Default `rae`. */
+  advantage: z.strictObject({ name: z.string().min(1), options: z.record(z.string(), z.unknown()).optional() }).default({ name: 'rae' }),
+  /** A policy loss of `createPolicyLoss`. Default `ppo-clip`. */
+  policyLoss: z.strictObject({ name: z.enum(policyLossNames as [PolicyLossName, ...PolicyLossName[]]), options: z.record(z.string(), z.unknown()).optional() }).default({ name: 'ppo-clip' }),
+  kl: klConfigSchema.optional(),
+  entropyCoefficient: z.number().min(0).optional(),
+  optimizer: optimizerConfigSchema.optional(),
+  schedule: scheduleConfigSchema.optional(),
+  batch: rlBatchConfigSchema.optional(),
+  /** A games prompt template (`spiral`, `terse`) or a rollout string template with `{observation}`. */
+  prompt: z.string().min(1).optional(),
+  seed: z.number().int().optional(),
+  /** Relative to the file. */
+  runDirectory: z.string().min(1).optional(),
+  checkpointEvery: z.number().int().min(0).optional(),
+  keepLast: z.number().int().positive().optional(),
+  resume: z.boolean().optional(),
+  trainRoles: z.array(z.string()).min(1).optional(),
+})
+export type RunConfigFile = z.input<typeof runConfigFileSchema>
+
+/**
+ * Reads a run config file and makes what it names: the model (preset or checkpoint), the tokenizer, the
+ * environments (by game id, `createGame`), the estimator (advantages registry) and the policy loss. The
+ * result goes to `createRlTrainer` (add `evaluate` and the like there). A missing file, bad JSON, an unknown
+ * name or a bad field is a `ParseError` naming the file and the field.
+ */
+export async function loadRunConfig(path: string, options: { tokenizer?: TokenizerV1; model?: CausalLanguageModel } = {}): Promise<RlTrainerConfig> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (error) {
+    throw new ParseError({ source: path, message: `cannot read the file (${(error as Error).message})`, cause: error })
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    throw new ParseError({ source: path, message: `not JSON (${(error as Error).message})`, cause: error })
+  }
+  const result = runConfigFileSchema.safeParse(json)
+  if (!result.success) {
+    const issue = result.error.issues[0]!
+    throw new ParseError({ source: path, path: issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part)), message: issue.message, cause: result.error })
+  }
+  const file = result.data
+  const base = dirname(path)
+  const where = (field: string, error: unknown) => new ParseError({ source: path, path: field.split('.'), message: (error as Error).message, cause: error })
+
+  let tokenizer = options.tokenizer
+  if (tokenizer === undefined) {
+    if (file.tokenizer === undefined) throw new ParseError({ source: path, path: ['tokenizer'], message: 'is required unless options.tokenizer is given' })
+    tokenizer = await loadTokenizer(resolve(base, file.tokenizer.path)).catch((error: unknown) => {
+      throw where('tokenizer.path', error)
+    })
+  }
+  let model = options.model
+  if (model === undefined) {
+    try {
+      model = 'preset' in file.model ? createModel(file.model.preset, { vocabSize: tokenizer.vocabSize, seed: file.model.seed, overrides: file.model.overrides }) : await loadModel(resolve(base, file.model.path))
+    } catch (error) {
+      throw where('model', error)
+    }
+  }
+  const environments = file.environments.map(({ game, options: gameOptions }, index): (() => EnvironmentV1) => {
+    try {
+      createGame(game, gameOptions as never) // fail now, naming the entry, rather than in the first step
+    } catch (error) {
+      throw where(`environments.${index}.options`, error)
+    }
+    return () => createGame(game, gameOptions as never)
+  })
+  let advantage
+  try {
+    advantage = advantageEstimators.create(file.advantage.name, file.advantage.options)
+  } catch (error) {
+    throw where('advantage', error)
+  }
+  let policyLoss
+  try {
+    policyLoss = (createPolicyLoss as (name: string, options?: unknown) => ReturnType<typeof createPolicyLoss>)(file.policyLoss.name, file.policyLoss.options)
+  } catch (error) {
+    throw where('policyLoss', error)
+  }
+  const prompt = file.prompt
+  const config: RlTrainerConfig = {
+    model,
+    tokenizer,
+    environments,
+    advantage,
+    policyLoss,
+    ...(prompt === undefined ? {} : { prompt: prompt in promptTemplates ? (view) => renderPrompt(view, prompt as PromptTemplateName) : prompt }),
+    ...(file.runDirectory === undefined ? {} : { runDirectory: resolve(base, file.runDirectory) }),
+  }
+  for (const key of ['kl', 'entropyCoefficient', 'optimizer', 'schedule', 'batch', 'seed', 'checkpointEvery', 'keepLast', 'resume', 'trainRoles'] as const) {
+    if (file[key] !== undefined) (config as Record<string, unknown>)[key] = file[key]
+  }
+  return config
+}

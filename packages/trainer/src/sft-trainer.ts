@@ -1,0 +1,161 @@
+import * as tf from '@tensorflow/tfjs-core'
+import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, type TokenizerV1 } from '@ludic/core'
+import { maskedMean } from '@ludic/tensors'
+import {
+  CausalLanguageModel,
+  clipGradientsByGlobalNorm,
+  computeGradients,
+  createAdamW,
+  sequenceLogprobs,
+  type AdamW,
+  type LearningRateSchedule,
+} from '@ludic/model'
+import { z } from 'zod'
+import { optimizerConfigSchema } from './optimizer-config.js'
+import { createProgressBar, type ProgressStream } from './progress-bar.js'
+import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
+import type { TokenSequence } from './sequences.js'
+
+/** A supervised example: token ids, or text (encoded with the trainer's tokenizer, no special tokens added). */
+export type SftExample = TokenSequence | { prompt: string; response: string }
+
+const int32Array = z.custom<Int32Array>((value) => value instanceof Int32Array, 'must be an Int32Array')
+const exampleSchema = z.union([
+  z.strictObject({ promptIds: int32Array, responseIds: int32Array }),
+  z.strictObject({ prompt: z.string(), response: z.string() }),
+])
+
+export const sftTrainerConfigSchema = z.strictObject({
+  model: z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel (createModel, loadModel)' }),
+  /** Needed for text examples; a tokenizer's EOS is appended to each text response (so the model learns to stop). */
+  tokenizer: z
+    .custom<TokenizerV1>((value) => typeof value === 'object' && value !== null && typeof (value as TokenizerV1).encode === 'function', 'must be a TokenizerV1')
+    .optional(),
+  examples: z.array(exampleSchema).min(1, 'needs at least one example'),
+  /** Examples per update. Default 16. */
+  batchSize: z.number().int().positive().default(16),
+  optimizer: optimizerConfigSchema.prefault({ learningRate: 1e-3 }),
+  schedule: z.union([scheduleConfigSchema, z.custom<LearningRateSchedule>((value) => typeof value === 'function', 'must be a function')]).optional(),
+  /** Seeds the order of examples (a fresh permutation each epoch). Default 0. */
+  seed: z.number().int().default(0),
+})
+export type SftTrainerConfig = z.input<typeof sftTrainerConfigSchema>
+
+export interface SftStepMetrics {
+  step: number
+  /** Token-mean negative log-likelihood of the response tokens (the loss). */
+  nll: number
+  gradNorm: number
+  learningRate: number
+  tokens: number
+}
+
+/**
+ * One supervised update: masked negative log-likelihood of the response tokens given their prompts
+ * (token mean over the batch), gradients clipped to `maxGradNorm`, one AdamW step. Returns plain numbers;
+ * leaves `tf.memory().numTensors` unchanged.
+ */
+export function sftStep(
+  model: CausalLanguageModel,
+  optimizer: AdamW,
+  batch: readonly TokenSequence[],
+  options: { learningRate: number; maxGradNorm: number },
+): { nll: number; gradNorm: number; tokens: number } {
+  const parameters = model.trainableParameters()
+  const { loss, gradients } = computeGradients(
+    () =>
+      tf.tidy(() => {
+        const { logprobs, responseMask } = sequenceLogprobs(model, { promptIds: batch.map((s) => s.promptIds), responseIds: batch.map((s) => s.responseIds) })
+        return tf.neg(maskedMean(logprobs, responseMask)) as tf.Scalar // NLL, token mean
+      }),
+    parameters,
+  )
+  const clipped = clipGradientsByGlobalNorm(gradients, options.maxGradNorm)
+  optimizer.step(clipped.gradients, { learningRate: options.learningRate })
+  const nll = loss.dataSync()[0]!
+  tf.dispose([loss, ...gradients.values(), ...clipped.gradients.values()])
+  return { nll, gradNorm: clipped.norm, tokens: batch.reduce((total, s) => total + s.responseIds.length, 0) }
+}
+
+export interface SftTrainer {
+  readonly optimizer: AdamW
+  /** Updates taken so far. */
+  readonly stepCount: number
+  step(): SftStepMetrics
+  run(options: { steps: number; onStep?: (metrics: SftStepMetrics) => void; progress?: boolean | ProgressStream }): Promise<SftStepMetrics[]>
+  /** Frees the optimizer's moments (the model stays). */
+  dispose(): void
+}
+
+/**
+ * Supervised fine-tuning (e.g. a warm-up on transcripts of legal play, so a model made from scratch starts
+ * with legal moves): shuffled mini-batches of examples, masked NLL on the responses, AdamW.
+ */
+export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
+  const parsed = parseArgument(sftTrainerConfigSchema, config, 'config')
+  const { model, tokenizer, batchSize, seed } = parsed
+  const { maxGradNorm, learningRate, ...adamW } = parsed.optimizer
+  const schedule = resolveSchedule(parsed.schedule)
+  const examples: TokenSequence[] = parsed.examples.map((example, index) => {
+    if ('promptIds' in example) return example
+    if (tokenizer === undefined) throw new InvalidArgumentError({ argument: 'config.tokenizer', value: undefined, message: `is needed for text examples (config.examples[${index}])` })
+    const responseIds = [...tokenizer.encode(example.response, { addSpecialTokens: false })]
+    if (tokenizer.eosTokenId !== undefined) responseIds.push(tokenizer.eosTokenId)
+    return { promptIds: tokenizer.encode(example.prompt, { addSpecialTokens: false }), responseIds: Int32Array.from(responseIds) }
+  })
+  examples.forEach((example, index) => {
+    if (example.promptIds.length === 0 || example.responseIds.length === 0) {
+      throw new InvalidArgumentError({ argument: `config.examples[${index}]`, value: example, message: 'needs a non-empty prompt and response' })
+    }
+  })
+  const optimizer = createAdamW(model.trainableParameters(), { ...adamW, learningRate })
+  const random = createRandom(deriveSeed('ludic.sft', seed))
+  let order: number[] = []
+  let stepCount = 0
+  const nextBatch = (): TokenSequence[] => {
+    const batch: TokenSequence[] = []
+    while (batch.length < Math.min(batchSize, examples.length)) {
+      if (order.length === 0) order = shuffled(examples.length, random)
+      batch.push(examples[order.pop()!]!)
+    }
+    return batch
+  }
+  const step = (): SftStepMetrics => {
+    const rate = learningRate * schedule(stepCount)
+    const result = sftStep(model, optimizer, nextBatch(), { learningRate: rate, maxGradNorm })
+    stepCount++
+    return { step: stepCount, ...result, learningRate: rate }
+  }
+  return {
+    optimizer,
+    get stepCount() {
+      return stepCount
+    },
+    step,
+    async run({ steps, onStep, progress = false }) {
+      if (!Number.isInteger(steps) || steps < 0) throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
+      const bar = progress === false ? undefined : createProgressBar(steps, { label: 'sft', ...(progress === true ? {} : { stream: progress }) })
+      const history: SftStepMetrics[] = []
+      for (let index = 0; index < steps; index++) {
+        const metrics = step()
+        history.push(metrics)
+        onStep?.(metrics)
+        bar?.update(index + 1, { nll: metrics.nll })
+        await new Promise((resolve) => setImmediate(resolve)) // let the terminal and signals through
+      }
+      bar?.finish()
+      return history
+    },
+    dispose: () => optimizer.dispose(),
+  }
+}
+
+/** A seeded permutation of 0 … count − 1 (Fisher–Yates). */
+export function shuffled(count: number, random: { nextInt(maxExclusive: number): number }): number[] {
+  const order = Array.from({ length: count }, (_, index) => index)
+  for (let index = count - 1; index > 0; index--) {
+    const other = random.nextInt(index + 1)
+    ;[order[index], order[other]] = [order[other]!, order[index]!]
+  }
+  return order
+}

@@ -1,0 +1,160 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import * as tf from '@tensorflow/tfjs-core'
+import { InvalidArgumentError } from '@ludic/core'
+import { createGrpo } from '@ludic/advantages'
+import { sequenceLogprobs } from '@ludic/model'
+import { initTensors } from '@ludic/tensors'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createRlTrainer, createSftTrainer, type RlTrainerConfig } from '../src/index.js'
+import { createPickEnvironment, createTestModel, tokenizer } from './support.js'
+
+let directory: string
+beforeAll(async () => {
+  await initTensors({ backend: 'wasm', verbose: false })
+  directory = await mkdtemp(join(tmpdir(), 'ludic-trainer-'))
+})
+afterAll(async () => {
+  await rm(directory, { recursive: true, force: true })
+})
+
+const twoRoles = () => createPickEnvironment(['player0', 'player1'])
+const baseConfig = (model: ReturnType<typeof createTestModel>, extra: Partial<RlTrainerConfig> = {}): RlTrainerConfig => ({
+  model,
+  tokenizer,
+  environments: [twoRoles],
+  optimizer: { learningRate: 3e-3 },
+  batch: { episodesPerStep: 4, miniBatchSize: 4, ppoEpochs: 2, maxTokens: 2 },
+  seed: 3,
+  ...extra,
+})
+
+const snapshot = (model: ReturnType<typeof createTestModel>) => new Map([...model.parameters()].map(([name, variable]) => [name, variable.dataSync().slice()]))
+
+describe('createRlTrainer', () => {
+  it('takes a step that changes the weights, logs every term, and leaks no tensor', async () => {
+    const model = createTestModel(1)
+    const runDirectory = join(directory, 'step')
+    const trainer = createRlTrainer(baseConfig(model, { runDirectory }))
+    const before = snapshot(model)
+    const first = await trainer.step()
+    const after = snapshot(model)
+    expect([...before].some(([name, values]) => values.some((value, index) => value !== after.get(name)![index]))).toBe(true)
+    const tensors = tf.memory().numTensors
+    const second = await trainer.step()
+    expect(tf.memory().numTensors).toBe(tensors)
+    for (const name of ['reward/pick-v1/player0', 'reward/pick-v1/player1', 'winRate/pick-v1/player0', 'invalidRate', 'responseLength', 'entropy', 'approxKl', 'clipFraction', 'pgLoss', 'loss', 'gradNorm', 'tokensPerSecond']) {
+      expect(Number.isFinite(second[name]), name).toBe(true)
+    }
+    expect(first.step).toBe(1)
+    expect(first.episodes).toBe(4)
+    const lines = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { step: number })
+    expect(lines.map((line) => line.step)).toEqual([1, 2])
+    trainer.dispose()
+    model.dispose()
+  })
+
+  it('resumes from the latest checkpoint exactly as an uninterrupted run (bit for bit)', async () => {
+    const options = { checkpointEvery: 2, batch: { episodesPerStep: 3, miniBatchSize: 2, ppoEpochs: 2, maxTokens: 2 }, kl: { coefficient: 0.05 }, entropyCoefficient: 0.01 }
+    const straightModel = createTestModel(5)
+    const straight = createRlTrainer(baseConfig(straightModel, { ...options, runDirectory: join(directory, 'straight') }))
+    await straight.run({ steps: 4 })
+
+    const interruptedModel = createTestModel(5)
+    const interrupted = createRlTrainer(baseConfig(interruptedModel, { ...options, runDirectory: join(directory, 'resumed') }))
+    for (let step = 0; step < 3; step++) await interrupted.step() // checkpoint at 2; step 3 is "lost" in a crash
+    interrupted.dispose()
+    interruptedModel.dispose()
+
+    const resumedModel = createTestModel(99) // other initial weights: everything comes from the checkpoint
+    const resumed = createRlTrainer(baseConfig(resumedModel, { ...options, runDirectory: join(directory, 'resumed'), resume: true }))
+    await resumed.run({ steps: 4 })
+    expect(resumed.stepCount).toBe(4)
+    const expected = snapshot(straightModel)
+    for (const [name, values] of snapshot(resumedModel)) expect(values, name).toEqual(expected.get(name))
+    const steps = (await readFile(join(directory, 'resumed', 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => (JSON.parse(line) as { step: number }).step)
+    expect(steps).toEqual([1, 2, 3, 4])
+    expect(resumed.history.map((metrics) => metrics.loss)).toEqual(straight.history.map((metrics) => metrics.loss))
+    for (const item of [straight, resumed]) item.dispose()
+    straightModel.dispose()
+    resumedModel.dispose()
+  })
+
+  it('learns: after SFT on a and b, self-play with RAE makes the policy prefer the winning answer', async () => {
+    const model = createTestModel(2)
+    const prompt = (role: string, seed: number) => tokenizer.encode(tokenizer.applyChatTemplate!([{ role: 'user', content: `game ${seed}: ${role} picks a or b` }], { addGenerationPrompt: true }), { addSpecialTokens: false })
+    const examples = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) => ['a', 'b'].map((letter) => ({ promptIds: prompt('player0', seed), responseIds: tokenizer.encode(letter, { addSpecialTokens: false }) })))
+    const sft = createSftTrainer({ model, examples, batchSize: 14, optimizer: { learningRate: 1e-2 }, seed: 1 })
+    const sftHistory = await sft.run({ steps: 25 })
+    sft.dispose()
+    expect(sftHistory.at(-1)!.nll).toBeLessThan(0.8) // ≈ ln 2: a and b equally likely, nothing else
+    const probabilityOfA = () =>
+      tf.tidy(() => {
+        const promptIds = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) => [prompt('player0', seed), prompt('player0', seed)])
+        const responseIds = promptIds.map((_, index) => tokenizer.encode(index % 2 === 0 ? 'a' : 'b', { addSpecialTokens: false }))
+        const logprobs = sequenceLogprobs(model, { promptIds, responseIds }).logprobs.dataSync()
+        let total = 0
+        for (let index = 0; index < logprobs.length; index += 2) total += Math.exp(logprobs[index]!) / (Math.exp(logprobs[index]!) + Math.exp(logprobs[index + 1]!))
+        return total / (logprobs.length / 2)
+      })
+    const before = probabilityOfA()
+    const trainer = createRlTrainer({
+      model,
+      tokenizer,
+      environments: [() => createPickEnvironment(['player0'])],
+      optimizer: { learningRate: 1e-2 },
+      batch: { episodesPerStep: 16, miniBatchSize: 16, ppoEpochs: 2, maxTokens: 1 },
+      seed: 4,
+    })
+    const history = await trainer.run({ steps: 15 })
+    const after = probabilityOfA()
+    expect(before).toBeGreaterThan(0.3)
+    expect(before).toBeLessThan(0.7)
+    expect(after).toBeGreaterThan(0.9)
+    expect(history.at(-1)!['reward/pick-v1/player0']).toBeGreaterThan(history[0]!['reward/pick-v1/player0']!)
+    trainer.dispose()
+    model.dispose()
+  })
+
+  it('takes any advantage estimator and calls the evaluation hook every k steps', async () => {
+    const model = createTestModel(3)
+    const seen: number[] = []
+    const trainer = createRlTrainer(
+      baseConfig(model, {
+        advantage: createGrpo(),
+        batch: { episodesPerStep: 2, groupSize: 2, miniBatchSize: 8, ppoEpochs: 1, maxTokens: 2 },
+        evaluateEvery: 2,
+        evaluate: ({ step }) => {
+          seen.push(step)
+          return { score: step * 10 }
+        },
+      }),
+    )
+    const history = await trainer.run({ steps: 4 })
+    expect(seen).toEqual([2, 4])
+    expect(history.map((metrics) => metrics['eval/score'])).toEqual([undefined, 20, undefined, 40])
+    trainer.dispose()
+    model.dispose()
+  })
+
+  it('rejects bad configurations with errors that name the argument', () => {
+    const model = createTestModel(4)
+    const attempt = (config: unknown) => {
+      try {
+        createRlTrainer(config as RlTrainerConfig)
+      } catch (error) {
+        return error
+      }
+      return undefined
+    }
+    const noModel = attempt({ ...baseConfig(model), model: 'tiny' })
+    expect(noModel).toBeInstanceOf(InvalidArgumentError)
+    expect((noModel as InvalidArgumentError).argument).toBe('config.model')
+    expect((attempt({ ...baseConfig(model), environments: [] }) as InvalidArgumentError).argument).toBe('config.environments')
+    expect((attempt({ ...baseConfig(model), batch: { ppoEpochs: 0 } }) as InvalidArgumentError).argument).toBe('config.batch.ppoEpochs')
+    expect((attempt({ ...baseConfig(model), checkpointEvery: 3 }) as InvalidArgumentError).argument).toBe('config.runDirectory')
+    expect((attempt({ ...baseConfig(model), unknownOption: 1 }) as InvalidArgumentError)).toBeInstanceOf(InvalidArgumentError)
+    model.dispose()
+  })
+})

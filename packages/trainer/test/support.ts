@@ -1,0 +1,41 @@
+import type { EnvironmentV1, StepOutcome, TurnView } from '@ludic/core'
+import { createByteTokenizer } from '@ludic/core/test'
+import { createModel, type CausalLanguageModel } from '@ludic/model'
+
+export const tokenizer = createByteTokenizer()
+
+/** A very small model over the byte tokenizer's 259 ids: d = 32, one layer. */
+export function createTestModel(seed: number): CausalLanguageModel {
+  return createModel('tiny', { vocabSize: 259, seed, overrides: { hiddenSize: 32, numAttentionHeads: 2, numHiddenLayers: 1, intermediateSize: 64 } })
+}
+
+/**
+ * `roles` players answer one after the other with a single letter; each role gets +1 for `a`, −1 for `b`
+ * and −1.5 for anything else (invalid, which ends the episode).
+ */
+export function createPickEnvironment(roles: readonly string[] = ['player0']): EnvironmentV1 {
+  let turn = 0
+  let seed = 0
+  const view = (): TurnView => ({ role: roles[turn]!, observation: `game ${seed % 7}: ${roles[turn]} picks a or b`, legalActions: ['a', 'b'] })
+  const rewards: Record<string, number> = {}
+  return {
+    specificationVersion: 'v1',
+    id: 'pick-v1',
+    roles,
+    reset(newSeed) {
+      seed = newSeed
+      turn = 0
+      for (const role of roles) rewards[role] = 0
+      return view()
+    },
+    step(action): StepOutcome {
+      const role = roles[turn]!
+      const move = action.trim()
+      if (move !== 'a' && move !== 'b') return { done: true, truncated: false, rewards: { ...rewards, [role]: -1.5 }, info: { invalidAction: true, reason: 'not a or b' } }
+      rewards[role] = move === 'a' ? 1 : -1
+      turn++
+      if (turn === roles.length) return { done: true, truncated: false, rewards: { ...rewards }, info: {} }
+      return { done: false, truncated: false, next: view(), rewards: Object.fromEntries(roles.map((r) => [r, 0])), info: {} }
+    },
+  }
+}
