@@ -1,11 +1,10 @@
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgument } from '@ludic/core'
-import { writeShardedSafetensors, type SafetensorsTensorInput } from '@ludic/tensors'
+import { writeJsonFileAtomically, writeShardedSafetensors, type SafetensorsTensorInput } from '@ludic/tensors'
 import { z } from 'zod'
 import { toHuggingFaceConfig } from '../config/hugging-face-config.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
-import { writeJsonFile } from './write-json-file.js'
 
 export const saveModelOptionsSchema = z
   .object({
@@ -40,8 +39,8 @@ export async function saveModel(model: CausalLanguageModel, directory: string, o
   await mkdir(folder, { recursive: true })
   await writeShardedSafetensors(folder, tensors, { maxShardBytes })
   const { config } = model
-  await writeJsonFile(join(folder, 'config.json'), toHuggingFaceConfig(config, { dtype, sourceConfig: model.sourceConfig }))
-  await writeJsonFile(join(folder, 'generation_config.json'), {
+  await writeJsonFileAtomically(join(folder, 'config.json'), toHuggingFaceConfig(config, { dtype, sourceConfig: model.sourceConfig }))
+  await writeJsonFileAtomically(join(folder, 'generation_config.json'), {
     _from_model_config: true,
     bos_token_id: config.bosTokenId,
     eos_token_id: config.eosTokenIds.length === 1 ? config.eosTokenIds[0] : config.eosTokenIds.length === 0 ? null : config.eosTokenIds,

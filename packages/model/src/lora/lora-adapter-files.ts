@@ -2,10 +2,9 @@ import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, ParseError, parseArgument } from '@ludic/core'
-import { openSafetensors, writeSafetensorsFile, type SafetensorsTensorInput } from '@ludic/tensors'
+import { openSafetensors, writeJsonFileAtomically, writeSafetensorsFile, type SafetensorsTensorInput } from '@ludic/tensors'
 import { z } from 'zod'
 import { CheckpointMismatchError, type MisshapedTensor } from '../checkpoint/checkpoint-mismatch-error.js'
-import { writeJsonFile } from '../checkpoint/write-json-file.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { applyLora, type LoraAdapters } from './apply-lora.js'
 
@@ -66,7 +65,7 @@ export async function saveLoraAdapter(adapters: LoraAdapters, directory: string,
   for (const [name, variable] of adapters.parameters()) tensors.set(`${peftPrefix}${name}`, { shape: variable.shape, data: (await variable.data()) as Float32Array })
   await mkdir(folder, { recursive: true })
   await writeSafetensorsFile(join(folder, 'adapter_model.safetensors'), tensors, { metadata: { format: 'pt' } })
-  await writeJsonFile(join(folder, 'adapter_config.json'), {
+  await writeJsonFileAtomically(join(folder, 'adapter_config.json'), {
     peft_type: 'LORA',
     task_type: 'CAUSAL_LM',
     base_model_name_or_path: baseModel ?? null,

@@ -3,7 +3,7 @@ import { mkdir, readdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, InvalidArgumentError, parseArgument } from '@ludic/core'
-import { writeSafetensorsFile } from '@ludic/tensors'
+import { syncDirectory, writeJsonFileAtomically, writeSafetensorsFile } from '@ludic/tensors'
 import { z } from 'zod'
 import type { AdamW } from './adamw.js'
 import { listCheckpoints } from './list-checkpoints.js'
@@ -14,7 +14,6 @@ import {
   temporaryEntryPattern,
   type TrainingStateFile,
 } from './training-checkpoint-format.js'
-import { syncDirectory, writeJsonFileAtomically } from './write-json-file-atomically.js'
 
 export const saveTrainingCheckpointOptionsSchema = z.strictObject({
   /**

@@ -42,3 +42,4 @@ export {
   type WriteShardedSafetensorsOptions,
   type WriteShardedSafetensorsResult,
 } from './write-sharded-safetensors.js'
+export { syncDirectory, writeFileAtomically, writeFully, writeJsonFileAtomically } from './write-file-atomically.js'

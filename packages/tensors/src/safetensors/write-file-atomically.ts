@@ -37,8 +37,14 @@ export async function writeFully(handle: FileHandle, bytes: Uint8Array, position
   }
 }
 
+/** Writes `value` as JSON (2-space indent, trailing newline) with `writeFileAtomically`. */
+export async function writeJsonFileAtomically(path: string, value: unknown): Promise<void> {
+  const bytes = new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`)
+  await writeFileAtomically(path, (handle) => writeFully(handle, bytes, 0))
+}
+
 /** Flushes a directory entry change (the rename) to disk; skipped where directories cannot be opened (Windows). */
-async function syncDirectory(directory: string): Promise<void> {
+export async function syncDirectory(directory: string): Promise<void> {
   let handle: FileHandle | undefined
   try {
     handle = await open(directory, 'r')
