@@ -19,16 +19,20 @@ export const kuhnOptions: KuhnPokerOptions = { rounds: 1, reward: 'chips' }
 export const endOfText = '<|end|>'
 
 /**
- * The terse prompt of a model made from scratch: the seat and the round's lines, without TextArena's rules
- * preamble (the same in every observation), and the card last, right before the move, where a small model
- * cannot miss it: `P1\nYour available actions are: [check], [bet]\ncard J`.
+ * The terse prompt of a model made from scratch: only what a decision depends on, the round's moves, the
+ * legal moves (without the words around them) and the card, last, right before the move; the seat, TextArena's rules preamble and its
+ * `[GAME]` prefix are dropped (the history already tells who acts). A tiny transformer warmed up on
+ * card-independent (random) play has to learn to attend to the card token during self-play: each token of
+ * filler dilutes that signal, and with the longer prompt the policy stayed card-blind (exploitability 1/3).
+ * `[Player 1] [bet]\n[fold], [call]\ncard J`
  */
 export function terseObservation(observation: string): string {
-  const seat = /You are Player (\d)/.exec(observation)?.[1] ?? '?'
   const round = observation.lastIndexOf('[GAME] Starting round')
-  const lines = (round < 0 ? observation : observation.slice(round)).replace(/^\[GAME\] Starting round \d+ out of \d+ rounds\.\n/, '')
-  const card = /Your card is: ([JQK])\n?/.exec(lines)
-  return card === null ? `P${seat}\n${lines}` : `P${seat}\n${lines.replace(card[0], '')}\ncard ${card[1]}`
+  const lines = round < 0 ? observation : observation.slice(round)
+  const moves = [...lines.matchAll(/^\[Player \d\] \[\w+\]$/gm)].map((match) => match[0])
+  const legal = [...lines.matchAll(/Your available actions are: (.*)$/gm)].at(-1)?.[1]
+  const card = /Your card is: ([JQK])/.exec(lines)?.[1]
+  return [...moves, ...(legal === undefined ? [] : [legal]), ...(card === undefined ? [] : [`card ${card}`])].join('\n')
 }
 
 /** The rollout's prompt: one user message with the terse observation. */
@@ -77,12 +81,16 @@ export async function exploitabilityOf(model: CausalLanguageModel, tokenizer: To
   return { exploitability: kuhnExploitability(policy).exploitability, policy }
 }
 
+/** The legal moves of a terse prompt: its last line of moves that is no player's move (`[fold], [call]`). */
+export const legalActionsOfPrompt = (prompt: string): string[] =>
+  prompt.split('\n').filter((line) => line.startsWith('[') && !line.startsWith('[Player')).at(-1)?.match(/\[\w+\]/g) ?? []
+
 /**
  * The learner against the uniform random player, seats alternating, sampled at temperature 1, an invalid
  * move counted as a loss (−1/+1). Win rate = share of episodes the learner ends ahead in chips.
  */
 export async function playAgainstRandom(learner: PolicyV1, episodes: number, seed: number): Promise<{ winRate: number; meanChips: number; invalidRate: number }> {
-  const random = createRandomPolicy({ seed })
+  const random = createRandomPolicy({ seed, legalActions: legalActionsOfPrompt })
   const { trajectories, samples } = await collect({
     environments: [() => createKuhnPoker({ ...kuhnOptions, ...evaluationInvalidRewards })],
     policies: ({ role, episodeIndex }) => (role === (episodeIndex % 2 === 0 ? 'player0' : 'player1') ? learner : random),

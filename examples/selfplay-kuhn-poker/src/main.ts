@@ -21,19 +21,19 @@ import { chatTemplate, exploitabilityOf, kuhnOptions, playAgainstRandom, promptO
 
 export const mainOptionsSchema = z.strictObject({
   /** Self-play steps. */
-  steps: z.number().int().min(0).default(60),
+  steps: z.number().int().min(0).default(100),
   /** Supervised warm-up updates on random legal play. */
-  sftSteps: z.number().int().min(0).default(80),
+  sftSteps: z.number().int().min(0).default(40),
   /** Episodes per self-play step. */
-  episodesPerStep: z.number().int().positive().default(64),
+  episodesPerStep: z.number().int().positive().default(128),
   ppoEpochs: z.number().int().positive().default(2),
   miniBatchSize: z.number().int().positive().default(64),
-  learningRate: z.number().positive().default(1e-3),
+  learningRate: z.number().positive().default(5e-4),
   sftLearningRate: z.number().positive().default(2e-3),
   /** The loss gets − c·entropy (token mean): keeps the policy mixed, as Kuhn's equilibrium is. */
-  entropyCoefficient: z.number().min(0).default(0),
+  entropyCoefficient: z.number().min(0).default(0.02),
   /** β of the KL to the warmed-up policy (uniform over legal moves): keeps the policy mixed and legal. 0: none. */
-  klCoefficient: z.number().min(0).default(0.05),
+  klCoefficient: z.number().min(0).default(0.2),
   /** Evaluate (exploitability, win rate vs random) every k steps. */
   evaluateEvery: z.number().int().positive().default(10),
   /** Episodes against the random player per evaluation. */
