@@ -30,8 +30,16 @@ export const mainOptionsSchema = z.strictObject({
   miniBatchSize: z.number().int().positive().default(64),
   learningRate: z.number().positive().default(5e-4),
   sftLearningRate: z.number().positive().default(2e-3),
-  /** The loss gets − c·entropy (token mean): keeps the policy mixed, as Kuhn's equilibrium is. */
-  entropyCoefficient: z.number().min(0).default(0.02),
+  /** The loss gets − c·entropy (token mean). Default 0: the bonus spreads mass over the whole vocabulary (invalid moves); the KL keeps the policy mixed. */
+  entropyCoefficient: z.number().min(0).default(0),
+  /** The entropy bonus (if any) acts on the move tokens only: the format tokens (`]`, the end token) get none. */
+  entropyOnMovesOnly: z.boolean().default(true),
+  /** Learning-rate multiplier reached at the last step, by a cosine from 1. 1: constant. */
+  finalLearningRateRatio: z.number().min(0).max(1).default(0.1),
+  /** Where the cosine decay starts, as a fraction of the steps (constant before). */
+  decayFrom: z.number().min(0).max(1).default(0),
+  /** The training game's reward for an invalid move (the opponent gets +0.5); below −2, the most a hand can lose. */
+  invalidPenalty: z.number().max(0).default(-3),
   /** β of the KL to the warmed-up policy (uniform over legal moves): keeps the policy mixed and legal. 0: none. */
   klCoefficient: z.number().min(0).default(0.2),
   /** Evaluate (exploitability, win rate vs random) every k steps. */
@@ -111,11 +119,13 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const trainer = createRlTrainer({
     model,
     tokenizer,
-    environments: [() => createKuhnPoker(kuhnOptions)],
+    environments: [() => createKuhnPoker({ ...kuhnOptions, invalidPenalty: parsed.invalidPenalty })],
     advantage: createRae(),
     policyLoss: createPolicyLoss('ppo-clip', { clipLow: 0.2, clipHigh: 0.2 }),
     optimizer: { learningRate: parsed.learningRate },
     entropyCoefficient: parsed.entropyCoefficient,
+    ...(parsed.entropyOnMovesOnly ? { entropyExcludeTokenIds: formatTokenIds(tokenizer) } : {}),
+    schedule: cosineFrom(parsed.steps, parsed.decayFrom, parsed.finalLearningRateRatio),
     ...(parsed.klCoefficient > 0 ? { kl: { coefficient: parsed.klCoefficient } } : {}),
     batch: { episodesPerStep: parsed.episodesPerStep, ppoEpochs: parsed.ppoEpochs, miniBatchSize: parsed.miniBatchSize, maxTokens: 8, concurrency: 256, maxGenerationBatch: 256 },
     prompt: (view) => promptOf(view),
@@ -170,6 +180,20 @@ function evaluationIn(metrics: StepMetrics): Evaluation | undefined {
   const exploitability = metrics['eval/exploitability']
   if (exploitability === undefined) return undefined
   return { step: metrics.step, exploitability, winRate: metrics['eval/winRate']!, meanChips: metrics['eval/meanChips']!, invalidRate: metrics['eval/invalidRate']! }
+}
+
+/** The tokens every move shares: its closing `]` and the end token. */
+function formatTokenIds(tokenizer: { encode(text: string, options: { addSpecialTokens: boolean }): ArrayLike<number>; eosTokenId?: number | undefined }): number[] {
+  const closing = tokenizer.encode(']', { addSpecialTokens: false })
+  return [...Array.from(closing), ...(tokenizer.eosTokenId === undefined ? [] : [tokenizer.eosTokenId])]
+}
+
+/** 1 for the first `from` of the steps, then a cosine from 1 down to `finalRatio` at the last step. */
+export const cosineFrom = (steps: number, from: number, finalRatio: number) => (step: number): number => {
+  const half = Math.floor(steps * from)
+  if (step < half || steps - 1 <= half) return 1
+  const progress = Math.min(1, (step - half) / (steps - 1 - half))
+  return finalRatio + (1 - finalRatio) * 0.5 * (1 + Math.cos(Math.PI * progress))
 }
 
 const pct = (value: number) => `${(100 * value).toFixed(1)}%`

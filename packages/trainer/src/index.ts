@@ -1,5 +1,6 @@
 export {
   createRlTrainer,
+  entropyKeep,
   klConfigSchema,
   rlBatchConfigSchema,
   rlTrainerConfigSchema,

@@ -99,6 +99,12 @@ export const rlTrainerConfigSchema = z.strictObject({
   kl: klConfigSchema.optional(),
   /** The loss gets − c·entropy (token mean). Default 0. */
   entropyCoefficient: z.number().min(0).default(0),
+  /**
+   * Response positions whose token is one of these ids get no entropy bonus (e.g. format tokens and the end
+   * token, whose spread only makes moves invalid); the entropy is then the mean over the other positions.
+   * Default: none excluded (every response token).
+   */
+  entropyExcludeTokenIds: z.array(z.number().int().min(0)).optional(),
   optimizer: optimizerConfigSchema.prefault({}),
   /** Learning-rate multiplier per trainer step. Default: constant. */
   schedule: z.union([scheduleConfigSchema, functionOf<LearningRateSchedule>('must be a function')]).optional(),
@@ -176,6 +182,7 @@ const hasState = (estimator: AdvantageEstimatorV1): estimator is EstimatorWithSt
 export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
   const parsed = parseArgument(rlTrainerConfigSchema, config, 'config')
   const { model, tokenizer, batch, entropyCoefficient, kl, seed, runDirectory } = parsed
+  const entropyExcluded = new Set(parsed.entropyExcludeTokenIds ?? [])
   if (parsed.checkpointEvery > 0 && runDirectory === undefined) {
     throw new InvalidArgumentError({ argument: 'config.runDirectory', value: undefined, message: 'is needed with config.checkpointEvery > 0' })
   }
@@ -321,7 +328,8 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
             advantages: tf.tensor2d(padRows(advantages, columns), [rows, columns]),
             mask: responseMask,
           })
-          const entropy = maskedMean(entropies!, responseMask) as tf.Scalar
+          const entropyMask = entropyExcluded.size === 0 ? responseMask : tf.mul(tf.cast(responseMask, 'float32'), tf.tensor2d(entropyKeep(sequences, columns, entropyExcluded), [rows, columns]))
+          const entropy = maskedMean(entropies!, entropyMask) as tf.Scalar
           let total: tf.Scalar = entropyCoefficient > 0 ? tf.sub(pg.loss, tf.mul(entropyCoefficient, entropy)) : pg.loss
           if (kl !== undefined && referenceLogprobs !== undefined) {
             const klTerm = klLoss({ logprobs, referenceLogprobs: tf.tensor2d(padRows(referenceLogprobs, columns), [rows, columns]), mask: responseMask }, { estimator: kl.estimator })
@@ -380,6 +388,15 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
       reference?.dispose()
     },
   }
+}
+
+/** 1 where a response token counts toward the entropy bonus, 0 where its id is excluded (row-major, padded). */
+export function entropyKeep(sequences: readonly TokenSequence[], columns: number, excluded: ReadonlySet<number>): Float32Array {
+  const keep = new Float32Array(sequences.length * columns)
+  sequences.forEach((sequence, row) => {
+    for (let column = 0; column < Math.min(columns, sequence.responseIds.length); column++) keep[row * columns + column] = excluded.has(sequence.responseIds[column]!) ? 0 : 1
+  })
+  return keep
 }
 
 /** Rewards and win rates per environment and role, invalid-action rate, response length. */

@@ -7,7 +7,7 @@ import { createGrpo } from '@ludic/advantages'
 import { sequenceLogprobs } from '@ludic/model'
 import { initTensors } from '@ludic/tensors'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createRlTrainer, createSftTrainer, type RlTrainerConfig } from '../src/index.js'
+import { createRlTrainer, createSftTrainer, entropyKeep, type RlTrainerConfig } from '../src/index.js'
 import { createPickEnvironment, createTestModel, tokenizer } from './support.js'
 
 let directory: string
@@ -79,6 +79,23 @@ describe('createRlTrainer', () => {
     for (const item of [straight, resumed]) item.dispose()
     straightModel.dispose()
     resumedModel.dispose()
+  })
+
+  it('restricts the entropy bonus to the response tokens whose ids are not excluded', async () => {
+    const sequences = [{ promptIds: Int32Array.from([1]), responseIds: Int32Array.from([5, 7, 9]) }, { promptIds: Int32Array.from([1]), responseIds: Int32Array.from([7]) }]
+    expect([...entropyKeep(sequences, 3, new Set([7]))]).toEqual([1, 0, 1, 0, 0, 0])
+    // Every id excluded: no position counts, the entropy term is 0; none excluded: it is positive.
+    const all = Array.from({ length: 259 }, (_, id) => id)
+    const excluded = createTestModel(2)
+    const masked = createRlTrainer(baseConfig(excluded, { entropyCoefficient: 0.1, entropyExcludeTokenIds: all }))
+    expect((await masked.step()).entropy).toBe(0)
+    masked.dispose()
+    excluded.dispose()
+    const plain = createTestModel(2)
+    const unmasked = createRlTrainer(baseConfig(plain, { entropyCoefficient: 0.1 }))
+    expect((await unmasked.step()).entropy).toBeGreaterThan(0)
+    unmasked.dispose()
+    plain.dispose()
   })
 
   it('learns: after SFT on a and b, self-play with RAE makes the policy prefer the winning answer', async () => {
