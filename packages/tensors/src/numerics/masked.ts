@@ -44,11 +44,14 @@ export function maskedVariance(values: tf.Tensor, mask: tf.Tensor, unbiased = tr
   if (unbiased && count < 2) {
     throw new InvalidArgumentError({ argument: 'mask', value: count, message: "passed to 'maskedVariance' must select at least 2 elements for the unbiased variance" })
   }
-  return tf.tidy(() => {
-    const mean = maskedMean(values, mask)
-    const variance = maskedMean(tf.square(tf.sub(values, mean)), mask)
-    return unbiased ? tf.mul(variance, count / (count - 1)) : variance
-  })
+  return tf.tidy(() => varianceOfValid(values, mask, count, unbiased))
+}
+
+/** The masked variance once `count` (the number of valid elements) is known and checked. */
+function varianceOfValid(values: tf.Tensor, mask: tf.Tensor, count: number, unbiased: boolean): tf.Tensor {
+  const mean = maskedMean(values, mask)
+  const variance = maskedMean(tf.square(tf.sub(values, mean)), mask)
+  return unbiased ? tf.mul(variance, count / (count - 1)) : variance
 }
 
 /**
@@ -63,7 +66,7 @@ export function maskedWhiten(values: tf.Tensor, mask: tf.Tensor, options: { shif
   }
   return tf.tidy(() => {
     const mean = maskedMean(values, mask)
-    const variance = maskedVariance(values, mask)
+    const variance = varianceOfValid(values, mask, count, true) // the mask was read once, above
     const whitened = tf.mul(tf.sub(values, mean), tf.rsqrt(tf.add(variance, 1e-8)))
     return options.shiftMean === false ? tf.add(whitened, mean) : whitened
   })
