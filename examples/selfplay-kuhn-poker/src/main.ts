@@ -8,15 +8,14 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createRae } from '@ludic/advantages'
-import { InvalidArgumentError, parseArgument } from '@ludic/core'
+import { parseArgument } from '@ludic/core'
 import { createKuhnPoker } from '@ludic/games'
 import { createLocalPolicy, createModel, latestCheckpoint } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
 import { initTensors } from '@ludic/tensors'
-import { createRlTrainer, createSftTrainer, type StepMetrics } from '@ludic/trainer'
+import { createRlTrainer, createSftTrainer, parseCommandLineOptions, renderRunChart, type StepMetrics } from '@ludic/trainer'
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
-import { renderChart } from './chart.js'
 import { chatTemplate, exploitabilityOf, kuhnOptions, playAgainstRandom, promptOf, randomPlayExamples, trainKuhnTokenizer } from './kuhn-setup.js'
 
 export const mainOptionsSchema = z.strictObject({
@@ -166,7 +165,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   await writeFile(join(runDirectory, 'report.json'), `${JSON.stringify({ ...report, tensorsLeftBeforeModelDispose: tensorsLeft }, null, 2)}\n`)
   await writeFile(
     join(runDirectory, 'chart.svg'),
-    renderChart('Kuhn Poker self-play (RAE + PPO), tiny model from scratch', [
+    renderRunChart('Kuhn Poker self-play (RAE + PPO), tiny model from scratch', [
       { name: 'exploitability (exact)', color: '#1f77b4', points: evaluations.map((e) => ({ step: e.step, value: e.exploitability })), reference: { value: 0.1, label: 'target 0.10' } },
       { name: 'win rate vs random', color: '#2ca02c', points: evaluations.map((e) => ({ step: e.step, value: e.winRate })), range: [0, 1] },
     ]),
@@ -199,17 +198,7 @@ export const cosineFrom = (steps: number, from: number, finalRatio: number) => (
 const pct = (value: number) => `${(100 * value).toFixed(1)}%`
 
 /** `--steps 10 --sft-steps 20 --run-directory runs/x …` → options. */
-export function parseCommandLine(argv: readonly string[]): MainOptions {
-  const options: Record<string, unknown> = {}
-  for (let index = 0; index < argv.length; index += 2) {
-    const flag = argv[index]!
-    const value = argv[index + 1]
-    if (!flag.startsWith('--') || value === undefined) throw new InvalidArgumentError({ argument: 'argv', value: flag, message: 'expected --name value pairs' })
-    const name = flag.slice(2).replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase())
-    options[name] = /^-?\d+(\.\d+)?(e-?\d+)?$/.test(value) ? Number(value) : value === 'true' || value === 'false' ? value === 'true' : value
-  }
-  return options as MainOptions
-}
+export const parseCommandLine = (argv: readonly string[]): MainOptions => parseCommandLineOptions(argv) as MainOptions
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   main({ ...parseCommandLine(process.argv.slice(2)), progress: true })

@@ -9,7 +9,7 @@ export interface ChartSeries {
   reference?: { value: number; label: string }
 }
 
-export function renderChart(title: string, series: readonly ChartSeries[]): string {
+export function renderRunChart(title: string, series: readonly ChartSeries[]): string {
   const width = 720
   const panelHeight = 220
   const margin = { left: 60, right: 20, top: 40, bottom: 40 }
