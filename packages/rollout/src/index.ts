@@ -33,3 +33,13 @@ export {
   type OpenAICompatiblePolicyOptions,
 } from './openai-compatible-policy.js'
 export { serveOpenAICompatible, serveOptionsSchema, type OpenAICompatibleServer, type ServeOptions } from './openai-compatible-server.js'
+export {
+  AsyncCollectorError,
+  asyncCollectorOptionsSchema,
+  createAsyncCollector,
+  type AsyncBatch,
+  type AsyncCollector,
+  type AsyncCollectorOptions,
+  type AsyncCollectorStats,
+} from './async-collector.js'
+export type { CreateRolloutWorker, RolloutWorkerContext, RolloutWorkerSetup } from './async-protocol.js'

@@ -1,0 +1,88 @@
+import type { EnvironmentV1, PolicyV1, Sample, Trajectory } from '@ludic/core'
+import type { EpisodeFailure } from './episode-runner.js'
+import type { GenerationOptions } from './collect.js'
+import type { PromptTemplate } from './prompt-template.js'
+
+/**
+ * What a rollout worker module gives the worker thread it runs in: the environments to play, the policy
+ * (usually a local model with its own backend and weights), the prompt, and how new weights reach the policy.
+ * The module exports it as `createRolloutWorker(data, context)` (or as its default export).
+ */
+export interface RolloutWorkerSetup {
+  environments: readonly (() => EnvironmentV1)[]
+  policy: PolicyV1
+  /** Default `'{observation}'`. */
+  prompt?: PromptTemplate
+  /** Replaces the policy's weights with a payload given to `pushWeights` (opaque to the collector). */
+  setWeights?(weights: unknown, version: number): void | Promise<void>
+  /** Frees what the worker holds (called when the collector closes). */
+  dispose?(): void | Promise<void>
+}
+
+export interface RolloutWorkerContext {
+  /** 0 … workers − 1. */
+  workerIndex: number
+}
+
+export type CreateRolloutWorker = (data: unknown, context: RolloutWorkerContext) => RolloutWorkerSetup | Promise<RolloutWorkerSetup>
+
+/** The per-batch part of `collect`'s options, the same for every batch. */
+export interface AsyncBatchPlan {
+  episodesPerBatch: number
+  groupSize: number
+  concurrency: number
+  maxTurns: number
+  maxBatchSize?: number | undefined
+  generateTimeoutMs?: number | undefined
+  generation: GenerationOptions
+  trainRoles?: string[] | undefined
+  learnerPolicyIds?: string[] | undefined
+}
+
+export interface SerializedError {
+  name: string
+  message: string
+  stack?: string | undefined
+}
+
+export type ToWorker =
+  | { type: 'weights'; version: number; weights: unknown }
+  | { type: 'collect'; batchIndex: number; seeds: number[]; samplingSeed: number; runId: string }
+  | { type: 'close' }
+
+export type SerializedFailure = Omit<EpisodeFailure, 'error'> & { error: SerializedError }
+
+export type FromWorker =
+  | { type: 'ready' }
+  | {
+      type: 'batch'
+      batchIndex: number
+      version: number
+      seconds: number
+      trajectories: Trajectory[]
+      samples: Sample[]
+      failures: SerializedFailure[]
+    }
+  | { type: 'error'; stage: 'setup' | 'weights' | 'collect'; batchIndex?: number; error: SerializedError }
+  | { type: 'closed' }
+
+export interface WorkerStartData {
+  module: string
+  data: unknown
+  workerIndex: number
+  initialVersion: number
+  plan: AsyncBatchPlan
+}
+
+export function serializeError(error: unknown): SerializedError {
+  if (error instanceof Error) return { name: error.name, message: error.message, stack: error.stack }
+  return { name: 'Error', message: String(error) }
+}
+
+/** An error that crossed a thread boundary: same name, message and stack, as an `Error`. */
+export function deserializeError(serialized: SerializedError): Error {
+  const error = new Error(serialized.message)
+  error.name = serialized.name
+  if (serialized.stack !== undefined) error.stack = serialized.stack
+  return error
+}
