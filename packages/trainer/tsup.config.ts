@@ -1,7 +1,8 @@
 import { defineConfig } from 'tsup'
 
 export default defineConfig({
-  entry: { index: 'src/index.ts' },
+  // The rollout worker module is its own file: the asynchronous mode's worker threads import it by path.
+  entry: { index: 'src/index.ts', 'rollout-worker': 'src/rollout-worker.ts' },
   format: ['esm'],
   dts: true,
   sourcemap: true,

@@ -1,9 +1,12 @@
 export {
+  asyncRolloutConfigSchema,
   createRlTrainer,
+  importanceWeights,
   entropyKeep,
   klConfigSchema,
   rlBatchConfigSchema,
   rlTrainerConfigSchema,
+  type AsyncRolloutConfig,
   type EvaluationContext,
   type EvaluationHook,
   type RlBatchConfig,
@@ -21,3 +24,4 @@ export { createProgressBar, type ProgressBar, type ProgressStream } from './prog
 export { loadRunConfig, runConfigFileSchema, type RunConfigFile } from './run-config.js'
 export { renderRunChart, type ChartSeries } from './run-chart.js'
 export { parseCommandLineOptions } from './command-line.js'
+export { loadRolloutSetup, weightsPayload, type CreateRlRolloutSetup, type RlRolloutSetup, type WeightsPayload } from './rollout-worker.js'

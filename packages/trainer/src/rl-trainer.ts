@@ -29,7 +29,7 @@ import {
   type LearningRateSchedule,
 } from '@ludic/model'
 import { createPolicyLoss, klEstimatorSchema, klLoss, type PolicyLoss } from '@ludic/objectives'
-import { collect, type PromptTemplate } from '@ludic/rollout'
+import { collect, createAsyncCollector, type AsyncCollector, type PromptTemplate } from '@ludic/rollout'
 import { maskedMean } from '@ludic/tensors'
 import { z } from 'zod'
 import { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
@@ -39,6 +39,8 @@ import { createProgressBar, type ProgressBar, type ProgressStream } from './prog
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
 import { padRows, responseColumns, responseLogprobs, type TokenSequence } from './sequences.js'
 import { shuffled } from './sft-trainer.js'
+import { builtModulePath } from './built-module.js'
+import { weightsPayload, type ModelRolloutWorkerData } from './rollout-worker.js'
 
 const functionOf = <T>(message: string) => z.custom<T>((value) => typeof value === 'function', message)
 
@@ -65,6 +67,40 @@ export const rlBatchConfigSchema = z.strictObject({
 })
 export type RlBatchConfig = z.input<typeof rlBatchConfigSchema>
 
+/**
+ * Asynchronous collection (RollArc, LlamaRL): rollout workers in `worker_threads`, each with its own backend and
+ * a copy of the model, play the next batches while the trainer updates on the current one. The trainer pushes
+ * its weights every `pushEvery` steps; a batch played with weights more than `maxStaleness` steps old is not
+ * used. The PPO ratio is taken against the current weights' log-probs (recomputed, "proximal") and each token's
+ * loss is weighted by the truncated importance ratio min(π_current / π_rollout, `importanceCap`) (decoupled PPO,
+ * AReaL; verl's `rollout_is` "token" truncation), which corrects for the stale weights that generated it.
+ */
+export const asyncRolloutConfigSchema = z.strictObject({
+  /**
+   * Absolute path or URL of a module exporting `createRolloutSetup(data)` (or a default function) that returns
+   * `{ environments, tokenizer, prompt?, chatTemplate? }`: what every worker plays, with the same tokenizer and
+   * prompts as the trainer. A TypeScript module is loaded through tsx.
+   */
+  setupModule: z.union([z.string().min(1), z.instanceof(URL)]),
+  /** Given to `createRolloutSetup` (structured-cloned: plain data). */
+  setupData: z.unknown().optional(),
+  /** Worker threads. Default 1 (on 2 cores: one generates while the main thread trains). */
+  workers: z.number().int().min(1).default(1),
+  /** Push the weights to the workers every k steps. Default 1. */
+  pushEvery: z.number().int().min(1).default(1),
+  /** A batch is used only if its weights are at most this many steps old; ≥ pushEvery. Default 1. */
+  maxStaleness: z.number().int().min(1).default(1),
+  /** Finished batches kept waiting beyond one per worker. Default 0. */
+  prefetch: z.number().int().min(0).default(0),
+  /** Truncation of the per-token importance ratio π_current / π_rollout. Default 2. */
+  importanceCap: z.number().min(1).default(2),
+  /** The workers' backend. Default: the trainer's (`tf.getBackend()`). */
+  backend: z.string().min(1).optional(),
+  /** Node options of the worker threads. Default: the process's. */
+  execArgv: z.array(z.string()).optional(),
+})
+export type AsyncRolloutConfig = z.input<typeof asyncRolloutConfigSchema>
+
 export const klConfigSchema = z.strictObject({
   /** β: the loss gets + β·KL(π_θ ‖ π_ref). */
   coefficient: z.number().positive(),
@@ -87,8 +123,11 @@ export const rlTrainerConfigSchema = z.strictObject({
     (value) => typeof value === 'object' && value !== null && typeof (value as TokenizerV1).encode === 'function' && typeof (value as TokenizerV1).decode === 'function',
     'must be a TokenizerV1',
   ),
-  /** Environment factories (several games train together); the policy plays every role (self-play). */
-  environments: z.array(functionOf<() => EnvironmentV1>('must be a function that creates an environment')).min(1, 'needs at least one environment'),
+  /**
+   * Environment factories (several games train together); the policy plays every role (self-play). Not used
+   * with `asyncRollout`, whose setup module gives the workers theirs.
+   */
+  environments: z.array(functionOf<() => EnvironmentV1>('must be a function that creates an environment')).min(1, 'needs at least one environment').optional(),
   /** Any `AdvantageEstimatorV1`. Default: RAE (role-conditioned baselines, SPIRAL). */
   advantage: z
     .custom<AdvantageEstimatorV1>((value) => typeof value === 'object' && value !== null && typeof (value as AdvantageEstimatorV1).estimate === 'function', 'must be an AdvantageEstimatorV1')
@@ -134,6 +173,8 @@ export const rlTrainerConfigSchema = z.strictObject({
   evaluateEvery: z.number().int().min(0).default(0),
   /** Only these roles' turns are trained on. Default: every role. */
   trainRoles: z.array(z.string()).min(1).optional(),
+  /** Collect in worker threads while training (see `asyncRolloutConfigSchema`). Default: synchronous collection. */
+  asyncRollout: asyncRolloutConfigSchema.optional(),
 })
 export type RlTrainerConfig = z.input<typeof rlTrainerConfigSchema>
 
@@ -162,7 +203,9 @@ export interface RlTrainer {
   checkpoint(): Promise<string>
   /** Runs the evaluation hook now; returns its metrics (prefixed `eval/`). */
   evaluate(): Promise<Record<string, number>>
-  /** Frees the optimizer's moments and the reference model (the model stays). */
+  /** Stops the rollout workers of asynchronous collection, if running (`run` stops them when it ends). */
+  close(): Promise<void>
+  /** Frees the optimizer's moments and the reference model (the model stays); stops rollout workers. */
   dispose(): void
 }
 
@@ -189,6 +232,24 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
   if (parsed.resume && runDirectory === undefined) {
     throw new InvalidArgumentError({ argument: 'config.runDirectory', value: undefined, message: 'is needed with config.resume' })
   }
+  const asyncRollout = parsed.asyncRollout
+  if (asyncRollout === undefined && parsed.environments === undefined) {
+    throw new InvalidArgumentError({ argument: 'config.environments', value: undefined, message: 'is needed (or config.asyncRollout, whose setup module gives the environments)' })
+  }
+  if (asyncRollout !== undefined) {
+    for (const name of ['environments', 'prompt', 'chatTemplate'] as const) {
+      if (parsed[name] !== undefined) {
+        throw new InvalidArgumentError({ argument: `config.${name}`, value: parsed[name], message: 'must not be given with config.asyncRollout: its setup module gives the workers their environments, prompt and chat template' })
+      }
+    }
+    if (asyncRollout.maxStaleness < asyncRollout.pushEvery) {
+      throw new InvalidArgumentError({ argument: 'config.asyncRollout.maxStaleness', value: asyncRollout.maxStaleness, message: `must be at least config.asyncRollout.pushEvery (${asyncRollout.pushEvery}): weights pushed every k steps are up to k steps old` })
+    }
+    if (!parsed.recomputeOldLogprobs) {
+      throw new InvalidArgumentError({ argument: 'config.recomputeOldLogprobs', value: false, message: 'must be true with config.asyncRollout: the importance ratio needs the current weights\' log-probs' })
+    }
+  }
+  let collector: AsyncCollector | undefined
   const estimator = parsed.advantage ?? createRae()
   const policyLoss = parsed.policyLoss ?? createPolicyLoss('ppo-clip')
   const schedule = resolveSchedule(parsed.schedule)
@@ -244,22 +305,7 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
     const started = performance.now()
 
     // 1. Collect: self-play, the same policy in every role; seeds depend only on (seed, step).
-    const policy = createLocalPolicy({ model, tokenizer, maxBatch: batch.maxGenerationBatch, seed: deriveSeed('ludic.policy', seed, stepIndex), ...(parsed.chatTemplate === undefined ? {} : { chatTemplate: parsed.chatTemplate }) })
-    const firstSeed = deriveSeed('ludic.episodes', seed, stepIndex) % 2 ** 30
-    const rollout = await collect({
-      environments: parsed.environments,
-      policies: policy,
-      seeds: Array.from({ length: batch.episodesPerStep }, (_, index) => firstSeed + index),
-      groupSize: batch.groupSize,
-      concurrency: batch.concurrency,
-      maxTurns: batch.maxTurns,
-      maxBatchSize: batch.maxGenerationBatch,
-      ...(parsed.prompt === undefined ? {} : { prompt: parsed.prompt }),
-      generation: { maxTokens: batch.maxTokens, temperature: batch.temperature },
-      samplingSeed: deriveSeed('ludic.sampling', seed, stepIndex),
-      runId: `step-${stepIndex}`,
-      ...(parsed.trainRoles === undefined ? {} : { trainRoles: parsed.trainRoles }),
-    })
+    const rollout = asyncRollout === undefined ? await collectNow(stepIndex) : await collectAsync(stepIndex)
     if (rollout.failures.length > 0) throw rollout.failures[0]!.error
     const samples = rollout.samples.filter((sample) => sample.responseTokenIds.length > 0)
     const rolloutSeconds = (performance.now() - started) / 1000
@@ -273,6 +319,8 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
     const updateStarted = performance.now()
     const sequences: TokenSequence[] = samples.map((sample) => ({ promptIds: sample.promptTokenIds, responseIds: sample.responseTokenIds }))
     const oldLogprobs = parsed.recomputeOldLogprobs ? await responseLogprobs(model, sequences, batch.miniBatchSize) : samples.map((sample) => sample.rolloutLogprobs)
+    // Asynchronous collection: the rollout weights may be older than these; weight each token by the truncated ratio.
+    const importance = asyncRollout === undefined ? undefined : importanceWeights(oldLogprobs, samples, asyncRollout.importanceCap)
     const referenceLogprobs = reference === undefined ? undefined : await responseLogprobs(reference, sequences, batch.miniBatchSize)
     const rate = learningRate * schedule(stepIndex)
     const sums: Record<string, number> = {}
@@ -282,13 +330,14 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
       for (let start = 0; start < order.length; start += batch.miniBatchSize) {
         const indices = order.slice(start, start + batch.miniBatchSize)
         const pick = <T>(values: readonly T[]) => indices.map((index) => values[index]!)
-        const terms = ppoUpdate(pick(sequences), pick(oldLogprobs), pick(advantages), referenceLogprobs && pick(referenceLogprobs), rate)
+        const terms = ppoUpdate(pick(sequences), pick(oldLogprobs), pick(advantages), referenceLogprobs && pick(referenceLogprobs), importance && pick(importance.weights), rate)
         for (const [name, value] of Object.entries(terms)) sums[name] = (sums[name] ?? 0) + value
         updates++
       }
     }
     const updateSeconds = (performance.now() - updateStarted) / 1000
     stepCount++
+    if (collector !== undefined && stepCount % asyncRollout!.pushEvery === 0) collector.pushWeights(stepCount, weightsPayload(model.parameters()))
 
     // 5. Metrics.
     const metrics: StepMetrics = {
@@ -296,9 +345,10 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
       ...rolloutMetrics(rollout.trajectories, samples),
       ...Object.fromEntries(Object.entries(sums).map(([name, total]) => [name, total / updates])),
       learningRate: rate,
-      tokensPerSecond: samples.reduce((total, sample) => total + sample.responseTokenIds.length, 0) / Math.max(rolloutSeconds, 1e-9),
+      tokensPerSecond: samples.reduce((total, sample) => total + sample.responseTokenIds.length, 0) / Math.max(rollout.generationSeconds ?? rolloutSeconds, 1e-9),
       rolloutSeconds,
       updateSeconds,
+      ...(importance === undefined ? {} : asyncMetrics(rollout as AsyncRollout, stepIndex, importance)),
     }
     if (parsed.evaluate !== undefined && parsed.evaluateEvery > 0 && stepCount % parsed.evaluateEvery === 0) Object.assign(metrics, await evaluate())
     history.push(metrics)
@@ -307,12 +357,82 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
     return metrics
   }
 
+  async function collectNow(stepIndex: number): Promise<CollectedRollout> {
+    const policy = createLocalPolicy({ model, tokenizer, maxBatch: batch.maxGenerationBatch, seed: deriveSeed('ludic.policy', seed, stepIndex), ...(parsed.chatTemplate === undefined ? {} : { chatTemplate: parsed.chatTemplate }) })
+    const firstSeed = deriveSeed('ludic.episodes', seed, stepIndex) % 2 ** 30
+    const rollout = await collect({
+      environments: parsed.environments!,
+      policies: policy,
+      seeds: Array.from({ length: batch.episodesPerStep }, (_, index) => firstSeed + index),
+      groupSize: batch.groupSize,
+      concurrency: batch.concurrency,
+      maxTurns: batch.maxTurns,
+      maxBatchSize: batch.maxGenerationBatch,
+      ...(parsed.prompt === undefined ? {} : { prompt: parsed.prompt }),
+      generation: { maxTokens: batch.maxTokens, temperature: batch.temperature },
+      samplingSeed: deriveSeed('ludic.sampling', seed, stepIndex),
+      runId: `step-${stepIndex}`,
+      ...(parsed.trainRoles === undefined ? {} : { trainRoles: parsed.trainRoles }),
+    })
+    return rollout
+  }
+
+  async function collectAsync(stepIndex: number): Promise<AsyncRollout> {
+    const settings = asyncRollout!
+    if (collector === undefined) {
+      const data: ModelRolloutWorkerData = {
+        setupModule: settings.setupModule instanceof URL ? settings.setupModule.href : settings.setupModule,
+        setupData: settings.setupData,
+        modelConfig: model.config,
+        weights: weightsPayload(model.parameters()),
+        backend: settings.backend ?? tf.getBackend(),
+        maxBatch: batch.maxGenerationBatch,
+        seed: deriveSeed('ludic.policy', seed),
+        vocabSize: tokenizer.vocabSize,
+      }
+      const started = createAsyncCollector({
+        worker: builtModulePath(import.meta.url, 'rollout-worker'),
+        workerData: data,
+        workers: settings.workers,
+        episodesPerBatch: batch.episodesPerStep,
+        groupSize: batch.groupSize,
+        concurrency: batch.concurrency,
+        maxTurns: batch.maxTurns,
+        maxBatchSize: batch.maxGenerationBatch,
+        generation: { maxTokens: batch.maxTokens, temperature: batch.temperature },
+        ...(parsed.trainRoles === undefined ? {} : { trainRoles: parsed.trainRoles }),
+        // Batches continue from the step reached, so a resumed run plays new seeds.
+        seed: deriveSeed('ludic.async', seed, stepIndex),
+        initialVersion: stepIndex,
+        maxStaleness: settings.maxStaleness,
+        prefetch: settings.prefetch,
+        ...(settings.execArgv === undefined ? {} : { execArgv: settings.execArgv }),
+      })
+      try {
+        await started.start()
+      } catch (error) {
+        await started.close()
+        throw error
+      }
+      collector = started
+    }
+    const received = await collector.next(stepIndex)
+    return { ...received, generationSeconds: received.seconds, dropped: collector.stats.batchesDropped }
+  }
+
+  async function close(): Promise<void> {
+    const running = collector
+    collector = undefined
+    await running?.close()
+  }
+
   /** One PPO update on a mini-batch: the loss terms under their papers' names, every one returned. */
   function ppoUpdate(
     sequences: TokenSequence[],
     oldLogprobs: Float32Array[],
     advantages: Float32Array[],
     referenceLogprobs: Float32Array[] | undefined,
+    importance: Float32Array[] | undefined,
     rate: number,
   ): Record<string, number> {
     const rows = sequences.length
@@ -327,6 +447,7 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
             oldLogprobs: tf.tensor2d(padRows(oldLogprobs, columns), [rows, columns]),
             advantages: tf.tensor2d(padRows(advantages, columns), [rows, columns]),
             mask: responseMask,
+            ...(importance === undefined ? {} : { importanceWeights: tf.tensor2d(padRows(importance, columns), [rows, columns]) }),
           })
           const entropyMask = entropyExcluded.size === 0 ? responseMask : tf.mul(tf.cast(responseMask, 'float32'), tf.tensor2d(entropyKeep(sequences, columns, entropyExcluded), [rows, columns]))
           const entropy = maskedMean(entropies!, entropyMask) as tf.Scalar
@@ -376,6 +497,7 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
         await onStep?.(metrics)
       }
       bar?.finish()
+      await close()
       const last = history.at(-1)
       if (parsed.checkpointEvery > 0 && last !== undefined && last.step === stepCount && stepCount % parsed.checkpointEvery !== 0) await checkpoint()
       return taken
@@ -383,10 +505,53 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
     resume,
     checkpoint,
     evaluate,
+    close,
     dispose() {
+      void close()
       optimizer.dispose()
       reference?.dispose()
     },
+  }
+}
+
+interface CollectedRollout {
+  trajectories: Trajectory[]
+  samples: Sample[]
+  failures: { error: unknown }[]
+  /** Seconds the rollout took to generate (the worker's time in asynchronous mode). */
+  generationSeconds?: number
+}
+
+interface AsyncRollout extends CollectedRollout {
+  policyVersion: number
+  dropped: number
+}
+
+/** Per token, min(exp(current − rollout log-prob), cap): the truncated importance ratio of stale rollout weights. */
+export function importanceWeights(currentLogprobs: readonly Float32Array[], samples: readonly Sample[], cap: number): { weights: Float32Array[]; mean: number; truncated: number } {
+  let total = 0
+  let truncated = 0
+  let count = 0
+  const weights = samples.map((sample, row) => {
+    const current = currentLogprobs[row]!
+    return Float32Array.from(sample.rolloutLogprobs, (rolloutLogprob, column) => {
+      const ratio = Math.exp(current[column]! - rolloutLogprob)
+      const weight = Number.isFinite(ratio) ? Math.min(ratio, cap) : cap
+      if (ratio > cap || !Number.isFinite(ratio)) truncated++
+      total += weight
+      count++
+      return weight
+    })
+  })
+  return { weights, mean: count === 0 ? 1 : total / count, truncated: count === 0 ? 0 : truncated / count }
+}
+
+function asyncMetrics(rollout: AsyncRollout, stepIndex: number, importance: { mean: number; truncated: number }): Record<string, number> {
+  return {
+    staleness: stepIndex - rollout.policyVersion,
+    importanceWeightMean: importance.mean,
+    importanceTruncatedFraction: importance.truncated,
+    batchesDropped: rollout.dropped,
   }
 }
 

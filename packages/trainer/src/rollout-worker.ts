@@ -1,0 +1,108 @@
+/**
+ * The worker module the RL trainer's asynchronous mode gives `createAsyncCollector` (built to
+ * `dist/rollout-worker.js`): in each worker thread it initialises its own TensorFlow.js backend, builds a copy
+ * of the model from the weights the trainer sent, and plays the environments of the user's setup module with
+ * a local policy; pushed weights are assigned to that copy between batches.
+ */
+import { isAbsolute } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { ChatMessage, EnvironmentV1, TokenizerV1 } from '@ludic/core'
+import { CausalLanguageModel, createLocalPolicy, type ModelConfig } from '@ludic/model'
+import type { PromptTemplate, RolloutWorkerContext, RolloutWorkerSetup } from '@ludic/rollout'
+import { initTensors } from '@ludic/tensors'
+import * as tf from '@tensorflow/tfjs-core'
+
+/** What the setup module gives every rollout worker: the same environments, tokenizer and prompts as the trainer. */
+export interface RlRolloutSetup {
+  environments: readonly (() => EnvironmentV1)[]
+  tokenizer: TokenizerV1
+  /** The prompt of a turn (rollout's). Default `'{observation}'`. */
+  prompt?: PromptTemplate
+  /** How messages become prompt text. Default: the tokenizer's chat template. */
+  chatTemplate?: string | ((messages: readonly ChatMessage[]) => string)
+}
+
+/** A module exporting `createRolloutSetup(data)` (or a default function) that returns an `RlRolloutSetup`. */
+export type CreateRlRolloutSetup = (data: unknown) => RlRolloutSetup | Promise<RlRolloutSetup>
+
+/** Weights as plain data (one entry per parameter): what crosses to the worker threads. */
+export interface WeightsPayload {
+  names: string[]
+  shapes: number[][]
+  values: Float32Array[]
+}
+
+export interface ModelRolloutWorkerData {
+  setupModule: string
+  setupData: unknown
+  modelConfig: ModelConfig
+  weights: WeightsPayload
+  /** The worker's backend (`wasm`, `cpu`, `tensorflow`…). */
+  backend: string
+  maxBatch: number
+  seed: number
+  /** The trainer tokenizer's vocabulary size, checked against the setup's. */
+  vocabSize: number
+}
+
+/** The model's weights as plain data (copies; no tensor leaves the call). */
+export function weightsPayload(parameters: ReadonlyMap<string, tf.Variable>): WeightsPayload {
+  const payload: WeightsPayload = { names: [], shapes: [], values: [] }
+  for (const [name, variable] of parameters) {
+    payload.names.push(name)
+    payload.shapes.push([...variable.shape])
+    payload.values.push(Float32Array.from(variable.dataSync() as Float32Array))
+  }
+  return payload
+}
+
+export async function loadRolloutSetup(module: string, data: unknown): Promise<RlRolloutSetup> {
+  const specifier = isAbsolute(module) ? pathToFileURL(module).href : module
+  const imported = (await (/\.[cm]?tsx?$/.test(module) ? (await import('tsx/esm/api')).tsImport(specifier, import.meta.url) : import(specifier))) as {
+    createRolloutSetup?: unknown
+    default?: unknown
+  }
+  const factory = imported.createRolloutSetup ?? imported.default
+  if (typeof factory !== 'function') throw new TypeError(`${module} exports no createRolloutSetup function (nor a default export function)`)
+  const setup = (await (factory as CreateRlRolloutSetup)(data)) as Partial<RlRolloutSetup> | undefined
+  if (setup === undefined || setup === null || !Array.isArray(setup.environments) || typeof setup.tokenizer?.encode !== 'function') {
+    throw new TypeError(`createRolloutSetup of ${module} must return { environments, tokenizer, prompt?, chatTemplate? }`)
+  }
+  return setup as RlRolloutSetup
+}
+
+export async function createRolloutWorker(data: ModelRolloutWorkerData, context: RolloutWorkerContext): Promise<RolloutWorkerSetup> {
+  await initTensors({ backend: data.backend as never, verbose: false })
+  const setup = await loadRolloutSetup(data.setupModule, data.setupData)
+  if (setup.tokenizer.vocabSize !== data.vocabSize) {
+    throw new RangeError(`the setup module's tokenizer has ${setup.tokenizer.vocabSize} ids, the trainer's ${data.vocabSize}: they must be the same tokenizer`)
+  }
+  const { names, shapes, values } = data.weights
+  const initial = new Map(names.map((name, index) => [name, tf.tensor(values[index]!, shapes[index]!, 'float32')]))
+  const model = new CausalLanguageModel(data.modelConfig, initial)
+  tf.dispose([...initial.values()])
+  const policy = createLocalPolicy({
+    model,
+    tokenizer: setup.tokenizer,
+    maxBatch: data.maxBatch,
+    seed: data.seed + context.workerIndex,
+    ...(setup.chatTemplate === undefined ? {} : { chatTemplate: setup.chatTemplate }),
+  })
+  return {
+    environments: setup.environments,
+    policy,
+    ...(setup.prompt === undefined ? {} : { prompt: setup.prompt }),
+    setWeights(weights) {
+      const payload = weights as WeightsPayload
+      payload.names.forEach((name, index) => {
+        const variable = model.parameter(name)
+        const value = tf.tensor(payload.values[index]!, payload.shapes[index]!, 'float32')
+        variable.assign(value)
+        value.dispose()
+      })
+    },
+    dispose() {
+      model.dispose()
+    },
+  }
+}
