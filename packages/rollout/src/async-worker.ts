@@ -5,9 +5,8 @@
  * before a batch is asked for are the weights that batch is played with.
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import { pathToFileURL } from 'node:url'
-import { isAbsolute } from 'node:path'
 import { collect } from './collect.js'
+import { exportedFunction, importModule } from './import-module.js'
 import { serializeError, type CreateRolloutWorker, type FromWorker, type RolloutWorkerSetup, type ToWorker, type WorkerStartData } from './async-protocol.js'
 
 if (parentPort === null) throw new Error('@ludic/rollout async-worker.js must run in a worker thread (createAsyncCollector starts it)')
@@ -16,28 +15,12 @@ const start = workerData as WorkerStartData
 const send = (message: FromWorker) => port.postMessage(message)
 
 async function loadSetup(): Promise<RolloutWorkerSetup> {
-  const specifier = isAbsolute(start.module) ? pathToFileURL(start.module).href : start.module
-  const imported = (await (/\.[cm]?tsx?$/.test(start.module) ? importTypeScript(specifier) : import(specifier))) as { createRolloutWorker?: unknown; default?: unknown }
-  const factory = imported.createRolloutWorker ?? imported.default
-  if (typeof factory !== 'function') {
-    throw new TypeError(`${start.module} exports no createRolloutWorker function (nor a default export function)`)
-  }
-  const setup = (await (factory as CreateRolloutWorker)(start.data, { workerIndex: start.workerIndex })) as Partial<RolloutWorkerSetup> | undefined
+  const factory = exportedFunction<CreateRolloutWorker>(await importModule(start.module), 'createRolloutWorker', start.module)
+  const setup = (await factory(start.data, { workerIndex: start.workerIndex })) as Partial<RolloutWorkerSetup> | undefined
   if (setup === undefined || setup === null || !Array.isArray(setup.environments) || typeof setup.policy !== 'object' || setup.policy === null) {
     throw new TypeError(`createRolloutWorker of ${start.module} must return { environments, policy, prompt?, setWeights?, dispose? }`)
   }
   return setup as RolloutWorkerSetup
-}
-
-/** A TypeScript worker module goes through tsx (an optional peer): Node 20 applies no `--import` loader to workers. */
-async function importTypeScript(specifier: string): Promise<unknown> {
-  let api: { tsImport(specifier: string, parentURL: string): Promise<unknown> }
-  try {
-    api = (await import('tsx/esm/api')) as typeof api
-  } catch (error) {
-    throw new Error(`${start.module} is TypeScript: install tsx (npm install -D tsx) to load it in a worker thread, or point the collector at built JavaScript`, { cause: error })
-  }
-  return api.tsImport(specifier, import.meta.url)
 }
 
 let version = start.initialVersion

@@ -43,3 +43,4 @@ export {
   type AsyncCollectorStats,
 } from './async-collector.js'
 export type { CreateRolloutWorker, RolloutWorkerContext, RolloutWorkerSetup } from './async-protocol.js'
+export { exportedFunction, importModule } from './import-module.js'

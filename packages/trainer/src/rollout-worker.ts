@@ -4,11 +4,9 @@
  * of the model from the weights the trainer sent, and plays the environments of the user's setup module with
  * a local policy; pushed weights are assigned to that copy between batches.
  */
-import { isAbsolute } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import type { ChatMessage, EnvironmentV1, TokenizerV1 } from '@ludic/core'
 import { CausalLanguageModel, createLocalPolicy, type ModelConfig } from '@ludic/model'
-import type { PromptTemplate, RolloutWorkerContext, RolloutWorkerSetup } from '@ludic/rollout'
+import { exportedFunction, importModule, type PromptTemplate, type RolloutWorkerContext, type RolloutWorkerSetup } from '@ludic/rollout'
 import { initTensors } from '@ludic/tensors'
 import * as tf from '@tensorflow/tfjs-core'
 
@@ -57,14 +55,8 @@ export function weightsPayload(parameters: ReadonlyMap<string, tf.Variable>): We
 }
 
 export async function loadRolloutSetup(module: string, data: unknown): Promise<RlRolloutSetup> {
-  const specifier = isAbsolute(module) ? pathToFileURL(module).href : module
-  const imported = (await (/\.[cm]?tsx?$/.test(module) ? (await import('tsx/esm/api')).tsImport(specifier, import.meta.url) : import(specifier))) as {
-    createRolloutSetup?: unknown
-    default?: unknown
-  }
-  const factory = imported.createRolloutSetup ?? imported.default
-  if (typeof factory !== 'function') throw new TypeError(`${module} exports no createRolloutSetup function (nor a default export function)`)
-  const setup = (await (factory as CreateRlRolloutSetup)(data)) as Partial<RlRolloutSetup> | undefined
+  const factory = exportedFunction<CreateRlRolloutSetup>(await importModule(module), 'createRolloutSetup', module)
+  const setup = (await factory(data)) as Partial<RlRolloutSetup> | undefined
   if (setup === undefined || setup === null || !Array.isArray(setup.environments) || typeof setup.tokenizer?.encode !== 'function') {
     throw new TypeError(`createRolloutSetup of ${module} must return { environments, tokenizer, prompt?, chatTemplate? }`)
   }
