@@ -34,3 +34,20 @@ describe('selfplay-kuhn-poker', () => {
     expect(lines.at(-2)).toMatch(/exploitability [\d.]+ \(from [\d.]+/)
   })
 })
+
+describe('selfplay-kuhn-poker with asynchronous collection', () => {
+  it('trains with a rollout worker thread playing while the main thread updates', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-async-'))
+    directories.push(runDirectory)
+    const report = await main({ steps: 3, sftSteps: 10, episodesPerStep: 8, miniBatchSize: 16, evaluateEvery: 3, evaluationEpisodes: 8, checkpointEvery: 0, asyncWorkers: 1, runDirectory, backend: 'wasm', progress: false, log: () => {} })
+    expect(report.after.step).toBe(3)
+    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>)
+    expect(metrics.map((record) => record.step)).toEqual([1, 2, 3])
+    expect(metrics.map((record) => record.staleness)).toEqual([0, 1, 1])
+    for (const record of metrics) {
+      expect(record.importanceWeightMean).toBeGreaterThan(0)
+      expect(record.importanceWeightMean).toBeLessThanOrEqual(2)
+      expect(record.episodes).toBe(8)
+    }
+  })
+})

@@ -7,8 +7,8 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { createRae } from '@ludic/advantages'
-import { parseArgument } from '@ludic/core'
+import { advantageEstimators, createRae } from '@ludic/advantages'
+import { parseArgument, type AdvantageEstimatorV1, type TurnView } from '@ludic/core'
 import { createKuhnPoker } from '@ludic/games'
 import { createLocalPolicy, createModel, latestCheckpoint } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
@@ -17,6 +17,7 @@ import { createRlTrainer, createSftTrainer, parseCommandLineOptions, renderRunCh
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { chatTemplate, exploitabilityOf, kuhnOptions, playAgainstRandom, promptOf, randomPlayExamples, trainKuhnTokenizer } from './kuhn-setup.js'
+import type { KuhnRolloutData } from './rollout-setup.js'
 
 export const mainOptionsSchema = z.strictObject({
   /** Self-play steps. */
@@ -25,6 +26,18 @@ export const mainOptionsSchema = z.strictObject({
   sftSteps: z.number().int().min(0).default(40),
   /** Episodes per self-play step. */
   episodesPerStep: z.number().int().positive().default(128),
+  /** Episodes per deal (the trainer's `batch.groupSize`): each step plays `episodesPerStep × groupSize` episodes. RLOO and GRPO need > 1. */
+  groupSize: z.number().int().positive().default(1),
+  /**
+   * Any `AdvantageEstimatorV1` (`createRloo()`, your own…), or a registered name (`--advantage rloo` on the
+   * command line: `advantageEstimators.create(name)`). Default: `createRae()`. The report stores its name only.
+   */
+  advantage: z
+    .union([
+      z.custom<AdvantageEstimatorV1>((value) => typeof value === 'object' && value !== null && typeof (value as AdvantageEstimatorV1).estimate === 'function', 'must be an AdvantageEstimatorV1'),
+      z.string().min(1),
+    ])
+    .default(() => createRae()),
   ppoEpochs: z.number().int().positive().default(2),
   miniBatchSize: z.number().int().positive().default(64),
   learningRate: z.number().positive().default(5e-4),
@@ -52,6 +65,12 @@ export const mainOptionsSchema = z.strictObject({
   checkpointEvery: z.number().int().min(0).default(5),
   /** `wasm`, `tensorflow`, `cpu`…; default: the best installed (LUDIC_BACKEND overrides). */
   backend: z.string().optional(),
+  /**
+   * Rollout worker threads for asynchronous collection (0: synchronous). With 1, a worker with its own backend
+   * and a copy of the model plays the next step's episodes while the main thread trains (weights pushed every
+   * step, batches at most one step old, the loss weighted by truncated importance ratios).
+   */
+  asyncWorkers: z.number().int().min(0).default(0),
   progress: z.boolean().default(true),
   log: z.custom<(line: string) => void>((value) => typeof value === 'function').default(() => (line: string) => console.log(line)),
 })
@@ -81,6 +100,7 @@ const exampleDirectory = join(dirname(fileURLToPath(import.meta.url)), '..')
 export async function main(options: MainOptions = {}): Promise<Report> {
   const parsed = parseArgument(mainOptionsSchema, options, 'options')
   const { log, seed } = parsed
+  const advantage = typeof parsed.advantage === 'string' ? advantageEstimators.create(parsed.advantage) : parsed.advantage
   const started = performance.now()
   const runtime = await initTensors({ ...(parsed.backend === undefined ? {} : { backend: parsed.backend as never }), verbose: false })
   const runDirectory = parsed.runDirectory ?? join(exampleDirectory, 'runs', new Date().toISOString().replaceAll(':', '-').replace(/\..*$/, ''))
@@ -118,17 +138,24 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const trainer = createRlTrainer({
     model,
     tokenizer,
-    environments: [() => createKuhnPoker({ ...kuhnOptions, invalidPenalty: parsed.invalidPenalty })],
-    advantage: createRae(),
+    ...(parsed.asyncWorkers === 0
+      ? { environments: [() => createKuhnPoker({ ...kuhnOptions, invalidPenalty: parsed.invalidPenalty })], prompt: (view: TurnView) => promptOf(view), chatTemplate }
+      : {
+          // The workers build the same game, tokenizer, prompt and chat template from this module.
+          asyncRollout: {
+            setupModule: fileURLToPath(new URL('./rollout-setup.ts', import.meta.url)),
+            setupData: { vocabSize: parsed.vocabSize, invalidPenalty: parsed.invalidPenalty } satisfies KuhnRolloutData,
+            workers: parsed.asyncWorkers,
+          },
+        }),
+    advantage,
     policyLoss: createPolicyLoss('ppo-clip', { clipLow: 0.2, clipHigh: 0.2 }),
     optimizer: { learningRate: parsed.learningRate },
     entropyCoefficient: parsed.entropyCoefficient,
     ...(parsed.entropyOnMovesOnly ? { entropyExcludeTokenIds: formatTokenIds(tokenizer) } : {}),
     schedule: cosineFrom(parsed.steps, parsed.decayFrom, parsed.finalLearningRateRatio),
     ...(parsed.klCoefficient > 0 ? { kl: { coefficient: parsed.klCoefficient } } : {}),
-    batch: { episodesPerStep: parsed.episodesPerStep, ppoEpochs: parsed.ppoEpochs, miniBatchSize: parsed.miniBatchSize, maxTokens: 8, concurrency: 256, maxGenerationBatch: 256 },
-    prompt: (view) => promptOf(view),
-    chatTemplate,
+    batch: { episodesPerStep: parsed.episodesPerStep, groupSize: parsed.groupSize, ppoEpochs: parsed.ppoEpochs, miniBatchSize: parsed.miniBatchSize, maxTokens: 8, concurrency: 256, maxGenerationBatch: 256 },
     seed,
     runDirectory,
     checkpointEvery: parsed.checkpointEvery,
@@ -154,7 +181,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   // 4. The report: JSON and a chart.
   const report: Report = {
     backend: runtime.backend,
-    options: Object.fromEntries(Object.entries(parsed).filter(([name]) => name !== 'log')),
+    options: Object.fromEntries(Object.entries(parsed).map(([name, value]) => [name, name === 'advantage' ? advantage.name : value]).filter(([name]) => name !== 'log')),
     before,
     after,
     evaluations,
@@ -201,7 +228,7 @@ const pct = (value: number) => `${(100 * value).toFixed(1)}%`
 export const parseCommandLine = (argv: readonly string[]): MainOptions => parseCommandLineOptions(argv) as MainOptions
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main({ ...parseCommandLine(process.argv.slice(2)), progress: true })
+  main({ progress: true, ...parseCommandLine(process.argv.slice(2)) })
     .then(() => process.exit(0))
     .catch((error: unknown) => {
       console.error(error)

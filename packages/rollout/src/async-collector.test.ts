@@ -1,12 +1,11 @@
 import { fileURLToPath } from 'node:url'
 import { InvalidArgumentError, sampleSchema } from '@ludic/core'
 import { afterEach, describe, expect, it } from 'vitest'
-import { AsyncCollectorError, createAsyncCollector, type AsyncCollector, type AsyncCollectorOptions } from './async-collector.js'
+import { AsyncCollectorError, createAsyncCollector, withoutSourceCondition, type AsyncCollector, type AsyncCollectorOptions } from './async-collector.js'
 import { collect } from './collect.js'
 import { createRolloutWorker, type TestWorkerData } from './test-support/async-worker-module.js'
 
-// The worker threads run the built entry (dist/async-worker.js) and load this TypeScript module through tsx;
-// `execArgv: []` keeps vitest's `--conditions=@ludic/source` out of them (the built entry imports built packages).
+// The worker threads run the built entry (dist/async-worker.js) and load this TypeScript module through tsx.
 const workerModule = fileURLToPath(new URL('./test-support/async-worker-module.ts', import.meta.url))
 const open: AsyncCollector[] = []
 afterEach(async () => {
@@ -14,7 +13,7 @@ afterEach(async () => {
 })
 
 function collector(data: TestWorkerData, options: Partial<AsyncCollectorOptions> = {}): AsyncCollector {
-  const created = createAsyncCollector({ worker: workerModule, workerData: data, episodesPerBatch: 4, maxTurns: 12, seed: 7, execArgv: [], ...options })
+  const created = createAsyncCollector({ worker: workerModule, workerData: data, episodesPerBatch: 4, maxTurns: 12, seed: 7, ...options })
   open.push(created)
   return created
 }
@@ -139,5 +138,9 @@ describe('createAsyncCollector', () => {
     await expect(async.next(2)).rejects.toThrow(/consumerVersion.*not below the last one asked with \(3\)/)
     await async.close()
     await expect(async.next(3)).rejects.toThrow(/closed/)
+  })
+
+  it("keeps the process's Node options for the workers, less the @ludic/source condition", () => {
+    expect(withoutSourceCondition(['--conditions=@ludic/source', '--max-old-space-size=4096', '-C', '@ludic/source', '--conditions', 'other', '-C=@ludic/source'])).toEqual(['--max-old-space-size=4096', '--conditions', 'other'])
   })
 })

@@ -51,7 +51,11 @@ export const asyncCollectorOptionsSchema = z.strictObject({
   maxStaleness: z.number().int().min(0).default(1),
   /** Finished batches kept waiting beyond one per worker (more overlap, more staleness). Default 0. */
   prefetch: z.number().int().min(0).default(0),
-  /** Node options of the worker threads (e.g. `['--import', 'tsx']` for a TypeScript worker module). Default: the process's. */
+  /**
+   * Node options of the worker threads. Default: the process's, less the `@ludic/source` export condition (the
+   * worker entry is built JavaScript that imports built packages; that condition, set by Ludic's own tests,
+   * would point it at TypeScript sources).
+   */
   execArgv: z.array(z.string()).optional(),
 })
 export type AsyncCollectorOptions = z.input<typeof asyncCollectorOptionsSchema>
@@ -224,7 +228,7 @@ export function createAsyncCollector(options: AsyncCollectorOptions): AsyncColle
         learnerPolicyIds: parsed.learnerPolicyIds,
       },
     }
-    const thread = new Worker(workerEntry(), { workerData: data, ...(parsed.execArgv === undefined ? {} : { execArgv: parsed.execArgv }) })
+    const thread = new Worker(workerEntry(), { workerData: data, execArgv: parsed.execArgv ?? withoutSourceCondition(process.execArgv) })
     const slot: WorkerSlot = { index, thread, ready: false, busy: false, exited: false }
     thread.on('message', (message: FromWorker) => onMessage(slot, message))
     thread.on('error', (error) => fail(new AsyncCollectorError({ message: `rollout worker ${index} crashed: ${error.name}: ${error.message}`, workerIndex: index, cause: error })))
@@ -318,6 +322,21 @@ export function createAsyncCollector(options: AsyncCollectorOptions): AsyncColle
     },
     close,
   }
+}
+
+/** Node options without the `@ludic/source` condition (`--conditions=@ludic/source`, `-C @ludic/source`, …). */
+export function withoutSourceCondition(execArgv: readonly string[]): string[] {
+  const kept: string[] = []
+  for (let index = 0; index < execArgv.length; index++) {
+    const option = execArgv[index]!
+    if (/^(--conditions|-C)=@ludic\/source$/.test(option)) continue
+    if ((option === '--conditions' || option === '-C') && execArgv[index + 1] === '@ludic/source') {
+      index++
+      continue
+    }
+    kept.push(option)
+  }
+  return kept
 }
 
 function workerError(workerIndex: number, stage: 'setup' | 'weights' | 'collect', serialized: SerializedError, batchIndex: number | undefined): AsyncCollectorError {

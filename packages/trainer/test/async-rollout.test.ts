@@ -8,10 +8,9 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createRlTrainer, createSftTrainer, importanceWeights, type AsyncRolloutConfig } from '../src/index.js'
 import { createPickEnvironment, createTestModel, tokenizer } from './support.js'
 
-// Worker threads run the built rollout entries (dist/) and load this TypeScript setup through tsx; `execArgv: []`
-// keeps vitest's `--conditions=@ludic/source` out of them.
+// Worker threads run the built rollout entries (dist/) and load this TypeScript setup through tsx.
 const setupModule = fileURLToPath(new URL('./async-setup.ts', import.meta.url))
-const asyncRollout = (extra: Partial<AsyncRolloutConfig> = {}): AsyncRolloutConfig => ({ setupModule, setupData: { roles: ['player0'] }, backend: 'wasm', execArgv: [], ...extra })
+const asyncRollout = (extra: Partial<AsyncRolloutConfig> = {}): AsyncRolloutConfig => ({ setupModule, setupData: { roles: ['player0'] }, backend: 'wasm', ...extra })
 
 beforeAll(async () => {
   await initTensors({ backend: 'wasm', verbose: false })

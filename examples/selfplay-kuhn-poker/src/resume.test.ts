@@ -1,0 +1,104 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, describe, expect, it } from 'vitest'
+
+/**
+ * A run killed mid-step resumes from its last checkpoint with nothing lost. The example runs as a child
+ * process (`node --import tsx src/main.ts`, in this folder, so on the built packages), is killed with
+ * SIGKILL once `checkpoint-2` exists (during step 3 or its checkpoint), then runs again on the same
+ * directory to the end; its metrics and evaluations must equal those of an uninterrupted run.
+ */
+const exampleDirectory = join(dirname(fileURLToPath(import.meta.url)), '..')
+const tiny = ['--steps', '4', '--checkpoint-every', '1', '--sft-steps', '10', '--episodes-per-step', '8', '--mini-batch-size', '16', '--evaluate-every', '1', '--evaluation-episodes', '8', '--backend', 'wasm', '--progress', 'false']
+/** Fields that measure time, not what was computed. */
+const timing = new Set(['seconds', 'tokensPerSecond', 'rolloutSeconds', 'updateSeconds'])
+
+const directories: string[] = []
+const children: ChildProcess[] = []
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  for (const directory of directories) await rm(directory, { recursive: true, force: true })
+})
+
+interface Ended {
+  code: number | null
+  signal: NodeJS.Signals | null
+  output: string
+}
+
+/** Runs the example on `runDirectory`; `killWhen` is polled every 20 ms and, once true, the process gets SIGKILL. */
+function runExample(runDirectory: string, killWhen?: () => boolean): Promise<Ended & { killed: boolean }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...tiny, '--run-directory', runDirectory], { cwd: exampleDirectory, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(child)
+  let output = ''
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  let killed = false
+  const poll =
+    killWhen === undefined
+      ? undefined
+      : setInterval(() => {
+          if (!killed && killWhen()) {
+            killed = child.kill('SIGKILL')
+          }
+        }, 20)
+  return new Promise((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      if (poll !== undefined) clearInterval(poll)
+      resolve({ code, signal, output, killed })
+    })
+  })
+}
+
+const readMetrics = async (runDirectory: string) =>
+  (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, number>)
+const withoutTiming = (record: Record<string, unknown>) => Object.fromEntries(Object.entries(record).filter(([name]) => !timing.has(name)))
+
+interface SavedReport {
+  before: Record<string, number>
+  after: Record<string, number>
+  evaluations: Record<string, number>[]
+}
+
+describe('selfplay-kuhn-poker: resume', () => {
+  it('a run killed mid-step resumes from its last checkpoint with nothing lost', async () => {
+    const uninterrupted = await mkdtemp(join(tmpdir(), 'ludic-kuhn-whole-'))
+    const interrupted = await mkdtemp(join(tmpdir(), 'ludic-kuhn-killed-'))
+    directories.push(uninterrupted, interrupted)
+
+    const whole = await runExample(uninterrupted)
+    expect(whole.code, whole.output).toBe(0)
+
+    // Killed once checkpoint-2 exists: step 3 (or the checkpoint after it) is under way.
+    const first = await runExample(interrupted, () => existsSync(join(interrupted, 'checkpoint-2')))
+    expect(first.killed, `the run ended before checkpoint-2 appeared:\n${first.output}`).toBe(true)
+    expect(first.signal).toBe('SIGKILL')
+    expect(existsSync(join(interrupted, 'report.json'))).toBe(false)
+    expect((await readMetrics(interrupted)).length).toBeLessThan(4)
+
+    const second = await runExample(interrupted)
+    expect(second.code, second.output).toBe(0)
+    expect(second.output).toContain('(resuming)')
+
+    const expected = await readMetrics(uninterrupted)
+    const resumed = await readMetrics(interrupted)
+    expect(expected.map((record) => record.step)).toEqual([1, 2, 3, 4])
+    expect(resumed.map((record) => record.step)).toEqual([1, 2, 3, 4])
+    expect(resumed.map(withoutTiming)).toEqual(expected.map(withoutTiming))
+
+    const expectedReport = JSON.parse(await readFile(join(uninterrupted, 'report.json'), 'utf8')) as SavedReport
+    const resumedReport = JSON.parse(await readFile(join(interrupted, 'report.json'), 'utf8')) as SavedReport
+    expect(expectedReport.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2, 3, 4])
+    expect(resumedReport.before).toEqual(expectedReport.before)
+    expect(resumedReport.after).toEqual(expectedReport.after)
+    expect(resumedReport.evaluations).toEqual(expectedReport.evaluations)
+  }, 180_000)
+})

@@ -1,0 +1,218 @@
+import type { ChatMessage, GenerationRequest, PolicyV1, Trajectory, TurnView } from '@ludic/core'
+import { collect } from '@ludic/rollout'
+import {
+  createNegotiationHeuristicPolicy,
+  createRandomPolicy,
+  createSimpleNegotiation,
+  evaluationInvalidRewards,
+  extractMove,
+  legalActionsFromObservation,
+  negotiationInventoryValue,
+  negotiationResources,
+  negotiationStartingInventory,
+  negotiationValues,
+  parseNegotiationMove,
+  parseNegotiationObservation,
+  type NegotiationBundle,
+  type NegotiationInventory,
+} from '@ludic/games'
+import { createRandom } from '@ludic/core'
+import { trainBpe, Tokenizer } from '@ludic/tokenizer'
+
+export const endOfText = '<|end|>'
+
+/**
+ * The terse prompt of a model made from scratch: the seat (which fixes the values: player0 Wood 5 / Gold 15,
+ * player1 Wood 15 / Gold 5), the turn, the resources held, and the offer open to the player, if any; the
+ * rules preamble and the transcript are dropped (the state is all a move depends on).
+ * `P1 turn 4/6 Wood 12 Gold 9\noffer 1 Gold -> 2 Wood`
+ */
+export function terseObservation(observation: string): string {
+  const { player, inventory, offer } = parseNegotiationObservation(observation)
+  const turn = [...observation.matchAll(/\[GAME\] Turn (\d+) of (\d+)\./g)].at(-1)
+  const head = `P${player} turn ${turn?.[1] ?? '?'}/${turn?.[2] ?? '?'} Wood ${inventory.Wood} Gold ${inventory.Gold}`
+  return offer === undefined ? `${head}\nno offer` : `${head}\noffer ${bundleText(offer.offered)} -> ${bundleText(offer.requested)}`
+}
+
+const bundleText = (bundle: NegotiationBundle) =>
+  negotiationResources
+    .filter((resource) => bundle[resource] !== undefined)
+    .map((resource) => `${bundle[resource]} ${resource}`)
+    .join(', ')
+
+/**
+ * The rollout's prompt: a system message with the full observation (what scripted opponents read, see
+ * `withFullObservation`) and a user message with the terse one (what the model reads: the chat template
+ * renders the last message only).
+ */
+export const promptOf = (view: TurnView): ChatMessage[] => [
+  { role: 'system', content: view.observation },
+  { role: 'user', content: terseObservation(view.observation) },
+]
+
+/** The chat template: the last message, then `\n>` where the move goes. */
+export const chatTemplate = (messages: readonly ChatMessage[]): string => `${messages.at(-1)?.content ?? ''}\n>`
+
+/** A scripted opponent reads the game from the last user message: give it the full observation (the system message). */
+export function withFullObservation(policy: PolicyV1): PolicyV1 {
+  const full = (request: GenerationRequest): GenerationRequest => {
+    const observation = request.messages.find((message) => message.role === 'system')?.content
+    return observation === undefined ? request : { ...request, messages: [{ role: 'user', content: observation }] }
+  }
+  return { specificationVersion: 'v1', id: policy.id, generate: (requests) => policy.generate(requests.map(full)) }
+}
+
+/** The legal-move menu of a state: `[Accept]` (when an offer is open and payable), `[Deny]`, offers of 1–3 units. */
+export const menuOf = (observation: string): string[] => legalActionsFromObservation(observation)
+
+/**
+ * Full observations of the states random legal play visits: `episodes` games, every move drawn uniformly
+ * from the menu (seeded). The warm-up's and the tokenizer's prompts come from them.
+ */
+export function randomPlayObservations(episodes: number, turns: number, seed: number): string[] {
+  const random = createRandom(seed)
+  const observations: string[] = []
+  for (let episode = 0; episode < episodes; episode++) {
+    const environment = createSimpleNegotiation({ turns })
+    let view: TurnView | undefined = environment.reset(seed * 100_000 + episode)
+    while (view !== undefined) {
+      observations.push(view.observation)
+      const outcome = environment.step(random.choice(menuOf(view.observation)))
+      view = outcome.done || outcome.truncated ? undefined : outcome.next
+    }
+  }
+  return observations
+}
+
+/**
+ * Random legal play as supervised examples: at each distinct state random play visits, every menu move
+ * once, and `[Accept]` and `[Deny]` `answerWeight` times each (so an open offer is answered, not only
+ * countered, often enough for self-play to find out which answers pay).
+ */
+export function randomPlayExamples(observations: readonly string[], answerWeight: number): { prompt: string; response: string }[] {
+  const seen = new Set<string>()
+  const examples: { prompt: string; response: string }[] = []
+  for (const observation of observations) {
+    const prompt = chatTemplate(promptOf({ role: '', observation }))
+    if (seen.has(prompt)) continue
+    seen.add(prompt)
+    for (const move of menuOf(observation)) {
+      const copies = move === '[Accept]' || move === '[Deny]' ? answerWeight : 1
+      for (let copy = 0; copy < copies; copy++) examples.push({ prompt, response: move })
+    }
+  }
+  return examples
+}
+
+/** A byte-level BPE trained on what the model reads and writes: the terse prompts and every menu move. */
+export function trainNegotiationTokenizer(observations: readonly string[], vocabSize: number): Tokenizer {
+  const corpus = observations.flatMap((observation) => {
+    const prompt = chatTemplate(promptOf({ role: '', observation }))
+    return menuOf(observation).map((move) => `${prompt}${move}`)
+  })
+  return Tokenizer.fromJSON(trainBpe(corpus, { vocabSize, specialTokens: [endOfText] }), { eos_token: endOfText })
+}
+
+/** What an episode did to the inventories: each player's change in inventory value, and the trades made. */
+export interface NegotiationOutcome {
+  valueChange: [number, number]
+  deals: number
+}
+
+/**
+ * Replays an episode's moves (the game's rules: one open offer, every answer closes it, accepting trades)
+ * up to its first invalid move, which ends the game; returns the players' value changes and the trades.
+ */
+export function negotiationOutcome(trajectory: Pick<Trajectory, 'turns'> | { turns: readonly Pick<Trajectory['turns'][number], 'role' | 'action' | 'invalidAction'>[] }): NegotiationOutcome {
+  const inventories: [NegotiationInventory, NegotiationInventory] = [{ ...negotiationStartingInventory }, { ...negotiationStartingInventory }]
+  let offer: { from: 0 | 1; offered: NegotiationBundle; requested: NegotiationBundle } | undefined
+  let deals = 0
+  for (const turn of trajectory.turns) {
+    if (turn.invalidAction) break
+    const player: 0 | 1 = turn.role === 'player0' ? 0 : 1
+    const move = parseNegotiationMove(extractMove(turn.action) ?? '')
+    if (move.kind === 'accept' && offer !== undefined && offer.from !== player) {
+      for (const resource of negotiationResources) {
+        const given = offer.offered[resource] ?? 0
+        const taken = offer.requested[resource] ?? 0
+        inventories[offer.from][resource] += taken - given
+        inventories[player][resource] += given - taken
+      }
+      deals++
+      offer = undefined
+    } else if (move.kind === 'deny') {
+      offer = undefined
+    } else if (move.kind === 'offer') {
+      offer = { from: player, offered: move.offered, requested: move.requested }
+    }
+  }
+  const change = (player: 0 | 1) =>
+    negotiationInventoryValue(inventories[player], negotiationValues[player]) - negotiationInventoryValue(negotiationStartingInventory, negotiationValues[player])
+  return { valueChange: [change(0), change(1)], deals }
+}
+
+export interface MatchFigures {
+  /** The learner's mean change in inventory value per game (its seat's values). */
+  meanValueChange: number
+  /** The opponent's mean change in inventory value per game. */
+  opponentValueChange: number
+  /** Share of games the learner wins (larger gain; an invalid move loses). */
+  winRate: number
+  /** Mean game reward of the learner (+1 win, −1 loss, 0 draw; an invalid move −1). */
+  meanReward: number
+  /** Share of games with at least one accepted trade. */
+  dealRate: number
+  /** Share of the learner's moves that were invalid. */
+  invalidRate: number
+}
+
+/**
+ * The learner against an opponent (seats alternating), sampled at temperature 1, an invalid move counted
+ * as a loss (`evaluationInvalidRewards`).
+ */
+export async function playAgainst(learner: PolicyV1, opponent: PolicyV1, options: { episodes: number; turns: number; seed: number; maxTokens: number }): Promise<MatchFigures> {
+  const scripted = withFullObservation(opponent)
+  const learnerSeat = (episodeIndex: number) => (episodeIndex % 2 === 0 ? 'player0' : 'player1')
+  const { trajectories, samples } = await collect({
+    environments: [() => createSimpleNegotiation({ turns: options.turns, ...evaluationInvalidRewards })],
+    policies: ({ role, episodeIndex }) => (role === learnerSeat(episodeIndex) ? learner : scripted),
+    seeds: Array.from({ length: options.episodes }, (_, index) => options.seed * 100_000 + index),
+    prompt: (view) => promptOf(view),
+    generation: { maxTokens: options.maxTokens, temperature: 1 },
+    samplingSeed: options.seed,
+    learnerPolicyIds: [learner.id],
+    concurrency: 256,
+  })
+  let value = 0
+  let opponentValue = 0
+  let wins = 0
+  let reward = 0
+  let deals = 0
+  trajectories.forEach((trajectory, index) => {
+    const seat = learnerSeat(index)
+    const other = seat === 'player0' ? 'player1' : 'player0'
+    const outcome = negotiationOutcome(trajectory)
+    value += outcome.valueChange[seat === 'player0' ? 0 : 1]
+    opponentValue += outcome.valueChange[seat === 'player0' ? 1 : 0]
+    const result = trajectory.returns[seat] ?? 0
+    reward += result
+    if (result > (trajectory.returns[other] ?? 0)) wins++
+    if (outcome.deals > 0) deals++
+  })
+  const games = trajectories.length
+  return {
+    meanValueChange: value / games,
+    opponentValueChange: opponentValue / games,
+    winRate: wins / games,
+    meanReward: reward / games,
+    dealRate: deals / games,
+    invalidRate: samples.length === 0 ? 0 : samples.filter((sample) => sample.invalid).length / samples.length,
+  }
+}
+
+/** The two opponents of the evaluation. */
+export const opponents = (seed: number) => ({
+  heuristic: createNegotiationHeuristicPolicy({ seed }),
+  random: createRandomPolicy({ seed, id: 'random' }),
+})
+
