@@ -8,6 +8,7 @@ const suites = {
   tokenizer: { workspace: '@ludic/tokenizer', script: 'packages/tokenizer/bench/tokenizer.ts' },
   'train-step': { workspace: '@ludic/model', script: 'packages/model/bench/train-step.ts' },
   decode: { workspace: '@ludic/model', script: 'packages/model/bench/decode.ts' },
+  collection: { workspace: '@ludic/example-selfplay-kuhn-poker', script: 'examples/selfplay-kuhn-poker/bench/collection.ts' },
 }
 const [suite, ...rest] = process.argv.slice(2)
 if (suite === undefined || !(suite in suites)) {
