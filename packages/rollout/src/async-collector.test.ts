@@ -32,6 +32,8 @@ describe('createAsyncCollector', () => {
       expect(sample.rolloutLogprobs[0]).toBeCloseTo(-0.02, 6)
     }
     expect(first.trajectories.every((trajectory) => trajectory.turns.every((turn) => turn.action === '[right]'))).toBe(true)
+    // The worker module's annotate ran in the worker on the batch it played.
+    expect(first.annotation).toEqual({ samples: first.samples.length, version: 0 })
 
     // Batch 1 was started (with version 0) while we held batch 0; weights 3 arrive before batch 2.
     async.pushWeights(1, 3)

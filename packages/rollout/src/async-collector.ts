@@ -66,8 +66,10 @@ export interface AsyncBatch extends CollectResult {
   /** The weights' version every sample was generated with (also on each sample as `policyVersion`). */
   policyVersion: number
   workerIndex: number
-  /** Seconds the worker spent playing it. */
+  /** Seconds the worker spent playing it (and annotating it). */
   seconds: number
+  /** What the worker module's `annotate` returned for it, if it has one. */
+  annotation?: unknown
 }
 
 export interface AsyncCollectorStats {
@@ -189,7 +191,16 @@ export function createAsyncCollector(options: AsyncCollectorOptions): AsyncColle
         const failures = message.failures.map((failure) => ({ ...failure, error: deserializeError(failure.error) }))
         ready.push({
           kind: 'batch',
-          batch: { batchIndex: message.batchIndex, policyVersion: message.version, workerIndex: slot.index, seconds: message.seconds, trajectories: message.trajectories, samples: message.samples, failures },
+          batch: {
+            batchIndex: message.batchIndex,
+            policyVersion: message.version,
+            workerIndex: slot.index,
+            seconds: message.seconds,
+            trajectories: message.trajectories,
+            samples: message.samples,
+            failures,
+            ...(message.annotation === undefined ? {} : { annotation: message.annotation }),
+          },
         })
         dispatch()
         break

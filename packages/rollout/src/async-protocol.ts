@@ -1,6 +1,6 @@
 import type { EnvironmentV1, PolicyV1, Sample, Trajectory } from '@ludic/core'
 import type { EpisodeFailure } from './episode-runner.js'
-import type { GenerationOptions } from './collect.js'
+import type { CollectResult, GenerationOptions } from './collect.js'
 import type { PromptTemplate } from './prompt-template.js'
 
 /**
@@ -15,6 +15,11 @@ export interface RolloutWorkerSetup {
   prompt?: PromptTemplate
   /** Replaces the policy's weights with a payload given to `pushWeights` (opaque to the collector). */
   setWeights?(weights: unknown, version: number): void | Promise<void>
+  /**
+   * Extra plain data the worker computes for each batch it played (e.g. log-probs under a reference model, so
+   * the trainer need not), delivered as the batch's `annotation`. Runs after the batch, in the worker.
+   */
+  annotate?(result: CollectResult, version: number): unknown
   /** Frees what the worker holds (called when the collector closes). */
   dispose?(): void | Promise<void>
 }
@@ -62,6 +67,7 @@ export type FromWorker =
       trajectories: Trajectory[]
       samples: Sample[]
       failures: SerializedFailure[]
+      annotation?: unknown
     }
   | { type: 'error'; stage: 'setup' | 'weights' | 'collect'; batchIndex?: number; error: SerializedError }
   | { type: 'closed' }

@@ -65,6 +65,7 @@ async function handle(setup: RolloutWorkerSetup, message: ToWorker): Promise<voi
       ...(plan.trainRoles === undefined ? {} : { trainRoles: plan.trainRoles }),
       ...(plan.learnerPolicyIds === undefined ? {} : { learnerPolicyIds: plan.learnerPolicyIds }),
     })
+    const annotation = setup.annotate === undefined ? undefined : await setup.annotate(result, version)
     send({
       type: 'batch',
       batchIndex: message.batchIndex,
@@ -73,6 +74,7 @@ async function handle(setup: RolloutWorkerSetup, message: ToWorker): Promise<voi
       trajectories: result.trajectories,
       samples: result.samples,
       failures: result.failures.map((failure) => ({ ...failure, error: serializeError(failure.error) })),
+      ...(annotation === undefined ? {} : { annotation }),
     })
   } catch (error) {
     send({ type: 'error', stage: 'collect', batchIndex: message.batchIndex, error: serializeError(error) })

@@ -5,6 +5,7 @@ import {
   createRandom,
   deriveSeed,
   InvalidArgumentError,
+  LudicError,
   parseArgument,
   type AdvantageEstimatorV1,
   type ChatMessage,
@@ -40,7 +41,7 @@ import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
 import { padRows, responseColumns, responseLogprobs, type TokenSequence } from './sequences.js'
 import { shuffled } from './sft-trainer.js'
 import { builtModulePath } from './built-module.js'
-import { weightsPayload, type ModelRolloutWorkerData } from './rollout-worker.js'
+import { weightsPayload, type ModelRolloutWorkerData, type RolloutAnnotation } from './rollout-worker.js'
 
 const functionOf = <T>(message: string) => z.custom<T>((value) => typeof value === 'function', message)
 
@@ -321,7 +322,8 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
     const oldLogprobs = parsed.recomputeOldLogprobs ? await responseLogprobs(model, sequences, batch.miniBatchSize) : samples.map((sample) => sample.rolloutLogprobs)
     // Asynchronous collection: the rollout weights may be older than these; weight each token by the truncated ratio.
     const importance = asyncRollout === undefined ? undefined : importanceWeights(oldLogprobs, samples, asyncRollout.importanceCap)
-    const referenceLogprobs = reference === undefined ? undefined : await responseLogprobs(reference, sequences, batch.miniBatchSize)
+    // The rollout worker computed the reference log-probs (asynchronous mode); otherwise a forward pass here.
+    const referenceLogprobs = reference === undefined ? undefined : (workerReferenceLogprobs(rollout, samples) ?? (await responseLogprobs(reference, sequences, batch.miniBatchSize)))
     const rate = learningRate * schedule(stepIndex)
     const sums: Record<string, number> = {}
     let updates = 0
@@ -389,6 +391,8 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
         maxBatch: batch.maxGenerationBatch,
         seed: deriveSeed('ludic.policy', seed),
         vocabSize: tokenizer.vocabSize,
+        ...(reference === undefined ? {} : { reference: weightsPayload(reference.parameters()) }),
+        chunkSize: batch.miniBatchSize,
       }
       const started = createAsyncCollector({
         worker: builtModulePath(import.meta.url, 'rollout-worker'),
@@ -417,7 +421,7 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
       collector = started
     }
     const received = await collector.next(stepIndex)
-    return { ...received, generationSeconds: received.seconds, dropped: collector.stats.batchesDropped }
+    return { ...received, generationSeconds: received.seconds, dropped: collector.stats.batchesDropped, annotation: received.annotation as RolloutAnnotation | undefined }
   }
 
   async function close(): Promise<void> {
@@ -525,6 +529,17 @@ interface CollectedRollout {
 interface AsyncRollout extends CollectedRollout {
   policyVersion: number
   dropped: number
+  annotation?: RolloutAnnotation | undefined
+}
+
+/** The worker's reference log-probs of these samples, when it sent them (checked against the response lengths). */
+function workerReferenceLogprobs(rollout: CollectedRollout | AsyncRollout, samples: readonly Sample[]): Float32Array[] | undefined {
+  const logprobs = 'annotation' in rollout ? rollout.annotation?.referenceLogprobs : undefined
+  if (logprobs === undefined) return undefined
+  if (logprobs.length !== samples.length || logprobs.some((row, index) => row.length !== samples[index]!.responseTokenIds.length)) {
+    throw new LudicError(`the rollout worker's reference log-probs do not match the batch (${logprobs.length} rows for ${samples.length} samples)`)
+  }
+  return logprobs
 }
 
 /** Per token, min(exp(current − rollout log-prob), cap): the truncated importance ratio of stale rollout weights. */

@@ -4,11 +4,12 @@
  * of the model from the weights the trainer sent, and plays the environments of the user's setup module with
  * a local policy; pushed weights are assigned to that copy between batches.
  */
-import type { ChatMessage, EnvironmentV1, TokenizerV1 } from '@ludic/core'
+import type { ChatMessage, EnvironmentV1, Sample, TokenizerV1 } from '@ludic/core'
 import { CausalLanguageModel, createLocalPolicy, type ModelConfig } from '@ludic/model'
 import { exportedFunction, importModule, type PromptTemplate, type RolloutWorkerContext, type RolloutWorkerSetup } from '@ludic/rollout'
 import { initTensors } from '@ludic/tensors'
 import * as tf from '@tensorflow/tfjs-core'
+import { responseLogprobs } from './sequences.js'
 
 /** What the setup module gives every rollout worker: the same environments, tokenizer and prompts as the trainer. */
 export interface RlRolloutSetup {
@@ -41,6 +42,19 @@ export interface ModelRolloutWorkerData {
   seed: number
   /** The trainer tokenizer's vocabulary size, checked against the setup's. */
   vocabSize: number
+  /**
+   * The KL term's reference weights: the worker computes every batch's reference log-probs (its `annotation`,
+   * in the trainer's sample order and chunking), a forward pass the trainer's thread then skips.
+   */
+  reference?: WeightsPayload
+  /** Sequences per reference forward pass (the trainer's mini-batch size). */
+  chunkSize: number
+}
+
+/** A batch's annotation from the trainer's rollout worker. */
+export interface RolloutAnnotation {
+  /** Per sample with a non-empty response, in order: its response tokens' log-probs under the reference model. */
+  referenceLogprobs?: Float32Array[]
 }
 
 /** The model's weights as plain data (copies; no tensor leaves the call). */
@@ -69,10 +83,8 @@ export async function createRolloutWorker(data: ModelRolloutWorkerData, context:
   if (setup.tokenizer.vocabSize !== data.vocabSize) {
     throw new RangeError(`the setup module's tokenizer has ${setup.tokenizer.vocabSize} ids, the trainer's ${data.vocabSize}: they must be the same tokenizer`)
   }
-  const { names, shapes, values } = data.weights
-  const initial = new Map(names.map((name, index) => [name, tf.tensor(values[index]!, shapes[index]!, 'float32')]))
-  const model = new CausalLanguageModel(data.modelConfig, initial)
-  tf.dispose([...initial.values()])
+  const model = modelOf(data.modelConfig, data.weights)
+  const reference = data.reference === undefined ? undefined : modelOf(data.modelConfig, data.reference)
   const policy = createLocalPolicy({
     model,
     tokenizer: setup.tokenizer,
@@ -93,8 +105,24 @@ export async function createRolloutWorker(data: ModelRolloutWorkerData, context:
         value.dispose()
       })
     },
+    ...(reference === undefined
+      ? {}
+      : {
+          async annotate(result: { samples: readonly Sample[] }): Promise<RolloutAnnotation> {
+            const sequences = result.samples.filter((sample) => sample.responseTokenIds.length > 0).map((sample) => ({ promptIds: sample.promptTokenIds, responseIds: sample.responseTokenIds }))
+            return { referenceLogprobs: await responseLogprobs(reference, sequences, data.chunkSize) }
+          },
+        }),
     dispose() {
       model.dispose()
+      reference?.dispose()
     },
   }
+}
+
+function modelOf(config: ModelConfig, weights: WeightsPayload): CausalLanguageModel {
+  const initial = new Map(weights.names.map((name, index) => [name, tf.tensor(weights.values[index]!, weights.shapes[index]!, 'float32')]))
+  const model = new CausalLanguageModel(config, initial)
+  tf.dispose([...initial.values()])
+  return model
 }

@@ -1,11 +1,12 @@
 import { fileURLToPath } from 'node:url'
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, type Sample } from '@ludic/core'
-import { AsyncCollectorError } from '@ludic/rollout'
+import { AsyncCollectorError, createAsyncCollector } from '@ludic/rollout'
 import { sequenceLogprobs } from '@ludic/model'
 import { initTensors } from '@ludic/tensors'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { createRlTrainer, createSftTrainer, importanceWeights, type AsyncRolloutConfig } from '../src/index.js'
+import { createRlTrainer, createSftTrainer, importanceWeights, responseLogprobs, weightsPayload, type AsyncRolloutConfig } from '../src/index.js'
+import type { ModelRolloutWorkerData, RolloutAnnotation } from '../src/rollout-worker.js'
 import { createPickEnvironment, createTestModel, tokenizer } from './support.js'
 
 // Worker threads run the built rollout entries (dist/) and load this TypeScript setup through tsx.
@@ -82,6 +83,46 @@ describe('createRlTrainer with asynchronous collection', () => {
     expect(() => createRlTrainer({ model, tokenizer, asyncRollout: asyncRollout(), recomputeOldLogprobs: false })).toThrow(InvalidArgumentError)
     expect(() => createRlTrainer({ model, tokenizer, asyncRollout: asyncRollout({ importanceCap: 0.5 }) })).toThrow(/config.asyncRollout.importanceCap/)
     model.dispose()
+  })
+})
+
+describe('the rollout worker module', () => {
+  it("computes each batch's reference log-probs in the worker, equal to the trainer's own forward pass", async () => {
+    const model = createTestModel(6)
+    const collector = createAsyncCollector({
+      worker: fileURLToPath(new URL('../dist/rollout-worker.js', import.meta.url)),
+      workerData: {
+        setupModule,
+        setupData: { roles: ['player0', 'player1'] },
+        modelConfig: model.config,
+        weights: weightsPayload(model.parameters()),
+        reference: weightsPayload(model.parameters()),
+        backend: 'wasm',
+        maxBatch: 8,
+        seed: 1,
+        vocabSize: tokenizer.vocabSize,
+        chunkSize: 3,
+      } satisfies ModelRolloutWorkerData,
+      episodesPerBatch: 4,
+      generation: { maxTokens: 3 },
+    })
+    try {
+      await collector.start()
+      const batch = await collector.next(0)
+      const samples = batch.samples.filter((sample) => sample.responseTokenIds.length > 0)
+      const fromWorker = (batch.annotation as RolloutAnnotation).referenceLogprobs!
+      const here = await responseLogprobs(model, samples.map((sample) => ({ promptIds: sample.promptTokenIds, responseIds: sample.responseTokenIds })), 3)
+      expect(fromWorker).toHaveLength(samples.length)
+      fromWorker.forEach((row, index) => {
+        expect(row).toHaveLength(here[index]!.length)
+        row.forEach((value, column) => expect(value).toBeCloseTo(here[index]![column]!, 5))
+        // The rollout's own log-probs (KV-cached decode, same weights) agree too.
+        samples[index]!.rolloutLogprobs.forEach((value, column) => expect(value).toBeCloseTo(row[column]!, 4))
+      })
+    } finally {
+      await collector.close()
+      model.dispose()
+    }
   })
 })
 

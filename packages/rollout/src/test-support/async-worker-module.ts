@@ -47,6 +47,7 @@ export function createRolloutWorker(data: TestWorkerData): RolloutWorkerSetup {
       },
     },
     prompt: '{observation}',
+    annotate: (result, playedWith) => ({ samples: result.samples.length, version: playedWith }),
     setWeights(next, nextVersion) {
       if (nextVersion === data.failWeightsVersion) throw new TypeError(`weights ${String(next)} do not fit`)
       weights = next as number
