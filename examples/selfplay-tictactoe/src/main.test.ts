@@ -1,0 +1,68 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { main } from './main.js'
+import { chatTemplate, nonTerminalPositions, randomPlayExamples, terseBoard, trainTicTacToeTokenizer } from './tictactoe-setup.js'
+
+const directories: string[] = []
+afterAll(async () => {
+  for (const directory of directories) await rm(directory, { recursive: true, force: true })
+})
+
+describe('selfplay-tictactoe setup', () => {
+  it('renders the terse prompt, makes each move one token, and lists every position with each legal move', () => {
+    expect(terseBoard(['O', '', 'X', '', 'O', '', '', '', ''])).toBe('O01X2\n3O45\n678\nX')
+    const observation = "Current Board:\n\n O | 1 | X \n---+---+---\n 3 | O | 5 \n---+---+---\n 6 | 7 | 8 \n\nAvailable Moves: '[1]'"
+    expect(chatTemplate([{ role: 'user', content: observation }])).toBe('O01X2\n3O45\n678\nX>')
+    const tokenizer = trainTicTacToeTokenizer(300)
+    for (let cell = 0; cell < 9; cell++) expect(tokenizer.encode(`[${cell}]`, { addSpecialTokens: false })).toHaveLength(1)
+    expect(tokenizer.encode('O01X2\n3O45\n678\nX>', { addSpecialTokens: false })).toHaveLength(14) // 9 cells, 3 newlines, the mark, '>'
+    expect(nonTerminalPositions()).toHaveLength(4520)
+    expect(randomPlayExamples()[0]).toEqual({ prompt: '012\n345\n678\nO>', response: '[0]' })
+  })
+})
+
+describe('selfplay-tictactoe', () => {
+  it('runs with tiny settings and writes the report, the metrics and the chart', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-tictactoe-'))
+    directories.push(runDirectory)
+    const lines: string[] = []
+    const report = await main({
+      steps: 2,
+      sftSteps: 5,
+      sftBatchSize: 16,
+      episodesPerStep: 8,
+      miniBatchSize: 32,
+      evaluateEvery: 1,
+      evaluationEpisodes: 8,
+      minimaxEpisodes: 4,
+      checkpointEvery: 1,
+      runDirectory,
+      backend: 'wasm',
+      progress: false,
+      log: (line) => lines.push(line),
+    })
+    expect(report.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2])
+    for (const evaluation of report.evaluations) {
+      for (const rate of [evaluation.winRate, evaluation.drawRate, evaluation.lossRate, evaluation.invalidRate, evaluation.greedyWinRate, evaluation.greedyInvalidRate]) {
+        expect(rate).toBeGreaterThanOrEqual(0)
+        expect(rate).toBeLessThanOrEqual(1)
+      }
+      expect(evaluation.winRate + evaluation.drawRate + evaluation.lossRate).toBeCloseTo(1, 9)
+    }
+    for (const play of [report.minimaxAfter.sampled, report.minimaxAfter.greedy]) expect(play.winRate + play.drawRate + play.lossRate).toBeCloseTo(1, 9)
+    const saved = JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8')) as { after: { step: number }; backend: string }
+    expect(saved.after.step).toBe(2)
+    expect(saved.backend).toBe('wasm')
+    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>)
+    expect(metrics.map((record) => record.step)).toEqual([1, 2])
+    expect(metrics[0]!['eval/winRate']).toBeTypeOf('number')
+    expect(metrics[0]!['eval/greedyWinRate']).toBeTypeOf('number')
+    const chart = await readFile(join(runDirectory, 'chart.svg'), 'utf8')
+    expect(chart).toMatch(/^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/)
+    expect(chart).toContain('win rate vs random')
+    expect(chart).toContain('invalid')
+    expect(lines.at(-2)).toMatch(/^after 2 self-play steps: vs random win [\d.]+%/)
+  })
+})
