@@ -39,6 +39,11 @@ export const mainOptionsSchema = z.strictObject({
   invalidPenalty: z.number().max(0).default(-3),
   /** β of the KL to the warmed-up policy (uniform over legal moves). 0: none. */
   klCoefficient: z.number().min(0).default(0.05),
+  /**
+   * Share of the training episodes in which one seat (drawn per episode) is the uniform random player instead of
+   * the model itself (the trainer's `opponents`; only the model's moves are trained on). 0: pure self-play.
+   */
+  randomOpponentShare: z.number().min(0).max(1).default(0),
   /** Evaluate (win rate vs random, sampled and greedy) every k steps. */
   evaluateEvery: z.number().int().positive().default(10),
   /** Games against the random player per evaluation (seats alternating). */
@@ -169,6 +174,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     model,
     tokenizer,
     environments: [() => createTicTacToe({ invalidPenalty: parsed.invalidPenalty })],
+    ...(parsed.randomOpponentShare > 0 ? { opponents: [{ policy: createRandomPolicy({ seed: seed + 7, id: 'random-opponent' }), share: parsed.randomOpponentShare }] } : {}),
     advantage: createRae(),
     policyLoss: createPolicyLoss('ppo-clip', { clipLow: 0.2, clipHigh: 0.2 }),
     optimizer: { learningRate: parsed.learningRate },

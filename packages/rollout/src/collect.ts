@@ -24,6 +24,8 @@ export interface PolicyContext {
   groupIndex: number
   /** Position of the episode in the plan: environment-major, then seed, then group index. */
   episodeIndex: number
+  /** The environment's roles, in its order. */
+  roles: readonly string[]
 }
 
 /**
@@ -167,7 +169,7 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
         const episodeIndex = plans.length
         const chosen = new Map<string, PolicyV1>()
         for (const role of source.roles) {
-          const policy = choosePolicy(parsed.policies, { role, environmentId: source.id, seed, groupIndex, episodeIndex }, source.id, source.roles)
+          const policy = choosePolicy(parsed.policies, { role, environmentId: source.id, seed, groupIndex, episodeIndex, roles: source.roles }, source.id, source.roles)
           chosen.set(role, policy)
           usedPolicyIds.add(policy.id)
         }

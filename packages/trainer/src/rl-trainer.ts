@@ -10,6 +10,7 @@ import {
   type AdvantageEstimatorV1,
   type ChatMessage,
   type EnvironmentV1,
+  type PolicyV1,
   type Random,
   type Sample,
   type TokenizerV1,
@@ -42,6 +43,9 @@ import { padRows, responseColumns, responseLogprobs, type TokenSequence } from '
 import { shuffled } from './sft-trainer.js'
 import { builtModulePath } from './built-module.js'
 import { weightsPayload, type ModelRolloutWorkerData, type RolloutAnnotation } from './rollout-worker.js'
+
+const isPolicyLike = (value: unknown): boolean =>
+  typeof value === 'object' && value !== null && (value as PolicyV1).specificationVersion === 'v1' && typeof (value as PolicyV1).id === 'string' && typeof (value as PolicyV1).generate === 'function'
 
 const functionOf = <T>(message: string) => z.custom<T>((value) => typeof value === 'function', message)
 
@@ -174,6 +178,16 @@ export const rlTrainerConfigSchema = z.strictObject({
   evaluateEvery: z.number().int().min(0).default(0),
   /** Only these roles' turns are trained on. Default: every role. */
   trainRoles: z.array(z.string()).min(1).optional(),
+  /**
+   * Fixed opponents beside self-play (a population, as in league training): in a `share` of the episodes (drawn
+   * per episode from the seed and step) one role, drawn likewise, is played by `policy` (e.g. the random player),
+   * and only the model's turns are trained on. Shares add up to at most 1. Default: none (pure self-play).
+   */
+  opponents: z
+    .array(z.strictObject({ policy: z.custom<PolicyV1>(isPolicyLike, 'must be a PolicyV1'), share: z.number().gt(0).max(1) }))
+    .min(1)
+    .refine((opponents) => opponents.reduce((total, opponent) => total + opponent.share, 0) <= 1 + 1e-9, 'shares must add up to at most 1')
+    .optional(),
   /** Collect in worker threads while training (see `asyncRolloutConfigSchema`). Default: synchronous collection. */
   asyncRollout: asyncRolloutConfigSchema.optional(),
 })
@@ -238,9 +252,9 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
     throw new InvalidArgumentError({ argument: 'config.environments', value: undefined, message: 'is needed (or config.asyncRollout, whose setup module gives the environments)' })
   }
   if (asyncRollout !== undefined) {
-    for (const name of ['environments', 'prompt', 'chatTemplate'] as const) {
+    for (const name of ['environments', 'prompt', 'chatTemplate', 'opponents'] as const) {
       if (parsed[name] !== undefined) {
-        throw new InvalidArgumentError({ argument: `config.${name}`, value: parsed[name], message: 'must not be given with config.asyncRollout: its setup module gives the workers their environments, prompt and chat template' })
+        throw new InvalidArgumentError({ argument: `config.${name}`, value: parsed[name], message: name === 'opponents' ? 'are not supported with config.asyncRollout yet (the workers play self-play only)' : 'must not be given with config.asyncRollout: its setup module gives the workers their environments, prompt and chat template' })
       }
     }
     if (asyncRollout.maxStaleness < asyncRollout.pushEvery) {
@@ -250,6 +264,11 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
       throw new InvalidArgumentError({ argument: 'config.recomputeOldLogprobs', value: false, message: 'must be true with config.asyncRollout: the importance ratio needs the current weights\' log-probs' })
     }
   }
+  parsed.opponents?.forEach((opponent, index) => {
+    if (opponent.policy.id === `local-${model.config.architecture}`) {
+      throw new InvalidArgumentError({ argument: `config.opponents.${index}.policy.id`, value: opponent.policy.id, message: "is the trained model's policy id; an opponent needs its own (its turns are told apart by id)" })
+    }
+  })
   let collector: AsyncCollector | undefined
   const estimator = parsed.advantage ?? createRae()
   const policyLoss = parsed.policyLoss ?? createPolicyLoss('ppo-clip')
@@ -364,7 +383,8 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
     const firstSeed = deriveSeed('ludic.episodes', seed, stepIndex) % 2 ** 30
     const rollout = await collect({
       environments: parsed.environments!,
-      policies: policy,
+      policies: parsed.opponents === undefined ? policy : withOpponents(policy, parsed.opponents, seed, stepIndex),
+      ...(parsed.opponents === undefined ? {} : { learnerPolicyIds: [policy.id] }),
       seeds: Array.from({ length: batch.episodesPerStep }, (_, index) => firstSeed + index),
       groupSize: batch.groupSize,
       concurrency: batch.concurrency,
@@ -515,6 +535,23 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
       optimizer.dispose()
       reference?.dispose()
     },
+  }
+}
+
+/**
+ * Self-play with fixed opponents in a share of the episodes: per episode a draw (from seed, step and episode)
+ * picks an opponent or none, and which role it plays; every other role is the model's.
+ */
+function withOpponents(self: PolicyV1, opponents: readonly { policy: PolicyV1; share: number }[], seed: number, stepIndex: number) {
+  return ({ role, roles, episodeIndex }: { role: string; roles: readonly string[]; episodeIndex: number }): PolicyV1 => {
+    const draw = createRandom(deriveSeed('ludic.opponents', seed, stepIndex, episodeIndex))
+    let u = draw.nextFloat()
+    const seat = roles[draw.nextInt(roles.length)]
+    for (const opponent of opponents) {
+      if (u < opponent.share) return role === seat ? opponent.policy : self
+      u -= opponent.share
+    }
+    return self
   }
 }
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError } from '@ludic/core'
+import { createScriptedPolicy } from '@ludic/core/test'
 import { createGrpo } from '@ludic/advantages'
 import { sequenceLogprobs } from '@ludic/model'
 import { initTensors } from '@ludic/tensors'
@@ -152,6 +153,33 @@ describe('createRlTrainer', () => {
     expect(seen).toEqual([2, 4])
     expect(history.map((metrics) => metrics['eval/score'])).toEqual([undefined, 20, undefined, 40])
     trainer.dispose()
+    model.dispose()
+  })
+
+  it('plays fixed opponents in a share of the episodes and trains on the model\'s turns only', async () => {
+    const model = createTestModel(7)
+    const run = async (share: number) => {
+      const opponent = createScriptedPolicy({ id: 'always-b', replies: () => 'b' })
+      const trainer = createRlTrainer(baseConfig(model, { opponents: [{ policy: opponent, share }], batch: { episodesPerStep: 16, miniBatchSize: 16, ppoEpochs: 1, maxTokens: 2 } }))
+      const metrics = await trainer.step()
+      trainer.dispose()
+      const roles = new Set(opponent.requests.map((request) => /player\d/.exec(request.messages.at(-1)!.content)![0]))
+      return { requests: opponent.requests.length, roles, samples: metrics.samples! }
+    }
+    // Every episode has the opponent in one of the two roles (drawn per episode); the model plays the other,
+    // so at most one sample per episode (an invalid first move ends an episode before the second role acts).
+    const all = await run(1)
+    expect(all.requests).toBeGreaterThan(0)
+    expect(all.requests).toBeLessThan(16) // player0 in some episodes only (as player1 it acts only after a valid first move)
+    expect(all.samples).toBeLessThanOrEqual(16)
+    expect(all.samples + all.requests).toBeGreaterThanOrEqual(16)
+    const half = await run(0.5)
+    expect(half.requests).toBeGreaterThan(0)
+    expect(half.requests).toBeLessThan(all.requests + 1)
+    expect(half.samples + half.requests).toBeGreaterThanOrEqual(16)
+    expect(await run(0.5)).toEqual(half) // drawn from the seed and step: the same again
+    expect(() => createRlTrainer(baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: 'a', replies: () => 'a' }), share: 0.7 }, { policy: createScriptedPolicy({ id: 'b', replies: () => 'b' }), share: 0.5 }] }))).toThrow(/config.opponents.*add up to at most 1/)
+    expect(() => createRlTrainer(baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: 'local-llama', replies: () => 'a' }), share: 0.5 }] }))).toThrow(/config.opponents.0.policy.id/)
     model.dispose()
   })
 
