@@ -110,13 +110,16 @@ interface WorkerSlot {
   exited: boolean
 }
 
-/** The built worker entry: next to this module in dist/, or dist/ of the package when running from its sources. */
-function workerEntry(): URL {
-  const beside = new URL('./async-worker.js', import.meta.url)
-  if (existsSync(fileURLToPath(beside))) return beside
-  const built = new URL('../dist/async-worker.js', import.meta.url)
-  if (existsSync(fileURLToPath(built))) return built
-  throw new AsyncCollectorError({ message: `the worker entry of @ludic/rollout is not built (looked for ${fileURLToPath(beside)} and ${fileURLToPath(built)}): run npm run build` })
+/**
+ * The path of a package's built entry `dist/<name>.js` for a worker thread to run or import: next to the calling
+ * module when it runs from dist/, or in the package's dist/ when it runs from its sources (tests).
+ */
+export function builtModulePath(callerUrl: string, name: string, packageName: string): string {
+  const beside = fileURLToPath(new URL(`./${name}.js`, callerUrl))
+  if (existsSync(beside)) return beside
+  const built = fileURLToPath(new URL(`../dist/${name}.js`, callerUrl))
+  if (existsSync(built)) return built
+  throw new AsyncCollectorError({ message: `the ${name} entry of ${packageName} is not built (looked for ${beside} and ${built}): run npm run build` })
 }
 
 /**
@@ -239,7 +242,7 @@ export function createAsyncCollector(options: AsyncCollectorOptions): AsyncColle
         learnerPolicyIds: parsed.learnerPolicyIds,
       },
     }
-    const thread = new Worker(workerEntry(), { workerData: data, execArgv: parsed.execArgv ?? withoutSourceCondition(process.execArgv) })
+    const thread = new Worker(builtModulePath(import.meta.url, 'async-worker', '@ludic/rollout'), { workerData: data, execArgv: parsed.execArgv ?? withoutSourceCondition(process.execArgv) })
     const slot: WorkerSlot = { index, thread, ready: false, busy: false, exited: false }
     thread.on('message', (message: FromWorker) => onMessage(slot, message))
     thread.on('error', (error) => fail(new AsyncCollectorError({ message: `rollout worker ${index} crashed: ${error.name}: ${error.message}`, workerIndex: index, cause: error })))

@@ -36,6 +36,7 @@ export { serveOpenAICompatible, serveOptionsSchema, type OpenAICompatibleServer,
 export {
   AsyncCollectorError,
   asyncCollectorOptionsSchema,
+  builtModulePath,
   createAsyncCollector,
   type AsyncBatch,
   type AsyncCollector,

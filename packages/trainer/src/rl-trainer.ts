@@ -31,7 +31,7 @@ import {
   type LearningRateSchedule,
 } from '@ludic/model'
 import { createPolicyLoss, klEstimatorSchema, klLoss, type PolicyLoss } from '@ludic/objectives'
-import { collect, createAsyncCollector, type AsyncCollector, type PromptTemplate } from '@ludic/rollout'
+import { builtModulePath, collect, createAsyncCollector, type AsyncCollector, type PromptTemplate } from '@ludic/rollout'
 import { maskedMean } from '@ludic/tensors'
 import { z } from 'zod'
 import { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
@@ -41,7 +41,6 @@ import { createProgressBar, type ProgressBar, type ProgressStream } from './prog
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
 import { padRows, responseColumns, responseLogprobs, type TokenSequence } from './sequences.js'
 import { shuffled } from './sft-trainer.js'
-import { builtModulePath } from './built-module.js'
 import { weightsPayload, type ModelRolloutWorkerData, type RolloutAnnotation } from './rollout-worker.js'
 
 const isPolicyLike = (value: unknown): boolean =>
@@ -415,7 +414,7 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
         chunkSize: batch.miniBatchSize,
       }
       const started = createAsyncCollector({
-        worker: builtModulePath(import.meta.url, 'rollout-worker'),
+        worker: builtModulePath(import.meta.url, 'rollout-worker', '@ludic/trainer'),
         workerData: data,
         workers: settings.workers,
         episodesPerBatch: batch.episodesPerStep,
