@@ -16,8 +16,8 @@ import { createDecoder } from './decoders/create-decoder.js'
 import { decodeTokens, type Decoder } from './decoders/decoder.js'
 import { cleanUpTokenization } from './decoders/word-piece-decoder.js'
 import { childLocation, parseJson, type JsonLocation } from './json-location.js'
-import { createModel } from './models/create-model.js'
-import type { Model } from './models/model.js'
+import { createTokenizerModel } from './models/create-tokenizer-model.js'
+import type { TokenizerModel } from './models/tokenizer-model.js'
 import { createNormalizer } from './normalizers/create-normalizer.js'
 import type { Normalizer } from './normalizers/normalizer.js'
 import { createPostProcessor } from './post-processors/create-post-processor.js'
@@ -78,7 +78,7 @@ export class Tokenizer implements TokenizerV1 {
   readonly padTokenId: number | undefined
   readonly normalizer: Normalizer | undefined
   readonly preTokenizer: PreTokenizer | undefined
-  readonly model: Model
+  readonly model: TokenizerModel
   readonly postProcessor: PostProcessor | undefined
   readonly decoder: Decoder | undefined
   readonly addedVocabulary: AddedVocabulary
@@ -96,7 +96,7 @@ export class Tokenizer implements TokenizerV1 {
   private constructor(parts: {
     normalizer: Normalizer | undefined
     preTokenizer: PreTokenizer | undefined
-    model: Model
+    model: TokenizerModel
     postProcessor: PostProcessor | undefined
     decoder: Decoder | undefined
     addedTokens: AddedToken[]
@@ -147,7 +147,7 @@ export class Tokenizer implements TokenizerV1 {
     const parsedConfig = parseJson(tokenizerConfigSchema, config ?? {}, { source: options.configSource ?? 'tokenizer_config.json', path: [] })
     const normalizer = parsed.normalizer === null ? undefined : createNormalizer(parsed.normalizer, childLocation(location, 'normalizer'))
     const preTokenizer = parsed.pre_tokenizer === null ? undefined : createPreTokenizer(parsed.pre_tokenizer, childLocation(location, 'pre_tokenizer'))
-    const model = createModel(parsed.model, childLocation(location, 'model'))
+    const model = createTokenizerModel(parsed.model, childLocation(location, 'model'))
     const postProcessor = parsed.post_processor === null ? undefined : createPostProcessor(parsed.post_processor, childLocation(location, 'post_processor'))
     const decoder = parsed.decoder === null ? undefined : createDecoder(parsed.decoder, childLocation(location, 'decoder'))
     const addedTokens: AddedToken[] = parsed.added_tokens.map((token) => ({

@@ -1,6 +1,6 @@
 import { BpeWordMerger } from './bpe-word.js'
 import { MergeTable } from './merge-table.js'
-import { invertVocabulary, type Model } from './model.js'
+import { invertVocabulary, type TokenizerModel } from './tokenizer-model.js'
 
 export interface BpeOptions {
   vocabulary: ReadonlyMap<string, number>
@@ -54,7 +54,7 @@ function addUtf8Bytes(codePoint: number, byteIds: Int32Array, merger: BpeWordMer
  * the continuing-subword prefix and end-of-word suffix where set), unknown characters fall back to
  * bytes or to the unknown token, then merges apply by rank (see `BpeWordMerger`).
  */
-export class BpeModel implements Model {
+export class BpeModel implements TokenizerModel {
   readonly vocabSize: number
   private readonly vocabulary: ReadonlyMap<string, number>
   private readonly tokens: (string | undefined)[]

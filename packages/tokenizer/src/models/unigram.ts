@@ -1,4 +1,4 @@
-import type { Model } from './model.js'
+import type { TokenizerModel } from './tokenizer-model.js'
 
 export interface UnigramOptions {
   /** Tokens with their log-probabilities, the id being the index. */
@@ -20,7 +20,7 @@ const unknownPenalty = 10
  * by Viterbi over a trie of the vocabulary, as Hugging Face's `encode_optimized`. Characters no token
  * covers become the unknown token (consecutive ones fused), or their bytes with `byteFallback`.
  */
-export class UnigramModel implements Model {
+export class UnigramModel implements TokenizerModel {
   readonly vocabSize: number
   private readonly ids = new Map<string, number>()
   private readonly root: TrieNode = { children: new Map(), id: -1 }

@@ -1,7 +1,7 @@
-import { invertVocabulary, type Model } from './model.js'
+import { invertVocabulary, type TokenizerModel } from './tokenizer-model.js'
 
 /** WordLevel: each piece is one token, or the unknown token. */
-export class WordLevelModel implements Model {
+export class WordLevelModel implements TokenizerModel {
   readonly vocabSize: number
   private readonly tokens: (string | undefined)[]
 

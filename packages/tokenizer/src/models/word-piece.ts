@@ -1,4 +1,4 @@
-import { invertVocabulary, type Model } from './model.js'
+import { invertVocabulary, type TokenizerModel } from './tokenizer-model.js'
 
 export interface WordPieceOptions {
   vocabulary: ReadonlyMap<string, number>
@@ -10,7 +10,7 @@ export interface WordPieceOptions {
 }
 
 /** WordPiece (BERT): greedy longest-match-first over the vocabulary; a word with an unmatchable part is one unknown token. */
-export class WordPieceModel implements Model {
+export class WordPieceModel implements TokenizerModel {
   readonly vocabSize: number
   private readonly tokens: (string | undefined)[]
 

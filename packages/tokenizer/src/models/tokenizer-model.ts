@@ -1,5 +1,5 @@
 /** The third stage of the pipeline: turns one pre-tokenized piece into token ids. */
-export interface Model {
+export interface TokenizerModel {
   /** Ids of the piece's tokens, in order (empty for an empty piece). */
   tokenize(piece: string): Int32Array
   tokenToId(token: string): number | undefined

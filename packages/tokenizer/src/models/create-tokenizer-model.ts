@@ -2,7 +2,7 @@ import { ParseError } from '@ludic/core'
 import { z } from 'zod'
 import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
 import { BpeModel, MergeOutOfVocabularyError } from './bpe.js'
-import type { Model } from './model.js'
+import type { TokenizerModel } from './tokenizer-model.js'
 import { UnigramModel } from './unigram.js'
 import { WordLevelModel } from './word-level.js'
 import { WordPieceModel } from './word-piece.js'
@@ -60,7 +60,7 @@ const bpeOptionsSchema = z.object({
   merges: z.unknown(),
 })
 
-const builders: Record<string, ComponentBuilder<Model>> = {
+const builders: Record<string, ComponentBuilder<TokenizerModel>> = {
   BPE: (json, location) => {
     const options = parseJson(bpeOptionsSchema, json, location)
     const vocabulary = readVocabulary(options.vocab, childLocation(location, 'vocab'))
@@ -126,6 +126,6 @@ function withInferredType(json: unknown): unknown {
 }
 
 /** Builds the model of a `tokenizer.json` (its `model` field) from its JSON. */
-export function createModel(json: unknown, location: JsonLocation): Model {
+export function createTokenizerModel(json: unknown, location: JsonLocation): TokenizerModel {
   return buildComponent('model', builders, withInferredType(json), location)
 }

@@ -2,7 +2,7 @@ import { ParseError } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { nativeEncode, nativeTokenizer, tokenizerJson } from '../../test/native-reference.js'
 import { Tokenizer } from '../tokenizer.js'
-import { createModel } from './create-model.js'
+import { createTokenizerModel } from './create-tokenizer-model.js'
 
 const location = { source: 'tokenizer.json', path: ['model'] }
 
@@ -58,7 +58,7 @@ const models: Record<string, [unknown, string[]]> = {
   ],
 }
 
-describe('createModel', () => {
+describe('createTokenizerModel', () => {
   describe.each(Object.entries(models))('%s', (_, [model, texts]) => {
     const json = tokenizerJson({ model })
     const ours = Tokenizer.fromJSON(json)
@@ -69,14 +69,14 @@ describe('createModel', () => {
   })
 
   it('reads merges written as pairs and as "a b" strings alike', () => {
-    const asPairs = createModel(bpe({ ...unrelated, merges: unrelated.merges.map((merge) => merge.split(' ')) }), location)
-    const asStrings = createModel(bpe(unrelated), location)
+    const asPairs = createTokenizerModel(bpe({ ...unrelated, merges: unrelated.merges.map((merge) => merge.split(' ')) }), location)
+    const asStrings = createTokenizerModel(bpe(unrelated), location)
     expect(Array.from(asPairs.tokenize('unrelated'))).toEqual(Array.from(asStrings.tokenize('unrelated')))
   })
 
   it('infers the type of a model written without one', () => {
     const { type: _, ...untyped } = bpe(unrelated)
-    expect(Array.from(createModel(untyped, location).tokenize('unrelated'))).toEqual([15])
+    expect(Array.from(createTokenizerModel(untyped, location).tokenize('unrelated'))).toEqual([15])
   })
 
   it.each([
@@ -88,7 +88,7 @@ describe('createModel', () => {
     [{ type: 'Unigram', vocab: [['a', 'x']] }, ['model', 'vocab', 0, 1], /number/],
   ])('gives a ParseError at the bad field (%#)', (json, path, message) => {
     try {
-      createModel(json, location)
+      createTokenizerModel(json, location)
       expect.unreachable()
     } catch (error) {
       expect(ParseError.isInstance(error)).toBe(true)
@@ -98,6 +98,6 @@ describe('createModel', () => {
   })
 
   it('names an unsupported type and the supported ones', () => {
-    expect(() => createModel({ type: 'Magic' }, location)).toThrow(/model\.type: unsupported model type 'Magic'; supported: BPE, WordPiece, WordLevel, Unigram/)
+    expect(() => createTokenizerModel({ type: 'Magic' }, location)).toThrow(/model\.type: unsupported model type 'Magic'; supported: BPE, WordPiece, WordLevel, Unigram/)
   })
 })
