@@ -8,7 +8,8 @@ export {
   formatPath,
   type LudicErrorOptions,
 } from './errors.js'
-export { parseArgument } from './validation.js'
+export { parseArgument, parseInput } from './validation.js'
+export { isPolicy, isTokenizer, policySchema, tokenizerSchema } from './interface-checks.js'
 export { createRandom, deriveSeed, type Random, type RandomSeed } from './random.js'
 export {
   advantageBatchSchema,

@@ -30,6 +30,17 @@ export interface AdvantageEstimatorV1 {
   readonly specificationVersion: 'v1'
   readonly name: string
   estimate(batch: AdvantageBatch): AdvantageResult
+  /**
+   * A stateful estimator (one that keeps something across batches, such as RAE's per-role baselines)
+   * returns that state as plain JSON data, which a trainer saves in its checkpoints. Stateless
+   * estimators (GAE, GRPO…) leave it out.
+   */
+  getState?(): unknown
+  /**
+   * Restores a state returned by `getState` (read back from a checkpoint, so it is validated: a malformed
+   * state throws). Present exactly when `getState` is.
+   */
+  setState?(state: unknown): void
 }
 
 /** Scores whole trajectories, possibly comparing a group at once (CPO-style judges). */

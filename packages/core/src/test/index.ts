@@ -5,3 +5,4 @@ export {
   type ScriptedEnvironment,
   type ScriptedEnvironmentOptions,
 } from './scripted-environment.js'
+export { checkErrorClasses, coreErrorExamples, exportedErrorClasses } from './error-classes.js'
