@@ -19,7 +19,7 @@ export {
   type TwoPlayerRules,
 } from './two-player-environment.js'
 export { createTranscript, type Transcript } from './transcript.js'
-export { createGame, gameIds, type GameId, type GameOptionsById } from './registry.js'
+export { createGame, gameIds, games, registerGame, type GameFactory, type GameId, type GameOptionsById } from './registry.js'
 export { playEpisode, type EpisodeResult, type PlayEpisodeOptions } from './play-episode.js'
 
 export {

@@ -29,9 +29,34 @@ const factories: { readonly [Id in GameId]: (options?: GameOptionsById[Id]) => E
 /** The ids of the games of this package. */
 export const gameIds = Object.keys(factories) as GameId[]
 
+/** Makes an environment from its options (`undefined` when the caller gave none). */
+export type GameFactory<Options = unknown> = (options?: Options) => EnvironmentV1
+
+const registered = new Map<string, GameFactory<never>>(Object.entries(factories))
+
+/**
+ * Adds a game under `id`, so `createGame(id, options)` and `games.create` make it and a run config can name it.
+ * An id already taken is an `InvalidArgumentError`.
+ */
+export function registerGame<Options>(id: string, factory: GameFactory<Options>): void {
+  if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError({ argument: 'id', value: id, message: 'must be a non-empty string' })
+  if (typeof factory !== 'function') throw new InvalidArgumentError({ argument: 'factory', value: factory, message: 'must be a function (options) => EnvironmentV1' })
+  if (registered.has(id)) throw new InvalidArgumentError({ argument: 'id', value: id, message: 'a game with this id is already registered' })
+  registered.set(id, factory)
+}
+
 /** Creates a game's environment by id (as a config or CLI names it), with that game's options. */
-export function createGame<Id extends GameId>(id: Id, options?: GameOptionsById[Id]): EnvironmentV1 {
-  const factory = (factories as Record<string, ((options?: unknown) => EnvironmentV1) | undefined>)[id]
-  if (factory === undefined) throw new InvalidArgumentError({ argument: 'id', value: id, message: `is not a game of @ludic/games (${gameIds.join(', ')})` })
+export function createGame<Id extends GameId>(id: Id, options?: GameOptionsById[Id]): EnvironmentV1
+export function createGame(id: string, options?: unknown): EnvironmentV1
+export function createGame(id: string, options?: unknown): EnvironmentV1 {
+  const factory = registered.get(id) as GameFactory | undefined
+  if (factory === undefined) throw new InvalidArgumentError({ argument: 'id', value: id, message: `is not a registered game (${[...registered.keys()].join(', ')})` })
   return factory(options)
+}
+
+/** The games by id: this package's and those added with `registerGame` (the shape a run config's loader takes). */
+export const games = {
+  create: createGame as (id: string, options?: unknown) => EnvironmentV1,
+  /** The registered ids, this package's first, then in order of registration. */
+  names: (): string[] => [...registered.keys()],
 }

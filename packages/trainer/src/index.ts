@@ -1,27 +1,24 @@
+export { createRlTrainer, type RlRunOptions, type RlTrainer } from './rl-trainer.js'
 export {
   asyncRolloutConfigSchema,
-  createRlTrainer,
-  importanceWeights,
-  entropyKeep,
   klConfigSchema,
+  learnerPolicyId,
   rlBatchConfigSchema,
   rlTrainerConfigSchema,
   type AsyncRolloutConfig,
   type EvaluationContext,
   type EvaluationHook,
   type RlBatchConfig,
-  type RlRunOptions,
-  type RlTrainer,
   type RlTrainerConfig,
-} from './rl-trainer.js'
-export { createSftTrainer, sftStep, sftTrainerConfigSchema, shuffled, type SftExample, type SftStepMetrics, type SftTrainer, type SftTrainerConfig } from './sft-trainer.js'
+} from './rl-config.js'
+export { createSftTrainer, sftStep, sftTrainerConfigSchema, type SftExample, type SftStepMetrics, type SftTrainer, type SftTrainerConfig } from './sft-trainer.js'
 export { optimizerConfigSchema, type OptimizerConfig } from './optimizer-config.js'
 export { resolveSchedule, scheduleConfigSchema, type ScheduleConfig } from './schedule.js'
 export { outcomeAdvantageBatch } from './outcome-rewards.js'
 export { responseLogprobs, type TokenSequence } from './sequences.js'
 export { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
 export { createProgressBar, type ProgressBar, type ProgressStream } from './progress-bar.js'
-export { loadRunConfig, runConfigFileSchema, type RunConfigFile } from './run-config.js'
+export { loadRunConfig, runConfigFileSchema, type EnvironmentRegistry, type LoadRunConfigOptions, type RunConfigFile } from './run-config.js'
 export { renderRunChart, type ChartSeries } from './run-chart.js'
 export { parseCommandLineOptions } from './command-line.js'
-export { loadRolloutSetup, weightsPayload, type CreateRlRolloutSetup, type RlRolloutSetup, type WeightsPayload } from './rollout-worker.js'
+export type { CreateRlRolloutSetup, RlRolloutSetup } from './rollout-worker.js'

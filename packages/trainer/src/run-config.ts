@@ -1,14 +1,14 @@
 import { readFile } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
-import { ParseError, type EnvironmentV1, type TokenizerV1 } from '@ludic/core'
+import { InvalidArgumentError, ParseError, type EnvironmentV1, type TokenizerV1 } from '@ludic/core'
 import { advantageEstimators } from '@ludic/advantages'
-import { createGame, gameIds, promptTemplates, renderPrompt, type GameId, type PromptTemplateName } from '@ludic/games'
 import { createModel, loadModel, presetNames, type CausalLanguageModel } from '@ludic/model'
 import { createPolicyLoss, policyLossNames, type PolicyLossName } from '@ludic/objectives'
+import type { PromptTemplate } from '@ludic/rollout'
 import { loadTokenizer } from '@ludic/tokenizer'
 import { z } from 'zod'
 import { optimizerConfigSchema } from './optimizer-config.js'
-import { klConfigSchema, rlBatchConfigSchema, type RlTrainerConfig } from './rl-trainer.js'
+import { klConfigSchema, rlBatchConfigSchema, type RlTrainerConfig } from './rl-config.js'
 import { scheduleConfigSchema } from './schedule.js'
 
 /**
@@ -24,7 +24,7 @@ export const runConfigFileSchema = z.strictObject({
   /** A directory with `tokenizer.json` (relative to the file); or pass `options.tokenizer`. */
   tokenizer: z.strictObject({ path: z.string().min(1) }).optional(),
   environments: z
-    .array(z.strictObject({ game: z.enum(gameIds as [GameId, ...GameId[]]), options: z.record(z.string(), z.unknown()).default({}) }))
+    .array(z.strictObject({ game: z.string().min(1), options: z.record(z.string(), z.unknown()).default({}) }))
     .min(1, 'needs at least one environment'),
   /** An estimator of the advantages registry (`rae`, `grpo`, … or one registered). Default `rae`. */
   advantage: z.strictObject({ name: z.string().min(1), options: z.record(z.string(), z.unknown()).optional() }).default({ name: 'rae' }),
@@ -35,7 +35,7 @@ export const runConfigFileSchema = z.strictObject({
   optimizer: optimizerConfigSchema.optional(),
   schedule: scheduleConfigSchema.optional(),
   batch: rlBatchConfigSchema.optional(),
-  /** A games prompt template (`spiral`, `terse`) or a rollout string template with `{observation}`. */
+  /** A name of `options.prompts` (e.g. a game's named prompt) or a rollout string template with `{observation}`. */
   prompt: z.string().min(1).optional(),
   seed: z.number().int().optional(),
   /** Relative to the file. */
@@ -48,12 +48,37 @@ export const runConfigFileSchema = z.strictObject({
 export type RunConfigFile = z.input<typeof runConfigFileSchema>
 
 /**
- * Reads a run config file and makes what it names: the model (preset or checkpoint), the tokenizer, the
- * environments (by game id, `createGame`), the estimator (advantages registry) and the policy loss. The
- * result goes to `createRlTrainer` (add `evaluate` and the like there). A missing file, bad JSON, an unknown
- * name or a bad field is a `ParseError` naming the file and the field.
+ * Where a run config's environment names are looked up: `@ludic/games`' `games` registry (built-in and
+ * registered games), or any object of this shape.
  */
-export async function loadRunConfig(path: string, options: { tokenizer?: TokenizerV1; model?: CausalLanguageModel } = {}): Promise<RlTrainerConfig> {
+export interface EnvironmentRegistry {
+  /** Makes the environment registered under `name` with its options; throws on bad options. */
+  create(name: string, options?: unknown): EnvironmentV1
+  /** Every name `create` knows. */
+  names(): readonly string[]
+}
+
+export interface LoadRunConfigOptions {
+  /** The environments the config's `environments[].game` names (e.g. `games` of `@ludic/games`). */
+  environments: EnvironmentRegistry
+  /** Prompts the config's `prompt` may name (e.g. a game's named prompts); other strings are `{observation}` templates. */
+  prompts?: Readonly<Record<string, PromptTemplate>>
+  /** Used instead of the config's `tokenizer`. */
+  tokenizer?: TokenizerV1
+  /** Used instead of the config's `model`. */
+  model?: CausalLanguageModel
+}
+
+/**
+ * Reads a run config file and makes what it names: the model (preset or checkpoint), the tokenizer, the
+ * environments (by name, from `options.environments`), the estimator (advantages registry) and the policy
+ * loss. The result goes to `createRlTrainer` (add `evaluate` and the like there). A missing file, bad JSON, an
+ * unknown name or a bad field is a `ParseError` naming the file and the field.
+ */
+export async function loadRunConfig(path: string, options: LoadRunConfigOptions): Promise<RlTrainerConfig> {
+  if (typeof options?.environments?.create !== 'function' || typeof options.environments.names !== 'function') {
+    throw new InvalidArgumentError({ argument: 'options.environments', value: options?.environments, message: 'must be an environment registry { create(name, options), names() } (e.g. games of @ludic/games)' })
+  }
   let text: string
   try {
     text = await readFile(path, 'utf8')
@@ -90,13 +115,15 @@ export async function loadRunConfig(path: string, options: { tokenizer?: Tokeniz
       throw where('model', error)
     }
   }
+  const registry = options.environments
   const environments = file.environments.map(({ game, options: gameOptions }, index): (() => EnvironmentV1) => {
+    if (!registry.names().includes(game)) throw new ParseError({ source: path, path: ['environments', index, 'game'], message: `is not a registered environment (${registry.names().join(', ')})` })
     try {
-      createGame(game, gameOptions as never) // fail now, naming the entry, rather than in the first step
+      registry.create(game, gameOptions) // fail now, naming the entry, rather than in the first step
     } catch (error) {
       throw where(`environments.${index}.options`, error)
     }
-    return () => createGame(game, gameOptions as never)
+    return () => registry.create(game, gameOptions)
   })
   let advantage
   try {
@@ -117,7 +144,7 @@ export async function loadRunConfig(path: string, options: { tokenizer?: Tokeniz
     environments,
     advantage,
     policyLoss,
-    ...(prompt === undefined ? {} : { prompt: prompt in promptTemplates ? (view) => renderPrompt(view, prompt as PromptTemplateName) : prompt }),
+    ...(prompt === undefined ? {} : { prompt: options.prompts !== undefined && Object.hasOwn(options.prompts, prompt) ? options.prompts[prompt]! : prompt }),
     ...(file.runDirectory === undefined ? {} : { runDirectory: resolve(base, file.runDirectory) }),
   }
   for (const key of ['kl', 'entropyCoefficient', 'optimizer', 'schedule', 'batch', 'seed', 'checkpointEvery', 'keepLast', 'resume', 'trainRoles'] as const) {

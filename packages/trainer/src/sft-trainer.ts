@@ -115,7 +115,7 @@ export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
   const nextBatch = (): TokenSequence[] => {
     const batch: TokenSequence[] = []
     while (batch.length < Math.min(batchSize, examples.length)) {
-      if (order.length === 0) order = shuffled(examples.length, random)
+      if (order.length === 0) order = random.shuffle(Array.from({ length: examples.length }, (_, index) => index))
       batch.push(examples[order.pop()!]!)
     }
     return batch
@@ -148,14 +148,4 @@ export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
     },
     dispose: () => optimizer.dispose(),
   }
-}
-
-/** A seeded permutation of 0 … count − 1 (Fisher–Yates). */
-export function shuffled(count: number, random: { nextInt(maxExclusive: number): number }): number[] {
-  const order = Array.from({ length: count }, (_, index) => index)
-  for (let index = count - 1; index > 0; index--) {
-    const other = random.nextInt(index + 1)
-    ;[order[index], order[other]] = [order[other]!, order[index]!]
-  }
-  return order
 }

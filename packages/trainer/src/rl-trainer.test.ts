@@ -8,8 +8,11 @@ import { createGrpo } from '@ludic/advantages'
 import { sequenceLogprobs } from '@ludic/model'
 import { initTensors } from '@ludic/tensors'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createRlTrainer, createSftTrainer, entropyKeep, type RlTrainerConfig } from '../src/index.js'
-import { createPickEnvironment, createTestModel, tokenizer } from './support.js'
+import { entropyKeep } from './ppo-update.js'
+import { learnerPolicyId, type RlTrainerConfig } from './rl-config.js'
+import { createRlTrainer } from './rl-trainer.js'
+import { createSftTrainer } from './sft-trainer.js'
+import { createPickEnvironment, createTestModel, tokenizer } from './test/support.js'
 
 let directory: string
 beforeAll(async () => {
@@ -179,7 +182,7 @@ describe('createRlTrainer', () => {
     expect(half.samples + half.requests).toBeGreaterThanOrEqual(16)
     expect(await run(0.5)).toEqual(half) // drawn from the seed and step: the same again
     expect(() => createRlTrainer(baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: 'a', replies: () => 'a' }), share: 0.7 }, { policy: createScriptedPolicy({ id: 'b', replies: () => 'b' }), share: 0.5 }] }))).toThrow(/config.opponents.*add up to at most 1/)
-    expect(() => createRlTrainer(baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: 'local-llama', replies: () => 'a' }), share: 0.5 }] }))).toThrow(/config.opponents.0.policy.id/)
+    expect(() => createRlTrainer(baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: learnerPolicyId, replies: () => 'a' }), share: 0.5 }] }))).toThrow(/config.opponents.0.policy.id/)
     model.dispose()
   })
 

@@ -5,12 +5,16 @@ import { AsyncCollectorError, createAsyncCollector } from '@ludic/rollout'
 import { sequenceLogprobs } from '@ludic/model'
 import { initTensors } from '@ludic/tensors'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { createRlTrainer, createSftTrainer, importanceWeights, responseLogprobs, weightsPayload, type AsyncRolloutConfig } from '../src/index.js'
-import type { ModelRolloutWorkerData, RolloutAnnotation } from '../src/rollout-worker.js'
-import { createPickEnvironment, createTestModel, tokenizer } from './support.js'
+import { importanceWeights } from './ppo-update.js'
+import type { AsyncRolloutConfig } from './rl-config.js'
+import { createRlTrainer } from './rl-trainer.js'
+import { weightsPayload, type ModelRolloutWorkerData, type RolloutAnnotation } from './rollout-worker.js'
+import { responseLogprobs } from './sequences.js'
+import { createSftTrainer } from './sft-trainer.js'
+import { createPickEnvironment, createTestModel, tokenizer } from './test/support.js'
 
 // Worker threads run the built rollout entries (dist/) and load this TypeScript setup through tsx.
-const setupModule = fileURLToPath(new URL('./async-setup.ts', import.meta.url))
+const setupModule = fileURLToPath(new URL('./test/async-setup.ts', import.meta.url))
 const asyncRollout = (extra: Partial<AsyncRolloutConfig> = {}): AsyncRolloutConfig => ({ setupModule, setupData: { roles: ['player0'] }, backend: 'wasm', ...extra })
 
 beforeAll(async () => {

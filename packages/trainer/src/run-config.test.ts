@@ -2,10 +2,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ParseError } from '@ludic/core'
+import { games, promptTemplates, renderPrompt, type PromptTemplateName } from '@ludic/games'
+import type { TurnView } from '@ludic/core'
 import { initTensors } from '@ludic/tensors'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createRlTrainer, loadRunConfig } from '../src/index.js'
-import { tokenizer } from './support.js'
+import { createRlTrainer } from './rl-trainer.js'
+import { loadRunConfig } from './run-config.js'
+import { createPickEnvironment, tokenizer } from './test/support.js'
 
 let directory: string
 beforeAll(async () => {
@@ -15,6 +18,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(directory, { recursive: true, force: true })
 })
+
+// The games of @ludic/games and their named prompts, as a command line would pass them.
+const registries = {
+  environments: games,
+  prompts: Object.fromEntries(Object.keys(promptTemplates).map((name) => [name, (view: TurnView) => renderPrompt(view, name as PromptTemplateName)])),
+}
 
 const write = async (name: string, content: unknown) => {
   const path = join(directory, name)
@@ -36,12 +45,13 @@ const valid = {
 
 describe('loadRunConfig', () => {
   it('resolves the named estimator, loss, environments and model preset into a trainer config that runs', async () => {
-    const config = await loadRunConfig(await write('valid.json', valid), { tokenizer })
+    const config = await loadRunConfig(await write('valid.json', valid), { ...registries, tokenizer })
     expect(config.runDirectory).toBe(join(directory, 'run'))
     expect(config.model.config.hiddenSize).toBe(32)
     expect(config.model.config.vocabSize).toBe(tokenizer.vocabSize)
     expect((config.advantage as { name: string }).name).toBe('rae')
-    expect(config.environments[0]!().id).toBe('kuhn-poker-v1')
+    expect(config.environments![0]!().id).toBe('kuhn-poker-v1')
+    expect(typeof config.prompt).toBe('function') // 'terse' named a games prompt
     const trainer = createRlTrainer(config)
     const metrics = await trainer.step()
     expect(metrics.episodes).toBe(2)
@@ -61,14 +71,25 @@ describe('loadRunConfig', () => {
     ]
     for (const [index, [content, expected]] of cases.entries()) {
       const path = await write(`bad-${index}.json`, content)
-      const error = await loadRunConfig(path, { tokenizer }).catch((caught: unknown) => caught)
+      const error = await loadRunConfig(path, { ...registries, tokenizer }).catch((caught: unknown) => caught)
       expect(error, JSON.stringify(content)).toBeInstanceOf(ParseError)
       expect((error as Error).message).toContain(path)
       expect((error as Error).message).toContain(expected)
     }
-    const missing = await loadRunConfig(join(directory, 'missing.json')).catch((caught: unknown) => caught)
+    const missing = await loadRunConfig(join(directory, 'missing.json'), registries).catch((caught: unknown) => caught)
     expect(missing).toBeInstanceOf(ParseError)
-    const noTokenizer = await loadRunConfig(await write('no-tokenizer.json', valid)).catch((caught: unknown) => caught)
+    const noTokenizer = await loadRunConfig(await write('no-tokenizer.json', valid), registries).catch((caught: unknown) => caught)
     expect((noTokenizer as Error).message).toContain('tokenizer')
+    await expect(loadRunConfig(await write('no-registry.json', valid), {} as never)).rejects.toThrow(/options.environments/)
+  })
+
+  it('makes an environment registered by the user', async () => {
+    const config = await loadRunConfig(await write('custom.json', { ...valid, environments: [{ game: 'pick-v1' }], prompt: '{observation}' }), {
+      tokenizer,
+      environments: { create: () => createPickEnvironment(['player0', 'player1']), names: () => ['pick-v1'] },
+    })
+    expect(config.environments![0]!().id).toBe('pick-v1')
+    expect(config.prompt).toBe('{observation}')
+    config.model.dispose()
   })
 })

@@ -1,0 +1,189 @@
+import { type AdvantageEstimatorV1, type ChatMessage, type EnvironmentV1, type PolicyV1, type TokenizerV1 } from '@ludic/core'
+import { CausalLanguageModel, type LearningRateSchedule } from '@ludic/model'
+import { klEstimatorSchema, type PolicyLoss } from '@ludic/objectives'
+import { asyncCollectorOptionsSchema, collectOptionsSchema, generationOptionsSchema, type PromptTemplate } from '@ludic/rollout'
+import { z } from 'zod'
+import { optimizerConfigSchema } from './optimizer-config.js'
+import { scheduleConfigSchema } from './schedule.js'
+
+const functionOf = <T>(message: string) => z.custom<T>((value) => typeof value === 'function', message)
+
+/**
+ * The id of the trained model's policy in the trainer's rollouts: samples of this id are trained on, an
+ * opponent needs another.
+ */
+export const learnerPolicyId = 'learner'
+
+const collectFields = collectOptionsSchema.shape
+const asyncCollectorFields = asyncCollectorOptionsSchema.shape
+
+/** How much experience a step collects and how it is replayed. Fields named as in `collect` keep its defaults. */
+export const rlBatchConfigSchema = z.strictObject({
+  /** Reset seeds per step (each environment plays each `groupSize` times). Default 32. */
+  episodesPerStep: asyncCollectorFields.episodesPerBatch,
+  /** Episodes per (environment, seed): a group for group-relative estimators. `collect`'s default (1). */
+  groupSize: collectFields.groupSize,
+  /** Passes over the step's samples (PPO epochs). Default 2. */
+  ppoEpochs: z.number().int().positive().default(2),
+  /** Samples (turns) per gradient update. Default 64. */
+  miniBatchSize: z.number().int().positive().default(64),
+  /** Most tokens per response. `collect`'s default (256). */
+  maxTokens: generationOptionsSchema.shape.maxTokens,
+  /** Sampling temperature of the rollout. Default 1 (the log-probs the ratio needs are temperature-1 ones). */
+  temperature: z.number().positive().default(1),
+  /** Episodes in flight; their requests are batched. `collect`'s default (32). */
+  concurrency: collectFields.concurrency,
+  /** Requests per `generate` batch. Default 64. */
+  maxGenerationBatch: z.number().int().positive().default(64),
+  /** Episodes still going after this many turns are truncated. `collect`'s default (64). */
+  maxTurns: collectFields.maxTurns,
+})
+export type RlBatchConfig = z.input<typeof rlBatchConfigSchema>
+
+/**
+ * Asynchronous collection (RollArc, LlamaRL): rollout workers in `worker_threads`, each with its own backend and
+ * a copy of the model, play the next batches while the trainer updates on the current one. The trainer pushes
+ * its weights every `pushEvery` steps; a batch played with weights more than `maxStaleness` steps old is not
+ * used. The PPO ratio is taken against the current weights' log-probs (recomputed, "proximal") and each token's
+ * loss is weighted by the truncated importance ratio min(π_current / π_rollout, `importanceCap`) (decoupled PPO,
+ * AReaL; verl's `rollout_is` "token" truncation), which corrects for the stale weights that generated it.
+ */
+export const asyncRolloutConfigSchema = z.strictObject({
+  /**
+   * Absolute path or URL of a module exporting `createRolloutSetup(data)` (or a default function) that returns
+   * `{ environments, tokenizer, prompt?, chatTemplate? }`: what every worker plays, with the same tokenizer and
+   * prompts as the trainer. A TypeScript module is loaded through tsx.
+   */
+  setupModule: z.union([z.string().min(1), z.instanceof(URL)]),
+  /** Given to `createRolloutSetup` (structured-cloned: plain data). */
+  setupData: z.unknown().optional(),
+  /** Worker threads. The collector's default (1: on 2 cores one generates while the main thread trains). */
+  workers: asyncCollectorFields.workers,
+  /** Push the weights to the workers every k steps. Default 1. */
+  pushEvery: z.number().int().min(1).default(1),
+  /** A batch is used only if its weights are at most this many steps old; ≥ pushEvery. The collector's default (1). */
+  maxStaleness: asyncCollectorFields.maxStaleness,
+  /** Finished batches kept waiting beyond one per worker. The collector's default (0). */
+  prefetch: asyncCollectorFields.prefetch,
+  /** Truncation of the per-token importance ratio π_current / π_rollout. Default 2. */
+  importanceCap: z.number().min(1).default(2),
+  /** The workers' backend. Default: the trainer's (`tf.getBackend()`). */
+  backend: z.string().min(1).optional(),
+  /** Node options of the worker threads. Default: the process's. */
+  execArgv: asyncCollectorFields.execArgv,
+})
+export type AsyncRolloutConfig = z.input<typeof asyncRolloutConfigSchema>
+
+export const klConfigSchema = z.strictObject({
+  /** β: the loss gets + β·KL(π_θ ‖ π_ref). */
+  coefficient: z.number().positive(),
+  /** verl `kl_loss_type`. Default `low_var_kl` (k3). */
+  estimator: klEstimatorSchema.default('low_var_kl'),
+})
+
+/** What `evaluate` sees. */
+export interface EvaluationContext {
+  /** Updates taken so far (0 before training). */
+  step: number
+  model: CausalLanguageModel
+  tokenizer: TokenizerV1
+}
+export type EvaluationHook = (context: EvaluationContext) => Promise<Readonly<Record<string, number>>> | Readonly<Record<string, number>>
+
+const isPolicy = (value: unknown): value is PolicyV1 =>
+  typeof value === 'object' && value !== null && (value as PolicyV1).specificationVersion === 'v1' && typeof (value as PolicyV1).id === 'string' && typeof (value as PolicyV1).generate === 'function'
+
+export const rlTrainerConfigSchema = z
+  .strictObject({
+    model: z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel (createModel, loadModel)' }),
+    tokenizer: z.custom<TokenizerV1>(
+      (value) => typeof value === 'object' && value !== null && typeof (value as TokenizerV1).encode === 'function' && typeof (value as TokenizerV1).decode === 'function',
+      'must be a TokenizerV1',
+    ),
+    /**
+     * Environment factories (several games train together); the policy plays every role (self-play). Not used
+     * with `asyncRollout`, whose setup module gives the workers theirs.
+     */
+    environments: z.array(functionOf<() => EnvironmentV1>('must be a function that creates an environment')).min(1, 'needs at least one environment').optional(),
+    /** Any `AdvantageEstimatorV1`. Default: RAE (role-conditioned baselines, SPIRAL). */
+    advantage: z
+      .custom<AdvantageEstimatorV1>((value) => typeof value === 'object' && value !== null && typeof (value as AdvantageEstimatorV1).estimate === 'function', 'must be an AdvantageEstimatorV1')
+      .optional(),
+    /** A policy loss from `createPolicyLoss`. Default: PPO clip (ε 0.2, token mean). */
+    policyLoss: functionOf<PolicyLoss>('must be a policy loss function (createPolicyLoss)').optional(),
+    /** KL to a frozen copy of the starting weights, as a loss term. Default: none. */
+    kl: klConfigSchema.optional(),
+    /** The loss gets − c·entropy (token mean). Default 0. */
+    entropyCoefficient: z.number().min(0).default(0),
+    /**
+     * Response positions whose token is one of these ids get no entropy bonus (e.g. format tokens and the end
+     * token, whose spread only makes moves invalid); the entropy is then the mean over the other positions.
+     * Default: none excluded (every response token).
+     */
+    entropyExcludeTokenIds: z.array(z.number().int().min(0)).optional(),
+    optimizer: optimizerConfigSchema.prefault({}),
+    /** Learning-rate multiplier per trainer step. Default: constant. */
+    schedule: z.union([scheduleConfigSchema, functionOf<LearningRateSchedule>('must be a function')]).optional(),
+    batch: rlBatchConfigSchema.prefault({}),
+    /** The prompt of a turn (rollout's: a `{observation}` template or a function). Default `'{observation}'`. */
+    prompt: z.union([z.string(), functionOf<PromptTemplate>('must be a string or a function')]).optional(),
+    /** How messages become the prompt text (createLocalPolicy's). Default: the tokenizer's chat template. */
+    chatTemplate: z.union([z.string().min(1), functionOf<(messages: readonly ChatMessage[]) => string>('must be a function')]).optional(),
+    /**
+     * Recompute the old log-probs with a full forward pass of the rollout weights before the update
+     * (verl's `old_log_prob`). The rollout's own log-probs come from the KV-cached decode, equal to ~1e-6;
+     * recomputing makes the first ratio exactly 1 at the cost of one forward pass. Default true.
+     */
+    recomputeOldLogprobs: z.boolean().default(true),
+    /** Seeds episodes, sampling and mini-batch order. Default 0. */
+    seed: z.number().int().default(0),
+    /** Where `metrics.jsonl` and `checkpoint-<step>/` go. Default: none (nothing written). */
+    runDirectory: z.string().min(1).optional(),
+    /** Save a checkpoint every k steps (and after the last step of `run`). 0: never. Default 0. */
+    checkpointEvery: z.number().int().min(0).default(0),
+    /** Checkpoints kept. Default 2. */
+    keepLast: z.number().int().positive().default(2),
+    /** Continue from the latest checkpoint in `runDirectory`, if any, on the first `step`/`run`. Default false. */
+    resume: z.boolean().default(false),
+    /** Called every `evaluateEvery` steps; its numbers are logged as `eval/<name>`. */
+    evaluate: functionOf<EvaluationHook>('must be a function (context) => metrics').optional(),
+    evaluateEvery: z.number().int().min(0).default(0),
+    /** Only these roles' turns are trained on. Default: every role. */
+    trainRoles: z.array(z.string()).min(1).optional(),
+    /**
+     * Fixed opponents beside self-play (a population, as in league training): in a `share` of the episodes (drawn
+     * per episode from the seed and step) one role, drawn likewise, is played by `policy` (e.g. the random player),
+     * and only the model's turns are trained on. Shares add up to at most 1; an opponent's id must not be
+     * `learnerPolicyId`. Default: none (pure self-play).
+     */
+    opponents: z
+      .array(z.strictObject({ policy: z.custom<PolicyV1>(isPolicy, 'must be a PolicyV1'), share: z.number().gt(0).max(1) }))
+      .min(1)
+      .refine((opponents) => opponents.reduce((total, opponent) => total + opponent.share, 0) <= 1 + 1e-9, 'shares must add up to at most 1')
+      .optional(),
+    /** Collect in worker threads while training (see `asyncRolloutConfigSchema`). Default: synchronous collection. */
+    asyncRollout: asyncRolloutConfigSchema.optional(),
+  })
+  .superRefine((config, context) => {
+    const problem = (path: (string | number)[], message: string) => context.addIssue({ code: 'custom', path, message })
+    if (config.checkpointEvery > 0 && config.runDirectory === undefined) problem(['runDirectory'], 'is needed with config.checkpointEvery > 0')
+    if (config.resume && config.runDirectory === undefined) problem(['runDirectory'], 'is needed with config.resume')
+    config.opponents?.forEach((opponent, index) => {
+      if (opponent.policy.id === learnerPolicyId) problem(['opponents', index, 'policy', 'id'], `is the trained model's policy id ('${learnerPolicyId}'); an opponent needs its own (its turns are told apart by id)`)
+    })
+    const asyncRollout = config.asyncRollout
+    if (asyncRollout === undefined) {
+      if (config.environments === undefined) problem(['environments'], 'is needed (or config.asyncRollout, whose setup module gives the environments)')
+      return
+    }
+    for (const name of ['environments', 'prompt', 'chatTemplate'] as const) {
+      if (config[name] !== undefined) problem([name], 'must not be given with config.asyncRollout: its setup module gives the workers their environments, prompt and chat template')
+    }
+    if (config.opponents !== undefined) problem(['opponents'], 'are not supported with config.asyncRollout yet (the workers play self-play only)')
+    if (asyncRollout.maxStaleness < asyncRollout.pushEvery) {
+      problem(['asyncRollout', 'maxStaleness'], `must be at least config.asyncRollout.pushEvery (${asyncRollout.pushEvery}): weights pushed every k steps are up to k steps old`)
+    }
+    if (!config.recomputeOldLogprobs) problem(['recomputeOldLogprobs'], "must be true with config.asyncRollout: the importance ratio needs the current weights' log-probs")
+  })
+export type RlTrainerConfig = z.input<typeof rlTrainerConfigSchema>
+export type ParsedRlTrainerConfig = z.output<typeof rlTrainerConfigSchema>

@@ -1,0 +1,43 @@
+import type { Sample, Trajectory } from '@ludic/core'
+import type { StepMetrics } from './metrics-log.js'
+
+/** Rewards and win rates per environment and role, truncation and invalid-action rates, response length. */
+export function rolloutMetrics(trajectories: readonly Trajectory[], samples: readonly Sample[]): Record<string, number> {
+  const metrics: Record<string, number> = {}
+  const byEnvironment = new Map<string, Trajectory[]>()
+  for (const trajectory of trajectories) byEnvironment.set(trajectory.environmentId, [...(byEnvironment.get(trajectory.environmentId) ?? []), trajectory])
+  for (const [environmentId, group] of byEnvironment) {
+    for (const role of group[0]!.roles) {
+      metrics[`reward/${environmentId}/${role}`] = mean(group.map((trajectory) => trajectory.returns[role] ?? 0))
+      metrics[`winRate/${environmentId}/${role}`] = mean(group.map((trajectory) => (wins(trajectory, role) ? 1 : 0)))
+    }
+  }
+  metrics.episodes = trajectories.length
+  metrics.truncatedRate = mean(trajectories.map((trajectory) => (trajectory.truncated ? 1 : 0)))
+  metrics.samples = samples.length
+  metrics.invalidRate = mean(samples.map((sample) => (sample.invalid ? 1 : 0)))
+  metrics.responseLength = mean(samples.map((sample) => sample.responseTokenIds.length))
+  return metrics
+}
+
+/** Off-policy figures of asynchronous collection: how stale the batch was and how much the importance weights cut. */
+export function offPolicyMetrics(stepIndex: number, policyVersion: number, dropped: number, importance: { mean: number; truncated: number }): Record<string, number> {
+  return { staleness: stepIndex - policyVersion, importanceWeightMean: importance.mean, importanceTruncatedFraction: importance.truncated, batchesDropped: dropped }
+}
+
+/** The fields a progress bar shows: rewards, evaluations, invalid rate, entropy, clip fraction, speed. */
+export function progressFields(metrics: StepMetrics): Record<string, number> {
+  const fields: Record<string, number> = {}
+  for (const [name, value] of Object.entries(metrics)) {
+    if (name.startsWith('reward/') || name.startsWith('eval/') || ['invalidRate', 'entropy', 'clipFraction', 'tokensPerSecond'].includes(name)) {
+      fields[name.replace(/^reward\/[^/]+\//, 'reward.').replace(/^eval\//, 'eval.')] = value
+    }
+  }
+  return fields
+}
+
+/** A role wins when its return beats every other role's. */
+const wins = (trajectory: Trajectory, role: string): boolean =>
+  (trajectory.returns[role] ?? 0) > Math.max(...trajectory.roles.filter((other) => other !== role).map((other) => trajectory.returns[other] ?? 0))
+
+const mean = (values: readonly number[]): number => (values.length === 0 ? 0 : values.reduce((total, value) => total + value, 0) / values.length)
