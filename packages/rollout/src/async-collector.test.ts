@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url'
 import { InvalidArgumentError, sampleSchema } from '@ludic/core'
 import { afterEach, describe, expect, it } from 'vitest'
-import { AsyncCollectorError, createAsyncCollector, withoutSourceCondition, type AsyncCollector, type AsyncCollectorOptions } from './async-collector.js'
+import { AsyncCollectorError } from './async-collector-error.js'
+import { createAsyncCollector, withoutSourceCondition, type AsyncCollector, type AsyncCollectorOptions } from './async-collector.js'
 import { collect } from './collect.js'
 import { createRolloutWorker, type TestWorkerData } from './test-support/async-worker-module.js'
 

@@ -1,21 +1,11 @@
-import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import { deriveSeed, InvalidArgumentError, LudicError, parseArgument } from '@ludic/core'
+import { deriveSeed, InvalidArgumentError, parseArgument } from '@ludic/core'
 import { z } from 'zod'
+import { AsyncCollectorError } from './async-collector-error.js'
+import { builtModulePath } from './built-module-path.js'
 import { generationOptionsSchema, type CollectResult } from './collect.js'
 import { deserializeError, type FromWorker, type SerializedError, type ToWorker, type WorkerStartData } from './async-protocol.js'
-
-/** A rollout worker that would not start, a batch that could not be played, or a worker that died. */
-export class AsyncCollectorError extends LudicError {
-  override readonly name: string = 'AsyncCollectorError'
-  /** The worker it happened in, when one. */
-  readonly workerIndex: number | undefined
-  constructor(options: { message: string; workerIndex?: number; cause?: unknown }) {
-    super(options.message, { cause: options.cause })
-    this.workerIndex = options.workerIndex
-  }
-}
 
 export const asyncCollectorOptionsSchema = z.strictObject({
   /**
@@ -108,18 +98,6 @@ interface WorkerSlot {
   ready: boolean
   busy: boolean
   exited: boolean
-}
-
-/**
- * The path of a package's built entry `dist/<name>.js` for a worker thread to run or import: next to the calling
- * module when it runs from dist/, or in the package's dist/ when it runs from its sources (tests).
- */
-export function builtModulePath(callerUrl: string, name: string, packageName: string): string {
-  const beside = fileURLToPath(new URL(`./${name}.js`, callerUrl))
-  if (existsSync(beside)) return beside
-  const built = fileURLToPath(new URL(`../dist/${name}.js`, callerUrl))
-  if (existsSync(built)) return built
-  throw new AsyncCollectorError({ message: `the ${name} entry of ${packageName} is not built (looked for ${beside} and ${built}): run npm run build` })
 }
 
 /**

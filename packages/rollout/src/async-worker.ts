@@ -5,6 +5,7 @@
  * before a batch is asked for are the weights that batch is played with.
  */
 import { parentPort, workerData } from 'node:worker_threads'
+import { isPolicy } from '@ludic/core'
 import { collect } from './collect.js'
 import { exportedFunction, importModule } from './import-module.js'
 import { serializeError, type CreateRolloutWorker, type FromWorker, type RolloutWorkerSetup, type ToWorker, type WorkerStartData } from './async-protocol.js'
@@ -17,8 +18,8 @@ const send = (message: FromWorker) => port.postMessage(message)
 async function loadSetup(): Promise<RolloutWorkerSetup> {
   const factory = exportedFunction<CreateRolloutWorker>(await importModule(start.module), 'createRolloutWorker', start.module)
   const setup = (await factory(start.data, { workerIndex: start.workerIndex })) as Partial<RolloutWorkerSetup> | undefined
-  if (setup === undefined || setup === null || !Array.isArray(setup.environments) || typeof setup.policy !== 'object' || setup.policy === null) {
-    throw new TypeError(`createRolloutWorker of ${start.module} must return { environments, policy, prompt?, setWeights?, dispose? }`)
+  if (setup === undefined || setup === null || !Array.isArray(setup.environments) || !isPolicy(setup.policy)) {
+    throw new TypeError(`createRolloutWorker of ${start.module} must return { environments, policy (a PolicyV1), prompt?, setWeights?, annotate?, dispose? }`)
   }
   return setup as RolloutWorkerSetup
 }

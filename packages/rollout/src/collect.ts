@@ -2,6 +2,7 @@ import {
   deriveSeed,
   describeValue,
   InvalidArgumentError,
+  isPolicy,
   parseArgument,
   type EnvironmentV1,
   type GenerationRequest,
@@ -10,7 +11,6 @@ import {
   type Trajectory,
 } from '@ludic/core'
 import { z } from 'zod'
-import { isPolicy } from './is-policy.js'
 import { runEpisodes, type EnvironmentSource, type EpisodeFailure, type EpisodePlan } from './episode-runner.js'
 import { defaultPromptTemplate, renderPrompt, type PromptFunction, type PromptTemplate } from './prompt-template.js'
 import { trajectoryToSamples } from './trajectory-samples.js'

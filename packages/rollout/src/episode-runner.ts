@@ -2,6 +2,7 @@ import {
   completionSchema,
   LudicError,
   ParseError,
+  parseInput,
   stepOutcomeSchema,
   turnViewSchema,
   type Completion,
@@ -285,13 +286,12 @@ export function runEpisodes(options: RunEpisodesOptions): Promise<void> {
   })
 }
 
+/** `parseInput` with its `ParseError` returned rather than thrown: the episode fails, the others go on. */
 function parseOrError<Schema extends z.ZodType>(schema: Schema, value: unknown, source: string): z.output<Schema> | ParseError {
-  const result = schema.safeParse(value)
-  if (result.success) return result.data
-  const issue = result.error.issues[0]
-  return new ParseError({
-    source,
-    path: (issue?.path ?? []).map((part) => (typeof part === 'symbol' ? String(part) : part)),
-    message: issue?.message ?? 'invalid value',
-  })
+  try {
+    return parseInput(schema, value, { source })
+  } catch (error) {
+    if (ParseError.isInstance(error)) return error
+    throw error
+  }
 }

@@ -33,10 +33,9 @@ export {
   type OpenAICompatiblePolicyOptions,
 } from './openai-compatible-policy.js'
 export { serveOpenAICompatible, serveOptionsSchema, type OpenAICompatibleServer, type ServeOptions } from './openai-compatible-server.js'
+export { AsyncCollectorError } from './async-collector-error.js'
 export {
-  AsyncCollectorError,
   asyncCollectorOptionsSchema,
-  builtModulePath,
   createAsyncCollector,
   type AsyncBatch,
   type AsyncCollector,
@@ -44,4 +43,3 @@ export {
   type AsyncCollectorStats,
 } from './async-collector.js'
 export type { CreateRolloutWorker, RolloutWorkerContext, RolloutWorkerSetup } from './async-protocol.js'
-export { exportedFunction, importModule } from './import-module.js'

@@ -2,11 +2,12 @@ import {
   LudicError,
   ParseError,
   parseArgument,
+  parseInput,
+  tokenizerSchema,
   type ChatMessage,
   type Completion,
   type GenerationRequest,
   type PolicyV1,
-  type TokenizerV1,
 } from '@ludic/core'
 import OpenAI from 'openai'
 import { z } from 'zod'
@@ -39,9 +40,7 @@ export const openAICompatiblePolicyOptionsSchema = z.strictObject({
    * Fallback for token ids when the server returns none: the completion text is re-encoded (no special
    * tokens) and the prompt rendered with its chat template. See the README for the limits.
    */
-  tokenizer: z
-    .custom<TokenizerV1>((value) => typeof value === 'object' && value !== null && typeof (value as TokenizerV1).encode === 'function', { message: 'must be a TokenizerV1' })
-    .optional(),
+  tokenizer: tokenizerSchema.optional(),
   /**
    * Ask for token ids with vLLM's `return_token_ids: true` extension (vLLM ≥ 0.10.2 and Ludic's server
    * answer with `prompt_token_ids` and `token_ids`). Set false for servers that reject unknown
@@ -125,12 +124,7 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
       ...(settings.returnTokenIds ? { return_token_ids: true } : {}),
     }
     const answer: unknown = await client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming)
-    const parsed = responseSchema.safeParse(answer)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      throw new ParseError({ source: `the answer of ${url}`, path: (issue?.path ?? []).map((part) => (typeof part === 'symbol' ? String(part) : part)), message: issue?.message ?? 'malformed' })
-    }
-    return toCompletion(parsed.data, request.messages)
+    return toCompletion(parseInput(responseSchema, answer, { source: `the answer of ${url}` }), request.messages)
   }
 
   const toCompletion = (answer: ChatResponse, messages: readonly ChatMessage[]): Completion => {

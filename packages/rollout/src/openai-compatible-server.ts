@@ -6,15 +6,15 @@ import {
   formatPath,
   generationRequestSchema,
   InvalidArgumentError,
+  isPolicy,
   parseArgument,
+  tokenizerSchema,
   type Completion,
   type GenerationRequest,
   type PolicyV1,
-  type TokenizerV1,
 } from '@ludic/core'
 import { z } from 'zod'
 import { batchingPolicyOptionsSchema, createBatchingPolicy, type BatchingStats } from './batching-policy.js'
-import { isPolicy } from './is-policy.js'
 import {
   chatCompletionRequestSchema,
   chatLogprobs,
@@ -37,9 +37,7 @@ export const serveOptionsSchema = z.strictObject({
    * Renders token strings in log-probability answers (`decode([id])`). Without it a token's string is
    * `token_id:<id>`, which a client can read the id back from.
    */
-  tokenizer: z
-    .custom<TokenizerV1>((value) => typeof value === 'object' && value !== null && typeof (value as TokenizerV1).decode === 'function', { message: 'must be a TokenizerV1' })
-    .optional(),
+  tokenizer: tokenizerSchema.optional(),
   /** How concurrent requests become batched `generate` calls. Default: 5 ms window, 64 per batch, 1 call at a time. */
   batching: batchingPolicyOptionsSchema.default({ windowMs: 5, maxBatchSize: 64, maxConcurrentBatches: 1 }),
   /** Largest request body, in bytes; larger ones get 413. Default: 8 MiB. */

@@ -1,4 +1,4 @@
-import { chatMessageSchema, ParseError, type ChatMessage, type Turn, type TurnView } from '@ludic/core'
+import { chatMessageSchema, parseInput, type ChatMessage, type Turn, type TurnView } from '@ludic/core'
 import { z } from 'zod'
 
 /** What a prompt function knows besides the view and the history. */
@@ -40,10 +40,5 @@ export function renderPrompt(template: PromptTemplate, view: TurnView, history: 
     return [{ role: 'user', content }]
   }
   const messages = template(view, history, context)
-  const result = messagesSchema.safeParse(messages)
-  if (!result.success) {
-    const issue = result.error.issues[0]
-    throw new ParseError({ source: 'the prompt function', path: issue?.path.map((part) => (typeof part === 'symbol' ? String(part) : part)) ?? [], message: issue?.message ?? 'invalid messages' })
-  }
-  return result.data
+  return parseInput(messagesSchema, messages, { source: 'the prompt function' })
 }

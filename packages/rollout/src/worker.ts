@@ -1,0 +1,7 @@
+/**
+ * `@ludic/rollout/worker`: the plumbing for packages that start their own worker threads (the trainer's
+ * rollout worker), apart from the user-facing API of the main entry (`createAsyncCollector` and the
+ * `RolloutWorkerSetup` a worker module returns stay there).
+ */
+export { builtModulePath } from './built-module-path.js'
+export { exportedFunction, importModule } from './import-module.js'
