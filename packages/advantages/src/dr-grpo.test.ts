@@ -6,7 +6,7 @@ import { randomBatch } from './test-support/random-batch.js'
 import { describeVerlFixture } from './test-support/verl-fixtures.js'
 
 // verl's GRPO with norm_adv_by_std_in_grpo=False is Dr. GRPO; its epsilon is unused there.
-describeVerlFixture(new URL('../../../../shared/fixtures/verl/compute_grpo_outcome_advantage.json', import.meta.url), (params) =>
+describeVerlFixture('verl/compute_grpo_outcome_advantage', (params) =>
   params.norm_adv_by_std_in_grpo === false ? createDrGrpo() : undefined,
 )
 

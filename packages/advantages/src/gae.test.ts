@@ -4,7 +4,7 @@ import { createGae } from './gae.js'
 import { randomBatch } from './test-support/random-batch.js'
 import { describeVerlFixture } from './test-support/verl-fixtures.js'
 
-describeVerlFixture(new URL('../../../../shared/fixtures/verl/compute_gae_advantage_return.json', import.meta.url), (params) =>
+describeVerlFixture('verl/compute_gae_advantage_return', (params) =>
   createGae({ gamma: params.gamma as number, lambda: params.lam as number }),
 )
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { createGpg } from './gpg.js'
 import { describeVerlFixture } from './test-support/verl-fixtures.js'
 
-describeVerlFixture(new URL('../../../../shared/fixtures/verl/compute_gpg_outcome_advantage.json', import.meta.url), (params) =>
+describeVerlFixture('verl/compute_gpg_outcome_advantage', (params) =>
   createGpg({ normalizationFactor: params.f_norm as number }),
 )
 

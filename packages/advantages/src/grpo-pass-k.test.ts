@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { createGrpoPassK } from './grpo-pass-k.js'
 import { describeVerlFixture } from './test-support/verl-fixtures.js'
 
-describeVerlFixture(new URL('../../../../shared/fixtures/verl/compute_grpo_passk_outcome_advantage.json', import.meta.url), (params) =>
+describeVerlFixture('verl/compute_grpo_passk_outcome_advantage', (params) =>
   createGrpoPassK({ epsilon: params.epsilon as number, normalizeByStd: params.norm_adv_by_std_in_grpo as boolean }),
 )
 

@@ -4,7 +4,7 @@ import { createGrpo } from './grpo.js'
 import { randomBatch } from './test-support/random-batch.js'
 import { describeVerlFixture } from './test-support/verl-fixtures.js'
 
-describeVerlFixture(new URL('../../../../shared/fixtures/verl/compute_grpo_outcome_advantage.json', import.meta.url), (params) =>
+describeVerlFixture('verl/compute_grpo_outcome_advantage', (params) =>
   createGrpo({ epsilon: params.epsilon as number, normalizeByStd: params.norm_adv_by_std_in_grpo as boolean }),
 )
 

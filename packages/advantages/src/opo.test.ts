@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { createOpo } from './opo.js'
 import { describeVerlFixture } from './test-support/verl-fixtures.js'
 
-describeVerlFixture(new URL('../../../../shared/fixtures/verl/compute_opo_outcome_advantage.json', import.meta.url), () => createOpo())
+describeVerlFixture('verl/compute_opo_outcome_advantage', () => createOpo())
 
 describe('opo', () => {
   it('weighs the baseline by the number of valid tokens', () => {

@@ -3,7 +3,7 @@ import { createReinforcePlusPlusBaseline } from './reinforce-plus-plus-baseline.
 import { describeVerlFixture } from './test-support/verl-fixtures.js'
 
 // verl's epsilon is unused by this estimator.
-describeVerlFixture(new URL('../../../../shared/fixtures/verl/compute_reinforce_plus_plus_baseline_outcome_advantage.json', import.meta.url), () =>
+describeVerlFixture('verl/compute_reinforce_plus_plus_baseline_outcome_advantage', () =>
   createReinforcePlusPlusBaseline(),
 )
 

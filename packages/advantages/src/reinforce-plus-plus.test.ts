@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { createReinforcePlusPlus } from './reinforce-plus-plus.js'
 import { describeVerlFixture } from './test-support/verl-fixtures.js'
 
-describeVerlFixture(new URL('../../../../shared/fixtures/verl/compute_reinforce_plus_plus_outcome_advantage.json', import.meta.url), (params) =>
+describeVerlFixture('verl/compute_reinforce_plus_plus_outcome_advantage', (params) =>
   createReinforcePlusPlus({ gamma: params.gamma as number }),
 )
 

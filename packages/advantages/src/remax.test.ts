@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { createRemax } from './remax.js'
 import { describeVerlFixture } from './test-support/verl-fixtures.js'
 
-describeVerlFixture(new URL('../../../../shared/fixtures/verl/compute_remax_outcome_advantage.json', import.meta.url), () => createRemax())
+describeVerlFixture('verl/compute_remax_outcome_advantage', () => createRemax())
 
 describe('remax', () => {
   it("subtracts the greedy response's reward from the undiscounted return-to-go", () => {

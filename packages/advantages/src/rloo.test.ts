@@ -4,7 +4,7 @@ import { createRloo } from './rloo.js'
 import { randomBatch } from './test-support/random-batch.js'
 import { describeVerlFixture } from './test-support/verl-fixtures.js'
 
-describeVerlFixture(new URL('../../../../shared/fixtures/verl/compute_rloo_outcome_advantage.json', import.meta.url), () => createRloo())
+describeVerlFixture('verl/compute_rloo_outcome_advantage', () => createRloo())
 
 describe('rloo', () => {
   it("subtracts the mean of the OTHER samples of the group, never the sample's own reward", () => {

@@ -1,9 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { InvalidArgumentError, ShapeError } from '@ludic/core'
+import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { aggregateLoss, aggregationModes, type AggregationMode } from './aggregate-loss.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, loadFixture, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
+import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
@@ -13,10 +14,10 @@ interface AggregateCase {
   outputs: { loss: number; grad_loss_mat: number[][] }
 }
 
-const fixture = loadFixture<AggregateCase['inputs'], AggregateCase['params'], AggregateCase['outputs']>('verl/agg_loss.json')
+const fixture = loadConformanceFixture<AggregateCase['inputs'], AggregateCase['params'], AggregateCase['outputs']>('verl/agg_loss')
 const tracker = new ErrorTracker()
 afterAll(() => {
-  if (fixture !== undefined) console.info(tracker.summary('verl/agg_loss.json'))
+  console.info(tracker.summary('verl/agg_loss.json'))
 })
 
 function optionsOf(params: AggregateCase['params']) {
@@ -29,9 +30,9 @@ function optionsOf(params: AggregateCase['params']) {
 }
 
 describe('aggregateLoss', () => {
-  it.skipIf(fixture === undefined)('matches verl agg_loss case by case (values, gradients, errors)', () => {
+  it('matches verl agg_loss case by case (values, gradients, errors)', () => {
     let compared = 0
-    for (const testCase of fixture!.cases) {
+    for (const testCase of fixture.cases) {
       const values = tensor2d(testCase.inputs.loss_mat)
       const mask = tensor2d(testCase.inputs.loss_mask)
       const options = optionsOf(testCase.params)
@@ -49,7 +50,7 @@ describe('aggregateLoss', () => {
       }
       tf.dispose([values, mask])
     }
-    expect(compared).toBe(fixture!.cases.filter((testCase) => testCase.error === undefined).length)
+    expect(compared).toBe(fixture.cases.filter((testCase) => testCase.error === undefined).length)
   })
 
   it('ignores values at masked positions, even NaN, in value and gradient', () => {

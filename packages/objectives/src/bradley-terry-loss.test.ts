@@ -1,24 +1,25 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { createBradleyTerryLoss } from './bradley-terry-loss.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, loadFixture, randomTensor } from './testing/fixtures.js'
+import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, randomTensor } from './testing/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
-const fixture = loadFixture<
+const fixture = loadConformanceFixture<
   { rewards_chosen: number[]; rewards_rejected: number[]; margin?: number[] },
   { center_rewards_coefficient: number | null },
   { loss: number; accuracy: number; mean_margin: number; grad_rewards_chosen: number[]; grad_rewards_rejected: number[] }
->('trl/reward_bt_loss.json')
+>('trl/reward_bt_loss')
 const tracker = new ErrorTracker()
 afterAll(() => {
-  if (fixture !== undefined) console.info(tracker.summary('trl/reward_bt_loss.json'))
+  console.info(tracker.summary('trl/reward_bt_loss.json'))
 })
 
 describe('createBradleyTerryLoss', () => {
-  it.skipIf(fixture === undefined)('matches TRL RewardTrainer case by case (loss, accuracy, margin, gradients)', () => {
-    for (const testCase of fixture!.cases) {
+  it('matches TRL RewardTrainer case by case (loss, accuracy, margin, gradients)', () => {
+    for (const testCase of fixture.cases) {
       const { inputs, params } = testCase
       const outputs = testCase.outputs!
       const loss = createBradleyTerryLoss({ centerRewardsCoefficient: params.center_rewards_coefficient })

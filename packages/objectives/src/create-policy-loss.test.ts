@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { InvalidArgumentError, ShapeError } from '@ludic/core'
+import { loadConformanceFixture, type FixtureName } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import type { AggregationMode } from './aggregate-loss.js'
 import { createPolicyLoss, policyLossNames, type PolicyLossName } from './create-policy-loss.js'
@@ -11,7 +12,6 @@ import {
   expectGradientMatchesFiniteDifferences,
   flat,
   initBackendUnderTest,
-  loadFixture,
   prefixMask,
   randomTensor,
   tensor2d,
@@ -43,8 +43,11 @@ interface PolicyCaseOutputs {
   grad_log_prob: number[][]
 }
 
+/** The `<file>` of each `verl/compute_policy_loss_<file>` fixture. */
+type PolicyLossFile<Name = FixtureName> = Name extends `verl/compute_policy_loss_${infer File}` ? File : never
+
 /** verl fixture file → Ludic loss name, and how the verl parameters map to its options. */
-const verlPolicyLosses: { file: string; name: PolicyLossName; options: (params: PolicyCaseParams) => Record<string, unknown> }[] = [
+const verlPolicyLosses: { file: PolicyLossFile; name: PolicyLossName; options: (params: PolicyCaseParams) => Record<string, unknown> }[] = [
   { file: 'vanilla', name: 'ppo-clip', options: (params) => ({ ...clipRange(params), clipC: params.clip_ratio_c, ...aggregation(params) }) },
   { file: 'gspo', name: 'gspo', options: (params) => ({ ...clipRange(params), dataParallelSize: params.global_batch_info.dp_size ?? 1 }) },
   { file: 'cispo', name: 'cispo', options: (params) => ({ ...clipRange(params), ...aggregation(params) }) },
@@ -76,14 +79,14 @@ const verlMetricNames = { 'actor/pg_clipfrac': 'clipFraction', 'actor/ppo_kl': '
 
 describe.each(verlPolicyLosses)('policy loss $name = verl compute_policy_loss_$file', ({ file, name, options }) => {
   const path = `verl/compute_policy_loss_${file}.json`
-  const fixture = loadFixture<PolicyCaseInputs, PolicyCaseParams, PolicyCaseOutputs>(path)
+  const fixture = loadConformanceFixture<PolicyCaseInputs, PolicyCaseParams, PolicyCaseOutputs>(`verl/compute_policy_loss_${file}`)
   const tracker = new ErrorTracker()
   afterAll(() => {
-    if (fixture !== undefined) console.info(tracker.summary(path))
+    console.info(tracker.summary(path))
   })
 
-  it.skipIf(fixture === undefined)('matches the fixture case by case: loss, metrics and gradient', () => {
-    for (const testCase of fixture!.cases) {
+  it('matches the fixture case by case: loss, metrics and gradient', () => {
+    for (const testCase of fixture.cases) {
       const policyLoss = createPolicyLoss(name, options(testCase.params) as never)
       const tensors = {
         logprobs: tensor2d(testCase.inputs.log_prob),

@@ -1,25 +1,26 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import type { AggregationMode } from './aggregate-loss.js'
 import { entropyBonus } from './entropy-bonus.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, loadFixture, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
+import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
-const fixture = loadFixture<
+const fixture = loadConformanceFixture<
   { logits: number[][][]; response_mask: number[][] },
   { loss_agg_mode: AggregationMode },
   { entropy_loss: number; token_entropy: number[][]; grad_logits: number[][][] }
->('verl/compute_entropy_loss.json')
+>('verl/compute_entropy_loss')
 const tracker = new ErrorTracker()
 afterAll(() => {
-  if (fixture !== undefined) console.info(tracker.summary('verl/compute_entropy_loss.json'))
+  console.info(tracker.summary('verl/compute_entropy_loss.json'))
 })
 
 describe('entropyBonus', () => {
-  it.skipIf(fixture === undefined)('matches verl compute_entropy_loss case by case, every aggregation mode, with gradient', () => {
-    for (const testCase of fixture!.cases) {
+  it('matches verl compute_entropy_loss case by case, every aggregation mode, with gradient', () => {
+    for (const testCase of fixture.cases) {
       const logits = tf.tensor3d(testCase.inputs.logits)
       const mask = tensor2d(testCase.inputs.response_mask)
       const options = { aggregation: testCase.params.loss_agg_mode }

@@ -1,24 +1,25 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ShapeError } from '@ludic/core'
+import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { klEstimators, klLoss, klPenalty, type KlEstimator } from './kl-penalty.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, loadFixture, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
+import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
-const fixture = loadFixture<{ logprob: number[][]; ref_logprob: number[][] }, { kl_penalty: KlEstimator }, { kl: number[][]; grad_logprob: number[][] }>(
-  'verl/kl_penalty.json',
+const fixture = loadConformanceFixture<{ logprob: number[][]; ref_logprob: number[][] }, { kl_penalty: KlEstimator }, { kl: number[][]; grad_logprob: number[][] }>(
+  'verl/kl_penalty',
 )
 const tracker = new ErrorTracker()
 afterAll(() => {
-  if (fixture !== undefined) console.info(tracker.summary('verl/kl_penalty.json'))
+  console.info(tracker.summary('verl/kl_penalty.json'))
 })
 
 describe('klPenalty', () => {
-  it.skipIf(fixture === undefined)('matches verl kl_penalty case by case (values and gradient of the sum)', () => {
+  it('matches verl kl_penalty case by case (values and gradient of the sum)', () => {
     const seen = new Set<string>()
-    for (const testCase of fixture!.cases) {
+    for (const testCase of fixture.cases) {
       const logprobs = tensor2d(testCase.inputs.logprob)
       const reference = tensor2d(testCase.inputs.ref_logprob)
       const estimator = testCase.params.kl_penalty

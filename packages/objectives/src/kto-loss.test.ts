@@ -1,24 +1,25 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { createKtoLoss } from './kto-loss.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, loadFixture, randomTensor } from './testing/fixtures.js'
+import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, randomTensor } from './testing/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
-const fixture = loadFixture<
+const fixture = loadConformanceFixture<
   { completion_logps: number[]; ref_completion_logps: number[]; labels: boolean[]; KL_logps: number[]; ref_KL_logps: number[] },
   { loss_type: 'kto' | 'apo_zero_unpaired'; beta: number; desirable_weight: number; undesirable_weight: number },
   { loss: number; losses: number[]; kl: number; chosen_rewards: number[]; rejected_rewards: number[]; grad_completion_logps: number[] }
->('trl/kto_loss.json')
+>('trl/kto_loss')
 const tracker = new ErrorTracker()
 afterAll(() => {
-  if (fixture !== undefined) console.info(tracker.summary('trl/kto_loss.json'))
+  console.info(tracker.summary('trl/kto_loss.json'))
 })
 
 describe('createKtoLoss', () => {
-  it.skipIf(fixture === undefined)('matches TRL KTOTrainer case by case (loss, losses, kl, rewards, gradient)', () => {
-    for (const testCase of fixture!.cases) {
+  it('matches TRL KTOTrainer case by case (loss, losses, kl, rewards, gradient)', () => {
+    for (const testCase of fixture.cases) {
       const { inputs, params } = testCase
       const outputs = testCase.outputs!
       const loss = createKtoLoss({ lossType: params.loss_type, beta: params.beta, desirableWeight: params.desirable_weight, undesirableWeight: params.undesirable_weight })

@@ -1,8 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { createPreferenceLoss, dpoLossTypes, type DpoLossType, type FDivergenceType, type PreferenceLossInputs } from './preference-loss.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, loadFixture, randomTensor } from './testing/fixtures.js'
+import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, randomTensor } from './testing/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
@@ -34,10 +35,10 @@ interface DpoOutputs {
   grad_rejected_logps: number[]
 }
 
-const fixture = loadFixture<DpoInputs, DpoParams, DpoOutputs>('trl/dpo_losses.json')
+const fixture = loadConformanceFixture<DpoInputs, DpoParams, DpoOutputs>('trl/dpo_losses')
 const tracker = new ErrorTracker()
 afterAll(() => {
-  if (fixture !== undefined) console.info(tracker.summary('trl/dpo_losses.json'))
+  console.info(tracker.summary('trl/dpo_losses.json'))
 })
 
 function optionsOf(params: DpoParams) {
@@ -52,9 +53,9 @@ function optionsOf(params: DpoParams) {
 }
 
 describe('createPreferenceLoss (TRL DPO loss types)', () => {
-  it.skipIf(fixture === undefined)('matches TRL case by case: loss, per-pair losses, rewards, metrics, gradients, errors', () => {
+  it('matches TRL case by case: loss, per-pair losses, rewards, metrics, gradients, errors', () => {
     let compared = 0
-    for (const testCase of fixture!.cases) {
+    for (const testCase of fixture.cases) {
       const { inputs, params } = testCase
       if (testCase.error !== undefined) {
         if (testCase.tags?.includes('float64_keyerror')) {
@@ -92,7 +93,7 @@ describe('createPreferenceLoss (TRL DPO loss types)', () => {
       tf.dispose([result.loss, gradientChosen, gradientRejected, ...(Object.values(tensors) as tf.Tensor[])])
       compared++
     }
-    expect(compared).toBe(fixture!.cases.length - 2)
+    expect(compared).toBe(fixture.cases.length - 2)
   })
 
   function randomPairs(seed: number, batch = 4): PreferenceLossInputs {

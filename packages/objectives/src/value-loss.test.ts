@@ -1,25 +1,26 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import type { AggregationMode } from './aggregate-loss.js'
 import { valueLoss } from './value-loss.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, loadFixture, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
+import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
-const fixture = loadFixture<
+const fixture = loadConformanceFixture<
   { vpreds: number[][]; returns: number[][]; values: number[][]; response_mask: number[][] },
   { cliprange_value: number; loss_agg_mode: AggregationMode; dp_size?: number; batch_num_tokens?: number; global_batch_size?: number; loss_scale_factor?: number },
   { vf_loss: number; vf_clipfrac: number; grad_vpreds: number[][] }
->('verl/compute_value_loss.json')
+>('verl/compute_value_loss')
 const tracker = new ErrorTracker()
 afterAll(() => {
-  if (fixture !== undefined) console.info(tracker.summary('verl/compute_value_loss.json'))
+  console.info(tracker.summary('verl/compute_value_loss.json'))
 })
 
 describe('valueLoss', () => {
-  it.skipIf(fixture === undefined)('matches verl compute_value_loss case by case (loss, clip fraction, gradient)', () => {
-    for (const testCase of fixture!.cases) {
+  it('matches verl compute_value_loss case by case (loss, clip fraction, gradient)', () => {
+    for (const testCase of fixture.cases) {
       const { params } = testCase
       const tensors = {
         values: tensor2d(testCase.inputs.vpreds),

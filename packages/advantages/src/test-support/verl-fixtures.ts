@@ -1,9 +1,9 @@
 /**
- * Test support: runs an estimator on the verl reference fixtures (`shared/fixtures/verl`, a sibling of
- * the repository; see its README) and compares every case. Not part of the package's API.
+ * Test support: runs an estimator on the verl reference fixtures (@ludic/conformance-fixtures, converted
+ * from verl's outputs) and compares every case. A missing or incomplete fixture throws: it is never
+ * skipped. Not part of the package's API.
  */
-import { existsSync, readFileSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
+import { loadConformanceFixture, type ConformanceCase, type FixtureName } from '@ludic/conformance-fixtures'
 import { InvalidArgumentError, type AdvantageBatch, type AdvantageEstimatorV1 } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 
@@ -15,29 +15,7 @@ export interface VerlInputs {
   reward_baselines?: number[]
 }
 
-export interface VerlCase {
-  id: string
-  inputs: VerlInputs
-  params: Record<string, number | boolean>
-  tags?: string[]
-  outputs?: { advantages: number[][]; returns: number[][] }
-  error?: { type: string; message: string }
-}
-
-export interface VerlFixture {
-  function: string
-  cases: VerlCase[]
-}
-
-/** Reads a fixture file, or warns visibly and returns undefined when it is absent (CI has them). */
-export function loadVerlFixture(url: URL): VerlFixture | undefined {
-  const path = fileURLToPath(url)
-  if (!existsSync(path)) {
-    console.warn(`[@ludic/advantages] verl fixture not found at ${path}: its cases are skipped (CI has them)`)
-    return undefined
-  }
-  return JSON.parse(readFileSync(path, 'utf8')) as VerlFixture
-}
+export type VerlCase = ConformanceCase<VerlInputs, Record<string, number | boolean>, { advantages: number[][]; returns: number[][] }>
 
 /**
  * Two ways to turn verl's padded `[batch][token]` matrices into a ragged batch:
@@ -123,10 +101,10 @@ export function expectRowsClose(
  * One test per fixture case and layout. `estimatorFor` makes the estimator for a case's parameters, or
  * returns undefined for cases that belong to another estimator (e.g. GRPO's Dr. GRPO cases).
  */
-export function describeVerlFixture(url: URL, estimatorFor: (params: VerlCase['params']) => AdvantageEstimatorV1 | undefined): void {
-  const fixture = loadVerlFixture(url)
-  describe.skipIf(fixture === undefined)(`verl fixture ${fixture?.function ?? url.pathname}`, () => {
-    const cases = (fixture?.cases ?? []).flatMap((verlCase) => {
+export function describeVerlFixture(name: FixtureName, estimatorFor: (params: VerlCase['params']) => AdvantageEstimatorV1 | undefined): void {
+  const fixture = loadConformanceFixture<VerlCase['inputs'], VerlCase['params'], NonNullable<VerlCase['outputs']>>(name)
+  describe(`verl fixture ${fixture.function}`, () => {
+    const cases = fixture.cases.flatMap((verlCase) => {
       const estimator = estimatorFor(verlCase.params)
       return estimator === undefined ? [] : [{ verlCase, estimator }]
     })

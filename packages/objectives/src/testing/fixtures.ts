@@ -1,42 +1,12 @@
-import { existsSync, readFileSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import * as tf from '@tensorflow/tfjs-core'
 import { expect } from 'vitest'
 import { createRandom } from '@ludic/core'
 import { initTensors } from '@ludic/tensors'
 
 /**
- * Test support (not exported by the package): the reference fixtures of ../shared/fixtures, tolerant
- * comparison with error tracking, finite differences, and random inputs.
+ * Test support (not exported by the package): tolerant comparison with error tracking, finite differences,
+ * and random inputs. The reference fixtures come from @ludic/conformance-fixtures (loadConformanceFixture).
  */
-
-export interface FixtureCase<Inputs = Record<string, unknown>, Params = Record<string, unknown>, Outputs = Record<string, unknown>> {
-  id: string
-  inputs: Inputs
-  params: Params
-  tags?: string[]
-  outputs?: Outputs
-  error?: { type: string; message: string }
-}
-
-export interface Fixture<Inputs = Record<string, unknown>, Params = Record<string, unknown>, Outputs = Record<string, unknown>> {
-  function: string
-  cases: FixtureCase<Inputs, Params, Outputs>[]
-}
-
-const fixturesDirectory = new URL('../../../../../shared/fixtures/', import.meta.url)
-
-/** The fixture at `relativePath` (e.g. `verl/agg_loss.json`), or undefined with a visible warning when absent. */
-export function loadFixture<Inputs = Record<string, unknown>, Params = Record<string, unknown>, Outputs = Record<string, unknown>>(
-  relativePath: string,
-): Fixture<Inputs, Params, Outputs> | undefined {
-  const path = fileURLToPath(new URL(relativePath, fixturesDirectory))
-  if (!existsSync(path)) {
-    console.warn(`[skip] reference fixture not found: ${path} (CI has ../shared/fixtures)`)
-    return undefined
-  }
-  return JSON.parse(readFileSync(path, 'utf8')) as Fixture<Inputs, Params, Outputs>
-}
 
 /** Starts the backend under test: LUDIC_BACKEND, else wasm. */
 export async function initBackendUnderTest(): Promise<void> {

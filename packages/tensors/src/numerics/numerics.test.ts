@@ -1,7 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import * as tf from '@tensorflow/tfjs-core'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { InvalidArgumentError, ShapeError, createRandom } from '@ludic/core'
 import { initTensors } from '../backend/init-tensors.js'
 import { expectNoLeaks } from '../memory/no-leaks.js'
@@ -156,11 +155,12 @@ describe('entropyFromLogits', () => {
     tf.dispose([logits, entropy, broken])
   })
 
-  const fixture = fileURLToPath(new URL('../../../../../shared/fixtures/verl/compute_entropy_loss.json', import.meta.url))
-  it.skipIf(!existsSync(fixture))('matches verl (compute_entropy_loss, token-mean): token entropies and gradient', () => {
-    const { cases } = JSON.parse(readFileSync(fixture, 'utf8')) as {
-      cases: { params: { loss_agg_mode: string }; inputs: { logits: number[][][]; response_mask: number[][] }; outputs?: { token_entropy: number[][]; grad_logits: number[][][]; entropy_loss: number } }[]
-    }
+  it('matches verl (compute_entropy_loss, token-mean): token entropies and gradient', () => {
+    const { cases } = loadConformanceFixture<
+      { logits: number[][][]; response_mask: number[][] },
+      { loss_agg_mode: string },
+      { token_entropy: number[][]; grad_logits: number[][][]; entropy_loss: number }
+    >('verl/compute_entropy_loss')
     let checked = 0
     for (const testCase of cases) {
       if (testCase.outputs === undefined) continue
@@ -180,7 +180,6 @@ describe('entropyFromLogits', () => {
     }
     expect(checked).toBeGreaterThan(0)
   })
-  if (!existsSync(fixture)) console.warn(`[skip] verl fixtures not found at ${fixture}`)
 })
 
 describe('masked reductions', () => {
