@@ -8,7 +8,11 @@ export interface NoLeaksOptions {
   repeats?: number
 }
 
+const marker = Symbol.for('ludic.error.TensorLeakError')
+
+/** `tf.memory().numTensors` grew across calls that should free what they allocate (see `expectNoLeaks`). */
 export class TensorLeakError extends LudicError {
+  private readonly [marker] = true
   override readonly name = 'TensorLeakError'
   readonly before: number
   readonly after: number
@@ -17,6 +21,10 @@ export class TensorLeakError extends LudicError {
     super(`${label} leaked ${after - before} tensor(s): tf.memory().numTensors went from ${before} to ${after}`)
     this.before = before
     this.after = after
+  }
+
+  static override isInstance(error: unknown): error is TensorLeakError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[marker] === true
   }
 }
 
