@@ -21,5 +21,52 @@ export {
   stopGradient,
   tokenLogprobs,
 } from './numerics/index.js'
-export { createTensorScope, expectNoLeaks, TensorLeakError, withTensorScope, type NoLeaksOptions, type TensorScope } from './memory/index.js'
-export * from './safetensors/index.js'
+// Memory (the test helper expectNoLeaks is at '@ludic/tensors/test')
+export { createTensorScope, withTensorScope, type TensorScope } from './memory/tensor-scope.js'
+
+// Safetensors
+export {
+  dtypeBits,
+  dtypeBytes,
+  isSafetensorsDtype,
+  isSupportedDtype,
+  safetensorsDtypes,
+  supportedDtypes,
+  type FloatDtype,
+  type SafetensorsDtype,
+  type SupportedDtype,
+} from './safetensors/safetensors-dtype.js'
+export type {
+  SafetensorsContents,
+  SafetensorsReader,
+  SafetensorsTensor,
+  SafetensorsTensorData,
+  SafetensorsTensorInfo,
+  SafetensorsTensorInput,
+  SafetensorsTensorsInput,
+} from './safetensors/safetensors-tensor.js'
+export { bfloat16BitsToFloat32, float16BitsToFloat32, float32ToBfloat16Bits, float32ToFloat16Bits } from './safetensors/half-precision.js'
+export { bigInt64ArrayToInt32Array } from './safetensors/big-int64-to-int32.js'
+export { maxHeaderByteLength } from './safetensors/safetensors-header.js'
+export { parseSafetensors, parseSafetensorsOptionsSchema, type ParseSafetensorsOptions } from './safetensors/parse-safetensors.js'
+export {
+  serializeSafetensors,
+  serializeSafetensorsOptionsSchema,
+  type SerializeSafetensorsOptions,
+} from './safetensors/serialize-safetensors.js'
+export { openSafetensors, type SafetensorsFile } from './safetensors/open-safetensors.js'
+export { readSafetensorsFile } from './safetensors/read-safetensors-file.js'
+export { writeSafetensorsFile, type WriteSafetensorsFileOptions } from './safetensors/write-safetensors-file.js'
+export {
+  readShardedSafetensors,
+  readShardedSafetensorsOptionsSchema,
+  type ReadShardedSafetensorsOptions,
+  type ShardedSafetensors,
+} from './safetensors/read-sharded-safetensors.js'
+export {
+  writeShardedSafetensors,
+  writeShardedSafetensorsOptionsSchema,
+  type WriteShardedSafetensorsOptions,
+  type WriteShardedSafetensorsResult,
+} from './safetensors/write-sharded-safetensors.js'
+export { syncDirectory, writeFileAtomically, writeFully, writeJsonFileAtomically } from './safetensors/write-file-atomically.js'
