@@ -12,11 +12,12 @@ export { parseHuggingFaceConfig, supportedHuggingFaceClasses, toHuggingFaceConfi
 export { presetConfig, presetNames, type PresetName } from './config/presets.js'
 
 // The model
-export { CausalLanguageModel, forwardOptionsSchema, type ForwardOptions, type LinearAdapter, type NamePattern } from './model/causal-language-model.js'
+export { CausalLanguageModel, forwardOptionsSchema, type ForwardOptions, type LinearAdapter } from './model/causal-language-model.js'
 export { createModel, createModelOptionsSchema, resolveConfig, type CreateModelOptions, type ModelSpecification } from './model/create-model.js'
 export { KeyValueCache } from './model/key-value-cache.js'
 export type { IntegerMatrix } from './model/model-inputs.js'
 export { parameterSpecs, type ParameterInit, type ParameterSpec } from './model/parameter-shapes.js'
+export { matchesParameterNamePattern, parameterNamePatternSchema, type ParameterNamePattern } from './parameter-name-pattern.js'
 
 // Checkpoints
 export { loadModel } from './checkpoint/load-model.js'
@@ -56,7 +57,41 @@ export {
 } from './lora/lora-adapter-files.js'
 
 // Policy
+export { checkVocabularyFits } from './policy/check-vocabulary-fits.js'
 export { createLocalPolicy, localPolicyOptionsSchema, type LocalPolicyOptions } from './policy/create-local-policy.js'
 
 // Optimizer, gradient clipping, schedules, training checkpoints (src/training)
-export * from './training/index.js'
+export {
+  adamWOptionsSchema,
+  adamWStepOptionsSchema,
+  createAdamW,
+  type AdamW,
+  type AdamWHyperparameters,
+  type AdamWOptions,
+  type AdamWState,
+  type AdamWStepOptions,
+} from './training/adamw.js'
+export { clipGradientsByGlobalNorm, type ClippedGradients } from './training/clip-gradients-by-global-norm.js'
+export { computeGradients } from './training/compute-gradients.js'
+export {
+  constantSchedule,
+  constantScheduleOptionsSchema,
+  warmupCosineSchedule,
+  warmupCosineScheduleOptionsSchema,
+  warmupLinearSchedule,
+  warmupLinearScheduleOptionsSchema,
+  type ConstantScheduleOptions,
+  type LearningRateSchedule,
+  type WarmupCosineScheduleOptions,
+  type WarmupLinearScheduleOptions,
+} from './training/learning-rate-schedules.js'
+export { latestCheckpoint, listCheckpoints, type CheckpointEntry } from './training/list-checkpoints.js'
+export { loadTrainingCheckpoint, type LoadedTrainingCheckpoint, type TrainingCheckpointTargets } from './training/load-training-checkpoint.js'
+export { NonFiniteGradientError } from './training/non-finite-gradient-error.js'
+export {
+  saveTrainingCheckpoint,
+  saveTrainingCheckpointOptionsSchema,
+  type SaveTrainingCheckpointOptions,
+  type TrainingCheckpointContents,
+} from './training/save-training-checkpoint.js'
+export { checkpointFileNames } from './training/training-checkpoint-format.js'

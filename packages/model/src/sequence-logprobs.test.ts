@@ -3,6 +3,7 @@ import { createRandom } from '@ludic/core'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createModel } from './model/create-model.js'
+import { generate } from './generation/generate.js'
 import type { CausalLanguageModel } from './model/causal-language-model.js'
 import { sequenceLogprobs } from './sequence-logprobs.js'
 import { initTestBackend } from './testing/init-test-backend.js'
@@ -120,7 +121,7 @@ describe('sequenceLogprobs', () => {
     }
     expect(loss).toBeLessThan(0.05)
     await expectNoLeaks(step, { label: 'a training step' })
-    const [result] = await model.generate({ inputIds: [ids.slice(0, 1)], maxNewTokens: ids.length - 1, temperature: 0, stopTokenIds: [] })
+    const [result] = await generate(model, { inputIds: [ids.slice(0, 1)], maxNewTokens: ids.length - 1, temperature: 0, stopTokenIds: [] })
     expect(new TextDecoder().decode(Uint8Array.from([ids[0]!, ...result!.tokenIds]))).toBe(text)
     optimizer.dispose()
     model.dispose()

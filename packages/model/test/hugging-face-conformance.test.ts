@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { join } from 'node:path'
 import { readSafetensorsFile } from '@ludic/tensors'
 import { loadModel } from '../src/checkpoint/load-model.js'
+import { generate } from '../src/generation/generate.js'
 import { loadLoraAdapter } from '../src/lora/lora-adapter-files.js'
 import type { CausalLanguageModel } from '../src/model/causal-language-model.js'
 import { initTestBackend } from '../src/testing/init-test-backend.js'
@@ -76,7 +77,7 @@ describe.each(variantNames)('%s matches transformers', (variant) => {
     const { inputIds, attentionMask } = references.batch
     const prompts = inputIds.map((row, index) => row.filter((_, position) => attentionMask[index]![position] === 1))
     const newTokens = referenceIndex.variants[variant]!.new_tokens
-    const results = await model.generate({ inputIds: prompts, maxNewTokens: newTokens, temperature: 0, stopTokenIds: [] })
+    const results = await generate(model, { inputIds: prompts, maxNewTokens: newTokens, temperature: 0, stopTokenIds: [] })
     results.forEach((result, index) => {
       const expected = references.greedy[index]!.slice(inputIds[0]!.length)
       expect(Array.from(result.tokenIds)).toEqual(Array.from(expected))

@@ -4,6 +4,7 @@ import { createByteTokenizer } from '@ludic/core/test'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createModel } from '../model/create-model.js'
+import { generate } from './generate.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { sequenceLogprobs } from '../sequence-logprobs.js'
 import { initTestBackend } from '../testing/init-test-backend.js'
@@ -21,8 +22,8 @@ const prompts = [Int32Array.of(5, 9, 13, 2, 44), Int32Array.of(7), Int32Array.of
 
 describe('generate', () => {
   it('greedy decoding is deterministic and equals the argmax of full forward passes', async () => {
-    const first = await model.generate({ inputIds: prompts, maxNewTokens: 6, temperature: 0, stopTokenIds: [] })
-    const second = await model.generate({ inputIds: prompts, maxNewTokens: 6, temperature: 0, stopTokenIds: [] })
+    const first = await generate(model, { inputIds: prompts, maxNewTokens: 6, temperature: 0, stopTokenIds: [] })
+    const second = await generate(model, { inputIds: prompts, maxNewTokens: 6, temperature: 0, stopTokenIds: [] })
     expect(second).toEqual(first)
     for (const [index, result] of first.entries()) {
       // Recompute without cache or padding: one sequence at a time.
@@ -41,23 +42,23 @@ describe('generate', () => {
 
   it('same seed gives the same samples; another seed other samples', async () => {
     const options = { inputIds: prompts, maxNewTokens: 12, temperature: 1.3, stopTokenIds: [] }
-    const a = await model.generate({ ...options, seed: 5 })
-    const b = await model.generate({ ...options, seed: 5 })
-    const c = await model.generate({ ...options, seed: 6 })
+    const a = await generate(model, { ...options, seed: 5 })
+    const b = await generate(model, { ...options, seed: 5 })
+    const c = await generate(model, { ...options, seed: 6 })
     expect(b).toEqual(a)
     expect(c.map((result) => Array.from(result.tokenIds))).not.toEqual(a.map((result) => Array.from(result.tokenIds)))
   })
 
   it('a sequence samples the same tokens alone or in a batch, given its own seed', async () => {
     const options = { maxNewTokens: 8, temperature: 1, topP: 0.9, stopTokenIds: [] }
-    const batched = await model.generate({ ...options, inputIds: prompts, seed: [1, 2, 3] })
-    const alone = await model.generate({ ...options, inputIds: [prompts[1]!], seed: [2] })
+    const batched = await generate(model, { ...options, inputIds: prompts, seed: [1, 2, 3] })
+    const alone = await generate(model, { ...options, inputIds: [prompts[1]!], seed: [2] })
     expect(Array.from(alone[0]!.tokenIds)).toEqual(Array.from(batched[1]!.tokenIds))
     for (let index = 0; index < alone[0]!.logprobs.length; index++) expect(alone[0]!.logprobs[index]).toBeCloseTo(batched[1]!.logprobs[index]!, 4)
   })
 
   it('log-probs are the model\'s (temperature 1, unfiltered), as sequenceLogprobs recomputes them', async () => {
-    const results = await model.generate({ inputIds: prompts, maxNewTokens: 7, temperature: 0.7, topK: 20, seed: 9, stopTokenIds: [] })
+    const results = await generate(model, { inputIds: prompts, maxNewTokens: 7, temperature: 0.7, topK: 20, seed: 9, stopTokenIds: [] })
     const { logprobs, responseMask } = sequenceLogprobs(model, { promptIds: prompts, responseIds: results.map((result) => result.tokenIds) })
     const recomputed = logprobs.arraySync()
     results.forEach((result, row) => {
@@ -67,17 +68,17 @@ describe('generate', () => {
   })
 
   it('topK 1 and a tiny topP are greedy; minP 1 keeps only the most likely token', async () => {
-    const greedy = await model.generate({ inputIds: prompts, maxNewTokens: 5, temperature: 0, stopTokenIds: [] })
+    const greedy = await generate(model, { inputIds: prompts, maxNewTokens: 5, temperature: 0, stopTokenIds: [] })
     for (const options of [{ topK: 1 }, { topP: 1e-6 }, { minP: 1 }]) {
-      const sampled = await model.generate({ inputIds: prompts, maxNewTokens: 5, temperature: 2, seed: 3, stopTokenIds: [], ...options })
+      const sampled = await generate(model, { inputIds: prompts, maxNewTokens: 5, temperature: 2, seed: 3, stopTokenIds: [], ...options })
       expect(sampled.map((result) => Array.from(result.tokenIds))).toEqual(greedy.map((result) => Array.from(result.tokenIds)))
     }
   })
 
   it('stops at a stop token (kept as the last token) and reports the finish reason per sequence', async () => {
-    const greedy = await model.generate({ inputIds: prompts, maxNewTokens: 6, temperature: 0, stopTokenIds: [] })
+    const greedy = await generate(model, { inputIds: prompts, maxNewTokens: 6, temperature: 0, stopTokenIds: [] })
     const stopToken = greedy[0]!.tokenIds[2]!
-    const stopped = await model.generate({ inputIds: prompts, maxNewTokens: 6, temperature: 0, stopTokenIds: [stopToken] })
+    const stopped = await generate(model, { inputIds: prompts, maxNewTokens: 6, temperature: 0, stopTokenIds: [stopToken] })
     const first = Array.from(greedy[0]!.tokenIds).indexOf(stopToken)
     expect(Array.from(stopped[0]!.tokenIds)).toEqual(Array.from(greedy[0]!.tokenIds.slice(0, first + 1)))
     expect(stopped[0]!.finishReason).toBe('stop')
@@ -89,27 +90,27 @@ describe('generate', () => {
 
   it('stops at a stop string with a tokenizer and cuts the text before it', async () => {
     const tokenizer = createByteTokenizer()
-    const greedy = await model.generate({ prompts: ['ab', 'hello'], tokenizer, maxNewTokens: 8, temperature: 0, stopTokenIds: [] })
+    const greedy = await generate(model, { prompts: ['ab', 'hello'], tokenizer, maxNewTokens: 8, temperature: 0, stopTokenIds: [] })
     const text = greedy[0]!.text!
     expect(greedy[0]!.text).toBe(tokenizer.decode(greedy[0]!.tokenIds))
     const stop = text.slice(3, 5)
-    const stopped = await model.generate({ prompts: ['ab', 'hello'], tokenizer, maxNewTokens: 8, temperature: 0, stopStrings: [stop], stopTokenIds: [] })
+    const stopped = await generate(model, { prompts: ['ab', 'hello'], tokenizer, maxNewTokens: 8, temperature: 0, stopStrings: [stop], stopTokenIds: [] })
     expect(stopped[0]!.finishReason).toBe('stop')
     expect(stopped[0]!.text).toBe(text.slice(0, text.indexOf(stop)))
     expect(stopped[0]!.tokenIds.length).toBe(text.indexOf(stop) + stop.length)
   })
 
   it('leaves numTensors unchanged', async () => {
-    await expectNoLeaks(() => model.generate({ inputIds: prompts, maxNewTokens: 4, seed: 1 }), { label: 'generate' })
+    await expectNoLeaks(() => generate(model, { inputIds: prompts, maxNewTokens: 4, seed: 1 }), { label: 'generate' })
   })
 
   it('rejects bad input naming the argument and the value', async () => {
-    await expect(model.generate({ inputIds: [[1, 300]], maxNewTokens: 2 })).rejects.toThrow(/inputIds\[0\]\[1\].*300.*\[0, 259\)/)
-    await expect(model.generate({ inputIds: [[]], maxNewTokens: 2 })).rejects.toThrow(InvalidArgumentError)
-    await expect(model.generate({ inputIds: [[1]], maxNewTokens: 0 })).rejects.toThrow(/options\.maxNewTokens/)
-    await expect(model.generate({ inputIds: [[1]], topP: 0 })).rejects.toThrow(/options\.topP/)
-    await expect(model.generate({ prompts: ['x'] })).rejects.toThrow(/options\.tokenizer/)
-    await expect(model.generate({ inputIds: [[1]], stopStrings: ['x'] })).rejects.toThrow(/options\.tokenizer/)
-    await expect(model.generate({ inputIds: [[1], [2]], seed: [1] })).rejects.toThrow(/options\.seed/)
+    await expect(generate(model, { inputIds: [[1, 300]], maxNewTokens: 2 })).rejects.toThrow(/inputIds\[0\]\[1\].*300.*\[0, 259\)/)
+    await expect(generate(model, { inputIds: [[]], maxNewTokens: 2 })).rejects.toThrow(InvalidArgumentError)
+    await expect(generate(model, { inputIds: [[1]], maxNewTokens: 0 })).rejects.toThrow(/options\.maxNewTokens/)
+    await expect(generate(model, { inputIds: [[1]], topP: 0 })).rejects.toThrow(/options\.topP/)
+    await expect(generate(model, { prompts: ['x'] })).rejects.toThrow(/options\.tokenizer/)
+    await expect(generate(model, { inputIds: [[1]], stopStrings: ['x'] })).rejects.toThrow(/options\.tokenizer/)
+    await expect(generate(model, { inputIds: [[1], [2]], seed: [1] })).rejects.toThrow(/options\.seed/)
   })
 })

@@ -9,7 +9,7 @@ import { createModel } from '../model/create-model.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { sequenceLogprobs } from '../sequence-logprobs.js'
 import { initTestBackend } from '../testing/init-test-backend.js'
-import { applyLora } from './apply-lora.js'
+import { applyLora, type LoraOptions } from './apply-lora.js'
 import { loadLoraAdapter, saveLoraAdapter } from './lora-adapter-files.js'
 
 beforeAll(initTestBackend)
@@ -139,6 +139,36 @@ describe('applyLora', () => {
     const merged = model.forward(ids)
     expect(maxDifference(merged, unmerged)).toBeLessThan(1e-4)
     tf.dispose([unmerged, merged])
+    model.dispose()
+  })
+
+  it('matches targetModules as PEFT (module-name suffixes) through the ParameterNamePattern rule', async () => {
+    const model = base()
+    const layersOf = (targetModules: LoraOptions['targetModules']) => {
+      const adapters = applyLora(model, { targetModules })
+      adapters.remove()
+      return adapters.layers
+    }
+    const qAndDown = ['model.layers.0.self_attn.q_proj', 'model.layers.0.mlp.down_proj', 'model.layers.1.self_attn.q_proj', 'model.layers.1.mlp.down_proj']
+    expect(layersOf(['self_attn.q_proj', 'down_proj'])).toEqual(qAndDown)
+    expect(layersOf(['*_proj'])).toEqual(model.linearNames()) // globs work in module names
+    expect(() => layersOf(['proj'])).toThrow(/options\.targetModules.*matches no linear layer/) // whole segments, never a substring
+    expect(layersOf(/q_proj|down/)).toEqual(qAndDown) // a RegExp searches the name, as everywhere
+    expect(layersOf(/^model\.layers\.1\.self_attn\.q_proj$/)).toEqual(['model.layers.1.self_attn.q_proj'])
+
+    // PEFT reads a string target_modules with re.fullmatch: a searching RegExp is written so that it still searches.
+    const path = join(directory, 'adapter-pattern')
+    const adapters = applyLora(model, { targetModules: /q_proj|down/ })
+    await saveLoraAdapter(adapters, path)
+    const written = JSON.parse(await readFile(join(path, 'adapter_config.json'), 'utf8')) as { target_modules: unknown }
+    expect(written.target_modules).toBe('.*(?:q_proj|down).*')
+    adapters.remove()
+    const loaded = await loadLoraAdapter(model, path)
+    expect(loaded.layers).toEqual(qAndDown)
+    expect(loaded.config.targetModules).toEqual(/^(?:.*(?:q_proj|down).*)$/)
+    await saveLoraAdapter(loaded, path) // a pattern read from a file is written back as it was
+    expect((JSON.parse(await readFile(join(path, 'adapter_config.json'), 'utf8')) as { target_modules: unknown }).target_modules).toBe('.*(?:q_proj|down).*')
+    loaded.remove()
     model.dispose()
   })
 

@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgument } from '@ludic/core'
 import { z } from 'zod'
 import type { CausalLanguageModel, LinearAdapter } from '../model/causal-language-model.js'
+import { matchesParameterNamePattern } from '../parameter-name-pattern.js'
 
 export const loraOptionsSchema = z
   .object({
@@ -12,10 +13,15 @@ export const loraOptionsSchema = z
     /** Dropout on the adapter's input, in training mode only. Default: 0. */
     dropout: z.number().min(0).lt(1).default(0),
     /**
-     * Which linear layers get an adapter: module names matched against the last part of the layer's name
-     * (`['q_proj', 'v_proj']`, PEFT's default for these architectures), `'all-linear'` (every projection, not
-     * `lm_head`), or a regular expression matched against the whole name (PEFT's string form). Default:
-     * PEFT's for the architecture: `['q_proj', 'v_proj']`, GPT-2 `['c_attn']`.
+     * Which linear layers get an adapter (layer names are parameter names without `.weight`,
+     * `model.layers.0.self_attn.q_proj`):
+     * - module names, PEFT's list form: each matches a layer whose name ends with it as whole segments
+     *   (`'q_proj'` matches `model.layers.0.self_attn.q_proj`, `'self_attn.q_proj'` too), i.e. the
+     *   `ParameterNamePattern` `'**.' + module` (so globs work: `'*_proj'`);
+     * - `'all-linear'`: every projection, not `lm_head`;
+     * - a `RegExp`, tested against the layer name as every `ParameterNamePattern` (it searches; anchor it with
+     *   `^…$` for PEFT's full-match string form, which is how `loadLoraAdapter` reads one).
+     * Default: PEFT's for the architecture: `['q_proj', 'v_proj']`, GPT-2 `['c_attn']`.
      */
     targetModules: z.union([z.array(z.string().min(1)).min(1), z.literal('all-linear'), z.instanceof(RegExp)]).optional(),
     /** Seed of A's initialisation (Kaiming-uniform, as PEFT); B starts at zero so the model is unchanged. Default: 0. */
@@ -69,7 +75,7 @@ export function applyLora(model: CausalLanguageModel, options: LoraOptions = {})
     if (model.linearAdapters().has(layer)) throw new InvalidArgumentError({ argument: 'model', value: layer, message: 'already has an adapter on this layer' })
   }
   const scale = config.useRslora ? config.alpha / Math.sqrt(config.rank) : config.alpha / config.rank
-  if (config.freezeBase) model.freeze(() => true)
+  if (config.freezeBase) model.freeze('**')
   const variables = new Map<string, tf.Variable>()
   const adapters: LoraLayer[] = []
   let dropoutCalls = 0
@@ -142,7 +148,7 @@ export function applyLora(model: CausalLanguageModel, options: LoraOptions = {})
         model.removeParameter(`${adapter.layer}.lora_A.weight`)
         model.removeParameter(`${adapter.layer}.lora_B.weight`)
       }
-      if (config.freezeBase) model.unfreeze(() => true)
+      if (config.freezeBase) model.unfreeze('**')
       removed = true
     },
   }
@@ -156,9 +162,9 @@ interface LoraLayer extends LinearAdapter {
   merged: boolean
 }
 
-/** PEFT's matching: a list matches a module name or a `.`-separated suffix; a pattern must match the whole name. */
+/** PEFT's matching of module names (the name or a `.`-separated suffix), as `ParameterNamePattern`s. */
 function isTarget(name: string, targets: LoraConfig['targetModules']): boolean {
   if (targets === 'all-linear') return name !== 'lm_head'
-  if (targets instanceof RegExp) return new RegExp(`^(?:${targets.source})$`, targets.flags).test(name)
-  return targets.some((target) => name === target || name.endsWith(`.${target}`))
+  if (targets instanceof RegExp) return matchesParameterNamePattern(name, targets)
+  return matchesParameterNamePattern(name, targets.map((module) => `**.${module}`))
 }

@@ -76,7 +76,7 @@ export async function saveLoraAdapter(adapters: LoraAdapters, directory: string,
       config.targetModules === 'all-linear'
         ? [...new Set(adapters.layers.map((layer) => layer.split('.').at(-1)!))].sort()
         : config.targetModules instanceof RegExp
-          ? config.targetModules.source
+          ? peftFullMatchSource(config.targetModules)
           : [...config.targetModules],
     bias: 'none',
     fan_in_fan_out: adapters.layers.some((layer) => layer.startsWith('transformer.h.')), // GPT-2's Conv1D layers
@@ -121,7 +121,7 @@ export async function loadLoraAdapter(model: CausalLanguageModel, directory: str
     rank: config.r,
     alpha: config.lora_alpha,
     dropout: config.lora_dropout,
-    targetModules: typeof config.target_modules === 'string' ? new RegExp(config.target_modules) : config.target_modules,
+    targetModules: typeof config.target_modules === 'string' ? fromPeftFullMatchSource(config.target_modules) : config.target_modules,
     useRslora: config.use_rslora,
     freezeBase,
   })
@@ -151,4 +151,28 @@ export async function loadLoraAdapter(model: CausalLanguageModel, directory: str
     await file.close()
   }
   return adapters
+}
+
+/**
+ * PEFT reads a string `target_modules` with `re.fullmatch`; Ludic tests a `RegExp` against the name (it
+ * searches). A string read from a file becomes `^(?:source)$`, and such a RegExp is written back as `source`;
+ * any other is written as `.*(?:source).*`, which `fullmatch` reads as a search.
+ */
+function fromPeftFullMatchSource(source: string): RegExp | 'all-linear' {
+  return source === 'all-linear' ? source : new RegExp(`^(?:${source})$`)
+}
+
+function peftFullMatchSource(pattern: RegExp): string {
+  const inner = /^\^\(\?:([\s\S]*)\)\$$/.exec(pattern.source)?.[1]
+  if (inner !== undefined && compiles(inner)) return inner // balanced alone, so the group spans all of it
+  return `.*(?:${pattern.source}).*`
+}
+
+function compiles(source: string): boolean {
+  try {
+    new RegExp(source)
+    return true
+  } catch {
+    return false
+  }
 }

@@ -126,7 +126,29 @@ describe('CausalLanguageModel', () => {
     const trainable = [...model.trainableParameters().keys()]
     expect(trainable).not.toContain('model.layers.0.mlp.up_proj.weight')
     expect(trainable).toContain('model.layers.1.mlp.up_proj.weight')
-    expect(model.unfreeze('model.')).toHaveLength(model.parameters().size)
+    expect(model.unfreeze('model.**')).toHaveLength(model.parameters().size)
+    expect(model.trainableParameters().size).toBe(model.parameters().size)
+  })
+
+  it('matches names with the ParameterNamePattern rule: whole-name globs, RegExps, lists; no match is an error', () => {
+    try {
+      expect(model.freeze('model.embed_tokens.weight')).toEqual(['model.embed_tokens.weight'])
+      expect(model.freeze(['model.layers.*.self_attn.q_proj.weight', '**norm.weight'])).toEqual([
+        'model.layers.0.self_attn.q_proj.weight',
+        'model.layers.0.input_layernorm.weight',
+        'model.layers.0.post_attention_layernorm.weight',
+        'model.layers.1.self_attn.q_proj.weight',
+        'model.layers.1.input_layernorm.weight',
+        'model.layers.1.post_attention_layernorm.weight',
+        'model.norm.weight',
+      ])
+      expect(model.trainableParameters().has('model.layers.0.self_attn.k_proj.weight')).toBe(true)
+      expect(() => model.freeze('embed')).toThrow(InvalidArgumentError) // a string is never a substring
+      expect(() => model.freeze('embed')).toThrow(/freeze: matches no parameter.*model\.embed_tokens\.weight/)
+      expect(() => model.unfreeze([])).toThrow(/unfreeze: matches no parameter/)
+    } finally {
+      model.unfreeze('**')
+    }
     expect(model.trainableParameters().size).toBe(model.parameters().size)
   })
 

@@ -5,7 +5,7 @@ import type { ModelConfig } from '../config/model-config.js'
 import { geluTanh, layerNorm } from '../layers/layer-norm.js'
 import { rmsNorm } from '../layers/rms-norm.js'
 import { applyRotary, inverseFrequencies, rotaryTables } from '../layers/rotary-embedding.js'
-import { generate, type GeneratedSequence, type GenerateOptions } from '../generation/generate.js'
+import { matchesParameterNamePattern, type ParameterNamePattern } from '../parameter-name-pattern.js'
 import { KeyValueCache } from './key-value-cache.js'
 import { attentionBias, defaultPositions, readIntegerMatrix, type HostMatrix, type IntegerMatrix } from './model-inputs.js'
 
@@ -45,15 +45,6 @@ export interface LinearAdapter {
   apply(x: tf.Tensor2D, training: boolean): tf.Tensor2D
   /** Whether the adapter is currently merged into the base weight (then `apply` is skipped). */
   readonly merged: boolean
-}
-
-/** A name pattern: a glob-free substring, a regular expression, or a predicate over Hugging Face names. */
-export type NamePattern = string | RegExp | ((name: string) => boolean)
-
-export function matchesPattern(name: string, pattern: NamePattern): boolean {
-  if (typeof pattern === 'string') return name.includes(pattern)
-  if (pattern instanceof RegExp) return pattern.test(name)
-  return pattern(name)
 }
 
 let modelCount = 0
@@ -159,24 +150,32 @@ export class CausalLanguageModel {
     this.weights.delete(name)
   }
 
-  /** Marks the matching parameters as frozen (`trainable = false`); returns their names. */
-  freeze(pattern: NamePattern): string[] {
-    return this.setTrainable(pattern, false)
+  /**
+   * Marks the parameters matching `patterns` as frozen (`trainable = false`) and returns their names. A pattern
+   * is a glob over the whole name (`'model.embed_tokens.weight'`, `'model.layers.0.**'`, `'**.bias'`) or a
+   * `RegExp` (see `ParameterNamePattern`); patterns that match no parameter are an `InvalidArgumentError`.
+   */
+  freeze(patterns: ParameterNamePattern | readonly ParameterNamePattern[]): string[] {
+    return this.setTrainable(patterns, false, 'freeze')
   }
 
-  /** Marks the matching parameters as trainable again; returns their names. */
-  unfreeze(pattern: NamePattern): string[] {
-    return this.setTrainable(pattern, true)
+  /** Marks the parameters matching `patterns` as trainable again and returns their names (see `freeze`). */
+  unfreeze(patterns: ParameterNamePattern | readonly ParameterNamePattern[]): string[] {
+    return this.setTrainable(patterns, true, 'unfreeze')
   }
 
-  private setTrainable(pattern: NamePattern, trainable: boolean): string[] {
-    const names: string[] = []
-    for (const [name, variable] of this.parameters()) {
-      if (!matchesPattern(name, pattern)) continue
-      variable.trainable = trainable
-      names.push(name)
+  private setTrainable(patterns: ParameterNamePattern | readonly ParameterNamePattern[], trainable: boolean, caller: string): string[] {
+    const matched = [...this.parameters()].filter(([name]) => matchesParameterNamePattern(name, patterns))
+    if (matched.length === 0) {
+      const some = [...this.weights.keys()].slice(0, 3).join(', ')
+      throw new InvalidArgumentError({
+        argument: 'patterns',
+        value: patterns,
+        message: `${caller}: matches no parameter (a string is a glob over the whole dotted name, e.g. 'model.layers.0.**' or '**.bias'; the names are like ${some}, …)`,
+      })
     }
-    return names
+    for (const [, variable] of matched) variable.trainable = trainable
+    return matched.map(([name]) => name)
   }
 
   /** Attaches (or with `undefined`, detaches) an adapter to a linear layer, e.g. `model.layers.0.self_attn.q_proj`. */
@@ -215,11 +214,6 @@ export class CausalLanguageModel {
 
   get isDisposed(): boolean {
     return this.disposed
-  }
-
-  /** Generates continuations of a batch of prompts (see `generate` for the options and the result). */
-  generate(options: GenerateOptions): Promise<GeneratedSequence[]> {
-    return generate(this, options)
   }
 
   // ---- forward ----------------------------------------------------------------------------------

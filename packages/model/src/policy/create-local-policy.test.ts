@@ -75,4 +75,20 @@ describe('createLocalPolicy', () => {
     expect(() => createLocalPolicy({ model, tokenizer, maxBatch: 0 })).toThrow(/options\.maxBatch/)
     expect(() => createLocalPolicy({ model: {} as CausalLanguageModel, tokenizer })).toThrow(/options\.model/)
   })
+
+  it('refuses a tokenizer with more ids than the model vocabulary when created, not at the first generate', () => {
+    const small = createModel('tiny', { vocabSize: 64, seed: 1, overrides: { hiddenSize: 16, numHiddenLayers: 1, intermediateSize: 32 } })
+    try {
+      expect(() => createLocalPolicy({ model: small, tokenizer })).toThrow(InvalidArgumentError)
+      expect(() => createLocalPolicy({ model: small, tokenizer })).toThrow(/tokenizer has 259 ids, model has 64/)
+    } finally {
+      small.dispose()
+    }
+    const padded = createModel('tiny', { vocabSize: 300, seed: 1, overrides: { hiddenSize: 16, numHiddenLayers: 1, intermediateSize: 32 } })
+    try {
+      expect(createLocalPolicy({ model: padded, tokenizer }).id).toBe('local-llama') // a larger model vocabulary is padding
+    } finally {
+      padded.dispose()
+    }
+  })
 })

@@ -14,6 +14,7 @@ import { renderChatTemplate } from '@ludic/tokenizer'
 import { z } from 'zod'
 import { defaultStopTokenIds, generateRows, type GenerationRow } from '../generation/generate.js'
 import { CausalLanguageModel } from '../model/causal-language-model.js'
+import { checkVocabularyFits } from './check-vocabulary-fits.js'
 
 export const localPolicyOptionsSchema = z
   .object({
@@ -47,10 +48,12 @@ export type LocalPolicyOptions = z.input<typeof localPolicyOptionsSchema>
  * (default 1), `topP`, `topK`, `minP`, `stop` strings, `seed` and `maxTokens`. A completion carries the prompt
  * ids, the generated ids (a stop token that ended it included), their log-probabilities under the model
  * (temperature 1, unfiltered; see `generate`), the decoded text (without the stop token, cut before a stop
- * string) and the finish reason.
+ * string) and the finish reason. A tokenizer with ids past the model's vocabulary is refused here
+ * (`checkVocabularyFits`), not at the first request.
  */
 export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
   const { model, tokenizer, chatTemplate, maxBatch, id, seed, stopTokenIds } = parseArgument(localPolicyOptionsSchema, options, 'options')
+  checkVocabularyFits(tokenizer, model.config)
   const render = promptRenderer(tokenizer, chatTemplate)
   const seeds = createRandom(seed)
   const stops = new Set(stopTokenIds ?? defaultStopTokenIds(model, tokenizer))

@@ -115,15 +115,19 @@ describe('createAdamW', () => {
     tf.dispose([...first.values(), ...second.values()])
   })
 
-  it('matches exclusion patterns against whole names (globs and RegExps)', () => {
+  it('matches exclusion patterns with the ParameterNamePattern rule (whole-name globs, RegExps)', () => {
     const parameters = new Map([
       ['model.norm.weight', tf.variable(tf.ones([2]))],
       ['model.layers.0.mlp.up_proj.bias', tf.variable(tf.ones([2]))],
       ['model.layers.0.mlp.up_proj.weight', tf.variable(tf.ones([2]))],
       ['model.layernorm_like.weight', tf.variable(tf.ones([2]))],
     ])
-    const optimizer = createAdamW(parameters, { excludeFromWeightDecay: ['*norm.weight', /\.bias$/] })
+    const optimizer = createAdamW(parameters, { excludeFromWeightDecay: ['**norm.weight', /\.bias$/] })
     expect([...parameters.keys()].map((name) => optimizer.decays(name))).toEqual([false, false, true, true])
+    const segments = createAdamW(parameters, { excludeFromWeightDecay: ['*norm.weight', 'model.*.weight'] }) // `*` stays inside one segment
+    expect([...parameters.keys()].map((name) => segments.decays(name))).toEqual([false, true, true, false])
+    segments.dispose()
+    optimizer.dispose()
     expect(createAdamW(parameters, { weightDecay: 0 }).decays('model.layers.0.mlp.up_proj.weight')).toBe(false)
     tf.dispose([...parameters.values()])
   })

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { z } from 'zod'
 import { checkGradientMap } from './gradient-map.js'
-import { matchesAnyPattern, parameterNamePatternSchema } from './parameter-name-patterns.js'
+import { matchesParameterNamePattern, parameterNamePatternSchema } from '../parameter-name-pattern.js'
 
 /** Options of `createAdamW`; the defaults are `torch.optim.AdamW`'s. */
 export const adamWOptionsSchema = z.strictObject({
@@ -23,9 +23,9 @@ export const adamWOptionsSchema = z.strictObject({
    */
   decoupled: z.boolean().default(true),
   /**
-   * Parameters that get no weight decay (as a second torch parameter group with `weight_decay=0`):
-   * strings with `*` wildcards matched against the whole name, or `RegExp`s. Default `[]` (torch decays
-   * everything); a common choice is `['*norm.weight', '*.bias']`.
+   * Parameters that get no weight decay (as a second torch parameter group with `weight_decay=0`): name
+   * patterns (`ParameterNamePattern`: a glob over the whole name, `*` within a segment and `**` across, or a
+   * `RegExp`). Default `[]` (torch decays everything); a common choice is `['**norm.weight', '**.bias']`.
    */
   excludeFromWeightDecay: z.array(parameterNamePatternSchema).default([]),
 })
@@ -138,7 +138,7 @@ class AdamWOptimizer implements AdamW {
       // Inside tidy: the zeros tensor goes, its data stays with the variable.
       firstMoment: tf.tidy(() => tf.variable(tf.zeros(parameter.shape), false)),
       secondMoment: tf.tidy(() => tf.variable(tf.zeros(parameter.shape), false)),
-      decays: !matchesAnyPattern(name, hyperparameters.excludeFromWeightDecay),
+      decays: !matchesParameterNamePattern(name, hyperparameters.excludeFromWeightDecay),
     }))
     const { beta1, beta2, epsilon } = hyperparameters
     this.constants = {

@@ -32,7 +32,7 @@ afterAll(async () => {
 
 function startRun(modelSeed: number, randomSeed: number): { model: CausalLanguageModel; optimizer: AdamW; random: Random } {
   const model = createModel('tiny', { vocabSize, seed: modelSeed })
-  const optimizer = createAdamW(model.trainableParameters(), { learningRate: 3e-3, weightDecay: 0.1, excludeFromWeightDecay: ['*norm.weight'] })
+  const optimizer = createAdamW(model.trainableParameters(), { learningRate: 3e-3, weightDecay: 0.1, excludeFromWeightDecay: ['**norm.weight'] })
   return { model, optimizer, random: createRandom(randomSeed) }
 }
 

@@ -82,7 +82,7 @@ describe('saveTrainingCheckpoint / loadTrainingCheckpoint', () => {
     expect(optimizer.tensors.has('model.layers.1.bias.exp_avg_sq')).toBe(true)
     const state = JSON.parse(await readFile(join(path, 'training-state.json'), 'utf8'))
     expect(state).toMatchObject({ format: 'ludic-training-checkpoint', version: 1, step: 2, randomState: [...run.random.getState()], extra: {} })
-    expect(state.optimizer).toMatchObject({ name: 'adamw', step: 2, hyperparameters: { learningRate: 0.05, excludeFromWeightDecay: ['*.bias', '*norm.weight'] } })
+    expect(state.optimizer).toMatchObject({ name: 'adamw', step: 2, hyperparameters: { learningRate: 0.05, excludeFromWeightDecay: ['**.bias', '**norm.weight'] } })
     run.dispose()
   })
 

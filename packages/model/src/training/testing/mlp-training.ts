@@ -39,7 +39,7 @@ export function createMlpParameters(seed: number): Map<string, tf.Variable> {
 }
 
 export function createMlpOptimizer(parameters: Map<string, tf.Variable>): AdamW {
-  return createAdamW(parameters, { learningRate: baseLearningRate, weightDecay: 0.1, excludeFromWeightDecay: ['*.bias', '*norm.weight'] })
+  return createAdamW(parameters, { learningRate: baseLearningRate, weightDecay: 0.1, excludeFromWeightDecay: ['**.bias', '**norm.weight'] })
 }
 
 /**
