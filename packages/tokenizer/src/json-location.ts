@@ -1,4 +1,4 @@
-import { ParseError } from '@ludic/core'
+import { ParseError, parseInput } from '@ludic/core'
 import type { z } from 'zod'
 
 /** Where a value sits in the file being parsed: the file (`'tokenizer.json'` or a path) and the JSON path. */
@@ -12,17 +12,9 @@ export function childLocation(location: JsonLocation, ...keys: (string | number)
   return { source: location.source, path: [...location.path, ...keys] }
 }
 
-/** Parses `value` with a zod schema; on failure throws a `ParseError` with the JSON path of the bad field. */
+/** Parses `value` with a zod schema (core's `parseInput`); on failure throws a `ParseError` with the JSON path of the bad field. */
 export function parseJson<Schema extends z.ZodType>(schema: Schema, value: unknown, location: JsonLocation): z.output<Schema> {
-  const result = schema.safeParse(value)
-  if (result.success) return result.data
-  const issue = result.error.issues[0]
-  throw new ParseError({
-    source: location.source,
-    path: [...location.path, ...(issue?.path ?? []).map((key) => (typeof key === 'symbol' ? String(key) : key))],
-    message: issue?.message ?? 'invalid value',
-    cause: result.error,
-  })
+  return parseInput(schema, value, location)
 }
 
 /** Builds one pipeline component from its JSON, dispatching on `type`. */

@@ -1,3 +1,5 @@
+import { ParseError } from '@ludic/core'
+import type { JsonLocation } from '../json-location.js'
 import { BpeWordMerger } from './bpe-word.js'
 import { MergeTable } from './merge-table.js'
 import { invertVocabulary, type TokenizerModel } from './tokenizer-model.js'
@@ -15,16 +17,35 @@ export interface BpeOptions {
   byteFallback?: boolean
   /** A piece that is itself in the vocabulary is one token, merges or not (Llama 3). */
   ignoreMerges?: boolean
+  /** Where the model's JSON sits, for errors (a bad merge is at `…merges[index]`). Default: `the BPE model`. */
+  location?: JsonLocation
 }
 
-/** A merge whose tokens are not in the vocabulary: `index` is its rank, `token` the missing one. */
-export class MergeOutOfVocabularyError extends Error {
-  override readonly name = 'MergeOutOfVocabularyError'
-  constructor(
-    readonly index: number,
-    readonly token: string,
-  ) {
-    super(`merge ${index} needs the token ${JSON.stringify(token)}, which is not in the vocabulary`)
+const mergeOutOfVocabularyMarker = Symbol.for('ludic.error.MergeOutOfVocabularyError')
+
+/**
+ * A merge whose tokens are not in the vocabulary: a `ParseError` at the merge (`model.merges[index]` of
+ * `tokenizer.json`); `index` is its rank, `token` the missing one. Its `name` stays `'ParseError'`;
+ * `MergeOutOfVocabularyError.isInstance` tells it apart.
+ */
+export class MergeOutOfVocabularyError extends ParseError {
+  private readonly [mergeOutOfVocabularyMarker] = true
+  readonly index: number
+  readonly token: string
+
+  constructor(options: { index: number; token: string; location?: JsonLocation | undefined }) {
+    const location = options.location ?? { source: 'the BPE model', path: [] }
+    super({
+      source: location.source,
+      path: [...location.path, 'merges', options.index],
+      message: `merge ${options.index} needs the token ${JSON.stringify(options.token)}, which is not in the vocabulary`,
+    })
+    this.index = options.index
+    this.token = options.token
+  }
+
+  static override isInstance(error: unknown): error is MergeOutOfVocabularyError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[mergeOutOfVocabularyMarker] === true
   }
 }
 
@@ -71,14 +92,15 @@ export class BpeModel implements TokenizerModel {
     this.tokens = invertVocabulary(options.vocabulary)
     const prefix = options.continuingSubwordPrefix ?? ''
     const merges = new MergeTable(options.merges.length)
+    const location = options.location
     options.merges.forEach(([left, right], index) => {
       const leftId = this.vocabulary.get(left)
-      if (leftId === undefined) throw new MergeOutOfVocabularyError(index, left)
+      if (leftId === undefined) throw new MergeOutOfVocabularyError({ index, token: left, location })
       const rightId = this.vocabulary.get(right)
-      if (rightId === undefined) throw new MergeOutOfVocabularyError(index, right)
+      if (rightId === undefined) throw new MergeOutOfVocabularyError({ index, token: right, location })
       const mergedToken = left + right.slice(prefix.length)
       const mergedId = this.vocabulary.get(mergedToken)
-      if (mergedId === undefined) throw new MergeOutOfVocabularyError(index, mergedToken)
+      if (mergedId === undefined) throw new MergeOutOfVocabularyError({ index, token: mergedToken, location })
       merges.set(leftId, rightId, index, mergedId)
     })
     this.merger = new BpeWordMerger(merges)

@@ -1,7 +1,7 @@
 import { ParseError } from '@ludic/core'
 import { z } from 'zod'
 import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
-import { BpeModel, MergeOutOfVocabularyError } from './bpe.js'
+import { BpeModel } from './bpe.js'
 import type { TokenizerModel } from './tokenizer-model.js'
 import { UnigramModel } from './unigram.js'
 import { WordLevelModel } from './word-level.js'
@@ -65,23 +65,18 @@ const builders: Record<string, ComponentBuilder<TokenizerModel>> = {
     const options = parseJson(bpeOptionsSchema, json, location)
     const vocabulary = readVocabulary(options.vocab, childLocation(location, 'vocab'))
     const merges = readMerges(options.merges ?? [], childLocation(location, 'merges'))
-    try {
-      return new BpeModel({
-        vocabulary,
-        merges,
-        unknownToken: options.unk_token,
-        continuingSubwordPrefix: options.continuing_subword_prefix,
-        endOfWordSuffix: options.end_of_word_suffix,
-        fuseUnknown: options.fuse_unk,
-        byteFallback: options.byte_fallback,
-        ignoreMerges: options.ignore_merges,
-      })
-    } catch (error) {
-      if (error instanceof MergeOutOfVocabularyError) {
-        throw new ParseError({ source: location.source, path: [...location.path, 'merges', error.index], message: error.message, cause: error })
-      }
-      throw error
-    }
+    // A merge of tokens missing from the vocabulary throws a ParseError (MergeOutOfVocabularyError) at `merges[index]`.
+    return new BpeModel({
+      vocabulary,
+      merges,
+      unknownToken: options.unk_token,
+      continuingSubwordPrefix: options.continuing_subword_prefix,
+      endOfWordSuffix: options.end_of_word_suffix,
+      fuseUnknown: options.fuse_unk,
+      byteFallback: options.byte_fallback,
+      ignoreMerges: options.ignore_merges,
+      location,
+    })
   },
   WordPiece: (json, location) => {
     const options = parseJson(

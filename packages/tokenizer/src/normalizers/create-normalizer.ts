@@ -1,4 +1,3 @@
-import { ParseError } from '@ludic/core'
 import { z } from 'zod'
 import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
 import { compileStringOrRegexPattern, stringOrRegexPatternSchema } from '../regex/string-or-regex-pattern.js'
@@ -7,7 +6,7 @@ import { createByteLevelNormalizer } from './byte-level-normalizer.js'
 import { createLowercase } from './lowercase.js'
 import { createNmt } from './nmt.js'
 import type { Normalizer } from './normalizer.js'
-import { createPrecompiled, PrecompiledCharsmapError } from './precompiled.js'
+import { createPrecompiled } from './precompiled.js'
 import { createPrepend } from './prepend.js'
 import { createReplace } from './replace.js'
 import { createSequenceNormalizer } from './sequence-normalizer.js'
@@ -57,12 +56,7 @@ const builders: Record<string, ComponentBuilder<Normalizer>> = {
       json,
       location,
     )
-    try {
-      return createPrecompiled(charsmap === null ? undefined : Buffer.from(charsmap, 'base64'))
-    } catch (error) {
-      if (!(error instanceof PrecompiledCharsmapError)) throw error
-      throw new ParseError({ source: location.source, path: [...location.path, 'precompiled_charsmap'], message: error.message, cause: error })
-    }
+    return createPrecompiled(charsmap === null ? undefined : Buffer.from(charsmap, 'base64'), childLocation(location, 'precompiled_charsmap'))
   },
   ByteLevel: () => createByteLevelNormalizer(),
   Sequence: (json, location) => {

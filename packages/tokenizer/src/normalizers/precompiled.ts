@@ -1,3 +1,5 @@
+import { ParseError } from '@ludic/core'
+import type { JsonLocation } from '../json-location.js'
 import type { Normalizer } from './normalizer.js'
 
 const utf8Encoder = new TextEncoder()
@@ -6,9 +8,22 @@ const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' })
 /** Text in which every character is its own grapheme (ASCII without CR, which joins a following LF). */
 const simpleAscii = /^[\0-\x0c\x0e-\x7f]*$/
 
-/** A malformed `precompiled_charsmap`. */
-export class PrecompiledCharsmapError extends Error {
-  override readonly name = 'PrecompiledCharsmapError'
+const precompiledCharsmapMarker = Symbol.for('ludic.error.PrecompiledCharsmapError')
+
+/**
+ * A malformed `precompiled_charsmap`: a `ParseError` at the charsmap (`normalizer.precompiled_charsmap` of
+ * `tokenizer.json`). Its `name` stays `'ParseError'`; `PrecompiledCharsmapError.isInstance` tells it apart.
+ */
+export class PrecompiledCharsmapError extends ParseError {
+  private readonly [precompiledCharsmapMarker] = true
+
+  constructor(options: { message: string; location: JsonLocation }) {
+    super({ source: options.location.source, path: options.location.path, message: options.message })
+  }
+
+  static override isInstance(error: unknown): error is PrecompiledCharsmapError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[precompiledCharsmapMarker] === true
+  }
 }
 
 /**
@@ -21,19 +36,20 @@ class PrecompiledCharsmap {
   private readonly replacements: Uint8Array
   private readonly replacementCache = new Map<number, string>()
 
-  constructor(bytes: Uint8Array) {
-    if (bytes.length < 4) throw new PrecompiledCharsmapError('the charsmap is shorter than its header')
+  constructor(bytes: Uint8Array, location: JsonLocation) {
+    const fail = (message: string) => new PrecompiledCharsmapError({ message, location })
+    if (bytes.length < 4) throw fail('the charsmap is shorter than its header')
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
     const trieSize = view.getUint32(0, true)
     const unitCount = Math.floor(trieSize / 4)
-    if (4 + unitCount * 4 > bytes.length || unitCount === 0) throw new PrecompiledCharsmapError(`the trie (${trieSize} bytes) does not fit in the charsmap (${bytes.length} bytes)`)
+    if (4 + unitCount * 4 > bytes.length || unitCount === 0) throw fail(`the trie (${trieSize} bytes) does not fit in the charsmap (${bytes.length} bytes)`)
     this.units = new Uint32Array(unitCount)
     for (let index = 0; index < unitCount; index++) this.units[index] = view.getUint32(4 + index * 4, true)
     this.replacements = bytes.subarray(4 + unitCount * 4)
     try {
       strictUtf8.decode(this.replacements)
     } catch {
-      throw new PrecompiledCharsmapError('the replacement strings are not valid UTF-8')
+      throw fail('the replacement strings are not valid UTF-8')
     }
   }
 
@@ -78,11 +94,11 @@ function offsetOf(unit: number): number {
  * `Precompiled`: SentencePiece's normalization (e.g. `nmt_nfkc`), as Hugging Face applies it: each
  * grapheme shorter than 6 UTF-8 bytes is looked up whole (its shortest matching key replaces the
  * whole grapheme); otherwise, or without a match, each of its characters is looked up alone.
- * A null or empty charsmap normalizes nothing.
+ * A null or empty charsmap normalizes nothing; a malformed one throws a `PrecompiledCharsmapError` at `location`.
  */
-export function createPrecompiled(charsmap: Uint8Array | undefined): Normalizer {
+export function createPrecompiled(charsmap: Uint8Array | undefined, location: JsonLocation = { source: 'the precompiled charsmap', path: [] }): Normalizer {
   if (charsmap === undefined || charsmap.length === 0) return { normalize: (text) => text }
-  const trie = new PrecompiledCharsmap(charsmap)
+  const trie = new PrecompiledCharsmap(charsmap, location)
   const cache = new Map<string, string | null>()
   const lookUp = (chunk: string): string | undefined => {
     let replacement = cache.get(chunk)

@@ -15,8 +15,21 @@
  * mode) throw an `UnsupportedPatternError` naming the construct.
  */
 
-export class UnsupportedPatternError extends Error {
+import { LudicError } from '@ludic/core'
+
+const unsupportedPatternMarker = Symbol.for('ludic.error.UnsupportedPatternError')
+
+/**
+ * An Oniguruma pattern uses a construct that has no JavaScript translation; the message names it. Where the
+ * pattern comes from a file, the caller turns it into a `ParseError` at the pattern's field.
+ */
+export class UnsupportedPatternError extends LudicError {
+  private readonly [unsupportedPatternMarker] = true
   override readonly name = 'UnsupportedPatternError'
+
+  static override isInstance(error: unknown): error is UnsupportedPatternError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[unsupportedPatternMarker] === true
+  }
 }
 
 const whiteSpace = '\\p{White_Space}'

@@ -13,7 +13,7 @@ export function compileStringOrRegexPattern(pattern: StringOrRegexPattern, locat
   try {
     return compileOnigurumaPattern(pattern.Regex)
   } catch (error) {
-    if (error instanceof UnsupportedPatternError || error instanceof SyntaxError) {
+    if (UnsupportedPatternError.isInstance(error) || error instanceof SyntaxError) {
       throw new ParseError({ source: location.source, path: [...location.path, 'Regex'], message: `cannot translate the pattern: ${error.message}`, cause: error })
     }
     throw error

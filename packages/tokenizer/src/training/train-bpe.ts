@@ -133,7 +133,7 @@ export function trainBpe(corpus: Iterable<string>, options: TrainBpeOptions): Tr
   try {
     translateOnigurumaPattern(pattern)
   } catch (error) {
-    if (error instanceof UnsupportedPatternError || error instanceof SyntaxError) {
+    if (UnsupportedPatternError.isInstance(error) || error instanceof SyntaxError) {
       throw new InvalidArgumentError({ argument: 'options.preTokenizer.pattern', value: pattern, message: `cannot translate the pattern: ${error.message}`, cause: error })
     }
     throw error
