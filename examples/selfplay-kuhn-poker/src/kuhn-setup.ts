@@ -73,7 +73,7 @@ export async function modelKuhnPolicy(model: CausalLanguageModel, tokenizer: Tok
   const scores = new Map<string, number[]>()
   let index = 0
   for (const state of states) scores.set(state.observation, state.legalActions.map(() => logprobs[index++]!.reduce((total, value) => total + value, 0)))
-  return kuhnPolicyOf((prompt) => scores.get(typeof prompt === 'string' ? prompt : prompt.at(-1)!.content)!, { template: 'observation', environment: kuhnOptions })
+  return kuhnPolicyOf((prompt) => scores.get(typeof prompt === 'string' ? prompt : prompt.at(-1)!.content)!, { prompt: 'observation', environment: kuhnOptions })
 }
 
 export async function exploitabilityOf(model: CausalLanguageModel, tokenizer: TokenizerV1): Promise<{ exploitability: number; policy: KuhnPolicy }> {

@@ -1,11 +1,5 @@
 export { extractMove, matchLegalAction, normalizeMove } from './action.js'
-export {
-  observationFromMessages,
-  promptTemplates,
-  renderPrompt,
-  type PromptTemplate,
-  type PromptTemplateName,
-} from './prompt.js'
+export { gamePrompts, observationFromMessages, renderGamePrompt, type GamePromptName } from './game-prompts.js'
 export {
   commonOptionsShape,
   createTwoPlayerEnvironment,

@@ -4,7 +4,7 @@ import { kuhnExploitability } from './kuhn-exploitability.js'
 import { kuhnInformationStateOf } from './kuhn-information-states.js'
 import { kuhnPolicyOf } from './kuhn-policy-of.js'
 import { kuhnNashPolicy, type KuhnPolicy } from './kuhn-policy.js'
-import { observationFromMessages, promptTemplates } from './prompt.js'
+import { gamePrompts, observationFromMessages } from './game-prompts.js'
 
 /** A scorer for a model that plays `policy` exactly: log-probabilities of the two actions at the state it reads. */
 const scorerOf = (policy: KuhnPolicy, seen: (string | readonly ChatMessage[])[] = []) =>
@@ -36,9 +36,9 @@ describe('kuhnPolicyOf', () => {
     const seen: (string | readonly ChatMessage[])[] = []
     await kuhnPolicyOf(scorerOf(kuhnNashPolicy(0), seen))
     expect(seen).toHaveLength(12)
-    expect((seen[0] as ChatMessage[])[0]!.content.startsWith(promptTemplates.spiral.user.split('{observation}')[0]!)).toBe(true)
+    expect((seen[0] as ChatMessage[])[0]!.content.startsWith(gamePrompts.spiral.split('{observation}')[0]!)).toBe(true)
     seen.length = 0
-    await kuhnPolicyOf(scorerOf(kuhnNashPolicy(0), seen), { template: 'observation', environment: { rounds: 1 } })
+    await kuhnPolicyOf(scorerOf(kuhnNashPolicy(0), seen), { prompt: 'observation', environment: { rounds: 1 } })
     expect(typeof seen[0]).toBe('string')
     expect(seen[0]).toContain('in a 1 round game of Kuhn Poker')
   })

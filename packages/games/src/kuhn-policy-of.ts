@@ -2,18 +2,18 @@ import { InvalidArgumentError, type ChatMessage } from '@ludic/core'
 import { kuhnInformationStates } from './kuhn-information-states.js'
 import type { KuhnPokerOptions } from './kuhn-poker.js'
 import { parseKuhnPolicy, type KuhnPolicy } from './kuhn-policy.js'
-import { renderPrompt, type PromptTemplate, type PromptTemplateName } from './prompt.js'
+import { renderGamePrompt, type GamePromptName } from './game-prompts.js'
 
 /**
  * Scores each action string as the continuation of a prompt: one log-score per action (the sum of its
  * tokens' log-probabilities under the model), in order. The prompt is chat messages, or the bare
- * observation when `template: 'observation'`.
+ * observation when `prompt: 'observation'`.
  */
 export type KuhnActionScorer = (prompt: string | readonly ChatMessage[], actions: readonly string[]) => Promise<readonly number[]> | readonly number[]
 
 export interface KuhnPolicyOfOptions {
-  /** How the observation becomes the prompt: a template for `renderPrompt`, or `'observation'` for the bare text. Default: `'spiral'`. */
-  template?: PromptTemplateName | PromptTemplate | 'observation'
+  /** How the observation becomes the prompt: a game prompt (`gamePrompts`), or `'observation'` for the bare text. Default: `'spiral'`. */
+  prompt?: GamePromptName | 'observation'
   /** Options of the environment whose observations are scored (its rounds show in the text). Default: `createKuhnPoker`'s. */
   environment?: KuhnPokerOptions
 }
@@ -25,10 +25,10 @@ export interface KuhnPolicyOfOptions {
  * `kuhnExploitability(await kuhnPolicyOf(scorer))` measures the model without noise.
  */
 export async function kuhnPolicyOf(scorer: KuhnActionScorer, options: KuhnPolicyOfOptions = {}): Promise<KuhnPolicy> {
-  const template = options.template ?? 'spiral'
+  const promptName = options.prompt ?? 'spiral'
   const policy: Record<string, number> = {}
   for (const state of kuhnInformationStates(options.environment)) {
-    const prompt = template === 'observation' ? state.observation : renderPrompt(state.observation, template)
+    const prompt = promptName === 'observation' ? state.observation : renderGamePrompt(state.observation, promptName)
     const scores = await scorer(prompt, state.legalActions)
     if (scores.length !== state.legalActions.length || scores.some((score) => Number.isNaN(score) || score === Infinity)) {
       throw new InvalidArgumentError({

@@ -55,7 +55,7 @@ describe('createRandomPolicy', () => {
       const environment = createGame(id)
       const transcript = async (seed: number) => {
         const players = { player0: createRandomPolicy({ seed }), player1: createRandomPolicy({ seed: seed + 100 }) }
-        const result = await playEpisode(environment, players, { seed, template: 'spiral' })
+        const result = await playEpisode(environment, players, { seed, prompt: 'spiral' })
         expect(result.invalidAction).toBe(false)
         return result
       }

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { createNegotiationHeuristicPolicy, valueRaisingOffers } from './negotiation-heuristic.js'
 import { playEpisode } from './play-episode.js'
-import { renderPrompt } from './prompt.js'
+import { renderGamePrompt } from './game-prompts.js'
 import { createRandomPolicy } from './random-policy.js'
 import { createSimpleNegotiation } from './simple-negotiation.js'
 
 const ask = async (policy: ReturnType<typeof createNegotiationHeuristicPolicy>, observation: string) =>
-  (await policy.generate([{ messages: renderPrompt(observation), maxTokens: 32 }]))[0]!.text
+  (await policy.generate([{ messages: renderGamePrompt(observation, 'spiral'), maxTokens: 32 }]))[0]!.text
 
 describe('negotiation heuristic', () => {
   it('lists the trades that raise its own value', () => {

@@ -1,15 +1,15 @@
 import { completionSchema } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { createOpponentPolicy, opponentCompletion } from './opponent-policy.js'
-import { renderPrompt } from './prompt.js'
+import { renderGamePrompt } from './game-prompts.js'
 
 describe('createOpponentPolicy', () => {
   it('reads the observation out of the prompt and answers with a token-free completion', async () => {
     const seen: string[] = []
     const policy = createOpponentPolicy({ id: 'echo', decide: (observation) => (seen.push(observation), '[ok]') })
     const completions = await policy.generate([
-      { messages: renderPrompt('first observation', 'spiral'), maxTokens: 4 },
-      { messages: renderPrompt('second observation', 'terse'), maxTokens: 4 },
+      { messages: renderGamePrompt('first observation', 'spiral'), maxTokens: 4 },
+      { messages: renderGamePrompt('second observation', 'terse'), maxTokens: 4 },
     ])
     expect(seen).toEqual(['first observation', 'second observation'])
     expect(completions.map((completion) => completionSchema.parse(completion).text)).toEqual(['[ok]', '[ok]'])
@@ -19,7 +19,7 @@ describe('createOpponentPolicy', () => {
   it('draws from its seeded stream, or from the request seed when given', async () => {
     const make = (seed: number) => createOpponentPolicy({ id: 'dice', seed, decide: (_observation, random) => `[${random.nextInt(1000)}]` })
     const ask = async (policy: ReturnType<typeof make>, seeds: (number | undefined)[]) =>
-      (await policy.generate(seeds.map((seed) => ({ messages: renderPrompt('x'), maxTokens: 4, ...(seed === undefined ? {} : { seed }) }))))
+      (await policy.generate(seeds.map((seed) => ({ messages: renderGamePrompt('x', 'spiral'), maxTokens: 4, ...(seed === undefined ? {} : { seed }) }))))
         .map((completion) => completion.text)
     const streamed = await ask(make(1), [undefined, undefined, undefined])
     expect(await ask(make(1), [undefined, undefined, undefined])).toEqual(streamed)

@@ -1,5 +1,5 @@
 import { createRandom, type Completion, type PolicyV1, type Random } from '@ludic/core'
-import { observationFromMessages } from './prompt.js'
+import { observationFromMessages } from './game-prompts.js'
 
 export interface OpponentPolicyOptions {
   id: string

@@ -2,17 +2,17 @@ import { createScriptedPolicy } from '@ludic/core/test'
 import { describe, expect, it } from 'vitest'
 import { createKuhnPoker } from './kuhn-poker.js'
 import { playEpisode } from './play-episode.js'
-import { promptTemplates } from './prompt.js'
+import { gamePrompts } from './game-prompts.js'
 import { createTicTacToe } from './tic-tac-toe.js'
 
 describe('playEpisode', () => {
   it('asks each role its move with the rendered prompt and sums the rewards', async () => {
     const player0 = createScriptedPolicy({ replies: ['[0]', '[1]', '[2]'] })
     const player1 = createScriptedPolicy({ replies: ['\\boxed{[3]}', '[4]'] })
-    const result = await playEpisode(createTicTacToe(), { player0, player1 }, { seed: 0, template: 'spiral', maxTokens: 64 })
+    const result = await playEpisode(createTicTacToe(), { player0, player1 }, { seed: 0, prompt: 'spiral', maxTokens: 64 })
     expect(result).toMatchObject({ rewards: { player0: 1, player1: -1 }, turns: 5, truncated: false, invalidAction: false })
     expect(result.actions.map((action) => action.role)).toEqual(['player0', 'player1', 'player0', 'player1', 'player0'])
-    expect(player0.requests[0]!.messages[0]!.content.startsWith(promptTemplates.spiral.user.slice(0, 40))).toBe(true)
+    expect(player0.requests[0]!.messages[0]!.content.startsWith(gamePrompts.spiral.slice(0, 40))).toBe(true)
     expect(player0.requests[0]!.maxTokens).toBe(64)
   })
 

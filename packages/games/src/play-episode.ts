@@ -1,11 +1,11 @@
 import { InvalidArgumentError, type EnvironmentV1, type PolicyV1 } from '@ludic/core'
-import { renderPrompt, type PromptTemplate, type PromptTemplateName } from './prompt.js'
+import { renderGamePrompt, type GamePromptName } from './game-prompts.js'
 
 export interface PlayEpisodeOptions {
   /** Seed of `environment.reset`. */
   seed: number
-  /** How observations become prompts. Default: `'terse'`. */
-  template?: PromptTemplateName | PromptTemplate
+  /** The game prompt observations are shown in (`gamePrompts`). Default: `'terse'`. */
+  prompt?: GamePromptName
   /** `maxTokens` of each request. Default: 256. */
   maxTokens?: number
 }
@@ -41,7 +41,7 @@ export async function playEpisode(
   const actions: EpisodeResult['actions'] = []
   let view = environment.reset(options.seed)
   for (;;) {
-    const [completion] = await policies[view.role]!.generate([{ messages: renderPrompt(view, options.template ?? 'terse'), maxTokens: options.maxTokens ?? 256 }])
+    const [completion] = await policies[view.role]!.generate([{ messages: renderGamePrompt(view, options.prompt ?? 'terse'), maxTokens: options.maxTokens ?? 256 }])
     const text = completion?.text ?? ''
     actions.push({ role: view.role, text })
     const outcome = environment.step(text)

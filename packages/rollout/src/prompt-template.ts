@@ -21,7 +21,8 @@ export type PromptFunction = (view: TurnView, history: readonly Turn[], context:
 /**
  * A prompt: a function, or a string rendered as one user message in which `{observation}`, `{role}` and
  * `{legalActions}` (comma-separated) are replaced. Default `'{observation}'`: one user message with the
- * observation, as TextArena-style environments put what a role needs into its observation.
+ * observation, as TextArena-style environments put what a role needs into its observation. The games'
+ * named prompts (`gamePrompts.spiral`, `gamePrompts.terse` of `@ludic/games`) are templates of this kind.
  */
 export type PromptTemplate = string | PromptFunction
 
