@@ -1,4 +1,4 @@
-import { type AdvantageEstimatorV1, type ChatMessage, type EnvironmentV1, type PolicyV1, type TokenizerV1 } from '@ludic/core'
+import { policySchema, tokenizerSchema, type AdvantageEstimatorV1, type ChatMessage, type EnvironmentV1, type TokenizerV1 } from '@ludic/core'
 import { CausalLanguageModel, type LearningRateSchedule } from '@ludic/model'
 import { klEstimatorSchema, type PolicyLoss } from '@ludic/objectives'
 import { asyncCollectorOptionsSchema, collectOptionsSchema, generationOptionsSchema, type PromptTemplate } from '@ludic/rollout'
@@ -90,16 +90,10 @@ export interface EvaluationContext {
 }
 export type EvaluationHook = (context: EvaluationContext) => Promise<Readonly<Record<string, number>>> | Readonly<Record<string, number>>
 
-const isPolicy = (value: unknown): value is PolicyV1 =>
-  typeof value === 'object' && value !== null && (value as PolicyV1).specificationVersion === 'v1' && typeof (value as PolicyV1).id === 'string' && typeof (value as PolicyV1).generate === 'function'
-
 export const rlTrainerConfigSchema = z
   .strictObject({
     model: z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel (createModel, loadModel)' }),
-    tokenizer: z.custom<TokenizerV1>(
-      (value) => typeof value === 'object' && value !== null && typeof (value as TokenizerV1).encode === 'function' && typeof (value as TokenizerV1).decode === 'function',
-      'must be a TokenizerV1',
-    ),
+    tokenizer: tokenizerSchema,
     /**
      * Environment factories (several games train together); the policy plays every role (self-play). Not used
      * with `asyncRollout`, whose setup module gives the workers theirs.
@@ -157,7 +151,7 @@ export const rlTrainerConfigSchema = z
      * `learnerPolicyId`. Default: none (pure self-play).
      */
     opponents: z
-      .array(z.strictObject({ policy: z.custom<PolicyV1>(isPolicy, 'must be a PolicyV1'), share: z.number().gt(0).max(1) }))
+      .array(z.strictObject({ policy: policySchema, share: z.number().gt(0).max(1) }))
       .min(1)
       .refine((opponents) => opponents.reduce((total, opponent) => total + opponent.share, 0) <= 1 + 1e-9, 'shares must add up to at most 1')
       .optional(),

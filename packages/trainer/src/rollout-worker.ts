@@ -4,9 +4,10 @@
  * of the model from the weights the trainer sent, and plays the environments of the user's setup module with
  * a local policy; pushed weights are assigned to that copy between batches.
  */
-import type { ChatMessage, EnvironmentV1, Sample, TokenizerV1 } from '@ludic/core'
+import { isTokenizer, type ChatMessage, type EnvironmentV1, type Sample, type TokenizerV1 } from '@ludic/core'
 import { CausalLanguageModel, createLocalPolicy, type ModelConfig } from '@ludic/model'
-import { exportedFunction, importModule, type PromptTemplate, type RolloutWorkerContext, type RolloutWorkerSetup } from '@ludic/rollout'
+import type { PromptTemplate, RolloutWorkerContext, RolloutWorkerSetup } from '@ludic/rollout'
+import { exportedFunction, importModule } from '@ludic/rollout/worker'
 import { initTensors } from '@ludic/tensors'
 import * as tf from '@tensorflow/tfjs-core'
 import { responseLogprobs } from './sequences.js'
@@ -71,7 +72,7 @@ export function weightsPayload(parameters: ReadonlyMap<string, tf.Variable>): We
 export async function loadRolloutSetup(module: string, data: unknown): Promise<RlRolloutSetup> {
   const factory = exportedFunction<CreateRlRolloutSetup>(await importModule(module), 'createRolloutSetup', module)
   const setup = (await factory(data)) as Partial<RlRolloutSetup> | undefined
-  if (setup === undefined || setup === null || !Array.isArray(setup.environments) || typeof setup.tokenizer?.encode !== 'function') {
+  if (setup === undefined || setup === null || !Array.isArray(setup.environments) || !isTokenizer(setup.tokenizer)) {
     throw new TypeError(`createRolloutSetup of ${module} must return { environments, tokenizer, prompt?, chatTemplate? }`)
   }
   return setup as RlRolloutSetup

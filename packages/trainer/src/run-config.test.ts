@@ -2,8 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ParseError } from '@ludic/core'
-import { games, promptTemplates, renderPrompt, type PromptTemplateName } from '@ludic/games'
-import type { TurnView } from '@ludic/core'
+import { gamePrompts, games } from '@ludic/games'
 import { initTensors } from '@ludic/tensors'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRlTrainer } from './rl-trainer.js'
@@ -20,10 +19,7 @@ afterAll(async () => {
 })
 
 // The games of @ludic/games and their named prompts, as a command line would pass them.
-const registries = {
-  environments: games,
-  prompts: Object.fromEntries(Object.keys(promptTemplates).map((name) => [name, (view: TurnView) => renderPrompt(view, name as PromptTemplateName)])),
-}
+const registries = { environments: games, prompts: gamePrompts }
 
 const write = async (name: string, content: unknown) => {
   const path = join(directory, name)
@@ -51,7 +47,7 @@ describe('loadRunConfig', () => {
     expect(config.model.config.vocabSize).toBe(tokenizer.vocabSize)
     expect((config.advantage as { name: string }).name).toBe('rae')
     expect(config.environments![0]!().id).toBe('kuhn-poker-v1')
-    expect(typeof config.prompt).toBe('function') // 'terse' named a games prompt
+    expect(config.prompt).toBe(gamePrompts.terse) // 'terse' named a games prompt
     const trainer = createRlTrainer(config)
     const metrics = await trainer.step()
     expect(metrics.episodes).toBe(2)

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
-import { InvalidArgumentError, ParseError, type EnvironmentV1, type TokenizerV1 } from '@ludic/core'
+import { InvalidArgumentError, ParseError, parseInput, type EnvironmentV1, type TokenizerV1 } from '@ludic/core'
 import { advantageEstimators } from '@ludic/advantages'
 import { createModel, loadModel, presetNames, type CausalLanguageModel } from '@ludic/model'
 import { createPolicyLoss, policyLossNames, type PolicyLossName } from '@ludic/objectives'
@@ -91,12 +91,7 @@ export async function loadRunConfig(path: string, options: LoadRunConfigOptions)
   } catch (error) {
     throw new ParseError({ source: path, message: `not JSON (${(error as Error).message})`, cause: error })
   }
-  const result = runConfigFileSchema.safeParse(json)
-  if (!result.success) {
-    const issue = result.error.issues[0]!
-    throw new ParseError({ source: path, path: issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part)), message: issue.message, cause: result.error })
-  }
-  const file = result.data
+  const file = parseInput(runConfigFileSchema, json, { source: path })
   const base = dirname(path)
   const where = (field: string, error: unknown) => new ParseError({ source: path, path: field.split('.'), message: (error as Error).message, cause: error })
 

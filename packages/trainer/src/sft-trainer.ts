@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, type TokenizerV1 } from '@ludic/core'
+import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema } from '@ludic/core'
 import { maskedMean } from '@ludic/tensors'
 import {
   CausalLanguageModel,
@@ -28,9 +28,7 @@ const exampleSchema = z.union([
 export const sftTrainerConfigSchema = z.strictObject({
   model: z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel (createModel, loadModel)' }),
   /** Needed for text examples; a tokenizer's EOS is appended to each text response (so the model learns to stop). */
-  tokenizer: z
-    .custom<TokenizerV1>((value) => typeof value === 'object' && value !== null && typeof (value as TokenizerV1).encode === 'function', 'must be a TokenizerV1')
-    .optional(),
+  tokenizer: tokenizerSchema.optional(),
   examples: z.array(exampleSchema).min(1, 'needs at least one example'),
   /** Examples per update. Default 16. */
   batchSize: z.number().int().positive().default(16),
