@@ -203,6 +203,11 @@ describe('createRlTrainer', () => {
     expect((attempt({ ...baseConfig(model), batch: { ppoEpochs: 0 } }) as InvalidArgumentError).argument).toBe('config.batch.ppoEpochs')
     expect((attempt({ ...baseConfig(model), checkpointEvery: 3 }) as InvalidArgumentError).argument).toBe('config.runDirectory')
     expect((attempt({ ...baseConfig(model), unknownOption: 1 }) as InvalidArgumentError)).toBeInstanceOf(InvalidArgumentError)
+    expect((attempt({ ...baseConfig(model), resume: true }) as InvalidArgumentError).argument).toBe('config.runDirectory')
+    const smallTokenizer = { ...tokenizer, vocabSize: 300 }
+    const mismatch = attempt({ ...baseConfig(model), tokenizer: smallTokenizer }) as InvalidArgumentError
+    expect(mismatch.message).toContain('tokenizer has 300 ids, model has 259')
+    expect(() => createSftTrainer({ model, tokenizer: smallTokenizer, examples: [{ prompt: 'a', response: 'b' }] })).toThrow(/tokenizer has 300 ids, model has 259/)
     model.dispose()
   })
 })

@@ -1,6 +1,6 @@
 import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, type Random } from '@ludic/core'
 import { createRae } from '@ludic/advantages'
-import { CausalLanguageModel, createAdamW, type AdamW } from '@ludic/model'
+import { CausalLanguageModel, checkVocabularyFits, createAdamW, type AdamW } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
 import type { StepMetrics } from './metrics-log.js'
 import { outcomeAdvantageBatch } from './outcome-rewards.js'
@@ -53,6 +53,7 @@ export interface RlTrainer {
 export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
   const parsed = parseArgument(rlTrainerConfigSchema, config, 'config')
   const { model, batch, kl, seed } = parsed
+  checkVocabularyFits(parsed.tokenizer, model.config)
   const estimator = parsed.advantage ?? createRae()
   const schedule = resolveSchedule(parsed.schedule)
   const { maxGradNorm, learningRate, ...adamW } = parsed.optimizer

@@ -3,6 +3,7 @@ import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenize
 import { maskedMean } from '@ludic/tensors'
 import {
   CausalLanguageModel,
+  checkVocabularyFits,
   clipGradientsByGlobalNorm,
   computeGradients,
   createAdamW,
@@ -92,6 +93,7 @@ export interface SftTrainer {
 export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
   const parsed = parseArgument(sftTrainerConfigSchema, config, 'config')
   const { model, tokenizer, batchSize, seed } = parsed
+  if (tokenizer !== undefined) checkVocabularyFits(tokenizer, model.config)
   const { maxGradNorm, learningRate, ...adamW } = parsed.optimizer
   const schedule = resolveSchedule(parsed.schedule)
   const examples: TokenSequence[] = parsed.examples.map((example, index) => {
