@@ -1,4 +1,4 @@
-import { ParseError } from '@ludic/core'
+import { ParseError, parseInput } from '@ludic/core'
 import { z } from 'zod'
 import {
   modelConfigSchema,
@@ -76,13 +76,8 @@ export function parseHuggingFaceConfig(json: unknown, source = 'config.json'): M
   if (!(supportedArchitectures as readonly unknown[]).includes(modelType)) {
     fail(['model_type'], `unsupported model_type ${JSON.stringify(modelType)}; supported: ${supportedArchitectures.join(', ')}`)
   }
-  if (modelType === 'gpt2') return parseGpt2Config(json as Record<string, unknown>, fail)
-  const result = huggingFaceConfigSchema.safeParse(json)
-  if (!result.success) {
-    const issue = result.error.issues[0]!
-    fail(issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part)), issue.message)
-  }
-  const config = result.data!
+  if (modelType === 'gpt2') return parseGpt2Config(json as Record<string, unknown>, source, fail)
+  const config = parseInput(huggingFaceConfigSchema, json, { source })
   const architecture = config.model_type as Exclude<Architecture, 'gpt2'>
   const expectedClass = supportedHuggingFaceClasses[architecture]
   for (const [index, name] of (config.architectures ?? []).entries()) {
@@ -123,12 +118,8 @@ export function parseHuggingFaceConfig(json: unknown, source = 'config.json'): M
     eosTokenIds: eos === null ? [] : Array.isArray(eos) ? eos : [eos],
     padTokenId: config.pad_token_id ?? null,
   }
-  const parsed = modelConfigSchema.safeParse(candidate)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!
-    fail([String(issue.path[0] ?? '')], issue.message)
-  }
-  return parsed.data!
+  // What the fields imply for the model (heads, token ids within the vocabulary…); errors name the ModelConfig field.
+  return parseInput(modelConfigSchema, candidate, { source })
 }
 
 /** GPT-2's `config.json` fields (transformers' `GPT2Config`), with its defaults. */
@@ -155,13 +146,8 @@ const gpt2ConfigSchema = z.looseObject({
 /** The activations that are GPT-2's tanh approximation of GELU. */
 const gpt2Activations = ['gelu_new', 'gelu_pytorch_tanh']
 
-function parseGpt2Config(json: Record<string, unknown>, fail: (path: (string | number)[], message: string) => never): ModelConfig {
-  const result = gpt2ConfigSchema.safeParse(json)
-  if (!result.success) {
-    const issue = result.error.issues[0]!
-    fail(issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part)), issue.message)
-  }
-  const config = result.data!
+function parseGpt2Config(json: Record<string, unknown>, source: string, fail: (path: (string | number)[], message: string) => never): ModelConfig {
+  const config = parseInput(gpt2ConfigSchema, json, { source })
   for (const [index, name] of (config.architectures ?? []).entries()) {
     if (name !== 'GPT2LMHeadModel') fail(['architectures', index], `unsupported architecture ${JSON.stringify(name)}; supported: ${Object.values(supportedHuggingFaceClasses).join(', ')}`)
   }
@@ -199,12 +185,8 @@ function parseGpt2Config(json: Record<string, unknown>, fail: (path: (string | n
     eosTokenIds: eos === null ? [] : Array.isArray(eos) ? eos : [eos],
     padTokenId: config.pad_token_id ?? null,
   }
-  const parsed = modelConfigSchema.safeParse(candidate)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!
-    fail([String(issue.path[0] ?? '')], issue.message)
-  }
-  return parsed.data!
+  // What the fields imply for the model (heads, token ids within the vocabulary…); errors name the ModelConfig field.
+  return parseInput(modelConfigSchema, candidate, { source })
 }
 
 function parseRope(config: HuggingFaceConfig, fail: (path: (string | number)[], message: string) => never): { theta: number; scaling: RopeScaling | null } {

@@ -1,14 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, type FinishReason, type Random, type TokenizerV1 } from '@ludic/core'
+import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason, type Random, type TokenizerV1 } from '@ludic/core'
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { sampleToken, type SamplingParameters } from './sampling.js'
 
 const tokenIdsSchema = z.union([z.instanceof(Int32Array), z.array(z.number().int())])
-const tokenizerSchema = z.custom<TokenizerV1>(
-  (value) => value !== null && typeof value === 'object' && typeof (value as TokenizerV1).encode === 'function' && typeof (value as TokenizerV1).decode === 'function',
-  'must be a tokenizer (TokenizerV1)',
-)
 
 export const generateOptionsSchema = z
   .object({

@@ -1,7 +1,7 @@
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
-import { InvalidArgumentError, ParseError, parseArgument } from '@ludic/core'
+import { InvalidArgumentError, ParseError, parseArgument, parseInput } from '@ludic/core'
 import { openSafetensors, writeJsonFileAtomically, writeSafetensorsFile, type SafetensorsTensorInput } from '@ludic/tensors'
 import { z } from 'zod'
 import { CheckpointMismatchError, type MisshapedTensor } from '../checkpoint/checkpoint-mismatch-error.js'
@@ -108,12 +108,7 @@ export async function loadLoraAdapter(model: CausalLanguageModel, directory: str
   } catch (error) {
     throw new ParseError({ source: configPath, message: `cannot read adapter_config.json (${error instanceof Error ? error.message : String(error)})`, cause: error })
   }
-  const parsed = adapterConfigSchema.safeParse(json)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!
-    throw new ParseError({ source: configPath, path: issue.path.map(String), message: issue.message })
-  }
-  const config = parsed.data
+  const config = parseInput(adapterConfigSchema, json, { source: configPath })
   if (config.fan_in_fan_out && model.config.architecture !== 'gpt2') {
     throw new ParseError({ source: configPath, path: ['fan_in_fan_out'], message: `true is for GPT-2's Conv1D layers; this is a ${model.config.architecture} model` })
   }

@@ -4,6 +4,7 @@ import {
   InvalidArgumentError,
   LudicError,
   parseArgument,
+  tokenizerSchema,
   type ChatMessage,
   type Completion,
   type GenerationRequest,
@@ -19,10 +20,7 @@ import { checkVocabularyFits } from './check-vocabulary-fits.js'
 export const localPolicyOptionsSchema = z
   .object({
     model: z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel' }),
-    tokenizer: z.custom<TokenizerV1>(
-      (value) => value !== null && typeof value === 'object' && typeof (value as TokenizerV1).encode === 'function' && typeof (value as TokenizerV1).decode === 'function',
-      'must be a tokenizer (TokenizerV1)',
-    ),
+    tokenizer: tokenizerSchema,
     /**
      * How messages become the prompt: a Jinja chat template (rendered as transformers'
      * `apply_chat_template(…, add_generation_prompt=True)` with the tokenizer's special tokens) or a function.

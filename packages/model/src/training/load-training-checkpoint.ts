@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, InvalidArgumentError, ParseError, parseArgument, type Random } from '@ludic/core'
+import { createRandom, InvalidArgumentError, ParseError, parseArgument, parseInput, type Random } from '@ludic/core'
 import { openSafetensors, type SafetensorsFile } from '@ludic/tensors'
 import { z } from 'zod'
 import type { AdamW, AdamWState } from './adamw.js'
@@ -120,17 +120,7 @@ async function readStateFile(path: string): Promise<z.output<typeof trainingStat
   } catch (error) {
     throw new ParseError({ source: path, message: `is not JSON: ${(error as Error).message}`, cause: error })
   }
-  const result = trainingStateFileSchema.safeParse(json)
-  if (!result.success) {
-    const issue = result.error.issues[0]
-    throw new ParseError({
-      source: path,
-      path: (issue?.path ?? []).map((part) => (typeof part === 'symbol' ? String(part) : part)),
-      message: issue?.message ?? 'invalid',
-      cause: result.error,
-    })
-  }
-  return result.data
+  return parseInput(trainingStateFileSchema, json, { source: path })
 }
 
 async function readTensors(path: string, shapes: ReadonlyMap<string, readonly number[]>): Promise<Map<string, { shape: number[]; data: Float32Array }>> {

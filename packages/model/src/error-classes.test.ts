@@ -1,0 +1,23 @@
+import { checkErrorClasses } from '@ludic/core/test'
+import * as tensors from '@ludic/tensors'
+import * as tensorsTest from '@ludic/tensors/test'
+import { TensorLeakError } from '@ludic/tensors/test'
+import * as tokenizer from '@ludic/tokenizer'
+import { MergeOutOfVocabularyError, PrecompiledCharsmapError, UnsupportedPatternError } from '@ludic/tokenizer'
+import { describe, it } from 'vitest'
+import { CheckpointMismatchError } from './checkpoint/checkpoint-mismatch-error.js'
+import * as model from './index.js'
+import { NonFiniteGradientError } from './training/non-finite-gradient-error.js'
+
+describe('error classes', () => {
+  it("each exported error class's isInstance accepts its own instances and its subclasses' only (those of core, tensors and tokenizer included)", () => {
+    checkErrorClasses([model, tensors, tensorsTest, tokenizer], {
+      CheckpointMismatchError: () => new CheckpointMismatchError({ source: 'checkpoint', missing: ['lm_head.weight'], unexpected: [], misshaped: [] }),
+      NonFiniteGradientError: () => new NonFiniteGradientError({ parameters: ['w'], norm: Number.NaN }),
+      TensorLeakError: () => new TensorLeakError(1, 2, 'example'),
+      MergeOutOfVocabularyError: () => new MergeOutOfVocabularyError({ index: 0, token: 'ab' }),
+      PrecompiledCharsmapError: () => new PrecompiledCharsmapError({ message: 'example', location: { source: 'tokenizer.json', path: [] } }),
+      UnsupportedPatternError: () => new UnsupportedPatternError('example'),
+    })
+  })
+})
