@@ -1,4 +1,4 @@
-import type { AdvantageBatch } from '@ludic/core'
+import type { AdvantageBatch, AdvantageEstimatorV1 } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { createRae } from './rae.js'
 
@@ -55,6 +55,15 @@ describe('rae', () => {
     restored.setState(JSON.parse(JSON.stringify(rae.getState())))
     expect(restored.estimate(game('kuhn-poker', 1))).toEqual(rae.estimate(game('kuhn-poker', 1)))
     expect(() => restored.setState({ baselines: [{ environmentId: 'e', role: 'r', value: Number.NaN }] })).toThrow(/'state\.baselines\.0\.value'/)
+  })
+
+  it("checkpoints through AdvantageEstimatorV1's optional getState / setState, as a trainer does", () => {
+    const rae: AdvantageEstimatorV1 = createRae()
+    rae.estimate(game('kuhn-poker', 1))
+    const restored: AdvantageEstimatorV1 = createRae()
+    restored.setState?.(JSON.parse(JSON.stringify(rae.getState?.())))
+    expect(restored.getState?.()).toEqual(rae.getState?.())
+    expect(() => restored.setState?.('not a state')).toThrow(/'state' \(value: "not a state"\)/)
   })
 
   it('needs roles and environments, and leaves its state untouched when a batch is rejected', () => {
