@@ -1,7 +1,7 @@
 import { createRandom, InvalidArgumentError, type AdvantageBatch } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { advantageEstimators } from './registry.js'
-import { randomBatch } from './test-support/random-batch.js'
+import { randomBatch } from './test/random-batch.js'
 
 const valid = (): AdvantageBatch => ({
   tokenRewards: [Float32Array.of(0, 1), Float32Array.of(0, 0, 0), Float32Array.of(1), Float32Array.of(0, 0, 0, 0, 0, 0, 0, 1)],

@@ -2,8 +2,8 @@ import { createRandom } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { createDrGrpo } from './dr-grpo.js'
 import { createGrpo } from './grpo.js'
-import { randomBatch } from './test-support/random-batch.js'
-import { describeVerlFixture } from './test-support/verl-fixtures.js'
+import { randomBatch } from './test/random-batch.js'
+import { describeVerlFixture } from './test/verl-fixtures.js'
 
 // verl's GRPO with norm_adv_by_std_in_grpo=False is Dr. GRPO; its epsilon is unused there.
 describeVerlFixture('verl/compute_grpo_outcome_advantage', (params) =>

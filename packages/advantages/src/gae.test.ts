@@ -1,8 +1,8 @@
 import { createRandom, InvalidArgumentError } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { createGae } from './gae.js'
-import { randomBatch } from './test-support/random-batch.js'
-import { describeVerlFixture } from './test-support/verl-fixtures.js'
+import { randomBatch } from './test/random-batch.js'
+import { describeVerlFixture } from './test/verl-fixtures.js'
 
 describeVerlFixture('verl/compute_gae_advantage_return', (params) =>
   createGae({ gamma: params.gamma as number, lambda: params.lam as number }),

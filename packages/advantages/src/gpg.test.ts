@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createGpg } from './gpg.js'
-import { describeVerlFixture } from './test-support/verl-fixtures.js'
+import { describeVerlFixture } from './test/verl-fixtures.js'
 
 describeVerlFixture('verl/compute_gpg_outcome_advantage', (params) =>
   createGpg({ normalizationFactor: params.f_norm as number }),

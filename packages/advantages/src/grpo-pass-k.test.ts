@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createGrpoPassK } from './grpo-pass-k.js'
-import { describeVerlFixture } from './test-support/verl-fixtures.js'
+import { describeVerlFixture } from './test/verl-fixtures.js'
 
 describeVerlFixture('verl/compute_grpo_passk_outcome_advantage', (params) =>
   createGrpoPassK({ epsilon: params.epsilon as number, normalizeByStd: params.norm_adv_by_std_in_grpo as boolean }),

@@ -1,8 +1,8 @@
 import { createRandom } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { createGrpo } from './grpo.js'
-import { randomBatch } from './test-support/random-batch.js'
-import { describeVerlFixture } from './test-support/verl-fixtures.js'
+import { randomBatch } from './test/random-batch.js'
+import { describeVerlFixture } from './test/verl-fixtures.js'
 
 describeVerlFixture('verl/compute_grpo_outcome_advantage', (params) =>
   createGrpo({ epsilon: params.epsilon as number, normalizeByStd: params.norm_adv_by_std_in_grpo as boolean }),

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { createOpo } from './opo.js'
-import { describeVerlFixture } from './test-support/verl-fixtures.js'
+import { describeVerlFixture } from './test/verl-fixtures.js'
 
 describeVerlFixture('verl/compute_opo_outcome_advantage', () => createOpo())
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createReinforcePlusPlusBaseline } from './reinforce-plus-plus-baseline.js'
-import { describeVerlFixture } from './test-support/verl-fixtures.js'
+import { describeVerlFixture } from './test/verl-fixtures.js'
 
 // verl's epsilon is unused by this estimator.
 describeVerlFixture('verl/compute_reinforce_plus_plus_baseline_outcome_advantage', () =>

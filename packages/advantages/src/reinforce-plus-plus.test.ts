@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createReinforcePlusPlus } from './reinforce-plus-plus.js'
-import { describeVerlFixture } from './test-support/verl-fixtures.js'
+import { describeVerlFixture } from './test/verl-fixtures.js'
 
 describeVerlFixture('verl/compute_reinforce_plus_plus_outcome_advantage', (params) =>
   createReinforcePlusPlus({ gamma: params.gamma as number }),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createRemax } from './remax.js'
-import { describeVerlFixture } from './test-support/verl-fixtures.js'
+import { describeVerlFixture } from './test/verl-fixtures.js'
 
 describeVerlFixture('verl/compute_remax_outcome_advantage', () => createRemax())
 

@@ -1,8 +1,8 @@
 import { createRandom } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { createRloo } from './rloo.js'
-import { randomBatch } from './test-support/random-batch.js'
-import { describeVerlFixture } from './test-support/verl-fixtures.js'
+import { randomBatch } from './test/random-batch.js'
+import { describeVerlFixture } from './test/verl-fixtures.js'
 
 describeVerlFixture('verl/compute_rloo_outcome_advantage', () => createRloo())
 

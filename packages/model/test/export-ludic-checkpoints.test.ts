@@ -8,7 +8,7 @@ import { createModel } from '../src/model/create-model.js'
 import { applyLora } from '../src/lora/apply-lora.js'
 import { saveLoraAdapter } from '../src/lora/lora-adapter-files.js'
 import type { CausalLanguageModel } from '../src/model/causal-language-model.js'
-import { initTestBackend } from '../src/testing/init-test-backend.js'
+import { initTestBackend } from '../src/test/init-test-backend.js'
 import { fixturesDirectory, variantNames } from './reference-fixtures.js'
 
 /**

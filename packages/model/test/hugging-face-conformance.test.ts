@@ -6,7 +6,7 @@ import { loadModel } from '../src/checkpoint/load-model.js'
 import { generate } from '../src/generation/generate.js'
 import { loadLoraAdapter } from '../src/lora/lora-adapter-files.js'
 import type { CausalLanguageModel } from '../src/model/causal-language-model.js'
-import { initTestBackend } from '../src/testing/init-test-backend.js'
+import { initTestBackend } from '../src/test/init-test-backend.js'
 import { fixturesDirectory, loadReferences, referenceIndex, relativeError, variantNames, type VariantReferences } from './reference-fixtures.js'
 
 beforeAll(initTestBackend)

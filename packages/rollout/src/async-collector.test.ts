@@ -4,10 +4,10 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { AsyncCollectorError } from './async-collector-error.js'
 import { createAsyncCollector, withoutSourceCondition, type AsyncCollector, type AsyncCollectorOptions } from './async-collector.js'
 import { collect } from './collect.js'
-import { createRolloutWorker, type TestWorkerData } from './test-support/async-worker-module.js'
+import { createRolloutWorker, type TestWorkerData } from './test/async-worker-module.js'
 
 // The worker threads run the built entry (dist/async-worker.js) and load this TypeScript module through tsx.
-const workerModule = fileURLToPath(new URL('./test-support/async-worker-module.ts', import.meta.url))
+const workerModule = fileURLToPath(new URL('./test/async-worker-module.ts', import.meta.url))
 const open: AsyncCollector[] = []
 afterEach(async () => {
   await Promise.all(open.splice(0).map((collector) => collector.close()))

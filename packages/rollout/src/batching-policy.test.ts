@@ -3,7 +3,7 @@ import { createScriptedPolicy } from '@ludic/core/test'
 import { describe, expect, it } from 'vitest'
 import { createBatchingPolicy } from './batching-policy.js'
 import { GenerationBatchError } from './generation-batch-error.js'
-import { waitFor } from './test-support/episodes.js'
+import { waitFor } from './test/episodes.js'
 
 const request = (content: string) => ({ messages: [{ role: 'user' as const, content }], maxTokens: 8 })
 

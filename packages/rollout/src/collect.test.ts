@@ -3,7 +3,7 @@ import { createScriptedEnvironment, createScriptedPolicy } from '@ludic/core/tes
 import { describe, expect, it } from 'vitest'
 import { collect, type CollectOptions } from './collect.js'
 import { GenerationBatchError } from './generation-batch-error.js'
-import { createRandomWalk, createSeededPolicy, requestEpisodeSeed, withJitter } from './test-support/episodes.js'
+import { createRandomWalk, createSeededPolicy, requestEpisodeSeed, withJitter } from './test/episodes.js'
 
 const threeTurns = () =>
   createScriptedEnvironment({

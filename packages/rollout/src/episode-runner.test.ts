@@ -2,7 +2,7 @@ import type { EnvironmentV1, GenerationRequest, PolicyV1, Trajectory } from '@lu
 import { createScriptedPolicy } from '@ludic/core/test'
 import { describe, expect, it } from 'vitest'
 import { runEpisodes, type EpisodePlan } from './episode-runner.js'
-import { createRandomWalk, waitFor } from './test-support/episodes.js'
+import { createRandomWalk, waitFor } from './test/episodes.js'
 
 function plan(index: number, policy: PolicyV1, created: EnvironmentV1[] = []): EpisodePlan {
   const idle: EnvironmentV1[] = []

@@ -4,7 +4,7 @@ import { exportedFunction, importModule } from './import-module.js'
 
 describe('importModule / exportedFunction', () => {
   it('imports a TypeScript module by absolute path through tsx and finds a named or default function', async () => {
-    const module = fileURLToPath(new URL('./test-support/async-worker-module.ts', import.meta.url))
+    const module = fileURLToPath(new URL('./test/async-worker-module.ts', import.meta.url))
     const imported = await importModule(module)
     expect(exportedFunction(imported, 'createRolloutWorker', module)).toBeTypeOf('function')
     expect(exportedFunction({ default: () => 1 }, 'createRolloutWorker', 'm.js')).toBeTypeOf('function')

@@ -6,7 +6,7 @@ import { GenerationBatchError } from './generation-batch-error.js'
 import { createOpenAICompatiblePolicy, type OpenAICompatiblePolicyOptions } from './openai-compatible-policy.js'
 import { serveOpenAICompatible, type OpenAICompatibleServer, type ServeOptions } from './openai-compatible-server.js'
 import { RemotePolicyError } from './remote-policy-error.js'
-import { createRandomWalk, createSeededPolicy, requestEpisodeSeed, waitFor } from './test-support/episodes.js'
+import { createRandomWalk, createSeededPolicy, requestEpisodeSeed, waitFor } from './test/episodes.js'
 
 const servers: OpenAICompatibleServer[] = []
 const gates: (() => void)[] = []

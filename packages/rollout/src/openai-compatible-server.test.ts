@@ -4,7 +4,7 @@ import { request as httpRequest } from 'node:http'
 import OpenAI from 'openai'
 import { afterEach, describe, expect, it } from 'vitest'
 import { serveOpenAICompatible, type OpenAICompatibleServer } from './openai-compatible-server.js'
-import { waitFor } from './test-support/episodes.js'
+import { waitFor } from './test/episodes.js'
 
 const servers: OpenAICompatibleServer[] = []
 afterEach(async () => {

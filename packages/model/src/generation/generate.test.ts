@@ -7,7 +7,7 @@ import { createModel } from '../model/create-model.js'
 import { generate } from './generate.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { sequenceLogprobs } from '../sequence-logprobs.js'
-import { initTestBackend } from '../testing/init-test-backend.js'
+import { initTestBackend } from '../test/init-test-backend.js'
 
 beforeAll(initTestBackend)
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createModel } from '../model/create-model.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { sequenceLogprobs } from '../sequence-logprobs.js'
-import { initTestBackend } from '../testing/init-test-backend.js'
+import { initTestBackend } from '../test/init-test-backend.js'
 import { applyLora, type LoraOptions } from './apply-lora.js'
 import { loadLoraAdapter, saveLoraAdapter } from './lora-adapter-files.js'
 

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, ShapeError } from '@ludic/core'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { initTestBackend } from '../testing/init-test-backend.js'
+import { initTestBackend } from '../test/init-test-backend.js'
 import { createModel } from './create-model.js'
 import type { CausalLanguageModel } from './causal-language-model.js'
 

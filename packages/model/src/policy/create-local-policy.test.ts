@@ -4,7 +4,7 @@ import { createByteTokenizer } from '@ludic/core/test'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createModel } from '../model/create-model.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
-import { initTestBackend } from '../testing/init-test-backend.js'
+import { initTestBackend } from '../test/init-test-backend.js'
 import { createLocalPolicy } from './create-local-policy.js'
 
 beforeAll(initTestBackend)

@@ -6,7 +6,7 @@ import { expectNoLeaks } from '@ludic/tensors/test'
 import { createAdamW } from './adamw.js'
 import { clipGradientsByGlobalNorm } from './clip-gradients-by-global-norm.js'
 import { warmupCosineSchedule } from './learning-rate-schedules.js'
-import { AgreementTracker, loadOptimizerReferences, tensorsOf } from './testing/optimizer-references.js'
+import { AgreementTracker, loadOptimizerReferences, tensorsOf } from '../test/optimizer-references.js'
 
 beforeAll(async () => {
   await initTensors({ backend: 'wasm', verbose: false })

@@ -7,7 +7,7 @@ import * as tensors from '@ludic/tensors'
 import { latestCheckpoint, listCheckpoints } from './list-checkpoints.js'
 import { loadTrainingCheckpoint } from './load-training-checkpoint.js'
 import { saveTrainingCheckpoint } from './save-training-checkpoint.js'
-import { startMlpRun, trainMlp } from './testing/mlp-training.js'
+import { startMlpRun, trainMlp } from '../test/mlp-training.js'
 
 // The checkpoint writer's safetensors writes go through this mock, so a test can fail or freeze one.
 vi.mock('@ludic/tensors', async (importOriginal) => {

@@ -5,7 +5,7 @@ import { initTensors } from '@ludic/tensors'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { clipGradientsByGlobalNorm } from './clip-gradients-by-global-norm.js'
 import { NonFiniteGradientError } from './non-finite-gradient-error.js'
-import { AgreementTracker, loadOptimizerReferences, tensorsOf } from './testing/optimizer-references.js'
+import { AgreementTracker, loadOptimizerReferences, tensorsOf } from '../test/optimizer-references.js'
 
 beforeAll(async () => {
   await initTensors({ backend: 'wasm', verbose: false })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { InvalidArgumentError } from '@ludic/core'
 import { constantSchedule, warmupCosineSchedule, warmupLinearSchedule, type LearningRateSchedule } from './learning-rate-schedules.js'
-import { loadOptimizerReferences, type ScheduleReferenceCase } from './testing/optimizer-references.js'
+import { loadOptimizerReferences, type ScheduleReferenceCase } from '../test/optimizer-references.js'
 
 const references = loadOptimizerReferences()
 

@@ -13,7 +13,7 @@ import { warmupCosineSchedule } from './learning-rate-schedules.js'
 import { latestCheckpoint } from './list-checkpoints.js'
 import { loadTrainingCheckpoint } from './load-training-checkpoint.js'
 import { saveTrainingCheckpoint } from './save-training-checkpoint.js'
-import { snapshotOf } from './testing/mlp-training.js'
+import { snapshotOf } from '../test/mlp-training.js'
 
 const vocabSize = 64
 const batch = 2

@@ -8,7 +8,7 @@ import { initTensors, readSafetensorsFile, writeSafetensorsFile } from '@ludic/t
 import { latestCheckpoint, listCheckpoints } from './list-checkpoints.js'
 import { loadTrainingCheckpoint } from './load-training-checkpoint.js'
 import { saveTrainingCheckpoint } from './save-training-checkpoint.js'
-import { createMlpOptimizer, createMlpParameters, mlpTotalSteps, snapshotOf, startMlpRun, trainMlp } from './testing/mlp-training.js'
+import { createMlpOptimizer, createMlpParameters, mlpTotalSteps, snapshotOf, startMlpRun, trainMlp } from '../test/mlp-training.js'
 
 let root: string
 beforeAll(async () => {

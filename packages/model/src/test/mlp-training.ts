@@ -1,9 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, type Random } from '@ludic/core'
-import { createAdamW, type AdamW } from '../adamw.js'
-import { clipGradientsByGlobalNorm } from '../clip-gradients-by-global-norm.js'
-import { computeGradients } from '../compute-gradients.js'
-import { warmupCosineSchedule } from '../learning-rate-schedules.js'
+import { createAdamW, type AdamW } from '../training/adamw.js'
+import { clipGradientsByGlobalNorm } from '../training/clip-gradients-by-global-norm.js'
+import { computeGradients } from '../training/compute-gradients.js'
+import { warmupCosineSchedule } from '../training/learning-rate-schedules.js'
 
 /**
  * Test support (not exported): a two-layer MLP classifier over a `Map` of variables, trained with

@@ -60,7 +60,7 @@ export interface OptimizerReferences {
 }
 
 export function loadOptimizerReferences(): OptimizerReferences {
-  const path = fileURLToPath(new URL('../../../test/fixtures/optimizer-references.json', import.meta.url))
+  const path = fileURLToPath(new URL('../../test/fixtures/optimizer-references.json', import.meta.url))
   return JSON.parse(readFileSync(path, 'utf8')) as OptimizerReferences
 }
 

@@ -1,7 +1,0 @@
-import { defineProject } from 'vitest/config'
-
-export default defineProject({
-  resolve: { conditions: ['@ludic/source'] },
-  ssr: { resolve: { conditions: ['@ludic/source'] } },
-  test: { name: 'example-swap-estimators', include: ['src/**/*.test.ts'], testTimeout: 60_000 },
-})
