@@ -6,9 +6,7 @@ import { randomBatch } from './test/random-batch.js'
 import { describeVerlFixture } from './test/verl-fixtures.js'
 
 // verl's GRPO with norm_adv_by_std_in_grpo=False is Dr. GRPO; its epsilon is unused there.
-describeVerlFixture('verl/compute_grpo_outcome_advantage', (params) =>
-  params.norm_adv_by_std_in_grpo === false ? createDrGrpo() : undefined,
-)
+describeVerlFixture('verl/compute_grpo_outcome_advantage', (params) => (params.norm_adv_by_std_in_grpo === false ? createDrGrpo() : undefined))
 
 describe('dr-grpo', () => {
   it('is GRPO without the division by the standard deviation', () => {

@@ -4,9 +4,7 @@ import { createGae } from './gae.js'
 import { randomBatch } from './test/random-batch.js'
 import { describeVerlFixture } from './test/verl-fixtures.js'
 
-describeVerlFixture('verl/compute_gae_advantage_return', (params) =>
-  createGae({ gamma: params.gamma as number, lambda: params.lam as number }),
-)
+describeVerlFixture('verl/compute_gae_advantage_return', (params) => createGae({ gamma: params.gamma as number, lambda: params.lam as number }))
 
 /** GAE as cleanrl writes it: a plain reversed loop per sample, then whitening over all tokens. */
 function gaeByLoop(rewards: Float32Array[], values: Float32Array[], gamma: number, lambda: number) {

@@ -58,8 +58,7 @@ export function createGigpo(options: GigpoOptions = {}): AdvantageEstimatorV1 {
       const stepLevel = groupStatistics(stepReturns, stepGroups)
       const advantages = totals.map((total, sample) => {
         const episodeAdvantage = normalize(total, episodeLevel.mean[sample]!, episodeLevel.std[sample]!)
-        const stepAdvantage =
-          stepLevel.size[sample] === 1 ? 0 : normalize(stepReturns[sample]!, stepLevel.mean[sample]!, stepLevel.std[sample]!)
+        const stepAdvantage = stepLevel.size[sample] === 1 ? 0 : normalize(stepReturns[sample]!, stepLevel.mean[sample]!, stepLevel.std[sample]!)
         return episodeAdvantage + stepWeight * stepAdvantage
       })
       return broadcastToTokens(batch, advantages)

@@ -2,9 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { createGpg } from './gpg.js'
 import { describeVerlFixture } from './test/verl-fixtures.js'
 
-describeVerlFixture('verl/compute_gpg_outcome_advantage', (params) =>
-  createGpg({ normalizationFactor: params.f_norm as number }),
-)
+describeVerlFixture('verl/compute_gpg_outcome_advantage', (params) => createGpg({ normalizationFactor: params.f_norm as number }))
 
 describe('gpg', () => {
   it('scales by α = batch size / number of non-zero rewards, without std normalisation', () => {

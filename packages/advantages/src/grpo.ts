@@ -28,9 +28,7 @@ export function createGrpo(options: GrpoOptions = {}): AdvantageEstimatorV1 {
       const batch = parseAdvantageBatch(input)
       const scores = sampleScores(batch)
       const { mean, std } = groupStatistics(scores, batch.groupIds)
-      const advantages = scores.map((score, sample) =>
-        normalizeByStd ? (score - mean[sample]!) / (std[sample]! + epsilon) : score - mean[sample]!,
-      )
+      const advantages = scores.map((score, sample) => (normalizeByStd ? (score - mean[sample]!) / (std[sample]! + epsilon) : score - mean[sample]!))
       return broadcastToTokens(batch, advantages)
     },
   }

@@ -3,7 +3,21 @@ import { describe, expect, it } from 'vitest'
 import { createGrpo } from './grpo.js'
 import { advantageEstimators, registerAdvantageEstimator } from './registry.js'
 
-const builtInNames = ['gae', 'grpo', 'dr-grpo', 'rloo', 'reinforce++', 'reinforce++-baseline', 'remax', 'opo', 'grpo-passk', 'gpg', 'rae', 'gigpo', 'turn-reinforce']
+const builtInNames = [
+  'gae',
+  'grpo',
+  'dr-grpo',
+  'rloo',
+  'reinforce++',
+  'reinforce++-baseline',
+  'remax',
+  'opo',
+  'grpo-passk',
+  'gpg',
+  'rae',
+  'gigpo',
+  'turn-reinforce',
+]
 
 describe('advantageEstimators', () => {
   it('knows the built-in estimators, each named as registered', () => {

@@ -3,9 +3,7 @@ import { createReinforcePlusPlusBaseline } from './reinforce-plus-plus-baseline.
 import { describeVerlFixture } from './test/verl-fixtures.js'
 
 // verl's epsilon is unused by this estimator.
-describeVerlFixture('verl/compute_reinforce_plus_plus_baseline_outcome_advantage', () =>
-  createReinforcePlusPlusBaseline(),
-)
+describeVerlFixture('verl/compute_reinforce_plus_plus_baseline_outcome_advantage', () => createReinforcePlusPlusBaseline())
 
 describe('reinforce++-baseline', () => {
   it('centres on the group mean, then whitens over tokens, so longer samples weigh more', () => {

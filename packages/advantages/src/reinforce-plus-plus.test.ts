@@ -2,9 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { createReinforcePlusPlus } from './reinforce-plus-plus.js'
 import { describeVerlFixture } from './test/verl-fixtures.js'
 
-describeVerlFixture('verl/compute_reinforce_plus_plus_outcome_advantage', (params) =>
-  createReinforcePlusPlus({ gamma: params.gamma as number }),
-)
+describeVerlFixture('verl/compute_reinforce_plus_plus_outcome_advantage', (params) => createReinforcePlusPlus({ gamma: params.gamma as number }))
 
 describe('reinforce++', () => {
   it('discounts over valid tokens only: a masked span carries the running return through', () => {

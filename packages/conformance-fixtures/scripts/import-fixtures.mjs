@@ -135,4 +135,6 @@ writeFileSync(
     `export const fixtureNames = [\n${names.map((name) => `  '${name}',`).join('\n')}\n] as const\n\n` +
     `export type FixtureName = (typeof fixtureNames)[number]\n`,
 )
-console.log(`import-fixtures: ${names.length} files, ${indexEntries.reduce((total, entry) => total + entry.num_cases, 0)} cases from ${source} -> ${dataDirectory}`)
+console.log(
+  `import-fixtures: ${names.length} files, ${indexEntries.reduce((total, entry) => total + entry.num_cases, 0)} cases from ${source} -> ${dataDirectory}`,
+)

@@ -27,7 +27,10 @@ describe('the fixtures in data/', () => {
   it('keeps only numbers and identifiers: no prose fields', () => {
     for (const name of fixtureNames) {
       const raw = JSON.parse(readFileSync(join(data, `${name}.json`), 'utf8')) as Record<string, unknown>
-      expect(Object.keys(raw).filter((key) => key === 'semantics' || key === 'conventions' || key.endsWith('_schema')), name).toEqual([])
+      expect(
+        Object.keys(raw).filter((key) => key === 'semantics' || key === 'conventions' || key.endsWith('_schema')),
+        name,
+      ).toEqual([])
     }
   })
 })

@@ -81,7 +81,8 @@ function readJson(url: URL, what: string): unknown {
 export function loadFixtureIndex(options: { directory?: string | URL } = {}): FixtureIndex {
   const url = new URL('index.json', directoryUrl(options.directory))
   const index = readJson(url, 'conformance fixture index') as FixtureIndex
-  if (!Array.isArray(index.files) || index.files.length === 0) throw new ConformanceFixtureError(`conformance fixture index ${fileURLToPath(url)} lists no files`)
+  if (!Array.isArray(index.files) || index.files.length === 0)
+    throw new ConformanceFixtureError(`conformance fixture index ${fileURLToPath(url)} lists no files`)
   return index
 }
 
@@ -101,7 +102,8 @@ export function loadConformanceFixture<Inputs = Record<string, unknown>, Params 
   const entry = index.files.find((file) => file.name === name)
   const url = new URL(`${name}.json`, directory)
   const path = fileURLToPath(url)
-  if (entry === undefined) throw new ConformanceFixtureError(`conformance fixture ${name} (${path}) is not in the index ${fileURLToPath(new URL('index.json', directory))}`)
+  if (entry === undefined)
+    throw new ConformanceFixtureError(`conformance fixture ${name} (${path}) is not in the index ${fileURLToPath(new URL('index.json', directory))}`)
   const fixture = readJson(url, `conformance fixture ${name}`) as Omit<ConformanceFixture<Inputs, Params, Outputs>, 'name' | 'path'>
   const problem = (message: string) => new ConformanceFixtureError(`conformance fixture ${name} (${path}): ${message}`)
   if (!Array.isArray(fixture.cases)) throw problem('no cases array')

@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-  advantageBatchSchema,
-  completionSchema,
-  generationRequestSchema,
-  sampleSchema,
-  stepOutcomeSchema,
-  trajectorySchema,
-} from './data.js'
+import { advantageBatchSchema, completionSchema, generationRequestSchema, sampleSchema, stepOutcomeSchema, trajectorySchema } from './data.js'
 
 describe('data schemas', () => {
   it('accept valid data and reject invalid data', () => {

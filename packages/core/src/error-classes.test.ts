@@ -5,7 +5,11 @@ import { checkErrorClasses, exportedErrorClasses } from './test/error-classes.js
 
 describe('error classes', () => {
   it("each exported error class's isInstance accepts its own instances and its subclasses' only", () => {
-    expect(exportedErrorClasses(core).map((errorClass) => errorClass.name).sort()).toEqual(['BackendError', 'InvalidArgumentError', 'LudicError', 'ParseError', 'ShapeError'])
+    expect(
+      exportedErrorClasses(core)
+        .map((errorClass) => errorClass.name)
+        .sort(),
+    ).toEqual(['BackendError', 'InvalidArgumentError', 'LudicError', 'ParseError', 'ShapeError'])
     checkErrorClasses([core], {})
   })
 
@@ -16,7 +20,10 @@ describe('error classes', () => {
     class PlainError extends Error {}
     class ForgottenError extends LudicError {}
     const check = () =>
-      checkErrorClasses([{ MarkerlessError, PlainError, ForgottenError }], { MarkerlessError: () => new MarkerlessError('x'), PlainError: () => new PlainError('x') })
+      checkErrorClasses([{ MarkerlessError, PlainError, ForgottenError }], {
+        MarkerlessError: () => new MarkerlessError('x'),
+        PlainError: () => new PlainError('x'),
+      })
     expect(check).toThrow('MarkerlessError has no static isInstance of its own')
     expect(check).toThrow('MarkerlessError.isInstance(InvalidArgumentError instance) is true, expected false')
     expect(check).toThrow('PlainError does not extend LudicError')

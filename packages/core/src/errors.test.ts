@@ -47,7 +47,7 @@ describe('errors', () => {
 
   it('describeValue is short and never throws', () => {
     const cyclic: Record<string, unknown> = {}
-    cyclic['self'] = cyclic
+    cyclic.self = cyclic
     expect(describeValue(cyclic)).toBe('[object Object]')
     expect(describeValue('a'.repeat(200)).length).toBe(80)
     expect(describeValue(new Float32Array(7))).toBe('Float32Array(7)')

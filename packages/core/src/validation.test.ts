@@ -40,7 +40,11 @@ describe('parseInput', () => {
   it('lists at most a few further failing fields', () => {
     const many = z.array(z.number())
     try {
-      parseInput(many, Array.from({ length: 12 }, () => 'x'), { source: 'list.json' })
+      parseInput(
+        many,
+        Array.from({ length: 12 }, () => 'x'),
+        { source: 'list.json' },
+      )
       expect.unreachable()
     } catch (error) {
       expect((error as ParseError).path).toEqual([0])

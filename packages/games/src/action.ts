@@ -53,7 +53,11 @@ export function extractMove(text: string): string | undefined {
 /** The spelling moves are compared in: lower case, trimmed, single spaces, no space around `:` or `,`. */
 export function normalizeMove(move: string): string {
   const inner = /^\s*\[([\s\S]*)\]\s*$/.exec(move)?.[1] ?? move
-  return inner.trim().toLowerCase().replace(/\s+/g, ' ').replace(/\s*([:,])\s*/g, '$1')
+  return inner
+    .trim()
+    .toLowerCase()
+    .replace(/\s+/g, ' ')
+    .replace(/\s*([:,])\s*/g, '$1')
 }
 
 /**

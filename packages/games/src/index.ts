@@ -55,6 +55,7 @@ export {
 } from './kuhn-policy.js'
 export { kuhnBestResponse, kuhnExploitability, type KuhnExploitability } from './kuhn-exploitability.js'
 export { kuhnInformationStateOf, kuhnInformationStates, type KuhnInformationState } from './kuhn-information-states.js'
+export { kuhnTerseObservation } from './kuhn-terse-observation.js'
 export { kuhnPolicyOf, type KuhnActionScorer, type KuhnPolicyOfOptions } from './kuhn-policy-of.js'
 export {
   createKuhnBestResponsePolicy,

@@ -10,12 +10,21 @@ function play(choices: readonly [string, string][], options = {}) {
 
 describe("Iterated Prisoner's Dilemma", () => {
   it('pays 3/5/0/1 and reports each round to both', () => {
-    const outcomes = play([['[Cooperate]', '[Cooperate]'], ['[Defect]', '[Cooperate]'], ['[Cooperate]', '[Defect]'], ['[Defect]', '[Defect]']])
+    const outcomes = play([
+      ['[Cooperate]', '[Cooperate]'],
+      ['[Defect]', '[Cooperate]'],
+      ['[Cooperate]', '[Defect]'],
+      ['[Defect]', '[Defect]'],
+    ])
     const view = outcomes.at(-1)!.next!
     expect(view.role).toBe('player0')
     expect(view.observation).toContain('[GAME] Round 1 Results:\nBoth players cooperated\nPlayer 0 scored 3, total: 3\nPlayer 1 scored 3, total: 3')
-    expect(view.observation).toContain('[GAME] Round 2 Results:\nPlayer 0 defected, Player 1 cooperated\nPlayer 0 scored 5, total: 8\nPlayer 1 scored 0, total: 3')
-    expect(view.observation).toContain('[GAME] Round 3 Results:\nPlayer 0 cooperated, Player 1 defected\nPlayer 0 scored 0, total: 8\nPlayer 1 scored 5, total: 8')
+    expect(view.observation).toContain(
+      '[GAME] Round 2 Results:\nPlayer 0 defected, Player 1 cooperated\nPlayer 0 scored 5, total: 8\nPlayer 1 scored 0, total: 3',
+    )
+    expect(view.observation).toContain(
+      '[GAME] Round 3 Results:\nPlayer 0 cooperated, Player 1 defected\nPlayer 0 scored 0, total: 8\nPlayer 1 scored 5, total: 8',
+    )
     expect(view.observation).toContain('[GAME] Round 4 Results:\nBoth players defected\nPlayer 0 scored 1, total: 9\nPlayer 1 scored 1, total: 9')
     expect(view.observation.endsWith('[GAME] Round 5 of 10: make your decision.\nYour available actions are: [Cooperate], [Defect]')).toBe(true)
   })

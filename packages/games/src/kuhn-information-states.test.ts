@@ -28,9 +28,13 @@ describe('kuhnInformationStates', () => {
       `[GAME] You are Player 0 in a 5 round game of Kuhn Poker.\n${rules}\n` +
         '[GAME] Starting round 1 out of 5 rounds.\nYour card is: J\n[Player 1] [bet]\n[GAME] Your available actions are: [fold], [call]',
     )
-    expect(states.find((state) => state.name === '1pb')!.observation.endsWith(
-      'Your card is: Q\nYour available actions are: [check], [bet]\n[Player 1] [check]\n[Player 0] [bet]\n[GAME] Your available actions are: [fold], [call]',
-    )).toBe(true)
+    expect(
+      states
+        .find((state) => state.name === '1pb')!
+        .observation.endsWith(
+          'Your card is: Q\nYour available actions are: [check], [bet]\n[Player 1] [check]\n[Player 0] [bet]\n[GAME] Your available actions are: [fold], [call]',
+        ),
+    ).toBe(true)
     for (const state of states) {
       const facingBet = state.history.endsWith('b')
       expect(state.legalActions).toEqual(facingBet ? ['[fold]', '[call]'] : ['[check]', '[bet]'])

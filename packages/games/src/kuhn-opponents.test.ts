@@ -10,7 +10,11 @@ import { renderGamePrompt } from './game-prompts.js'
 import { createRandomPolicy } from './random-policy.js'
 
 const states = kuhnInformationStates()
-const request = (observation: string, seed?: number) => ({ messages: renderGamePrompt(observation, 'spiral'), maxTokens: 8, ...(seed === undefined ? {} : { seed }) })
+const request = (observation: string, seed?: number) => ({
+  messages: renderGamePrompt(observation, 'spiral'),
+  maxTokens: 8,
+  ...(seed === undefined ? {} : { seed }),
+})
 
 describe('Kuhn opponents', () => {
   it("play a Nash policy's probabilities at each information state", async () => {
@@ -61,7 +65,10 @@ describe('Kuhn opponents', () => {
     const nash = createKuhnNashPolicy({ alpha: 0.1, seed: 1 })
     const tabular = createKuhnTabularPolicy({ policy: kuhnConstantPolicy(0.3), seed: 2 })
     for (let seed = 0; seed < 50; seed++) {
-      const result = await playEpisode(environment, seed % 2 ? { player0: nash, player1: tabular } : { player0: tabular, player1: nash }, { seed, prompt: 'spiral' })
+      const result = await playEpisode(environment, seed % 2 ? { player0: nash, player1: tabular } : { player0: tabular, player1: nash }, {
+        seed,
+        prompt: 'spiral',
+      })
       expect(result.invalidAction).toBe(false)
       expect(result.rewards.player0! + result.rewards.player1!).toBe(0)
     }

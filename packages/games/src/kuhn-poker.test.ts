@@ -1,4 +1,4 @@
-import { stepOutcomeSchema } from '@ludic/core'
+import { stepOutcomeSchema, type StepOutcome } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { createKuhnPoker, kuhnFirstActor, kuhnLegalActions, type KuhnPokerOptions } from './kuhn-poker.js'
 
@@ -12,7 +12,7 @@ function playRound(options: KuhnPokerOptions, seed: number, history: string) {
   const environment = createKuhnPoker({ rounds: 1, reward: 'chips', ...options })
   let view = environment.reset(seed)
   const cards: number[] = [cardOf(view.observation)]
-  let outcome
+  let outcome: StepOutcome | undefined
   for (const [index, action] of [...history].entries()) {
     const move = kuhnLegalActions(history.slice(0, index))[action === 'b' ? 1 : 0]!
     outcome = environment.step(move)

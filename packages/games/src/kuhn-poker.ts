@@ -47,9 +47,7 @@ export function kuhnFirstActor(round: number): PlayerIndex {
 
 function kuhnPrompt(player: PlayerIndex, options: ParsedKuhnPokerOptions): string {
   const goal =
-    options.reward === 'chips'
-      ? '- Your reward is your net number of chips after all rounds'
-      : '- The player with the most chips after all rounds wins'
+    options.reward === 'chips' ? '- Your reward is your net number of chips after all rounds' : '- The player with the most chips after all rounds wins'
   return [
     `You are Player ${player} in a ${options.rounds} round game of Kuhn Poker.`,
     'Game Rules:',

@@ -7,7 +7,8 @@ import { kuhnNashPolicy, type KuhnPolicy } from './kuhn-policy.js'
 import { gamePrompts, observationFromMessages } from './game-prompts.js'
 
 /** A scorer for a model that plays `policy` exactly: log-probabilities of the two actions at the state it reads. */
-const scorerOf = (policy: KuhnPolicy, seen: (string | readonly ChatMessage[])[] = []) =>
+const scorerOf =
+  (policy: KuhnPolicy, seen: (string | readonly ChatMessage[])[] = []) =>
   async (prompt: string | readonly ChatMessage[], actions: readonly string[]) => {
     seen.push(prompt)
     const observation = typeof prompt === 'string' ? prompt : observationFromMessages(prompt)

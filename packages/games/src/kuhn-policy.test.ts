@@ -9,8 +9,18 @@ describe('Kuhn tabular policies', () => {
 
   it("give OpenSpiel's GetOptimalPolicy(α)", () => {
     expect(kuhnNashPolicy(0.1)).toEqual({
-      '0': 0.1, '1': 0, '2': 0.1 * 3, '0pb': 0, '1pb': 1 / 3 + 0.1, '2pb': 1,
-      '0p': 1 / 3, '0b': 0, '1p': 0, '1b': 1 / 3, '2p': 1, '2b': 1,
+      '0': 0.1,
+      '1': 0,
+      '2': 0.1 * 3,
+      '0pb': 0,
+      '1pb': 1 / 3 + 0.1,
+      '2pb': 1,
+      '0p': 1 / 3,
+      '0b': 0,
+      '1p': 0,
+      '1b': 1 / 3,
+      '2p': 1,
+      '2b': 1,
     })
     expect(kuhnNashPolicy(1 / 3)['2']).toBe(1)
     expect(() => kuhnNashPolicy(-0.01)).toThrow(InvalidArgumentError)

@@ -11,9 +11,14 @@ const ask = async (policy: ReturnType<typeof createNegotiationHeuristicPolicy>, 
 describe('negotiation heuristic', () => {
   it('lists the trades that raise its own value', () => {
     expect(valueRaisingOffers({ Wood: 10, Gold: 10 }, { Wood: 5, Gold: 15 })).toEqual([
-      '[Offer: 1 Wood -> 1 Gold]', '[Offer: 1 Wood -> 2 Gold]', '[Offer: 1 Wood -> 3 Gold]',
-      '[Offer: 2 Wood -> 1 Gold]', '[Offer: 2 Wood -> 2 Gold]', '[Offer: 2 Wood -> 3 Gold]',
-      '[Offer: 3 Wood -> 2 Gold]', '[Offer: 3 Wood -> 3 Gold]',
+      '[Offer: 1 Wood -> 1 Gold]',
+      '[Offer: 1 Wood -> 2 Gold]',
+      '[Offer: 1 Wood -> 3 Gold]',
+      '[Offer: 2 Wood -> 1 Gold]',
+      '[Offer: 2 Wood -> 2 Gold]',
+      '[Offer: 2 Wood -> 3 Gold]',
+      '[Offer: 3 Wood -> 2 Gold]',
+      '[Offer: 3 Wood -> 3 Gold]',
     ])
     expect(valueRaisingOffers({ Wood: 1, Gold: 0 }, { Wood: 15, Gold: 5 })).toEqual([])
   })
@@ -36,16 +41,21 @@ describe('negotiation heuristic', () => {
     const environment = createSimpleNegotiation()
     const results = []
     for (let seed = 0; seed < 30; seed++) {
-      const players = seed % 2 === 0
-        ? { player0: createNegotiationHeuristicPolicy({ seed }), player1: createRandomPolicy({ seed }) }
-        : { player0: createNegotiationHeuristicPolicy({ seed }), player1: createNegotiationHeuristicPolicy({ seed: seed + 1 }) }
+      const players =
+        seed % 2 === 0
+          ? { player0: createNegotiationHeuristicPolicy({ seed }), player1: createRandomPolicy({ seed }) }
+          : { player0: createNegotiationHeuristicPolicy({ seed }), player1: createNegotiationHeuristicPolicy({ seed: seed + 1 }) }
       const result = await playEpisode(environment, players, { seed })
       expect(result.invalidAction).toBe(false)
       expect(result.turns).toBe(10)
       expect(result.rewards.player0! + result.rewards.player1!).toBe(0)
       results.push(result.actions.map((action) => action.text).join(' '))
     }
-    const again = await playEpisode(environment, { player0: createNegotiationHeuristicPolicy({ seed: 0 }), player1: createRandomPolicy({ seed: 0 }) }, { seed: 0 })
+    const again = await playEpisode(
+      environment,
+      { player0: createNegotiationHeuristicPolicy({ seed: 0 }), player1: createRandomPolicy({ seed: 0 }) },
+      { seed: 0 },
+    )
     expect(again.actions.map((action) => action.text).join(' ')).toBe(results[0])
   })
 })

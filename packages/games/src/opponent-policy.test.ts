@@ -6,7 +6,13 @@ import { renderGamePrompt } from './game-prompts.js'
 describe('createOpponentPolicy', () => {
   it('reads the observation out of the prompt and answers with a token-free completion', async () => {
     const seen: string[] = []
-    const policy = createOpponentPolicy({ id: 'echo', decide: (observation) => (seen.push(observation), '[ok]') })
+    const policy = createOpponentPolicy({
+      id: 'echo',
+      decide: (observation) => {
+        seen.push(observation)
+        return '[ok]'
+      },
+    })
     const completions = await policy.generate([
       { messages: renderGamePrompt('first observation', 'spiral'), maxTokens: 4 },
       { messages: renderGamePrompt('second observation', 'terse'), maxTokens: 4 },
@@ -19,8 +25,9 @@ describe('createOpponentPolicy', () => {
   it('draws from its seeded stream, or from the request seed when given', async () => {
     const make = (seed: number) => createOpponentPolicy({ id: 'dice', seed, decide: (_observation, random) => `[${random.nextInt(1000)}]` })
     const ask = async (policy: ReturnType<typeof make>, seeds: (number | undefined)[]) =>
-      (await policy.generate(seeds.map((seed) => ({ messages: renderGamePrompt('x', 'spiral'), maxTokens: 4, ...(seed === undefined ? {} : { seed }) }))))
-        .map((completion) => completion.text)
+      (await policy.generate(seeds.map((seed) => ({ messages: renderGamePrompt('x', 'spiral'), maxTokens: 4, ...(seed === undefined ? {} : { seed }) })))).map(
+        (completion) => completion.text,
+      )
     const streamed = await ask(make(1), [undefined, undefined, undefined])
     expect(await ask(make(1), [undefined, undefined, undefined])).toEqual(streamed)
     expect(await ask(make(2), [undefined, undefined, undefined])).not.toEqual(streamed)

@@ -48,11 +48,7 @@ function pigRules(options: z.output<typeof pigDiceOptionsSchema>): TwoPlayerRule
     start: (random) => ({ random, scores: [0, 0], player: 0, turnTotal: 0, turnRolls: [], lastTurn: undefined }),
     currentPlayer: (state) => state.player,
     observation(state, player) {
-      const lines = [
-        pigPrompt(player, options.targetScore),
-        '',
-        `Current Scores: Player 0: '${state.scores[0]}'; Player 1: '${state.scores[1]}'`,
-      ]
+      const lines = [pigPrompt(player, options.targetScore), '', `Current Scores: Player 0: '${state.scores[0]}'; Player 1: '${state.scores[1]}'`]
       if (state.lastTurn !== undefined && state.turnRolls.length === 0) lines.push(state.lastTurn)
       lines.push(`Your current turn total is ${state.turnTotal}.`)
       lines.push(

@@ -35,13 +35,16 @@ export async function playEpisode(
   options: PlayEpisodeOptions,
 ): Promise<EpisodeResult> {
   for (const role of environment.roles) {
-    if (policies[role] === undefined) throw new InvalidArgumentError({ argument: 'policies', value: Object.keys(policies), message: `has no policy for role '${role}'` })
+    if (policies[role] === undefined)
+      throw new InvalidArgumentError({ argument: 'policies', value: Object.keys(policies), message: `has no policy for role '${role}'` })
   }
   const rewards: Record<string, number> = Object.fromEntries(environment.roles.map((role) => [role, 0]))
   const actions: EpisodeResult['actions'] = []
   let view = environment.reset(options.seed)
   for (;;) {
-    const [completion] = await policies[view.role]!.generate([{ messages: renderGamePrompt(view, options.prompt ?? 'terse'), maxTokens: options.maxTokens ?? 256 }])
+    const [completion] = await policies[view.role]!.generate([
+      { messages: renderGamePrompt(view, options.prompt ?? 'terse'), maxTokens: options.maxTokens ?? 256 },
+    ])
     const text = completion?.text ?? ''
     actions.push({ role: view.role, text })
     const outcome = environment.step(text)

@@ -40,7 +40,8 @@ const registered = new Map<string, GameFactory<never>>(Object.entries(factories)
  */
 export function registerGame<Options>(id: string, factory: GameFactory<Options>): void {
   if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError({ argument: 'id', value: id, message: 'must be a non-empty string' })
-  if (typeof factory !== 'function') throw new InvalidArgumentError({ argument: 'factory', value: factory, message: 'must be a function (options) => EnvironmentV1' })
+  if (typeof factory !== 'function')
+    throw new InvalidArgumentError({ argument: 'factory', value: factory, message: 'must be a function (options) => EnvironmentV1' })
   if (registered.has(id)) throw new InvalidArgumentError({ argument: 'id', value: id, message: 'a game with this id is already registered' })
   registered.set(id, factory)
 }
@@ -50,7 +51,8 @@ export function createGame<Id extends GameId>(id: Id, options?: GameOptionsById[
 export function createGame(id: string, options?: unknown): EnvironmentV1
 export function createGame(id: string, options?: unknown): EnvironmentV1 {
   const factory = registered.get(id) as GameFactory | undefined
-  if (factory === undefined) throw new InvalidArgumentError({ argument: 'id', value: id, message: `is not a registered game (${[...registered.keys()].join(', ')})` })
+  if (factory === undefined)
+    throw new InvalidArgumentError({ argument: 'id', value: id, message: `is not a registered game (${[...registered.keys()].join(', ')})` })
   return factory(options)
 }
 

@@ -38,13 +38,15 @@ describe('Simple Negotiation', () => {
     const next = environment.step('I value gold. Let us trade. [Offer: 3 Wood -> 2 Gold]').next!
     expect(next.role).toBe('player1')
     expect(next.observation).toContain('\t+ [Wood]    Qty: 10   Value: 15\n\t+ [Gold]    Qty: 10   Value: 5\n')
-    expect(next.observation.endsWith(
-      '[Player 0] [Offer: 3 Wood -> 2 Gold]\n' +
-        '[GAME] Player 0 made the following offer to Player 1: Offered items: 3 Wood -> Requested items: 2 Gold\n' +
-        '[GAME] Turn 2 of 10. Your resources: Wood 10, Gold 10 (total value 200; you started with 200).\n' +
-        'Open offer to you from Player 0: Offered items: 3 Wood -> Requested items: 2 Gold\n' +
-        'Your available actions are: [Accept], [Deny], or a counter-offer [Offer: <your resources> -> <requested resources>]',
-    )).toBe(true)
+    expect(
+      next.observation.endsWith(
+        '[Player 0] [Offer: 3 Wood -> 2 Gold]\n' +
+          '[GAME] Player 0 made the following offer to Player 1: Offered items: 3 Wood -> Requested items: 2 Gold\n' +
+          '[GAME] Turn 2 of 10. Your resources: Wood 10, Gold 10 (total value 200; you started with 200).\n' +
+          'Open offer to you from Player 0: Offered items: 3 Wood -> Requested items: 2 Gold\n' +
+          'Your available actions are: [Accept], [Deny], or a counter-offer [Offer: <your resources> -> <requested resources>]',
+      ),
+    ).toBe(true)
     expect(next.observation).not.toContain('I value gold') // only the move is shown, never the reasoning
   })
 
@@ -96,11 +98,26 @@ describe('Simple Negotiation', () => {
     ['a malformed offer (unknown resource)', ['[Offer: 3 Sheep -> 2 Gold]'], 'player0', /malformed offer: unknown resource "Sheep"/],
     ['a malformed offer (zero)', ['[Offer: 0 Wood -> 2 Gold]'], 'player0', /malformed offer: quantity 0/],
     ['offering what you do not hold', ['[Offer: 11 Wood -> 1 Gold]'], 'player0', /offered 11 Wood while holding only Wood 10, Gold 10/],
-    ['offering what you no longer hold', ['[Offer: 10 Wood -> 1 Gold]', '[Accept]', '[Offer: 1 Wood -> 1 Gold]'], 'player0', /offered 1 Wood while holding only Wood 0, Gold 11/],
-    ['accepting with insufficient resources', ['[Offer: 1 Wood -> 11 Gold]', '[Accept]'], 'player1', /accepted an offer without the resources it requests \(11 Gold\)/],
+    [
+      'offering what you no longer hold',
+      ['[Offer: 10 Wood -> 1 Gold]', '[Accept]', '[Offer: 1 Wood -> 1 Gold]'],
+      'player0',
+      /offered 1 Wood while holding only Wood 0, Gold 11/,
+    ],
+    [
+      'accepting with insufficient resources',
+      ['[Offer: 1 Wood -> 11 Gold]', '[Accept]'],
+      'player1',
+      /accepted an offer without the resources it requests \(11 Gold\)/,
+    ],
     ['accepting when no offer is open', ['[Accept]'], 'player0', /accepted an offer that was not made to them/],
     ['accepting after the offer was denied', ['[Offer: 1 Wood -> 1 Gold]', '[Deny]', '[Accept]'], 'player0', /not made to them/],
-    ['accepting after a counter-offer replaced it', ['[Offer: 1 Wood -> 1 Gold]', '[Offer: 1 Gold -> 1 Wood]', '[Accept]', '[Accept]'], 'player1', /not made to them/],
+    [
+      'accepting after a counter-offer replaced it',
+      ['[Offer: 1 Wood -> 1 Gold]', '[Offer: 1 Gold -> 1 Wood]', '[Accept]', '[Accept]'],
+      'player1',
+      /not made to them/,
+    ],
   ])('ends on %s: offender −1.5, opponent +0.5', (_kind, actions, offender, reason) => {
     const outcomes = play(actions)
     const last = outcomes.at(-1)!

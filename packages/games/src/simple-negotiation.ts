@@ -1,14 +1,15 @@
 import { describeValue, LudicError, parseArgument, type EnvironmentV1 } from '@ludic/core'
 import { z } from 'zod'
-import {
-  formatNegotiationBundle,
-  negotiationResources,
-  parseNegotiationMove,
-  type NegotiationBundle,
-  type NegotiationResource,
-} from './negotiation-offer.js'
+import { formatNegotiationBundle, negotiationResources, parseNegotiationMove, type NegotiationBundle, type NegotiationResource } from './negotiation-offer.js'
 import { createTranscript, type Transcript } from './transcript.js'
-import { commonOptionsShape, createTwoPlayerEnvironment, maxTurnsOption, winLossRewards, type PlayerIndex, type TwoPlayerRules } from './two-player-environment.js'
+import {
+  commonOptionsShape,
+  createTwoPlayerEnvironment,
+  maxTurnsOption,
+  winLossRewards,
+  type PlayerIndex,
+  type TwoPlayerRules,
+} from './two-player-environment.js'
 
 export const simpleNegotiationOptionsSchema = z.strictObject({
   ...commonOptionsShape,
@@ -55,7 +56,10 @@ const describeInventory = (inventory: NegotiationInventory) => negotiationResour
 
 function negotiationPrompt(player: PlayerIndex, turns: number): string {
   const resources = negotiationResources
-    .map((resource) => `\t+ ${`[${resource}]`.padEnd(8)}  Qty: ${String(negotiationStartingInventory[resource]).padEnd(2)}   Value: ${negotiationValues[player][resource]}`)
+    .map(
+      (resource) =>
+        `\t+ ${`[${resource}]`.padEnd(8)}  Qty: ${String(negotiationStartingInventory[resource]).padEnd(2)}   Value: ${negotiationValues[player][resource]}`,
+    )
     .join('\n')
   return [
     `You are Player ${player} in the Negotiation Game.`,
@@ -80,7 +84,9 @@ function statusLines(state: NegotiationState, player: PlayerIndex, turns: number
   const inventory = state.inventories[player]
   const value = negotiationInventoryValue(inventory, negotiationValues[player])
   const start = negotiationInventoryValue(negotiationStartingInventory, negotiationValues[player])
-  const lines = [`[GAME] Turn ${state.turn + 1} of ${turns}. Your resources: ${describeInventory(inventory)} (total value ${value}; you started with ${start}).`]
+  const lines = [
+    `[GAME] Turn ${state.turn + 1} of ${turns}. Your resources: ${describeInventory(inventory)} (total value ${value}; you started with ${start}).`,
+  ]
   if (state.offer !== undefined && state.offer.from !== player) {
     lines.push(`Open offer to you from Player ${state.offer.from}: ${describeOffer(state.offer)}`)
     lines.push('Your available actions are: [Accept], [Deny], or a counter-offer [Offer: <your resources> -> <requested resources>]')
@@ -135,7 +141,8 @@ function negotiationRules(options: z.output<typeof simpleNegotiationOptionsSchem
           if (!holds(state.inventories[player], offerToMe.requested)) {
             return { kind: 'invalid', reason: `accepted an offer without the resources it requests (${formatNegotiationBundle(offerToMe.requested)})` }
           }
-          if (!holds(state.inventories[other], offerToMe.offered)) throw new LudicError('Simple negotiation: the proposer no longer holds the offer (unreachable)')
+          if (!holds(state.inventories[other], offerToMe.offered))
+            throw new LudicError('Simple negotiation: the proposer no longer holds the offer (unreachable)')
           for (const resource of negotiationResources) {
             const given = offerToMe.offered[resource] ?? 0
             const taken = offerToMe.requested[resource] ?? 0

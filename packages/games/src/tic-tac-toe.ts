@@ -15,9 +15,14 @@ export const ticTacToeOptionsSchema = z.strictObject({
 export type TicTacToeOptions = z.input<typeof ticTacToeOptionsSchema>
 
 const lines = [
-  [0, 1, 2], [3, 4, 5], [6, 7, 8], // rows
-  [0, 3, 6], [1, 4, 7], [2, 5, 8], // columns
-  [0, 4, 8], [2, 4, 6], // diagonals
+  [0, 1, 2],
+  [3, 4, 5],
+  [6, 7, 8], // rows
+  [0, 3, 6],
+  [1, 4, 7],
+  [2, 5, 8], // columns
+  [0, 4, 8],
+  [2, 4, 6], // diagonals
 ] as const
 
 /** The mark with three in a row, if any. */

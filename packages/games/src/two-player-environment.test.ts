@@ -16,7 +16,8 @@ const toy: TwoPlayerRules<Toy> = {
   legalActions: () => ['[up]', '[down]'],
   explainIllegal: (_state, move) => `"${move}" is not up or down`,
   play(state, move) {
-    if (move === '[up]' && ++state.ups === 3) return { kind: 'end', rewards: state.player === 0 ? [1, -1] : [-1, 1], reason: `Player ${state.player} said the third up` }
+    if (move === '[up]' && ++state.ups === 3)
+      return { kind: 'end', rewards: state.player === 0 ? [1, -1] : [-1, 1], reason: `Player ${state.player} said the third up` }
     state.player = state.player === 0 ? 1 : 0
     return { kind: 'continue' }
   },

@@ -1,13 +1,4 @@
-import {
-  InvalidArgumentError,
-  LudicError,
-  createRandom,
-  describeValue,
-  type EnvironmentV1,
-  type Random,
-  type StepOutcome,
-  type TurnView,
-} from '@ludic/core'
+import { InvalidArgumentError, LudicError, createRandom, describeValue, type EnvironmentV1, type Random, type StepOutcome, type TurnView } from '@ludic/core'
 import { z } from 'zod'
 import { extractMove, normalizeMove } from './action.js'
 

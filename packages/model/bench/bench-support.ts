@@ -84,7 +84,7 @@ export function machine(): Record<string, string | number> {
 }
 
 export function describeMachine(info: Record<string, string | number>): string {
-  return `${info['cpu']}, ${info['cores']} cores, flags: ${info['simdFlags']}; ${info['memoryGiB']} GiB; Node ${info['node']}, tfjs ${info['tfjs']}; load average ${info['loadAverage']}`
+  return `${info.cpu}, ${info.cores} cores, flags: ${info.simdFlags}; ${info.memoryGiB} GiB; Node ${info.node}, tfjs ${info.tfjs}; load average ${info.loadAverage}`
 }
 
 /** Whether a backend's package is installed (it may still fail to start; the child reports that). */
@@ -110,7 +110,10 @@ export function runChild<Result>(script: string, backend: BenchBackend, argv: re
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   process.stderr.write(child.stderr)
-  const line = child.stdout.split('\n').reverse().find((text) => text.startsWith('{'))
+  const line = child.stdout
+    .split('\n')
+    .reverse()
+    .find((text) => text.startsWith('{'))
   if (child.status !== 0 || line === undefined) {
     const reason = child.error?.message ?? (child.stderr || child.stdout).trim().split('\n').slice(-3).join(' ')
     return { error: reason || `exit status ${child.status}` }
@@ -120,7 +123,7 @@ export function runChild<Result>(script: string, backend: BenchBackend, argv: re
 
 /** The peer's Python: `LUDIC_PEER_PYTHON`, else `<repo>/.venv-peer/bin/python`; null with the reason when it cannot import torch. */
 export function peerPython(): { python: string; torch: string } | { unavailable: string } {
-  const configured = process.env['LUDIC_PEER_PYTHON']
+  const configured = process.env.LUDIC_PEER_PYTHON
   const fallback = join(repositoryRoot, '.venv-peer', 'bin', 'python')
   const python = configured !== undefined && configured !== '' ? configured : existsSync(fallback) ? fallback : undefined
   if (python === undefined) return { unavailable: 'LUDIC_PEER_PYTHON is not set (and there is no .venv-peer)' }
@@ -132,7 +135,10 @@ export function peerPython(): { python: string; torch: string } | { unavailable:
 /** Runs a peer script; returns its last JSON line or the error. */
 export function runPeer<Result>(python: string, script: string, argv: readonly string[], timeoutMs: number): Result | { error: string } {
   const child = spawnSync(python, [join(peersDirectory, script), ...argv], { encoding: 'utf8', maxBuffer: 1 << 26, timeout: timeoutMs })
-  const line = child.stdout.split('\n').reverse().find((text) => text.startsWith('{'))
+  const line = child.stdout
+    .split('\n')
+    .reverse()
+    .find((text) => text.startsWith('{'))
   if (child.status !== 0 || line === undefined) {
     return { error: child.error?.message ?? ((child.stderr || child.stdout).trim().split('\n').slice(-3).join(' ') || `exit status ${child.status}`) }
   }
@@ -214,7 +220,11 @@ export function bestPeerRun<Result>(runs: PeerRuns<Result> | undefined): Result 
 
 export function peerError(runs: PeerRuns<unknown> | undefined): string {
   if (runs === undefined) return 'not run'
-  return Object.values(runs.byThreads).map((result) => (result as { error?: string }).error ?? '').filter((text) => text !== '')[0] ?? ''
+  return (
+    Object.values(runs.byThreads)
+      .map((result) => (result as { error?: string }).error ?? '')
+      .filter((text) => text !== '')[0] ?? ''
+  )
 }
 
 export function formatNumber(value: number | undefined, digits = 0): string {

@@ -70,7 +70,7 @@ interface PeerResult {
 }
 
 const options = parseBenchArguments(process.argv.slice(2))
-delete process.env['LUDIC_BACKEND'] // each process here picks its backend itself
+delete process.env.LUDIC_BACKEND // each process here picks its backend itself
 
 function repetitionsFor(): { warmup: number; repetitions: number } {
   return options.quick ? { warmup: 1, repetitions: 1 } : { warmup: 1, repetitions: options.repetitions ?? 3 }
@@ -96,7 +96,8 @@ async function measureBackend(backend: BenchBackend): Promise<ChildResult> {
           const begin = performance.now()
           const sequences = await generate(model, { inputIds, maxNewTokens: newTokens, temperature: 1, seed: 0, stopTokenIds: [] })
           const elapsed = performance.now() - begin
-          for (const sequence of sequences) if (sequence.tokenIds.length !== newTokens) throw new Error(`generated ${sequence.tokenIds.length} tokens, not ${newTokens}`)
+          for (const sequence of sequences)
+            if (sequence.tokenIds.length !== newTokens) throw new Error(`generated ${sequence.tokenIds.length} tokens, not ${newTokens}`)
           return elapsed
         }
         const { warmup, repetitions } = repetitionsFor()
@@ -130,7 +131,9 @@ if (options.child !== undefined) {
 
 const info = machine()
 console.log(`decode benchmark — ${describeMachine(info)}`)
-console.log(`prompt ${promptLength} tokens, ${newTokens} new tokens, batch ${batchSizes.join(' and ')}, vocabulary ${vocabSize}, temperature 1; presets ${options.presets.join(', ')}`)
+console.log(
+  `prompt ${promptLength} tokens, ${newTokens} new tokens, batch ${batchSizes.join(' and ')}, vocabulary ${vocabSize}, temperature 1; presets ${options.presets.join(', ')}`,
+)
 
 const inputsDirectory = mkdtempSync(join(tmpdir(), 'ludic-bench-decode-'))
 const peer = peerPython()
@@ -165,7 +168,20 @@ if ('python' in peer) {
       peerResults[preset]![String(batch)] = runPeerThreads<PeerResult>(
         peer.python,
         'decode.py',
-        ['--config', inputs.config, '--weights', inputs.weights, '--batch', String(batch), '--new-tokens', String(newTokens), '--warmup', String(warmup), '--repetitions', String(repetitions)],
+        [
+          '--config',
+          inputs.config,
+          '--weights',
+          inputs.weights,
+          '--batch',
+          String(batch),
+          '--new-tokens',
+          String(newTokens),
+          '--warmup',
+          String(warmup),
+          '--repetitions',
+          String(repetitions),
+        ],
         options.peerThreads,
         (result) => result.medianGenerationMs,
       )
@@ -198,14 +214,23 @@ const peerNote =
           batchSizes.map(
             (batch) =>
               `${preset} batch ${batch} ${Object.entries(peerResults[preset]?.[String(batch)]?.byThreads ?? {})
-                .map(([threads, result]) => `${threads}t ${'error' in result ? 'error' : formatNumber((batch * newTokens) / (result.medianGenerationMs / 1000), 1)}`)
+                .map(
+                  ([threads, result]) =>
+                    `${threads}t ${'error' in result ? 'error' : formatNumber((batch * newTokens) / (result.medianGenerationMs / 1000), 1)}`,
+                )
                 .join(', ')}`,
           ),
         )
         .join('; ')
 const header = [
-  '| preset | batch | ' + options.backends.map((backend) => `${backend} tokens/s`).join(' | ') + ' | PyTorch tokens/s | ' + options.backends.map((backend) => `${backend} / PyTorch`).join(' | ') + ' | prompt logits Σ (' + [...options.backends, 'PyTorch'].join(' / ') + ') |',
-  '|' + ' --- |'.repeat(4 + 2 * options.backends.length),
+  '| preset | batch | ' +
+    options.backends.map((backend) => `${backend} tokens/s`).join(' | ') +
+    ' | PyTorch tokens/s | ' +
+    options.backends.map((backend) => `${backend} / PyTorch`).join(' | ') +
+    ' | prompt logits Σ (' +
+    [...options.backends, 'PyTorch'].join(' / ') +
+    ') |',
+  `|${' --- |'.repeat(4 + 2 * options.backends.length)}`,
 ]
 const rows = options.presets.flatMap((preset) =>
   batchSizes.map((batch) => {
@@ -224,7 +249,9 @@ const rows = options.presets.flatMap((preset) =>
         const rate = measured(backend, preset, batch)?.tokensPerSecond
         return formatRatio(rate === undefined || peerRate === undefined ? undefined : rate / peerRate)
       }),
-      [...options.backends.map((backend) => measured(backend, preset, batch)?.lastLogitsSum), peerEntry?.lastLogitsSum].map((value) => formatNumber(value, 4)).join(' / '),
+      [...options.backends.map((backend) => measured(backend, preset, batch)?.lastLogitsSum), peerEntry?.lastLogitsSum]
+        .map((value) => formatNumber(value, 4))
+        .join(' / '),
     ]
     return `| ${cells.join(' | ')} |`
   }),
@@ -233,7 +260,9 @@ const backendNotes = options.backends.map((backend) => {
   const result = backends[backend]
   if (result === undefined || 'error' in result) return `- ${backend}: ${result?.error ?? 'not run'}`
   const unstable = Object.entries(result.presets).flatMap(([preset, entries]) =>
-    Object.entries(entries).filter(([, entry]) => !('error' in entry) && !entry.tensorsStable).map(([batch]) => `${preset} batch ${batch}`),
+    Object.entries(entries)
+      .filter(([, entry]) => !('error' in entry) && !entry.tensorsStable)
+      .map(([batch]) => `${preset} batch ${batch}`),
   )
   return `- ${backend}: ${result.device}, ${result.threads} thread(s)${unstable.length > 0 ? `; numTensors grew during ${unstable.join(', ')}` : '; numTensors unchanged across timed generations'}`
 })
@@ -253,4 +282,8 @@ const markdown = [
   '',
 ].join('\n')
 console.log(`\n${markdown}`)
-writeResults('decode', { suite: 'decode', machine: info, promptLength, newTokens, batchSizes, vocabSize, backends, peer: { ...peer, results: peerResults } }, markdown)
+writeResults(
+  'decode',
+  { suite: 'decode', machine: info, promptLength, newTokens, batchSizes, vocabSize, backends, peer: { ...peer, results: peerResults } },
+  markdown,
+)

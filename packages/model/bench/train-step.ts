@@ -73,7 +73,7 @@ interface PeerResult {
 }
 
 const options = parseBenchArguments(process.argv.slice(2))
-delete process.env['LUDIC_BACKEND'] // each process here picks its backend itself
+delete process.env.LUDIC_BACKEND // each process here picks its backend itself
 
 function repetitionsFor(preset: string): { warmup: number; repetitions: number } {
   if (options.quick) return { warmup: 1, repetitions: 2 }
@@ -147,7 +147,9 @@ if (options.child !== undefined) {
 
 const info = machine()
 console.log(`train-step benchmark — ${describeMachine(info)}`)
-console.log(`batch ${batchSize} × ${sequenceLength} tokens, vocabulary ${vocabSize}, AdamW (lr ${learningRate}, weight decay ${weightDecay}); presets ${options.presets.join(', ')}`)
+console.log(
+  `batch ${batchSize} × ${sequenceLength} tokens, vocabulary ${vocabSize}, AdamW (lr ${learningRate}, weight decay ${weightDecay}); presets ${options.presets.join(', ')}`,
+)
 
 // The peer's inputs: each preset's initial weights and the batch, written once (the weights come from the seed, not the backend).
 const inputsDirectory = mkdtempSync(join(tmpdir(), 'ludic-bench-train-step-'))
@@ -182,7 +184,20 @@ if ('python' in peer) {
     peerResults[preset] = runPeerThreads<PeerResult>(
       peer.python,
       'train_step.py',
-      ['--config', inputs.config, '--weights', inputs.weights, '--warmup', String(warmup), '--repetitions', String(repetitions), '--learning-rate', String(learningRate), '--weight-decay', String(weightDecay)],
+      [
+        '--config',
+        inputs.config,
+        '--weights',
+        inputs.weights,
+        '--warmup',
+        String(warmup),
+        '--repetitions',
+        String(repetitions),
+        '--learning-rate',
+        String(learningRate),
+        '--weight-decay',
+        String(weightDecay),
+      ],
       options.peerThreads,
       (result) => result.medianStepMs,
     )
@@ -207,11 +222,24 @@ const peerNote =
     ? `peer unavailable: ${peer.unavailable}`
     : `peer: PyTorch ${peer.torch} CPU (${peer.python}), run with ${options.peerThreads.join(' and ')} thread(s); the table shows the faster run (threads in brackets), tokens/s of every run: ` +
       options.presets
-        .map((preset) => `${preset} ${Object.entries(peerResults[preset]?.byThreads ?? {}).map(([threads, result]) => `${threads}t ${'error' in result ? 'error' : formatNumber(tokensPerStep / (result.medianStepMs / 1000))}`).join(', ')}`)
+        .map(
+          (preset) =>
+            `${preset} ${Object.entries(peerResults[preset]?.byThreads ?? {})
+              .map(([threads, result]) => `${threads}t ${'error' in result ? 'error' : formatNumber(tokensPerStep / (result.medianStepMs / 1000))}`)
+              .join(', ')}`,
+        )
         .join('; ')
 const header = [
-  '| preset | parameters | ' + options.backends.map((backend) => `${backend} tokens/s`).join(' | ') + ' | PyTorch tokens/s | ' + options.backends.map((backend) => `${backend} / PyTorch`).join(' | ') + ' | optimizer ms (' + [...options.backends, 'PyTorch'].join(' / ') + ') | loss before step 1 (' + [...options.backends, 'PyTorch'].join(' / ') + ') |',
-  '|' + ' --- |'.repeat(4 + 2 * options.backends.length + 1),
+  '| preset | parameters | ' +
+    options.backends.map((backend) => `${backend} tokens/s`).join(' | ') +
+    ' | PyTorch tokens/s | ' +
+    options.backends.map((backend) => `${backend} / PyTorch`).join(' | ') +
+    ' | optimizer ms (' +
+    [...options.backends, 'PyTorch'].join(' / ') +
+    ') | loss before step 1 (' +
+    [...options.backends, 'PyTorch'].join(' / ') +
+    ') |',
+  `|${' --- |'.repeat(4 + 2 * options.backends.length + 1)}`,
 ]
 const rows = options.presets.map((preset) => {
   const peerRate = peerTokensPerSecond(preset)
@@ -225,20 +253,28 @@ const rows = options.presets.map((preset) => {
       const error = result === undefined ? 'not run' : 'error' in result ? result.error : (result.presets[preset] as { error: string } | undefined)?.error
       return `— (${(error ?? 'not run').slice(0, 60)})`
     }),
-    peerRate === undefined ? `— (${'unavailable' in peer ? 'peer unavailable' : peerError(peerResults[preset]).slice(0, 60)})` : `${formatNumber(peerRate)} (${peerResults[preset]!.best}t)`,
+    peerRate === undefined
+      ? `— (${'unavailable' in peer ? 'peer unavailable' : peerError(peerResults[preset]).slice(0, 60)})`
+      : `${formatNumber(peerRate)} (${peerResults[preset]!.best}t)`,
     ...options.backends.map((backend) => {
       const rate = measured(backend, preset)?.tokensPerSecond
       return formatRatio(rate === undefined || peerRate === undefined ? undefined : rate / peerRate)
     }),
-    [...options.backends.map((backend) => measured(backend, preset)?.medianOptimizerMs), peerMeasured(preset)?.medianOptimizerMs].map((value) => formatNumber(value, 1)).join(' / '),
-    [...options.backends.map((backend) => measured(backend, preset)?.initialLoss), peerMeasured(preset)?.initialLoss].map((value) => formatNumber(value, 5)).join(' / '),
+    [...options.backends.map((backend) => measured(backend, preset)?.medianOptimizerMs), peerMeasured(preset)?.medianOptimizerMs]
+      .map((value) => formatNumber(value, 1))
+      .join(' / '),
+    [...options.backends.map((backend) => measured(backend, preset)?.initialLoss), peerMeasured(preset)?.initialLoss]
+      .map((value) => formatNumber(value, 5))
+      .join(' / '),
   ]
   return `| ${cells.join(' | ')} |`
 })
 const backendNotes = options.backends.map((backend) => {
   const result = backends[backend]
   if (result === undefined || 'error' in result) return `- ${backend}: ${result?.error ?? 'not run'}`
-  const unstable = Object.entries(result.presets).filter(([, entry]) => !('error' in entry) && !entry.tensorsStable).map(([preset]) => preset)
+  const unstable = Object.entries(result.presets)
+    .filter(([, entry]) => !('error' in entry) && !entry.tensorsStable)
+    .map(([preset]) => preset)
   return `- ${backend}: ${result.device}, ${result.threads} thread(s)${unstable.length > 0 ? `; numTensors grew during ${unstable.join(', ')}` : '; numTensors unchanged across timed steps'}`
 })
 const markdown = [
@@ -253,8 +289,12 @@ const markdown = [
   '',
   ...backendNotes,
   `- ${peerNote}`,
-  '- The peer trains the TypeScript model\'s own initial weights on the same batch: equal losses before step 1 show the two compute the same model.',
+  "- The peer trains the TypeScript model's own initial weights on the same batch: equal losses before step 1 show the two compute the same model.",
   '',
 ].join('\n')
 console.log(`\n${markdown}`)
-writeResults('train-step', { suite: 'train-step', machine: info, batchSize, sequenceLength, vocabSize, learningRate, weightDecay, backends, peer: { ...peer, results: peerResults } }, markdown)
+writeResults(
+  'train-step',
+  { suite: 'train-step', machine: info, batchSize, sequenceLength, vocabSize, learningRate, weightDecay, backends, peer: { ...peer, results: peerResults } },
+  markdown,
+)

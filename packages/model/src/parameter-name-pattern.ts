@@ -29,13 +29,13 @@ export function matchesParameterNamePattern(name: string, patterns: ParameterNam
 
 /** The glob as a RegExp over `'.' + name`: each segment brings its leading dot, so a `**` segment can match none. */
 function globToRegExp(glob: string): RegExp {
-  const escape = (text: string) => text.replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+  const escapeRegExp = (text: string) => text.replace(/[.+?^${}()|[\]\\]/g, '\\$&')
   const segments = glob.split('.').map((segment) =>
     segment === '**'
       ? '(?:\\.[^.]*)*'
       : `\\.${segment
           .split('**')
-          .map((part) => part.split('*').map(escape).join('[^.]*'))
+          .map((part) => part.split('*').map(escapeRegExp).join('[^.]*'))
           .join('.*')}`,
   )
   return new RegExp(`^${segments.join('')}$`)

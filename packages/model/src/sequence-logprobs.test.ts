@@ -15,7 +15,18 @@ const responseIds = [[5, 2], [10, 0, 3, 7], [1]]
 
 function tinyQwen3(seed: number): CausalLanguageModel {
   return createModel(
-    { model_type: 'qwen3', vocab_size: 11, hidden_size: 8, intermediate_size: 12, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 1, head_dim: 4, attention_bias: true, initializer_range: 0.5 },
+    {
+      model_type: 'qwen3',
+      vocab_size: 11,
+      hidden_size: 8,
+      intermediate_size: 12,
+      num_hidden_layers: 2,
+      num_attention_heads: 2,
+      num_key_value_heads: 1,
+      head_dim: 4,
+      attention_bias: true,
+      initializer_range: 0.5,
+    },
     { seed },
   )
 }
@@ -25,7 +36,11 @@ describe('sequenceLogprobs', () => {
     const model = tinyQwen3(1)
     const { logprobs, responseMask } = sequenceLogprobs(model, { promptIds, responseIds })
     expect(logprobs.shape).toEqual([3, 4])
-    expect(responseMask.arraySync()).toEqual([[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]])
+    expect(responseMask.arraySync()).toEqual([
+      [1, 1, 0, 0],
+      [1, 1, 1, 1],
+      [1, 0, 0, 0],
+    ])
     const values = logprobs.arraySync()
     promptIds.forEach((prompt, row) => {
       const sequence = [...prompt, ...responseIds[row]!]
@@ -65,12 +80,23 @@ describe('sequenceLogprobs', () => {
   })
 
   it.each(['qwen3', 'gpt2'])('has the gradient of finite differences (every kind of %s parameter)', (architecture) => {
-    const model = architecture === 'qwen3' ? tinyQwen3(3) : createModel({ model_type: 'gpt2', vocab_size: 11, n_embd: 8, n_inner: 12, n_layer: 2, n_head: 2, n_positions: 8, initializer_range: 0.5 }, { seed: 3 })
-    const weights = tf.tensor2d([[0.3, -1.2, 0, 0], [0.7, 0.2, -0.5, 1.1], [-0.9, 0, 0, 0]])
-    const loss = (): tf.Scalar => tf.tidy(() => {
-      const { logprobs, entropies } = sequenceLogprobs(model, { promptIds, responseIds }, { withEntropy: true })
-      return tf.add(tf.sum(tf.mul(logprobs, weights)), tf.mul(tf.sum(entropies!), 0.1)) as tf.Scalar
-    })
+    const model =
+      architecture === 'qwen3'
+        ? tinyQwen3(3)
+        : createModel(
+            { model_type: 'gpt2', vocab_size: 11, n_embd: 8, n_inner: 12, n_layer: 2, n_head: 2, n_positions: 8, initializer_range: 0.5 },
+            { seed: 3 },
+          )
+    const weights = tf.tensor2d([
+      [0.3, -1.2, 0, 0],
+      [0.7, 0.2, -0.5, 1.1],
+      [-0.9, 0, 0, 0],
+    ])
+    const loss = (): tf.Scalar =>
+      tf.tidy(() => {
+        const { logprobs, entropies } = sequenceLogprobs(model, { promptIds, responseIds }, { withEntropy: true })
+        return tf.add(tf.sum(tf.mul(logprobs, weights)), tf.mul(tf.sum(entropies!), 0.1)) as tf.Scalar
+      })
     const parameters = model.parameters()
     const { grads } = tf.variableGrads(loss, [...parameters.values()])
     const random = createRandom(4)
@@ -92,7 +118,9 @@ describe('sequenceLogprobs', () => {
         }
         const numeric = (evaluate(original + epsilon) - evaluate(original - epsilon)) / (2 * epsilon)
         evaluate(original)
-        expect(Math.abs(numeric - analytic[index]!), `${name}[${index}]: analytic ${analytic[index]}, numeric ${numeric}`).toBeLessThan(2e-3 + 2e-2 * Math.abs(numeric))
+        expect(Math.abs(numeric - analytic[index]!), `${name}[${index}]: analytic ${analytic[index]}, numeric ${numeric}`).toBeLessThan(
+          2e-3 + 2e-2 * Math.abs(numeric),
+        )
         checked++
       }
     }
@@ -109,10 +137,14 @@ describe('sequenceLogprobs', () => {
     const optimizer = tf.train.adam(1e-2)
     const variables = [...model.trainableParameters().values()]
     const step = (): tf.Scalar | null =>
-      optimizer.minimize(() => {
-        const { logprobs, responseMask } = sequenceLogprobs(model, { promptIds: [ids.slice(0, 1)], responseIds: [ids.slice(1)] })
-        return tf.neg(tf.div(tf.sum(logprobs), tf.sum(responseMask))) as tf.Scalar
-      }, true, variables)
+      optimizer.minimize(
+        () => {
+          const { logprobs, responseMask } = sequenceLogprobs(model, { promptIds: [ids.slice(0, 1)], responseIds: [ids.slice(1)] })
+          return tf.neg(tf.div(tf.sum(logprobs), tf.sum(responseMask))) as tf.Scalar
+        },
+        true,
+        variables,
+      )
     let loss = Infinity
     for (let iteration = 0; iteration < 150; iteration++) {
       const value = step()!

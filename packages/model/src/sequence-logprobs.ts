@@ -50,12 +50,20 @@ export interface SequenceLogprobs {
  * from each prompt's first token), and only the response positions go through the output projection.
  * The result is differentiable with respect to the model's parameters; the caller disposes it.
  */
-export function sequenceLogprobs(model: CausalLanguageModel, sequences: RaggedSequences | PaddedSequences, options: SequenceLogprobsOptions = {}): SequenceLogprobs {
+export function sequenceLogprobs(
+  model: CausalLanguageModel,
+  sequences: RaggedSequences | PaddedSequences,
+  options: SequenceLogprobsOptions = {},
+): SequenceLogprobs {
   const { withEntropy, training } = parseArgument(sequenceLogprobsOptionsSchema, options, 'options')
   const batch = 'promptIds' in sequences ? padSequences(sequences, model.config.padTokenId ?? 0) : readPadded(sequences)
   const { inputIds, attentionMask, batchSize, promptLength, responseLength } = batch
   if (promptLength < 1) {
-    throw new InvalidArgumentError({ argument: 'sequences', value: promptLength, message: 'prompts need at least one token: the first response token is predicted from the last prompt token' })
+    throw new InvalidArgumentError({
+      argument: 'sequences',
+      value: promptLength,
+      message: 'prompts need at least one token: the first response token is predicted from the last prompt token',
+    })
   }
   return tf.tidy(() => {
     const hidden = model.hiddenStates(inputIds, { attentionMask, training }) // [batch, promptLength + responseLength, hidden]
@@ -93,7 +101,12 @@ function padSequences(sequences: RaggedSequences, padId: number): HostBatch {
   const prompts = parseArgument(z.array(tokenIdsSchema).min(1), sequences.promptIds, 'sequences.promptIds')
   const responses = parseArgument(z.array(tokenIdsSchema), sequences.responseIds, 'sequences.responseIds')
   if (responses.length !== prompts.length) {
-    throw new ShapeError({ argument: 'sequences.responseIds', expected: [prompts.length], actual: [responses.length], message: 'needs one response per prompt' })
+    throw new ShapeError({
+      argument: 'sequences.responseIds',
+      expected: [prompts.length],
+      actual: [responses.length],
+      message: 'needs one response per prompt',
+    })
   }
   const promptLength = Math.max(...prompts.map((ids) => ids.length))
   const responseLength = Math.max(1, ...responses.map((ids) => ids.length))
@@ -117,12 +130,18 @@ function readPadded(sequences: PaddedSequences): HostBatch {
   const ids = readIntegerMatrix(sequences.inputIds, 'sequences.inputIds')
   const mask = readIntegerMatrix(sequences.attentionMask, 'sequences.attentionMask', [0, 2])
   if (mask.rows !== ids.rows || mask.columns !== ids.columns) {
-    throw new ShapeError({ argument: 'sequences.attentionMask', expected: [ids.rows, ids.columns], actual: [mask.rows, mask.columns], message: 'must have the shape of inputIds' })
+    throw new ShapeError({
+      argument: 'sequences.attentionMask',
+      expected: [ids.rows, ids.columns],
+      actual: [mask.rows, mask.columns],
+      message: 'must have the shape of inputIds',
+    })
   }
   const responseLength = sequences.responseLength
   if (!Number.isInteger(responseLength) || responseLength < 1 || responseLength >= ids.columns) {
     throw new InvalidArgumentError({ argument: 'sequences.responseLength', value: responseLength, message: `must be an integer in [1, ${ids.columns})` })
   }
-  const rowsOf = (matrix: typeof ids): Int32Array[] => Array.from({ length: matrix.rows }, (_, row) => matrix.data.slice(row * matrix.columns, (row + 1) * matrix.columns))
+  const rowsOf = (matrix: typeof ids): Int32Array[] =>
+    Array.from({ length: matrix.rows }, (_, row) => matrix.data.slice(row * matrix.columns, (row + 1) * matrix.columns))
   return { inputIds: rowsOf(ids), attentionMask: rowsOf(mask), batchSize: ids.rows, promptLength: ids.columns - responseLength, responseLength }
 }

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import { writeSafetensorsFile } from '@ludic/tensors'
-import { beforeAll, expect, it } from 'vitest'
+import { beforeAll, it } from 'vitest'
 import { loadModel } from '../src/checkpoint/load-model.js'
 import { saveModel, type SaveModelOptions } from '../src/checkpoint/save-model.js'
 import { createModel } from '../src/model/create-model.js'
@@ -53,11 +53,78 @@ it.runIf(output !== undefined)('[opt-in] exports Ludic checkpoints for transform
   const created: [string, Parameters<typeof createModel>[0], Parameters<typeof createModel>[1], SaveModelOptions][] = [
     ['tiny-preset', 'tiny', { vocabSize: 64, seed: 1 }, {}],
     ['tiny-preset-bf16', 'tiny', { vocabSize: 64, seed: 2, overrides: { numKeyValueHeads: 2, tieWordEmbeddings: false } }, { dtype: 'bfloat16' }],
-    ['qwen2-created-sharded', { model_type: 'qwen2', vocab_size: 64, hidden_size: 32, intermediate_size: 48, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2, initializer_range: 0.2 }, { seed: 3 }, { maxShardBytes: 20_000 }],
-    ['qwen3-created', { model_type: 'qwen3', vocab_size: 64, hidden_size: 32, intermediate_size: 48, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16, initializer_range: 0.2, tie_word_embeddings: true }, { seed: 4 }, {}],
-    ['mistral-created', { model_type: 'mistral', vocab_size: 64, hidden_size: 32, intermediate_size: 48, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 1, sliding_window: 4, initializer_range: 0.2 }, { seed: 5 }, { dtype: 'float16' }],
-    ['gpt2-created-untied', { model_type: 'gpt2', vocab_size: 64, n_embd: 32, n_layer: 2, n_head: 4, n_positions: 32, initializer_range: 0.2, tie_word_embeddings: false }, { seed: 7 }, { dtype: 'bfloat16' }],
-    ['llama3-created', { model_type: 'llama', vocab_size: 64, hidden_size: 32, intermediate_size: 48, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2, initializer_range: 0.2, rope_scaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8 }, rope_theta: 500000, attention_bias: true }, { seed: 6 }, {}],
+    [
+      'qwen2-created-sharded',
+      {
+        model_type: 'qwen2',
+        vocab_size: 64,
+        hidden_size: 32,
+        intermediate_size: 48,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        initializer_range: 0.2,
+      },
+      { seed: 3 },
+      { maxShardBytes: 20_000 },
+    ],
+    [
+      'qwen3-created',
+      {
+        model_type: 'qwen3',
+        vocab_size: 64,
+        hidden_size: 32,
+        intermediate_size: 48,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        head_dim: 16,
+        initializer_range: 0.2,
+        tie_word_embeddings: true,
+      },
+      { seed: 4 },
+      {},
+    ],
+    [
+      'mistral-created',
+      {
+        model_type: 'mistral',
+        vocab_size: 64,
+        hidden_size: 32,
+        intermediate_size: 48,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 1,
+        sliding_window: 4,
+        initializer_range: 0.2,
+      },
+      { seed: 5 },
+      { dtype: 'float16' },
+    ],
+    [
+      'gpt2-created-untied',
+      { model_type: 'gpt2', vocab_size: 64, n_embd: 32, n_layer: 2, n_head: 4, n_positions: 32, initializer_range: 0.2, tie_word_embeddings: false },
+      { seed: 7 },
+      { dtype: 'bfloat16' },
+    ],
+    [
+      'llama3-created',
+      {
+        model_type: 'llama',
+        vocab_size: 64,
+        hidden_size: 32,
+        intermediate_size: 48,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        initializer_range: 0.2,
+        rope_scaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8 },
+        rope_theta: 500000,
+        attention_bias: true,
+      },
+      { seed: 6 },
+      {},
+    ],
   ]
   for (const [name, specification, options, saveOptions] of created) {
     const model = createModel(specification, options)

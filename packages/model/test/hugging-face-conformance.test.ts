@@ -16,8 +16,12 @@ const report: Record<string, { single: number; batch: number; cached: number }> 
 afterAll(() => {
   console.info(`logits vs transformers ${referenceIndex.transformers} (max |Δ| / max |reference|):`)
   for (const [variant, errors] of Object.entries(report)) {
-    if (variant.endsWith('(peft)')) console.info(`  ${variant.padEnd(22)} padded batch ${errors.batch.toExponential(2)}  merged ${errors.cached.toExponential(2)}`)
-    else console.info(`  ${variant.padEnd(22)} single ${errors.single.toExponential(2)}  padded batch ${errors.batch.toExponential(2)}  cached decode ${errors.cached.toExponential(2)}`)
+    if (variant.endsWith('(peft)'))
+      console.info(`  ${variant.padEnd(22)} padded batch ${errors.batch.toExponential(2)}  merged ${errors.cached.toExponential(2)}`)
+    else
+      console.info(
+        `  ${variant.padEnd(22)} single ${errors.single.toExponential(2)}  padded batch ${errors.batch.toExponential(2)}  cached decode ${errors.cached.toExponential(2)}`,
+      )
   }
 })
 
@@ -61,9 +65,19 @@ describe.each(variantNames)('%s matches transformers', (variant) => {
     const vocab = model.config.vocabSize
     const cache = model.createCache()
     const prefix = 5
-    const pieces: tf.Tensor[] = [model.forward(inputIds.map((row) => row.slice(0, prefix)), { attentionMask: attentionMask.map((row) => row.slice(0, prefix)), cache })]
+    const pieces: tf.Tensor[] = [
+      model.forward(
+        inputIds.map((row) => row.slice(0, prefix)),
+        { attentionMask: attentionMask.map((row) => row.slice(0, prefix)), cache },
+      ),
+    ]
     for (let step = prefix; step < time; step++) {
-      pieces.push(model.forward(inputIds.map((row) => row.slice(step, step + 1)), { attentionMask: attentionMask.map((row) => row.slice(0, step + 1)), cache }))
+      pieces.push(
+        model.forward(
+          inputIds.map((row) => row.slice(step, step + 1)),
+          { attentionMask: attentionMask.map((row) => row.slice(0, step + 1)), cache },
+        ),
+      )
     }
     const logits = tf.concat(pieces, 1)
     const error = relativeError(logits.dataSync() as Float32Array, references.batch.logits.data, vocab, attentionMask)
@@ -92,7 +106,8 @@ describe('a PEFT LoRA adapter (qwen2-lora) matches peft', () => {
     const model = await loadModel(references.directory)
     const adapters = await loadLoraAdapter(model, join(fixturesDirectory, 'qwen2-lora'))
     expect(adapters.layers).toHaveLength(6)
-    const expected = (await readSafetensorsFile(join(fixturesDirectory, 'qwen2-lora', 'references.safetensors'))).tensors.get('batch.logits')!.data as Float32Array
+    const expected = (await readSafetensorsFile(join(fixturesDirectory, 'qwen2-lora', 'references.safetensors'))).tensors.get('batch.logits')!
+      .data as Float32Array
     const { inputIds, attentionMask } = references.batch
     const unmerged = model.forward(inputIds, { attentionMask })
     adapters.merge()

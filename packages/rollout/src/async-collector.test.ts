@@ -55,8 +55,18 @@ describe('createAsyncCollector', () => {
     const seedsOf = (batch: (typeof batches)[number]) => batch.trajectories.map((trajectory) => trajectory.seed)
     expect(new Set([...seedsOf(batches[0]!), ...seedsOf(batches[1]!)]).size).toBe(8)
     const setup = createRolloutWorker({ weights: 4 })
-    const local = await collect({ environments: [...setup.environments], policies: setup.policy, seeds: seedsOf(batches[1]!), maxTurns: 12, runId: 'batch-1', policyVersion: 0, prompt: '{observation}', generation: { maxTokens: 256 } })
-    const strip = (trajectories: typeof local.trajectories) => trajectories.map((trajectory) => ({ ...trajectory, turns: trajectory.turns.map(({ action, role, rewards }) => ({ action, role, rewards })) }))
+    const local = await collect({
+      environments: [...setup.environments],
+      policies: setup.policy,
+      seeds: seedsOf(batches[1]!),
+      maxTurns: 12,
+      runId: 'batch-1',
+      policyVersion: 0,
+      prompt: '{observation}',
+      generation: { maxTokens: 256 },
+    })
+    const strip = (trajectories: typeof local.trajectories) =>
+      trajectories.map((trajectory) => ({ ...trajectory, turns: trajectory.turns.map(({ action, role, rewards }) => ({ action, role, rewards })) }))
     expect(strip(batches[1]!.trajectories)).toEqual(strip(local.trajectories))
   })
 
@@ -144,6 +154,8 @@ describe('createAsyncCollector', () => {
   })
 
   it("keeps the process's Node options for the workers, less the @ludic/source condition", () => {
-    expect(withoutSourceCondition(['--conditions=@ludic/source', '--max-old-space-size=4096', '-C', '@ludic/source', '--conditions', 'other', '-C=@ludic/source'])).toEqual(['--max-old-space-size=4096', '--conditions', 'other'])
+    expect(
+      withoutSourceCondition(['--conditions=@ludic/source', '--max-old-space-size=4096', '-C', '@ludic/source', '--conditions', 'other', '-C=@ludic/source']),
+    ).toEqual(['--max-old-space-size=4096', '--conditions', 'other'])
   })
 })

@@ -113,7 +113,11 @@ export function createAsyncCollector(options: AsyncCollectorOptions): AsyncColle
   const parsed = parseArgument(asyncCollectorOptionsSchema, options, 'options')
   const modulePath = parsed.worker instanceof URL ? (parsed.worker.protocol === 'file:' ? fileURLToPath(parsed.worker) : parsed.worker.href) : parsed.worker
   if (!(parsed.worker instanceof URL) && !parsed.worker.startsWith('/') && !/^[a-z]+:/i.test(parsed.worker)) {
-    throw new InvalidArgumentError({ argument: 'options.worker', value: parsed.worker, message: 'must be an absolute path or a URL (worker threads resolve relative paths from the process directory)' })
+    throw new InvalidArgumentError({
+      argument: 'options.worker',
+      value: parsed.worker,
+      message: 'must be an absolute path or a URL (worker threads resolve relative paths from the process directory)',
+    })
   }
   const stats: AsyncCollectorStats = { batchesStarted: 0, batchesReceived: 0, batchesDropped: 0, waitSeconds: 0, workerSeconds: 0 }
   const slots: WorkerSlot[] = []
@@ -220,10 +224,15 @@ export function createAsyncCollector(options: AsyncCollectorOptions): AsyncColle
         learnerPolicyIds: parsed.learnerPolicyIds,
       },
     }
-    const thread = new Worker(builtModulePath(import.meta.url, 'async-worker', '@ludic/rollout'), { workerData: data, execArgv: parsed.execArgv ?? withoutSourceCondition(process.execArgv) })
+    const thread = new Worker(builtModulePath(import.meta.url, 'async-worker', '@ludic/rollout'), {
+      workerData: data,
+      execArgv: parsed.execArgv ?? withoutSourceCondition(process.execArgv),
+    })
     const slot: WorkerSlot = { index, thread, ready: false, busy: false, exited: false }
     thread.on('message', (message: FromWorker) => onMessage(slot, message))
-    thread.on('error', (error) => fail(new AsyncCollectorError({ message: `rollout worker ${index} crashed: ${error.name}: ${error.message}`, workerIndex: index, cause: error })))
+    thread.on('error', (error) =>
+      fail(new AsyncCollectorError({ message: `rollout worker ${index} crashed: ${error.name}: ${error.message}`, workerIndex: index, cause: error })),
+    )
     thread.on('exit', (code) => {
       slot.exited = true
       if (!closed) fail(new AsyncCollectorError({ message: `rollout worker ${index} exited unexpectedly (code ${code})`, workerIndex: index }))
@@ -265,7 +274,11 @@ export function createAsyncCollector(options: AsyncCollectorOptions): AsyncColle
     start,
     pushWeights(version, weights) {
       if (!Number.isInteger(version) || version <= latestVersion) {
-        throw new InvalidArgumentError({ argument: 'version', value: version, message: `must be an integer greater than the newest version pushed (${latestVersion})` })
+        throw new InvalidArgumentError({
+          argument: 'version',
+          value: version,
+          message: `must be an integer greater than the newest version pushed (${latestVersion})`,
+        })
       }
       if (closed) throw new AsyncCollectorError({ message: 'the collector is closed' })
       latestVersion = version
@@ -274,7 +287,11 @@ export function createAsyncCollector(options: AsyncCollectorOptions): AsyncColle
     },
     async next(version) {
       if (!Number.isInteger(version) || version < consumerVersion) {
-        throw new InvalidArgumentError({ argument: 'consumerVersion', value: version, message: `must be an integer, not below the last one asked with (${consumerVersion})` })
+        throw new InvalidArgumentError({
+          argument: 'consumerVersion',
+          value: version,
+          message: `must be an integer, not below the last one asked with (${consumerVersion})`,
+        })
       }
       if (started === undefined) throw new AsyncCollectorError({ message: 'start() the collector before asking for batches' })
       await started
@@ -331,7 +348,16 @@ export function withoutSourceCondition(execArgv: readonly string[]): string[] {
   return kept
 }
 
-function workerError(workerIndex: number, stage: 'setup' | 'weights' | 'collect', serialized: SerializedError, batchIndex: number | undefined): AsyncCollectorError {
+function workerError(
+  workerIndex: number,
+  stage: 'setup' | 'weights' | 'collect',
+  serialized: SerializedError,
+  batchIndex: number | undefined,
+): AsyncCollectorError {
   const what = stage === 'setup' ? 'failed to start' : stage === 'weights' ? 'could not apply new weights' : `could not play batch ${batchIndex}`
-  return new AsyncCollectorError({ message: `rollout worker ${workerIndex} ${what}: ${serialized.name}: ${serialized.message}`, workerIndex, cause: deserializeError(serialized) })
+  return new AsyncCollectorError({
+    message: `rollout worker ${workerIndex} ${what}: ${serialized.name}: ${serialized.message}`,
+    workerIndex,
+    cause: deserializeError(serialized),
+  })
 }

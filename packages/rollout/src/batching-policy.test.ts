@@ -12,7 +12,13 @@ describe('createBatchingPolicy', () => {
     const inner = createScriptedPolicy({ replies: (r) => `echo ${r.messages[0]!.content}` })
     const policy = createBatchingPolicy(inner, { windowMs: 1000, maxBatchSize: 5 })
     const answers = await Promise.all([0, 1, 2, 3, 4].map((index) => policy.generate(index === 2 ? [request('2a'), request('2b')] : [request(String(index))])))
-    expect(answers.map((completions) => completions.map((completion) => completion.text))).toEqual([['echo 0'], ['echo 1'], ['echo 2a', 'echo 2b'], ['echo 3'], ['echo 4']])
+    expect(answers.map((completions) => completions.map((completion) => completion.text))).toEqual([
+      ['echo 0'],
+      ['echo 1'],
+      ['echo 2a', 'echo 2b'],
+      ['echo 3'],
+      ['echo 4'],
+    ])
     // 6 requests with batches of at most 5: the first 5 go at once (full), the last one after them.
     expect(inner.calls).toBe(2)
     expect(policy.stats()).toEqual({ requests: 6, batches: 2, largestBatch: 5, queued: 0, inFlightBatches: 0 })
@@ -54,7 +60,12 @@ describe('createBatchingPolicy', () => {
       },
     }
     const policy = createBatchingPolicy(picky, { windowMs: 1000, maxBatchSize: 4 })
-    const results = await Promise.allSettled([policy.generate([request('good')]), policy.generate([request('bad')]), policy.generate([request('good'), request('bad')]), policy.generate([request('good')])])
+    const results = await Promise.allSettled([
+      policy.generate([request('good')]),
+      policy.generate([request('bad')]),
+      policy.generate([request('good'), request('bad')]),
+      policy.generate([request('good')]),
+    ])
     expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled'])
     expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(LudicError)
     expect((results[1] as PromiseRejectedResult).reason.message).toBe('bad request')

@@ -57,7 +57,10 @@ export function createBatchingPolicy(policy: PolicyV1, options: BatchingPolicyOp
       inFlight++
       stats.batches++
       stats.largestBatch = Math.max(stats.largestBatch, batch.length)
-      void generateEach(policy, batch.map((waiting) => waiting.request)).then((results) => {
+      void generateEach(
+        policy,
+        batch.map((waiting) => waiting.request),
+      ).then((results) => {
         inFlight--
         batch.forEach((waiting, index) => waiting.resolve(results[index]!))
         flush() // whoever arrived meanwhile has waited long enough

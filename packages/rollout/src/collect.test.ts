@@ -19,18 +19,38 @@ const threeTurns = () =>
 describe('collect', () => {
   it('plays self-play episodes with every waiting request of a policy in one generate call', async () => {
     const policy = createScriptedPolicy({ id: 'self', replies: (request) => `reply to ${request.messages[0]!.content}` })
-    const { trajectories, samples, failures } = await collect({ environments: [threeTurns], policies: policy, seeds: [1, 2, 3, 4], groupSize: 2, concurrency: 8 })
+    const { trajectories, samples, failures } = await collect({
+      environments: [threeTurns],
+      policies: policy,
+      seeds: [1, 2, 3, 4],
+      groupSize: 2,
+      concurrency: 8,
+    })
 
     expect(failures).toEqual([])
     expect(policy.calls).toBe(3) // one call per turn, each with all 8 episodes
     expect(policy.requests).toHaveLength(24)
     expect(trajectories.map((trajectory) => trajectory.id)).toEqual([
-      'three-turns-v1/1/0', 'three-turns-v1/1/1', 'three-turns-v1/2/0', 'three-turns-v1/2/1',
-      'three-turns-v1/3/0', 'three-turns-v1/3/1', 'three-turns-v1/4/0', 'three-turns-v1/4/1',
+      'three-turns-v1/1/0',
+      'three-turns-v1/1/1',
+      'three-turns-v1/2/0',
+      'three-turns-v1/2/1',
+      'three-turns-v1/3/0',
+      'three-turns-v1/3/1',
+      'three-turns-v1/4/0',
+      'three-turns-v1/4/1',
     ])
     const [first] = trajectories
     expect(trajectorySchema.safeParse(first).success).toBe(true)
-    expect(first).toMatchObject({ environmentId: 'three-turns-v1', seed: 1, groupId: 'three-turns-v1/1', roles: ['a', 'b'], returns: { a: 1, b: -1 }, done: true, truncated: false })
+    expect(first).toMatchObject({
+      environmentId: 'three-turns-v1',
+      seed: 1,
+      groupId: 'three-turns-v1/1',
+      roles: ['a', 'b'],
+      returns: { a: 1, b: -1 },
+      done: true,
+      truncated: false,
+    })
     expect(first?.error).toBeUndefined()
     expect(first?.turns.map((turn) => [turn.index, turn.role, turn.action, turn.policyId])).toEqual([
       [0, 'a', 'reply to seed 1: a first', 'self'],
@@ -44,7 +64,14 @@ describe('collect', () => {
     const sample = samples[4]!
     expect(sampleSchema.safeParse(sample).success).toBe(true)
     const turn = trajectories[1]!.turns[1]!
-    expect(sample).toMatchObject({ trajectoryId: 'three-turns-v1/1/1', turnIndex: 1, role: 'b', environmentId: 'three-turns-v1', groupId: 'three-turns-v1/1', invalid: false })
+    expect(sample).toMatchObject({
+      trajectoryId: 'three-turns-v1/1/1',
+      turnIndex: 1,
+      role: 'b',
+      environmentId: 'three-turns-v1',
+      groupId: 'three-turns-v1/1',
+      invalid: false,
+    })
     expect(sample.promptTokenIds).toBe(turn.completion!.promptTokenIds)
     expect(sample.responseTokenIds).toBe(turn.completion!.tokenIds)
     expect(sample.rolloutLogprobs).toBe(turn.completion!.logprobs)
@@ -52,10 +79,23 @@ describe('collect', () => {
 
   it('derives each request seed from the sampling seed, episode and turn; group members differ', async () => {
     const policy = createScriptedPolicy({ replies: () => 'ok' })
-    await collect({ environments: [threeTurns], policies: policy, seeds: [5], groupSize: 2, samplingSeed: 9, generation: { maxTokens: 7, temperature: 0.5, topP: 0.9, stop: ['\n'] } })
+    await collect({
+      environments: [threeTurns],
+      policies: policy,
+      seeds: [5],
+      groupSize: 2,
+      samplingSeed: 9,
+      generation: { maxTokens: 7, temperature: 0.5, topP: 0.9, stop: ['\n'] },
+    })
     const bySeed = policy.requests.map((request) => request.seed)
     expect(new Set(bySeed).size).toBe(6)
-    expect(policy.requests[0]).toMatchObject({ maxTokens: 7, temperature: 0.5, topP: 0.9, stop: ['\n'], seed: deriveSeed('ludic.rollout', 9, 'three-turns-v1', 5, 0, 0) })
+    expect(policy.requests[0]).toMatchObject({
+      maxTokens: 7,
+      temperature: 0.5,
+      topP: 0.9,
+      stop: ['\n'],
+      seed: deriveSeed('ludic.rollout', 9, 'three-turns-v1', 5, 0, 0),
+    })
     expect(policy.requests.map((request) => request.seed)).toContain(deriveSeed('ludic.rollout', 9, 'three-turns-v1', 5, 1, 2))
   })
 
@@ -84,8 +124,8 @@ describe('collect', () => {
     const [member0, member1] = sequential.trajectories
     expect(member0?.groupId).toBe(member1?.groupId)
     expect(member0?.turns[0]?.observation).toBe(member1?.turns[0]?.observation)
-    expect(sequential.trajectories.filter((t, i) => i % 2 === 0).map((t) => t.turns.map((turn) => turn.action).join())).not.toEqual(
-      sequential.trajectories.filter((t, i) => i % 2 === 1).map((t) => t.turns.map((turn) => turn.action).join()),
+    expect(sequential.trajectories.filter((_, i) => i % 2 === 0).map((t) => t.turns.map((turn) => turn.action).join())).not.toEqual(
+      sequential.trajectories.filter((_, i) => i % 2 === 1).map((t) => t.turns.map((turn) => turn.action).join()),
     )
   })
 
@@ -108,7 +148,10 @@ describe('collect', () => {
     const opponent = createScriptedPolicy({ id: 'opponent', replies: () => '[left]' })
     const environment = () => createRandomWalk()
     const asB = await collect({ environments: [environment], policies: { a: opponent, b: learner }, seeds: [1, 2], learnerPolicyIds: ['learner'] })
-    expect(asB.samples.map((sample) => [sample.role, sample.turnIndex, sample.invalid])).toEqual([['b', 1, true], ['b', 1, true]])
+    expect(asB.samples.map((sample) => [sample.role, sample.turnIndex, sample.invalid])).toEqual([
+      ['b', 1, true],
+      ['b', 1, true],
+    ])
     expect(asB.trajectories[0]?.returns).toEqual({ a: 0, b: -1.25 }) // b earned 0.25 after a's move, then -1.5
     expect(asB.trajectories[0]?.turns[1]?.invalidAction).toBe(true)
 
@@ -136,7 +179,13 @@ describe('collect', () => {
 
   it('renders string templates and prompt functions with the history', async () => {
     const policy = createScriptedPolicy({ replies: () => '[left]' })
-    await collect({ environments: [() => createRandomWalk()], policies: policy, seeds: [1], maxTurns: 2, prompt: 'You are {role}. {observation}\nMoves: {legalActions}' })
+    await collect({
+      environments: [() => createRandomWalk()],
+      policies: policy,
+      seeds: [1],
+      maxTurns: 2,
+      prompt: 'You are {role}. {observation}\nMoves: {legalActions}',
+    })
     expect(policy.requests[0]?.messages).toEqual([{ role: 'user', content: 'You are a. seed 1, turn 0, position 1\nMoves: [left], [right]' }])
 
     const seen: number[] = []
@@ -156,7 +205,11 @@ describe('collect', () => {
       },
     })
     expect(seen).toEqual([0, 1])
-    expect(withHistory.requests[1]?.messages.map((message) => message.content)).toEqual(['random-walk-v1 seed 1, turn 1', '[left]', 'seed 1, turn 1, position 0'])
+    expect(withHistory.requests[1]?.messages.map((message) => message.content)).toEqual([
+      'random-walk-v1 seed 1, turn 1',
+      '[left]',
+      'seed 1, turn 1, position 0',
+    ])
   })
 
   describe('failures are reported, never dropped, and the run goes on', () => {
@@ -178,7 +231,14 @@ describe('collect', () => {
           )
         },
       }
-      const { trajectories, samples, failures } = await collect({ environments: [() => createRandomWalk()], policies: policy, seeds: [1, 2, 3, 4], groupSize: 2, maxTurns: 6, concurrency: 8 })
+      const { trajectories, samples, failures } = await collect({
+        environments: [() => createRandomWalk()],
+        policies: policy,
+        seeds: [1, 2, 3, 4],
+        groupSize: 2,
+        maxTurns: 6,
+        concurrency: 8,
+      })
       expect(trajectories).toHaveLength(8)
       expect(failures.map((failure) => [failure.trajectoryId, failure.stage, failure.turnIndex, failure.role, failure.policyId])).toEqual([
         ['random-walk-v1/3/0', 'generate', 0, 'a', 'partial'],
@@ -202,9 +262,21 @@ describe('collect', () => {
           return inner.generate(requests)
         },
       }
-      const { trajectories, failures } = await collect({ environments: [() => createRandomWalk({ target: 100 })], policies: policy, seeds: [1, 2, 3], concurrency: 1, maxTurns: 3 })
+      const { trajectories, failures } = await collect({
+        environments: [() => createRandomWalk({ target: 100 })],
+        policies: policy,
+        seeds: [1, 2, 3],
+        concurrency: 1,
+        maxTurns: 3,
+      })
       expect(failures).toHaveLength(1)
-      expect(failures[0]).toMatchObject({ trajectoryId: 'random-walk-v1/1/0', stage: 'generate', turnIndex: 1, role: 'b', message: 'Error: GPU fell off the bus' })
+      expect(failures[0]).toMatchObject({
+        trajectoryId: 'random-walk-v1/1/0',
+        stage: 'generate',
+        turnIndex: 1,
+        role: 'b',
+        message: 'Error: GPU fell off the bus',
+      })
       expect(trajectories[0]?.turns).toHaveLength(1)
       expect(trajectories[1]?.error).toBeUndefined()
       expect(trajectories[2]?.truncated).toBe(true)
@@ -215,9 +287,17 @@ describe('collect', () => {
       const policy: PolicyV1 = {
         specificationVersion: 'v1',
         id: 'stuck',
-        generate: (requests) => (requests.some((request) => requestEpisodeSeed(request) === 2) ? new Promise<Completion[]>(() => {}) : inner.generate(requests)),
+        generate: (requests) =>
+          requests.some((request) => requestEpisodeSeed(request) === 2) ? new Promise<Completion[]>(() => {}) : inner.generate(requests),
       }
-      const { trajectories, failures } = await collect({ environments: [() => createRandomWalk()], policies: policy, seeds: [1, 2, 3], concurrency: 1, maxTurns: 2, generateTimeoutMs: 30 })
+      const { trajectories, failures } = await collect({
+        environments: [() => createRandomWalk()],
+        policies: policy,
+        seeds: [1, 2, 3],
+        concurrency: 1,
+        maxTurns: 2,
+        generateTimeoutMs: 30,
+      })
       expect(failures.map((failure) => [failure.trajectoryId, failure.stage])).toEqual([['random-walk-v1/2/0', 'generate']])
       expect(failures[0]?.message).toMatch(/did not answer a batch of 1 requests within 30 ms/)
       expect(trajectories.map((trajectory) => trajectory.error === undefined)).toEqual([true, false, true])
@@ -225,10 +305,21 @@ describe('collect', () => {
 
     it('reports environment, prompt and malformed-completion failures with their stage', async () => {
       const environments = [
-        () => ({ ...createRandomWalk({ id: 'broken-reset-v1' }), reset: () => { throw new Error('no board') } }),
+        () => ({
+          ...createRandomWalk({ id: 'broken-reset-v1' }),
+          reset: () => {
+            throw new Error('no board')
+          },
+        }),
         () => {
           const walk = createRandomWalk({ id: 'broken-step-v1' })
-          return { ...walk, reset: walk.reset, step: () => { throw new Error('rules exploded') } }
+          return {
+            ...walk,
+            reset: walk.reset,
+            step: () => {
+              throw new Error('rules exploded')
+            },
+          }
         },
         () => {
           const walk = createRandomWalk({ id: 'bad-outcome-v1' })
@@ -244,18 +335,32 @@ describe('collect', () => {
       expect(failures[2]?.message).toMatch(/ParseError: Cannot parse the step outcome of environment 'bad-outcome-v1' at next/)
       expect(trajectories.every((trajectory) => trajectory.error !== undefined)).toBe(true)
 
-      const prompt = await collect({ environments: [() => createRandomWalk()], policies: createScriptedPolicy({ replies: () => '[left]' }), seeds: [1], prompt: () => [] })
+      const prompt = await collect({
+        environments: [() => createRandomWalk()],
+        policies: createScriptedPolicy({ replies: () => '[left]' }),
+        seeds: [1],
+        prompt: () => [],
+      })
       expect(prompt.failures[0]).toMatchObject({ stage: 'prompt', message: expect.stringMatching(/prompt function.*needs at least one message/) })
 
       const malformed: PolicyV1 = {
         specificationVersion: 'v1',
         id: 'malformed',
-        generate: async (requests) => requests.map(() => ({ text: '[left]', promptTokenIds: new Int32Array(1), tokenIds: new Int32Array(2), logprobs: new Float32Array(1), finishReason: 'stop' as const })),
+        generate: async (requests) =>
+          requests.map(() => ({
+            text: '[left]',
+            promptTokenIds: new Int32Array(1),
+            tokenIds: new Int32Array(2),
+            logprobs: new Float32Array(1),
+            finishReason: 'stop' as const,
+          })),
       }
       const bad = await collect({ environments: [() => createRandomWalk()], policies: malformed, seeds: [1] })
       expect(bad.failures[0]?.message).toMatch(/completion of policy 'malformed' at logprobs: tokenIds and logprobs must have the same length/)
       const short: PolicyV1 = { specificationVersion: 'v1', id: 'short', generate: async () => [] }
-      expect((await collect({ environments: [() => createRandomWalk()], policies: short, seeds: [1] })).failures[0]?.message).toMatch(/returned 0 completions for 1 requests/)
+      expect((await collect({ environments: [() => createRandomWalk()], policies: short, seeds: [1] })).failures[0]?.message).toMatch(
+        /returned 0 completions for 1 requests/,
+      )
     })
   })
 
@@ -271,13 +376,26 @@ describe('collect', () => {
         return inner.generate(requests)
       },
     }
-    const { trajectories } = await collect({ environments: [() => createRandomWalk({ target: 100 })], policies: policy, seeds: [1, 2, 3, 4], concurrency: 1, maxTurns: 2, signal: controller.signal })
+    const { trajectories } = await collect({
+      environments: [() => createRandomWalk({ target: 100 })],
+      policies: policy,
+      seeds: [1, 2, 3, 4],
+      concurrency: 1,
+      maxTurns: 2,
+      signal: controller.signal,
+    })
     expect(trajectories.map((trajectory) => trajectory.id)).toEqual(['random-walk-v1/1/0'])
     expect(trajectories[0]?.truncated).toBe(true)
   })
 
   it('prefixes ids with runId and stamps policyVersion', async () => {
-    const { trajectories, samples } = await collect({ environments: [threeTurns], policies: createScriptedPolicy({ replies: () => 'x' }), seeds: [1], runId: 'step-3', policyVersion: 3 })
+    const { trajectories, samples } = await collect({
+      environments: [threeTurns],
+      policies: createScriptedPolicy({ replies: () => 'x' }),
+      seeds: [1],
+      runId: 'step-3',
+      policyVersion: 3,
+    })
     expect(trajectories[0]).toMatchObject({ id: 'step-3/three-turns-v1/1/0', groupId: 'step-3/three-turns-v1/1' })
     expect(samples[0]?.policyVersion).toBe(3)
   })

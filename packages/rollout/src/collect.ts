@@ -155,7 +155,11 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
   sources.forEach((source, index) => {
     const previous = seen.get(source.id)
     if (previous !== undefined) {
-      throw new InvalidArgumentError({ argument: `options.environments.${index}`, value: source.id, message: `has the same id as options.environments.${previous}; ids must differ` })
+      throw new InvalidArgumentError({
+        argument: `options.environments.${index}`,
+        value: source.id,
+        message: `has the same id as options.environments.${previous}; ids must differ`,
+      })
     }
     seen.set(source.id, index)
   })
@@ -169,7 +173,12 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
         const episodeIndex = plans.length
         const chosen = new Map<string, PolicyV1>()
         for (const role of source.roles) {
-          const policy = choosePolicy(parsed.policies, { role, environmentId: source.id, seed, groupIndex, episodeIndex, roles: source.roles }, source.id, source.roles)
+          const policy = choosePolicy(
+            parsed.policies,
+            { role, environmentId: source.id, seed, groupIndex, episodeIndex, roles: source.roles },
+            source.id,
+            source.roles,
+          )
           chosen.set(role, policy)
           usedPolicyIds.add(policy.id)
         }
@@ -225,7 +234,12 @@ function createEnvironmentSource(factory: () => EnvironmentV1, argument: string)
   try {
     first = factory()
   } catch (error) {
-    throw new InvalidArgumentError({ argument, value: factory, message: `threw when called: ${error instanceof Error ? error.message : String(error)}`, cause: error })
+    throw new InvalidArgumentError({
+      argument,
+      value: factory,
+      message: `threw when called: ${error instanceof Error ? error.message : String(error)}`,
+      cause: error,
+    })
   }
   if (!isEnvironment(first)) {
     throw new InvalidArgumentError({ argument, value: first, message: "must return an EnvironmentV1 (specificationVersion 'v1', id, roles, reset, step)" })
@@ -271,7 +285,11 @@ function choosePolicy(policies: PoliciesOption, context: PolicyContext, environm
     })
   }
   if (!isPolicy(policy)) {
-    throw new InvalidArgumentError({ argument: `options.policies.${context.role}`, value: policy, message: "must be a PolicyV1 (specificationVersion 'v1', id, generate)" })
+    throw new InvalidArgumentError({
+      argument: `options.policies.${context.role}`,
+      value: policy,
+      message: "must be a PolicyV1 (specificationVersion 'v1', id, generate)",
+    })
   }
   return policy
 }
@@ -279,7 +297,11 @@ function choosePolicy(policies: PoliciesOption, context: PolicyContext, environm
 function checkFilter(values: readonly string[] | undefined, known: ReadonlySet<string>, argument: string, what: string): void {
   values?.forEach((value, index) => {
     if (!known.has(value)) {
-      throw new InvalidArgumentError({ argument: `${argument}.${index}`, value, message: `is ${what} in this collection (known: ${describeValue([...known].join(', '))})` })
+      throw new InvalidArgumentError({
+        argument: `${argument}.${index}`,
+        value,
+        message: `is ${what} in this collection (known: ${describeValue([...known].join(', '))})`,
+      })
     }
   })
 }

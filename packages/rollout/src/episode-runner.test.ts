@@ -12,7 +12,12 @@ function plan(index: number, policy: PolicyV1, created: EnvironmentV1[] = []): E
     environmentId: 'random-walk-v1',
     seed: index,
     environment: {
-      acquire: () => idle.pop() ?? (created.push(createRandomWalk({ target: 100 })), created.at(-1)!),
+      acquire: () => {
+        const reused = idle.pop()
+        if (reused !== undefined) return reused
+        created.push(createRandomWalk({ target: 100 }))
+        return created.at(-1)!
+      },
       release: (environment) => idle.push(environment),
     },
     policyFor: () => policy,

@@ -125,7 +125,12 @@ export function runEpisodes(options: RunEpisodesOptions): Promise<void> {
       else reject(error)
     }
 
-    const finish = (episode: Episode, ending: { done: boolean; truncated: boolean } | { failure: Omit<EpisodeFailure, 'trajectoryId' | 'environmentId' | 'seed' | 'groupId' | 'turnIndex' | 'message'> }) => {
+    const finish = (
+      episode: Episode,
+      ending:
+        | { done: boolean; truncated: boolean }
+        | { failure: Omit<EpisodeFailure, 'trajectoryId' | 'environmentId' | 'seed' | 'groupId' | 'turnIndex' | 'message'> },
+    ) => {
       const { plan, environment } = episode
       active--
       let failure: EpisodeFailure | undefined
@@ -170,7 +175,11 @@ export function runEpisodes(options: RunEpisodesOptions): Promise<void> {
       const parsed = parseOrError(turnViewSchema, view, `the turn view of environment '${environment.id}'`)
       if (parsed instanceof Error) return fail(episode, stage, parsed)
       if (!environment.roles.includes(parsed.role)) {
-        return fail(episode, stage, new LudicError(`Environment '${environment.id}' gave the turn to '${parsed.role}', not one of its roles ${environment.roles.join(', ')}`))
+        return fail(
+          episode,
+          stage,
+          new LudicError(`Environment '${environment.id}' gave the turn to '${parsed.role}', not one of its roles ${environment.roles.join(', ')}`),
+        )
       }
       episode.view = parsed
       const policy = episode.plan.policyFor(parsed.role)
@@ -187,7 +196,16 @@ export function runEpisodes(options: RunEpisodesOptions): Promise<void> {
     }
 
     const start = (plan: EpisodePlan) => {
-      const episode: Episode = { plan, ordinal: ordinal++, environment: undefined, turns: [], returns: {}, view: undefined, policy: undefined, request: undefined }
+      const episode: Episode = {
+        plan,
+        ordinal: ordinal++,
+        environment: undefined,
+        turns: [],
+        returns: {},
+        view: undefined,
+        policy: undefined,
+        request: undefined,
+      }
       let view: TurnView
       try {
         episode.environment = plan.environment.acquire()

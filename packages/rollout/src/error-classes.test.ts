@@ -11,7 +11,8 @@ describe('error classes', () => {
     checkErrorClasses([rollout, worker], {
       AsyncCollectorError: () => new AsyncCollectorError({ message: 'example', workerIndex: 0 }),
       GenerationBatchError: () => new GenerationBatchError({ policyId: 'p', completions: [undefined], errors: [new Error('x')] }),
-      RemotePolicyError: () => new RemotePolicyError({ policyId: 'p', url: 'http://127.0.0.1/v1', kind: 'timeout', attempts: 1, retryable: true, detail: 'example' }),
+      RemotePolicyError: () =>
+        new RemotePolicyError({ policyId: 'p', url: 'http://127.0.0.1/v1', kind: 'timeout', attempts: 1, retryable: true, detail: 'example' }),
     })
   })
 })

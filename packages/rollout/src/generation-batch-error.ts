@@ -23,8 +23,7 @@ export class GenerationBatchError extends LudicError {
     const first = failed[0] === undefined ? undefined : options.errors[failed[0]]
     const reason = first instanceof Error ? first.message : String(first)
     super(
-      options.message ??
-        `Policy '${options.policyId}': ${failed.length} of ${options.errors.length} requests failed (first, request ${failed[0]}: ${reason})`,
+      options.message ?? `Policy '${options.policyId}': ${failed.length} of ${options.errors.length} requests failed (first, request ${failed[0]}: ${reason})`,
       { cause: first },
     )
     this.policyId = options.policyId
@@ -45,10 +44,7 @@ export type GenerationResult = { completion: Completion; error?: undefined } | {
  * `GenerationBatchError` is split per request, any other error (or a wrong number of completions) is
  * every request's error.
  */
-export async function generateEach(
-  policy: Pick<PolicyV1, 'id' | 'generate'>,
-  requests: readonly GenerationRequest[],
-): Promise<GenerationResult[]> {
+export async function generateEach(policy: Pick<PolicyV1, 'id' | 'generate'>, requests: readonly GenerationRequest[]): Promise<GenerationResult[]> {
   try {
     const completions = await policy.generate(requests)
     if (!Array.isArray(completions) || completions.length !== requests.length) {

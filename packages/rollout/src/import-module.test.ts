@@ -11,7 +11,9 @@ describe('importModule / exportedFunction', () => {
   })
 
   it('names the module and the missing export', () => {
-    expect(() => exportedFunction({ other: () => 1 }, 'createRolloutSetup', '/tmp/setup.js')).toThrow('/tmp/setup.js exports no createRolloutSetup function (nor a default export function)')
+    expect(() => exportedFunction({ other: () => 1 }, 'createRolloutSetup', '/tmp/setup.js')).toThrow(
+      '/tmp/setup.js exports no createRolloutSetup function (nor a default export function)',
+    )
   })
 
   it('rejects with the loader error for a module that does not exist', async () => {

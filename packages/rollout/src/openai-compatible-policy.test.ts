@@ -1,5 +1,5 @@
 import { InvalidArgumentError, LudicError, ParseError, type Completion, type GenerationRequest, type PolicyV1 } from '@ludic/core'
-import { createByteTokenizer, createScriptedPolicy } from '@ludic/core/test'
+import { createByteTokenizer } from '@ludic/core/test'
 import { afterEach, describe, expect, it } from 'vitest'
 import { collect } from './collect.js'
 import { GenerationBatchError } from './generation-batch-error.js'
@@ -22,11 +22,18 @@ async function serve(policy: PolicyV1, options: ServeOptions = {}) {
 }
 
 const fast = { retryDelayMs: 5, maxRetryDelayMs: 20 } satisfies Partial<OpenAICompatiblePolicyOptions>
-const request = (content: string, extra: Partial<GenerationRequest> = {}): GenerationRequest => ({ messages: [{ role: 'user', content }], maxTokens: 16, ...extra })
+const request = (content: string, extra: Partial<GenerationRequest> = {}): GenerationRequest => ({
+  messages: [{ role: 'user', content }],
+  maxTokens: 16,
+  ...extra,
+})
 
 /** Rejects with what `generate` threw, checking it is a one-request GenerationBatchError, and returns that request's error. */
 async function onlyError(promise: Promise<Completion[]>): Promise<unknown> {
-  const error = await promise.then(() => new Error('expected a failure'), (caught: unknown) => caught)
+  const error = await promise.then(
+    () => new Error('expected a failure'),
+    (caught: unknown) => caught,
+  )
   expect(GenerationBatchError.isInstance(error)).toBe(true)
   return (error as GenerationBatchError).errors[0]
 }
@@ -56,7 +63,16 @@ describe('createOpenAICompatiblePolicy against serveOpenAICompatible', () => {
     const requests = [
       request('plain'),
       request('ünïcödé 👋🏽', { temperature: 0.8, topP: 0.95, topK: 40, minP: 0.05, stop: ['\n\n'], seed: 7 }),
-      { messages: [{ role: 'system' as const, content: 'rules' }, { role: 'user' as const, content: 'go', name: 'referee' }, { role: 'assistant' as const, content: 'ok' }, { role: 'user' as const, content: 'again' }], maxTokens: 3, seed: 123456789 },
+      {
+        messages: [
+          { role: 'system' as const, content: 'rules' },
+          { role: 'user' as const, content: 'go', name: 'referee' },
+          { role: 'assistant' as const, content: 'ok' },
+          { role: 'user' as const, content: 'again' },
+        ],
+        maxTokens: 3,
+        seed: 123456789,
+      },
     ]
     const completions = await remote.generate(requests)
     const expected = await createSeededPolicy('seeded').generate(requests)
@@ -96,7 +112,13 @@ describe('createOpenAICompatiblePolicy against serveOpenAICompatible', () => {
     expect(ParseError.isInstance(await onlyError(none.generate([request('x')])))).toBe(true)
     const lenient = createOpenAICompatiblePolicy({ baseURL: server.url, model: 'seeded', returnTokenIds: false, requireTokenIds: false })
     const [textOnly] = await lenient.generate([request('x')])
-    expect(textOnly).toEqual({ text: expected!.text, promptTokenIds: new Int32Array(0), tokenIds: new Int32Array(0), logprobs: new Float32Array(0), finishReason: 'stop' })
+    expect(textOnly).toEqual({
+      text: expected!.text,
+      promptTokenIds: new Int32Array(0),
+      tokenIds: new Int32Array(0),
+      logprobs: new Float32Array(0),
+      finishReason: 'stop',
+    })
   })
 
   it('keeps at most `concurrency` requests in flight and answers all of them', async () => {
@@ -122,7 +144,16 @@ describe('createOpenAICompatiblePolicy against serveOpenAICompatible', () => {
     expect(batch.completions[1]).toBeUndefined()
     const error = batch.errors[1] as RemotePolicyError
     expect(RemotePolicyError.isInstance(error)).toBe(true)
-    expect(error).toMatchObject({ kind: 'http', status: 400, param: 'temperature', code: 'invalid_value', type: 'invalid_request_error', attempts: 1, retryable: false, policyId: 'seeded' })
+    expect(error).toMatchObject({
+      kind: 'http',
+      status: 400,
+      param: 'temperature',
+      code: 'invalid_value',
+      type: 'invalid_request_error',
+      attempts: 1,
+      retryable: false,
+      policyId: 'seeded',
+    })
     expect(error.message).toMatch(/POST http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions HTTP 400 after 1 attempt \(param 'temperature'\)/)
     expect(served.requests).toHaveLength(1)
 
@@ -181,13 +212,42 @@ describe('createOpenAICompatiblePolicy against serveOpenAICompatible', () => {
       calls++
       return answers.shift()!
     }) as typeof fetch
-    const json = (status: number, body: unknown, headers: Record<string, string> = {}) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } })
-    const remote = createOpenAICompatiblePolicy({ baseURL: 'http://127.0.0.1:9/v1', model: 'm', fetch: fakeFetch, maxRetries: 3, retryDelayMs: 60_000, maxRetryDelayMs: 60_000 })
-    const ok = { choices: [{ message: { content: 'hi' }, finish_reason: 'length', logprobs: { content: [{ token: 'h', logprob: -1 }, { token: 'i', logprob: -2 }] }, token_ids: [104, 105] }], prompt_token_ids: [1] }
+    const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+      new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } })
+    const remote = createOpenAICompatiblePolicy({
+      baseURL: 'http://127.0.0.1:9/v1',
+      model: 'm',
+      fetch: fakeFetch,
+      maxRetries: 3,
+      retryDelayMs: 60_000,
+      maxRetryDelayMs: 60_000,
+    })
+    const ok = {
+      choices: [
+        {
+          message: { content: 'hi' },
+          finish_reason: 'length',
+          logprobs: {
+            content: [
+              { token: 'h', logprob: -1 },
+              { token: 'i', logprob: -2 },
+            ],
+          },
+          token_ids: [104, 105],
+        },
+      ],
+      prompt_token_ids: [1],
+    }
 
     answers.push(json(429, { error: { message: 'slow down', type: 'rate_limit', param: null, code: null } }, { 'retry-after-ms': '1' }), json(200, ok))
     const [completion] = await remote.generate([request('x')]) // a 60 s backoff would time the test out
-    expect(completion).toEqual({ text: 'hi', promptTokenIds: Int32Array.of(1), tokenIds: Int32Array.of(104, 105), logprobs: Float32Array.of(-1, -2), finishReason: 'length' })
+    expect(completion).toEqual({
+      text: 'hi',
+      promptTokenIds: Int32Array.of(1),
+      tokenIds: Int32Array.of(104, 105),
+      logprobs: Float32Array.of(-1, -2),
+      finishReason: 'length',
+    })
     expect(calls).toBe(2)
 
     answers.push(json(503, { error: { message: 'no', type: 'server_error', param: null, code: null } }, { 'x-should-retry': 'false' }))
@@ -199,7 +259,7 @@ describe('createOpenAICompatiblePolicy against serveOpenAICompatible', () => {
     expect((malformed as Error).message).toMatch(/Cannot parse the answer of http:\/\/127\.0\.0\.1:9\/v1\/chat\/completions at choices: has no choices/)
 
     answers.push(json(200, { ...ok, choices: [{ ...ok.choices[0], token_ids: [104] }] }))
-    expect((await onlyError(remote.generate([request('x')])) as Error).message).toMatch(/has 2 log-probs for 1 token ids/)
+    expect(((await onlyError(remote.generate([request('x')]))) as Error).message).toMatch(/has 2 log-probs for 1 token ids/)
   })
 
   it('checks its options', () => {

@@ -68,7 +68,12 @@ const responseSchema = z.object({
         message: z.object({ content: z.string().nullable().optional() }),
         finish_reason: z.string().nullable().optional(),
         logprobs: z
-          .object({ content: z.array(z.object({ token: z.string(), logprob: z.number() })).nullable().optional() })
+          .object({
+            content: z
+              .array(z.object({ token: z.string(), logprob: z.number() }))
+              .nullable()
+              .optional(),
+          })
           .nullable()
           .optional(),
         token_ids: idsSchema.nullable().optional(),
@@ -112,7 +117,11 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
   const requestOnce = async (request: GenerationRequest): Promise<Completion> => {
     const body: Record<string, unknown> = {
       model: settings.model,
-      messages: request.messages.map((message) => ({ role: message.role, content: message.content, ...(message.name === undefined ? {} : { name: message.name }) })),
+      messages: request.messages.map((message) => ({
+        role: message.role,
+        content: message.content,
+        ...(message.name === undefined ? {} : { name: message.name }),
+      })),
       max_tokens: request.maxTokens,
       logprobs: true,
       ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
@@ -143,7 +152,9 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
       (serverPromptIds == null ? undefined : Int32Array.from(serverPromptIds)) ??
       (template === undefined ? undefined : settings.tokenizer!.encode(template, { addSpecialTokens: false }))
 
-    const missing = [tokenIds === undefined && 'token ids', logprobs === undefined && 'log-probs', promptTokenIds === undefined && 'prompt token ids'].filter(Boolean)
+    const missing = [tokenIds === undefined && 'token ids', logprobs === undefined && 'log-probs', promptTokenIds === undefined && 'prompt token ids'].filter(
+      Boolean,
+    )
     if (missing.length > 0 && settings.requireTokenIds) {
       throw new ParseError({
         source: `the answer of ${url}`,
@@ -153,7 +164,11 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
     }
     if (tokenIds !== undefined && logprobs !== undefined && tokenIds.length !== logprobs.length) {
       const how = choice.token_ids == null ? ' (ids re-tokenised with the tokenizer, which need not reproduce the sampled tokens)' : ''
-      throw new ParseError({ source: `the answer of ${url}`, path: ['choices', 0, 'logprobs'], message: `has ${logprobs.length} log-probs for ${tokenIds.length} token ids${how}` })
+      throw new ParseError({
+        source: `the answer of ${url}`,
+        path: ['choices', 0, 'logprobs'],
+        message: `has ${logprobs.length} log-probs for ${tokenIds.length} token ids${how}`,
+      })
     }
     const complete = tokenIds !== undefined && logprobs !== undefined
     return {

@@ -17,7 +17,11 @@ function createEcho(): ScriptedPolicy {
     id: 'echo',
     replies: (request: GenerationRequest) => {
       const text = `echo: ${request.messages.at(-1)!.content}`
-      return { text, logprobs: Array.from(new TextEncoder().encode(text), (_, index) => -(index + 1) / 8), finishReason: request.maxTokens < 10 ? 'length' : 'stop' }
+      return {
+        text,
+        logprobs: Array.from(new TextEncoder().encode(text), (_, index) => -(index + 1) / 8),
+        finishReason: request.maxTokens < 10 ? 'length' : 'stop',
+      }
     },
   })
 }
@@ -29,7 +33,11 @@ async function serve(policy: PolicyV1, options: Parameters<typeof serveOpenAICom
 }
 
 const post = (server: OpenAICompatibleServer, path: string, body: unknown) =>
-  fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) })
+  fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  })
 
 describe('serveOpenAICompatible', () => {
   it('listens on loopback with an ephemeral port and lists its model', async () => {
@@ -51,7 +59,13 @@ describe('serveOpenAICompatible', () => {
       model: 'echo',
       messages: [
         { role: 'developer' as const, content: 'be brief' },
-        { role: 'user' as const, content: [{ type: 'text' as const, text: 'héllo' }, { type: 'text' as const, text: 'there' }] },
+        {
+          role: 'user' as const,
+          content: [
+            { type: 'text' as const, text: 'héllo' },
+            { type: 'text' as const, text: 'there' },
+          ],
+        },
       ],
       max_completion_tokens: 5,
       temperature: 0.7,
@@ -67,7 +81,10 @@ describe('serveOpenAICompatible', () => {
     const answer = (await client.chat.completions.create(body)) as OpenAI.ChatCompletion & { prompt_token_ids: number[]; choices: { token_ids: number[] }[] }
     expect(policy.requests).toHaveLength(3)
     expect(policy.requests[0]).toEqual({
-      messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'héllo\nthere' }],
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'héllo\nthere' },
+      ],
       maxTokens: 5,
       temperature: 0.7,
       topP: 0.9,
@@ -88,8 +105,17 @@ describe('serveOpenAICompatible', () => {
     expect(answer.prompt_token_ids).toEqual(Array.from(direct!.promptTokenIds))
     const content = choice.logprobs!.content!
     expect(content.map((token) => token.logprob)).toEqual(Array.from(direct!.logprobs))
-    expect(content[0]).toEqual({ token: `token_id:${direct!.tokenIds[0]}`, logprob: -0.125, bytes: null, top_logprobs: [{ token: `token_id:${direct!.tokenIds[0]}`, logprob: -0.125, bytes: null }] })
-    expect(answer.usage).toEqual({ prompt_tokens: direct!.promptTokenIds.length, completion_tokens: 3 * direct!.tokenIds.length, total_tokens: direct!.promptTokenIds.length + 3 * direct!.tokenIds.length }) // the prompt counts once
+    expect(content[0]).toEqual({
+      token: `token_id:${direct!.tokenIds[0]}`,
+      logprob: -0.125,
+      bytes: null,
+      top_logprobs: [{ token: `token_id:${direct!.tokenIds[0]}`, logprob: -0.125, bytes: null }],
+    })
+    expect(answer.usage).toEqual({
+      prompt_tokens: direct!.promptTokenIds.length,
+      completion_tokens: 3 * direct!.tokenIds.length,
+      total_tokens: direct!.promptTokenIds.length + 3 * direct!.tokenIds.length,
+    }) // the prompt counts once
 
     const plain = await client.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'hi' }] })
     expect(plain.choices[0]!.logprobs).toBeNull()
@@ -110,7 +136,12 @@ describe('serveOpenAICompatible', () => {
     const server = await serve(policy)
     const client = new OpenAI({ baseURL: server.url, apiKey: 'EMPTY', maxRetries: 0 })
     const answer = await client.completions.create({ model: 'echo', prompt: ['one', 'two'], n: 2, max_tokens: 20, logprobs: 1, seed: 3 })
-    expect(answer.choices.map((choice) => [choice.index, choice.text])).toEqual([[0, 'echo: one'], [1, 'echo: one'], [2, 'echo: two'], [3, 'echo: two']])
+    expect(answer.choices.map((choice) => [choice.index, choice.text])).toEqual([
+      [0, 'echo: one'],
+      [1, 'echo: one'],
+      [2, 'echo: two'],
+      [3, 'echo: two'],
+    ])
     expect(policy.requests.map((request) => [request.messages, request.seed])).toEqual([
       [[{ role: 'user', content: 'one' }], 3],
       [[{ role: 'user', content: 'one' }], deriveSeed(3, 1)],
@@ -139,7 +170,9 @@ describe('serveOpenAICompatible', () => {
     }
     server = await serve(gated)
     const client = new OpenAI({ baseURL: server.url, apiKey: 'EMPTY', maxRetries: 0 })
-    const answers = await Promise.all(Array.from({ length: 32 }, (_, index) => client.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: `#${index}` }] })))
+    const answers = await Promise.all(
+      Array.from({ length: 32 }, (_, index) => client.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: `#${index}` }] })),
+    )
     expect(answers.map((answer) => answer.choices[0]!.message.content)).toEqual(Array.from({ length: 32 }, (_, index) => `echo: #${index}`))
     expect(sizes).toHaveLength(2)
     expect(sizes[0]! + sizes[1]!).toBe(32)
@@ -154,7 +187,14 @@ describe('serveOpenAICompatible', () => {
       ['missing messages', '/chat/completions', { model: 'echo' }, 400, 'messages', 'missing_required_parameter'],
       ['no messages', '/chat/completions', { ...chat, messages: [] }, 400, 'messages', 'invalid_value'],
       ['an unknown role', '/chat/completions', { ...chat, messages: [{ role: 'robot', content: 'x' }] }, 400, 'messages[0].role', 'invalid_value'],
-      ['an image part', '/chat/completions', { ...chat, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, 400, 'messages[0].content', 'invalid_value'],
+      [
+        'an image part',
+        '/chat/completions',
+        { ...chat, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
+        400,
+        'messages[0].content',
+        'invalid_value',
+      ],
       ['a temperature above 2', '/chat/completions', { ...chat, temperature: 2.5 }, 400, 'temperature', 'invalid_value'],
       ['a string max_tokens', '/chat/completions', { ...chat, max_tokens: '12' }, 400, 'max_tokens', 'invalid_type'],
       ['streaming', '/chat/completions', { ...chat, stream: true }, 400, 'stream', 'invalid_value'],

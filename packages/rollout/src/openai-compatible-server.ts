@@ -41,7 +41,11 @@ export const serveOptionsSchema = z.strictObject({
   /** How concurrent requests become batched `generate` calls. Default: 5 ms window, 64 per batch, 1 call at a time. */
   batching: batchingPolicyOptionsSchema.default({ windowMs: 5, maxBatchSize: 64, maxConcurrentBatches: 1 }),
   /** Largest request body, in bytes; larger ones get 413. Default: 8 MiB. */
-  maxBodyBytes: z.number().int().positive().default(8 * 1024 * 1024),
+  maxBodyBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(8 * 1024 * 1024),
   /** `max_tokens` when a request gives none. Default: 256. */
   defaultMaxTokens: z.number().int().positive().default(256),
 })
@@ -98,7 +102,8 @@ const routes: Record<string, readonly string[]> = {
  * (only the requests it failed, when it throws a `GenerationBatchError`).
  */
 export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOptions = {}): Promise<OpenAICompatibleServer> {
-  if (!isPolicy(policy)) throw new InvalidArgumentError({ argument: 'policy', value: policy, message: "must be a PolicyV1 (specificationVersion 'v1', id, generate)" })
+  if (!isPolicy(policy))
+    throw new InvalidArgumentError({ argument: 'policy', value: policy, message: "must be a PolicyV1 (specificationVersion 'v1', id, generate)" })
   const settings = parseArgument(serveOptionsSchema, options, 'options')
   const modelId = settings.modelId ?? policy.id
   const batching = createBatchingPolicy(policy, settings.batching)
@@ -116,7 +121,14 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     const allowed = routes[path]
     if (allowed === undefined) throw new HttpError(404, `Unknown request URL: ${method} ${path}.`, 'invalid_request_error', 'unknown_url')
     if (!allowed.includes(method)) {
-      throw new HttpError(405, `Method ${method} is not allowed on ${path} (allowed: ${allowed.join(', ')}).`, 'invalid_request_error', 'method_not_allowed', null, { allow: allowed.join(', ') })
+      throw new HttpError(
+        405,
+        `Method ${method} is not allowed on ${path} (allowed: ${allowed.join(', ')}).`,
+        'invalid_request_error',
+        'method_not_allowed',
+        null,
+        { allow: allowed.join(', ') },
+      )
     }
     if (path === '/health') return sendJson(response, 200, { status: 'ok' })
     if (path === '/v1/models') return sendJson(response, 200, { object: 'list', data: [model] })
@@ -124,7 +136,14 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     if (path === '/v1/chat/completions') {
       const chat = parseBody(chatCompletionRequestSchema, body)
       if (chat.model !== modelId) throw modelNotFound(chat.model)
-      const requests = repeat(checkRequest({ messages: toChatMessages(chat.messages), maxTokens: chat.max_completion_tokens ?? chat.max_tokens ?? settings.defaultMaxTokens, ...sampling(chat) }), chat.n ?? 1)
+      const requests = repeat(
+        checkRequest({
+          messages: toChatMessages(chat.messages),
+          maxTokens: chat.max_completion_tokens ?? chat.max_tokens ?? settings.defaultMaxTokens,
+          ...sampling(chat),
+        }),
+        chat.n ?? 1,
+      )
       const completions = await generate(requests)
       return sendJson(response, 200, chatAnswer(chat, completions))
     }
@@ -132,7 +151,9 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     if (plain.model !== modelId) throw modelNotFound(plain.model)
     const prompts = typeof plain.prompt === 'string' ? [plain.prompt] : plain.prompt
     const n = plain.n ?? 1
-    const requests = prompts.flatMap((prompt) => repeat(checkRequest({ messages: [{ role: 'user', content: prompt }], maxTokens: plain.max_tokens ?? settings.defaultMaxTokens, ...sampling(plain) }), n))
+    const requests = prompts.flatMap((prompt) =>
+      repeat(checkRequest({ messages: [{ role: 'user', content: prompt }], maxTokens: plain.max_tokens ?? settings.defaultMaxTokens, ...sampling(plain) }), n),
+    )
     const completions = await generate(requests)
     return sendJson(response, 200, completionAnswer(plain, completions, n))
   }
@@ -237,16 +258,19 @@ function sampling(body: ChatCompletionRequest | CompletionRequest): Omit<Generat
 
 /** n copies of a request; with a seed, copy i > 0 gets `deriveSeed(seed, i)` so the choices differ. */
 function repeat(request: GenerationRequest, n: number): GenerationRequest[] {
-  return Array.from({ length: n }, (_, index) =>
-    index === 0 || request.seed === undefined ? request : { ...request, seed: deriveSeed(request.seed, index) },
-  )
+  return Array.from({ length: n }, (_, index) => (index === 0 || request.seed === undefined ? request : { ...request, seed: deriveSeed(request.seed, index) }))
 }
 
 function checkRequest(request: GenerationRequest): GenerationRequest {
   const result = generationRequestSchema.safeParse(request)
   if (!result.success) {
     const issue = result.error.issues[0]
-    throw new HttpError(400, `Invalid request: ${issue?.message ?? 'invalid value'} (${formatPath(pathOf(issue?.path))}).`, 'invalid_request_error', 'invalid_value')
+    throw new HttpError(
+      400,
+      `Invalid request: ${issue?.message ?? 'invalid value'} (${formatPath(pathOf(issue?.path))}).`,
+      'invalid_request_error',
+      'invalid_value',
+    )
   }
   return result.data
 }
@@ -290,7 +314,9 @@ function readJson(request: IncomingMessage, limit: number): Promise<unknown> {
       // Keep reading (and dropping) the rest, so the client gets this answer rather than a reset connection.
       request.removeListener('data', onData)
       request.resume()
-      reject(new HttpError(413, `Request body too large: the limit is ${limit} bytes.`, 'invalid_request_error', 'request_too_large', null, { connection: 'close' }))
+      reject(
+        new HttpError(413, `Request body too large: the limit is ${limit} bytes.`, 'invalid_request_error', 'request_too_large', null, { connection: 'close' }),
+      )
     }
     const onData = (chunk: Buffer) => {
       size += chunk.length
@@ -306,7 +332,14 @@ function readJson(request: IncomingMessage, limit: number): Promise<unknown> {
       try {
         resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown)
       } catch {
-        reject(new HttpError(400, 'We could not parse the JSON body of your request. (HINT: This likely means you are not sending valid JSON.)', 'invalid_request_error', 'invalid_json'))
+        reject(
+          new HttpError(
+            400,
+            'We could not parse the JSON body of your request. (HINT: This likely means you are not sending valid JSON.)',
+            'invalid_request_error',
+            'invalid_json',
+          ),
+        )
       }
     })
   })

@@ -6,8 +6,20 @@ describe('OpenAI protocol helpers', () => {
     expect(messageText('hi')).toBe('hi')
     expect(messageText([{ text: 'a' }, { text: 'b' }])).toBe('a\nb')
     expect(messageText(null)).toBe('')
-    const body = chatCompletionRequestSchema.parse({ model: 'm', messages: [{ role: 'developer', content: 'rules' }, { role: 'assistant', content: null }, { role: 'user', content: 'x', name: 'bob' }], extra_field: 1 })
-    expect(toChatMessages(body.messages)).toEqual([{ role: 'system', content: 'rules' }, { role: 'assistant', content: '' }, { role: 'user', content: 'x', name: 'bob' }])
+    const body = chatCompletionRequestSchema.parse({
+      model: 'm',
+      messages: [
+        { role: 'developer', content: 'rules' },
+        { role: 'assistant', content: null },
+        { role: 'user', content: 'x', name: 'bob' },
+      ],
+      extra_field: 1,
+    })
+    expect(toChatMessages(body.messages)).toEqual([
+      { role: 'system', content: 'rules' },
+      { role: 'assistant', content: '' },
+      { role: 'user', content: 'x', name: 'bob' },
+    ])
   })
 
   it('reads token ids back from token_id:<id> strings only when every token has that form', () => {

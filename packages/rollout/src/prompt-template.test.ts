@@ -15,8 +15,19 @@ describe('renderPrompt', () => {
   })
 
   it('calls prompt functions and checks what they return', () => {
-    const messages = renderPrompt((v, history, c) => [{ role: 'system', content: c.environmentId }, { role: 'user', content: `${v.observation} after ${history.length}` }], view, [], context)
-    expect(messages).toEqual([{ role: 'system', content: 'kuhn-poker-v1' }, { role: 'user', content: 'Your card is: K {role} after 0' }])
+    const messages = renderPrompt(
+      (v, history, c) => [
+        { role: 'system', content: c.environmentId },
+        { role: 'user', content: `${v.observation} after ${history.length}` },
+      ],
+      view,
+      [],
+      context,
+    )
+    expect(messages).toEqual([
+      { role: 'system', content: 'kuhn-poker-v1' },
+      { role: 'user', content: 'Your card is: K {role} after 0' },
+    ])
     expect(() => renderPrompt(() => [], view, [], context)).toThrow(ParseError)
     expect(() => renderPrompt(() => [{ role: 'narrator', content: 'x' }] as never, view, [], context)).toThrow(/prompt function at \[0\]\.role/)
   })

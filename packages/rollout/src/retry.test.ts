@@ -22,11 +22,23 @@ describe('withRetries', () => {
     const delays: number[] = []
     const sleep = async (ms: number) => void delays.push(ms)
     let calls = 0
-    const value = await withRetries(async (attempt) => (++calls < 3 ? Promise.reject(new Error('busy')) : attempt), { maxRetries: 3, initialDelayMs: 10, maxDelayMs: 1000, shouldRetry: () => ({ delayMs: 2000 }), sleep })
+    const value = await withRetries(async (attempt) => (++calls < 3 ? Promise.reject(new Error('busy')) : attempt), {
+      maxRetries: 3,
+      initialDelayMs: 10,
+      maxDelayMs: 1000,
+      shouldRetry: () => ({ delayMs: 2000 }),
+      sleep,
+    })
     expect(value).toBe(3)
     expect(delays).toEqual([1000, 1000]) // a server's retry-after, capped
 
-    const stopped = await withRetries(async () => Promise.reject(new Error('bad request')), { maxRetries: 3, initialDelayMs: 10, maxDelayMs: 100, shouldRetry: () => false, sleep }).catch((error: unknown) => error)
+    const stopped = await withRetries(async () => Promise.reject(new Error('bad request')), {
+      maxRetries: 3,
+      initialDelayMs: 10,
+      maxDelayMs: 100,
+      shouldRetry: () => false,
+      sleep,
+    }).catch((error: unknown) => error)
     expect((stopped as RetriesExhausted).attempts).toBe(1)
   })
 

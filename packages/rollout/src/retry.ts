@@ -48,10 +48,7 @@ export async function withRetries<T>(attempt: (attemptNumber: number) => Promise
     } catch (error) {
       const decision = options.shouldRetry(error)
       if (decision === false || attemptNumber > options.maxRetries) throw new RetriesExhausted(error, attemptNumber)
-      const delay =
-        typeof decision === 'object'
-          ? Math.min(Math.max(decision.delayMs, 0), options.maxDelayMs)
-          : backoffDelay(attemptNumber - 1, options)
+      const delay = typeof decision === 'object' ? Math.min(Math.max(decision.delayMs, 0), options.maxDelayMs) : backoffDelay(attemptNumber - 1, options)
       await sleep(delay)
     }
   }

@@ -7,7 +7,17 @@ const turn = (index: number, role: string, policyId: string, withCompletion = tr
   role,
   observation: `o${index}`,
   action: `a${index}`,
-  ...(withCompletion ? { completion: { text: `a${index}`, promptTokenIds: Int32Array.of(1, 2), tokenIds: Int32Array.of(index), logprobs: Float32Array.of(-index), finishReason: 'stop' as const } } : {}),
+  ...(withCompletion
+    ? {
+        completion: {
+          text: `a${index}`,
+          promptTokenIds: Int32Array.of(1, 2),
+          tokenIds: Int32Array.of(index),
+          logprobs: Float32Array.of(-index),
+          finishReason: 'stop' as const,
+        },
+      }
+    : {}),
   policyId,
   rewards: {},
   invalidAction: index === 2,
@@ -27,9 +37,19 @@ const trajectory: Trajectory = {
 describe('trajectoryToSamples', () => {
   it('makes one sample per policy turn with its ids, log-probs and invalid flag', () => {
     const samples = trajectoryToSamples(trajectory)
-    expect(samples.map((sample) => [sample.turnIndex, sample.role, sample.invalid])).toEqual([[0, 'a', false], [1, 'b', false], [2, 'a', true]])
+    expect(samples.map((sample) => [sample.turnIndex, sample.role, sample.invalid])).toEqual([
+      [0, 'a', false],
+      [1, 'b', false],
+      [2, 'a', true],
+    ])
     expect(samples.every((sample) => sampleSchema.safeParse(sample).success)).toBe(true)
-    expect(samples[2]).toMatchObject({ trajectoryId: 'game/1/0', environmentId: 'game', groupId: 'game/1', responseTokenIds: Int32Array.of(2), rolloutLogprobs: Float32Array.of(-2) })
+    expect(samples[2]).toMatchObject({
+      trajectoryId: 'game/1/0',
+      environmentId: 'game',
+      groupId: 'game/1',
+      responseTokenIds: Int32Array.of(2),
+      rolloutLogprobs: Float32Array.of(-2),
+    })
     expect(samples[0]?.policyVersion).toBeUndefined()
   })
 

@@ -71,7 +71,11 @@ const acceptanceShapes: Shape[] = [
 function presetShapes(): Shape[] {
   const rows = 8 * 128
   const shapes: Shape[] = []
-  for (const [preset, width, heads] of [['tiny', 128, 4], ['small', 256, 4], ['base', 512, 8]] as const) {
+  for (const [preset, width, heads] of [
+    ['tiny', 128, 4],
+    ['small', 256, 4],
+    ['base', 512, 8],
+  ] as const) {
     const headWidth = width / heads
     const slices = 8 * heads
     shapes.push(
@@ -177,7 +181,7 @@ function measureWasmThreadsInChild(): { threads: number; results: Record<string,
 
 if (childMode) {
   const { wantedWasmThreads } = await import('../src/kernels/wasm-threads.js')
-  const threads = process.env['LUDIC_WASM_THREADS'] ? wantedWasmThreads() : Math.min(availableParallelism(), 8)
+  const threads = process.env.LUDIC_WASM_THREADS ? wantedWasmThreads() : Math.min(availableParallelism(), 8)
   const runtime = await startBackend('wasm', Math.max(2, threads))
   const results = measureShapes([{ name: 'wasm threads', prepare: () => {} }], 7, 300)['wasm threads']
   console.log(JSON.stringify({ threads: runtime.threads, results }))
@@ -187,7 +191,7 @@ if (childMode) {
 const started = performance.now()
 const info = machine()
 console.log(
-  `kernels benchmark — ${info['cpu']}, ${info['cores']} cores, flags: ${info['simdFlags']}; Node ${info['node']}, tfjs ${info['tfjs']}; load average ${info['loadAverage']}`,
+  `kernels benchmark — ${info.cpu}, ${info.cores} cores, flags: ${info.simdFlags}; Node ${info.node}, tfjs ${info.tfjs}; load average ${info.loadAverage}`,
 )
 
 let columns: Partial<Record<VariantName, Record<string, number>>> = {}
@@ -237,7 +241,12 @@ const before = columns['wasm before']!
 const acceptance = [
   { criterion: '[512,128]·[512,128]ᵀ ≥ 80% of plain [512,128]·[128,512]', shape: acceptanceShapes[1]!.name, base: acceptanceShapes[0]!.name, threshold: 0.8 },
   { criterion: '[128,512]ᵀ·[128,512] ≥ 80% of plain [512,128]·[128,512]', shape: acceptanceShapes[2]!.name, base: acceptanceShapes[0]!.name, threshold: 0.8 },
-  { criterion: 'batched [32,64,16]·[32,64,16]ᵀ ≥ 50% of plain 2-D [256,128]·[128,64]', shape: acceptanceShapes[3]!.name, base: acceptanceShapes[4]!.name, threshold: 0.5 },
+  {
+    criterion: 'batched [32,64,16]·[32,64,16]ᵀ ≥ 50% of plain 2-D [256,128]·[128,64]',
+    shape: acceptanceShapes[3]!.name,
+    base: acceptanceShapes[4]!.name,
+    threshold: 0.5,
+  },
 ].map((entry) => {
   const ratioAfter = after[entry.shape]! / after[entry.base]!
   const ratioBefore = before[entry.shape]! / before[entry.base]!
@@ -256,14 +265,16 @@ const table = [header, header.map(() => '---'), ...rows].map((cells) => `| ${cel
 const acceptanceTable = [
   '| criterion | before | after | result |',
   '| --- | --- | --- | --- |',
-  ...acceptance.map((entry) => `| ${entry.criterion} | ${(100 * entry.ratioBefore).toFixed(0)}% | ${(100 * entry.ratioAfter).toFixed(0)}% | ${entry.pass ? 'PASS' : 'FAIL'} |`),
+  ...acceptance.map(
+    (entry) => `| ${entry.criterion} | ${(100 * entry.ratioBefore).toFixed(0)}% | ${(100 * entry.ratioAfter).toFixed(0)}% | ${entry.pass ? 'PASS' : 'FAIL'} |`,
+  ),
 ].join('\n')
 const seconds = (performance.now() - started) / 1000
 
 const markdown = [
   '# kernels benchmark',
   '',
-  `Machine: ${info['cpu']}, ${info['cores']} cores (${info['simdFlags']}), ${info['memoryGiB']} GiB; Node ${info['node']}, tfjs ${info['tfjs']}; load average ${info['loadAverage']} at the start.`,
+  `Machine: ${info.cpu}, ${info.cores} cores (${info.simdFlags}), ${info.memoryGiB} GiB; Node ${info.node}, tfjs ${info.tfjs}; load average ${info.loadAverage} at the start.`,
   '',
   'GFLOP/s, median of several repetitions after warm-up. "wasm before": stock tfjs-backend-wasm kernels; "wasm after": Ludic kernel fixes; both single-threaded, alternating repetition by repetition in one process. "wasm threads": the fixes on the multithreaded build (`LUDIC_WASM_THREADS`, child process).',
   '',

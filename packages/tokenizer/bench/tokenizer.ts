@@ -68,7 +68,9 @@ const machine = {
   platform: `${process.platform} ${process.arch}`,
   loadAverage: loadavg().map((value) => Number(value.toFixed(2))),
 }
-console.log(`machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGigabytes} GiB, Node ${machine.node}, ${machine.platform}, load ${machine.loadAverage.join(' ')}`)
+console.log(
+  `machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGigabytes} GiB, Node ${machine.node}, ${machine.platform}, load ${machine.loadAverage.join(' ')}`,
+)
 console.log(`documents: ${documents.map((document) => `${document.category} (${(Buffer.byteLength(document.text) / 1000).toFixed(0)} KB)`).join(', ')}`)
 console.log(`rounds: ${warmupRounds} warm-up + ${measuredRounds} measured, interleaved\n`)
 
@@ -117,7 +119,12 @@ for (const name of referenceTokenizerNames) {
       for (const text of texts) await rust.encode(text)
     },
   }
-  const times: Record<Implementation, number[]> = { 'ours (warm cache)': [], 'ours (cold cache)': [], '@huggingface/tokenizers': [], 'tokenizers (Rust, native)': [] }
+  const times: Record<Implementation, number[]> = {
+    'ours (warm cache)': [],
+    'ours (cold cache)': [],
+    '@huggingface/tokenizers': [],
+    'tokenizers (Rust, native)': [],
+  }
   for (let round = 0; round < warmupRounds + measuredRounds; round++) {
     for (const implementation of implementations) {
       const start = performance.now()

@@ -86,7 +86,10 @@ class LeftmostLongestMatcher {
       let bestEnd = -1
       let bestToken = -1
       for (let index = start + 1; ; index++) {
-        if (node.tokenIndex >= 0) (bestEnd = index), (bestToken = node.tokenIndex)
+        if (node.tokenIndex >= 0) {
+          bestEnd = index
+          bestToken = node.tokenIndex
+        }
         if (index >= text.length) break
         const next: TrieNode | undefined = node.children.get(text.charCodeAt(index))
         if (next === undefined) break
@@ -126,7 +129,9 @@ export class AddedVocabulary {
     // Rust lists special tokens first, then the others; patterns are unique by content.
     const ordered = [...tokens.filter((token) => token.special), ...tokens.filter((token) => !token.special)]
     const indexed = ordered.map((token) => ({ token, tokenIndex: tokens.indexOf(token) }))
-    this.rawMatcher = new LeftmostLongestMatcher(indexed.filter(({ token }) => !token.normalized).map(({ token, tokenIndex }) => ({ pattern: token.content, tokenIndex })))
+    this.rawMatcher = new LeftmostLongestMatcher(
+      indexed.filter(({ token }) => !token.normalized).map(({ token, tokenIndex }) => ({ pattern: token.content, tokenIndex })),
+    )
     this.normalizedMatcher = new LeftmostLongestMatcher(
       indexed
         .filter(({ token }) => token.normalized)

@@ -16,11 +16,26 @@ function parseErrorOf(call: () => unknown): ParseError {
 
 describe('Tokenizer.fromJSON', () => {
   it.each([
-    [{ ...byteLevelBpeJson(), added_tokens: [{ id: 300, content: 'ok' }, { id: 301, content: 5 }] }, ['added_tokens', 1, 'content']],
+    [
+      {
+        ...byteLevelBpeJson(),
+        added_tokens: [
+          { id: 300, content: 'ok' },
+          { id: 301, content: 5 },
+        ],
+      },
+      ['added_tokens', 1, 'content'],
+    ],
     [{ ...byteLevelBpeJson(), model: undefined }, ['model']],
-    [{ ...byteLevelBpeJson(), normalizer: { type: 'Sequence', normalizers: [{ type: 'Strip', strip_left: 'yes' }] } }, ['normalizer', 'normalizers', 0, 'strip_left']],
+    [
+      { ...byteLevelBpeJson(), normalizer: { type: 'Sequence', normalizers: [{ type: 'Strip', strip_left: 'yes' }] } },
+      ['normalizer', 'normalizers', 0, 'strip_left'],
+    ],
     [{ ...byteLevelBpeJson(), decoder: { type: 'Strip', content: 'ab', start: 1, stop: 0 } }, ['decoder', 'content']],
-    [{ ...byteLevelBpeJson(), pre_tokenizer: { type: 'Split', pattern: { Regex: '(?<name>a)\\k<name>' }, behavior: 'Isolated' } }, ['pre_tokenizer', 'pattern', 'Regex']],
+    [
+      { ...byteLevelBpeJson(), pre_tokenizer: { type: 'Split', pattern: { Regex: '(?<name>a)\\k<name>' }, behavior: 'Isolated' } },
+      ['pre_tokenizer', 'pattern', 'Regex'],
+    ],
     [{ ...byteLevelBpeJson(), post_processor: { type: 'TemplateProcessing', single: [{ Sequence: { id: 'C' } }] } }, ['post_processor', 'single', 0]],
   ])('gives a ParseError with the JSON path of the bad field (%#)', (json, path) => {
     const error = parseErrorOf(() => Tokenizer.fromJSON(json))

@@ -247,13 +247,18 @@ export class Tokenizer implements TokenizerV1 {
       throw new LudicError('this tokenizer has no chat template (no chat_template in tokenizer_config.json)')
     }
     if (typeof template === 'string') {
-      if (name !== undefined && name !== 'default') throw new InvalidArgumentError({ argument: 'options.templateName', value: name, message: 'the tokenizer has a single chat template' })
+      if (name !== undefined && name !== 'default')
+        throw new InvalidArgumentError({ argument: 'options.templateName', value: name, message: 'the tokenizer has a single chat template' })
       return template
     }
     const wanted = name ?? (hasTools && template.some((entry) => entry.name === 'tool_use') ? 'tool_use' : 'default')
     const found = template.find((entry) => entry.name === wanted)
     if (found === undefined) {
-      throw new InvalidArgumentError({ argument: 'options.templateName', value: wanted, message: `no such chat template; there are: ${template.map((entry) => entry.name).join(', ')}` })
+      throw new InvalidArgumentError({
+        argument: 'options.templateName',
+        value: wanted,
+        message: `no such chat template; there are: ${template.map((entry) => entry.name).join(', ')}`,
+      })
     }
     return found.template
   }

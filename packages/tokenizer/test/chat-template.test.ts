@@ -39,7 +39,9 @@ describe(`chat templates, against transformers ${references.transformers}`, () =
 
   it("needs the workaround: @huggingface/jinja alone ignores lstrip('\\n')'s argument and trims other white space", () => {
     const source = referenceFiles('qwen3').config.chat_template as string
-    const entry = cases.find((candidate) => candidate.tokenizer === 'qwen3' && candidate.conversation === 'reasoning with newlines and spaces' && !candidate.addGenerationPrompt)!
+    const entry = cases.find(
+      (candidate) => candidate.tokenizer === 'qwen3' && candidate.conversation === 'reasoning with newlines and spaces' && !candidate.addGenerationPrompt,
+    )!
     const plain = new Template(source).render({ messages: entry.messages, add_generation_prompt: false, eos_token: '<|im_end|>' })
     expect(plain).not.toBe(entry.text)
     expect(entry.text).toContain('<|im_start|>assistant\n  The answer is 4.\n<|im_end|>')

@@ -14,7 +14,7 @@ const prose = [
   'The quick brown fox jumps over the lazy dog.',
   'Hello, world!',
   'It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of foolishness…',
-  "Call me Ishmael. Some years ago—never mind how long precisely—having little or no money in my purse, and nothing particular to interest me on shore, I thought I would sail about a little and see the watery part of the world.",
+  'Call me Ishmael. Some years ago—never mind how long precisely—having little or no money in my purse, and nothing particular to interest me on shore, I thought I would sail about a little and see the watery part of the world.',
   'Reinforcement learning fine-tunes language models through play: the policy samples, the environment rewards, the optimizer steps.',
   'Mr. and Mrs. Dursley, of number four, Privet Drive, were proud to say that they were perfectly normal, thank you very much.',
   'A sentence with "double quotes", \'single quotes\', «guillemets», „Anführungszeichen“ and ‘curly’ ones.',
@@ -49,7 +49,7 @@ const code = [
   'def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n',
   '#include <stdio.h>\nint main(void) {\n\tprintf("hello\\n");\n\treturn 0;\n}\n',
   'const x = arr.map((v, i) => v * i).filter(Boolean) ?? [];',
-  'SELECT id, name FROM users WHERE age >= 18 AND name LIKE \'%son\' ORDER BY id DESC;',
+  "SELECT id, name FROM users WHERE age >= 18 AND name LIKE '%son' ORDER BY id DESC;",
   '<div class="container"><p>Hello &amp; welcome</p><br/></div>',
   'for (let i = 0; i < 10; i++) { sum += i ** 2; } // comment',
   'if x != y and not z:\n\tpass\nelif x == 0:\n\traise ValueError("bad")',
@@ -64,6 +64,7 @@ const code = [
   'a->b->c; ptr->next; a::b::c; x => y; x >= y; x <= y; x === y; x !== y',
   '@decorator\nclass Foo(Bar, metaclass=ABCMeta):\n    """Docstring."""\n    __slots__ = ("a",)',
   'matrix[i][j] += other[j][k] * weights[k]',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script's text, not a template
   '#!/usr/bin/env bash\nset -euo pipefail\necho "${HOME}/path with spaces"',
 ]
 
@@ -193,11 +194,11 @@ const longWords = [
   ' '.repeat(300),
   '\n'.repeat(100),
   '-'.repeat(120),
-  '='.repeat(80) + '\n' + '#'.repeat(80),
+  `${'='.repeat(80)}\n${'#'.repeat(80)}`,
   '漢'.repeat(200),
   '😀'.repeat(100),
   '1'.repeat(257),
-  'https://example.com/' + 'very-long-path-segment/'.repeat(20),
+  `https://example.com/${'very-long-path-segment/'.repeat(20)}`,
 ]
 
 const contractions = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d"]
@@ -212,7 +213,10 @@ function contractionCases(): string[] {
       cases.push(`word${variant} WORD${variant} ${variant} x${variant}y`)
     }
   }
-  cases.push("I'm sure you're right, they've said we'll see, she'd know, it's John's, don't", "I'M SURE YOU'RE RIGHT, THEY'VE SAID WE'LL SEE, SHE'D KNOW, IT'S JOHN'S, DON'T")
+  cases.push(
+    "I'm sure you're right, they've said we'll see, she'd know, it's John's, don't",
+    "I'M SURE YOU'RE RIGHT, THEY'VE SAID WE'LL SEE, SHE'D KNOW, IT'S JOHN'S, DON'T",
+  )
   cases.push("It'S tHe DoG'S, yOu'Re, We'Ll, tHeY'vE", "'sss 'tt 're're 'lld", 'it’s curly ’s ’t', "naïve's café'd", "ſ's K'S 'ſ 'K (long s, Kelvin)")
   return cases
 }
@@ -248,7 +252,7 @@ function normalizationPairs(): string[] {
 /** Seeded random strings over an alphabet of the characters where engines tend to differ, with special-token strings mixed in. */
 function randomStrings(count: number): string[] {
   const alphabet = Array.from(
-    "aAbBzZ  \t\n\r\u0085\u00a0\u2028\u3000\ufeff\u200b\u200d'’sStTdDmMlLrReEvV0123456789١²Ⅻ.,!?-_/\\\"<>|()[]{}#@$%^&*+=~`éeÉ\u0301\u0300ßſKıİ漢字かなカナ한글ĀāЖжשׁعربيहिंदी😀👍🏽👩‍🚀🇺🇸\u{1F3FB}\u{E0067}\u{10FFFF}\u{FFFD}",
+    'aAbBzZ  \t\n\r\u0085\u00a0\u2028\u3000\ufeff\u200b\u200d\'’sStTdDmMlLrReEvV0123456789١²Ⅻ.,!?-_/\\"<>|()[]{}#@$%^&*+=~`éeÉ\u0301\u0300ßſKıİ漢字かなカナ한글ĀāЖжשׁعربيहिंदी😀👍🏽👩‍🚀🇺🇸\u{1F3FB}\u{E0067}\u{10FFFF}\u{FFFD}',
   )
   const specials = ['<|endoftext|>', '<|im_start|>', '<s>', '</s>', '<|begin_of_text|>', '<think>', '<unk>', '<|eot_id|>']
   const random = createRandom(7)
@@ -303,7 +307,10 @@ export function conformanceCorpus(): CorpusEntry[] {
 export function largeDocuments(): CorpusEntry[] {
   return [
     { category: 'document: prose and code', text: seededDocument(1, 100_000, [prose, code, json]) },
-    { category: 'document: everything', text: seededDocument(2, 100_000, [prose, code, json, digits, scripts, emoji, combining, whitespace, specialTokenStrings, contractionCases()]) },
+    {
+      category: 'document: everything',
+      text: seededDocument(2, 100_000, [prose, code, json, digits, scripts, emoji, combining, whitespace, specialTokenStrings, contractionCases()]),
+    },
     { category: 'document: scripts and emoji', text: seededDocument(3, 100_000, [scripts, emoji, combining, normalizationPairs()]) },
   ]
 }

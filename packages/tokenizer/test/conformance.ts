@@ -17,7 +17,10 @@ interface Mismatch {
 function describeMismatches(mismatches: Mismatch[]): string[] {
   return mismatches
     .slice(0, 5)
-    .map(({ category, text, ours, reference }) => `${category}: ${JSON.stringify(text.slice(0, 60))}\n  ours      ${JSON.stringify(ours).slice(0, 300)}\n  reference ${JSON.stringify(reference).slice(0, 300)}`)
+    .map(
+      ({ category, text, ours, reference }) =>
+        `${category}: ${JSON.stringify(text.slice(0, 60))}\n  ours      ${JSON.stringify(ours).slice(0, 300)}\n  reference ${JSON.stringify(reference).slice(0, 300)}`,
+    )
 }
 
 /** What decoding an encoding gives back: the text for byte-level tokenizers (Qwen3: its NFC form); Llama 2's `▁` scheme only between added tokens. */

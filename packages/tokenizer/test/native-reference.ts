@@ -6,7 +6,17 @@ import native from 'tokenizers'
  */
 type NativeTokenizer = InstanceType<typeof native.Tokenizer>
 
-const emptyModel = { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab: { a: 0 }, merges: [] }
+const emptyModel = {
+  type: 'BPE',
+  dropout: null,
+  unk_token: null,
+  continuing_subword_prefix: null,
+  end_of_word_suffix: null,
+  fuse_unk: false,
+  byte_fallback: false,
+  vocab: { a: 0 },
+  merges: [],
+}
 
 /** A native tokenizer from `tokenizer.json` content (an object or its text). */
 export function nativeTokenizer(json: unknown): NativeTokenizer {
@@ -15,7 +25,18 @@ export function nativeTokenizer(json: unknown): NativeTokenizer {
 
 /** A minimal `tokenizer.json` with the given fields. */
 export function tokenizerJson(fields: Record<string, unknown>): Record<string, unknown> {
-  return { version: '1.0', truncation: null, padding: null, added_tokens: [], normalizer: null, pre_tokenizer: null, post_processor: null, decoder: null, model: emptyModel, ...fields }
+  return {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: [],
+    normalizer: null,
+    pre_tokenizer: null,
+    post_processor: null,
+    decoder: null,
+    model: emptyModel,
+    ...fields,
+  }
 }
 
 export function nativeNormalize(normalizer: unknown, text: string): string {

@@ -77,12 +77,7 @@ export const tolerances: Record<Precision, { relative: number; absolute: number 
 }
 
 /** Asserts that ragged float32 rows match the leading entries of verl's float64 rows. */
-export function expectRowsClose(
-  actual: readonly Float32Array[],
-  expected: readonly number[][],
-  label: string,
-  tolerance = tolerances.float32,
-): void {
+export function expectRowsClose(actual: readonly Float32Array[], expected: readonly number[][], label: string, tolerance = tolerances.float32): void {
   expect(actual.length, `${label}: number of samples`).toBe(expected.length)
   actual.forEach((row, sample) => {
     const reference = expected[sample]!
@@ -109,7 +104,11 @@ export function describeVerlFixture(name: FixtureName, estimatorFor: (params: Ve
       return estimator === undefined ? [] : [{ verlCase, estimator }]
     })
     it('has cases for this estimator', () => expect(cases.length).toBeGreaterThan(0))
-    const variants = [['ragged', 'float32'], ['masked', 'float32'], ['masked', 'float64']] as const
+    const variants = [
+      ['ragged', 'float32'],
+      ['masked', 'float32'],
+      ['masked', 'float64'],
+    ] as const
     for (const [layout, precision] of variants) {
       for (const { verlCase, estimator } of cases) {
         const tags = verlCase.tags === undefined ? '' : ` [${verlCase.tags.join(', ')}]`

@@ -60,7 +60,8 @@ export function createScriptedEnvironment(options: ScriptedEnvironmentOptions): 
     },
     step(action: string): StepOutcome {
       const turn = options.turns[position]
-      if (position < 0 || turn === undefined) throw new LudicError(`Environment '${options.id ?? 'scripted-v1'}': step() before reset() or after the episode ended`)
+      if (position < 0 || turn === undefined)
+        throw new LudicError(`Environment '${options.id ?? 'scripted-v1'}': step() before reset() or after the episode ended`)
       actions.push(action)
       if (turn.legalActions !== undefined && !turn.legalActions.includes(action)) {
         position = -1

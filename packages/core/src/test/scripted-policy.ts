@@ -35,10 +35,7 @@ export function createScriptedPolicy(options: ScriptedPolicyOptions): ScriptedPo
   const requests: GenerationRequest[] = []
   let calls = 0
   const nextReply = (request: GenerationRequest, index: number): ScriptedReply => {
-    const reply =
-      typeof options.replies === 'function'
-        ? options.replies(request, index)
-        : options.replies[index]
+    const reply = typeof options.replies === 'function' ? options.replies(request, index) : options.replies[index]
     if (reply === undefined) {
       throw new LudicError(`Scripted policy '${options.id ?? 'scripted'}' ran out of replies after ${index} (script has ${index})`)
     }
@@ -58,8 +55,8 @@ export function createScriptedPolicy(options: ScriptedPolicyOptions): ScriptedPo
       return batch.map((request) => {
         const reply = nextReply(request, requests.length)
         requests.push(request)
-        const prompt = tokenizer.applyChatTemplate?.(request.messages, { addGenerationPrompt: true }) ??
-          request.messages.map((message) => message.content).join('\n')
+        const prompt =
+          tokenizer.applyChatTemplate?.(request.messages, { addGenerationPrompt: true }) ?? request.messages.map((message) => message.content).join('\n')
         const tokenIds = tokenizer.encode(reply.text, { addSpecialTokens: false })
         const logprobs = Float32Array.from(reply.logprobs ?? new Array<number>(tokenIds.length).fill(0))
         if (logprobs.length !== tokenIds.length) {

@@ -33,7 +33,11 @@ const smallQwen3 = {
   tie_word_embeddings: false,
 }
 
-async function expectSameParameters(a: ReturnType<typeof createModel>, b: ReturnType<typeof createModel>, round?: (value: Float32Array) => Float32Array): Promise<void> {
+async function expectSameParameters(
+  a: ReturnType<typeof createModel>,
+  b: ReturnType<typeof createModel>,
+  round?: (value: Float32Array) => Float32Array,
+): Promise<void> {
   const left = a.parameters()
   const right = b.parameters()
   expect([...right.keys()]).toEqual([...left.keys()])
@@ -76,7 +80,8 @@ describe('saveModel / loadModel', () => {
       expect(file.info('model.norm.weight').dtype).toBe(dtype === 'bfloat16' ? 'BF16' : 'F16')
       await file.close()
       const loaded = await loadModel(path)
-      if (dtype === 'bfloat16') await expectSameParameters(model, loaded, (values) => values.map((value) => bfloat16BitsToFloat32(float32ToBfloat16Bits(value))))
+      if (dtype === 'bfloat16')
+        await expectSameParameters(model, loaded, (values) => values.map((value) => bfloat16BitsToFloat32(float32ToBfloat16Bits(value))))
       else expect(loaded.parameters().size).toBe(model.parameters().size)
       loaded.dispose()
     }
@@ -129,7 +134,9 @@ describe('saveModel / loadModel', () => {
     expect(mismatch.missing).toEqual(['model.layers.1.mlp.up_proj.weight'])
     expect(mismatch.unexpected).toEqual(['model.layers.0.mlp.extra.weight'])
     expect(mismatch.misshaped).toEqual([{ name: 'model.norm.weight', expected: [16], actual: [17] }])
-    expect(mismatch.message).toMatch(/missing 1: model\.layers\.1\.mlp\.up_proj\.weight; unexpected 1: .*misshaped 1: model\.norm\.weight is \[17\], expected \[16\]/)
+    expect(mismatch.message).toMatch(
+      /missing 1: model\.layers\.1\.mlp\.up_proj\.weight; unexpected 1: .*misshaped 1: model\.norm\.weight is \[17\], expected \[16\]/,
+    )
     model.dispose()
   })
 
@@ -138,7 +145,8 @@ describe('saveModel / loadModel', () => {
     const path = join(directory, 'gpt2-original')
     await saveModel(model, path)
     const tensors = new Map<string, { shape: number[]; data: Float32Array }>()
-    for (const [name, variable] of model.parameters()) tensors.set(name.replace(/^transformer\./, ''), { shape: variable.shape, data: variable.dataSync() as Float32Array })
+    for (const [name, variable] of model.parameters())
+      tensors.set(name.replace(/^transformer\./, ''), { shape: variable.shape, data: variable.dataSync() as Float32Array })
     for (const layer of [0, 1]) tensors.set(`h.${layer}.attn.bias`, { shape: [1, 1, 12, 12], data: new Float32Array(144) })
     await writeSafetensorsFile(join(path, 'model.safetensors'), tensors, { metadata: { format: 'pt' } })
     const loaded = await loadModel(path)
@@ -156,7 +164,10 @@ describe('saveModel / loadModel', () => {
     const config = JSON.parse(await readFile(join(path, 'config.json'), 'utf8')) as Record<string, unknown>
     await writeFile(join(path, 'config.json'), JSON.stringify({ ...config, model_type: 'gemma' }))
     await expect(loadModel(path)).rejects.toThrow(/unsupported model_type "gemma"; supported: llama, qwen2, qwen3, mistral, gpt2/)
-    await writeFile(join(path, 'config.json'), JSON.stringify({ ...config, rope_scaling: null, rope_parameters: { rope_type: 'yarn', factor: 4, rope_theta: 10000 } }))
+    await writeFile(
+      join(path, 'config.json'),
+      JSON.stringify({ ...config, rope_scaling: null, rope_parameters: { rope_type: 'yarn', factor: 4, rope_theta: 10000 } }),
+    )
     await expect(loadModel(path)).rejects.toThrow(/rope_parameters\.rope_type.*unsupported RoPE type "yarn"; supported: default, linear, llama3/)
     await writeFile(join(path, 'config.json'), JSON.stringify({ ...config, architectures: ['LlamaForTokenClassification'] }))
     await expect(loadModel(path)).rejects.toThrow(/unsupported architecture "LlamaForTokenClassification"; supported: LlamaForCausalLM/)

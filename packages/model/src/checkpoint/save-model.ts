@@ -39,7 +39,10 @@ export async function saveModel(model: CausalLanguageModel, directory: string, o
   await mkdir(folder, { recursive: true })
   await writeShardedSafetensors(folder, tensors, { maxShardBytes })
   const { config } = model
-  await writeJsonFileAtomically(join(folder, 'config.json'), toHuggingFaceConfig(config, { dtype, ...(model.sourceConfig === undefined ? {} : { sourceConfig: model.sourceConfig }) }))
+  await writeJsonFileAtomically(
+    join(folder, 'config.json'),
+    toHuggingFaceConfig(config, { dtype, ...(model.sourceConfig === undefined ? {} : { sourceConfig: model.sourceConfig }) }),
+  )
   await writeJsonFileAtomically(join(folder, 'generation_config.json'), {
     _from_model_config: true,
     bos_token_id: config.bosTokenId,

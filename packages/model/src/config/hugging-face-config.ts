@@ -1,13 +1,6 @@
 import { ParseError, parseInput } from '@ludic/core'
 import { z } from 'zod'
-import {
-  modelConfigSchema,
-  supportedArchitectures,
-  supportedRopeScalingTypes,
-  type Architecture,
-  type ModelConfig,
-  type RopeScaling,
-} from './model-config.js'
+import { modelConfigSchema, supportedArchitectures, supportedRopeScalingTypes, type Architecture, type ModelConfig, type RopeScaling } from './model-config.js'
 
 /** The `architectures` class names Ludic loads, by `model_type`. */
 export const supportedHuggingFaceClasses: Readonly<Record<Architecture, string>> = {
@@ -19,7 +12,9 @@ export const supportedHuggingFaceClasses: Readonly<Record<Architecture, string>>
 }
 
 /** transformers' defaults for each architecture (`LlamaConfig`, `Qwen2Config`… in transformers 5). */
-const defaults: Readonly<Record<Exclude<Architecture, 'gpt2'>, { maxPositionEmbeddings: number; bosTokenId: number | null; eosTokenId: number | null; slidingWindow: number | null }>> = {
+const defaults: Readonly<
+  Record<Exclude<Architecture, 'gpt2'>, { maxPositionEmbeddings: number; bosTokenId: number | null; eosTokenId: number | null; slidingWindow: number | null }>
+> = {
   llama: { maxPositionEmbeddings: 2048, bosTokenId: 1, eosTokenId: 2, slidingWindow: null },
   qwen2: { maxPositionEmbeddings: 32768, bosTokenId: null, eosTokenId: null, slidingWindow: null },
   qwen3: { maxPositionEmbeddings: 32768, bosTokenId: null, eosTokenId: null, slidingWindow: null },
@@ -53,7 +48,10 @@ const huggingFaceConfigSchema = z.looseObject({
   tie_word_embeddings: z.boolean().optional(),
   initializer_range: z.number().positive().optional(),
   bos_token_id: optionalTokenId,
-  eos_token_id: z.union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())]).nullable().optional(),
+  eos_token_id: z
+    .union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())])
+    .nullable()
+    .optional(),
   pad_token_id: optionalTokenId,
   pretraining_tp: z.number().int().nullable().optional(),
   attention_dropout: z.number().optional(),
@@ -139,7 +137,10 @@ const gpt2ConfigSchema = z.looseObject({
   add_cross_attention: z.boolean().default(false),
   tie_word_embeddings: z.boolean().default(true),
   bos_token_id: optionalTokenId,
-  eos_token_id: z.union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())]).nullable().optional(),
+  eos_token_id: z
+    .union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())])
+    .nullable()
+    .optional(),
   pad_token_id: optionalTokenId,
 })
 
@@ -149,7 +150,8 @@ const gpt2Activations = ['gelu_new', 'gelu_pytorch_tanh']
 function parseGpt2Config(json: Record<string, unknown>, source: string, fail: (path: (string | number)[], message: string) => never): ModelConfig {
   const config = parseInput(gpt2ConfigSchema, json, { source })
   for (const [index, name] of (config.architectures ?? []).entries()) {
-    if (name !== 'GPT2LMHeadModel') fail(['architectures', index], `unsupported architecture ${JSON.stringify(name)}; supported: ${Object.values(supportedHuggingFaceClasses).join(', ')}`)
+    if (name !== 'GPT2LMHeadModel')
+      fail(['architectures', index], `unsupported architecture ${JSON.stringify(name)}; supported: ${Object.values(supportedHuggingFaceClasses).join(', ')}`)
   }
   if (!gpt2Activations.includes(config.activation_function)) {
     fail(['activation_function'], `unsupported activation ${JSON.stringify(config.activation_function)}; supported: ${gpt2Activations.join(', ')}`)
@@ -221,11 +223,7 @@ function parseRope(config: HuggingFaceConfig, fail: (path: (string | number)[], 
   return { theta: theta as number, scaling }
 }
 
-function parseSlidingWindow(
-  config: HuggingFaceConfig,
-  architecture: Architecture,
-  fail: (path: (string | number)[], message: string) => never,
-): number | null {
+function parseSlidingWindow(config: HuggingFaceConfig, architecture: Architecture, fail: (path: (string | number)[], message: string) => never): number | null {
   if (architecture === 'mistral') return config.sliding_window === undefined ? defaults.mistral.slidingWindow : config.sliding_window
   if ((architecture === 'qwen2' || architecture === 'qwen3') && config.use_sliding_window === true) {
     fail(['use_sliding_window'], 'per-layer sliding-window attention (use_sliding_window: true) is not supported; supported: false')
@@ -261,10 +259,23 @@ export function toHuggingFaceConfig(
       : config.architecture === 'qwen2'
         ? { use_sliding_window: false, sliding_window: null, max_window_layers: config.numHiddenLayers }
         : config.architecture === 'qwen3'
-          ? { attention_bias: config.attentionBias, head_dim: config.headDim, use_sliding_window: false, sliding_window: null, max_window_layers: config.numHiddenLayers }
+          ? {
+              attention_bias: config.attentionBias,
+              head_dim: config.headDim,
+              use_sliding_window: false,
+              sliding_window: null,
+              max_window_layers: config.numHiddenLayers,
+            }
           : { head_dim: config.headDim, sliding_window: config.slidingWindow }
   const dtype = options.dtype ?? 'float32'
-  const { rope_scaling: _scaling, rope_parameters: _parameters, rope_theta: _theta, torch_dtype: _torchDtype, layer_types: _layerTypes, ...kept } = options.sourceConfig ?? {}
+  const {
+    rope_scaling: _scaling,
+    rope_parameters: _parameters,
+    rope_theta: _theta,
+    torch_dtype: _torchDtype,
+    layer_types: _layerTypes,
+    ...kept
+  } = options.sourceConfig ?? {}
   return {
     ...kept,
     architectures: [supportedHuggingFaceClasses[config.architecture]],

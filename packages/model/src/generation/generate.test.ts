@@ -14,7 +14,11 @@ beforeAll(initTestBackend)
 let model: CausalLanguageModel
 beforeAll(() => {
   // Random weights with a wide spread, so the distributions are far from uniform.
-  model = createModel('tiny', { vocabSize: 259, seed: 11, overrides: { hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, intermediateSize: 64, initializerRange: 0.3 } })
+  model = createModel('tiny', {
+    vocabSize: 259,
+    seed: 11,
+    overrides: { hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, intermediateSize: 64, initializerRange: 0.3 },
+  })
 })
 afterAll(() => model.dispose())
 
@@ -57,7 +61,7 @@ describe('generate', () => {
     for (let index = 0; index < alone[0]!.logprobs.length; index++) expect(alone[0]!.logprobs[index]).toBeCloseTo(batched[1]!.logprobs[index]!, 4)
   })
 
-  it('log-probs are the model\'s (temperature 1, unfiltered), as sequenceLogprobs recomputes them', async () => {
+  it("log-probs are the model's (temperature 1, unfiltered), as sequenceLogprobs recomputes them", async () => {
     const results = await generate(model, { inputIds: prompts, maxNewTokens: 7, temperature: 0.7, topK: 20, seed: 9, stopTokenIds: [] })
     const { logprobs, responseMask } = sequenceLogprobs(model, { promptIds: prompts, responseIds: results.map((result) => result.tokenIds) })
     const recomputed = logprobs.arraySync()

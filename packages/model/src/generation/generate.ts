@@ -111,9 +111,11 @@ export function defaultStopTokenIds(model: CausalLanguageModel, tokenizer: Token
 export async function generateRows(model: CausalLanguageModel, rows: readonly GenerationRow[], tokenizer?: TokenizerV1): Promise<GeneratedSequence[]> {
   const { vocabSize } = model.config
   rows.forEach((row, index) => {
-    if (row.promptIds.length === 0) throw new InvalidArgumentError({ argument: `inputIds[${index}]`, value: row.promptIds, message: 'a prompt needs at least one token' })
+    if (row.promptIds.length === 0)
+      throw new InvalidArgumentError({ argument: `inputIds[${index}]`, value: row.promptIds, message: 'a prompt needs at least one token' })
     row.promptIds.forEach((id, position) => {
-      if (!(id >= 0 && id < vocabSize)) throw new InvalidArgumentError({ argument: `inputIds[${index}][${position}]`, value: id, message: `must be a token id in [0, ${vocabSize})` })
+      if (!(id >= 0 && id < vocabSize))
+        throw new InvalidArgumentError({ argument: `inputIds[${index}][${position}]`, value: id, message: `must be a token id in [0, ${vocabSize})` })
     })
   })
   const batch = rows.length
@@ -137,7 +139,7 @@ export async function generateRows(model: CausalLanguageModel, rows: readonly Ge
   const cache = model.createCache()
   try {
     let logits = await lastLogits(model, inputRows, maskRows, cache)
-    for (let step = 0; ; step++) {
+    for (;;) {
       const next = new Int32Array(batch).fill(padId)
       rows.forEach((row, index) => {
         if (finishReasons[index] !== undefined) return
@@ -163,7 +165,12 @@ export async function generateRows(model: CausalLanguageModel, rows: readonly Ge
         grown[mask.length] = 1
         return grown
       })
-      logits = await lastLogits(model, Array.from(next, (token) => Int32Array.of(token)), maskRows, cache)
+      logits = await lastLogits(
+        model,
+        Array.from(next, (token) => Int32Array.of(token)),
+        maskRows,
+        cache,
+      )
     }
   } finally {
     cache.dispose()
@@ -186,7 +193,12 @@ export async function generateRows(model: CausalLanguageModel, rows: readonly Ge
 }
 
 /** Runs the new tokens through the model (growing the cache) and returns the last position's logits `[batch · vocab]`. */
-async function lastLogits(model: CausalLanguageModel, inputRows: Int32Array[], maskRows: Int32Array[], cache: ReturnType<CausalLanguageModel['createCache']>): Promise<Float32Array> {
+async function lastLogits(
+  model: CausalLanguageModel,
+  inputRows: Int32Array[],
+  maskRows: Int32Array[],
+  cache: ReturnType<CausalLanguageModel['createCache']>,
+): Promise<Float32Array> {
   const logits = tf.tidy(() => {
     const hidden = model.hiddenStates(inputRows, { attentionMask: maskRows, cache }) // [batch, time, hidden]
     const [batch, time, width] = hidden.shape

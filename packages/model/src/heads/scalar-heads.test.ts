@@ -24,7 +24,10 @@ describe('value and reward heads', () => {
     const head = createValueHead(model, { seed: 2 })
     expect(model.parameters().get('score.weight')).toBe(head.weight)
     expect(head.weight.shape).toEqual([1, 128])
-    const values = head.values([[1, 2, 3], [4, 5, 6]])
+    const values = head.values([
+      [1, 2, 3],
+      [4, 5, 6],
+    ])
     expect(values.shape).toEqual([2, 3])
     values.dispose()
     // Regress the values of one sequence to fixed targets.
@@ -54,7 +57,18 @@ describe('value and reward heads', () => {
   it('a reward head reads each row at its last attended token', () => {
     const model = createModel('tiny', { vocabSize: 30, seed: 1, overrides: { numHiddenLayers: 1 } })
     const head = createRewardHead(model, { seed: 3 })
-    const rewards = head.rewards([[0, 0, 7, 8], [5, 6, 7, 8]], { attentionMask: [[0, 0, 1, 1], [1, 1, 1, 1]] })
+    const rewards = head.rewards(
+      [
+        [0, 0, 7, 8],
+        [5, 6, 7, 8],
+      ],
+      {
+        attentionMask: [
+          [0, 0, 1, 1],
+          [1, 1, 1, 1],
+        ],
+      },
+    )
     const alone = head.rewards([[7, 8]])
     expect(rewards.shape).toEqual([2])
     expect(rewards.dataSync()[0]).toBeCloseTo(alone.dataSync()[0]!, 5)

@@ -47,7 +47,12 @@ function attachScore(model: CausalLanguageModel, options: ScalarHeadOptions): Sc
   let weight: tf.Variable
   if (existing !== undefined) {
     if (existing.shape.length !== 2 || existing.shape[0] !== 1 || existing.shape[1] !== hiddenSize) {
-      throw new ShapeError({ argument: scoreWeightName, expected: [1, hiddenSize], actual: existing.shape, message: 'the model\'s score.weight cannot be a scalar head' })
+      throw new ShapeError({
+        argument: scoreWeightName,
+        expected: [1, hiddenSize],
+        actual: existing.shape,
+        message: "the model's score.weight cannot be a scalar head",
+      })
     }
     weight = existing
   } else {

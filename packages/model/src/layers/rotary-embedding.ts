@@ -25,10 +25,7 @@ export function inverseFrequencies(headDim: number, theta: number, scaling: Rope
  * Llama 3.1's frequency-dependent scaling (transformers' `_compute_llama3_parameters`): long wavelengths
  * are divided by `factor`, short ones kept, the band between interpolated smoothly.
  */
-function llama3InverseFrequencies(
-  inverse: Float32Array,
-  scaling: Extract<RopeScaling, { type: 'llama3' }>,
-): Float32Array {
+function llama3InverseFrequencies(inverse: Float32Array, scaling: Extract<RopeScaling, { type: 'llama3' }>): Float32Array {
   const { factor, lowFrequencyFactor, highFrequencyFactor, originalMaxPositionEmbeddings } = scaling
   const lowFrequencyWavelength = originalMaxPositionEmbeddings / lowFrequencyFactor
   const highFrequencyWavelength = originalMaxPositionEmbeddings / highFrequencyFactor
@@ -43,12 +40,7 @@ function llama3InverseFrequencies(
 }
 
 /** cos and sin of `positions · inverseFrequency`: each `[batch, 1, time, headDim / 2]`, broadcast over heads. */
-export function rotaryTables(
-  inverse: Float32Array,
-  positions: Int32Array,
-  batch: number,
-  time: number,
-): { cos: tf.Tensor4D; sin: tf.Tensor4D } {
+export function rotaryTables(inverse: Float32Array, positions: Int32Array, batch: number, time: number): { cos: tf.Tensor4D; sin: tf.Tensor4D } {
   const half = inverse.length
   const cos = new Float32Array(batch * time * half)
   const sin = new Float32Array(batch * time * half)

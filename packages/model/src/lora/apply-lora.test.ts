@@ -19,7 +19,10 @@ beforeAll(async () => {
 })
 afterAll(() => rm(directory, { recursive: true, force: true }))
 
-const ids = [[3, 1, 4, 1, 5, 9], [2, 6, 5, 3, 5, 8]]
+const ids = [
+  [3, 1, 4, 1, 5, 9],
+  [2, 6, 5, 3, 5, 8],
+]
 
 function base(): CausalLanguageModel {
   return createModel('tiny', { vocabSize: 40, seed: 7, overrides: { hiddenSize: 32, intermediateSize: 48, numKeyValueHeads: 2, initializerRange: 0.2 } })
@@ -40,7 +43,12 @@ describe('applyLora', () => {
     const model = base()
     const before = model.forward(ids)
     const adapters = applyLora(model, { rank: 4, alpha: 8, seed: 1 })
-    expect(adapters.layers).toEqual(['model.layers.0.self_attn.q_proj', 'model.layers.0.self_attn.v_proj', 'model.layers.1.self_attn.q_proj', 'model.layers.1.self_attn.v_proj'])
+    expect(adapters.layers).toEqual([
+      'model.layers.0.self_attn.q_proj',
+      'model.layers.0.self_attn.v_proj',
+      'model.layers.1.self_attn.q_proj',
+      'model.layers.1.self_attn.v_proj',
+    ])
     expect(model.parameter('model.layers.0.self_attn.q_proj.lora_A.weight').shape).toEqual([4, 32])
     expect(model.parameter('model.layers.0.self_attn.v_proj.lora_B.weight').shape).toEqual([16, 4])
     expect([...model.trainableParameters().keys()]).toEqual([...adapters.parameters().keys()])
@@ -80,7 +88,8 @@ describe('applyLora', () => {
     const frozen = model.parameter('model.layers.0.self_attn.q_proj.weight').dataSync().slice()
     const adapters = applyLora(model, { rank: 4, alpha: 16, dropout: 0.1, seed: 3 })
     const optimizer = tf.train.adam(1e-2)
-    const loss = () => tf.tidy(() => tf.neg(tf.mean(sequenceLogprobs(model, { promptIds: [[3, 1]], responseIds: [[4, 1, 5, 9]] }, { training: true }).logprobs))) as tf.Scalar
+    const loss = () =>
+      tf.tidy(() => tf.neg(tf.mean(sequenceLogprobs(model, { promptIds: [[3, 1]], responseIds: [[4, 1, 5, 9]] }, { training: true }).logprobs))) as tf.Scalar
     const step = () => optimizer.minimize(loss, true, [...model.trainableParameters().values()])
     const first = step()!
     for (let index = 0; index < 30; index++) tf.dispose(step() ?? [])
@@ -96,7 +105,7 @@ describe('applyLora', () => {
     model.dispose()
   })
 
-  it('saves and loads adapters in PEFT\'s layout', async () => {
+  it("saves and loads adapters in PEFT's layout", async () => {
     const model = base()
     const adapters = applyLora(model, { rank: 4, alpha: 8, targetModules: ['q_proj', 'k_proj', 'down_proj'], seed: 4 })
     randomizeB(adapters, 9)
@@ -104,7 +113,14 @@ describe('applyLora', () => {
     const path = join(directory, 'adapter')
     await saveLoraAdapter(adapters, path)
     const config = JSON.parse(await readFile(join(path, 'adapter_config.json'), 'utf8')) as Record<string, unknown>
-    expect(config).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8, target_modules: ['q_proj', 'k_proj', 'down_proj'], bias: 'none', task_type: 'CAUSAL_LM' })
+    expect(config).toMatchObject({
+      peft_type: 'LORA',
+      r: 4,
+      lora_alpha: 8,
+      target_modules: ['q_proj', 'k_proj', 'down_proj'],
+      bias: 'none',
+      task_type: 'CAUSAL_LM',
+    })
     const file = await openSafetensors(join(path, 'adapter_model.safetensors'))
     expect(file.names).toContain('base_model.model.model.layers.1.mlp.down_proj.lora_B.weight')
     expect(file.info('base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight').shape).toEqual([4, 32])
@@ -117,16 +133,27 @@ describe('applyLora', () => {
     expect(maxDifference(reloaded, adapted)).toBe(0)
     loaded.remove()
     const wider = createModel('tiny', { vocabSize: 40, seed: 7, overrides: { numHiddenLayers: 2 } })
-    await expect(loadLoraAdapter(wider, path)).rejects.toThrow(/misshaped 12: base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight is \[4, 32\], expected \[4, 128\]/)
+    await expect(loadLoraAdapter(wider, path)).rejects.toThrow(
+      /misshaped 12: base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight is \[4, 32\], expected \[4, 128\]/,
+    )
     expect(wider.parameters().size).toBe(1 + 2 * 9 + 1) // the failed load removed its adapters
     wider.dispose()
     tf.dispose([adapted, reloaded])
     model.dispose()
   })
 
-  it('adapts GPT-2\'s Conv1D layers ([in, out] weights): c_attn by default, merged and unmerged alike', () => {
+  it("adapts GPT-2's Conv1D layers ([in, out] weights): c_attn by default, merged and unmerged alike", () => {
     const model = createModel({ model_type: 'gpt2', vocab_size: 40, n_embd: 32, n_layer: 2, n_head: 4, n_positions: 16, initializer_range: 0.2 }, { seed: 5 })
-    expect(model.linearNames()).toEqual(['transformer.h.0.attn.c_attn', 'transformer.h.0.attn.c_proj', 'transformer.h.0.mlp.c_fc', 'transformer.h.0.mlp.c_proj', 'transformer.h.1.attn.c_attn', 'transformer.h.1.attn.c_proj', 'transformer.h.1.mlp.c_fc', 'transformer.h.1.mlp.c_proj'])
+    expect(model.linearNames()).toEqual([
+      'transformer.h.0.attn.c_attn',
+      'transformer.h.0.attn.c_proj',
+      'transformer.h.0.mlp.c_fc',
+      'transformer.h.0.mlp.c_proj',
+      'transformer.h.1.attn.c_attn',
+      'transformer.h.1.attn.c_proj',
+      'transformer.h.1.mlp.c_fc',
+      'transformer.h.1.mlp.c_proj',
+    ])
     const defaults = applyLora(model, { rank: 2 })
     expect(defaults.layers).toEqual(['transformer.h.0.attn.c_attn', 'transformer.h.1.attn.c_attn'])
     expect(model.parameter('transformer.h.0.attn.c_attn.lora_A.weight').shape).toEqual([2, 32])
@@ -172,9 +199,11 @@ describe('applyLora', () => {
     model.dispose()
   })
 
-  it('names the model\'s modules when targetModules matches none', () => {
+  it("names the model's modules when targetModules matches none", () => {
     const model = base()
-    expect(() => applyLora(model, { targetModules: ['query'] })).toThrow(/options\.targetModules.*the model's are q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj/)
+    expect(() => applyLora(model, { targetModules: ['query'] })).toThrow(
+      /options\.targetModules.*the model's are q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj/,
+    )
     model.dispose()
   })
 })

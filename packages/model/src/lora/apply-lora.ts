@@ -69,7 +69,11 @@ export function applyLora(model: CausalLanguageModel, options: LoraOptions = {})
   const layers = candidates.filter((name) => isTarget(name, config.targetModules))
   if (layers.length === 0) {
     const modules = [...new Set(candidates.map((name) => name.split('.').at(-1)!))]
-    throw new InvalidArgumentError({ argument: 'options.targetModules', value: config.targetModules, message: `matches no linear layer; the model's are ${modules.join(', ')}` })
+    throw new InvalidArgumentError({
+      argument: 'options.targetModules',
+      value: config.targetModules,
+      message: `matches no linear layer; the model's are ${modules.join(', ')}`,
+    })
   }
   for (const layer of layers) {
     if (model.linearAdapters().has(layer)) throw new InvalidArgumentError({ argument: 'model', value: layer, message: 'already has an adapter on this layer' })
@@ -83,7 +87,10 @@ export function applyLora(model: CausalLanguageModel, options: LoraOptions = {})
     const { inputs, outputs, inputMajor } = model.linearLayout(layer)
     const bound = 1 / Math.sqrt(inputs) // kaiming_uniform_(a=√5): gain √(1/3) · √(3 / fan_in)
     const random = createRandom(deriveSeed(config.seed, layer, 'lora_A'))
-    const initialA = tf.tensor2d(Float32Array.from({ length: config.rank * inputs }, () => (2 * random.nextFloat() - 1) * bound), [config.rank, inputs])
+    const initialA = tf.tensor2d(
+      Float32Array.from({ length: config.rank * inputs }, () => (2 * random.nextFloat() - 1) * bound),
+      [config.rank, inputs],
+    )
     const initialB = tf.zeros([outputs, config.rank])
     const a = model.addParameter(`${layer}.lora_A.weight`, initialA)
     const b = model.addParameter(`${layer}.lora_B.weight`, initialB)
@@ -166,5 +173,8 @@ interface LoraLayer extends LinearAdapter {
 function isTarget(name: string, targets: LoraConfig['targetModules']): boolean {
   if (targets === 'all-linear') return name !== 'lm_head'
   if (targets instanceof RegExp) return matchesParameterNamePattern(name, targets)
-  return matchesParameterNamePattern(name, targets.map((module) => `**.${module}`))
+  return matchesParameterNamePattern(
+    name,
+    targets.map((module) => `**.${module}`),
+  )
 }

@@ -22,8 +22,14 @@ const adapterConfigSchema = z.looseObject({
   fan_in_fan_out: z.boolean().default(false),
   use_rslora: z.boolean().default(false),
   use_dora: z.literal(false).optional(),
-  rank_pattern: z.record(z.string(), z.unknown()).refine((value) => Object.keys(value).length === 0, 'per-layer ranks are not supported').optional(),
-  alpha_pattern: z.record(z.string(), z.unknown()).refine((value) => Object.keys(value).length === 0, 'per-layer alphas are not supported').optional(),
+  rank_pattern: z
+    .record(z.string(), z.unknown())
+    .refine((value) => Object.keys(value).length === 0, 'per-layer ranks are not supported')
+    .optional(),
+  alpha_pattern: z
+    .record(z.string(), z.unknown())
+    .refine((value) => Object.keys(value).length === 0, 'per-layer alphas are not supported')
+    .optional(),
   modules_to_save: z.null().optional(),
   lora_bias: z.literal(false).optional(),
   layers_to_transform: z.null().optional(),
@@ -59,10 +65,15 @@ export async function saveLoraAdapter(adapters: LoraAdapters, directory: string,
   const { baseModel } = parseArgument(saveLoraAdapterOptionsSchema, options, 'options')
   const { config } = adapters
   if (config.targetModules instanceof RegExp && config.targetModules.flags !== '') {
-    throw new InvalidArgumentError({ argument: 'adapters.config.targetModules', value: String(config.targetModules), message: 'a pattern with flags cannot be written for PEFT' })
+    throw new InvalidArgumentError({
+      argument: 'adapters.config.targetModules',
+      value: String(config.targetModules),
+      message: 'a pattern with flags cannot be written for PEFT',
+    })
   }
   const tensors = new Map<string, SafetensorsTensorInput>()
-  for (const [name, variable] of adapters.parameters()) tensors.set(`${peftPrefix}${name}`, { shape: variable.shape, data: (await variable.data()) as Float32Array })
+  for (const [name, variable] of adapters.parameters())
+    tensors.set(`${peftPrefix}${name}`, { shape: variable.shape, data: (await variable.data()) as Float32Array })
   await mkdir(folder, { recursive: true })
   await writeSafetensorsFile(join(folder, 'adapter_model.safetensors'), tensors, { metadata: { format: 'pt' } })
   await writeJsonFileAtomically(join(folder, 'adapter_config.json'), {
@@ -106,11 +117,19 @@ export async function loadLoraAdapter(model: CausalLanguageModel, directory: str
   try {
     json = JSON.parse(await readFile(configPath, 'utf8'))
   } catch (error) {
-    throw new ParseError({ source: configPath, message: `cannot read adapter_config.json (${error instanceof Error ? error.message : String(error)})`, cause: error })
+    throw new ParseError({
+      source: configPath,
+      message: `cannot read adapter_config.json (${error instanceof Error ? error.message : String(error)})`,
+      cause: error,
+    })
   }
   const config = parseInput(adapterConfigSchema, json, { source: configPath })
   if (config.fan_in_fan_out && model.config.architecture !== 'gpt2') {
-    throw new ParseError({ source: configPath, path: ['fan_in_fan_out'], message: `true is for GPT-2's Conv1D layers; this is a ${model.config.architecture} model` })
+    throw new ParseError({
+      source: configPath,
+      path: ['fan_in_fan_out'],
+      message: `true is for GPT-2's Conv1D layers; this is a ${model.config.architecture} model`,
+    })
   }
   const adapters = applyLora(model, {
     rank: config.r,
@@ -131,7 +150,8 @@ export async function loadLoraAdapter(model: CausalLanguageModel, directory: str
       const actual = file.info(name).shape
       if (actual.length !== 2 || actual[0] !== variable.shape[0] || actual[1] !== variable.shape[1]) misshaped.push({ name, expected: variable.shape, actual })
     }
-    if (missing.length > 0 || unexpected.length > 0 || misshaped.length > 0) throw new CheckpointMismatchError({ source: folder, missing, unexpected, misshaped, summary: 'the adapter does not fit the model' })
+    if (missing.length > 0 || unexpected.length > 0 || misshaped.length > 0)
+      throw new CheckpointMismatchError({ source: folder, missing, unexpected, misshaped, summary: 'the adapter does not fit the model' })
     for (const [name, variable] of expected) {
       const tensor = await file.read(name)
       if (tensor.dtype !== 'F32' && tensor.dtype !== 'F16' && tensor.dtype !== 'BF16') {

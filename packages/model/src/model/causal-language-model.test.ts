@@ -47,7 +47,7 @@ describe('CausalLanguageModel', () => {
     other.dispose()
   })
 
-  it('zeroes the padding token\'s embedding row', () => {
+  it("zeroes the padding token's embedding row", () => {
     const padded = createModel('tiny', { vocabSize: 20, seed: 3, overrides: { padTokenId: 4, numHiddenLayers: 1 } })
     const row = tf.tidy(() => tf.slice(padded.parameter('model.embed_tokens.weight'), [4, 0], [1, 128]).dataSync())
     expect(Array.from(row).every((value) => value === 0)).toBe(true)
@@ -55,7 +55,10 @@ describe('CausalLanguageModel', () => {
   })
 
   it('forward gives [batch, time, vocab] logits and leaves numTensors unchanged', async () => {
-    const logits = model.forward([[1, 2, 3], [4, 5, 6]])
+    const logits = model.forward([
+      [1, 2, 3],
+      [4, 5, 6],
+    ])
     expect(logits.shape).toEqual([2, 3, 50])
     expect(logits.dtype).toBe('float32')
     logits.dispose()
@@ -81,13 +84,32 @@ describe('CausalLanguageModel', () => {
   })
 
   it('the cached path equals the full forward', () => {
-    const ids = [[3, 1, 4, 1, 5, 9, 2, 6], [0, 0, 0, 2, 7, 1, 8, 2]]
-    const mask = [[1, 1, 1, 1, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1, 1, 1]]
+    const ids = [
+      [3, 1, 4, 1, 5, 9, 2, 6],
+      [0, 0, 0, 2, 7, 1, 8, 2],
+    ]
+    const mask = [
+      [1, 1, 1, 1, 1, 1, 1, 1],
+      [0, 0, 0, 1, 1, 1, 1, 1],
+    ]
     const full = model.forward(ids, { attentionMask: mask })
     const cache = model.createCache()
-    const pieces = [model.forward(ids.map((row) => row.slice(0, 4)), { attentionMask: mask.map((row) => row.slice(0, 4)), cache })]
-    for (const [start, end] of [[4, 5], [5, 8]] as const) {
-      pieces.push(model.forward(ids.map((row) => row.slice(start, end)), { attentionMask: mask.map((row) => row.slice(0, end)), cache }))
+    const pieces = [
+      model.forward(
+        ids.map((row) => row.slice(0, 4)),
+        { attentionMask: mask.map((row) => row.slice(0, 4)), cache },
+      ),
+    ]
+    for (const [start, end] of [
+      [4, 5],
+      [5, 8],
+    ] as const) {
+      pieces.push(
+        model.forward(
+          ids.map((row) => row.slice(start, end)),
+          { attentionMask: mask.map((row) => row.slice(0, end)), cache },
+        ),
+      )
     }
     expect(cache.length).toBe(8)
     const cached = tf.concat(pieces, 1)

@@ -27,7 +27,10 @@ export interface ForwardOptions {
   training?: boolean
 }
 
-const integerMatrixSchema = z.custom<IntegerMatrix>((value) => value instanceof tf.Tensor || Array.isArray(value), 'must be an int32 tf.Tensor2D or an array of integer rows')
+const integerMatrixSchema = z.custom<IntegerMatrix>(
+  (value) => value instanceof tf.Tensor || Array.isArray(value),
+  'must be an int32 tf.Tensor2D or an array of integer rows',
+)
 
 /** The schema of `ForwardOptions` (the matrices' contents are checked by the forward pass itself). */
 export const forwardOptionsSchema = z
@@ -120,7 +123,11 @@ export class CausalLanguageModel {
   parameter(name: string): tf.Variable {
     const variable = this.weights.get(name)
     if (variable === undefined) {
-      throw new InvalidArgumentError({ argument: 'name', value: name, message: `the model has no parameter of that name (it has ${this.weights.size}, e.g. ${[...this.weights.keys()].slice(0, 3).join(', ')})` })
+      throw new InvalidArgumentError({
+        argument: 'name',
+        value: name,
+        message: `the model has no parameter of that name (it has ${this.weights.size}, e.g. ${[...this.weights.keys()].slice(0, 3).join(', ')})`,
+      })
     }
     return variable
   }
@@ -233,19 +240,29 @@ export class CausalLanguageModel {
     const { config } = this
     const ids = readIntegerMatrix(inputIds, 'inputIds', [0, config.vocabSize])
     const { rows: batch, columns: time } = ids
-    if (batch === 0 || time === 0) throw new ShapeError({ argument: 'inputIds', expected: [-1, -1], actual: [batch, time], message: 'needs at least one row and one token' })
+    if (batch === 0 || time === 0)
+      throw new ShapeError({ argument: 'inputIds', expected: [-1, -1], actual: [batch, time], message: 'needs at least one row and one token' })
     const { attentionMask, positions: givenPositions, cache, training } = parseArgument(forwardOptionsSchema, options, 'options')
     cache?.checkBatch(batch)
     const past = cache?.length ?? 0
     const mask = attentionMask === undefined ? undefined : readIntegerMatrix(attentionMask, 'attentionMask', [0, 2])
     if (mask !== undefined && (mask.rows !== batch || mask.columns !== past + time)) {
-      throw new ShapeError({ argument: 'attentionMask', expected: [batch, past + time], actual: [mask.rows, mask.columns], message: 'must cover the cached and the new positions' })
+      throw new ShapeError({
+        argument: 'attentionMask',
+        expected: [batch, past + time],
+        actual: [mask.rows, mask.columns],
+        message: 'must cover the cached and the new positions',
+      })
     }
     const positions = this.resolvePositions(givenPositions, batch, time, past, mask)
     if (config.architecture === 'gpt2') {
       const largest = positions.reduce((maximum, position) => Math.max(maximum, position), 0)
       if (largest >= config.maxPositionEmbeddings) {
-        throw new InvalidArgumentError({ argument: 'positions', value: largest, message: `GPT-2 has learned positions 0 … ${config.maxPositionEmbeddings - 1} only` })
+        throw new InvalidArgumentError({
+          argument: 'positions',
+          value: largest,
+          message: `GPT-2 has learned positions 0 … ${config.maxPositionEmbeddings - 1} only`,
+        })
       }
     }
 
@@ -379,7 +396,12 @@ export class CausalLanguageModel {
     if (value === undefined) return defaultPositions(batch, time, past, mask)
     const positions = readIntegerMatrix(value, 'positions', [0, 2 ** 31 - 1])
     if (positions.rows !== batch || positions.columns !== time) {
-      throw new ShapeError({ argument: 'positions', expected: [batch, time], actual: [positions.rows, positions.columns], message: 'must have the shape of inputIds' })
+      throw new ShapeError({
+        argument: 'positions',
+        expected: [batch, time],
+        actual: [positions.rows, positions.columns],
+        message: 'must have the shape of inputIds',
+      })
     }
     return positions.data
   }

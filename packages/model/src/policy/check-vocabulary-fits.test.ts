@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { checkVocabularyFits } from './check-vocabulary-fits.js'
 
 describe('checkVocabularyFits', () => {
-  it('accepts a model vocabulary as large as the tokenizer\'s or larger (padding rows)', () => {
+  it("accepts a model vocabulary as large as the tokenizer's or larger (padding rows)", () => {
     expect(() => checkVocabularyFits({ vocabSize: 259 }, { vocabSize: 259 })).not.toThrow()
     expect(() => checkVocabularyFits({ vocabSize: 151669 }, { vocabSize: 151936 })).not.toThrow()
   })

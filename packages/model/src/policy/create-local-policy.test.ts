@@ -39,13 +39,16 @@ describe('createLocalPolicy', () => {
     expect(completions[0]!.logprobs.every((value) => value <= 0 && Number.isFinite(value))).toBe(true)
   })
 
-  it('honours each request\'s seed and temperature whatever the batch', async () => {
+  it("honours each request's seed and temperature whatever the batch", async () => {
     const policy = createLocalPolicy({ model, tokenizer, maxBatch: 4 })
     const request = { messages: question('roll'), maxTokens: 6, temperature: 1.2, seed: 77 }
     const [alone] = await policy.generate([request])
     const batched = await policy.generate([{ messages: question('something else entirely'), maxTokens: 2, seed: 1 }, request])
     expect(Array.from(batched[1]!.tokenIds)).toEqual(Array.from(alone!.tokenIds))
-    const greedy = await policy.generate([{ ...request, temperature: 0, seed: 1 }, { ...request, temperature: 0, seed: 2 }])
+    const greedy = await policy.generate([
+      { ...request, temperature: 0, seed: 1 },
+      { ...request, temperature: 0, seed: 2 },
+    ])
     expect(Array.from(greedy[0]!.tokenIds)).toEqual(Array.from(greedy[1]!.tokenIds))
   })
 
@@ -63,7 +66,11 @@ describe('createLocalPolicy', () => {
   })
 
   it('renders a given Jinja chat template', async () => {
-    const policy = createLocalPolicy({ model, tokenizer, chatTemplate: '{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}' })
+    const policy = createLocalPolicy({
+      model,
+      tokenizer,
+      chatTemplate: '{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}',
+    })
     const [completion] = await policy.generate([{ messages: question('x'), maxTokens: 1, temperature: 0 }])
     expect(tokenizer.decode(completion!.promptTokenIds)).toBe('<user>x<assistant>')
   })

@@ -26,7 +26,9 @@ export const localPolicyOptionsSchema = z
      * `apply_chat_template(…, add_generation_prompt=True)` with the tokenizer's special tokens) or a function.
      * Default: the tokenizer's own `applyChatTemplate`.
      */
-    chatTemplate: z.union([z.string().min(1), z.custom<(messages: readonly ChatMessage[]) => string>((value) => typeof value === 'function', 'must be a function')]).optional(),
+    chatTemplate: z
+      .union([z.string().min(1), z.custom<(messages: readonly ChatMessage[]) => string>((value) => typeof value === 'function', 'must be a function')])
+      .optional(),
     /** Most requests generated together in one batch. Default: 8. */
     maxBatch: z.number().int().positive().default(8),
     /** The policy's id. Default: `'local-<architecture>'`. */
@@ -62,7 +64,8 @@ export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
       const parsed = parseArgument(z.array(generationRequestSchema), requests, 'requests')
       const rows: GenerationRow[] = parsed.map((request, index) => {
         const promptIds = tokenizer.encode(render(request.messages), { addSpecialTokens: false })
-        if (promptIds.length === 0) throw new InvalidArgumentError({ argument: `requests[${index}].messages`, value: request.messages, message: 'render to an empty prompt' })
+        if (promptIds.length === 0)
+          throw new InvalidArgumentError({ argument: `requests[${index}].messages`, value: request.messages, message: 'render to an empty prompt' })
         return {
           promptIds,
           sampling: { temperature: request.temperature ?? 1, topK: request.topK ?? 0, topP: request.topP ?? 1, minP: request.minP ?? 0 },
@@ -90,11 +93,18 @@ export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
   }
 }
 
-function promptRenderer(tokenizer: TokenizerV1, chatTemplate: string | ((messages: readonly ChatMessage[]) => string) | undefined): (messages: ChatMessage[]) => string {
+function promptRenderer(
+  tokenizer: TokenizerV1,
+  chatTemplate: string | ((messages: readonly ChatMessage[]) => string) | undefined,
+): (messages: ChatMessage[]) => string {
   if (typeof chatTemplate === 'function') return chatTemplate
   if (typeof chatTemplate === 'string') {
     const specialTokens: Record<string, unknown> = {}
-    for (const [key, tokenId] of [['bos_token', tokenizer.bosTokenId], ['eos_token', tokenizer.eosTokenId], ['pad_token', tokenizer.padTokenId]] as const) {
+    for (const [key, tokenId] of [
+      ['bos_token', tokenizer.bosTokenId],
+      ['eos_token', tokenizer.eosTokenId],
+      ['pad_token', tokenizer.padTokenId],
+    ] as const) {
       if (tokenId !== undefined) specialTokens[key] = tokenizer.idToToken(tokenId)
     }
     return (messages) => renderChatTemplate(chatTemplate, { messages, addGenerationPrompt: true, specialTokens })

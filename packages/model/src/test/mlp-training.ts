@@ -28,7 +28,14 @@ export function mlpDataset(): { inputs: Float32Array; labels: Int32Array } {
 export function createMlpParameters(seed: number): Map<string, tf.Variable> {
   const random = createRandom(seed)
   const matrix = (rows: number, columns: number) =>
-    tf.tidy(() => tf.variable(tf.tensor(Float32Array.from({ length: rows * columns }, () => random.nextNormal() / Math.sqrt(rows)), [rows, columns])))
+    tf.tidy(() =>
+      tf.variable(
+        tf.tensor(
+          Float32Array.from({ length: rows * columns }, () => random.nextNormal() / Math.sqrt(rows)),
+          [rows, columns],
+        ),
+      ),
+    )
   return new Map([
     ['model.layers.0.weight', matrix(mlpSize.inputs, mlpSize.hidden)],
     ['model.layers.0.bias', tf.tidy(() => tf.variable(tf.zeros([mlpSize.hidden])))],

@@ -124,7 +124,9 @@ export class AgreementTracker {
       this.maxScaledUlp = Math.max(this.maxScaledUlp, scaled)
       if (Math.abs(e) > 1e-3 * scale) this.maxRelative = Math.max(this.maxRelative, Math.abs(a - e) / Math.abs(e))
       if (!(ulp <= maxUlp || scaled <= maxUlp)) {
-        expect.fail(`${label}[${index}]: ${a} differs from the reference ${e} by ${ulp} ulp (${scaled.toFixed(2)} ulp of the tensor's largest ${scale}; limit ${maxUlp})`)
+        expect.fail(
+          `${label}[${index}]: ${a} differs from the reference ${e} by ${ulp} ulp (${scaled.toFixed(2)} ulp of the tensor's largest ${scale}; limit ${maxUlp})`,
+        )
       }
     }
   }

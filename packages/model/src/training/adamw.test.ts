@@ -61,7 +61,12 @@ describe('createAdamW against torch', () => {
       const state = await optimizer.exportState()
       expect(state.step).toBe(reference.finalState.step)
       agreement.compare(state.tensors.get('lm_head.weight.exp_avg')!.data, reference.finalState['lm_head.weight.exp_avg'], `${reference.id} exp_avg`, maxUlp)
-      agreement.compare(state.tensors.get('lm_head.weight.exp_avg_sq')!.data, reference.finalState['lm_head.weight.exp_avg_sq'], `${reference.id} exp_avg_sq`, maxUlp)
+      agreement.compare(
+        state.tensors.get('lm_head.weight.exp_avg_sq')!.data,
+        reference.finalState['lm_head.weight.exp_avg_sq'],
+        `${reference.id} exp_avg_sq`,
+        maxUlp,
+      )
       optimizer.dispose()
       tf.dispose([...parameters.values()])
     })
@@ -70,8 +75,7 @@ describe('createAdamW against torch', () => {
 
 describe('createAdamW', () => {
   const shapes = { 'a.weight': [3, 2], 'a.bias': [2] }
-  const makeParameters = () =>
-    variablesOf({ 'a.weight': [0.1, -0.2, 0.3, 0.4, -0.5, 0.6], 'a.bias': [0.5, -0.5] }, shapes)
+  const makeParameters = () => variablesOf({ 'a.weight': [0.1, -0.2, 0.3, 0.4, -0.5, 0.6], 'a.bias': [0.5, -0.5] }, shapes)
   const makeGradients = (scale: number) => tensorsOf({ 'a.weight': [1, 2, 3, -1, -2, -3].map((x) => x * scale), 'a.bias': [0.5 * scale, -1] }, shapes)
 
   it('creates its moments up front: numTensors is unchanged by every step, the first included', async () => {
@@ -142,9 +146,15 @@ describe('createAdamW', () => {
     expect(() => createAdamW(tied)).toThrow(/'parameters\["b.weight"\]'.*same variable as "a.weight"/)
     const optimizer = createAdamW(parameters)
     const gradients = makeGradients(1)
-    const partial = new Map([['a.weight', gradients.get('a.weight')!], ['c', gradients.get('a.bias')!]])
+    const partial = new Map([
+      ['a.weight', gradients.get('a.weight')!],
+      ['c', gradients.get('a.bias')!],
+    ])
     expect(() => optimizer.step(partial)).toThrow(/missing gradients for a.bias; gradients for unknown parameters c/)
-    const misshaped = new Map([['a.weight', gradients.get('a.bias')!], ['a.bias', gradients.get('a.bias')!]])
+    const misshaped = new Map([
+      ['a.weight', gradients.get('a.bias')!],
+      ['a.bias', gradients.get('a.bias')!],
+    ])
     expect(() => optimizer.step(misshaped)).toThrow(/misshaped gradients a.weight \(gradient \[2\], parameter \[3, 2\]\)/)
     expect(() => optimizer.step(gradients, { learningRate: Number.NaN })).toThrow(/'options\.learningRate'/)
     expect(optimizer.stepCount).toBe(0)

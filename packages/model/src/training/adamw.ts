@@ -261,4 +261,3 @@ class AdamWOptimizer implements AdamW {
     if (this.disposed) throw new InvalidArgumentError({ argument: 'optimizer', value: 'disposed', message: 'was disposed' })
   }
 }
-

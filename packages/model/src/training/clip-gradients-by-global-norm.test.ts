@@ -61,7 +61,10 @@ describe('clipGradientsByGlobalNorm', () => {
   })
 
   it('gives a finite norm where the float32 sum of squares overflows but every gradient is finite (as torch)', () => {
-    const gradients = new Map([['big', tf.tensor([3e20, -4e20])], ['small', tf.tensor([1, 1])]])
+    const gradients = new Map([
+      ['big', tf.tensor([3e20, -4e20])],
+      ['small', tf.tensor([1, 1])],
+    ])
     const { gradients: clipped, norm } = clipGradientsByGlobalNorm(gradients, 1)
     expect(norm).toBe(Math.fround(5e20))
     const values = clipped.get('big')!.dataSync()

@@ -10,7 +10,15 @@ beforeAll(async () => {
 describe('computeGradients', () => {
   it('keys the gradients by the parameters’ own names and frees everything else', () => {
     const parameters = new Map<string, tf.Variable>([
-      ['model.layers.0.weight', tf.variable(tf.tensor2d([[1, 2], [3, 4]]))],
+      [
+        'model.layers.0.weight',
+        tf.variable(
+          tf.tensor2d([
+            [1, 2],
+            [3, 4],
+          ]),
+        ),
+      ],
       ['model.layers.0.bias', tf.variable(tf.tensor1d([0.5, -0.5]))],
     ])
     const x = tf.tensor2d([[1, -1]])
@@ -33,9 +41,15 @@ describe('computeGradients', () => {
     const used = tf.variable(tf.tensor1d([1, 2]))
     const unused = tf.variable(tf.tensor1d([3]))
     const before = tf.memory().numTensors
-    expect(() => computeGradients(() => tf.sum(used) as tf.Scalar, new Map([['used', used], ['lm_head.weight', unused]]))).toThrow(
-      /the loss does not depend on lm_head\.weight/,
-    )
+    expect(() =>
+      computeGradients(
+        () => tf.sum(used) as tf.Scalar,
+        new Map([
+          ['used', used],
+          ['lm_head.weight', unused],
+        ]),
+      ),
+    ).toThrow(/the loss does not depend on lm_head\.weight/)
     expect(tf.memory().numTensors).toBe(before)
     expect(() => computeGradients(() => tf.sum(used) as tf.Scalar, new Map())).toThrow(/'parameters'/)
     tf.dispose([used, unused])

@@ -6,11 +6,7 @@ import { InvalidArgumentError } from '@ludic/core'
  * `parameters`, also that it has exactly the parameters' names, each gradient shaped like its parameter,
  * naming every missing, unexpected or misshaped entry.
  */
-export function checkGradientMap(
-  gradients: unknown,
-  argument: string,
-  parameters?: ReadonlyMap<string, tf.Variable>,
-): [string, tf.Tensor][] {
+export function checkGradientMap(gradients: unknown, argument: string, parameters?: ReadonlyMap<string, tf.Variable>): [string, tf.Tensor][] {
   if (!(gradients instanceof Map)) {
     throw new InvalidArgumentError({ argument, value: gradients, message: 'must be a Map from parameter names to gradient tensors' })
   }

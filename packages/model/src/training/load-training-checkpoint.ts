@@ -29,7 +29,9 @@ export interface LoadedTrainingCheckpoint {
 
 const targetsSchema = z.strictObject({
   parameters: z.instanceof(Map, { message: 'must be a Map from names to tf.Variable' }),
-  optimizer: z.custom<AdamW>((value) => typeof value === 'object' && value !== null && 'importState' in value, 'must be an optimizer from createAdamW').optional(),
+  optimizer: z
+    .custom<AdamW>((value) => typeof value === 'object' && value !== null && 'importState' in value, 'must be an optimizer from createAdamW')
+    .optional(),
 })
 
 /**
@@ -69,7 +71,11 @@ export async function loadTrainingCheckpoint(checkpointDirectory: string, target
   if (optimizer !== undefined) {
     const optimizerPath = join(directory, checkpointFileNames.optimizer)
     if (state.optimizer === null) {
-      throw new ParseError({ source: statePath, path: ['optimizer'], message: 'the checkpoint holds no optimizer state, but an optimizer was given to restore' })
+      throw new ParseError({
+        source: statePath,
+        path: ['optimizer'],
+        message: 'the checkpoint holds no optimizer state, but an optimizer was given to restore',
+      })
     }
     const momentShapes = new Map<string, readonly number[]>()
     for (const name of optimizer.parameterNames) {
@@ -81,11 +87,11 @@ export async function loadTrainingCheckpoint(checkpointDirectory: string, target
       momentShapes.set(`${name}.exp_avg_sq`, shape)
     }
     const { tensors, metadata } = await readTensorsWithMetadata(optimizerPath, momentShapes)
-    if (metadata['step'] !== String(state.optimizer.step)) {
+    if (metadata.step !== String(state.optimizer.step)) {
       throw new ParseError({
         source: optimizerPath,
         path: ['__metadata__', 'step'],
-        message: `is ${JSON.stringify(metadata['step'])}, but ${checkpointFileNames.state} says optimizer step ${state.optimizer.step}`,
+        message: `is ${JSON.stringify(metadata.step)}, but ${checkpointFileNames.state} says optimizer step ${state.optimizer.step}`,
       })
     }
     optimizerState = { step: state.optimizer.step, tensors }
@@ -112,7 +118,11 @@ async function readStateFile(path: string): Promise<z.output<typeof trainingStat
   try {
     text = await readFile(path, 'utf8')
   } catch (error) {
-    throw new ParseError({ source: path, message: `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): not a complete training checkpoint`, cause: error })
+    throw new ParseError({
+      source: path,
+      message: `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): not a complete training checkpoint`,
+      cause: error,
+    })
   }
   let json: unknown
   try {

@@ -66,12 +66,20 @@ describe('the tiny transformer interrupted and resumed from its checkpoint', () 
     const runDirectory = join(root, 'run')
     const first = startRun(1, 7)
     const firstLosses = train(first.model, first.optimizer, first.random, 0, 3)
-    await saveTrainingCheckpoint(runDirectory, { parameters: first.model.parameters(), optimizer: first.optimizer, randomState: first.random.getState(), step: 3 })
+    await saveTrainingCheckpoint(runDirectory, {
+      parameters: first.model.parameters(),
+      optimizer: first.optimizer,
+      randomState: first.random.getState(),
+      step: 3,
+    })
     first.optimizer.dispose()
     first.model.dispose()
 
     const resumed = startRun(2, 8) // other weights and generator: the checkpoint overwrites them
-    const loaded = await loadTrainingCheckpoint((await latestCheckpoint(runDirectory))!, { parameters: resumed.model.parameters(), optimizer: resumed.optimizer })
+    const loaded = await loadTrainingCheckpoint((await latestCheckpoint(runDirectory))!, {
+      parameters: resumed.model.parameters(),
+      optimizer: resumed.optimizer,
+    })
     const resumedLosses = train(resumed.model, resumed.optimizer, loaded.random, loaded.step, totalSteps)
 
     expect([...firstLosses, ...resumedLosses]).toEqual(straightLosses)

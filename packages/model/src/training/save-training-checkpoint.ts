@@ -7,13 +7,7 @@ import { syncDirectory, writeJsonFileAtomically, writeSafetensorsFile } from '@l
 import { z } from 'zod'
 import type { AdamW } from './adamw.js'
 import { listCheckpoints } from './list-checkpoints.js'
-import {
-  checkpointDirectoryName,
-  checkpointFileNames,
-  checkpointFormat,
-  temporaryEntryPattern,
-  type TrainingStateFile,
-} from './training-checkpoint-format.js'
+import { checkpointDirectoryName, checkpointFileNames, checkpointFormat, temporaryEntryPattern, type TrainingStateFile } from './training-checkpoint-format.js'
 
 export const saveTrainingCheckpointOptionsSchema = z.strictObject({
   /**
@@ -40,7 +34,9 @@ export interface TrainingCheckpointContents {
 
 const contentsSchema = z.strictObject({
   parameters: z.instanceof(Map, { message: 'must be a Map from names to tensors' }),
-  optimizer: z.custom<AdamW>((value) => typeof value === 'object' && value !== null && 'exportState' in value, 'must be an optimizer from createAdamW').optional(),
+  optimizer: z
+    .custom<AdamW>((value) => typeof value === 'object' && value !== null && 'exportState' in value, 'must be an optimizer from createAdamW')
+    .optional(),
   randomState: z.instanceof(Uint32Array, { message: 'must be a Uint32Array from Random.getState()' }),
   step: z.number().int().nonnegative(),
   extra: z.json().default({}),

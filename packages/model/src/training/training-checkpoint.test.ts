@@ -82,7 +82,11 @@ describe('saveTrainingCheckpoint / loadTrainingCheckpoint', () => {
     expect(optimizer.tensors.has('model.layers.1.bias.exp_avg_sq')).toBe(true)
     const state = JSON.parse(await readFile(join(path, 'training-state.json'), 'utf8'))
     expect(state).toMatchObject({ format: 'ludic-training-checkpoint', version: 1, step: 2, randomState: [...run.random.getState()], extra: {} })
-    expect(state.optimizer).toMatchObject({ name: 'adamw', step: 2, hyperparameters: { learningRate: 0.05, excludeFromWeightDecay: ['**.bias', '**norm.weight'] } })
+    expect(state.optimizer).toMatchObject({
+      name: 'adamw',
+      step: 2,
+      hyperparameters: { learningRate: 0.05, excludeFromWeightDecay: ['**.bias', '**norm.weight'] },
+    })
     run.dispose()
   })
 
@@ -114,7 +118,12 @@ describe('saveTrainingCheckpoint / loadTrainingCheckpoint', () => {
     const runDirectory = join(root, 'validation')
     const run = startMlpRun(3, 4)
     trainMlp(run.parameters, run.optimizer, run.random, 0, 1)
-    const { path } = await saveTrainingCheckpoint(runDirectory, { parameters: run.parameters, optimizer: run.optimizer, randomState: run.random.getState(), step: 1 })
+    const { path } = await saveTrainingCheckpoint(runDirectory, {
+      parameters: run.parameters,
+      optimizer: run.optimizer,
+      randomState: run.random.getState(),
+      step: 1,
+    })
     const target = createMlpParameters(8)
     const targetBefore = new Map([...target].map(([name, parameter]) => [name, parameter.dataSync().slice()]))
     const targetOptimizer = createMlpOptimizer(target)
@@ -129,7 +138,9 @@ describe('saveTrainingCheckpoint / loadTrainingCheckpoint', () => {
     other.set('model.layers.1.bias', tf.variable(tf.zeros([5])))
     const error = await loadTrainingCheckpoint(path, { parameters: other }).catch((caught: unknown) => caught)
     expect(ParseError.isInstance(error)).toBe(true)
-    expect((error as ParseError).message).toMatch(/model\.safetensors.*missing tensors model\.layers\.2\.weight; misshaped tensors model\.layers\.1\.bias \(shape \[4\], expected \[5\]\)/)
+    expect((error as ParseError).message).toMatch(
+      /model\.safetensors.*missing tensors model\.layers\.2\.weight; misshaped tensors model\.layers\.1\.bias \(shape \[4\], expected \[5\]\)/,
+    )
     expect((error as ParseError).path).toEqual(['model.layers.2.weight'])
     tf.dispose([other.get('model.layers.2.weight')!, other.get('model.layers.1.bias')!])
 

@@ -3,10 +3,10 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { BackendError, InvalidArgumentError } from '@ludic/core'
 import { activateBackend, backendFromEnvironment, currentRuntime, initTensors } from './init-tensors.js'
 
-const savedBackend = process.env['LUDIC_BACKEND']
+const savedBackend = process.env.LUDIC_BACKEND
 afterEach(() => {
-  if (savedBackend === undefined) delete process.env['LUDIC_BACKEND']
-  else process.env['LUDIC_BACKEND'] = savedBackend
+  if (savedBackend === undefined) delete process.env.LUDIC_BACKEND
+  else process.env.LUDIC_BACKEND = savedBackend
 })
 
 function isInstalled(moduleName: string): boolean {
@@ -20,7 +20,7 @@ function isInstalled(moduleName: string): boolean {
 
 describe('initTensors', () => {
   it('starts the CPU and WebAssembly backends on request and reports what it chose', async () => {
-    delete process.env['LUDIC_BACKEND']
+    delete process.env.LUDIC_BACKEND
     const cpu = await initTensors({ backend: 'cpu' })
     expect(cpu).toMatchObject({ backend: 'cpu', tfBackend: 'cpu', threads: 1, skipped: [] })
     expect(tf.getBackend()).toBe('cpu')
@@ -30,32 +30,50 @@ describe('initTensors', () => {
     expect(wasm.threads).toBeGreaterThanOrEqual(1)
     expect(tf.getBackend()).toBe('wasm')
     expect(currentRuntime()).toEqual(wasm)
-    expect(tf.tidy(() => tf.matMul(tf.tensor2d([[1, 2], [3, 4]]), tf.tensor2d([[5, 6], [7, 8]])).arraySync())).toEqual([[19, 22], [43, 50]])
+    expect(
+      tf.tidy(() =>
+        tf
+          .matMul(
+            tf.tensor2d([
+              [1, 2],
+              [3, 4],
+            ]),
+            tf.tensor2d([
+              [5, 6],
+              [7, 8],
+            ]),
+          )
+          .arraySync(),
+      ),
+    ).toEqual([
+      [19, 22],
+      [43, 50],
+    ])
   })
 
   it('LUDIC_BACKEND overrides the option; a bad value names the variable', async () => {
-    process.env['LUDIC_BACKEND'] = 'cpu'
+    process.env.LUDIC_BACKEND = 'cpu'
     expect((await initTensors({ backend: 'wasm' })).backend).toBe('cpu')
-    process.env['LUDIC_BACKEND'] = 'tpu'
+    process.env.LUDIC_BACKEND = 'tpu'
     expect(() => backendFromEnvironment()).toThrow(InvalidArgumentError)
     await expect(initTensors()).rejects.toThrow(/'LUDIC_BACKEND' \(value: "tpu"\): must be one of auto, tensorflow-gpu/)
   })
 
   it('rejects unknown options with InvalidArgumentError naming them', async () => {
-    delete process.env['LUDIC_BACKEND']
+    delete process.env.LUDIC_BACKEND
     await expect(initTensors({ backend: 'gpu' as never })).rejects.toThrow(/'options.backend' \(value: "gpu"\)/)
     await expect(initTensors({ backnd: 'cpu' } as never)).rejects.toThrow(InvalidArgumentError)
     await expect(initTensors({ backend: 'wasm', wasmThreads: 0 })).rejects.toThrow(/'options.wasmThreads' \(value: 0\)/)
-    process.env['LUDIC_WASM_THREADS'] = 'lots'
+    process.env.LUDIC_WASM_THREADS = 'lots'
     try {
       await expect(initTensors({ backend: 'wasm' })).rejects.toThrow(/'LUDIC_WASM_THREADS' \(value: "lots"\): must be max or an integer from 1 to 8/)
     } finally {
-      delete process.env['LUDIC_WASM_THREADS']
+      delete process.env.LUDIC_WASM_THREADS
     }
   })
 
   it.skipIf(isInstalled('@tensorflow/tfjs-node-gpu'))('a requested backend that is missing gives a BackendError saying what to install', async () => {
-    delete process.env['LUDIC_BACKEND']
+    delete process.env.LUDIC_BACKEND
     const error = await initTensors({ backend: 'tensorflow-gpu' }).catch((caught: unknown) => caught)
     expect(BackendError.isInstance(error)).toBe(true)
     expect((error as BackendError).backend).toBe('tensorflow-gpu')
@@ -67,7 +85,7 @@ describe('initTensors', () => {
   })
 
   it('auto takes the first backend that starts, in order, with a one-line notice', async () => {
-    delete process.env['LUDIC_BACKEND']
+    delete process.env.LUDIC_BACKEND
     const lines: string[] = []
     const runtime = await initTensors({ log: (line) => lines.push(line) })
     const order = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']
@@ -75,7 +93,8 @@ describe('initTensors', () => {
     if (!isInstalled('@tensorflow/tfjs-node-gpu')) expect(runtime.skipped[0]?.reason).toMatch(/tfjs-node-gpu/)
     if (!isInstalled('@tensorflow/tfjs-node')) expect(runtime.backend).toBe('wasm')
     expect(lines).toHaveLength(runtime.skipped.length > 0 ? 1 : 0)
-    if (lines[0] !== undefined) expect(lines[0]).toMatch(new RegExp(`^\\[ludic\\] TensorFlow.js backend: ${runtime.backend} \\(skipped tensorflow-gpu not installed`))
+    if (lines[0] !== undefined)
+      expect(lines[0]).toMatch(new RegExp(`^\\[ludic\\] TensorFlow.js backend: ${runtime.backend} \\(skipped tensorflow-gpu not installed`))
     const quiet: string[] = []
     await initTensors({ verbose: false, log: (line) => quiet.push(line) })
     expect(quiet).toEqual([])

@@ -50,10 +50,8 @@ export interface TensorsRuntime {
 const autoOrder: readonly BackendName[] = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']
 
 const installHints: Record<BackendName, string> = {
-  'tensorflow-gpu':
-    'install @tensorflow/tfjs-node-gpu@4.22.0 (needs CUDA and cuDNN and downloads libtensorflow at install time)',
-  tensorflow:
-    'install @tensorflow/tfjs-node@4.22.0 (its install downloads libtensorflow; offline, build it with ../shared/tools/install-tfjs-node-offline.sh)',
+  'tensorflow-gpu': 'install @tensorflow/tfjs-node-gpu@4.22.0 (needs CUDA and cuDNN and downloads libtensorflow at install time)',
+  tensorflow: 'install @tensorflow/tfjs-node@4.22.0 (its install downloads libtensorflow; offline, build it with ../shared/tools/install-tfjs-node-offline.sh)',
   webgpu: 'install @tensorflow/tfjs-backend-webgpu@4.22.0 and webgpu (Dawn for Node) and run on a machine with a GPU',
   wasm: 'install @tensorflow/tfjs-backend-wasm@4.22.0',
   cpu: 'install @tensorflow/tfjs-backend-cpu@4.22.0',
@@ -68,7 +66,7 @@ async function registerBackend(backend: BackendName, wasmThreadsWanted: number |
     case 'tensorflow': {
       const moduleName = backend === 'tensorflow-gpu' ? '@tensorflow/tfjs-node-gpu' : '@tensorflow/tfjs-node'
       // TensorFlow's C++ logging prints start-up banners on stderr; keep warnings and errors only.
-      process.env['TF_CPP_MIN_LOG_LEVEL'] ??= '2'
+      process.env.TF_CPP_MIN_LOG_LEVEL ??= '2'
       // The native packages are CommonJS and register the 'tensorflow' backend on load, on the
       // tfjs-core instance they resolve. That must be ours: check it, or two registries diverge.
       const native = require(moduleName) as { version?: { 'tfjs-core'?: string } }
@@ -94,7 +92,7 @@ async function registerBackend(backend: BackendName, wasmThreadsWanted: number |
       if ((globalThis as { navigator?: object }).navigator === undefined) {
         Object.defineProperty(globalThis, 'navigator', { value: navigatorObject, configurable: true })
       }
-      if (navigatorObject['gpu'] === undefined) {
+      if (navigatorObject.gpu === undefined) {
         Object.defineProperty(navigatorObject, 'gpu', { value: dawn.create([]), configurable: true })
       }
       await import(/* @vite-ignore */ '@tensorflow/tfjs-backend-webgpu' as string)
@@ -201,7 +199,7 @@ function errorMessage(error: unknown): string {
 
 /** Reads `LUDIC_BACKEND`; an unknown value is an `InvalidArgumentError`. */
 export function backendFromEnvironment(): BackendRequest | undefined {
-  const value = process.env['LUDIC_BACKEND']
+  const value = process.env.LUDIC_BACKEND
   if (value === undefined || value === '') return undefined
   if (value === 'auto' || (backendNames as readonly string[]).includes(value)) return value as BackendRequest
   throw new InvalidArgumentError({

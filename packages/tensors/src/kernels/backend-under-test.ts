@@ -6,7 +6,7 @@ import type { BackendName } from '../backend/init-tensors.js'
  * `LUDIC_BACKEND=tensorflow`.
  */
 export function backendUnderTest(): BackendName {
-  const value = process.env['LUDIC_BACKEND']
+  const value = process.env.LUDIC_BACKEND
   if (value === undefined || value === '' || value === 'auto') return 'wasm'
   return value as BackendName
 }

@@ -33,7 +33,11 @@ export function wasmBatchMatMulConfig(stock: tf.KernelConfig | undefined): tf.Ke
       const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo }
       if (a.dtype !== 'float32' || b.dtype !== 'float32') {
         if (stock !== undefined) return stock.kernelFunc(args as Parameters<tf.KernelFunc>[0])
-        throw new InvalidArgumentError({ argument: a.dtype !== 'float32' ? 'a' : 'b', value: a.dtype !== 'float32' ? a.dtype : b.dtype, message: 'BatchMatMul on wasm supports float32 only' })
+        throw new InvalidArgumentError({
+          argument: a.dtype !== 'float32' ? 'a' : 'b',
+          value: a.dtype !== 'float32' ? a.dtype : b.dtype,
+          message: 'BatchMatMul on wasm supports float32 only',
+        })
       }
       const { transposeA, transposeB } = (args.attrs ?? {}) as { transposeA?: boolean; transposeB?: boolean }
       return batchMatMul(stock, args.backend as BackendWasm, a, b, transposeA === true, transposeB === true)
@@ -60,7 +64,12 @@ export function resolveProductShape(aShape: readonly number[], bShape: readonly 
   const aRank = aShape.length
   const bRank = bShape.length
   if (aRank < 2 || bRank < 2) {
-    throw new ShapeError({ argument: aRank < 2 ? 'a' : 'b', expected: [-1, -1], actual: [...(aRank < 2 ? aShape : bShape)], message: 'matMul needs rank 2 or more' })
+    throw new ShapeError({
+      argument: aRank < 2 ? 'a' : 'b',
+      expected: [-1, -1],
+      actual: [...(aRank < 2 ? aShape : bShape)],
+      message: 'matMul needs rank 2 or more',
+    })
   }
   const rows = transposeA ? aShape[aRank - 1]! : aShape[aRank - 2]!
   const depth = transposeA ? aShape[aRank - 2]! : aShape[aRank - 1]!

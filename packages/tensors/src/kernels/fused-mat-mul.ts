@@ -37,7 +37,11 @@ function fusedMatMul(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; at
   }
   const activationName = activation ?? 'linear'
   if (activationName !== 'linear' && activationKernels[activationName] === undefined) {
-    throw new InvalidArgumentError({ argument: 'activation', value: activation, message: `must be linear or one of ${Object.keys(activationKernels).join(', ')}` })
+    throw new InvalidArgumentError({
+      argument: 'activation',
+      value: activation,
+      message: `must be linear or one of ${Object.keys(activationKernels).join(', ')}`,
+    })
   }
   if (activationName === 'prelu' && preluActivationWeights === undefined) {
     throw new InvalidArgumentError({ argument: 'preluActivationWeights', value: undefined, message: 'prelu needs its weights' })

@@ -23,8 +23,26 @@ describe('kernel fixes', () => {
     expect(tf.getKernel(tf.BatchMatMul, 'wasm')).not.toBe(fixed)
     expect(tf.getKernel(tf.UnsortedSegmentSum, 'wasm')).toBeUndefined()
     // The stock transposed product (its slow loop) still runs: its setup was re-run.
-    const product = tf.tidy(() => tf.matMul(tf.tensor2d([[1, 2], [3, 4]]), tf.tensor2d([[1, 0], [1, 1]]), false, true).arraySync())
-    expect(product).toEqual([[1, 3], [3, 7]])
+    const product = tf.tidy(() =>
+      tf
+        .matMul(
+          tf.tensor2d([
+            [1, 2],
+            [3, 4],
+          ]),
+          tf.tensor2d([
+            [1, 0],
+            [1, 1],
+          ]),
+          false,
+          true,
+        )
+        .arraySync(),
+    )
+    expect(product).toEqual([
+      [1, 3],
+      [3, 7],
+    ])
     applyKernelFixes('wasm')
     expect(appliedKernelFixes('wasm').sort()).toEqual([...fixedOnWasm].sort())
     expect(tf.getKernel(tf.UnsortedSegmentSum, 'wasm')).toBeDefined()

@@ -8,7 +8,7 @@ import type { BackendWasm } from '@tensorflow/tfjs-backend-wasm'
  */
 function oneHot(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap }): tf.TensorInfo {
   const backend = args.backend as BackendWasm
-  const indices = args.inputs['indices'] as tf.TensorInfo
+  const indices = args.inputs.indices as tf.TensorInfo
   const { dtype, depth, onValue, offValue } = args.attrs as unknown as tf.OneHotAttrs
   const output = backend.makeOutput([...indices.shape, depth], dtype)
   if (tf.util.sizeFromShape(output.shape) === 0) return output

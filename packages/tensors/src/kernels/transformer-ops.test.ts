@@ -44,8 +44,18 @@ const cases: Record<string, () => Record<string, tf.Tensor>> = {
     gradient: gradient((x) => tf.cumsum(x, 1), values([3, 5], 1)),
   }),
   'strided slice and pad': () => ({
-    forward: tf.pad(tf.stridedSlice(values([3, 6], 1), [0, 1], [3, 5], [1, 2]), [[1, 0], [0, 2]]),
-    gradient: gradient((x) => tf.pad(tf.slice(x, [0, 1], [3, 4]), [[1, 0], [0, 2]]), values([3, 6], 1)),
+    forward: tf.pad(tf.stridedSlice(values([3, 6], 1), [0, 1], [3, 5], [1, 2]), [
+      [1, 0],
+      [0, 2],
+    ]),
+    gradient: gradient(
+      (x) =>
+        tf.pad(tf.slice(x, [0, 1], [3, 4]), [
+          [1, 0],
+          [0, 2],
+        ]),
+      values([3, 6], 1),
+    ),
   }),
   'tile and broadcastTo gradients': () => ({
     tile: gradient((x) => tf.mul(tf.tile(x, [2, 3]), values([4, 6], 3)), values([2, 2], 1)),
@@ -64,7 +74,19 @@ const cases: Record<string, () => Record<string, tf.Tensor>> = {
     return {
       forward: tf.gather(values([3, 4, 2], 1), indices, 1),
       gradient: gradient((x) => tf.gather(x, indices, 1), values([3, 4, 2], 1)),
-      batched: tf.gather(values([2, 3, 4], 1), tf.tensor2d([[1, 0], [2, 2]], [2, 2], 'int32'), 1, 1),
+      batched: tf.gather(
+        values([2, 3, 4], 1),
+        tf.tensor2d(
+          [
+            [1, 0],
+            [2, 2],
+          ],
+          [2, 2],
+          'int32',
+        ),
+        1,
+        1,
+      ),
     }
   },
   'mean and sum over several axes': () => ({

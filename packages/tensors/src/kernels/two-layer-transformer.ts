@@ -77,8 +77,7 @@ export function transformerLoss(parameters: TransformerParameters, size: Transfo
   let x = tf.gather(p('embedding'), tokens) // [batch, time, width]
   for (const layer of [0, 1]) {
     const normed = tf.reshape(rmsNorm(x, p(`layer${layer}.attentionNorm`)), [batch * time, width])
-    const splitHeads = (weights: tf.Tensor): tf.Tensor =>
-      tf.transpose(tf.reshape(tf.matMul(normed, weights), [batch, time, heads, headWidth]), [0, 2, 1, 3]) // [batch, heads, time, headWidth]
+    const splitHeads = (weights: tf.Tensor): tf.Tensor => tf.transpose(tf.reshape(tf.matMul(normed, weights), [batch, time, heads, headWidth]), [0, 2, 1, 3]) // [batch, heads, time, headWidth]
     const query = splitHeads(p(`layer${layer}.query`))
     const key = splitHeads(p(`layer${layer}.key`))
     const value = splitHeads(p(`layer${layer}.value`))

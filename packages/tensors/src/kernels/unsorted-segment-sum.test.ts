@@ -12,7 +12,15 @@ describe(`UnsortedSegmentSum on ${backendUnderTest()} equals the CPU backend`, (
   const cases: { name: string; shape: number[]; ids: number[][] | number[]; segments: number }[] = [
     { name: 'rows into segments, one left empty', shape: [6, 3], ids: [0, 2, 0, 1, 2, 2], segments: 4 },
     { name: 'scalars', shape: [5], ids: [1, 1, 0, 1, 0], segments: 2 },
-    { name: 'a rank-2 prefix of ids', shape: [2, 3, 4], ids: [[0, 1, 0], [2, 2, 1]], segments: 3 },
+    {
+      name: 'a rank-2 prefix of ids',
+      shape: [2, 3, 4],
+      ids: [
+        [0, 1, 0],
+        [2, 2, 1],
+      ],
+      segments: 3,
+    },
     { name: 'negative ids are dropped', shape: [4, 2], ids: [0, -1, 1, -3], segments: 2 },
     { name: '1 × 1', shape: [1, 1], ids: [0], segments: 1 },
   ]
@@ -36,7 +44,14 @@ describe(`UnsortedSegmentSum on ${backendUnderTest()} equals the CPU backend`, (
 
   it('is the gradient of an embedding lookup (tf.gather), repeated ids included', async () => {
     const results = await compareWithCpu(() => {
-      const tokens = tf.tensor2d([[3, 1, 3], [0, 3, 2]], [2, 3], 'int32')
+      const tokens = tf.tensor2d(
+        [
+          [3, 1, 3],
+          [0, 3, 2],
+        ],
+        [2, 3],
+        'int32',
+      )
       const [embeddingGradient] = tf.grads((embedding: tf.Tensor) => tf.gather(embedding, tokens))([values([5, 4], 1)], values([2, 3, 4], 2))
       return { embeddingGradient: embeddingGradient! }
     })

@@ -26,15 +26,35 @@ describe('the WebAssembly writer', () => {
           parameters: [valueType.i32, valueType.i32],
           locals: [valueType.i32, valueType.f32],
           body: [
-            op.f32Const0, op.localSet(total + 1),
-            op.i32Const(0), op.localSet(total),
-            op.block(op.loop(
-              op.localGet(total), op.localGet(count), op.i32GreaterOrEqualUnsigned, op.branchIf(1),
-              op.localGet(total + 1), op.localGet(address), op.localGet(total), op.i32Const(2), op.i32Shl, op.i32Add, op.f32Load(), op.f32Add, op.localSet(total + 1),
-              op.localGet(total), op.i32Const(1), op.i32Add, op.localSet(total),
-              op.branch(0),
-            )),
-            op.localGet(address), op.localGet(total + 1), op.f32Store(),
+            op.f32Const0,
+            op.localSet(total + 1),
+            op.i32Const(0),
+            op.localSet(total),
+            op.block(
+              op.loop(
+                op.localGet(total),
+                op.localGet(count),
+                op.i32GreaterOrEqualUnsigned,
+                op.branchIf(1),
+                op.localGet(total + 1),
+                op.localGet(address),
+                op.localGet(total),
+                op.i32Const(2),
+                op.i32Shl,
+                op.i32Add,
+                op.f32Load(),
+                op.f32Add,
+                op.localSet(total + 1),
+                op.localGet(total),
+                op.i32Const(1),
+                op.i32Add,
+                op.localSet(total),
+                op.branch(0),
+              ),
+            ),
+            op.localGet(address),
+            op.localGet(total + 1),
+            op.f32Store(),
           ],
         },
       ],
@@ -43,7 +63,7 @@ describe('the WebAssembly writer', () => {
     const memory = new webAssembly.Memory({ initial: 1 })
     const instance = new webAssembly.Instance(new webAssembly.Module(bytes), { env: { memory } })
     new Float32Array(memory.buffer as ArrayBuffer).set([1.5, 2, 3.25, 4], 4)
-    ;(instance.exports['sum'] as (address: number, count: number) => void)(16, 4)
+    ;(instance.exports.sum as (address: number, count: number) => void)(16, 4)
     expect(new Float32Array(memory.buffer as ArrayBuffer)[4]).toBe(10.75)
   })
 

@@ -116,12 +116,28 @@ function gemmDriver(tiles: { rows: number; columns: { width: number; functionInd
   const row = 11
   const column = 12
   const callTile = (functionIndex: number): Code => [
-    get(p.a), get(row), get(p.aRowStride), op.i32Mul, op.i32Add,
+    get(p.a),
+    get(row),
+    get(p.aRowStride),
+    op.i32Mul,
+    op.i32Add,
     get(p.aRowStride),
     get(p.aDepthStride),
-    get(p.b), get(column), op.i32Const(2), op.i32Shl, op.i32Add,
+    get(p.b),
+    get(column),
+    op.i32Const(2),
+    op.i32Shl,
+    op.i32Add,
     get(p.bRowStride),
-    get(p.c), get(row), get(p.cRowStride), op.i32Mul, op.i32Add, get(column), op.i32Const(2), op.i32Shl, op.i32Add,
+    get(p.c),
+    get(row),
+    get(p.cRowStride),
+    op.i32Mul,
+    op.i32Add,
+    get(column),
+    op.i32Const(2),
+    op.i32Shl,
+    op.i32Add,
     get(p.cRowStride),
     get(p.depth),
     get(p.accumulate),
@@ -160,8 +176,26 @@ function transposeFunction(): FunctionDefinition {
   const columnsPlus = (count: number): Code => [get(column), op.i32Const(count), op.i32Add, get(p.columns), op.i32GreaterThanUnsigned]
   // from = source + (row · columns + column) · 4; to = target + (column · rows + row) · 4
   const addresses: Code = [
-    get(p.source), get(row), get(sourceStride), op.i32Mul, op.i32Add, get(column), op.i32Const(2), op.i32Shl, op.i32Add, set(from),
-    get(p.target), get(column), get(targetStride), op.i32Mul, op.i32Add, get(row), op.i32Const(2), op.i32Shl, op.i32Add, set(to),
+    get(p.source),
+    get(row),
+    get(sourceStride),
+    op.i32Mul,
+    op.i32Add,
+    get(column),
+    op.i32Const(2),
+    op.i32Shl,
+    op.i32Add,
+    set(from),
+    get(p.target),
+    get(column),
+    get(targetStride),
+    op.i32Mul,
+    op.i32Add,
+    get(row),
+    op.i32Const(2),
+    op.i32Shl,
+    op.i32Add,
+    set(to),
   ]
   const block4x4: Code[] = [addresses]
   for (let index = 0; index < 4; index++) {
@@ -192,18 +226,19 @@ function transposeFunction(): FunctionDefinition {
     return copies
   }
   const body: Code = [
-    op.i32Const(0), set(row),
+    op.i32Const(0),
+    set(row),
     whileLoop(rowsPlus(4), [
-      op.i32Const(0), set(column),
+      op.i32Const(0),
+      set(column),
       whileLoop(columnsPlus(4), block4x4),
       whileLoop(columnsPlus(1), scalarColumn(4)),
-      get(row), op.i32Const(4), op.i32Add, set(row),
+      get(row),
+      op.i32Const(4),
+      op.i32Add,
+      set(row),
     ]),
-    whileLoop(rowsPlus(1), [
-      op.i32Const(0), set(column),
-      whileLoop(columnsPlus(1), scalarColumn(1)),
-      get(row), op.i32Const(1), op.i32Add, set(row),
-    ]),
+    whileLoop(rowsPlus(1), [op.i32Const(0), set(column), whileLoop(columnsPlus(1), scalarColumn(1)), get(row), op.i32Const(1), op.i32Add, set(row)]),
   ]
   return { exportName: 'transpose', parameters: [i32, i32, i32, i32, i32, i32], locals, body }
 }

@@ -7,21 +7,21 @@ import { activateBackend } from '../backend/init-tensors.js'
 import { wantedWasmThreads } from './wasm-threads.js'
 
 describe('the multithreaded wasm build under Node', () => {
-  const saved = process.env['LUDIC_WASM_THREADS']
+  const saved = process.env.LUDIC_WASM_THREADS
   afterEach(() => {
-    if (saved === undefined) delete process.env['LUDIC_WASM_THREADS']
-    else process.env['LUDIC_WASM_THREADS'] = saved
+    if (saved === undefined) delete process.env.LUDIC_WASM_THREADS
+    else process.env.LUDIC_WASM_THREADS = saved
   })
 
   it('reads LUDIC_WASM_THREADS (max: the available parallelism, at most 8), else 1', () => {
-    delete process.env['LUDIC_WASM_THREADS']
+    delete process.env.LUDIC_WASM_THREADS
     expect(wantedWasmThreads()).toBe(1)
-    process.env['LUDIC_WASM_THREADS'] = '3'
+    process.env.LUDIC_WASM_THREADS = '3'
     expect(wantedWasmThreads()).toBe(3)
-    process.env['LUDIC_WASM_THREADS'] = 'max'
+    process.env.LUDIC_WASM_THREADS = 'max'
     expect(wantedWasmThreads()).toBe(Math.min(availableParallelism(), 8))
     for (const wrong of ['0', '9', '1.5', 'two']) {
-      process.env['LUDIC_WASM_THREADS'] = wrong
+      process.env.LUDIC_WASM_THREADS = wrong
       expect(() => wantedWasmThreads()).toThrow(InvalidArgumentError)
     }
   })

@@ -41,7 +41,7 @@ const maximumThreads = 8
  * cores large matmuls run 1.7–2× faster, but a d=128 model's decode step runs 2× slower (package README, section Threads).
  */
 export function wantedWasmThreads(requested: number | 'max' = 1): number {
-  const value = process.env['LUDIC_WASM_THREADS']
+  const value = process.env.LUDIC_WASM_THREADS
   const wanted = value === undefined || value === '' ? requested : value
   if (wanted === 'max') return Math.min(availableParallelism(), maximumThreads)
   const threads = Number(wanted)
@@ -85,7 +85,7 @@ export async function registerThreadedWasmBackend(threads: number): Promise<bool
   if (!Number.isInteger(threads) || threads < 2) {
     throw new BackendError({ backend: 'wasm', message: `the multithreaded build needs 2 threads or more (asked for ${threads})` })
   }
-  if (registeredThreads !== undefined || tf.engine().registry['wasm'] !== undefined) return false
+  if (registeredThreads !== undefined || tf.engine().registry.wasm !== undefined) return false
   // Without shared memory the threaded build cannot start: keep the stock (single-threaded) factory.
   if (typeof SharedArrayBuffer === 'undefined') return false
   const wasmPackage = await import('@tensorflow/tfjs-backend-wasm')
@@ -106,10 +106,8 @@ export async function registerThreadedWasmBackend(threads: number): Promise<bool
         mainScriptUrlOrBlob: mainScript,
         instantiateWasm: (imports, receiveInstance) => {
           // The thread pool holds min(asked, 8, logical cores / 2) threads: answer for `threads`.
-          imports.env['emscripten_num_logical_cores'] = () => 2 * threads
-          webAssembly
-            .instantiate(readFileSync(binaryPath), imports)
-            .then(({ instance, module }) => receiveInstance(instance, module), failInstantiation)
+          imports.env.emscripten_num_logical_cores = () => 2 * threads
+          webAssembly.instantiate(readFileSync(binaryPath), imports).then(({ instance, module }) => receiveInstance(instance, module), failInstantiation)
           return {}
         },
       }),

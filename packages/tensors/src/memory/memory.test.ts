@@ -25,7 +25,7 @@ describe('withTensorScope', () => {
     expect(tf.memory().numTensors).toBe(before)
   })
 
-  it('frees on error too, and concurrent scopes never free each other\'s tensors', async () => {
+  it("frees on error too, and concurrent scopes never free each other's tensors", async () => {
     const before = tf.memory().numTensors
     await expect(
       withTensorScope(async (scope) => {
@@ -68,9 +68,12 @@ describe('expectNoLeaks', () => {
       x.dispose()
     })
     const leaked: tf.Tensor[] = []
-    const error = await expectNoLeaks(() => {
-      leaked.push(tf.ones([2]))
-    }, { label: 'leaky step' }).catch((caught: unknown) => caught)
+    const error = await expectNoLeaks(
+      () => {
+        leaked.push(tf.ones([2]))
+      },
+      { label: 'leaky step' },
+    ).catch((caught: unknown) => caught)
     expect(error).toBeInstanceOf(TensorLeakError)
     expect((error as TensorLeakError).after - (error as TensorLeakError).before).toBe(1)
     expect((error as Error).message).toMatch(/^leaky step leaked 1 tensor\(s\)/)

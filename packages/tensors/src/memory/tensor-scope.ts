@@ -69,7 +69,7 @@ export function createTensorScope(): TensorScope {
  * })
  * ```
  */
-export async function withTensorScope<T extends tf.TensorContainer | void>(fn: (scope: TensorScope) => Promise<T> | T): Promise<T> {
+export async function withTensorScope<T extends tf.TensorContainer | undefined>(fn: (scope: TensorScope) => Promise<T> | T): Promise<T> {
   const scope = createTensorScope()
   try {
     const result = await fn(scope)

@@ -42,7 +42,11 @@ export function maskedMean(values: tf.Tensor, mask: tf.Tensor, axis?: number): t
 export function maskedVariance(values: tf.Tensor, mask: tf.Tensor, unbiased = true): tf.Tensor {
   const count = validCount(mask, 'maskedVariance')
   if (unbiased && count < 2) {
-    throw new InvalidArgumentError({ argument: 'mask', value: count, message: "passed to 'maskedVariance' must select at least 2 elements for the unbiased variance" })
+    throw new InvalidArgumentError({
+      argument: 'mask',
+      value: count,
+      message: "passed to 'maskedVariance' must select at least 2 elements for the unbiased variance",
+    })
   }
   return tf.tidy(() => varianceOfValid(values, mask, count, unbiased))
 }
@@ -62,7 +66,11 @@ function varianceOfValid(values: tf.Tensor, mask: tf.Tensor, count: number, unbi
 export function maskedWhiten(values: tf.Tensor, mask: tf.Tensor, options: { shiftMean?: boolean } = {}): tf.Tensor {
   const count = validCount(mask, 'maskedWhiten')
   if (count < 2) {
-    throw new InvalidArgumentError({ argument: 'mask', value: count, message: "passed to 'maskedWhiten' must select at least 2 elements (the variance is unbiased)" })
+    throw new InvalidArgumentError({
+      argument: 'mask',
+      value: count,
+      message: "passed to 'maskedWhiten' must select at least 2 elements (the variance is unbiased)",
+    })
   }
   return tf.tidy(() => {
     const mean = maskedMean(values, mask)

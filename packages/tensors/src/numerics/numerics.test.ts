@@ -30,7 +30,10 @@ function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, rel
 function randomTensor(shape: number[], seed: number, scale = 3): tf.Tensor {
   const random = createRandom(seed)
   const size = shape.reduce((a, b) => a * b, 1)
-  return tf.tensor(Float32Array.from({ length: size }, () => random.nextNormal() * scale), shape)
+  return tf.tensor(
+    Float32Array.from({ length: size }, () => random.nextNormal() * scale),
+    shape,
+  )
 }
 
 beforeAll(async () => {
@@ -144,11 +147,16 @@ describe('entropyFromLogits', () => {
     expect(entropy.dataSync()[0]).toBeCloseTo(Math.log(4), 5)
     // Gradient with a masked token: finite, and 0 at the masked token.
     const masked = tf.tensor2d([[1, 2, -Infinity]])
-    const maskedGradient = tf.grad((input: tf.Tensor) => tf.sum(entropyFromLogits(input)))(masked).dataSync()
+    const maskedGradient = tf
+      .grad((input: tf.Tensor) => tf.sum(entropyFromLogits(input)))(masked)
+      .dataSync()
     expect(maskedGradient[2]).toBe(0)
     expect(Number.isFinite(maskedGradient[0]!) && maskedGradient[0]! !== 0).toBe(true)
     tf.dispose(masked)
-    const broken = tf.tensor2d([[0, Number.NaN], [0, Infinity]])
+    const broken = tf.tensor2d([
+      [0, Number.NaN],
+      [0, Infinity],
+    ])
     const brokenEntropy = entropyFromLogits(broken).dataSync()
     expect(Number.isNaN(brokenEntropy[0])).toBe(true)
     expect(Number.isNaN(brokenEntropy[1])).toBe(true)
@@ -186,8 +194,14 @@ describe('masked reductions', () => {
   let values: tf.Tensor
   let mask: tf.Tensor
   beforeAll(() => {
-    values = tf.tensor2d([[1, 2, 3, Number.NaN], [4, 5, Infinity, 7]])
-    mask = tf.tensor2d([[1, 1, 1, 0], [1, 1, 0, 0]])
+    values = tf.tensor2d([
+      [1, 2, 3, Number.NaN],
+      [4, 5, Infinity, 7],
+    ])
+    mask = tf.tensor2d([
+      [1, 1, 1, 0],
+      [1, 1, 0, 0],
+    ])
   })
 
   it('sum and mean ignore masked values, even NaN and Infinity', () => {
@@ -211,9 +225,15 @@ describe('masked reductions', () => {
   })
 
   it('whitening needs two valid elements; masks must be 0/1 and match the shape', () => {
-    const single = tf.tensor2d([[1, 0, 0, 0], [0, 0, 0, 0]])
+    const single = tf.tensor2d([
+      [1, 0, 0, 0],
+      [0, 0, 0, 0],
+    ])
     expect(() => maskedWhiten(values, single)).toThrow(/at least 2/)
-    const fractional = tf.tensor2d([[0.5, 1, 1, 1], [1, 1, 1, 1]])
+    const fractional = tf.tensor2d([
+      [0.5, 1, 1, 1],
+      [1, 1, 1, 1],
+    ])
     expect(() => maskedWhiten(values, fractional)).toThrow(/only 0 and 1/)
     const wrong = tf.tensor2d([[1, 1]])
     expect(() => maskedMean(values, wrong)).toThrow(ShapeError)

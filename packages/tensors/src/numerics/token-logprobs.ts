@@ -19,7 +19,12 @@ export function tokenLogprobs(logits: tf.Tensor, tokenIds: tf.Tensor): tf.Tensor
   }
   const batchShape = logits.shape.slice(0, -1)
   if (logits.rank < 1 || tokenIds.rank !== batchShape.length || tokenIds.shape.some((size, index) => size !== batchShape[index])) {
-    throw new ShapeError({ argument: 'tokenIds', expected: batchShape, actual: tokenIds.shape, message: 'tokenIds must have the shape of logits without the vocabulary axis' })
+    throw new ShapeError({
+      argument: 'tokenIds',
+      expected: batchShape,
+      actual: tokenIds.shape,
+      message: 'tokenIds must have the shape of logits without the vocabulary axis',
+    })
   }
   const vocabulary = logits.shape[logits.rank - 1]!
   assertIdsInRange(tokenIds, vocabulary)

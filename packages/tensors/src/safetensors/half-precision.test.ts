@@ -43,8 +43,8 @@ describe('float16', () => {
             ? sign * Infinity
             : Number.NaN
           : exponent === 0
-          ? sign * mantissa * 2 ** -24
-          : sign * (1 + mantissa / 1024) * 2 ** (exponent - 15)
+            ? sign * mantissa * 2 ** -24
+            : sign * (1 + mantissa / 1024) * 2 ** (exponent - 15)
       expect(Object.is(float16BitsToFloat32(half), expected), `pattern 0x${half.toString(16)}`).toBe(true)
     }
   })

@@ -88,9 +88,7 @@ describe('openSafetensors', () => {
       const error = await file.read('b').catch((caught: unknown) => caught)
       expect(ParseError.isInstance(error)).toBe(true)
       expect((error as ParseError).path).toEqual(['data', 'b'])
-      expect((error as ParseError).message).toMatch(
-        new RegExp(`file ended at byte ${bytes.length - 2}.*changed after it was opened`),
-      )
+      expect((error as ParseError).message).toMatch(new RegExp(`file ended at byte ${bytes.length - 2}.*changed after it was opened`))
     } finally {
       await file.close()
     }

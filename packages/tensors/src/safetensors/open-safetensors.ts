@@ -5,15 +5,7 @@ import { allocateOrFail, checkReadableDtype } from './parse-safetensors.js'
 import { dtypeBytes } from './safetensors-dtype.js'
 import { parseSafetensorsHeader, readHeaderByteLength, type SafetensorsHeader } from './safetensors-header.js'
 import type { SafetensorsReader, SafetensorsTensor, SafetensorsTensorInfo } from './safetensors-tensor.js'
-import {
-  bytesOf,
-  conversionChunkElements,
-  decodeTensorBytes,
-  hostIsLittleEndian,
-  isStoredAsIs,
-  makeTensor,
-  swapByteOrder,
-} from './tensor-bytes.js'
+import { bytesOf, conversionChunkElements, decodeTensorBytes, hostIsLittleEndian, isStoredAsIs, makeTensor, swapByteOrder } from './tensor-bytes.js'
 
 /** One safetensors file opened for lazy reading (see `openSafetensors`). */
 export interface SafetensorsFile extends SafetensorsReader {
@@ -117,13 +109,7 @@ class OpenedSafetensorsFile implements SafetensorsFile {
 }
 
 /** Fills `target` from `position`; a file that ends early (it changed since it was opened) is a `ParseError`. */
-async function readFully(
-  handle: FileHandle,
-  target: Uint8Array,
-  position: number,
-  source: string,
-  path: string[],
-): Promise<void> {
+async function readFully(handle: FileHandle, target: Uint8Array, position: number, source: string, path: string[]): Promise<void> {
   let done = 0
   while (done < target.length) {
     const { bytesRead } = await handle.read(target, done, Math.min(target.length - done, maxReadBytes), position + done)

@@ -50,9 +50,7 @@ export function checkReadableDtype(name: string, info: SafetensorsTensorInfo, so
   throw new ParseError({
     source,
     path: ['header', name, 'dtype'],
-    message: `tensor ${JSON.stringify(name)} has dtype ${
-      info.dtype
-    }, which Ludic does not read; supported dtypes: ${supportedDtypes.join(', ')}`,
+    message: `tensor ${JSON.stringify(name)} has dtype ${info.dtype}, which Ludic does not read; supported dtypes: ${supportedDtypes.join(', ')}`,
   })
 }
 

@@ -17,9 +17,7 @@ describe('readShardedSafetensors', () => {
   }
   const shard = (tensors: Record<string, number[]>) =>
     serializeSafetensors(
-      Object.fromEntries(
-        Object.entries(tensors).map(([name, values]) => [name, { shape: [values.length], data: Float32Array.from(values) }]),
-      ),
+      Object.fromEntries(Object.entries(tensors).map(([name, values]) => [name, { shape: [values.length], data: Float32Array.from(values) }])),
       { metadata: { format: 'pt' } },
     )
 
@@ -73,9 +71,7 @@ describe('readShardedSafetensors', () => {
   it('refuses a directory with neither an index nor model.safetensors', async () => {
     const directory = await folder({ 'other.safetensors': shard({ a: [1] }) })
     await expect(readShardedSafetensors(directory)).rejects.toThrow(InvalidArgumentError)
-    await expect(readShardedSafetensors(directory)).rejects.toThrow(
-      /holds neither model\.safetensors\.index\.json nor model\.safetensors/,
-    )
+    await expect(readShardedSafetensors(directory)).rejects.toThrow(/holds neither model\.safetensors\.index\.json nor model\.safetensors/)
   })
 
   it.each<[string, Record<string, string | Uint8Array>, (string | number)[], RegExp]>([

@@ -34,10 +34,7 @@ export interface ShardedSafetensors extends SafetensorsReader {
  * The index's `weight_map` decides which tensors exist: a name it lists that its shard lacks is a
  * `ParseError`; tensors a shard holds beyond the map are not exposed. Call `close()` when done.
  */
-export async function readShardedSafetensors(
-  directory: string,
-  options: ReadShardedSafetensorsOptions = {},
-): Promise<ShardedSafetensors> {
+export async function readShardedSafetensors(directory: string, options: ReadShardedSafetensorsOptions = {}): Promise<ShardedSafetensors> {
   const folder = parseArgument(z.string().min(1), directory, 'directory')
   const { prefix } = parseArgument(readShardedSafetensorsOptionsSchema, options, 'options')
   const indexPath = join(folder, `${prefix}.safetensors.index.json`)
@@ -53,13 +50,7 @@ export async function readShardedSafetensors(
     }
     const file = await openSafetensors(singlePath)
     const fileName = `${prefix}.safetensors`
-    return new ShardedReader(
-      folder,
-      [fileName],
-      new Map([[fileName, file]]),
-      new Map(file.names.map((name) => [name, fileName])),
-      {},
-    )
+    return new ShardedReader(folder, [fileName], new Map([[fileName, file]]), new Map(file.names.map((name) => [name, fileName])), {})
   }
 
   const index = parseShardIndex(await readFile(indexPath, 'utf8'), indexPath)
@@ -142,8 +133,7 @@ class ShardedReader implements ShardedSafetensors {
 
   async read(name: string): Promise<SafetensorsTensor> {
     const shard = this.shards.get(this.fileOf(name))!
-    if (this.closed)
-      throw new LudicError(`Cannot read tensor ${JSON.stringify(name)}: the checkpoint in ${this.directory} was closed`)
+    if (this.closed) throw new LudicError(`Cannot read tensor ${JSON.stringify(name)}: the checkpoint in ${this.directory} was closed`)
     return shard.read(name)
   }
 

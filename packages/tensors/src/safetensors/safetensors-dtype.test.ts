@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-  dtypeAlignmentRank,
-  dtypeBits,
-  dtypeBytes,
-  isSafetensorsDtype,
-  isSupportedDtype,
-  supportedDtypes,
-} from './safetensors-dtype.js'
+import { dtypeAlignmentRank, dtypeBits, dtypeBytes, isSafetensorsDtype, isSupportedDtype, supportedDtypes } from './safetensors-dtype.js'
 
 describe('safetensors dtypes', () => {
   it('ranks the supported dtypes as the reference writer orders them: I64, F32, I32, BF16, F16', () => {

@@ -51,10 +51,7 @@ function expectStored(name: string, tensor: SafetensorsTensor, expected: Expecte
   expect(tensor.shape, name).toEqual(expected.shape)
   if (tensor.dtype === 'I32') expect([...tensor.data], name).toEqual(expected.values)
   else if (tensor.dtype === 'I64') expect(Array.from(tensor.data, String), name).toEqual(expected.values)
-  else
-    expect(Array.from(new Uint32Array(tensor.data.buffer, tensor.data.byteOffset, tensor.data.length)), name).toEqual(
-      expected.storedBits,
-    )
+  else expect(Array.from(new Uint32Array(tensor.data.buffer, tensor.data.byteOffset, tensor.data.length)), name).toEqual(expected.storedBits)
 }
 
 describe('safetensors fixtures written by Python', () => {

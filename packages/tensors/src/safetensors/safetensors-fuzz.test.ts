@@ -26,8 +26,7 @@ function randomValidFile(random: Random): Uint8Array {
     const dtype = random.choice(supportedDtypes)
     const name = random.choice(['w', 'b', 'model.layers.0.weight', 'é', '\u{1F600}', '__proto__', 'x"y', `t${index}`])
     if (dtype === 'I32') tensors[name] = { dtype, shape, data: Int32Array.from({ length }, () => random.nextUint32() | 0) }
-    else if (dtype === 'I64')
-      tensors[name] = { dtype, shape, data: BigInt64Array.from({ length }, () => BigInt(random.nextUint32()) << 20n) }
+    else if (dtype === 'I64') tensors[name] = { dtype, shape, data: BigInt64Array.from({ length }, () => BigInt(random.nextUint32()) << 20n) }
     else tensors[name] = { dtype, shape, data: Float32Array.from({ length }, () => random.nextNormal()) }
   }
   const metadata = random.nextInt(2) === 0 ? undefined : { format: random.choice(['pt', 'np', '']) }
@@ -97,17 +96,13 @@ function editHeader(bytes: Uint8Array, random: Random): Uint8Array {
     case 4: {
       // A name or field twice: JSON.stringify cannot write that, so splice the text.
       const full = JSON.stringify(header)
-      text =
-        full.length > 2 && names.length > 0
-          ? `{${JSON.stringify(names[0])}:${JSON.stringify(header[names[0]!])},${full.slice(1)}`
-          : full
+      text = full.length > 2 && names.length > 0 ? `{${JSON.stringify(names[0])}:${JSON.stringify(header[names[0]!])},${full.slice(1)}` : full
       break
     }
     default: {
       const entry = header[name]
-      const offsets = entry?.['data_offsets']
-      if (Array.isArray(offsets))
-        entry!['data_offsets'] = [Number(offsets[0]) + random.nextInt(9) - 4, Number(offsets[1]) + random.nextInt(9) - 4]
+      const offsets = entry?.data_offsets
+      if (Array.isArray(offsets)) entry!.data_offsets = [Number(offsets[0]) + random.nextInt(9) - 4, Number(offsets[1]) + random.nextInt(9) - 4]
       text = JSON.stringify(header)
     }
   }
@@ -150,18 +145,7 @@ function mutate(original: Uint8Array, random: Random): Uint8Array {
       case 3: {
         if (bytes.length < 8) break
         const current = new DataView(bytes.buffer).getBigUint64(0, true)
-        const choices = [
-          0n,
-          1n,
-          current - 1n,
-          current + 1n,
-          current + 8n,
-          BigInt(bytes.length),
-          2n ** 32n,
-          2n ** 53n,
-          2n ** 63n,
-          2n ** 64n - 1n,
-        ]
+        const choices = [0n, 1n, current - 1n, current + 1n, current + 8n, BigInt(bytes.length), 2n ** 32n, 2n ** 53n, 2n ** 63n, 2n ** 64n - 1n]
         new DataView(bytes.buffer).setBigUint64(0, BigInt.asUintN(64, random.choice(choices)), true)
         break
       }
@@ -187,14 +171,11 @@ function mutate(original: Uint8Array, random: Random): Uint8Array {
 function checkConsistent(contents: SafetensorsContents): void {
   for (const [name, tensor] of contents.tensors) {
     const elements = tensor.shape.reduce((product, size) => product * size, 1)
-    if (tensor.data.length !== elements)
-      throw new Error(`tensor ${name}: ${tensor.data.length} elements for shape [${tensor.shape}]`)
+    if (tensor.data.length !== elements) throw new Error(`tensor ${name}: ${tensor.data.length} elements for shape [${tensor.shape}]`)
     const expected = tensor.dtype === 'I32' ? Int32Array : tensor.dtype === 'I64' ? BigInt64Array : Float32Array
-    if (!(tensor.data instanceof expected))
-      throw new Error(`tensor ${name}: ${tensor.dtype} read into ${tensor.data.constructor.name}`)
+    if (!(tensor.data instanceof expected)) throw new Error(`tensor ${name}: ${tensor.dtype} read into ${tensor.data.constructor.name}`)
   }
-  for (const value of Object.values(contents.metadata))
-    if (typeof value !== 'string') throw new Error('metadata value not a string')
+  for (const value of Object.values(contents.metadata)) if (typeof value !== 'string') throw new Error('metadata value not a string')
 }
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes.subarray(0, 256)).toString('hex')

@@ -8,8 +8,7 @@ import { readSafetensorsFile } from './read-safetensors-file.js'
 
 /** A safetensors file from a header (bytes, JSON text or a value to stringify) and `data` bytes (or a count of zeros). */
 function raw(header: unknown, data: number | Uint8Array = 0, headerLength?: bigint): Uint8Array {
-  const json =
-    header instanceof Uint8Array ? header : new TextEncoder().encode(typeof header === 'string' ? header : JSON.stringify(header))
+  const json = header instanceof Uint8Array ? header : new TextEncoder().encode(typeof header === 'string' ? header : JSON.stringify(header))
   const body = typeof data === 'number' ? new Uint8Array(data) : data
   const bytes = new Uint8Array(8 + json.length + body.length)
   new DataView(bytes.buffer).setBigUint64(0, headerLength ?? BigInt(json.length), true)
@@ -315,9 +314,7 @@ describe('safetensors header validation', () => {
   })
 
   it('keeps a "__proto__" name or metadata key as data', () => {
-    const contents = parseSafetensors(
-      raw('{"__metadata__":{"__proto__":"x"},"__proto__":{"dtype":"I32","shape":[],"data_offsets":[0,4]}}', 4),
-    )
+    const contents = parseSafetensors(raw('{"__metadata__":{"__proto__":"x"},"__proto__":{"dtype":"I32","shape":[],"data_offsets":[0,4]}}', 4))
     expect(Object.getPrototypeOf(contents.metadata)).toBe(Object.prototype)
     expect(Object.keys(contents.metadata)).toEqual(['__proto__'])
     expect(contents.tensors.get('__proto__')!.shape).toEqual([])

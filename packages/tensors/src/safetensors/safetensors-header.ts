@@ -61,10 +61,7 @@ export function readHeaderByteLength(prefix: Uint8Array, totalByteLength: number
  * Parses and validates the header JSON. `dataByteLength` is the size of the data section (the input's
  * length minus 8 minus the header length): the tensors must cover it exactly.
  */
-export function parseSafetensorsHeader(
-  headerBytes: Uint8Array,
-  options: { source: string; dataByteLength: number },
-): SafetensorsHeader {
+export function parseSafetensorsHeader(headerBytes: Uint8Array, options: { source: string; dataByteLength: number }): SafetensorsHeader {
   const { source, dataByteLength } = options
   const fail = (path: (string | number)[], message: string, cause?: unknown): never => {
     throw new ParseError({ source, path: ['header', ...path], message, cause })
@@ -87,8 +84,7 @@ export function parseSafetensorsHeader(
   }
   const duplicate = findDuplicateJsonKey(text)
   if (duplicate !== undefined) {
-    const what =
-      duplicate.length === 1 ? `tensor name ${JSON.stringify(duplicate[0])}` : `field ${JSON.stringify(duplicate.at(-1))}`
+    const what = duplicate.length === 1 ? `tensor name ${JSON.stringify(duplicate[0])}` : `field ${JSON.stringify(duplicate.at(-1))}`
     return fail(duplicate, `${what} appears more than once in the header`)
   }
 
@@ -121,34 +117,25 @@ function parseMetadata(value: unknown, fail: Fail): Record<string, string> {
 
 function parseEntry(name: string, entry: unknown, fail: Fail): SafetensorsTensorInfo {
   if (!isPlainObject(entry)) {
-    return fail(
-      [name],
-      `the entry of tensor ${JSON.stringify(name)} must be an object { dtype, shape, data_offsets }, got ${jsonKind(entry)}`,
-    )
+    return fail([name], `the entry of tensor ${JSON.stringify(name)} must be an object { dtype, shape, data_offsets }, got ${jsonKind(entry)}`)
   }
   for (const field of ['dtype', 'shape', 'data_offsets'] as const) {
     if (!Object.hasOwn(entry, field)) return fail([name, field], `tensor ${JSON.stringify(name)} has no "${field}" field`)
   }
 
-  const dtype = entry['dtype']
+  const dtype = entry.dtype
   if (typeof dtype !== 'string') return fail([name, 'dtype'], `dtype must be a string, got ${jsonKind(dtype)}`)
   if (!isSafetensorsDtype(dtype)) {
-    return fail(
-      [name, 'dtype'],
-      `unknown dtype ${describeValue(dtype)} for tensor ${JSON.stringify(name)}; Ludic reads ${supportedDtypes.join(', ')}`,
-    )
+    return fail([name, 'dtype'], `unknown dtype ${describeValue(dtype)} for tensor ${JSON.stringify(name)}; Ludic reads ${supportedDtypes.join(', ')}`)
   }
 
-  const shape = entry['shape']
+  const shape = entry.shape
   if (!Array.isArray(shape)) return fail([name, 'shape'], `shape must be an array of sizes, got ${jsonKind(shape)}`)
   let elementCount = 1
   for (let axis = 0; axis < shape.length; axis++) {
     const size: unknown = shape[axis]
     if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) {
-      return fail(
-        [name, 'shape', axis],
-        `shape sizes must be non-negative integers, got ${describeValue(size)} in ${describeValue(shape)}`,
-      )
+      return fail([name, 'shape', axis], `shape sizes must be non-negative integers, got ${describeValue(size)} in ${describeValue(shape)}`)
     }
     if (!Number.isSafeInteger(size) || elementCount * size > Number.MAX_SAFE_INTEGER) {
       return fail([name, 'shape'], `shape ${describeValue(shape)} has too many elements (more than 2^53)`)
@@ -158,13 +145,10 @@ function parseEntry(name: string, entry: unknown, fail: Fail): SafetensorsTensor
   const bits = elementCount * dtypeBits(dtype)
   if (!Number.isSafeInteger(bits)) return fail([name, 'shape'], `shape ${describeValue(shape)} of dtype ${dtype} is too large`)
   if (bits % 8 !== 0) {
-    return fail(
-      [name, 'shape'],
-      `shape ${describeValue(shape)} of ${dtype} (${dtypeBits(dtype)}-bit elements) does not end on a byte boundary`,
-    )
+    return fail([name, 'shape'], `shape ${describeValue(shape)} of ${dtype} (${dtypeBits(dtype)}-bit elements) does not end on a byte boundary`)
   }
 
-  const offsets = entry['data_offsets']
+  const offsets = entry.data_offsets
   if (!Array.isArray(offsets) || offsets.length !== 2) {
     return fail([name, 'data_offsets'], `data_offsets must be an array [begin, end], got ${describeValue(offsets)}`)
   }
@@ -198,23 +182,15 @@ function checkCoverage(entries: [string, SafetensorsTensorInfo][], dataByteLengt
     const [begin, end] = info.dataOffsets
     const after = previous === undefined ? 'at the start of the data section' : `after tensor ${JSON.stringify(previous)}`
     if (begin < covered) {
-      fail(
-        [name, 'data_offsets'],
-        `data_offsets [${begin}, ${end}] overlap tensor ${JSON.stringify(previous)}, which ends at byte ${covered}`,
-      )
+      fail([name, 'data_offsets'], `data_offsets [${begin}, ${end}] overlap tensor ${JSON.stringify(previous)}, which ends at byte ${covered}`)
     }
     if (begin > covered) {
-      fail(
-        [name, 'data_offsets'],
-        `data_offsets [${begin}, ${end}] leave a hole: bytes ${covered} to ${begin} ${after} belong to no tensor`,
-      )
+      fail([name, 'data_offsets'], `data_offsets [${begin}, ${end}] leave a hole: bytes ${covered} to ${begin} ${after} belong to no tensor`)
     }
     if (end > dataByteLength) {
       fail(
         [name, 'data_offsets'],
-        `the data is truncated: tensor ${JSON.stringify(
-          name,
-        )} ends at byte ${end} of the data section, which holds only ${dataByteLength} bytes`,
+        `the data is truncated: tensor ${JSON.stringify(name)} ends at byte ${end} of the data section, which holds only ${dataByteLength} bytes`,
       )
     }
     covered = end
@@ -222,10 +198,7 @@ function checkCoverage(entries: [string, SafetensorsTensorInfo][], dataByteLengt
   }
   if (covered < dataByteLength) {
     const path = previous === undefined ? [] : [previous, 'data_offsets']
-    const after =
-      previous === undefined
-        ? 'the header lists no tensor, but'
-        : `after the last tensor (${JSON.stringify(previous)}, ending at byte ${covered})`
+    const after = previous === undefined ? 'the header lists no tensor, but' : `after the last tensor (${JSON.stringify(previous)}, ending at byte ${covered})`
     fail(path, `${after} ${dataByteLength - covered} bytes of the data section belong to no tensor`)
   }
 }

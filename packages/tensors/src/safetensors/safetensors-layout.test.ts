@@ -20,16 +20,7 @@ describe('planSafetensorsLayout', () => {
       },
       undefined,
     )
-    expect(layout.entries.map((entry) => entry.name)).toEqual([
-      'positions',
-      'B',
-      'b',
-      '\uFF21',
-      '\u{1F600}',
-      'ids',
-      'brain',
-      'half',
-    ])
+    expect(layout.entries.map((entry) => entry.name)).toEqual(['positions', 'B', 'b', '\uFF21', '\u{1F600}', 'ids', 'brain', 'half'])
     expect(layout.entries.map((entry) => [entry.begin, entry.end])).toEqual([
       [0, 8],
       [8, 12],
@@ -80,8 +71,6 @@ describe('planSafetensorsLayout', () => {
   })
 
   it('refuses metadata that is not strings', () => {
-    expect(() => planSafetensorsLayout({}, { step: 3 } as unknown as Record<string, string>)).toThrow(
-      /'metadata\["step"\]'.*must be strings/,
-    )
+    expect(() => planSafetensorsLayout({}, { step: 3 } as unknown as Record<string, string>)).toThrow(/'metadata\["step"\]'.*must be strings/)
   })
 })

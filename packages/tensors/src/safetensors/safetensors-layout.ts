@@ -51,15 +51,9 @@ export const metadataSchema = z.custom<Record<string, string>>(
  * Validates tensors and metadata to write and lays them out. Bad input throws `InvalidArgumentError`
  * naming the tensor and field (`tensors["layer.weight"].shape`).
  */
-export function planSafetensorsLayout(
-  tensors: SafetensorsTensorsInput,
-  metadata: Readonly<Record<string, string>> | undefined,
-): SafetensorsLayout {
+export function planSafetensorsLayout(tensors: SafetensorsTensorsInput, metadata: Readonly<Record<string, string>> | undefined): SafetensorsLayout {
   const validated = validateTensors(tensors).map((entry) => ({ ...entry, nameBytes: encoder.encode(entry.name) }))
-  validated.sort(
-    (left, right) =>
-      dtypeAlignmentRank(right.dtype) - dtypeAlignmentRank(left.dtype) || compareBytes(left.nameBytes, right.nameBytes),
-  )
+  validated.sort((left, right) => dtypeAlignmentRank(right.dtype) - dtypeAlignmentRank(left.dtype) || compareBytes(left.nameBytes, right.nameBytes))
 
   const parts: string[] = []
   if (metadata !== undefined) {
@@ -130,11 +124,9 @@ export function validateTensors(tensors: SafetensorsTensorsInput): ValidatedTens
 }
 
 function validateTensor(name: unknown, tensor: unknown): ValidatedTensor {
-  if (typeof name !== 'string')
-    throw new InvalidArgumentError({ argument: 'tensors', value: name, message: 'tensor names must be strings' })
+  if (typeof name !== 'string') throw new InvalidArgumentError({ argument: 'tensors', value: name, message: 'tensor names must be strings' })
   const argument = `tensors[${JSON.stringify(name)}]`
-  if (name === metadataKey)
-    throw new InvalidArgumentError({ argument, value: name, message: `"${metadataKey}" is reserved for metadata` })
+  if (name === metadataKey) throw new InvalidArgumentError({ argument, value: name, message: `"${metadataKey}" is reserved for metadata` })
   if (lonelySurrogate.test(name)) {
     throw new InvalidArgumentError({
       argument,

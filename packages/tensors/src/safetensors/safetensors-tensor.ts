@@ -24,9 +24,7 @@ export type SafetensorsTensorInput =
   | { dtype?: 'I64'; shape: readonly number[]; data: BigInt64Array }
 
 /** Tensors to write, by name: a plain object or a `Map` (a `Map` allows any name, `__proto__` included). */
-export type SafetensorsTensorsInput =
-  | Readonly<Record<string, SafetensorsTensorInput>>
-  | ReadonlyMap<string, SafetensorsTensorInput>
+export type SafetensorsTensorsInput = Readonly<Record<string, SafetensorsTensorInput>> | ReadonlyMap<string, SafetensorsTensorInput>
 
 /** What the header says about one tensor, before its data is read. */
 export interface SafetensorsTensorInfo {

@@ -29,12 +29,7 @@ export function serializeSafetensors(tensors: SafetensorsTensorsInput, options: 
   for (const entry of layout.entries) {
     let position = layout.header.length + entry.begin
     for (let start = 0; start < entry.data.length; start += conversionChunkElements) {
-      const bytes = encodeTensorBytes(
-        entry.dtype,
-        entry.data,
-        start,
-        Math.min(entry.data.length, start + conversionChunkElements),
-      )
+      const bytes = encodeTensorBytes(entry.dtype, entry.data, start, Math.min(entry.data.length, start + conversionChunkElements))
       output.set(bytes, position)
       position += bytes.length
     }

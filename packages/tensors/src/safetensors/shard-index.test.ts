@@ -27,10 +27,7 @@ describe('formatShardIndex', () => {
 
 describe('parseShardIndex', () => {
   it('reads metadata and the weight map in order', () => {
-    const index = parseShardIndex(
-      '{"metadata":{"total_size":8},"weight_map":{"b":"s2.safetensors","a":"s1.safetensors"}}',
-      'index.json',
-    )
+    const index = parseShardIndex('{"metadata":{"total_size":8},"weight_map":{"b":"s2.safetensors","a":"s1.safetensors"}}', 'index.json')
     expect(index.metadata).toEqual({ total_size: 8 })
     expect([...index.weightMap]).toEqual([
       ['b', 's2.safetensors'],

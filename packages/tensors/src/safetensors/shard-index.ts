@@ -39,16 +39,15 @@ export function parseShardIndex(text: string, source: string): ShardIndex {
       cause: error,
     })
   }
-  if (!isPlainObject(json))
-    throw new ParseError({ source, message: `the index must be a JSON object, got ${describeValue(json)}` })
+  if (!isPlainObject(json)) throw new ParseError({ source, message: `the index must be a JSON object, got ${describeValue(json)}` })
   const duplicate = findDuplicateJsonKey(text)
   if (duplicate !== undefined) throw new ParseError({ source, path: duplicate, message: 'this key appears more than once' })
 
-  const metadata = json['metadata'] ?? {}
+  const metadata = json.metadata ?? {}
   if (!isPlainObject(metadata)) {
     throw new ParseError({ source, path: ['metadata'], message: `must be an object, got ${describeValue(metadata)}` })
   }
-  const weightMapJson = json['weight_map']
+  const weightMapJson = json.weight_map
   if (!isPlainObject(weightMapJson)) {
     throw new ParseError({
       source,
@@ -71,10 +70,7 @@ export function parseShardIndex(text: string, source: string): ShardIndex {
 }
 
 /** Formats an index as transformers does: sorted keys, 2-space indent, ASCII-only, final newline. */
-export function formatShardIndex(index: {
-  metadata: Readonly<Record<string, number | string>>
-  weightMap: ReadonlyMap<string, string>
-}): string {
+export function formatShardIndex(index: { metadata: Readonly<Record<string, number | string>>; weightMap: ReadonlyMap<string, string> }): string {
   return `${formatPythonJson({ metadata: { ...index.metadata }, weight_map: Object.fromEntries(index.weightMap) }, '')}\n`
 }
 
@@ -105,13 +101,13 @@ function pythonJsonString(text: string): string {
 }
 
 const shortEscapes: Record<number, string> = {
-  0x22: '\\"',
-  0x5c: '\\\\',
-  0x08: '\\b',
-  0x0c: '\\f',
-  0x0a: '\\n',
-  0x0d: '\\r',
-  0x09: '\\t',
+  34: '\\"',
+  92: '\\\\',
+  8: '\\b',
+  12: '\\f',
+  10: '\\n',
+  13: '\\r',
+  9: '\\t',
 }
 
 /** Orders strings by Unicode code point, as Python sorts `str`. */

@@ -56,14 +56,15 @@ export function bytesOf(data: SafetensorsTensorData): Uint8Array {
  * Converts little-endian file bytes of `dtype` into `target`, starting at element `elementOffset`.
  * `bytes.length` must be a whole number of elements.
  */
-export function decodeTensorBytes(
-  dtype: SupportedDtype,
-  bytes: Uint8Array,
-  target: SafetensorsTensorData,
-  elementOffset: number,
-): void {
-  if (dtype === 'F16') return decodeFloat16(bytes, target as Float32Array, elementOffset)
-  if (dtype === 'BF16') return decodeBfloat16(bytes, target as Float32Array, elementOffset)
+export function decodeTensorBytes(dtype: SupportedDtype, bytes: Uint8Array, target: SafetensorsTensorData, elementOffset: number): void {
+  if (dtype === 'F16') {
+    decodeFloat16(bytes, target as Float32Array, elementOffset)
+    return
+  }
+  if (dtype === 'BF16') {
+    decodeBfloat16(bytes, target as Float32Array, elementOffset)
+    return
+  }
   const elementSize = dtypeBytes(dtype)
   const destination = new Uint8Array(target.buffer, target.byteOffset + elementOffset * elementSize, bytes.length)
   destination.set(bytes)

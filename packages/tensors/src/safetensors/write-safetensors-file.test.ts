@@ -36,12 +36,8 @@ describe('writeSafetensorsFile', () => {
   it('validates before touching the file', async () => {
     const path = join(directory, 'kept.safetensors')
     await writeFile(path, 'previous checkpoint')
-    await expect(writeSafetensorsFile(path, { w: { shape: [3], data: new Float32Array(2) } })).rejects.toThrow(
-      InvalidArgumentError,
-    )
-    await expect(writeSafetensorsFile(path, { w: { shape: [3], data: new Float32Array(2) } })).rejects.toThrow(
-      /tensors\["w"\]\.shape/,
-    )
+    await expect(writeSafetensorsFile(path, { w: { shape: [3], data: new Float32Array(2) } })).rejects.toThrow(InvalidArgumentError)
+    await expect(writeSafetensorsFile(path, { w: { shape: [3], data: new Float32Array(2) } })).rejects.toThrow(/tensors\["w"\]\.shape/)
     expect(await readFile(path, 'utf8')).toBe('previous checkpoint')
     expect((await readdir(directory)).filter((name) => name.endsWith('.tmp'))).toEqual([])
   })

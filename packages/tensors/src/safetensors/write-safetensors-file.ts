@@ -18,11 +18,7 @@ const writeChunkBytes = 1 << 24
  * over `path`, so a crash never leaves a half-written checkpoint. Invalid tensors throw
  * `InvalidArgumentError` before anything is written.
  */
-export async function writeSafetensorsFile(
-  path: string,
-  tensors: SafetensorsTensorsInput,
-  options: WriteSafetensorsFileOptions = {},
-): Promise<void> {
+export async function writeSafetensorsFile(path: string, tensors: SafetensorsTensorsInput, options: WriteSafetensorsFileOptions = {}): Promise<void> {
   const filePath = parseArgument(z.string().min(1), path, 'path')
   const { metadata } = parseArgument(serializeSafetensorsOptionsSchema, options, 'options')
   const layout = planSafetensorsLayout(tensors, metadata)
@@ -30,8 +26,7 @@ export async function writeSafetensorsFile(
     await writeFully(handle, layout.header, 0)
     for (const entry of layout.entries) {
       let position = layout.header.length + entry.begin
-      const elementsPerWrite =
-        entry.dtype === 'F16' || entry.dtype === 'BF16' ? conversionChunkElements : writeChunkBytes / entry.data.BYTES_PER_ELEMENT
+      const elementsPerWrite = entry.dtype === 'F16' || entry.dtype === 'BF16' ? conversionChunkElements : writeChunkBytes / entry.data.BYTES_PER_ELEMENT
       for (let start = 0; start < entry.data.length; start += elementsPerWrite) {
         const bytes = encodeTensorBytes(entry.dtype, entry.data, start, Math.min(entry.data.length, start + elementsPerWrite))
         await writeFully(handle, bytes, position)

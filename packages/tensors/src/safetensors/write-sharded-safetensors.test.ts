@@ -63,11 +63,7 @@ describe('writeShardedSafetensors', () => {
   it('writes a single model.safetensors when everything fits, and removes the earlier save’s shards', async () => {
     const directory = join(root, 'resave')
     await writeShardedSafetensors(directory, { a: vector(8), b: vector(8) }, { maxShardBytes: 40 })
-    expect((await readdir(directory)).sort()).toEqual([
-      'model-00001-of-00002.safetensors',
-      'model-00002-of-00002.safetensors',
-      'model.safetensors.index.json',
-    ])
+    expect((await readdir(directory)).sort()).toEqual(['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json'])
     await writeFile(join(directory, 'config.json'), '{}')
     const result = await writeShardedSafetensors(directory, { a: vector(8), b: vector(8) }, { metadata: {} })
     expect(result).toEqual({ files: ['model.safetensors'], indexFile: undefined, totalSize: 64, totalParameters: 16 })
@@ -89,16 +85,10 @@ describe('writeShardedSafetensors', () => {
 
   it('validates options and tensors before writing anything', async () => {
     const directory = join(root, 'invalid')
-    await expect(writeShardedSafetensors(directory, { a: vector(1) }, { maxShardBytes: 0 })).rejects.toThrow(
-      /options\.maxShardBytes/,
-    )
+    await expect(writeShardedSafetensors(directory, { a: vector(1) }, { maxShardBytes: 0 })).rejects.toThrow(/options\.maxShardBytes/)
     await expect(writeShardedSafetensors(directory, { a: vector(1) }, { prefix: '../model' })).rejects.toThrow(/options\.prefix/)
-    await expect(writeShardedSafetensors(directory, { a: { shape: [2], data: new Float32Array(1) } })).rejects.toThrow(
-      InvalidArgumentError,
-    )
-    await expect(writeShardedSafetensors(directory, { a: vector(1) }, { metadata: { step: 3 } as never })).rejects.toThrow(
-      /metadata\["step"\]/,
-    )
+    await expect(writeShardedSafetensors(directory, { a: { shape: [2], data: new Float32Array(1) } })).rejects.toThrow(InvalidArgumentError)
+    await expect(writeShardedSafetensors(directory, { a: vector(1) }, { metadata: { step: 3 } as never })).rejects.toThrow(/metadata\["step"\]/)
     await expect(readdir(directory)).rejects.toThrow(/ENOENT/)
   })
 })

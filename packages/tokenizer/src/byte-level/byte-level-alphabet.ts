@@ -59,10 +59,7 @@ export function toByteLevel(text: string): string {
           byteToCharacter[0x80 | ((codePoint >> 6) & 0x3f)]! +
           byteToCharacter[0x80 | (codePoint & 0x3f)]!
       } else {
-        result +=
-          byteToCharacter[0xe0 | (codePoint >> 12)]! +
-          byteToCharacter[0x80 | ((codePoint >> 6) & 0x3f)]! +
-          byteToCharacter[0x80 | (codePoint & 0x3f)]!
+        result += byteToCharacter[0xe0 | (codePoint >> 12)]! + byteToCharacter[0x80 | ((codePoint >> 6) & 0x3f)]! + byteToCharacter[0x80 | (codePoint & 0x3f)]!
       }
     }
   }

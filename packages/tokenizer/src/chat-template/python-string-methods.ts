@@ -1,5 +1,7 @@
 /** Python's `str.isspace()` characters: what `str.strip()` removes when given no argument. */
-const pythonWhiteSpace = new Set(Array.from('\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000'))
+const pythonWhiteSpace = new Set(
+  Array.from('\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000'),
+)
 
 export type StripSide = 'both' | 'left' | 'right'
 

@@ -6,7 +6,11 @@ import { decodeTokens } from './decoder.js'
 const location = { source: 'tokenizer.json', path: ['decoder'] }
 
 const cases: [string, unknown, string[][]][] = [
-  ['ByteLevel', { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true }, [['Hello', 'Ġworld', 'ĊĊ', 'ä½', 'ł', 'å¥½'], ['ä½'], ['ð', 'Ł', 'ĺ'], ['<|im_end|>', 'Ġhi', '日本'], []]],
+  [
+    'ByteLevel',
+    { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    [['Hello', 'Ġworld', 'ĊĊ', 'ä½', 'ł', 'å¥½'], ['ä½'], ['ð', 'Ł', 'ĺ'], ['<|im_end|>', 'Ġhi', '日本'], []],
+  ],
   ['Metaspace', { type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true }, [['▁Hello', '▁world'], ['▁▁x', '▁'], ['a▁b'], []]],
   ['Metaspace (never)', { type: 'Metaspace', replacement: '▁', prepend_scheme: 'never', split: true }, [['▁Hello', '▁world']]],
   ['ByteFallback', { type: 'ByteFallback' }, [['<0xE4>', '<0xBD>', '<0xA0>', 'x'], ['<0xE4>', '<0xBD>', 'y'], ['<0x41>'], ['<0xZZ>', '<0x4>']]],
@@ -19,7 +23,15 @@ const cases: [string, unknown, string[][]][] = [
   ['CTC', { type: 'CTC', pad_token: '<pad>', word_delimiter_token: '|', cleanup: true }, [['h', 'h', 'e', '<pad>', 'l', 'l', '<pad>', 'l', 'o', '|', 'w']]],
   [
     'Llama 2 (Sequence)',
-    { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '▁' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }] },
+    {
+      type: 'Sequence',
+      decoders: [
+        { type: 'Replace', pattern: { String: '▁' }, content: ' ' },
+        { type: 'ByteFallback' },
+        { type: 'Fuse' },
+        { type: 'Strip', content: ' ', start: 1, stop: 0 },
+      ],
+    },
     [['▁Hello', '▁', '<0xE4>', '<0xBD>', '<0xA0>', '▁world'], ['<0xFF>'], ['▁▁']],
   ],
 ]
@@ -37,6 +49,8 @@ describe('createDecoder', () => {
   })
 
   it('names an unsupported type and the supported ones', () => {
-    expect(() => createDecoder({ type: 'Magic' }, location)).toThrow(/decoder\.type: unsupported decoder type 'Magic'; supported: ByteLevel, Metaspace, ByteFallback/)
+    expect(() => createDecoder({ type: 'Magic' }, location)).toThrow(
+      /decoder\.type: unsupported decoder type 'Magic'; supported: ByteLevel, Metaspace, ByteFallback/,
+    )
   })
 })

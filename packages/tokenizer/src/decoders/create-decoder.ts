@@ -20,19 +20,31 @@ const builders: Record<string, ComponentBuilder<Decoder>> = {
   ByteLevel: () => createByteLevelDecoder(),
   Metaspace: (json, location) => {
     const options = parseJson(
-      z.object({ replacement: singleCharacter.default('▁'), prepend_scheme: z.enum(['always', 'first', 'never']).optional(), add_prefix_space: z.boolean().optional() }),
+      z.object({
+        replacement: singleCharacter.default('▁'),
+        prepend_scheme: z.enum(['always', 'first', 'never']).optional(),
+        add_prefix_space: z.boolean().optional(),
+      }),
       json,
       location,
     )
     if (options.add_prefix_space === false && options.prepend_scheme !== undefined && options.prepend_scheme !== 'never') {
-      throw new ParseError({ source: location.source, path: [...location.path, 'prepend_scheme'], message: 'add_prefix_space does not match declared prepend_scheme' })
+      throw new ParseError({
+        source: location.source,
+        path: [...location.path, 'prepend_scheme'],
+        message: 'add_prefix_space does not match declared prepend_scheme',
+      })
     }
     return createMetaspaceDecoder(options.replacement, options.add_prefix_space === false ? 'never' : (options.prepend_scheme ?? 'always'))
   },
   ByteFallback: () => createByteFallbackDecoder(),
   Fuse: () => createFuseDecoder(),
   Strip: (json, location) => {
-    const options = parseJson(z.object({ content: singleCharacter, start: z.number().int().nonnegative(), stop: z.number().int().nonnegative() }), json, location)
+    const options = parseJson(
+      z.object({ content: singleCharacter, start: z.number().int().nonnegative(), stop: z.number().int().nonnegative() }),
+      json,
+      location,
+    )
     return createStripDecoder(options.content, options.start, options.stop)
   },
   Replace: (json, location) => {
@@ -45,7 +57,11 @@ const builders: Record<string, ComponentBuilder<Decoder>> = {
   },
   BPEDecoder: (json, location) => createBpeDecoder(parseJson(z.object({ suffix: z.string().default('</w>') }), json, location).suffix),
   CTC: (json, location) => {
-    const options = parseJson(z.object({ pad_token: z.string().default('<pad>'), word_delimiter_token: z.string().default('|'), cleanup: z.boolean().default(true) }), json, location)
+    const options = parseJson(
+      z.object({ pad_token: z.string().default('<pad>'), word_delimiter_token: z.string().default('|'), cleanup: z.boolean().default(true) }),
+      json,
+      location,
+    )
     return createCtcDecoder(options.pad_token, options.word_delimiter_token, options.cleanup)
   },
   Sequence: (json, location) => {

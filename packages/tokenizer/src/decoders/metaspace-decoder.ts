@@ -7,7 +7,6 @@ import type { Decoder } from './decoder.js'
  */
 export function createMetaspaceDecoder(replacement: string, prependScheme: PrependScheme): Decoder {
   return {
-    decodeChain: (tokens) =>
-      tokens.map((token, index) => token.replaceAll(replacement, index === 0 && prependScheme !== 'never' ? '' : ' ')),
+    decodeChain: (tokens) => tokens.map((token, index) => token.replaceAll(replacement, index === 0 && prependScheme !== 'never' ? '' : ' ')),
   }
 }

@@ -149,7 +149,10 @@ export class BpeModel implements TokenizerModel {
       else id = this.vocabulary.get(this.symbolText(piece, index, width)) ?? -1
       index += width
       if (id >= 0) {
-        if (pendingUnknown) merger.add(this.unknownId!), (pendingUnknown = false)
+        if (pendingUnknown) {
+          merger.add(this.unknownId!)
+          pendingUnknown = false
+        }
         merger.add(id)
         continue
       }

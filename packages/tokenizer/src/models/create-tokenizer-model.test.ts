@@ -32,14 +32,41 @@ const models: Record<string, [unknown, string[]]> = {
   'BPE (unknown, fused)': [bpe({ ...unrelated, unk_token: '<unk>', fuse_unk: true }), ['c', 'cc', 'accb', 'xxunrelatedyy']],
   'BPE (no unknown token: dropped)': [bpe(unrelated), ['xuy', 'unrelated!']],
   'BPE (continuing subword prefix)': [
-    bpe({ vocab: { a: 0, '##b': 1, '##c': 2, ab: 3, abc: 4, '[UNK]': 5 }, merges: [['a', '##b'], ['ab', '##c']], unk_token: '[UNK]', continuing_subword_prefix: '##' }),
+    bpe({
+      vocab: { a: 0, '##b': 1, '##c': 2, ab: 3, abc: 4, '[UNK]': 5 },
+      merges: [
+        ['a', '##b'],
+        ['ab', '##c'],
+      ],
+      unk_token: '[UNK]',
+      continuing_subword_prefix: '##',
+    }),
     ['ab', 'abc', 'ba', 'a'],
   ],
-  'BPE (end of word suffix)': [bpe({ vocab: { a: 0, b: 1, 'b</w>': 2, 'ab</w>': 3, ab: 4 }, merges: [['a', 'b</w>'], ['a', 'b']], end_of_word_suffix: '</w>' }), ['ab', 'abab', 'ba']],
+  'BPE (end of word suffix)': [
+    bpe({
+      vocab: { a: 0, b: 1, 'b</w>': 2, 'ab</w>': 3, ab: 4 },
+      merges: [
+        ['a', 'b</w>'],
+        ['a', 'b'],
+      ],
+      end_of_word_suffix: '</w>',
+    }),
+    ['ab', 'abab', 'ba'],
+  ],
   'BPE (byte fallback)': [bpe({ vocab: byteFallbackVocab, merges: ['a b'], unk_token: '<unk>', byte_fallback: true }), ['ab', 'abc', 'a€b', '😀', 'ba']],
-  'BPE (ignore merges)': [bpe({ vocab: { ...unrelated.vocab, unrelatedness: 17 }, merges: unrelated.merges, ignore_merges: true }), ['unrelated', 'related', 'unrelatedness', 'unrel']],
+  'BPE (ignore merges)': [
+    bpe({ vocab: { ...unrelated.vocab, unrelatedness: 17 }, merges: unrelated.merges, ignore_merges: true }),
+    ['unrelated', 'related', 'unrelatedness', 'unrel'],
+  ],
   WordPiece: [
-    { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 10, vocab: { '[UNK]': 0, un: 1, '##aff': 2, '##able': 3, aff: 4, able: 5, '##a': 6 } },
+    {
+      type: 'WordPiece',
+      unk_token: '[UNK]',
+      continuing_subword_prefix: '##',
+      max_input_chars_per_word: 10,
+      vocab: { '[UNK]': 0, un: 1, '##aff': 2, '##able': 3, aff: 4, able: 5, '##a': 6 },
+    },
     ['unaffable', 'affable', 'unaff', 'unx', 'aaaaaaaaaaaa', 'una'],
   ],
   WordLevel: [{ type: 'WordLevel', unk_token: '<unk>', vocab: { '<unk>': 0, hello: 1, world: 2 } }, ['hello', 'world', 'other']],
@@ -48,12 +75,34 @@ const models: Record<string, [unknown, string[]]> = {
       type: 'Unigram',
       unk_id: 0,
       byte_fallback: false,
-      vocab: [['<unk>', 0], ['a', -1], ['b', -2], ['ab', -2.5], ['c', -3], ['abc', -6], ['bc', -3.5], ['▁', -1.5], ['▁a', -2]],
+      vocab: [
+        ['<unk>', 0],
+        ['a', -1],
+        ['b', -2],
+        ['ab', -2.5],
+        ['c', -3],
+        ['abc', -6],
+        ['bc', -3.5],
+        ['▁', -1.5],
+        ['▁a', -2],
+      ],
     },
     ['abc', 'ab', 'ba', 'cab', 'xyz', 'axbyc', '▁ab▁c', 'a😀b'],
   ],
   'Unigram (byte fallback)': [
-    { type: 'Unigram', unk_id: 0, byte_fallback: true, vocab: [['<unk>', 0], ['a', -1], ['b', -2], ...Object.keys(byteFallbackVocab).filter((token) => token.startsWith('<0x')).map((token) => [token, -10])] },
+    {
+      type: 'Unigram',
+      unk_id: 0,
+      byte_fallback: true,
+      vocab: [
+        ['<unk>', 0],
+        ['a', -1],
+        ['b', -2],
+        ...Object.keys(byteFallbackVocab)
+          .filter((token) => token.startsWith('<0x'))
+          .map((token) => [token, -10]),
+      ],
+    },
     ['ab', 'aéb', 'x'],
   ],
 }
@@ -98,6 +147,8 @@ describe('createTokenizerModel', () => {
   })
 
   it('names an unsupported type and the supported ones', () => {
-    expect(() => createTokenizerModel({ type: 'Magic' }, location)).toThrow(/model\.type: unsupported model type 'Magic'; supported: BPE, WordPiece, WordLevel, Unigram/)
+    expect(() => createTokenizerModel({ type: 'Magic' }, location)).toThrow(
+      /model\.type: unsupported model type 'Magic'; supported: BPE, WordPiece, WordLevel, Unigram/,
+    )
   })
 })

@@ -16,7 +16,11 @@ function readVocabulary(json: unknown, location: JsonLocation): Map<string, numb
   for (const token in json) {
     const id = (json as Record<string, unknown>)[token]
     if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0x7fffffff) {
-      throw new ParseError({ source: location.source, path: [...location.path, token], message: `a token id must be a non-negative integer, got ${JSON.stringify(id)}` })
+      throw new ParseError({
+        source: location.source,
+        path: [...location.path, token],
+        message: `a token id must be a non-negative integer, got ${JSON.stringify(id)}`,
+      })
     }
     vocabulary.set(token, id)
   }
@@ -32,7 +36,11 @@ function readMerges(json: unknown, location: JsonLocation): [string, string][] {
     if (typeof merge === 'string') {
       const parts = merge.split(' ')
       if (parts.length !== 2) {
-        throw new ParseError({ source: location.source, path: [...location.path, index], message: `a merge must be two tokens separated by one space, got ${JSON.stringify(merge)}` })
+        throw new ParseError({
+          source: location.source,
+          path: [...location.path, index],
+          message: `a merge must be two tokens separated by one space, got ${JSON.stringify(merge)}`,
+        })
       }
       merges[index] = [parts[0]!, parts[1]!]
     } else if (Array.isArray(merge) && merge.length === 2 && typeof merge[0] === 'string' && typeof merge[1] === 'string') {
@@ -80,7 +88,12 @@ const builders: Record<string, ComponentBuilder<TokenizerModel>> = {
   },
   WordPiece: (json, location) => {
     const options = parseJson(
-      z.object({ unk_token: z.string().default('[UNK]'), continuing_subword_prefix: z.string().default('##'), max_input_chars_per_word: z.number().int().positive().default(100), vocab: z.unknown() }),
+      z.object({
+        unk_token: z.string().default('[UNK]'),
+        continuing_subword_prefix: z.string().default('##'),
+        max_input_chars_per_word: z.number().int().positive().default(100),
+        vocab: z.unknown(),
+      }),
       json,
       location,
     )
@@ -106,7 +119,11 @@ const builders: Record<string, ComponentBuilder<TokenizerModel>> = {
       location,
     )
     if (options.unk_id !== null && options.unk_id >= options.vocab.length) {
-      throw new ParseError({ source: location.source, path: [...location.path, 'unk_id'], message: `unk_id ${options.unk_id} is outside the vocabulary (${options.vocab.length} tokens)` })
+      throw new ParseError({
+        source: location.source,
+        path: [...location.path, 'unk_id'],
+        message: `unk_id ${options.unk_id} is outside the vocabulary (${options.vocab.length} tokens)`,
+      })
     }
     return new UnigramModel({ vocabulary: options.vocab, unknownId: options.unk_id, byteFallback: options.byte_fallback })
   },

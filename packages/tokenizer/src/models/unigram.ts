@@ -122,7 +122,10 @@ export class UnigramModel implements TokenizerModel {
       const text = piece.slice(start, end)
       if (unknownId !== null && bestId[end] === unknownId) unknownRun = text + unknownRun
       else {
-        if (unknownRun.length > 0) pieces.push(unknownRun), (unknownRun = '')
+        if (unknownRun.length > 0) {
+          pieces.push(unknownRun)
+          unknownRun = ''
+        }
         pieces.push(text)
       }
       end = start

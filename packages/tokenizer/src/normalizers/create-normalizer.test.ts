@@ -19,7 +19,13 @@ const normalizers: Record<string, unknown> = {
   'Replace (regex)': { type: 'Replace', pattern: { Regex: '\\s+' }, content: ' ' },
   'Replace (regex, $ in content)': { type: 'Replace', pattern: { Regex: '[0-9]' }, content: '$&' },
   Prepend: { type: 'Prepend', prepend: '▁' },
-  'Llama 2 (Prepend + Replace)': { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '▁' }, { type: 'Replace', pattern: { String: ' ' }, content: '▁' }] },
+  'Llama 2 (Prepend + Replace)': {
+    type: 'Sequence',
+    normalizers: [
+      { type: 'Prepend', prepend: '▁' },
+      { type: 'Replace', pattern: { String: ' ' }, content: '▁' },
+    ],
+  },
   BertNormalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
   'BertNormalizer (cased)': { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: false },
   Nmt: { type: 'Nmt' },
@@ -66,6 +72,8 @@ describe('createNormalizer', () => {
   })
 
   it('reports a pattern it cannot translate at the pattern', () => {
-    expect(() => createNormalizer({ type: 'Replace', pattern: { Regex: '\\G' }, content: '' }, location)).toThrow(/normalizer\.pattern\.Regex: cannot translate the pattern/)
+    expect(() => createNormalizer({ type: 'Replace', pattern: { Regex: '\\G' }, content: '' }, location)).toThrow(
+      /normalizer\.pattern\.Regex: cannot translate the pattern/,
+    )
   })
 })

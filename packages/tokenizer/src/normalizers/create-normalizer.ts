@@ -14,7 +14,6 @@ import { createStrip } from './strip.js'
 import { createStripAccents } from './strip-accents.js'
 import { createUnicodeNormalization } from './unicode-normalization.js'
 
-
 const builders: Record<string, ComponentBuilder<Normalizer>> = {
   NFC: () => createUnicodeNormalization('NFC'),
   NFD: () => createUnicodeNormalization('NFD'),
@@ -52,7 +51,13 @@ const builders: Record<string, ComponentBuilder<Normalizer>> = {
   Nmt: () => createNmt(),
   Precompiled: (json, location) => {
     const { precompiled_charsmap: charsmap } = parseJson(
-      z.object({ precompiled_charsmap: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64').nullable().default(null) }),
+      z.object({
+        precompiled_charsmap: z
+          .string()
+          .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64')
+          .nullable()
+          .default(null),
+      }),
       json,
       location,
     )

@@ -8,7 +8,9 @@ import { Tokenizer } from '../tokenizer.js'
 import { createNormalizer } from './create-normalizer.js'
 
 const fixture = (name: string): Buffer => readFileSync(new URL(`../../test/fixtures/${name}`, import.meta.url))
-const customRulesTokenizer = JSON.parse(fixture('unigram-custom-rules.tokenizer.json').toString('utf8')) as { normalizer: { normalizers: { type: string; precompiled_charsmap?: string }[] } }
+const customRulesTokenizer = JSON.parse(fixture('unigram-custom-rules.tokenizer.json').toString('utf8')) as {
+  normalizer: { normalizers: { type: string; precompiled_charsmap?: string }[] }
+}
 const customCharsmap = customRulesTokenizer.normalizer.normalizers.find((normalizer) => normalizer.type === 'Precompiled')!.precompiled_charsmap!
 const nfkcCharsmap = gunzipSync(fixture('nmt-nfkc-charsmap.bin.gz')).toString('base64')
 const location = { source: 'tokenizer.json', path: ['normalizer'] }

@@ -27,7 +27,12 @@ const postProcessors: Record<string, unknown> = {
     type: 'Sequence',
     processors: [
       { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
-      { type: 'TemplateProcessing', single: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }], pair: [], special_tokens: { '<s>': { id: '<s>', ids: [256], tokens: ['<s>'] } } },
+      {
+        type: 'TemplateProcessing',
+        single: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+        pair: [],
+        special_tokens: { '<s>': { id: '<s>', ids: [256], tokens: ['<s>'] } },
+      },
     ],
   },
 }
@@ -49,7 +54,9 @@ describe('createPostProcessor', () => {
 
   it('names a template token missing from special_tokens', () => {
     const json = { type: 'TemplateProcessing', single: [{ SpecialToken: { id: '<s>', type_id: 0 } }], special_tokens: {} }
-    expect(() => createPostProcessor(json, { source: 'tokenizer.json', path: ['post_processor'] })).toThrow(/post_processor\.single\[0\]\.SpecialToken\.id: the special token "<s>" is not in special_tokens/)
+    expect(() => createPostProcessor(json, { source: 'tokenizer.json', path: ['post_processor'] })).toThrow(
+      /post_processor\.single\[0\]\.SpecialToken\.id: the special token "<s>" is not in special_tokens/,
+    )
   })
 
   it('names an unsupported type and the supported ones', () => {

@@ -12,7 +12,8 @@ export const realPatterns: Record<string, string> = {
   'GPT-2': "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
   'Llama 3': "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
   'Qwen 2/3': "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-  'GPT-4o': "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+  'GPT-4o':
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
   'DeepSeek (CJK classes)': '[\\p{Han}\\p{Hiragana}\\p{Katakana}]+|\\p{N}{1,3}|[一-龥]+',
 }
 
@@ -20,8 +21,14 @@ const preTokenizers: Record<string, unknown> = {
   'ByteLevel (GPT-2 regex, prefix space)': { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
   'ByteLevel (no regex)': { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
   ...Object.fromEntries(Object.entries(realPatterns).map(([name, pattern]) => [`Split ${name}`, split(pattern, 'Isolated')])),
-  'GPT-4o (Removed, inverted) + ByteLevel': { type: 'Sequence', pretokenizers: [split(realPatterns['GPT-4o']!, 'Removed', true), { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }] },
-  'Split + ByteLevel with prefix space': { type: 'Sequence', pretokenizers: [split(realPatterns['Qwen 2/3']!, 'Isolated'), { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: false }] },
+  'GPT-4o (Removed, inverted) + ByteLevel': {
+    type: 'Sequence',
+    pretokenizers: [split(realPatterns['GPT-4o']!, 'Removed', true), { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }],
+  },
+  'Split + ByteLevel with prefix space': {
+    type: 'Sequence',
+    pretokenizers: [split(realPatterns['Qwen 2/3']!, 'Isolated'), { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: false }],
+  },
   'Split Removed': split('\\s+', 'Removed'),
   'Split MergedWithPrevious': split('[,.!?]', 'MergedWithPrevious'),
   'Split MergedWithNext': split('[,.!?]', 'MergedWithNext'),
@@ -76,7 +83,9 @@ describe('createPreTokenizer', () => {
   })
 
   it('names an unsupported type and the supported ones', () => {
-    expect(() => createPreTokenizer({ type: 'Scripts' }, location)).toThrow(/pre_tokenizer\.type: unsupported pre-tokenizer type 'Scripts'; supported: ByteLevel, Split/)
+    expect(() => createPreTokenizer({ type: 'Scripts' }, location)).toThrow(
+      /pre_tokenizer\.type: unsupported pre-tokenizer type 'Scripts'; supported: ByteLevel, Split/,
+    )
   })
 
   it('gives the JSON path of a bad field, inside a Sequence', () => {

@@ -40,7 +40,11 @@ const builders: Record<string, ComponentBuilder<PreTokenizer>> = {
       location,
     )
     if (options.add_prefix_space === false && options.prepend_scheme !== undefined && options.prepend_scheme !== 'never') {
-      throw new ParseError({ source: location.source, path: [...location.path, 'prepend_scheme'], message: 'add_prefix_space does not match declared prepend_scheme' })
+      throw new ParseError({
+        source: location.source,
+        path: [...location.path, 'prepend_scheme'],
+        message: 'add_prefix_space does not match declared prepend_scheme',
+      })
     }
     const prependScheme = options.add_prefix_space === false ? 'never' : (options.prepend_scheme ?? 'always')
     return createMetaspace({ replacement: options.replacement, prependScheme, split: options.split })

@@ -37,6 +37,11 @@ export function splitByPattern(text: string, pattern: RegExp, behavior: SplitBeh
   const starts: number[] = []
   const ends: number[] = []
   const isMatch: boolean[] = []
+  const push = (start: number, end: number, matched: boolean) => {
+    starts.push(start)
+    ends.push(end)
+    isMatch.push(matched)
+  }
   let previous = 0
   let match: RegExpExecArray | null
   while ((match = pattern.exec(text)) !== null) {
@@ -47,11 +52,11 @@ export function splitByPattern(text: string, pattern: RegExp, behavior: SplitBeh
       // Like Oniguruma's iterator in Rust: no empty match right where the previous match ended.
       if (starts.length > 0 && start === previous) continue
     }
-    if (start > previous) starts.push(previous), ends.push(start), isMatch.push(invert)
-    starts.push(start), ends.push(end), isMatch.push(!invert)
+    if (start > previous) push(previous, start, invert)
+    push(start, end, !invert)
     previous = end
   }
-  if (previous < text.length) starts.push(previous), ends.push(text.length), isMatch.push(invert)
+  if (previous < text.length) push(previous, text.length, invert)
   const outStarts: number[] = []
   const outEnds: number[] = []
   const count = starts.length
@@ -59,7 +64,10 @@ export function splitByPattern(text: string, pattern: RegExp, behavior: SplitBeh
     let previousMatch = false
     for (let index = count - 1; index >= 0; index--) {
       if (isMatch[index]! && !previousMatch && outStarts.length > 0) outStarts[outStarts.length - 1] = starts[index]!
-      else outStarts.push(starts[index]!), outEnds.push(ends[index]!)
+      else {
+        outStarts.push(starts[index]!)
+        outEnds.push(ends[index]!)
+      }
       previousMatch = isMatch[index]!
     }
     outStarts.reverse()
@@ -69,7 +77,10 @@ export function splitByPattern(text: string, pattern: RegExp, behavior: SplitBeh
     for (let index = 0; index < count; index++) {
       const merge = behavior === 'Contiguous' ? isMatch[index] === previousMatch : isMatch[index]! && !previousMatch
       if (merge && outEnds.length > 0) outEnds[outEnds.length - 1] = ends[index]!
-      else outStarts.push(starts[index]!), outEnds.push(ends[index]!)
+      else {
+        outStarts.push(starts[index]!)
+        outEnds.push(ends[index]!)
+      }
       previousMatch = isMatch[index]!
     }
   }

@@ -219,18 +219,27 @@ export function translateOnigurumaPattern(pattern: string): string {
           return Number.parseInt(hex, 16)
         }
         let hex = ''
-        while (hex.length < 2 && /[0-9a-fA-F]/.test(peek() ?? '')) hex += peek()!, position++
+        while (hex.length < 2 && /[0-9a-fA-F]/.test(peek() ?? '')) {
+          hex += peek()!
+          position++
+        }
         return hex.length === 0 ? 0 : Number.parseInt(hex, 16)
       }
       case 'u': {
         let hex = ''
-        while (hex.length < 4 && /[0-9a-fA-F]/.test(peek() ?? '')) hex += peek()!, position++
+        while (hex.length < 4 && /[0-9a-fA-F]/.test(peek() ?? '')) {
+          hex += peek()!
+          position++
+        }
         if (hex.length < 4) throw new UnsupportedPatternError('\\u needs four hexadecimal digits')
         return Number.parseInt(hex, 16)
       }
       case '0': {
         let octal = ''
-        while (octal.length < 2 && /[0-7]/.test(peek() ?? '')) octal += peek()!, position++
+        while (octal.length < 2 && /[0-7]/.test(peek() ?? '')) {
+          octal += peek()!
+          position++
+        }
         return octal.length === 0 ? 0 : Number.parseInt(octal, 8)
       }
       default:

@@ -14,7 +14,12 @@ export function compileStringOrRegexPattern(pattern: StringOrRegexPattern, locat
     return compileOnigurumaPattern(pattern.Regex)
   } catch (error) {
     if (UnsupportedPatternError.isInstance(error) || error instanceof SyntaxError) {
-      throw new ParseError({ source: location.source, path: [...location.path, 'Regex'], message: `cannot translate the pattern: ${error.message}`, cause: error })
+      throw new ParseError({
+        source: location.source,
+        path: [...location.path, 'Regex'],
+        message: `cannot translate the pattern: ${error.message}`,
+        cause: error,
+      })
     }
     throw error
   }

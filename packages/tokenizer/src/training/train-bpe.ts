@@ -27,7 +27,10 @@ export const trainBpeOptionsSchema = z
     /** A pair must occur this many times to be merged. Default: 2. */
     minFrequency: z.number().int().min(1).default(2),
   })
-  .refine((options) => new Set(options.specialTokens).size === options.specialTokens.length, { message: 'special tokens must be distinct', path: ['specialTokens'] })
+  .refine((options) => new Set(options.specialTokens).size === options.specialTokens.length, {
+    message: 'special tokens must be distinct',
+    path: ['specialTokens'],
+  })
   .refine((options) => options.vocabSize >= 256 + options.specialTokens.length, {
     message: 'must leave room for the 256 byte characters and the special tokens',
     path: ['vocabSize'],
@@ -134,7 +137,12 @@ export function trainBpe(corpus: Iterable<string>, options: TrainBpeOptions): Tr
     translateOnigurumaPattern(pattern)
   } catch (error) {
     if (UnsupportedPatternError.isInstance(error) || error instanceof SyntaxError) {
-      throw new InvalidArgumentError({ argument: 'options.preTokenizer.pattern', value: pattern, message: `cannot translate the pattern: ${error.message}`, cause: error })
+      throw new InvalidArgumentError({
+        argument: 'options.preTokenizer.pattern',
+        value: pattern,
+        message: `cannot translate the pattern: ${error.message}`,
+        cause: error,
+      })
     }
     throw error
   }
