@@ -45,6 +45,7 @@ export type {
   DecodeOptions,
   EncodeOptions,
   EnvironmentV1,
+  GenerateOptions,
   PolicyV1,
   TokenizerV1,
   TrajectoryScorerV1,

@@ -8,7 +8,22 @@ export interface PolicyV1 {
   readonly specificationVersion: 'v1'
   readonly id: string
   /** One completion per request, in order. */
-  generate(requests: readonly GenerationRequest[]): Promise<Completion[]>
+  generate(requests: readonly GenerationRequest[], options?: GenerateOptions): Promise<Completion[]>
+}
+
+/** What a caller can ask of one `generate` call beyond its requests. */
+export interface GenerateOptions {
+  /**
+   * Aborts the call: the work stops at its next step (a local model checks between decode steps, a remote
+   * policy drops the connection) and the promise rejects with the signal's reason.
+   */
+  signal?: AbortSignal
+  /**
+   * Streaming: called with each request's new text as it is produced (whole characters only; the pieces of a
+   * request join to its completion's text). A policy that cannot stream calls it once per request with the
+   * whole text before resolving.
+   */
+  onText?: (requestIndex: number, text: string) => void
 }
 
 /**
