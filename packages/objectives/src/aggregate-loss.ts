@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
-import { readFinite, readMask, requireFloatTensor } from './tensor-checks.js'
+import { readFinite, readMask, requireFloatTensor, type ValueChecks } from './tensor-checks.js'
 
 /**
  * How a `[batch, tokens]` loss matrix becomes a scalar: verl `agg_loss`
@@ -57,7 +57,8 @@ export function aggregateLoss(values: tf.Tensor, mask: tf.Tensor, mode: Aggregat
   const matrix = requireFloatTensor(values, 'values', caller, [-1, -1])
   const maskRead = readMask(mask, 'mask', caller, matrix.shape)
   readFinite(matrix, 'values', caller, maskRead.data)
-  return tf.tidy(() => aggregateMasked(matrix, maskRead.tensor, maskRead.data, parsedMode, parsed, caller))
+  requireNonEmptyMask(countMask(maskRead.data, matrix.shape[0]!, matrix.shape[1]!), parsedMode, parsed, caller)
+  return tf.tidy(() => aggregateMasked(matrix, maskRead.tensor, parsedMode, parsed, caller).loss)
 }
 
 /** Counts of a `[batch, tokens]` 0/1 mask, read once. */
@@ -86,51 +87,85 @@ export function countMask(maskData: Float32Array, batch: number, tokens: number)
   return { batch, tokens, validTokens, validSequences, rowCounts }
 }
 
+/** Names of the arguments the errors of an aggregation mention. */
+export interface AggregationArgumentNames {
+  mask: string
+  counts: string
+}
+
+/** The local count a mode divides by when its global count is not given (verl's default). */
+export interface LocalCount {
+  /** float32 scalar, computed from the mask (no read). */
+  count: tf.Scalar
+  option: 'globalTokenCount' | 'globalBatchSize'
+  what: string
+}
+
 /**
- * The aggregation itself, for callers that have already checked and read the mask. Call inside `tf.tidy`.
- * `mask` may be float32, int32 or bool.
+ * The aggregation itself, for callers that have already checked the mask. Call inside `tf.tidy`. `mask`
+ * may be float32, int32 or bool. The counts come from the mask tensor (no read); `localCount` is the count
+ * the mode divided by when no global count was given, for the caller to check: a zero count (no valid
+ * token) means a division by zero (`requireNonEmptyMask` checks it from read counts, `emptyMaskCheck` on
+ * the device).
  */
 export function aggregateMasked(
   values: tf.Tensor,
   mask: tf.Tensor,
-  maskData: Float32Array,
   mode: AggregationMode,
   options: ParsedAggregateLossOptions,
   caller: string,
-  names: { mask: string; counts: string } = { mask: 'mask', counts: 'options' },
-): tf.Scalar {
-  const [batch, tokens] = values.shape as [number, number]
-  const counts = countMask(maskData, batch, tokens)
+  names: AggregationArgumentNames = { mask: 'mask', counts: 'options' },
+): { loss: tf.Scalar; localCount: LocalCount | undefined } {
+  const tokens = values.shape[1]!
   const floatMask = mask.dtype === 'float32' ? mask : tf.cast(mask, 'float32')
   // verl masked_sum: where(mask != 0, values, 0) * mask, so values at masked positions never contribute.
   const maskedValues = tf.mul(tf.where(tf.notEqual(floatMask, 0), values, tf.zerosLike(values)), floatMask) // [batch, tokens]
   const dataParallelSize = options.dataParallelSize
+  const localSequences = (): LocalCount | undefined => {
+    if (options.globalBatchSize !== undefined) return undefined
+    requireGlobalCount(dataParallelSize, 'globalBatchSize', mode, caller, names)
+    const count = tf.sum(tf.cast(tf.greater(tf.sum(floatMask, -1), 0), 'float32')) as tf.Scalar
+    return { count, option: 'globalBatchSize', what: 'sequence with a valid token' }
+  }
   switch (mode) {
     case 'token-mean': {
-      const tokenCount = options.globalTokenCount ?? localCount(counts.validTokens, dataParallelSize, 'globalTokenCount', 'valid token', mode, caller, names)
-      return tf.mul(tf.div(tf.sum(maskedValues), tokenCount), dataParallelSize) as tf.Scalar
+      let localCount: LocalCount | undefined
+      if (options.globalTokenCount === undefined) {
+        requireGlobalCount(dataParallelSize, 'globalTokenCount', mode, caller, names)
+        localCount = { count: tf.sum(floatMask) as tf.Scalar, option: 'globalTokenCount', what: 'valid token' }
+      }
+      const tokenCount = options.globalTokenCount ?? localCount!.count
+      return { loss: tf.mul(tf.div(tf.sum(maskedValues), tokenCount), dataParallelSize) as tf.Scalar, localCount }
     }
     case 'token-sum':
-      return tf.mul(tf.sum(maskedValues), dataParallelSize) as tf.Scalar
+      return { loss: tf.mul(tf.sum(maskedValues), dataParallelSize) as tf.Scalar, localCount: undefined }
     case 'seq-mean-token-sum':
     case 'seq-mean-token-sum-norm': {
       const sequenceLosses = tf.sum(maskedValues, -1) // [batch]
-      const sequenceCount = options.globalBatchSize ?? localCount(counts.validSequences, dataParallelSize, 'globalBatchSize', 'sequence with a valid token', mode, caller, names)
+      const localCount = localSequences()
+      const sequenceCount = options.globalBatchSize ?? localCount!.count
       const loss = tf.mul(tf.div(tf.sum(sequenceLosses), sequenceCount), dataParallelSize)
-      if (mode === 'seq-mean-token-sum') return loss as tf.Scalar
-      return tf.div(loss, options.lossScaleFactor ?? tokens) as tf.Scalar
+      if (mode === 'seq-mean-token-sum') return { loss: loss as tf.Scalar, localCount }
+      return { loss: tf.div(loss, options.lossScaleFactor ?? tokens) as tf.Scalar, localCount }
     }
     case 'seq-mean-token-mean': {
-      const rowCounts = tf.tensor1d(Float32Array.from(counts.rowCounts, (count) => count + 1e-8)) // [batch]
+      const rowCounts = tf.add(tf.sum(floatMask, -1), 1e-8) // [batch]
       const sequenceLosses = tf.div(tf.sum(maskedValues, -1), rowCounts) // [batch]
-      const sequenceCount = options.globalBatchSize ?? localCount(counts.validSequences, dataParallelSize, 'globalBatchSize', 'sequence with a valid token', mode, caller, names)
-      return tf.mul(tf.div(tf.sum(sequenceLosses), sequenceCount), dataParallelSize) as tf.Scalar
+      const localCount = localSequences()
+      const sequenceCount = options.globalBatchSize ?? localCount!.count
+      return { loss: tf.mul(tf.div(tf.sum(sequenceLosses), sequenceCount), dataParallelSize) as tf.Scalar, localCount }
     }
   }
 }
 
-/** The local count as verl's default, refusing the cases where verl raises or divides by zero. */
-function localCount(count: number, dataParallelSize: number, option: string, what: string, mode: AggregationMode, caller: string, names: { mask: string; counts: string }): number {
+/** verl raises when a data-parallel run has no global count: so do we, before any computation. */
+function requireGlobalCount(
+  dataParallelSize: number,
+  option: LocalCount['option'],
+  mode: AggregationMode,
+  caller: string,
+  names: AggregationArgumentNames,
+): void {
   if (dataParallelSize > 1) {
     throw new InvalidArgumentError({
       argument: `${names.counts}.${option}`,
@@ -140,12 +175,37 @@ function localCount(count: number, dataParallelSize: number, option: string, wha
         `(verl: ${option === 'globalTokenCount' ? '(global) batch_num_tokens' : 'global_batch_size'} is required when dp_size > 1)`,
     })
   }
-  if (count === 0) {
-    throw new InvalidArgumentError({
-      argument: names.mask,
-      value: 0,
-      message: `passed to '${caller}' has no ${what}: mode '${mode}' would divide by zero (pass ${names.counts}.${option} to aggregate an empty micro-batch)`,
-    })
+}
+
+function emptyMaskMessage(what: string, option: string, mode: AggregationMode, caller: string, names: AggregationArgumentNames): string {
+  return `passed to '${caller}' has no ${what}: mode '${mode}' would divide by zero (pass ${names.counts}.${option} to aggregate an empty micro-batch)`
+}
+
+/** Throws, from read counts, where `aggregateMasked` would divide by a local count of zero. */
+export function requireNonEmptyMask(
+  counts: MaskCounts,
+  mode: AggregationMode,
+  options: ParsedAggregateLossOptions,
+  caller: string,
+  names: AggregationArgumentNames = { mask: 'mask', counts: 'options' },
+): void {
+  if (options.dataParallelSize > 1) return // aggregateMasked refuses the missing global count itself
+  const local =
+    mode === 'token-mean'
+      ? options.globalTokenCount === undefined && { count: counts.validTokens, option: 'globalTokenCount', what: 'valid token' }
+      : mode !== 'token-sum' &&
+        options.globalBatchSize === undefined && { count: counts.validSequences, option: 'globalBatchSize', what: 'sequence with a valid token' }
+  if (local !== false && local.count === 0) {
+    throw new InvalidArgumentError({ argument: names.mask, value: 0, message: emptyMaskMessage(local.what, local.option, mode, caller, names) })
   }
-  return count
+}
+
+/** The same refusal as a check on the device, read with the metrics (inside `tf.tidy`). */
+export function emptyMaskCheck(localCount: LocalCount, mode: AggregationMode, caller: string, names: AggregationArgumentNames): ValueChecks {
+  return {
+    entries: [{ argument: names.mask, message: () => emptyMaskMessage(localCount.what, localCount.option, mode, caller, names) }],
+    failed: tf.reshape(tf.cast(tf.equal(localCount.count, 0), 'float32'), [1, 1]),
+    values: tf.reshape(localCount.count, [1, 1]),
+    shape: [],
+  }
 }

@@ -2,17 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
 import { stopGradient } from '@ludic/tensors'
-import {
-  aggregatePolicyLoss,
-  aggregationOptionFields,
-  applyImportanceWeights,
-  clamp,
-  clipOptionFields,
-  collectPolicyMetrics,
-  maskedInputs,
-  readPolicyBatch,
-  type PolicyLoss,
-} from './policy-loss.js'
+import { aggregationOptionFields, applyImportanceWeights, checkPolicyInputs, clipOptionFields, runPolicyLoss, type PolicyLoss } from './policy-loss.js'
 
 export const cispoOptionsSchema = z.strictObject({
   ...clipOptionFields,
@@ -34,19 +24,18 @@ export function createCispoLoss(options: CispoOptions = {}): PolicyLoss {
   const parsed = parseArgument(cispoOptionsSchema, options, 'options')
   const { clipLow, clipHigh } = parsed
   return (inputs) => {
-    const batch = readPolicyBatch(inputs, 'cispo')
-    const loss = tf.tidy(() => {
-      const { logprobs, oldLogprobs, advantages, mask } = maskedInputs(batch)
-      const ratio = tf.exp(tf.clipByValue(tf.sub(logprobs, oldLogprobs), -20, 20))
-      const clippedRatio = stopGradient(tf.clipByValue(ratio, 1 - clipLow, 1 + clipHigh))
+    const batch = checkPolicyInputs(inputs, 'cispo')
+    return runPolicyLoss(batch, ({ logprobs, oldLogprobs, advantages, mask, aggregate }) => {
+      const logRatio = tf.clipByValue(tf.sub(logprobs, oldLogprobs), -20, 20)
+      const ratio = tf.exp(logRatio)
+      const ratioClipped = tf.clipByValue(ratio, 1 - clipLow, 1 + clipHigh)
+      const clippedRatio = stopGradient(ratioClipped)
       const pgLosses = tf.neg(tf.mul(tf.mul(clippedRatio, advantages), logprobs)) // [batch, tokens]
-      return aggregatePolicyLoss(applyImportanceWeights(pgLosses, batch, mask), batch, parsed.aggregation, parsed)
+      const loss = aggregate(applyImportanceWeights(pgLosses, batch, mask), parsed.aggregation, parsed)
+      // Where the clip above moved the ratio.
+      const high = tf.greater(ratio, ratioClipped)
+      const low = tf.less(ratio, ratioClipped)
+      return { loss, logRatio, ratio, clipped: tf.logicalOr(high, low), high, low }
     })
-    const { logprobs, oldLogprobs } = batch.data
-    const result = collectPolicyMetrics(batch, loss, true, (index) => {
-      const ratio = Math.exp(clamp(logprobs[index]! - oldLogprobs[index]!, -20, 20))
-      return { clipped: ratio !== clamp(ratio, 1 - clipLow, 1 + clipHigh), high: ratio > 1 + clipHigh, low: ratio < 1 - clipLow }
-    })
-    return { loss, ...result }
   }
 }

@@ -5,7 +5,8 @@ import { loadConformanceFixture, type FixtureName } from '@ludic/conformance-fix
 import { expectNoLeaks } from '@ludic/tensors/test'
 import type { AggregationMode } from './aggregate-loss.js'
 import { createPolicyLoss, policyLossNames, type PolicyLossName } from './create-policy-loss.js'
-import type { PolicyLossInputs } from './policy-loss.js'
+import { readLossMetrics } from './loss-metrics.js'
+import type { PolicyLoss, PolicyLossInputs, PolicyLossMetrics, PolicyLossMetricTensors, PolicyLossResult } from './policy-loss.js'
 import {
   ErrorTracker,
   expectClose,
@@ -85,7 +86,7 @@ describe.each(verlPolicyLosses)('policy loss $name = verl compute_policy_loss_$f
     console.info(tracker.summary(path))
   })
 
-  it('matches the fixture case by case: loss, metrics and gradient', () => {
+  it('matches the fixture case by case: loss, metrics and gradient', async () => {
     for (const testCase of fixture.cases) {
       const policyLoss = createPolicyLoss(name, options(testCase.params) as never)
       const tensors = {
@@ -98,20 +99,44 @@ describe.each(verlPolicyLosses)('policy loss $name = verl compute_policy_loss_$f
       const { batch_num_tokens: globalTokenCount, global_batch_size: globalBatchSize } = testCase.params.global_batch_info
       const inputs: PolicyLossInputs = { ...tensors, globalTokenCount, globalBatchSize }
       const outputs = testCase.outputs!
-      const { loss, metrics } = policyLoss(inputs)
+      const result = policyLoss(inputs)
+      const { loss } = result
+      const metrics = await readLossMetrics(result.metrics)
       expectClose(loss.dataSync(), [outputs.pg_loss], `${testCase.id} pg_loss`, { tracker })
-      expect(metrics.pgLoss).toBeCloseTo(loss.dataSync()[0]!, 6)
+      expect(metrics.pgLoss).toBe(loss.dataSync()[0]!)
       for (const [verlName, value] of Object.entries(outputs.metrics)) {
         const ludicName = verlMetricNames[verlName as keyof typeof verlMetricNames]
         expect(ludicName, `${testCase.id}: unknown verl metric ${verlName}`).toBeDefined()
         expectClose([metrics[ludicName]], [value], `${testCase.id} ${verlName}`, { tracker })
       }
-      const gradient = tf.grad((logprobs: tf.Tensor) => policyLoss({ ...inputs, logprobs }).loss)(tensors.logprobs)
+      const lossOnly = keepingMetrics(policyLoss)
+      const gradient = tf.grad((logprobs: tf.Tensor) => lossOnly.loss({ ...inputs, logprobs }))(tensors.logprobs)
+      await lossOnly.read()
       expectClose(gradient.dataSync(), flat(outputs.grad_log_prob), `${testCase.id} grad_log_prob`, { tracker })
-      tf.dispose([loss, gradient, ...Object.values(tensors).filter((tensor) => tensor !== undefined)])
+      tf.dispose([loss, result.clippedTokens.low, result.clippedTokens.high, gradient, ...Object.values(tensors).filter((tensor) => tensor !== undefined)])
     }
   })
 })
+
+/**
+ * `policyLoss(inputs).loss` for `tf.grad` and finite differences, its metrics kept aside to read (and free)
+ * with `read()` afterwards, as a trainer does after the step.
+ */
+function keepingMetrics(policyLoss: PolicyLoss): { loss: (inputs: PolicyLossInputs) => tf.Scalar; read: () => Promise<PolicyLossMetrics[]> } {
+  const pending: PolicyLossMetricTensors[] = []
+  return {
+    loss: (inputs) => {
+      const { loss, metrics } = policyLoss(inputs)
+      pending.push(metrics)
+      return loss
+    },
+    read: async () => {
+      const read: PolicyLossMetrics[] = []
+      for (const metrics of pending.splice(0)) read.push(await readLossMetrics(metrics))
+      return read
+    },
+  }
+}
 
 /** Small random inputs: [3, 5], second row shorter, third empty except one token. */
 function smallInputs(seed: number, sequenceAdvantages = false): PolicyLossInputs {
@@ -130,36 +155,73 @@ describe('every policy loss', () => {
     // the detached ratio fixed, so the finite difference sees only the differentiated factor.
     const inputs = smallInputs(11, name === 'gspo')
     const detachedRatio = name === 'cispo' || name === 'dppo-tv' || name === 'dppo-kl'
+    const lossOnly = keepingMetrics(policyLoss)
     const f = (logprobs: tf.Tensor): tf.Scalar =>
-      policyLoss({ ...inputs, logprobs, oldLogprobs: detachedRatio ? tf.add(inputs.oldLogprobs, tf.sub(logprobs, inputs.logprobs)) : inputs.oldLogprobs }).loss
+      lossOnly.loss({ ...inputs, logprobs, oldLogprobs: detachedRatio ? tf.add(inputs.oldLogprobs, tf.sub(logprobs, inputs.logprobs)) : inputs.oldLogprobs })
     expectGradientMatchesFiniteDifferences(f, inputs.logprobs, { label: name, step: 1e-3, tolerance: 5e-3 })
-    await expectNoLeaks(() => policyLoss(inputs).loss, { label: `${name} loss` })
-    await expectNoLeaks(() => tf.grad((logprobs: tf.Tensor) => policyLoss({ ...inputs, logprobs }).loss)(inputs.logprobs), { label: `${name} gradient` })
+    await lossOnly.read()
+    // The loss and the clipped-token flags are the caller's; the metrics are freed by their read.
+    await expectNoLeaks(
+      async () => {
+        const { loss, metrics, clippedTokens } = policyLoss(inputs)
+        await readLossMetrics(metrics)
+        return [loss, clippedTokens]
+      },
+      { label: `${name} loss` },
+    )
+    await expectNoLeaks(
+      async () => {
+        const gradient = tf.grad((logprobs: tf.Tensor) => lossOnly.loss({ ...inputs, logprobs }))(inputs.logprobs)
+        await lossOnly.read()
+        return gradient
+      },
+      { label: `${name} gradient` },
+    )
     tf.dispose(Object.values(inputs) as tf.Tensor[])
   })
 
-  it('ignore masked positions, even NaN there, in value and gradient', () => {
+  it('ignore masked positions, even NaN there, in value, gradient and checks', async () => {
     const inputs = smallInputs(3)
     const nanLogprobs = tf.tidy(() => tf.where(tf.equal(inputs.mask, 0), tf.fill([3, 5], Number.NaN), inputs.logprobs))
     for (const name of policyLossNames) {
       const policyLoss = createPolicyLoss(name, (name === 'truncated-ppo' ? { generationBudget: 5 } : {}) as never)
       const clean = policyLoss(inputs)
-      const dirty = policyLoss({ ...inputs, logprobs: nanLogprobs, oldLogprobs: tf.add(nanLogprobs, 0.1) })
-      const gradient = tf.grad((logprobs: tf.Tensor) => policyLoss({ ...inputs, logprobs }).loss)(nanLogprobs)
+      const nanOld = tf.add(nanLogprobs, 0.1)
+      const dirty = policyLoss({ ...inputs, logprobs: nanLogprobs, oldLogprobs: nanOld })
+      const lossOnly = keepingMetrics(policyLoss)
+      const gradient = tf.grad((logprobs: tf.Tensor) => lossOnly.loss({ ...inputs, logprobs }))(nanLogprobs)
+      const [dirtyMetrics] = await lossOnly.read()
       expect(Number.isFinite(dirty.loss.dataSync()[0]), name).toBe(true)
       expect(Array.from(gradient.dataSync()).every(Number.isFinite), name).toBe(true)
-      expect(Number.isFinite(clean.metrics.approxKl), name).toBe(true)
-      tf.dispose([clean.loss, dirty.loss, gradient])
+      expect(Number.isFinite((await readLossMetrics(clean.metrics)).approxKl), name).toBe(true)
+      expect(Object.values(await readLossMetrics(dirty.metrics)).every(Number.isFinite), name).toBe(true)
+      expect(Number.isFinite(dirtyMetrics!.ratioMax), name).toBe(true)
+      tf.dispose([
+        clean.loss,
+        dirty.loss,
+        gradient,
+        nanOld,
+        clean.clippedTokens.low,
+        clean.clippedTokens.high,
+        dirty.clippedTokens.low,
+        dirty.clippedTokens.high,
+      ])
     }
     tf.dispose([nanLogprobs, ...(Object.values(inputs) as tf.Tensor[])])
   })
 
-  it('report clipped tokens consistently with the metrics', () => {
+  it('report clipped tokens consistently with the metrics', async () => {
     const inputs = smallInputs(5)
     const oldLogprobs = tf.tidy(() => tf.add(inputs.logprobs, randomTensor([3, 5], 99, 0.6)))
-    const { loss, metrics, clippedTokens } = createPolicyLoss('ppo-clip', { clipLow: 0.1, clipHigh: 0.2 })({ ...inputs, oldLogprobs })
-    const lows = clippedTokens.low.reduce((a, b) => a + b, 0)
-    const highs = clippedTokens.high.reduce((a, b) => a + b, 0)
+    const result = createPolicyLoss('ppo-clip', { clipLow: 0.1, clipHigh: 0.2 })({ ...inputs, oldLogprobs })
+    const { loss, clippedTokens } = result
+    const metrics = await readLossMetrics(result.metrics)
+    expect(clippedTokens.low.dtype).toBe('bool')
+    expect(clippedTokens.low.shape).toEqual([3, 5])
+    const low = Array.from(clippedTokens.low.dataSync())
+    const high = Array.from(clippedTokens.high.dataSync())
+    const lows = low.reduce((a, b) => a + b, 0)
+    const highs = high.reduce((a, b) => a + b, 0)
     expect(lows).toBe(metrics.clippedLowTokens)
     expect(highs).toBe(metrics.clippedHighTokens)
     expect(lows + highs).toBeGreaterThan(0)
@@ -168,11 +230,11 @@ describe('every policy loss', () => {
     expect(metrics.ratioMin).toBeLessThanOrEqual(metrics.ratioMean)
     expect(metrics.ratioMean).toBeLessThanOrEqual(metrics.ratioMax)
     // Flags only at valid tokens: the third row has one.
-    expect(Array.from(clippedTokens.low.slice(11)).concat(Array.from(clippedTokens.high.slice(11)))).toEqual(new Array(8).fill(0))
-    tf.dispose([loss, oldLogprobs, ...(Object.values(inputs) as tf.Tensor[])])
+    expect(low.slice(11).concat(high.slice(11))).toEqual(new Array(8).fill(0))
+    tf.dispose([loss, clippedTokens.low, clippedTokens.high, oldLogprobs, ...(Object.values(inputs) as tf.Tensor[])])
   })
 
-  it('name bad arguments', () => {
+  it('name bad arguments: shapes and dtypes at the call, values when the metrics are read', async () => {
     const inputs = smallInputs(2)
     expect(() => createPolicyLoss('ppo' as PolicyLossName)).toThrow(/'name'.*known: ppo-clip, truncated-ppo, gspo/)
     expect(() => createPolicyLoss('ppo-clip', { clipC: 1 })).toThrow(/options.clipC.*greater than 1/)
@@ -186,16 +248,39 @@ describe('every policy loss', () => {
     expect(() => policyLoss({ ...inputs, advantages: wrongShape })).toThrow(/inputs.advantages/)
     const ints = tf.zeros([3, 5], 'int32')
     expect(() => policyLoss({ ...inputs, logprobs: ints })).toThrow(/inputs.logprobs.*float32/)
-    const nan = tf.tidy(() => tf.where(tf.equal(tf.reshape(tf.range(0, 15), [3, 5]), 6), tf.fill([3, 5], Number.NaN), inputs.advantages))
-    expect(() => policyLoss({ ...inputs, advantages: nan })).toThrow(/inputs.advantages.*not finite at \[1, 1\]/)
-    const empty = tf.zeros([3, 5])
-    expect(() => policyLoss({ ...inputs, mask: empty })).toThrow(/'inputs.mask'.*no valid token.*divide by zero/)
-    expect(() => createPolicyLoss('ppo-clip', { aggregation: 'seq-mean-token-mean' })({ ...inputs, mask: empty })).toThrow(/no sequence/)
     expect(() => createPolicyLoss('ppo-clip', { dataParallelSize: 2 })(inputs)).toThrow(/globalTokenCount.*required/)
     expect(() => policyLoss({ ...inputs, globalTokenCount: -1 })).toThrow(/inputs.globalTokenCount/)
-    const negative = tf.fill([3, 5], -1)
-    expect(() => policyLoss({ ...inputs, importanceWeights: negative })).toThrow(/importanceWeights.*non-negative/)
     expect(() => policyLoss(undefined as never)).toThrow(/'inputs'/)
-    tf.dispose([wrongShape, ints, nan, empty, negative, ...(Object.values(inputs) as tf.Tensor[])])
+    // Value checks run on the device with the loss and throw when its metrics are read.
+    const readOf = (result: PolicyLossResult): Promise<PolicyLossMetrics> => {
+      tf.dispose([result.loss, result.clippedTokens.low, result.clippedTokens.high])
+      return readLossMetrics(result.metrics)
+    }
+    const nan = tf.tidy(() => tf.where(tf.equal(tf.reshape(tf.range(0, 15), [3, 5]), 6), tf.fill([3, 5], Number.NaN), inputs.advantages))
+    await expect(readOf(policyLoss({ ...inputs, advantages: nan }))).rejects.toThrow(/inputs.advantages.*not finite at \[1, 1\], a valid token$/)
+    const empty = tf.zeros([3, 5])
+    await expect(readOf(policyLoss({ ...inputs, mask: empty }))).rejects.toThrow(/'inputs.mask'.*no valid token.*divide by zero/)
+    await expect(readOf(createPolicyLoss('ppo-clip', { aggregation: 'seq-mean-token-mean' })({ ...inputs, mask: empty }))).rejects.toThrow(/no sequence/)
+    const negative = tf.fill([3, 5], -1)
+    await expect(readOf(policyLoss({ ...inputs, importanceWeights: negative }))).rejects.toThrow(
+      /importanceWeights.*non-negative \(at \[0, 0\]\) \(and 8 more\)/,
+    )
+    const notBinary = tf.tensor2d([
+      [1, 1, 1, 1, 1],
+      [1, 1, 0.5, 0, 0],
+      [1, 0, 0, 0, 0],
+    ])
+    await expect(readOf(policyLoss({ ...inputs, mask: notBinary }))).rejects.toThrow(/'inputs.mask' \(value: 0.5\).*only 0 and 1 \(\[1, 2\]\)/)
+    const infiniteWeight = tf.tensor2d([
+      [1, 1, 1, 1, 1],
+      [1, 1, Number.POSITIVE_INFINITY, 1, 1],
+      [1, 1, 1, 1, 1],
+    ])
+    await expect(readOf(policyLoss({ ...inputs, importanceWeights: infiniteWeight }))).rejects.toThrow(
+      /'inputs.importanceWeights' \(value: Infinity\).*not finite at \[1, 2\]/,
+    )
+    const error = await readOf(policyLoss({ ...inputs, advantages: nan })).catch((caught: unknown) => caught)
+    expect(InvalidArgumentError.isInstance(error) && error.argument).toBe('inputs.advantages')
+    tf.dispose([wrongShape, ints, nan, empty, negative, notBinary, infiniteWeight, ...(Object.values(inputs) as tf.Tensor[])])
   })
 })

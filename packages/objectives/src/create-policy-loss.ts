@@ -45,11 +45,13 @@ export const policyLossNames = Object.keys(factories) as PolicyLossName[]
 
 /**
  * Makes the policy loss `name` from its options (a zod-checked object; see each loss's schema for the
- * defaults). The loss is a function `(inputs) => { loss, metrics, clippedTokens }`.
+ * defaults). The loss is a function `(inputs) => { loss, metrics, clippedTokens }` that reads nothing from
+ * the device; `readLossMetrics(metrics)` reads the metrics after the step.
  *
  * ```ts
  * const policyLoss = createPolicyLoss('ppo-clip', { clipLow: 0.2, clipHigh: 0.28 })
- * const { loss, metrics } = policyLoss({ logprobs, oldLogprobs, advantages, mask })
+ * const { loss, metrics } = policyLoss({ logprobs, oldLogprobs, advantages, mask }) // inside computeGradients
+ * const { clipFraction } = await readLossMetrics(metrics) // after the step
  * ```
  */
 export function createPolicyLoss<Name extends PolicyLossName>(

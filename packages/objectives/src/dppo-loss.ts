@@ -2,16 +2,8 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
 import { stopGradient } from '@ludic/tensors'
-import {
-  aggregatePolicyLoss,
-  aggregationOptionFields,
-  applyImportanceWeights,
-  clamp,
-  collectPolicyMetrics,
-  maskedInputs,
-  readPolicyBatch,
-  type PolicyLoss,
-} from './policy-loss.js'
+import { constantOf } from './off-tape.js'
+import { aggregationOptionFields, applyImportanceWeights, checkPolicyInputs, runPolicyLoss, type PolicyLoss } from './policy-loss.js'
 
 export const dppoOptionsSchema = z.strictObject({
   /** Divergence threshold δ_low for tokens with A ≤ 0 (verl reuses clip_ratio_low). Default 0.2. */
@@ -43,43 +35,51 @@ export type DppoDivergence = 'tv' | 'kl'
  *
  * clippedTokens: `high` = masked with A > 0, `low` = masked with A ≤ 0. clipFraction = masked tokens;
  * clipFractionLower = valid tokens whose ratio was truncated (ρ > c).
- * The valid mask (no gradient) is computed in float64 from the inputs.
+ * The valid mask (no gradient) is computed in float32 on the device, as verl computes it (it was computed in
+ * float64 from values read off the device until the metrics moved to tensors).
  */
 export function createDppoLoss(divergence: DppoDivergence, options: DppoOptions = {}): PolicyLoss {
   const parsed = parseArgument(dppoOptionsSchema, options, 'options')
   const { clipLow, clipHigh, clipC } = parsed
   const caller = `dppo-${divergence}`
   return (inputs) => {
-    const batch = readPolicyBatch(inputs, caller)
-    const { logprobs, oldLogprobs, advantages, mask } = batch.data
-    const valid = new Float32Array(mask.length)
-    for (let index = 0; index < mask.length; index++) {
-      const probability = Math.exp(logprobs[index]!)
-      const oldProbability = Math.exp(oldLogprobs[index]!)
-      const positive = advantages[index]! > 0
-      if (divergence === 'tv') {
-        const change = probability - oldProbability
-        valid[index] = (positive ? change <= clipHigh : change >= -clipLow) ? 1 : 0
-      } else {
-        const binaryKl =
-          oldProbability * (oldLogprobs[index]! - logprobs[index]!) + (1 - oldProbability) * Math.log((1 - oldProbability + 1e-8) / (1 - probability + 1e-8))
-        valid[index] = (positive ? binaryKl <= clipHigh || probability <= oldProbability : binaryKl <= clipLow || probability >= oldProbability) ? 1 : 0
-      }
-    }
-    const loss = tf.tidy(() => {
-      const { logprobs: logprobsTensor, oldLogprobs: oldLogprobsTensor, advantages: advantagesTensor, mask: maskTensor } = maskedInputs(batch)
-      const ratio = tf.exp(tf.clipByValue(tf.sub(logprobsTensor, oldLogprobsTensor), -20, 20))
+    const batch = checkPolicyInputs(inputs, caller)
+    return runPolicyLoss(batch, ({ logprobs, oldLogprobs, advantages, mask, aggregate }) => {
+      const positive = tf.greater(advantages, 0)
+      // The tokens the update may move: a constant for the gradient, as verl computes it under no_grad.
+      const validMask = constantOf(() => {
+        const probability = tf.exp(logprobs)
+        const oldProbability = tf.exp(oldLogprobs)
+        if (divergence === 'tv') {
+          const change = tf.sub(probability, oldProbability)
+          return tf.cast(choose(positive, tf.lessEqual(change, clipHigh), tf.greaterEqual(change, -clipLow)), 'float32')
+        }
+        const binaryKl = tf.add(
+          tf.mul(oldProbability, tf.sub(oldLogprobs, logprobs)),
+          tf.mul(tf.sub(1, oldProbability), tf.log(tf.div(tf.add(tf.sub(1, oldProbability), 1e-8), tf.add(tf.sub(1, probability), 1e-8)))),
+        )
+        const validPositive = tf.logicalOr(tf.lessEqual(binaryKl, clipHigh), tf.lessEqual(probability, oldProbability))
+        const validNegative = tf.logicalOr(tf.lessEqual(binaryKl, clipLow), tf.greaterEqual(probability, oldProbability))
+        return tf.cast(choose(positive, validPositive, validNegative), 'float32')
+      }, mask)
+      const ratio = tf.exp(tf.clipByValue(tf.sub(logprobs, oldLogprobs), -20, 20))
       const truncatedRatio = stopGradient(tf.minimum(ratio, clipC))
-      const validMask = tf.tensor(valid, logprobsTensor.shape)
-      const pgLosses = tf.mul(tf.neg(tf.mul(tf.mul(advantagesTensor, truncatedRatio), logprobsTensor)), validMask) // [batch, tokens]
-      return aggregatePolicyLoss(applyImportanceWeights(pgLosses, batch, maskTensor), batch, parsed.aggregation, parsed)
+      const pgLosses = tf.mul(tf.neg(tf.mul(tf.mul(advantages, truncatedRatio), logprobs)), validMask) // [batch, tokens]
+      const loss = aggregate(applyImportanceWeights(pgLosses, batch, mask), parsed.aggregation, parsed)
+      const dropped = tf.equal(validMask, 0)
+      return {
+        loss,
+        ratio,
+        clipped: dropped,
+        clippedLower: tf.logicalAnd(tf.logicalNot(dropped), tf.greater(ratio, clipC)),
+        high: tf.logicalAnd(dropped, positive),
+        low: tf.logicalAnd(dropped, tf.logicalNot(positive)),
+      }
     })
-    const result = collectPolicyMetrics(batch, loss, true, (index) => {
-      const isValid = valid[index] === 1
-      const ratio = Math.exp(clamp(logprobs[index]! - oldLogprobs[index]!, -20, 20))
-      const positive = advantages[index]! > 0
-      return { clipped: !isValid, clippedLower: isValid && ratio > clipC, high: !isValid && positive, low: !isValid && !positive }
-    })
-    return { loss, ...result }
   }
+}
+
+/** `where(condition, ifTrue, ifFalse)` on bool tensors with logical ops (the wasm backend's where mishandles bool branches). */
+function choose(condition: tf.Tensor, ifTrue: tf.Tensor, ifFalse: tf.Tensor): tf.Tensor {
+  return tf.logicalOr(tf.logicalAnd(condition, ifTrue), tf.logicalAnd(tf.logicalNot(condition), ifFalse))
 }

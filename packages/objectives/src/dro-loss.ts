@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
-import { aggregatePolicyLoss, aggregationOptionFields, applyImportanceWeights, collectPolicyMetrics, maskedInputs, readPolicyBatch, type PolicyLoss } from './policy-loss.js'
+import { aggregationOptionFields, applyImportanceWeights, checkPolicyInputs, runPolicyLoss, type PolicyLoss } from './policy-loss.js'
 
 export const droOptionsSchema = z.strictObject({
   /** β of the quadratic penalty on the log-ratio (verl `policy_loss.dro_beta`). Must be > 0. Default 0.1. */
@@ -21,13 +21,11 @@ export type DroOptions = z.input<typeof droOptionsSchema>
 export function createDroLoss(options: DroOptions = {}): PolicyLoss {
   const parsed = parseArgument(droOptionsSchema, options, 'options')
   return (inputs) => {
-    const batch = readPolicyBatch(inputs, 'dro')
-    const loss = tf.tidy(() => {
-      const { logprobs, oldLogprobs, advantages, mask } = maskedInputs(batch)
+    const batch = checkPolicyInputs(inputs, 'dro')
+    return runPolicyLoss(batch, ({ logprobs, oldLogprobs, advantages, mask, aggregate }) => {
       const logRatio = tf.sub(logprobs, oldLogprobs)
       const pgLosses = tf.neg(tf.sub(tf.mul(logprobs, advantages), tf.mul(0.5 * parsed.beta, tf.square(logRatio)))) // [batch, tokens]
-      return aggregatePolicyLoss(applyImportanceWeights(pgLosses, batch, mask), batch, parsed.aggregation, parsed)
+      return { loss: aggregate(applyImportanceWeights(pgLosses, batch, mask), parsed.aggregation, parsed), logRatio }
     })
-    return { loss, ...collectPolicyMetrics(batch, loss, false) }
   }
 }

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
 import { entropyFromLogits } from '@ludic/tensors'
-import { aggregateLossOptionsSchema, aggregateMasked, aggregationModeSchema } from './aggregate-loss.js'
+import { aggregateLossOptionsSchema, aggregateMasked, aggregationModeSchema, countMask, requireNonEmptyMask } from './aggregate-loss.js'
 import { readFinite, readMask, requireFloatTensor, requireValidLogits } from './tensor-checks.js'
 
 export const entropyBonusOptionsSchema = aggregateLossOptionsSchema.extend({
@@ -30,7 +30,8 @@ export function entropyBonus(logits: tf.Tensor, mask: tf.Tensor, options: Entrop
   const loss = tf.tidy(() => {
     const tokenEntropy = entropyFromLogits(logitsTensor) // [batch, tokens]
     readFinite(tokenEntropy, 'logits', caller, maskRead.data)
-    return aggregateMasked(tokenEntropy, maskRead.tensor, maskRead.data, parsed.aggregation, parsed, caller)
+    requireNonEmptyMask(countMask(maskRead.data, logitsTensor.shape[0]!, logitsTensor.shape[1]!), parsed.aggregation, parsed, caller)
+    return aggregateMasked(tokenEntropy, maskRead.tensor, parsed.aggregation, parsed, caller).loss
   })
   return { loss, metrics: { entropy: loss.dataSync()[0]! } }
 }

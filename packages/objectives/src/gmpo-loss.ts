@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
-import { clipOptionFields, collectPolicyMetrics, maskedInputs, readPolicyBatch, type PolicyLoss } from './policy-loss.js'
+import { checkPolicyInputs, clipOptionFields, runPolicyLoss, type PolicyLoss } from './policy-loss.js'
 import { zeroMasked } from './tensor-checks.js'
 
 export const gmpoOptionsSchema = z.strictObject({
@@ -27,15 +27,14 @@ export function createGmpoLoss(options: GmpoOptions = {}): PolicyLoss {
   const parsed = parseArgument(gmpoOptionsSchema, options, 'options')
   const { clipLow, clipHigh } = parsed
   return (inputs) => {
-    const batch = readPolicyBatch(inputs, 'gmpo')
-    const { batch: rows, rowCounts } = batch.counts
-    const loss = tf.tidy(() => {
-      const { logprobs, oldLogprobs, advantages, mask } = maskedInputs(batch)
+    const batch = checkPolicyInputs(inputs, 'gmpo')
+    const rows = batch.logprobs.shape[0]!
+    return runPolicyLoss(batch, ({ logprobs, oldLogprobs, advantages, mask }) => {
       const negativeApproxKl = tf.sub(logprobs, oldLogprobs)
       const advantageSign = tf.sign(advantages)
       const negativeApproxKlClamped = tf.clipByValue(negativeApproxKl, -clipLow, clipHigh)
       const negativeApproxKlMin = tf.mul(advantageSign, tf.minimum(tf.mul(advantageSign, negativeApproxKl), tf.mul(advantageSign, negativeApproxKlClamped)))
-      const lengths = tf.tensor1d(Float32Array.from(rowCounts, (count) => count + 1e-8)) // [batch]
+      const lengths = tf.add(tf.sum(mask, -1), 1e-8) // [batch]
       const sequenceRatio = tf.exp(tf.div(tf.sum(tf.mul(negativeApproxKlMin, mask), -1), lengths)) // [batch]
       const sequenceAdvantage = tf.div(tf.sum(tf.mul(advantages, mask), -1), lengths) // [batch]
       let pgLosses = tf.neg(tf.mul(sequenceAdvantage, sequenceRatio)) // [batch]
@@ -43,20 +42,20 @@ export function createGmpoLoss(options: GmpoOptions = {}): PolicyLoss {
         const logWeights = tf.mul(tf.log(tf.add(zeroMasked(batch.importanceWeights, mask), 1e-10)), mask) // [batch, tokens]
         pgLosses = tf.mul(pgLosses, tf.exp(tf.div(tf.sum(logWeights, -1), lengths)))
       }
-      return tf.div(tf.sum(pgLosses), rows) as tf.Scalar
-    })
-    const { logprobs, oldLogprobs, advantages } = batch.data
-    const result = collectPolicyMetrics(batch, loss, false, (index) => {
-      const logRatio = logprobs[index]! - oldLogprobs[index]!
-      const clipped = logRatio < -clipLow || logRatio > clipHigh
-      const advantage = advantages[index]!
+      // Where the clamp above moved the log-ratio.
+      const above = tf.greater(negativeApproxKl, negativeApproxKlClamped)
+      const below = tf.less(negativeApproxKl, negativeApproxKlClamped)
+      const outside = tf.logicalOr(above, below)
+      const positive = tf.greater(advantages, 0)
+      const negative = tf.less(advantages, 0)
       return {
-        clipped: clipped && advantage > 0,
-        clippedLower: clipped && advantage < 0,
-        high: advantage > 0 && logRatio > clipHigh,
-        low: advantage < 0 && logRatio < -clipLow,
+        loss: tf.div(tf.sum(pgLosses), rows) as tf.Scalar,
+        logRatio: negativeApproxKl,
+        clipped: tf.logicalAnd(outside, positive),
+        clippedLower: tf.logicalAnd(outside, negative),
+        high: tf.logicalAnd(above, positive),
+        low: tf.logicalAnd(below, negative),
       }
     })
-    return { loss, ...result }
   }
 }

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
 import { stopGradient } from '@ludic/tensors'
-import { aggregatePolicyLoss, applyImportanceWeights, clipOptionFields, collectPolicyMetrics, maskedInputs, readPolicyBatch, type PolicyLoss } from './policy-loss.js'
+import { applyImportanceWeights, checkPolicyInputs, clipOptionFields, runPolicyLoss, type PolicyLoss } from './policy-loss.js'
 
 export const gspoOptionsSchema = z.strictObject({
   ...clipOptionFields,
@@ -28,39 +28,26 @@ export function createGspoLoss(options: GspoOptions = {}): PolicyLoss {
   const parsed = parseArgument(gspoOptionsSchema, options, 'options')
   const { clipLow, clipHigh } = parsed
   return (inputs) => {
-    const batch = readPolicyBatch(inputs, 'gspo')
-    const { batch: rows, tokens, rowCounts } = batch.counts
-    const loss = tf.tidy(() => {
-      const { logprobs, oldLogprobs, advantages, mask } = maskedInputs(batch)
+    const batch = checkPolicyInputs(inputs, 'gspo')
+    return runPolicyLoss(batch, ({ logprobs, oldLogprobs, advantages, mask, aggregate }) => {
       const negativeApproxKl = tf.sub(logprobs, oldLogprobs) // [batch, tokens], masked positions 0
-      const sequenceLengths = tf.tensor2d(Float32Array.from(rowCounts, (count) => Math.max(count, 1)), [rows, 1])
+      const sequenceLengths = tf.maximum(tf.sum(mask, -1, true), 1) // [batch, 1]
       const negativeApproxKlSequence = tf.div(tf.sum(negativeApproxKl, -1, true), sequenceLengths) // [batch, 1]
       const logSequenceRatio = tf.minimum(tf.add(tf.sub(logprobs, stopGradient(logprobs)), stopGradient(negativeApproxKlSequence)), 10)
       const sequenceRatio = tf.exp(logSequenceRatio) // [batch, tokens]
       const pgLosses1 = tf.neg(tf.mul(advantages, sequenceRatio))
       const pgLosses2 = tf.neg(tf.mul(advantages, tf.clipByValue(sequenceRatio, 1 - clipLow, 1 + clipHigh)))
       const pgLosses = tf.maximum(pgLosses1, pgLosses2)
-      return aggregatePolicyLoss(applyImportanceWeights(pgLosses, batch, mask), batch, 'seq-mean-token-mean', parsed)
-    })
-    // The sequence ratios in float64, for the metrics.
-    const { logprobs, oldLogprobs, advantages, mask } = batch.data
-    const sequenceRatios = new Float64Array(rows)
-    for (let row = 0; row < rows; row++) {
-      let total = 0
-      for (let column = 0; column < tokens; column++) {
-        const index = row * tokens + column
-        if (mask[index] !== 0) total += logprobs[index]! - oldLogprobs[index]!
+      const loss = aggregate(applyImportanceWeights(pgLosses, batch, mask), 'seq-mean-token-mean', parsed)
+      // The clipping decision of the maximum above.
+      const clipped = tf.greater(pgLosses2, pgLosses1)
+      return {
+        loss,
+        logRatio: negativeApproxKl,
+        clipped,
+        high: tf.logicalAnd(clipped, tf.greater(advantages, 0)),
+        low: tf.logicalAnd(clipped, tf.less(advantages, 0)),
       }
-      sequenceRatios[row] = Math.exp(Math.min(total / Math.max(rowCounts[row]!, 1), 10))
-    }
-    const result = collectPolicyMetrics(batch, loss, false, (index) => {
-      const advantage = advantages[index]!
-      const ratio = sequenceRatios[Math.floor(index / tokens)]!
-      const pgLoss1 = -advantage * ratio
-      const pgLoss2 = -advantage * Math.min(Math.max(ratio, 1 - clipLow), 1 + clipHigh)
-      const clipped = pgLoss2 > pgLoss1
-      return { clipped, high: clipped && advantage > 0, low: clipped && advantage < 0 }
     })
-    return { loss, ...result }
   }
 }

@@ -6,7 +6,8 @@ export {
   type AggregateLossOptions,
   type AggregationMode,
 } from './aggregate-loss.js'
-export type { PolicyLoss, PolicyLossInputs, PolicyLossMetrics, PolicyLossResult } from './policy-loss.js'
+export { readLossMetrics, type InputCheck, type LossMetricTensors, type ReadLossMetrics } from './loss-metrics.js'
+export type { PolicyLoss, PolicyLossInputs, PolicyLossMetrics, PolicyLossMetricTensors, PolicyLossResult } from './policy-loss.js'
 export { createPolicyLoss, policyLossNames, type PolicyLossName, type PolicyLossOptionsByName } from './create-policy-loss.js'
 export { createPpoClipLoss, ppoClipOptionsSchema, type PpoClipOptions } from './ppo-clip-loss.js'
 export { createGspoLoss, gspoOptionsSchema, type GspoOptions } from './gspo-loss.js'
@@ -26,7 +27,17 @@ export {
   type TruncatedPpoOptions,
   type TruncatedRollout,
 } from './truncated-ppo.js'
-export { klEstimators, klEstimatorSchema, klLoss, klLossOptionsSchema, klPenalty, type KlEstimator, type KlLossOptions } from './kl-penalty.js'
+export {
+  klEstimators,
+  klEstimatorSchema,
+  klLoss,
+  klLossOptionsSchema,
+  klPenalty,
+  type KlEstimator,
+  type KlLossMetrics,
+  type KlLossMetricTensors,
+  type KlLossOptions,
+} from './kl-penalty.js'
 export {
   AdaptiveKlController,
   adaptiveKlControllerOptionsSchema,

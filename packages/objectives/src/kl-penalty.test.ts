@@ -3,14 +3,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ShapeError } from '@ludic/core'
 import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
-import { klEstimators, klLoss, klPenalty, type KlEstimator } from './kl-penalty.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
+import { klEstimators, klLoss, klPenalty, type KlEstimator, type KlLossMetricTensors } from './kl-penalty.js'
+import { readLossMetrics } from './loss-metrics.js'
+import {
+  ErrorTracker,
+  expectClose,
+  expectGradientMatchesFiniteDifferences,
+  flat,
+  initBackendUnderTest,
+  prefixMask,
+  randomTensor,
+  tensor2d,
+} from './testing/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
-const fixture = loadConformanceFixture<{ logprob: number[][]; ref_logprob: number[][] }, { kl_penalty: KlEstimator }, { kl: number[][]; grad_logprob: number[][] }>(
-  'verl/kl_penalty',
-)
+const fixture = loadConformanceFixture<
+  { logprob: number[][]; ref_logprob: number[][] },
+  { kl_penalty: KlEstimator },
+  { kl: number[][]; grad_logprob: number[][] }
+>('verl/kl_penalty')
 const tracker = new ErrorTracker()
 afterAll(() => {
   console.info(tracker.summary('verl/kl_penalty.json'))
@@ -67,7 +79,10 @@ describe('klPenalty', () => {
     expect(() => klPenalty(logprobs, reference, 'k4' as KlEstimator)).toThrow(/'estimator'/)
     const wrong = tf.zeros([2, 3])
     expect(() => klPenalty(logprobs, wrong, 'k1')).toThrow(ShapeError)
-    const nan = tf.tensor2d([[0, Number.NaN, 0, 0], [0, 0, 0, 0]])
+    const nan = tf.tensor2d([
+      [0, Number.NaN, 0, 0],
+      [0, 0, 0, 0],
+    ])
     expect(() => klPenalty(logprobs, nan, 'k3')).toThrow(/'referenceLogprobs'.*not finite at \[0, 1\]/)
     tf.dispose([logprobs, reference, wrong, nan])
   })
@@ -78,7 +93,9 @@ describe('klLoss', () => {
     const logprobs = randomTensor([3, 4], 5, 0.5, -1)
     const reference = randomTensor([3, 4], 6, 0.5, -1)
     const mask = prefixMask([4, 2, 0], 4)
-    const { loss, metrics } = klLoss({ logprobs, referenceLogprobs: reference, mask })
+    const result = klLoss({ logprobs, referenceLogprobs: reference, mask })
+    const { loss } = result
+    const metrics = await readLossMetrics(result.metrics)
     const lp = logprobs.dataSync()
     const ref = reference.dataSync()
     const m = mask.dataSync()
@@ -88,11 +105,38 @@ describe('klLoss', () => {
       total += m[index]! * Math.min(Math.max(Math.exp(x) - x - 1, -10), 10)
     }
     expectClose([metrics.klLoss], [total / 6], 'k3 token-mean')
-    expectClose(loss.dataSync(), [metrics.klLoss], 'value')
-    const f = (x: tf.Tensor): tf.Scalar => klLoss({ logprobs: x, referenceLogprobs: reference, mask }, { estimator: 'k2', aggregation: 'seq-mean-token-mean' }).loss
+    expect(metrics.klLoss).toBe(loss.dataSync()[0])
+    // The metrics of every call are read (and freed) after the gradient, as a trainer does after the step.
+    const pending: KlLossMetricTensors[] = []
+    const f = (x: tf.Tensor): tf.Scalar => {
+      const term = klLoss({ logprobs: x, referenceLogprobs: reference, mask }, { estimator: 'k2', aggregation: 'seq-mean-token-mean' })
+      pending.push(term.metrics)
+      return term.loss
+    }
+    const readPending = async (): Promise<void> => {
+      for (const entry of pending.splice(0)) await readLossMetrics(entry)
+    }
     expectGradientMatchesFiniteDifferences(f, logprobs, { label: 'klLoss k2' })
-    await expectNoLeaks(() => tf.grad(f)(logprobs), { label: 'klLoss gradient' })
-    expect(() => klLoss({ logprobs, referenceLogprobs: reference, mask: tf.zeros([3, 4]) })).toThrow(/'inputs.mask'.*no valid token/)
+    await readPending()
+    await expectNoLeaks(
+      async () => {
+        const gradient = tf.grad(f)(logprobs)
+        await readPending()
+        return gradient
+      },
+      { label: 'klLoss gradient' },
+    )
+    // Value checks are read with the metrics.
+    const empty = klLoss({ logprobs, referenceLogprobs: reference, mask: tf.zeros([3, 4]) })
+    await expect(readLossMetrics(empty.metrics)).rejects.toThrow(/'inputs.mask'.*no valid token/)
+    const nanReference = tf.tensor2d([
+      [0, 0, 0, 0],
+      [0, Number.NaN, 0, 0],
+      [0, 0, 0, 0],
+    ])
+    const nan = klLoss({ logprobs, referenceLogprobs: nanReference, mask })
+    await expect(readLossMetrics(nan.metrics)).rejects.toThrow(/'inputs.referenceLogprobs' \(value: NaN\).*not finite at \[1, 1\], a valid token/)
+    tf.dispose([empty.loss, nan.loss, nanReference])
     tf.dispose([logprobs, reference, mask, loss])
   })
 })

@@ -2,8 +2,10 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
 import { stopGradient } from '@ludic/tensors'
-import { aggregateMasked, aggregationModeSchema } from './aggregate-loss.js'
-import { readFinite, readMask, requireFloatTensor } from './tensor-checks.js'
+import { aggregateMasked, aggregationModeSchema, emptyMaskCheck } from './aggregate-loss.js'
+import { keepLossMetrics, type LossMetricTensors } from './loss-metrics.js'
+import { offTape } from './off-tape.js'
+import { binaryMaskCheck, finiteChecks, readFinite, requireFloatTensor, requireMaskTensor } from './tensor-checks.js'
 
 /**
  * Per-token estimators of KL(π ‖ π_ref) from the sampled token's log-probs (Schulman, "Approximating KL
@@ -76,26 +78,59 @@ export const klLossOptionsSchema = z.strictObject({
 })
 export type KlLossOptions = z.input<typeof klLossOptionsSchema>
 
+/** Diagnostics of `klLoss` as plain numbers, what `readLossMetrics(result.metrics)` returns. */
+export interface KlLossMetrics {
+  /** The value of `loss`. */
+  klLoss: number
+}
+
+/**
+ * The metrics of a `klLoss` call as scalar tensors, with the checks of its input values (0/1 mask, finite
+ * log-probs at valid tokens, a valid token where the mode divides by their count): read them once, after the
+ * step, with `readLossMetrics` (see `LossMetricTensors`).
+ */
+export type KlLossMetricTensors = LossMetricTensors<KlLossMetrics>
+
 /**
  * KL to the reference policy as a loss term (verl `use_kl_loss`: `kl_loss = agg_loss(kl_penalty(...), mask)`,
- * added to the policy loss times a coefficient, as in GRPO). `metrics.klLoss` is its value.
+ * added to the policy loss times a coefficient, as in GRPO). No device read: `loss` follows the caller's
+ * `tf.tidy`; `metrics` (`klLoss`, its value) outlive it and are read and freed by `readLossMetrics`.
  */
 export function klLoss(
   inputs: { logprobs: tf.Tensor; referenceLogprobs: tf.Tensor; mask: tf.Tensor },
   options: KlLossOptions = {},
-): { loss: tf.Scalar; metrics: { klLoss: number } } {
+): { loss: tf.Scalar; metrics: KlLossMetricTensors } {
   const caller = 'klLoss'
   const parsed = parseArgument(klLossOptionsSchema, options, 'options')
   const policy = requireFloatTensor(inputs.logprobs, 'inputs.logprobs', caller, [-1, -1])
   const reference = requireFloatTensor(inputs.referenceLogprobs, 'inputs.referenceLogprobs', caller, policy.shape)
-  const mask = readMask(inputs.mask, 'inputs.mask', caller, policy.shape)
-  readFinite(policy, 'inputs.logprobs', caller, mask.data)
-  readFinite(reference, 'inputs.referenceLogprobs', caller, mask.data)
+  const mask = requireMaskTensor(inputs.mask, 'inputs.mask', caller, policy.shape)
+  let metrics: KlLossMetricTensors | undefined
   const loss = tf.tidy(() => {
-    const floatMask = tf.cast(mask.tensor, 'float32')
-    const zero = (x: tf.Tensor): tf.Tensor => tf.where(tf.notEqual(floatMask, 0), x, tf.zerosLike(x))
-    const kl = klEstimate(zero(policy), zero(reference), parsed.estimator) // [batch, tokens]
-    return aggregateMasked(kl, mask.tensor, mask.data, parsed.aggregation, parsed, caller, { mask: 'inputs.mask', counts: 'options' })
+    const floatMask = tf.cast(mask, 'float32')
+    const valid = tf.notEqual(floatMask, 0)
+    const zero = (x: tf.Tensor): tf.Tensor => tf.where(valid, x, tf.zerosLike(x))
+    const policyAtValid = zero(policy)
+    const referenceAtValid = zero(reference)
+    const kl = klEstimate(policyAtValid, referenceAtValid, parsed.estimator) // [batch, tokens]
+    const names = { mask: 'inputs.mask', counts: 'options' }
+    const aggregated = aggregateMasked(kl, floatMask, parsed.aggregation, parsed, caller, names)
+    metrics = offTape(
+      () =>
+        keepLossMetrics<KlLossMetrics>({ klLoss: tf.clone(aggregated.loss) }, [
+          binaryMaskCheck(mask, 'inputs.mask', caller),
+          finiteChecks(
+            [
+              { argument: 'inputs.logprobs', tensor: policyAtValid },
+              { argument: 'inputs.referenceLogprobs', tensor: referenceAtValid },
+            ],
+            caller,
+          ),
+          aggregated.localCount === undefined ? undefined : emptyMaskCheck(aggregated.localCount, parsed.aggregation, caller, names),
+        ]),
+      floatMask,
+    )
+    return aggregated.loss
   })
-  return { loss, metrics: { klLoss: loss.dataSync()[0]! } }
+  return { loss, metrics: metrics! }
 }

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
-import { aggregatePolicyLoss, aggregationOptionFields, applyImportanceWeights, collectPolicyMetrics, maskedInputs, readPolicyBatch, type PolicyLoss } from './policy-loss.js'
+import { aggregationOptionFields, applyImportanceWeights, checkPolicyInputs, runPolicyLoss, type PolicyLoss } from './policy-loss.js'
 
 export const policyGradientOptionsSchema = z.strictObject({
   ...aggregationOptionFields,
@@ -17,12 +17,10 @@ export type PolicyGradientOptions = z.input<typeof policyGradientOptionsSchema>
 export function createPolicyGradientLoss(options: PolicyGradientOptions = {}, caller = 'pg'): PolicyLoss {
   const parsed = parseArgument(policyGradientOptionsSchema, options, 'options')
   return (inputs) => {
-    const batch = readPolicyBatch(inputs, caller)
-    const loss = tf.tidy(() => {
-      const { logprobs, advantages, mask } = maskedInputs(batch)
+    const batch = checkPolicyInputs(inputs, caller)
+    return runPolicyLoss(batch, ({ logprobs, advantages, mask, aggregate }) => {
       const pgLosses = tf.neg(tf.mul(logprobs, advantages)) // [batch, tokens]
-      return aggregatePolicyLoss(applyImportanceWeights(pgLosses, batch, mask), batch, parsed.aggregation, parsed)
+      return { loss: aggregate(applyImportanceWeights(pgLosses, batch, mask), parsed.aggregation, parsed) }
     })
-    return { loss, ...collectPolicyMetrics(batch, loss, true) }
   }
 }

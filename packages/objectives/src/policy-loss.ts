@@ -1,13 +1,16 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { InvalidArgumentError } from '@ludic/core'
-import { aggregateMasked, aggregationModeSchema, countMask, type AggregationMode, type MaskCounts } from './aggregate-loss.js'
-import { describeIndex, readFinite, readMask, requireFloatTensor, zeroMasked } from './tensor-checks.js'
+import { aggregateMasked, aggregationModeSchema, emptyMaskCheck, type AggregationMode } from './aggregate-loss.js'
+import { keepLossMetrics, type LossMetricTensors } from './loss-metrics.js'
+import { offTape } from './off-tape.js'
+import { binaryMaskCheck, finiteChecks, nonNegativeCheck, requireFloatTensor, requireMaskTensor, zeroMasked, type ValueChecks } from './tensor-checks.js'
 
 /**
  * What every policy loss takes and returns. A policy loss is made by a factory from its options
- * (`createPolicyLoss(name, options)`) and called once per micro-batch, usually inside `tf.grad` or an
- * optimizer's `minimize`: the returned `loss` is differentiable with respect to `logprobs`.
+ * (`createPolicyLoss(name, options)`) and called once per micro-batch, usually inside `tf.grad` or
+ * `computeGradients`: the returned `loss` is differentiable with respect to `logprobs`. A call reads nothing
+ * from the device; its metrics are read after the step with `readLossMetrics` (see `PolicyLossResult`).
  */
 export interface PolicyLossInputs {
   /** `[batch, tokens]` float32: log π_θ of each response token under the current policy (the differentiated input). */
@@ -22,16 +25,17 @@ export interface PolicyLossInputs {
    * `[batch, tokens]` float32, optional: per-token weights that multiply the loss matrix before aggregation,
    * as constants (verl `rollout_is_weights`, rollout-correction importance weights).
    */
-  importanceWeights?: tf.Tensor
+  importanceWeights?: tf.Tensor | undefined
   /** Valid tokens in the global batch (verl `batch_num_tokens`), for `token-mean` across data-parallel ranks. */
-  globalTokenCount?: number
+  globalTokenCount?: number | undefined
   /** Sequences in the global batch (verl `global_batch_size`), for the `seq-mean-*` modes across ranks. */
-  globalBatchSize?: number
+  globalBatchSize?: number | undefined
 }
 
 /**
- * Diagnostics as plain numbers (computed in float64 from the inputs; verl's names in brackets). Losses
- * without clipping report 0 for the clip metrics.
+ * Diagnostics as plain numbers, what `readLossMetrics(result.metrics)` returns (verl's names in brackets).
+ * Computed in float32 on the device from the tensors the loss used, so a token counts as clipped exactly
+ * where the loss clipped it. Losses without clipping report 0 for the clip metrics.
  */
 export interface PolicyLossMetrics {
   /** The value of `loss`. */
@@ -54,15 +58,28 @@ export interface PolicyLossMetrics {
   validTokens: number
 }
 
+/**
+ * The metrics of a policy-loss call as scalar tensors, with the checks of its input values (0/1 mask;
+ * finite `logprobs`, `oldLogprobs`, `advantages` and `importanceWeights`, non-negative weights, at valid
+ * tokens; a valid token where the mode divides by their count). They survive the caller's `tf.tidy`:
+ * read them once, after the step, with `readLossMetrics`, which disposes them and throws if a check failed.
+ */
+export type PolicyLossMetricTensors = LossMetricTensors<PolicyLossMetrics>
+
+/**
+ * A policy-loss call makes no device read: called inside `tf.tidy` / `computeGradients`, `loss` and
+ * `clippedTokens` are freed with the tidy (outside one, the caller disposes them); `metrics` outlive it and
+ * are freed by `readLossMetrics`, which must be called once per call (it also reports bad input values).
+ */
 export interface PolicyLossResult {
-  /** Scalar loss to minimise, differentiable with respect to `inputs.logprobs`. The caller disposes it. */
+  /** Scalar loss to minimise, differentiable with respect to `inputs.logprobs`. */
   loss: tf.Scalar
-  metrics: PolicyLossMetrics
+  metrics: PolicyLossMetricTensors
   /**
-   * Which valid tokens were clipped, as row-major `[batch, tokens]` 0/1 flags: `low` where the lower ratio
-   * bound is active, `high` where the upper one is (per loss in the README; all 0 for losses that do not clip).
+   * Which valid tokens were clipped, as `[batch, tokens]` bool tensors: `low` where the lower ratio bound is
+   * active, `high` where the upper one is (per loss in the README; all false for losses that do not clip).
    */
-  clippedTokens: { low: Uint8Array; high: Uint8Array }
+  clippedTokens: { low: tf.Tensor; high: tf.Tensor }
 }
 
 export type PolicyLoss = (inputs: PolicyLossInputs) => PolicyLossResult
@@ -85,36 +102,35 @@ export const clipOptionFields = {
   clipHigh: z.number().nonnegative().default(0.2),
 }
 
-/** The inputs of one call, checked and read to plain arrays once. */
+/** The inputs of one call, their shapes and dtypes checked (their values are checked on the device). */
 export interface PolicyBatch {
   caller: string
   logprobs: tf.Tensor
   oldLogprobs: tf.Tensor
   advantages: tf.Tensor
+  /** As passed: float32, int32 or bool. */
   mask: tf.Tensor
   importanceWeights: tf.Tensor | undefined
-  data: {
-    logprobs: Float32Array
-    oldLogprobs: Float32Array
-    advantages: Float32Array
-    mask: Float32Array
-    importanceWeights: Float32Array | undefined
-  }
-  counts: MaskCounts
+  /** Tokens at positions ≥ this leave the mask (truncated PPO's generation budget); undefined = none. */
+  tokenBudget: number | undefined
   globalTokenCount: number | undefined
   globalBatchSize: number | undefined
 }
 
-/** Checks shapes, dtypes, the mask and finiteness (at valid tokens) of the inputs and reads them. */
-export function readPolicyBatch(inputs: PolicyLossInputs, caller: string): PolicyBatch {
+/** Checks the shapes and dtypes of the inputs and the global counts (no device read). */
+export function checkPolicyInputs(inputs: PolicyLossInputs, caller: string): PolicyBatch {
   if (inputs === null || typeof inputs !== 'object') {
-    throw new InvalidArgumentError({ argument: 'inputs', value: inputs, message: `passed to '${caller}' must be an object { logprobs, oldLogprobs, advantages, mask }` })
+    throw new InvalidArgumentError({
+      argument: 'inputs',
+      value: inputs,
+      message: `passed to '${caller}' must be an object { logprobs, oldLogprobs, advantages, mask }`,
+    })
   }
   const logprobs = requireFloatTensor(inputs.logprobs, 'inputs.logprobs', caller, [-1, -1])
   const shape = logprobs.shape
   const oldLogprobs = requireFloatTensor(inputs.oldLogprobs, 'inputs.oldLogprobs', caller, shape)
   const advantages = requireFloatTensor(inputs.advantages, 'inputs.advantages', caller, shape)
-  const maskRead = readMask(inputs.mask, 'inputs.mask', caller, shape)
+  const mask = requireMaskTensor(inputs.mask, 'inputs.mask', caller, shape)
   const importanceWeights =
     inputs.importanceWeights === undefined ? undefined : requireFloatTensor(inputs.importanceWeights, 'inputs.importanceWeights', caller, shape)
   for (const key of ['globalTokenCount', 'globalBatchSize'] as const) {
@@ -123,144 +139,160 @@ export function readPolicyBatch(inputs: PolicyLossInputs, caller: string): Polic
       throw new InvalidArgumentError({ argument: `inputs.${key}`, value, message: `passed to '${caller}' must be a positive number` })
     }
   }
-  const mask = maskRead.data
-  const [batch, tokens] = shape as [number, number]
-  const weights = importanceWeights === undefined ? undefined : readFinite(importanceWeights, 'inputs.importanceWeights', caller, mask)
-  const negative = weights?.findIndex((weight, index) => mask[index] !== 0 && weight < 0) ?? -1
-  if (negative >= 0) {
-    throw new InvalidArgumentError({
-      argument: 'inputs.importanceWeights',
-      value: weights![negative],
-      message: `passed to '${caller}' must be non-negative (at ${describeIndex(negative, shape)})`,
-    })
-  }
   return {
     caller,
     logprobs,
     oldLogprobs,
     advantages,
-    mask: maskRead.tensor,
+    mask,
     importanceWeights,
-    data: {
-      logprobs: readFinite(logprobs, 'inputs.logprobs', caller, mask),
-      oldLogprobs: readFinite(oldLogprobs, 'inputs.oldLogprobs', caller, mask),
-      advantages: readFinite(advantages, 'inputs.advantages', caller, mask),
-      mask,
-      importanceWeights: weights,
-    },
-    counts: countMask(mask, batch, tokens),
+    tokenBudget: undefined,
     globalTokenCount: inputs.globalTokenCount,
     globalBatchSize: inputs.globalBatchSize,
   }
 }
 
+/** What a loss body receives: the input tensors with masked positions set to 0, and the aggregation. */
+export interface MaskedPolicyInputs {
+  logprobs: tf.Tensor
+  oldLogprobs: tf.Tensor
+  advantages: tf.Tensor
+  /** float32 0/1, cut at the token budget if any. */
+  mask: tf.Tensor
+  /** agg_loss over `mask` with the batch's global counts (verl), the empty-mask check deferred to the metrics. */
+  aggregate: (pgLosses: tf.Tensor, mode: AggregationMode, options: { dataParallelSize: number; lossScaleFactor?: number | undefined }) => tf.Scalar
+}
+
 /**
- * The input tensors with masked positions set to 0 (float32 mask included). Call inside `tf.tidy`:
- * whatever sits at masked positions (padding, NaN) then cannot reach the loss or its gradient.
+ * What a loss body returns: the loss, and the tensors the metrics come from — those that decided the loss,
+ * so that a token counts as clipped exactly where the loss clipped it. Flags are bool `[batch, tokens]` and
+ * must be false at masked positions, which comparisons of the loss's tensors are: the inputs are 0 there
+ * (A = 0, log-ratio 0). `every policy loss` tests check it.
  */
-export function maskedInputs(batch: PolicyBatch): { logprobs: tf.Tensor; oldLogprobs: tf.Tensor; advantages: tf.Tensor; mask: tf.Tensor } {
-  const mask = batch.mask.dtype === 'float32' ? batch.mask : tf.cast(batch.mask, 'float32')
+export interface PolicyLossTerms {
+  loss: tf.Scalar
+  /** log π − log π_old as approxKl uses it (clamped to ±20 or not, as the loss). Default: clamped. */
+  logRatio?: tf.Tensor
+  /** exp(clamp(log π − log π_old, ±20)), where the loss computed it. */
+  ratio?: tf.Tensor
+  /** Counts in clipFraction. */
+  clipped?: tf.Tensor
+  /** Counts in clipFractionLower. */
+  clippedLower?: tf.Tensor
+  /** `clippedTokens.low` / `.high`. */
+  low?: tf.Tensor
+  high?: tf.Tensor
+}
+
+/**
+ * Runs a policy loss on a checked batch: `body` computes the loss from the masked inputs (the algorithm,
+ * one screen per loss) and returns the tensors its metrics come from. Everything is computed inside one
+ * `tf.tidy` with no device read; the metric scalars and the value checks of the inputs are computed off the
+ * gradient tape and kept for `readLossMetrics`.
+ */
+export function runPolicyLoss(batch: PolicyBatch, body: (inputs: MaskedPolicyInputs) => PolicyLossTerms): PolicyLossResult {
+  let metrics: PolicyLossMetricTensors | undefined
+  const { loss, low, high } = tf.tidy(() => {
+    const { caller } = batch
+    const givenMask = batch.mask.dtype === 'float32' ? batch.mask : tf.cast(batch.mask, 'float32')
+    const mask = batch.tokenBudget === undefined ? givenMask : tf.mul(givenMask, budgetColumns(batch.tokenBudget, batch.mask.shape[1]!))
+    const names = { mask: 'inputs.mask', counts: 'inputs' }
+    const emptyChecks: ValueChecks[] = []
+    const aggregate: MaskedPolicyInputs['aggregate'] = (pgLosses, mode, options) => {
+      const aggregated = aggregateMasked(
+        pgLosses,
+        mask,
+        mode,
+        {
+          dataParallelSize: options.dataParallelSize,
+          globalTokenCount: batch.globalTokenCount,
+          globalBatchSize: batch.globalBatchSize,
+          lossScaleFactor: options.lossScaleFactor,
+        },
+        caller,
+        names,
+      )
+      if (aggregated.localCount !== undefined) emptyChecks.push(emptyMaskCheck(aggregated.localCount, mode, caller, names))
+      return aggregated.loss
+    }
+    const inputs = {
+      logprobs: zeroMasked(batch.logprobs, mask),
+      oldLogprobs: zeroMasked(batch.oldLogprobs, mask),
+      advantages: zeroMasked(batch.advantages, mask),
+      mask,
+      aggregate,
+    }
+    const terms = body(inputs)
+    // Flags are false at masked positions already: the loss's tensors compare inputs that are 0 there.
+    const low = terms.low ?? tf.zeros(mask.shape, 'bool')
+    const high = terms.high ?? tf.zeros(mask.shape, 'bool')
+    metrics = offTape(() => {
+      // The inputs' values at the valid tokens of the mask as given (the budget cuts what is trained on, not
+      // what must be valid): the zeroed inputs of the loss, unless a budget cut them further.
+      const given = batch.tokenBudget === undefined && batch.importanceWeights === undefined ? undefined : tf.notEqual(givenMask, 0)
+      const atGiven = (tensor: tf.Tensor): tf.Tensor => tf.where(given!, tensor, tf.zerosLike(tensor))
+      const atValid = (tensor: tf.Tensor, zeroed: tf.Tensor): tf.Tensor => (batch.tokenBudget === undefined ? zeroed : atGiven(tensor))
+      const weights = batch.importanceWeights === undefined ? undefined : atGiven(batch.importanceWeights)
+      const checked = [
+        { argument: 'inputs.logprobs', tensor: atValid(batch.logprobs, inputs.logprobs) },
+        { argument: 'inputs.oldLogprobs', tensor: atValid(batch.oldLogprobs, inputs.oldLogprobs) },
+        { argument: 'inputs.advantages', tensor: atValid(batch.advantages, inputs.advantages) },
+      ]
+      if (weights !== undefined) checked.push({ argument: 'inputs.importanceWeights', tensor: weights })
+      const checks = [
+        binaryMaskCheck(batch.mask, 'inputs.mask', caller),
+        finiteChecks(checked, caller),
+        weights === undefined ? undefined : nonNegativeCheck(weights, 'inputs.importanceWeights', caller),
+        ...emptyChecks,
+      ]
+      return keepLossMetrics<PolicyLossMetrics>(policyMetricValues(inputs, terms, low, high), checks)
+    }, givenMask)
+    return { loss: terms.loss, low, high }
+  })
+  return { loss, metrics: metrics!, clippedTokens: { low, high } }
+}
+
+/** `[1, tokens]` float32: 1 before the budget, 0 from it on. */
+function budgetColumns(budget: number, tokens: number): tf.Tensor {
+  return tf.tensor2d(
+    Float32Array.from({ length: tokens }, (_, column) => (column < budget ? 1 : 0)),
+    [1, tokens],
+  )
+}
+
+/** The metric scalars from the loss's tensors, over the valid tokens (off the tape, inside `tf.tidy`). */
+function policyMetricValues(inputs: MaskedPolicyInputs, terms: PolicyLossTerms, low: tf.Tensor, high: tf.Tensor): PolicyLossMetricTensors['values'] {
+  const { mask } = inputs
+  const validTokens = tf.sum(mask) as tf.Scalar
+  // verl masked_mean: Σ x·mask / (Σ mask + 1e-8).
+  const denominator = tf.add(validTokens, 1e-8)
+  // At masked positions the log-ratio and the flags are 0 (the inputs are 0) and the ratio is 1.
+  const logRatio = terms.logRatio ?? tf.clipByValue(tf.sub(inputs.logprobs, inputs.oldLogprobs), -20, 20)
+  const ratio = terms.ratio ?? tf.exp(tf.clipByValue(logRatio, -20, 20))
+  const validRatio = tf.mul(ratio, mask) // masked positions 0
+  const flag = (flags: tf.Tensor | undefined): tf.Tensor => (flags === undefined ? tf.zerosLike(ratio) : tf.cast(flags, 'float32'))
+  // Σ over the valid tokens of the log-ratio, the ratio and the four flags, in one reduction.
+  const perToken = tf.stack([logRatio, validRatio, flag(terms.clipped), flag(terms.clippedLower), flag(low), flag(high)]) // [6, batch, tokens]
+  const [logRatioSum, ratioSum, clippedSum, clippedLowerSum, lowCount, highCount] = tf.unstack(tf.sum(perToken, [1, 2])) as tf.Scalar[]
+  const one = tf.scalar(1)
+  const hasValid = tf.greater(validTokens, 0)
+  const ifValid = (value: tf.Tensor): tf.Scalar => tf.where(hasValid, value, one) as tf.Scalar
   return {
-    logprobs: zeroMasked(batch.logprobs, mask),
-    oldLogprobs: zeroMasked(batch.oldLogprobs, mask),
-    advantages: zeroMasked(batch.advantages, mask),
-    mask,
+    pgLoss: tf.clone(terms.loss),
+    approxKl: tf.div(tf.neg(logRatioSum!), denominator) as tf.Scalar,
+    clipFraction: tf.div(clippedSum!, denominator) as tf.Scalar,
+    clipFractionLower: tf.div(clippedLowerSum!, denominator) as tf.Scalar,
+    ratioMean: ifValid(tf.div(ratioSum!, tf.maximum(validTokens, 1))),
+    // Ratios are positive: min = 1 / max(mask / ratio) and max = max(ratio · mask) skip the masked 0s.
+    ratioMin: ifValid(tf.div(1, tf.max(tf.div(mask, ratio)))),
+    ratioMax: ifValid(tf.max(validRatio)),
+    clippedLowTokens: lowCount!,
+    clippedHighTokens: highCount!,
+    validTokens,
   }
 }
 
 /** Multiplies the loss matrix by the importance weights, if any (constants, as verl). Inside `tf.tidy`. */
 export function applyImportanceWeights(pgLosses: tf.Tensor, batch: PolicyBatch, mask: tf.Tensor): tf.Tensor {
   return batch.importanceWeights === undefined ? pgLosses : tf.mul(pgLosses, zeroMasked(batch.importanceWeights, mask))
-}
-
-/** agg_loss over the batch's mask with its global counts. Inside `tf.tidy`. */
-export function aggregatePolicyLoss(
-  pgLosses: tf.Tensor,
-  batch: PolicyBatch,
-  mode: AggregationMode,
-  options: { dataParallelSize: number; lossScaleFactor?: number | undefined },
-): tf.Scalar {
-  return aggregateMasked(
-    pgLosses,
-    batch.mask,
-    batch.data.mask,
-    mode,
-    {
-      dataParallelSize: options.dataParallelSize,
-      globalTokenCount: batch.globalTokenCount,
-      globalBatchSize: batch.globalBatchSize,
-      lossScaleFactor: options.lossScaleFactor,
-    },
-    batch.caller,
-    { mask: 'inputs.mask', counts: 'inputs' },
-  )
-}
-
-/**
- * Accumulates the metrics over valid tokens. `visit` is called for each valid token with its flat index
- * and returns its flags: `clipped` (counts in clipFraction), `clippedLower` (clipFractionLower), and the
- * per-token `low` / `high` flags. `approxKlClamped` says whether approxKl uses the ±20-clamped log-ratio.
- */
-export function collectPolicyMetrics(
-  batch: PolicyBatch,
-  loss: tf.Scalar,
-  approxKlClamped: boolean,
-  visit?: (index: number) => { clipped?: boolean; clippedLower?: boolean; low?: boolean; high?: boolean },
-): { metrics: PolicyLossMetrics; clippedTokens: { low: Uint8Array; high: Uint8Array } } {
-  const { logprobs, oldLogprobs, mask } = batch.data
-  const low = new Uint8Array(mask.length)
-  const high = new Uint8Array(mask.length)
-  let klSum = 0
-  let ratioSum = 0
-  let ratioMin = Infinity
-  let ratioMax = -Infinity
-  let clipped = 0
-  let clippedLower = 0
-  let lowCount = 0
-  let highCount = 0
-  for (let index = 0; index < mask.length; index++) {
-    if (mask[index] === 0) continue
-    const logRatio = logprobs[index]! - oldLogprobs[index]!
-    const clampedLogRatio = Math.min(Math.max(logRatio, -20), 20)
-    klSum += -(approxKlClamped ? clampedLogRatio : logRatio)
-    const ratio = Math.exp(clampedLogRatio)
-    ratioSum += ratio
-    ratioMin = Math.min(ratioMin, ratio)
-    ratioMax = Math.max(ratioMax, ratio)
-    const flags = visit?.(index)
-    if (flags === undefined) continue
-    if (flags.clipped === true) clipped++
-    if (flags.clippedLower === true) clippedLower++
-    if (flags.low === true) {
-      low[index] = 1
-      lowCount++
-    }
-    if (flags.high === true) {
-      high[index] = 1
-      highCount++
-    }
-  }
-  const validTokens = batch.counts.validTokens
-  // verl masked_mean: Σ x·mask / (Σ mask + 1e-8).
-  const maskedMean = (total: number): number => total / (validTokens + 1e-8)
-  return {
-    metrics: {
-      pgLoss: loss.dataSync()[0]!,
-      approxKl: maskedMean(klSum),
-      clipFraction: maskedMean(clipped),
-      clipFractionLower: maskedMean(clippedLower),
-      ratioMean: validTokens === 0 ? 1 : ratioSum / validTokens,
-      ratioMin: validTokens === 0 ? 1 : ratioMin,
-      ratioMax: validTokens === 0 ? 1 : ratioMax,
-      clippedLowTokens: lowCount,
-      clippedHighTokens: highCount,
-      validTokens,
-    },
-    clippedTokens: { low, high },
-  }
-}
-
-/** JS `clamp`, as torch.clamp. */
-export function clamp(value: number, minimum: number, maximum: number): number {
-  return Math.min(Math.max(value, minimum), maximum)
 }

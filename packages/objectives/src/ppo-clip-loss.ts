@@ -2,14 +2,11 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
 import {
-  aggregatePolicyLoss,
   aggregationOptionFields,
   applyImportanceWeights,
-  clamp,
+  checkPolicyInputs,
   clipOptionFields,
-  collectPolicyMetrics,
-  maskedInputs,
-  readPolicyBatch,
+  runPolicyLoss,
   type PolicyBatch,
   type PolicyLoss,
   type PolicyLossResult,
@@ -34,18 +31,18 @@ export type PpoClipOptions = z.input<typeof ppoClipOptionsSchema>
  *   L = max(−A·ρ, −A·clip(ρ, 1 − ε_low, 1 + ε_high)), then for A < 0: min(L, −A·c)
  *
  * clippedTokens: `high` = A > 0 and ρ > 1 + ε_high; `low` = A < 0 and ρ < 1 − ε_low.
- * clipFraction = tokens where the clipped term is active; clipFractionLower = tokens where the dual clip is.
+ * clipFraction = tokens where the clipped term is active; clipFractionLower = tokens where the dual clip is
+ * (both read off the maximum and minimum that computed the loss).
  */
 export function createPpoClipLoss(options: PpoClipOptions = {}): PolicyLoss {
   const parsed = parseArgument(ppoClipOptionsSchema, options, 'options')
-  return (inputs) => ppoClipLoss(readPolicyBatch(inputs, 'ppo-clip'), parsed)
+  return (inputs) => ppoClipLoss(checkPolicyInputs(inputs, 'ppo-clip'), parsed)
 }
 
 /** The loss on a checked batch (shared with `truncated-ppo`). */
 export function ppoClipLoss(batch: PolicyBatch, options: z.output<typeof ppoClipOptionsSchema>): PolicyLossResult {
   const { clipLow, clipHigh, clipC } = options
-  const loss = tf.tidy(() => {
-    const { logprobs, oldLogprobs, advantages, mask } = maskedInputs(batch)
+  return runPolicyLoss(batch, ({ logprobs, oldLogprobs, advantages, mask, aggregate }) => {
     const negativeApproxKl = tf.clipByValue(tf.sub(logprobs, oldLogprobs), -20, 20)
     const ratio = tf.exp(negativeApproxKl)
     const pgLosses1 = tf.neg(tf.mul(advantages, ratio))
@@ -53,22 +50,19 @@ export function ppoClipLoss(batch: PolicyBatch, options: z.output<typeof ppoClip
     const clipPgLosses1 = tf.maximum(pgLosses1, pgLosses2)
     const pgLosses3 = tf.neg(tf.mul(advantages, clipC))
     const clipPgLosses2 = tf.minimum(pgLosses3, clipPgLosses1)
-    const pgLosses = tf.where(tf.less(advantages, 0), clipPgLosses2, clipPgLosses1) // [batch, tokens]
-    return aggregatePolicyLoss(applyImportanceWeights(pgLosses, batch, mask), batch, options.aggregation, options)
-  })
-  const { logprobs, oldLogprobs, advantages } = batch.data
-  const result = collectPolicyMetrics(batch, loss, true, (index) => {
-    const advantage = advantages[index]!
-    const ratio = Math.exp(clamp(logprobs[index]! - oldLogprobs[index]!, -20, 20))
-    const pgLoss1 = -advantage * ratio
-    const pgLoss2 = -advantage * clamp(ratio, 1 - clipLow, 1 + clipHigh)
-    const clipped = pgLoss2 > pgLoss1
+    const negative = tf.less(advantages, 0)
+    const pgLosses = tf.where(negative, clipPgLosses2, clipPgLosses1) // [batch, tokens]
+    const loss = aggregate(applyImportanceWeights(pgLosses, batch, mask), options.aggregation, options)
+    // The clipping decisions of the maximum and the dual-clip minimum above.
+    const clipped = tf.greater(pgLosses2, pgLosses1)
     return {
+      loss,
+      logRatio: negativeApproxKl,
+      ratio,
       clipped,
-      clippedLower: Math.max(pgLoss1, pgLoss2) > -advantage * clipC && advantage < 0,
-      high: clipped && advantage > 0,
-      low: clipped && advantage < 0,
+      clippedLower: tf.logicalAnd(tf.greater(clipPgLosses1, pgLosses3), negative),
+      high: tf.logicalAnd(clipped, tf.greater(advantages, 0)),
+      low: tf.logicalAnd(clipped, negative),
     }
   })
-  return { loss, ...result }
 }

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
-import { aggregatePolicyLoss, applyImportanceWeights, collectPolicyMetrics, maskedInputs, readPolicyBatch, type PolicyLoss } from './policy-loss.js'
+import { applyImportanceWeights, checkPolicyInputs, runPolicyLoss, type PolicyLoss } from './policy-loss.js'
 
 export const sapoOptionsSchema = z.strictObject({
   /** Temperature τ of the gate for tokens with A > 0. Default 1 (verl). */
@@ -27,15 +27,14 @@ export type SapoOptions = z.input<typeof sapoOptionsSchema>
 export function createSapoLoss(options: SapoOptions = {}): PolicyLoss {
   const parsed = parseArgument(sapoOptionsSchema, options, 'options')
   return (inputs) => {
-    const batch = readPolicyBatch(inputs, 'sapo')
-    const loss = tf.tidy(() => {
-      const { logprobs, oldLogprobs, advantages, mask } = maskedInputs(batch)
-      const ratio = tf.exp(tf.clipByValue(tf.sub(logprobs, oldLogprobs), -20, 20))
+    const batch = checkPolicyInputs(inputs, 'sapo')
+    return runPolicyLoss(batch, ({ logprobs, oldLogprobs, advantages, mask, aggregate }) => {
+      const logRatio = tf.clipByValue(tf.sub(logprobs, oldLogprobs), -20, 20)
+      const ratio = tf.exp(logRatio)
       const taus = tf.where(tf.greater(advantages, 0), tf.fill(ratio.shape, parsed.tauPositive), tf.fill(ratio.shape, parsed.tauNegative))
       const gates = tf.div(tf.mul(tf.sigmoid(tf.mul(taus, tf.sub(ratio, 1))), 4), taus)
       const pgLosses = tf.neg(tf.mul(gates, advantages)) // [batch, tokens]
-      return aggregatePolicyLoss(applyImportanceWeights(pgLosses, batch, mask), batch, 'seq-mean-token-mean', parsed)
+      return { loss: aggregate(applyImportanceWeights(pgLosses, batch, mask), 'seq-mean-token-mean', parsed), logRatio, ratio }
     })
-    return { loss, ...collectPolicyMetrics(batch, loss, true) }
   }
 }

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { tokenLogprobs } from '@ludic/tensors'
-import { aggregateLossOptionsSchema, aggregateMasked, aggregationModeSchema } from './aggregate-loss.js'
+import { aggregateLossOptionsSchema, aggregateMasked, aggregationModeSchema, countMask, requireNonEmptyMask } from './aggregate-loss.js'
 import { describeIndex, readFinite, readMask, requireFloatTensor, requireShape, requireTensor } from './tensor-checks.js'
 
 export const sftLossOptionsSchema = aggregateLossOptionsSchema.extend({
@@ -56,7 +56,8 @@ export function sftLoss(
       count++
     }
     tokenMeanNll = count === 0 ? 0 : total / count
-    return aggregateMasked(nll, maskRead.tensor, maskRead.data, parsed.aggregation, parsed, caller)
+    requireNonEmptyMask(countMask(maskRead.data, tokenShape[0]!, tokenShape[1]!), parsed.aggregation, parsed, caller)
+    return aggregateMasked(nll, maskRead.tensor, parsed.aggregation, parsed, caller).loss
   })
   const tokens = maskRead.data.reduce((total, weight) => total + weight, 0)
   return { loss, metrics: { nll: loss.dataSync()[0]!, perplexity: Math.exp(tokenMeanNll), tokens } }

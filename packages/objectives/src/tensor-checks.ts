@@ -31,21 +31,31 @@ export function requireShape(tensor: tf.Tensor, shape: readonly number[], argume
   }
 }
 
-/**
- * A 0/1 mask (float32, int32 or bool) of the given shape. Returns its values as float32 so the caller can
- * count valid tokens without another read.
- */
-export function readMask(value: unknown, argument: string, caller: string, shape: readonly number[]): { tensor: tf.Tensor; data: Float32Array } {
+/** A mask tensor (float32, int32 or bool) of the given shape; its values are checked elsewhere (no read). */
+export function requireMaskTensor(value: unknown, argument: string, caller: string, shape: readonly number[]): tf.Tensor {
   const tensor = requireTensor(value, argument, caller)
   if (tensor.dtype !== 'float32' && tensor.dtype !== 'int32' && tensor.dtype !== 'bool') {
     throw new InvalidArgumentError({ argument, value: tensor.dtype, message: `passed to '${caller}' must have dtype float32, int32 or bool` })
   }
   requireShape(tensor, shape, argument, caller)
+  return tensor
+}
+
+/**
+ * A 0/1 mask (float32, int32 or bool) of the given shape, read now. Returns its values as float32 so the
+ * caller can count valid tokens without another read.
+ */
+export function readMask(value: unknown, argument: string, caller: string, shape: readonly number[]): { tensor: tf.Tensor; data: Float32Array } {
+  const tensor = requireMaskTensor(value, argument, caller, shape)
   const data = Float32Array.from(tensor.dataSync() as ArrayLike<number>)
   for (let index = 0; index < data.length; index++) {
     const weight = data[index]!
     if (weight !== 0 && weight !== 1) {
-      throw new InvalidArgumentError({ argument, value: weight, message: `passed to '${caller}' must hold only 0 and 1 (${describeIndex(index, tensor.shape)})` })
+      throw new InvalidArgumentError({
+        argument,
+        value: weight,
+        message: `passed to '${caller}' must hold only 0 and 1 (${describeIndex(index, tensor.shape)})`,
+      })
     }
   }
   return { tensor, data }
@@ -61,7 +71,11 @@ export function readFinite(tensor: tf.Tensor, argument: string, caller: string, 
     if (mask !== undefined && mask[index] === 0) continue
     if (!Number.isFinite(data[index]!)) {
       const where = mask === undefined ? '' : ', a valid token'
-      throw new InvalidArgumentError({ argument, value: data[index], message: `passed to '${caller}' is not finite at ${describeIndex(index, tensor.shape)}${where}` })
+      throw new InvalidArgumentError({
+        argument,
+        value: data[index],
+        message: `passed to '${caller}' is not finite at ${describeIndex(index, tensor.shape)}${where}`,
+      })
     }
   }
   return data
@@ -105,5 +119,63 @@ export function requireValidLogits(logits: tf.Tensor, mask: Float32Array, argume
       const where = describeIndex(index, logits.shape.slice(0, -1))
       throw new InvalidArgumentError({ argument, value: Number.NaN, message: `passed to '${caller}' holds NaN or +Infinity at token ${where}, a valid token` })
     }
+  }
+}
+
+/**
+ * Checks of input values computed on the device, inside the loss's `tf.tidy`, instead of read there:
+ * `readLossMetrics` reads them with the metrics and throws the error. One row per checked argument; made by
+ * the functions below.
+ */
+export interface ValueChecks {
+  /** Per row: the argument the error names (e.g. `inputs.mask`) and its message at the first failing position. */
+  entries: { argument: string; message: (position: string) => string }[]
+  /** float32 `[rows, size]`: 1 where the check fails. */
+  failed: tf.Tensor
+  /** float32 `[rows, size]`: the values checked (the error reports the first failing one). */
+  values: tf.Tensor
+  /** The shape of one checked tensor, to turn a flat index into a position (`[]` for a scalar). */
+  shape: readonly number[]
+}
+
+/**
+ * `mask` (float32 or int32) holds only 0 and 1, i.e. m·(m − 1) = 0; undefined for a bool mask, which always
+ * does. Inside `tf.tidy`.
+ */
+export function binaryMaskCheck(mask: tf.Tensor, argument: string, caller: string): ValueChecks | undefined {
+  if (mask.dtype === 'bool') return undefined
+  const values = tf.reshape(mask.dtype === 'float32' ? mask : tf.cast(mask, 'float32'), [1, mask.size])
+  return {
+    entries: [{ argument, message: (position) => `passed to '${caller}' must hold only 0 and 1 (${position})` }],
+    failed: tf.cast(tf.notEqual(tf.mul(values, tf.sub(values, 1)), 0), 'float32'),
+    values,
+    shape: mask.shape,
+  }
+}
+
+/**
+ * Each tensor is finite (no NaN, no ±Infinity). Pass the tensors with their masked positions set to 0
+ * (`zeroMasked`): only valid tokens are checked. Inside `tf.tidy`.
+ */
+export function finiteChecks(tensors: { argument: string; tensor: tf.Tensor }[], caller: string): ValueChecks {
+  const shape = tensors[0]!.tensor.shape
+  const size = tensors[0]!.tensor.size
+  const values = tf.reshape(tf.stack(tensors.map(({ tensor }) => tensor)), [tensors.length, size]) // [rows, size]
+  return {
+    entries: tensors.map(({ argument }) => ({ argument, message: (position: string) => `passed to '${caller}' is not finite at ${position}, a valid token` })),
+    failed: tf.cast(tf.logicalNot(tf.isFinite(values)), 'float32'),
+    values,
+    shape,
+  }
+}
+
+/** `values` is ≥ 0; pass it with its masked positions set to 0 (`zeroMasked`). Inside `tf.tidy`. */
+export function nonNegativeCheck(values: tf.Tensor, argument: string, caller: string): ValueChecks {
+  const flat = tf.reshape(values, [1, values.size])
+  return {
+    entries: [{ argument, message: (position) => `passed to '${caller}' must be non-negative (at ${position})` }],
+    failed: tf.cast(tf.less(flat, 0), 'float32'),
+    values: flat,
+    shape: values.shape,
   }
 }

@@ -2,6 +2,8 @@ import * as tf from '@tensorflow/tfjs-core'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { createPolicyLoss } from './create-policy-loss.js'
+import { readLossMetrics } from './loss-metrics.js'
+import type { PolicyLossMetricTensors } from './policy-loss.js'
 import { buildTruncatedPpoInputs } from './truncated-ppo.js'
 import { expectClose, initBackendUnderTest } from './testing/fixtures.js'
 
@@ -58,7 +60,9 @@ describe('truncated PPO (T-PPO)', () => {
       [1, 1, 0, 0],
       [1, 1, 0, 0],
     ])
-    expect(() => buildTruncatedPpoInputs({ ...batch, mask: cutMask, finished: [true, false] }, { generationBudget: 2 })).toThrow(/'rollout.bootstrapValues'.*row 1/)
+    expect(() => buildTruncatedPpoInputs({ ...batch, mask: cutMask, finished: [true, false] }, { generationBudget: 2 })).toThrow(
+      /'rollout.bootstrapValues'.*row 1/,
+    )
     const generatorCut = buildTruncatedPpoInputs({ ...batch, mask: cutMask, finished: [true, false], bootstrapValues }, { generationBudget: 2, whiten: false })
     expect(generatorCut.truncated).toEqual([false, true])
     const whitened = buildTruncatedPpoInputs(batch, { generationBudget: 2 })
@@ -83,7 +87,9 @@ describe('truncated PPO (T-PPO)', () => {
     const policyLoss = createPolicyLoss('truncated-ppo', { generationBudget: 2, clipLow: 0.2, clipHigh: 0.2 })
     // Fed the full rollout mask: the loss cuts it at the budget itself.
     const inputs = { logprobs, oldLogprobs, advantages: built.advantages, mask: batch.mask }
-    const { loss, metrics } = policyLoss(inputs)
+    const result = policyLoss(inputs)
+    const { loss } = result
+    const metrics = await readLossMetrics(result.metrics)
     const advantages = [0.5, 0.4, 0.5, 0.4]
     const ratios = [0.05, -0.05, 0.1, 0.3].map(Math.exp)
     // ratio e^0.3 = 1.35 > 1.2 with A > 0: clipped to 1.2.
@@ -93,13 +99,29 @@ describe('truncated PPO (T-PPO)', () => {
     expect(metrics.clippedHighTokens).toBe(1)
     expect(metrics.clipFraction).toBeCloseTo(1 / 4, 6)
     // The same as ppo-clip on the cut mask.
+    expect(Array.from(result.clippedTokens.high.dataSync())).toEqual([0, 0, 0, 0, 0, 1, 0, 0])
     const reference = createPolicyLoss('ppo-clip', { clipLow: 0.2, clipHigh: 0.2 })({ ...inputs, mask: built.mask })
     expectClose(loss.dataSync(), reference.loss.dataSync(), 'ppo-clip on the cut mask')
-    const gradient = tf.grad((x: tf.Tensor) => policyLoss({ ...inputs, logprobs: x }).loss)(logprobs)
+    expect(await readLossMetrics(reference.metrics)).toEqual(metrics)
+    const pending: PolicyLossMetricTensors[] = []
+    const lossAt = (x: tf.Tensor): tf.Scalar => {
+      const term = policyLoss({ ...inputs, logprobs: x })
+      pending.push(term.metrics)
+      return term.loss
+    }
+    const gradient = tf.grad(lossAt)(logprobs)
     expect(Array.from(gradient.dataSync()).map((value) => value !== 0)).toEqual([true, true, false, false, true, false, false, false])
     await expectNoLeaks(() => buildTruncatedPpoInputs(batch, { generationBudget: 2 }), { label: 'buildTruncatedPpoInputs' })
-    await expectNoLeaks(() => tf.grad((x: tf.Tensor) => policyLoss({ ...inputs, logprobs: x }).loss)(logprobs), { label: 'truncated-ppo gradient' })
+    await expectNoLeaks(
+      async () => {
+        const leakGradient = tf.grad(lossAt)(logprobs)
+        for (const entry of pending.splice(0)) await readLossMetrics(entry)
+        return leakGradient
+      },
+      { label: 'truncated-ppo gradient' },
+    )
     tf.dispose([...Object.values(batch), built.mask, built.advantages, built.returns, built.valueMask, oldLogprobs, logprobs, loss, reference.loss, gradient])
+    tf.dispose([result.clippedTokens.low, result.clippedTokens.high, reference.clippedTokens.low, reference.clippedTokens.high])
   })
 
   it('names bad arguments', () => {

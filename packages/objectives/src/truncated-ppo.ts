@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { countMask } from './aggregate-loss.js'
 import { ppoClipLoss, ppoClipOptionsSchema } from './ppo-clip-loss.js'
-import { readPolicyBatch, type PolicyLoss } from './policy-loss.js'
+import { checkPolicyInputs, type PolicyLoss } from './policy-loss.js'
 import { readFinite, readMask, requireFloatTensor } from './tensor-checks.js'
 
 /**
@@ -28,17 +28,7 @@ export type TruncatedPpoOptions = z.input<typeof truncatedPpoOptionsSchema>
 /** PPO clip on the tokens before `generationBudget` (see the module comment). */
 export function createTruncatedPpoLoss(options: TruncatedPpoOptions): PolicyLoss {
   const parsed = parseArgument(truncatedPpoOptionsSchema, options, 'options')
-  return (inputs) => {
-    const batch = readPolicyBatch(inputs, 'truncated-ppo')
-    const { batch: rows, tokens } = batch.counts
-    const mask = Float32Array.from(batch.data.mask, (weight, index) => (index % tokens < parsed.generationBudget ? weight : 0))
-    const maskTensor = tf.tensor2d(mask, [rows, tokens])
-    try {
-      return ppoClipLoss({ ...batch, mask: maskTensor, data: { ...batch.data, mask }, counts: countMask(mask, rows, tokens) }, parsed)
-    } finally {
-      maskTensor.dispose()
-    }
-  }
+  return (inputs) => ppoClipLoss({ ...checkPolicyInputs(inputs, 'truncated-ppo'), tokenBudget: parsed.generationBudget }, parsed)
 }
 
 export const truncatedPpoInputsOptionsSchema = z.strictObject({
@@ -110,7 +100,11 @@ export function buildTruncatedPpoInputs(rollout: TruncatedRollout, options: Trun
       ? undefined
       : readFinite(requireFloatTensor(rollout.bootstrapValues, 'rollout.bootstrapValues', caller, [rows]), 'rollout.bootstrapValues', caller)
   if (rollout.finished !== undefined && (!Array.isArray(rollout.finished) || rollout.finished.length !== rows)) {
-    throw new InvalidArgumentError({ argument: 'rollout.finished', value: rollout.finished, message: `passed to '${caller}' must be an array of ${rows} booleans` })
+    throw new InvalidArgumentError({
+      argument: 'rollout.finished',
+      value: rollout.finished,
+      message: `passed to '${caller}' must be an array of ${rows} booleans`,
+    })
   }
 
   const kept = Math.min(generationBudget, tokens)

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
-import { aggregateLossOptionsSchema, aggregateMasked, aggregationModeSchema } from './aggregate-loss.js'
+import { aggregateLossOptionsSchema, aggregateMasked, aggregationModeSchema, countMask, requireNonEmptyMask } from './aggregate-loss.js'
 import { readFinite, readMask, requireFloatTensor, zeroMasked } from './tensor-checks.js'
 
 export const valueLossOptionsSchema = aggregateLossOptionsSchema.extend({
@@ -53,7 +53,9 @@ export function valueLoss(
     const valueLosses1 = tf.square(tf.sub(prediction, target))
     const valueLosses2 = tf.square(tf.sub(predictionClipped, target))
     const clippedValueLosses = tf.maximum(valueLosses1, valueLosses2) // [batch, tokens]
-    return tf.mul(0.5, aggregateMasked(clippedValueLosses, mask.tensor, mask.data, parsed.aggregation, parsed, caller, { mask: 'inputs.mask', counts: 'options' })) as tf.Scalar
+    const names = { mask: 'inputs.mask', counts: 'options' }
+    requireNonEmptyMask(countMask(mask.data, values.shape[0]!, values.shape[1]!), parsed.aggregation, parsed, caller, names)
+    return tf.mul(0.5, aggregateMasked(clippedValueLosses, mask.tensor, parsed.aggregation, parsed, caller, names).loss) as tf.Scalar
   })
   let clipped = 0
   let predictionSum = 0
