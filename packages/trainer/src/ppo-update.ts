@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core'
 import type { Random, Sample } from '@ludic/core'
 import { clipGradientsByGlobalNorm, computeGradients, sequenceLogprobs, type AdamW, type CausalLanguageModel } from '@ludic/model'
-import { klLoss, type KlEstimator, type PolicyLoss } from '@ludic/objectives'
+import { klLoss, readLossMetrics, type KlEstimator, type KlLossMetricTensors, type PolicyLoss, type PolicyLossMetricTensors } from '@ludic/objectives'
 import { maskedMean } from '@ludic/tensors'
 import { padRows, responseColumns, type TokenSequence } from './sequences.js'
 
@@ -36,7 +36,11 @@ export interface PpoBatch {
  * `miniBatchSize` rows, in a fresh order drawn from `random` each pass; one `ppoUpdate` per mini-batch. Returns
  * each loss term's mean over the updates.
  */
-export function ppoEpochs(settings: PpoSettings, batch: PpoBatch, options: { epochs: number; miniBatchSize: number; learningRate: number; random: Random }): Record<string, number> {
+export async function ppoEpochs(
+  settings: PpoSettings,
+  batch: PpoBatch,
+  options: { epochs: number; miniBatchSize: number; learningRate: number; random: Random },
+): Promise<Record<string, number>> {
   const sums: Record<string, number> = {}
   let updates = 0
   for (let epoch = 0; epoch < options.epochs; epoch++) {
@@ -51,7 +55,7 @@ export function ppoEpochs(settings: PpoSettings, batch: PpoBatch, options: { epo
         referenceLogprobs: pick(batch.referenceLogprobs),
         importanceWeights: pick(batch.importanceWeights),
       }
-      for (const [name, value] of Object.entries(ppoUpdate(settings, miniBatch, options.learningRate))) sums[name] = (sums[name] ?? 0) + value
+      for (const [name, value] of Object.entries(await ppoUpdate(settings, miniBatch, options.learningRate))) sums[name] = (sums[name] ?? 0) + value
       updates++
     }
   }
@@ -62,18 +66,26 @@ export function ppoEpochs(settings: PpoSettings, batch: PpoBatch, options: { epo
  * One PPO update on a mini-batch: loss = policy loss − c·entropy + β·KL, gradients clipped to `maxGradNorm`,
  * one AdamW step at `learningRate`. Returns the loss terms under their papers' names (`pgLoss`, `entropy`,
  * `approxKl`, `clipFraction`, `ratioMax`, `kl`, `loss`, `gradNorm`); leaves `tf.memory().numTensors` unchanged.
+ * Nothing is read from the device while the gradient is computed: the loss terms are read once after it, before
+ * the optimizer step (which a bad input, found then, never reaches).
  */
-export function ppoUpdate(settings: PpoSettings, batch: PpoBatch, learningRate: number): Record<string, number> {
+export async function ppoUpdate(settings: PpoSettings, batch: PpoBatch, learningRate: number): Promise<Record<string, number>> {
   const { model, kl, entropyCoefficient, entropyExcluded } = settings
   const { sequences, oldLogprobs, advantages, referenceLogprobs, importanceWeights } = batch
   const rows = sequences.length
   const columns = responseColumns(sequences)
   const matrix = (values: readonly Float32Array[]) => tf.tensor2d(padRows(values, columns), [rows, columns])
-  const terms: Record<string, number> = {}
+  let policyMetrics: PolicyLossMetricTensors | undefined
+  let klMetrics: KlLossMetricTensors | undefined
+  let entropy: tf.Scalar | undefined
   const { loss, gradients } = computeGradients(
     () =>
       tf.tidy(() => {
-        const { logprobs, entropies, responseMask } = sequenceLogprobs(model, { promptIds: sequences.map((s) => s.promptIds), responseIds: sequences.map((s) => s.responseIds) }, { withEntropy: true }) // [rows, columns]
+        const { logprobs, entropies, responseMask } = sequenceLogprobs(
+          model,
+          { promptIds: sequences.map((s) => s.promptIds), responseIds: sequences.map((s) => s.responseIds) },
+          { withEntropy: true },
+        ) // [rows, columns]
         const pg = settings.policyLoss({
           logprobs,
           oldLogprobs: matrix(oldLogprobs),
@@ -81,42 +93,60 @@ export function ppoUpdate(settings: PpoSettings, batch: PpoBatch, learningRate: 
           mask: responseMask,
           ...(importanceWeights === undefined ? {} : { importanceWeights: matrix(importanceWeights) }),
         })
-        const entropyMask = entropyExcluded.size === 0 ? responseMask : tf.mul(tf.cast(responseMask, 'float32'), tf.tensor2d(entropyKeep(sequences, columns, entropyExcluded), [rows, columns]))
-        const entropy = maskedMean(entropies!, entropyMask) as tf.Scalar
+        const entropyMask =
+          entropyExcluded.size === 0
+            ? responseMask
+            : tf.mul(tf.cast(responseMask, 'float32'), tf.tensor2d(entropyKeep(sequences, columns, entropyExcluded), [rows, columns]))
+        policyMetrics = pg.metrics // kept by the loss: read (and freed) below
+        entropy = tf.keep(maskedMean(entropies!, entropyMask) as tf.Scalar)
         let total: tf.Scalar = entropyCoefficient > 0 ? tf.sub(pg.loss, tf.mul(entropyCoefficient, entropy)) : pg.loss
         if (kl !== undefined && referenceLogprobs !== undefined) {
           const klTerm = klLoss({ logprobs, referenceLogprobs: matrix(referenceLogprobs), mask: responseMask }, { estimator: kl.estimator })
-          terms.kl = klTerm.metrics.klLoss
+          klMetrics = klTerm.metrics
           total = tf.add(total, tf.mul(kl.coefficient, klTerm.loss))
         }
-        terms.pgLoss = pg.metrics.pgLoss
-        terms.entropy = entropy.dataSync()[0]!
-        terms.approxKl = pg.metrics.approxKl
-        terms.clipFraction = pg.metrics.clipFraction
-        terms.ratioMax = pg.metrics.ratioMax
         return total
       }),
     settings.parameters,
   )
-  const clipped = clipGradientsByGlobalNorm(gradients, settings.maxGradNorm)
-  settings.optimizer.step(clipped.gradients, { learningRate })
-  terms.loss = loss.dataSync()[0]!
-  terms.gradNorm = clipped.norm
-  tf.dispose([loss, ...gradients.values(), ...clipped.gradients.values()])
-  return terms
+  const totals = tf.stack([loss, entropy!])
+  try {
+    const [read, [lossValue, entropyValue]] = await Promise.all([readLossMetrics({ policy: policyMetrics!, kl: klMetrics }), totals.data()])
+    const clipped = clipGradientsByGlobalNorm(gradients, settings.maxGradNorm)
+    settings.optimizer.step(clipped.gradients, { learningRate })
+    tf.dispose([...clipped.gradients.values()])
+    const { pgLoss, approxKl, clipFraction, ratioMax } = read.policy
+    return {
+      ...(read.kl === undefined ? {} : { kl: read.kl.klLoss }),
+      pgLoss,
+      entropy: entropyValue!,
+      approxKl,
+      clipFraction,
+      ratioMax,
+      loss: lossValue!,
+      gradNorm: clipped.norm,
+    }
+  } finally {
+    tf.dispose([totals, loss, entropy!, ...gradients.values()])
+  }
 }
 
 /** 1 where a response token counts toward the entropy bonus, 0 where its id is excluded (row-major, padded). */
 export function entropyKeep(sequences: readonly TokenSequence[], columns: number, excluded: ReadonlySet<number>): Float32Array {
   const keep = new Float32Array(sequences.length * columns)
   sequences.forEach((sequence, row) => {
-    for (let column = 0; column < Math.min(columns, sequence.responseIds.length); column++) keep[row * columns + column] = excluded.has(sequence.responseIds[column]!) ? 0 : 1
+    for (let column = 0; column < Math.min(columns, sequence.responseIds.length); column++)
+      keep[row * columns + column] = excluded.has(sequence.responseIds[column]!) ? 0 : 1
   })
   return keep
 }
 
 /** Per token, min(exp(current − rollout log-prob), cap): the truncated importance ratio of stale rollout weights. */
-export function importanceWeights(currentLogprobs: readonly Float32Array[], samples: readonly Sample[], cap: number): { weights: Float32Array[]; mean: number; truncated: number } {
+export function importanceWeights(
+  currentLogprobs: readonly Float32Array[],
+  samples: readonly Sample[],
+  cap: number,
+): { weights: Float32Array[]; mean: number; truncated: number } {
   let total = 0
   let truncated = 0
   let count = 0

@@ -98,10 +98,16 @@ export const rlTrainerConfigSchema = z
      * Environment factories (several games train together); the policy plays every role (self-play). Not used
      * with `asyncRollout`, whose setup module gives the workers theirs.
      */
-    environments: z.array(functionOf<() => EnvironmentV1>('must be a function that creates an environment')).min(1, 'needs at least one environment').optional(),
+    environments: z
+      .array(functionOf<() => EnvironmentV1>('must be a function that creates an environment'))
+      .min(1, 'needs at least one environment')
+      .optional(),
     /** Any `AdvantageEstimatorV1`. Default: RAE (role-conditioned baselines, SPIRAL). */
     advantage: z
-      .custom<AdvantageEstimatorV1>((value) => typeof value === 'object' && value !== null && typeof (value as AdvantageEstimatorV1).estimate === 'function', 'must be an AdvantageEstimatorV1')
+      .custom<AdvantageEstimatorV1>(
+        (value) => typeof value === 'object' && value !== null && typeof (value as AdvantageEstimatorV1).estimate === 'function',
+        'must be an AdvantageEstimatorV1',
+      )
       .optional(),
     /** A policy loss from `createPolicyLoss`. Default: PPO clip (ε 0.2, token mean). */
     policyLoss: functionOf<PolicyLoss>('must be a policy loss function (createPolicyLoss)').optional(),
@@ -139,6 +145,8 @@ export const rlTrainerConfigSchema = z
     keepLast: z.number().int().positive().default(2),
     /** Continue from the latest checkpoint in `runDirectory`, if any, on the first `step`/`run`. Default false. */
     resume: z.boolean().default(false),
+    /** Told what the trainer did that is not a metric (a broken checkpoint set aside on resume). Default: `console.warn`. */
+    notify: functionOf<(message: string) => void>('must be a function (message) => void').optional(),
     /** Called every `evaluateEvery` steps; its numbers are logged as `eval/<name>`. */
     evaluate: functionOf<EvaluationHook>('must be a function (context) => metrics').optional(),
     evaluateEvery: z.number().int().min(0).default(0),
@@ -163,7 +171,11 @@ export const rlTrainerConfigSchema = z
     if (config.checkpointEvery > 0 && config.runDirectory === undefined) problem(['runDirectory'], 'is needed with config.checkpointEvery > 0')
     if (config.resume && config.runDirectory === undefined) problem(['runDirectory'], 'is needed with config.resume')
     config.opponents?.forEach((opponent, index) => {
-      if (opponent.policy.id === learnerPolicyId) problem(['opponents', index, 'policy', 'id'], `is the trained model's policy id ('${learnerPolicyId}'); an opponent needs its own (its turns are told apart by id)`)
+      if (opponent.policy.id === learnerPolicyId)
+        problem(
+          ['opponents', index, 'policy', 'id'],
+          `is the trained model's policy id ('${learnerPolicyId}'); an opponent needs its own (its turns are told apart by id)`,
+        )
     })
     const asyncRollout = config.asyncRollout
     if (asyncRollout === undefined) {
@@ -171,13 +183,18 @@ export const rlTrainerConfigSchema = z
       return
     }
     for (const name of ['environments', 'prompt', 'chatTemplate'] as const) {
-      if (config[name] !== undefined) problem([name], 'must not be given with config.asyncRollout: its setup module gives the workers their environments, prompt and chat template')
+      if (config[name] !== undefined)
+        problem([name], 'must not be given with config.asyncRollout: its setup module gives the workers their environments, prompt and chat template')
     }
     if (config.opponents !== undefined) problem(['opponents'], 'are not supported with config.asyncRollout yet (the workers play self-play only)')
     if (asyncRollout.maxStaleness < asyncRollout.pushEvery) {
-      problem(['asyncRollout', 'maxStaleness'], `must be at least config.asyncRollout.pushEvery (${asyncRollout.pushEvery}): weights pushed every k steps are up to k steps old`)
+      problem(
+        ['asyncRollout', 'maxStaleness'],
+        `must be at least config.asyncRollout.pushEvery (${asyncRollout.pushEvery}): weights pushed every k steps are up to k steps old`,
+      )
     }
-    if (!config.recomputeOldLogprobs) problem(['recomputeOldLogprobs'], "must be true with config.asyncRollout: the importance ratio needs the current weights' log-probs")
+    if (!config.recomputeOldLogprobs)
+      problem(['recomputeOldLogprobs'], "must be true with config.asyncRollout: the importance ratio needs the current weights' log-probs")
   })
 export type RlTrainerConfig = z.input<typeof rlTrainerConfigSchema>
 export type ParsedRlTrainerConfig = z.output<typeof rlTrainerConfigSchema>

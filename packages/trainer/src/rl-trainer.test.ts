@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
@@ -48,19 +48,40 @@ describe('createRlTrainer', () => {
     const tensors = tf.memory().numTensors
     const second = await trainer.step()
     expect(tf.memory().numTensors).toBe(tensors)
-    for (const name of ['reward/pick-v1/player0', 'reward/pick-v1/player1', 'winRate/pick-v1/player0', 'invalidRate', 'responseLength', 'entropy', 'approxKl', 'clipFraction', 'pgLoss', 'loss', 'gradNorm', 'tokensPerSecond']) {
+    for (const name of [
+      'reward/pick-v1/player0',
+      'reward/pick-v1/player1',
+      'winRate/pick-v1/player0',
+      'invalidRate',
+      'responseLength',
+      'entropy',
+      'approxKl',
+      'clipFraction',
+      'pgLoss',
+      'loss',
+      'gradNorm',
+      'tokensPerSecond',
+    ]) {
       expect(Number.isFinite(second[name]), name).toBe(true)
     }
     expect(first.step).toBe(1)
     expect(first.episodes).toBe(4)
-    const lines = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { step: number })
+    const lines = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { step: number })
     expect(lines.map((line) => line.step)).toEqual([1, 2])
     trainer.dispose()
     model.dispose()
   })
 
   it('resumes from the latest checkpoint exactly as an uninterrupted run (bit for bit)', async () => {
-    const options = { checkpointEvery: 2, batch: { episodesPerStep: 3, miniBatchSize: 2, ppoEpochs: 2, maxTokens: 2 }, kl: { coefficient: 0.05 }, entropyCoefficient: 0.01 }
+    const options = {
+      checkpointEvery: 2,
+      batch: { episodesPerStep: 3, miniBatchSize: 2, ppoEpochs: 2, maxTokens: 2 },
+      kl: { coefficient: 0.05 },
+      entropyCoefficient: 0.01,
+    }
     const straightModel = createTestModel(5)
     const straight = createRlTrainer(baseConfig(straightModel, { ...options, runDirectory: join(directory, 'straight') }))
     await straight.run({ steps: 4 })
@@ -77,7 +98,10 @@ describe('createRlTrainer', () => {
     expect(resumed.stepCount).toBe(4)
     const expected = snapshot(straightModel)
     for (const [name, values] of snapshot(resumedModel)) expect(values, name).toEqual(expected.get(name))
-    const steps = (await readFile(join(directory, 'resumed', 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => (JSON.parse(line) as { step: number }).step)
+    const steps = (await readFile(join(directory, 'resumed', 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { step: number }).step)
     expect(steps).toEqual([1, 2, 3, 4])
     expect(resumed.history.map((metrics) => metrics.loss)).toEqual(straight.history.map((metrics) => metrics.loss))
     for (const item of [straight, resumed]) item.dispose()
@@ -85,8 +109,61 @@ describe('createRlTrainer', () => {
     resumedModel.dispose()
   })
 
+  it('resumes from the newest checkpoint that loads, setting a broken one aside and saying so', async () => {
+    const runDirectory = join(directory, 'broken')
+    const options = { checkpointEvery: 1, keepLast: 3, runDirectory }
+    const straightModel = createTestModel(6)
+    const straight = createRlTrainer(baseConfig(straightModel, { ...options, runDirectory: join(directory, 'broken-straight') }))
+    await straight.run({ steps: 3 })
+    const firstModel = createTestModel(6)
+    const first = createRlTrainer(baseConfig(firstModel, options))
+    await first.run({ steps: 2 })
+    first.dispose()
+    firstModel.dispose()
+    // A crash cut the newest checkpoint's weights short.
+    const weights = join(runDirectory, 'checkpoint-2', 'model.safetensors')
+    await writeFile(weights, (await readFile(weights)).subarray(0, 100))
+    const notices: string[] = []
+    const resumedModel = createTestModel(98)
+    const resumed = createRlTrainer(baseConfig(resumedModel, { ...options, resume: true, notify: (message) => notices.push(message) }))
+    await resumed.run({ steps: 3 })
+    expect(notices).toHaveLength(1)
+    expect(notices[0]).toMatch(/checkpoint-2 cannot be read .*set aside as .*broken-checkpoint-2-/)
+    expect((await readdir(runDirectory)).filter((name) => name.startsWith('broken-checkpoint-2-'))).toHaveLength(1)
+    const steps = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { step: number }).step)
+    expect(steps).toEqual([1, 2, 3])
+    const expected = snapshot(straightModel)
+    for (const [name, values] of snapshot(resumedModel)) expect(values, name).toEqual(expected.get(name))
+    for (const item of [straight, resumed]) item.dispose()
+    straightModel.dispose()
+    resumedModel.dispose()
+  })
+
+  it('starts metrics.jsonl over when a run killed before its first checkpoint is run again', async () => {
+    const runDirectory = join(directory, 'no-checkpoint')
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const model = createTestModel(7)
+      const trainer = createRlTrainer(baseConfig(model, { runDirectory, checkpointEvery: 10, resume: true }))
+      await trainer.step()
+      await trainer.step() // killed here: no checkpoint was written
+      trainer.dispose()
+      model.dispose()
+    }
+    const steps = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { step: number }).step)
+    expect(steps).toEqual([1, 2])
+  })
+
   it('restricts the entropy bonus to the response tokens whose ids are not excluded', async () => {
-    const sequences = [{ promptIds: Int32Array.from([1]), responseIds: Int32Array.from([5, 7, 9]) }, { promptIds: Int32Array.from([1]), responseIds: Int32Array.from([7]) }]
+    const sequences = [
+      { promptIds: Int32Array.from([1]), responseIds: Int32Array.from([5, 7, 9]) },
+      { promptIds: Int32Array.from([1]), responseIds: Int32Array.from([7]) },
+    ]
     expect([...entropyKeep(sequences, 3, new Set([7]))]).toEqual([1, 0, 1, 0, 0, 0])
     // Every id excluded: no position counts, the entropy term is 0; none excluded: it is positive.
     const all = Array.from({ length: 259 }, (_, id) => id)
@@ -104,8 +181,13 @@ describe('createRlTrainer', () => {
 
   it('learns: after SFT on a and b, self-play with RAE makes the policy prefer the winning answer', async () => {
     const model = createTestModel(2)
-    const prompt = (role: string, seed: number) => tokenizer.encode(tokenizer.applyChatTemplate!([{ role: 'user', content: `game ${seed}: ${role} picks a or b` }], { addGenerationPrompt: true }), { addSpecialTokens: false })
-    const examples = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) => ['a', 'b'].map((letter) => ({ promptIds: prompt('player0', seed), responseIds: tokenizer.encode(letter, { addSpecialTokens: false }) })))
+    const prompt = (role: string, seed: number) =>
+      tokenizer.encode(tokenizer.applyChatTemplate!([{ role: 'user', content: `game ${seed}: ${role} picks a or b` }], { addGenerationPrompt: true }), {
+        addSpecialTokens: false,
+      })
+    const examples = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) =>
+      ['a', 'b'].map((letter) => ({ promptIds: prompt('player0', seed), responseIds: tokenizer.encode(letter, { addSpecialTokens: false }) })),
+    )
     const sft = createSftTrainer({ model, examples, batchSize: 14, optimizer: { learningRate: 1e-2 }, seed: 1 })
     const sftHistory = await sft.run({ steps: 25 })
     sft.dispose()
@@ -116,7 +198,8 @@ describe('createRlTrainer', () => {
         const responseIds = promptIds.map((_, index) => tokenizer.encode(index % 2 === 0 ? 'a' : 'b', { addSpecialTokens: false }))
         const logprobs = sequenceLogprobs(model, { promptIds, responseIds }).logprobs.dataSync()
         let total = 0
-        for (let index = 0; index < logprobs.length; index += 2) total += Math.exp(logprobs[index]!) / (Math.exp(logprobs[index]!) + Math.exp(logprobs[index + 1]!))
+        for (let index = 0; index < logprobs.length; index += 2)
+          total += Math.exp(logprobs[index]!) / (Math.exp(logprobs[index]!) + Math.exp(logprobs[index + 1]!))
         return total / (logprobs.length / 2)
       })
     const before = probabilityOfA()
@@ -159,11 +242,13 @@ describe('createRlTrainer', () => {
     model.dispose()
   })
 
-  it('plays fixed opponents in a share of the episodes and trains on the model\'s turns only', async () => {
+  it("plays fixed opponents in a share of the episodes and trains on the model's turns only", async () => {
     const model = createTestModel(7)
     const run = async (share: number) => {
       const opponent = createScriptedPolicy({ id: 'always-b', replies: () => 'b' })
-      const trainer = createRlTrainer(baseConfig(model, { opponents: [{ policy: opponent, share }], batch: { episodesPerStep: 16, miniBatchSize: 16, ppoEpochs: 1, maxTokens: 2 } }))
+      const trainer = createRlTrainer(
+        baseConfig(model, { opponents: [{ policy: opponent, share }], batch: { episodesPerStep: 16, miniBatchSize: 16, ppoEpochs: 1, maxTokens: 2 } }),
+      )
       const metrics = await trainer.step()
       trainer.dispose()
       const roles = new Set(opponent.requests.map((request) => /player\d/.exec(request.messages.at(-1)!.content)![0]))
@@ -181,8 +266,19 @@ describe('createRlTrainer', () => {
     expect(half.requests).toBeLessThan(all.requests + 1)
     expect(half.samples + half.requests).toBeGreaterThanOrEqual(16)
     expect(await run(0.5)).toEqual(half) // drawn from the seed and step: the same again
-    expect(() => createRlTrainer(baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: 'a', replies: () => 'a' }), share: 0.7 }, { policy: createScriptedPolicy({ id: 'b', replies: () => 'b' }), share: 0.5 }] }))).toThrow(/config.opponents.*add up to at most 1/)
-    expect(() => createRlTrainer(baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: learnerPolicyId, replies: () => 'a' }), share: 0.5 }] }))).toThrow(/config.opponents.0.policy.id/)
+    expect(() =>
+      createRlTrainer(
+        baseConfig(model, {
+          opponents: [
+            { policy: createScriptedPolicy({ id: 'a', replies: () => 'a' }), share: 0.7 },
+            { policy: createScriptedPolicy({ id: 'b', replies: () => 'b' }), share: 0.5 },
+          ],
+        }),
+      ),
+    ).toThrow(/config.opponents.*add up to at most 1/)
+    expect(() =>
+      createRlTrainer(baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: learnerPolicyId, replies: () => 'a' }), share: 0.5 }] })),
+    ).toThrow(/config.opponents.0.policy.id/)
     model.dispose()
   })
 
@@ -202,12 +298,14 @@ describe('createRlTrainer', () => {
     expect((attempt({ ...baseConfig(model), environments: [] }) as InvalidArgumentError).argument).toBe('config.environments')
     expect((attempt({ ...baseConfig(model), batch: { ppoEpochs: 0 } }) as InvalidArgumentError).argument).toBe('config.batch.ppoEpochs')
     expect((attempt({ ...baseConfig(model), checkpointEvery: 3 }) as InvalidArgumentError).argument).toBe('config.runDirectory')
-    expect((attempt({ ...baseConfig(model), unknownOption: 1 }) as InvalidArgumentError)).toBeInstanceOf(InvalidArgumentError)
+    expect(attempt({ ...baseConfig(model), unknownOption: 1 }) as InvalidArgumentError).toBeInstanceOf(InvalidArgumentError)
     expect((attempt({ ...baseConfig(model), resume: true }) as InvalidArgumentError).argument).toBe('config.runDirectory')
     const smallTokenizer = { ...tokenizer, vocabSize: 300 }
     const mismatch = attempt({ ...baseConfig(model), tokenizer: smallTokenizer }) as InvalidArgumentError
     expect(mismatch.message).toContain('tokenizer has 300 ids, model has 259')
-    expect(() => createSftTrainer({ model, tokenizer: smallTokenizer, examples: [{ prompt: 'a', response: 'b' }] })).toThrow(/tokenizer has 300 ids, model has 259/)
+    expect(() => createSftTrainer({ model, tokenizer: smallTokenizer, examples: [{ prompt: 'a', response: 'b' }] })).toThrow(
+      /tokenizer has 300 ids, model has 259/,
+    )
     model.dispose()
   })
 })

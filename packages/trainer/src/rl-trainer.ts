@@ -61,9 +61,19 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
   const optimizer = createAdamW(parameters, { ...adamW, learningRate })
   // The reference policy for the KL term: a frozen copy of the starting weights.
   const reference = kl === undefined ? undefined : new CausalLanguageModel(model.config, model.parameters())
-  const ppo: PpoSettings = { model, parameters, optimizer, policyLoss: parsed.policyLoss ?? createPolicyLoss('ppo-clip'), entropyCoefficient: parsed.entropyCoefficient, entropyExcluded: new Set(parsed.entropyExcludeTokenIds ?? []), kl, maxGradNorm }
+  const ppo: PpoSettings = {
+    model,
+    parameters,
+    optimizer,
+    policyLoss: parsed.policyLoss ?? createPolicyLoss('ppo-clip'),
+    entropyCoefficient: parsed.entropyCoefficient,
+    entropyExcluded: new Set(parsed.entropyExcludeTokenIds ?? []),
+    kl,
+    maxGradNorm,
+  }
   const source = createRolloutSource({ config: parsed, model, reference })
-  const run = createRunState({ directory: parsed.runDirectory, keepLast: parsed.keepLast, model, optimizer, estimator, reference })
+  const notify = parsed.notify ?? ((message: string) => console.warn(`[ludic trainer] ${message}`))
+  const run = createRunState({ directory: parsed.runDirectory, keepLast: parsed.keepLast, model, optimizer, estimator, reference, notify })
   let random: Random = createRandom(deriveSeed('ludic.trainer', seed))
   let stepCount = 0
   let history: StepMetrics[] = []
@@ -95,16 +105,31 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
     // 4. PPO epochs over shuffled mini-batches; with stale rollout weights, tokens weighted by the truncated ratio.
     const updateStarted = performance.now()
     const sequences: TokenSequence[] = samples.map((sample) => ({ promptIds: sample.promptTokenIds, responseIds: sample.responseTokenIds }))
-    const oldLogprobs = parsed.recomputeOldLogprobs ? await responseLogprobs(model, sequences, batch.miniBatchSize) : samples.map((sample) => sample.rolloutLogprobs)
+    const oldLogprobs = parsed.recomputeOldLogprobs
+      ? await responseLogprobs(model, sequences, batch.miniBatchSize)
+      : samples.map((sample) => sample.rolloutLogprobs)
     const importance = offPolicy && importanceWeights(oldLogprobs, samples, offPolicy.importanceCap)
     const referenceLogprobs = reference && (offPolicy?.referenceLogprobs ?? (await responseLogprobs(reference, sequences, batch.miniBatchSize)))
     const rate = learningRate * schedule(stepIndex)
-    const terms = ppoEpochs(ppo, { sequences, oldLogprobs, advantages, referenceLogprobs, importanceWeights: importance?.weights }, { epochs: batch.ppoEpochs, miniBatchSize: batch.miniBatchSize, learningRate: rate, random })
+    const terms = await ppoEpochs(
+      ppo,
+      { sequences, oldLogprobs, advantages, referenceLogprobs, importanceWeights: importance?.weights },
+      { epochs: batch.ppoEpochs, miniBatchSize: batch.miniBatchSize, learningRate: rate, random },
+    )
     const updateSeconds = (performance.now() - updateStarted) / 1000
     source.updated(++stepCount)
     // 5. Metrics (→ evaluation, log, checkpoint).
-    const tokensPerSecond = samples.reduce((total, sample) => total + sample.responseTokenIds.length, 0) / Math.max(rollout.generationSeconds ?? rolloutSeconds, 1e-9)
-    const metrics: StepMetrics = { step: stepCount, ...rolloutMetrics(rollout.trajectories, samples), ...terms, learningRate: rate, tokensPerSecond, rolloutSeconds, updateSeconds }
+    const tokensPerSecond =
+      samples.reduce((total, sample) => total + sample.responseTokenIds.length, 0) / Math.max(rollout.generationSeconds ?? rolloutSeconds, 1e-9)
+    const metrics: StepMetrics = {
+      step: stepCount,
+      ...rolloutMetrics(rollout.trajectories, samples),
+      ...terms,
+      learningRate: rate,
+      tokensPerSecond,
+      rolloutSeconds,
+      updateSeconds,
+    }
     if (offPolicy !== undefined) Object.assign(metrics, offPolicyMetrics(stepIndex, offPolicy.policyVersion, offPolicy.dropped, importance!))
     if (parsed.evaluateEvery > 0 && stepCount % parsed.evaluateEvery === 0) Object.assign(metrics, await evaluate())
     history.push(metrics)
@@ -123,7 +148,8 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
     },
     step,
     async run({ steps, onStep, progress = false, signal }) {
-      if (!Number.isInteger(steps) || steps < 0) throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
+      if (!Number.isInteger(steps) || steps < 0)
+        throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
       if (!resumeChecked) await resume()
       await run.prepare()
       const bar = progress === false ? undefined : createProgressBar(steps, { label: 'self-play', ...(progress === true ? {} : { stream: progress }) })
