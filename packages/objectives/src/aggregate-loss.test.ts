@@ -4,7 +4,16 @@ import { InvalidArgumentError, ShapeError } from '@ludic/core'
 import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { aggregateLoss, aggregationModes, type AggregationMode } from './aggregate-loss.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
+import {
+  ErrorTracker,
+  expectClose,
+  expectGradientMatchesFiniteDifferences,
+  flat,
+  initBackendUnderTest,
+  prefixMask,
+  randomTensor,
+  tensor2d,
+} from './test/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
@@ -54,8 +63,14 @@ describe('aggregateLoss', () => {
   })
 
   it('ignores values at masked positions, even NaN, in value and gradient', () => {
-    const values = tf.tensor2d([[1, 2, Number.NaN], [4, Number.POSITIVE_INFINITY, 6]])
-    const mask = tf.tensor2d([[1, 1, 0], [1, 0, 1]])
+    const values = tf.tensor2d([
+      [1, 2, Number.NaN],
+      [4, Number.POSITIVE_INFINITY, 6],
+    ])
+    const mask = tf.tensor2d([
+      [1, 1, 0],
+      [1, 0, 1],
+    ])
     for (const mode of aggregationModes) {
       const loss = aggregateLoss(values, mask, mode)
       expect(Number.isFinite(loss.dataSync()[0]), mode).toBe(true)
@@ -86,7 +101,10 @@ describe('aggregateLoss', () => {
     expect(() => aggregateLoss(tf.ones([2, 3], 'int32'), empty, 'token-mean')).toThrow(/'values'.*float32/)
     expect(() => aggregateLoss(values, empty, 'token-average' as AggregationMode)).toThrow(/'mode'/)
     expect(() => aggregateLoss(values, tf.ones([2, 3]), 'token-mean', { dataParallelSize: 0 })).toThrow(/options.dataParallelSize/)
-    const nan = tf.tensor2d([[Number.NaN, 1, 1], [1, 1, 1]])
+    const nan = tf.tensor2d([
+      [Number.NaN, 1, 1],
+      [1, 1, 1],
+    ])
     expect(() => aggregateLoss(nan, tf.ones([2, 3]), 'token-mean')).toThrow(/'values'.*not finite at \[0, 0\]/)
     tf.dispose([values, empty, sum, withCount, nan])
   })

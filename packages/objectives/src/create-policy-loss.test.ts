@@ -16,7 +16,7 @@ import {
   prefixMask,
   randomTensor,
   tensor2d,
-} from './testing/fixtures.js'
+} from './test/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 

@@ -4,7 +4,16 @@ import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import type { AggregationMode } from './aggregate-loss.js'
 import { entropyBonus } from './entropy-bonus.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
+import {
+  ErrorTracker,
+  expectClose,
+  expectGradientMatchesFiniteDifferences,
+  flat,
+  initBackendUnderTest,
+  prefixMask,
+  randomTensor,
+  tensor2d,
+} from './test/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
@@ -46,7 +55,13 @@ describe('entropyBonus', () => {
     expect(() => entropyBonus(nan, mask)).toThrow(/'logits'.*NaN or \+Infinity at token \[0, 0\]/)
     // NaN logits at a masked position are ignored.
     const maskedNan = tf.tidy(() => tf.concat([tf.zeros([1, 3, 5]), tf.fill([1, 3, 5], Number.NaN)]))
-    const masked = entropyBonus(maskedNan, tf.tensor2d([[1, 1, 1], [0, 0, 0]]))
+    const masked = entropyBonus(
+      maskedNan,
+      tf.tensor2d([
+        [1, 1, 1],
+        [0, 0, 0],
+      ]),
+    )
     expect(masked.metrics.entropy).toBeCloseTo(Math.log(5), 5)
     tf.dispose([logits, mask, nan, maskedNan, masked.loss])
   })

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { z } from 'zod'
+import type { z } from 'zod'
 import { parseArgument } from '@ludic/core'
 import { entropyFromLogits } from '@ludic/tensors'
 import { aggregateLossOptionsSchema, aggregateMasked, aggregationModeSchema, countMask, requireNonEmptyMask } from './aggregate-loss.js'

@@ -14,7 +14,7 @@ import {
   prefixMask,
   randomTensor,
   tensor2d,
-} from './testing/fixtures.js'
+} from './test/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
@@ -67,11 +67,11 @@ describe('klPenalty', () => {
       const base = estimator.endsWith('+') ? 'k2' : estimator
       // The + estimators have the value of one estimator and the gradient of k2: check the gradient against k2's values.
       const gradientOf = (x: tf.Tensor): tf.Scalar => tf.sum(klPenalty(x, reference, estimator))
-      const valueOf = (x: tf.Tensor): tf.Scalar => tf.sum(klPenalty(x, reference, base))
+      const valueFunction = (x: tf.Tensor): tf.Scalar => tf.sum(klPenalty(x, reference, base))
       const gradient = tf.grad(gradientOf)(logprobs)
-      const expected = tf.grad(valueOf)(logprobs)
+      const expected = tf.grad(valueFunction)(logprobs)
       expectClose(gradient.dataSync(), expected.dataSync(), estimator)
-      expectGradientMatchesFiniteDifferences(valueOf, logprobs, { label: base })
+      expectGradientMatchesFiniteDifferences(valueFunction, logprobs, { label: base })
       tf.dispose([gradient, expected])
       await expectNoLeaks(() => klPenalty(logprobs, reference, estimator), { label: `klPenalty ${estimator}` })
       await expectNoLeaks(() => tf.grad(gradientOf)(logprobs), { label: `klPenalty ${estimator} gradient` })

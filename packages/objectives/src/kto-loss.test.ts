@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { createKtoLoss } from './kto-loss.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, randomTensor } from './testing/fixtures.js'
+import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, randomTensor } from './test/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
@@ -22,18 +22,29 @@ describe('createKtoLoss', () => {
     for (const testCase of fixture.cases) {
       const { inputs, params } = testCase
       const outputs = testCase.outputs!
-      const loss = createKtoLoss({ lossType: params.loss_type, beta: params.beta, desirableWeight: params.desirable_weight, undesirableWeight: params.undesirable_weight })
+      const loss = createKtoLoss({
+        lossType: params.loss_type,
+        beta: params.beta,
+        desirableWeight: params.desirable_weight,
+        undesirableWeight: params.undesirable_weight,
+      })
       const tensors = {
         logprobs: tf.tensor1d(inputs.completion_logps),
         referenceLogprobs: tf.tensor1d(inputs.ref_completion_logps),
         klLogprobs: tf.tensor1d(inputs.KL_logps),
         referenceKlLogprobs: tf.tensor1d(inputs.ref_KL_logps),
       }
-      const labelTensor = tf.tensor1d(inputs.labels.map((label) => (label ? 1 : 0)), 'bool')
+      const labelTensor = tf.tensor1d(
+        inputs.labels.map((label) => (label ? 1 : 0)),
+        'bool',
+      )
       const result = loss({ ...tensors, labels: testCase.id.endsWith('1') ? labelTensor : inputs.labels })
       expectClose(result.loss.dataSync(), [outputs.loss], `${testCase.id} loss`, { tracker })
       // TRL lists desirable examples first; Ludic keeps batch order.
-      const reordered = [...Array.from(result.losses).filter((_, index) => inputs.labels[index]), ...Array.from(result.losses).filter((_, index) => !inputs.labels[index])]
+      const reordered = [
+        ...Array.from(result.losses).filter((_, index) => inputs.labels[index]),
+        ...Array.from(result.losses).filter((_, index) => !inputs.labels[index]),
+      ]
       expectClose(reordered, outputs.losses, `${testCase.id} losses`, { tracker })
       expectClose([result.metrics.kl], [outputs.kl], `${testCase.id} kl`, { tracker })
       expectClose(result.chosenRewards, outputs.chosen_rewards, `${testCase.id} chosen_rewards`, { tracker })

@@ -73,7 +73,8 @@ export function createKtoLoss(options: KtoLossOptions = {}): (inputs: KtoLossInp
     let kl = 0
     if (lossType === 'kto') {
       for (const key of ['klLogprobs', 'referenceKlLogprobs'] as const) {
-        if (inputs[key] === undefined) throw new InvalidArgumentError({ argument: `inputs.${key}`, value: undefined, message: `is required by '${caller}' (the reference point)` })
+        if (inputs[key] === undefined)
+          throw new InvalidArgumentError({ argument: `inputs.${key}`, value: undefined, message: `is required by '${caller}' (the reference point)` })
       }
       const klPolicy = readSequenceValues(inputs.klLogprobs, 'inputs.klLogprobs', caller, -1)
       const klReference = readSequenceValues(inputs.referenceKlLogprobs, 'inputs.referenceKlLogprobs', caller, klPolicy.tensor.shape[0]!)
@@ -83,9 +84,11 @@ export function createKtoLoss(options: KtoLossOptions = {}): (inputs: KtoLossInp
     }
     const loss = tf.tidy(() => {
       const logratios = tf.sub(policy.tensor, reference.tensor) // [batch]
-      const desirable = tf.tensor1d(labels.map((label) => (label ? 1 : 0)), 'bool')
-      const desirableLosses =
-        lossType === 'kto' ? tf.sub(1, tf.sigmoid(tf.mul(beta, tf.sub(logratios, kl)))) : tf.sub(1, tf.sigmoid(tf.mul(beta, logratios)))
+      const desirable = tf.tensor1d(
+        labels.map((label) => (label ? 1 : 0)),
+        'bool',
+      )
+      const desirableLosses = lossType === 'kto' ? tf.sub(1, tf.sigmoid(tf.mul(beta, tf.sub(logratios, kl)))) : tf.sub(1, tf.sigmoid(tf.mul(beta, logratios)))
       const undesirableLosses = lossType === 'kto' ? tf.sub(1, tf.sigmoid(tf.mul(beta, tf.sub(kl, logratios)))) : tf.sigmoid(tf.mul(beta, logratios))
       const losses = tf.where(desirable, tf.mul(desirableWeight, desirableLosses), tf.mul(undesirableWeight, undesirableLosses))
       return { loss: tf.mean(losses) as tf.Scalar, losses }
@@ -126,7 +129,8 @@ function readLabels(value: tf.Tensor | readonly boolean[], caller: string, batch
   }
   requireShape(tensor, [batch], 'inputs.labels', caller)
   return Array.from(tensor.dataSync() as ArrayLike<number>, (label, index) => {
-    if (label !== 0 && label !== 1) throw new InvalidArgumentError({ argument: 'inputs.labels', value: label, message: `passed to '${caller}' must hold 0/1 (at [${index}])` })
+    if (label !== 0 && label !== 1)
+      throw new InvalidArgumentError({ argument: 'inputs.labels', value: label, message: `passed to '${caller}' must hold 0/1 (at [${index}])` })
     return label === 1
   })
 }

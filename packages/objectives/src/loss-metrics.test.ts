@@ -5,7 +5,7 @@ import { createPolicyLoss, policyLossNames } from './create-policy-loss.js'
 import { klLoss, type KlLossMetricTensors } from './kl-penalty.js'
 import { readLossMetrics } from './loss-metrics.js'
 import type { PolicyLossInputs, PolicyLossMetricTensors } from './policy-loss.js'
-import { expectClose, initBackendUnderTest, prefixMask, randomTensor } from './testing/fixtures.js'
+import { expectClose, initBackendUnderTest, prefixMask, randomTensor } from './test/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { createOrpoLoss } from './orpo-loss.js'
-import { expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, randomTensor } from './testing/fixtures.js'
+import { expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, randomTensor } from './test/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
@@ -38,7 +38,9 @@ describe('createOrpoLoss', () => {
     expectGradientMatchesFiniteDifferences(f, logprobs, { label: 'orpo', step: 1e-3 })
     await expectNoLeaks(() => tf.grad(f)(logprobs), { label: 'orpo gradient' })
     const certain = tf.tensor1d([-1, 0, -2, -3])
-    expect(() => loss({ chosenLogprobs: certain, rejectedLogprobs: certain, chosenLengths, rejectedLengths })).toThrow(/'inputs.chosenLogprobs'.*negative mean.*\[1\]/)
+    expect(() => loss({ chosenLogprobs: certain, rejectedLogprobs: certain, chosenLengths, rejectedLengths })).toThrow(
+      /'inputs.chosenLogprobs'.*negative mean.*\[1\]/,
+    )
     tf.dispose([logprobs, chosenLengths, rejectedLengths, certain])
   })
 })

@@ -52,7 +52,10 @@ export function createOrpoLoss(options: OrpoLossOptions = {}): (inputs: OrpoLoss
     const rejectedLengths = readLengths(inputs.rejectedLengths, 'inputs.rejectedLengths', caller, batch, { positive: true })
     const chosenMean = Array.from(chosen.data, (value, index) => value / chosenLengths[index]!)
     const rejectedMean = Array.from(rejected.data, (value, index) => value / rejectedLengths[index]!)
-    for (const [argument, values] of [['inputs.chosenLogprobs', chosenMean], ['inputs.rejectedLogprobs', rejectedMean]] as const) {
+    for (const [argument, values] of [
+      ['inputs.chosenLogprobs', chosenMean],
+      ['inputs.rejectedLogprobs', rejectedMean],
+    ] as const) {
       const index = values.findIndex((value) => !(value < 0))
       if (index >= 0) {
         const message = `passed to '${caller}' must have a negative mean token log-prob (at [${index}]): log(1 − p) is −∞ at p = 1`
@@ -68,7 +71,10 @@ export function createOrpoLoss(options: OrpoLossOptions = {}): (inputs: OrpoLoss
       const log1mExp = (x: tf.Tensor): tf.Tensor => tf.log(tf.neg(tf.expm1(x))) // log(1 − e^x), x < 0
       const logOdds = tf.sub(tf.sub(chosenAverage, rejectedAverage), tf.sub(log1mExp(chosenAverage), log1mExp(rejectedAverage)))
       const ratio = logSigmoid(logOdds)
-      const nll = tf.div(tf.neg(tf.sum(chosen.tensor)), chosenLengths.reduce((total, length) => total + length, 0))
+      const nll = tf.div(
+        tf.neg(tf.sum(chosen.tensor)),
+        chosenLengths.reduce((total, length) => total + length, 0),
+      )
       logOddsValues = Float32Array.from(logOdds.dataSync())
       ratioValues = Float32Array.from(ratio.dataSync())
       nllValue = nll.dataSync()[0]!

@@ -205,7 +205,10 @@ export function createPreferenceLoss(type: DpoLossType | readonly DpoLossType[] 
             case 'nca_pair': {
               const chosenRewards = tf.mul(beta, chosenScores)
               const rejectedRewards = tf.mul(beta, rejectedScores)
-              return tf.sub(tf.sub(tf.neg(logSigmoid(chosenRewards)), tf.mul(0.5, logSigmoid(tf.neg(chosenRewards)))), tf.mul(0.5, logSigmoid(tf.neg(rejectedRewards))))
+              return tf.sub(
+                tf.sub(tf.neg(logSigmoid(chosenRewards)), tf.mul(0.5, logSigmoid(tf.neg(chosenRewards)))),
+                tf.mul(0.5, logSigmoid(tf.neg(rejectedRewards))),
+              )
             }
             case 'robust':
               return tf.div(
@@ -254,7 +257,11 @@ export function createPreferenceLoss(type: DpoLossType | readonly DpoLossType[] 
     const lossValue = result.loss.dataSync()[0]!
     if (!Number.isFinite(lossValue)) {
       result.loss.dispose()
-      throw new InvalidArgumentError({ argument: 'inputs', value: lossValue, message: `gave a non-finite '${caller}' loss (the log-ratios overflow the chosen f-divergence)` })
+      throw new InvalidArgumentError({
+        argument: 'inputs',
+        value: lossValue,
+        message: `gave a non-finite '${caller}' loss (the log-ratios overflow the chosen f-divergence)`,
+      })
     }
     const chosenRewards = Float64Array.from(chosen.data, (value, index) => beta * (value - referenceChosen.data[index]!))
     const rejectedRewards = Float64Array.from(rejected.data, (value, index) => beta * (value - referenceRejected.data[index]!))

@@ -2,14 +2,21 @@ import * as tf from '@tensorflow/tfjs-core'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { sftLoss } from './sft-loss.js'
-import { expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, prefixMask, randomTensor } from './testing/fixtures.js'
+import { expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, prefixMask, randomTensor } from './test/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
 describe('sftLoss', () => {
   it('is the masked mean negative log-likelihood of the targets (ignoring −100 at masked positions)', () => {
     const logits = randomTensor([2, 3, 4], 1, 2)
-    const targetIds = tf.tensor2d([[1, 3, 0], [2, -100, -100]], [2, 3], 'int32')
+    const targetIds = tf.tensor2d(
+      [
+        [1, 3, 0],
+        [2, -100, -100],
+      ],
+      [2, 3],
+      'int32',
+    )
     const mask = prefixMask([3, 1], 3)
     const { loss, metrics } = sftLoss(logits, targetIds, mask)
     const rows = logits.arraySync() as number[][][]
@@ -40,13 +47,33 @@ describe('sftLoss', () => {
 
   it('has the finite-difference gradient, does not leak, names bad arguments', async () => {
     const logits = randomTensor([2, 3, 5], 2)
-    const targetIds = tf.tensor2d([[1, 4, 0], [2, 3, 3]], [2, 3], 'int32')
+    const targetIds = tf.tensor2d(
+      [
+        [1, 4, 0],
+        [2, 3, 3],
+      ],
+      [2, 3],
+      'int32',
+    )
     const mask = prefixMask([3, 2], 3)
     const f = (x: tf.Tensor): tf.Scalar => sftLoss(x, targetIds, mask).loss
     expectGradientMatchesFiniteDifferences(f, logits, { label: 'sftLoss' })
     await expectNoLeaks(() => sftLoss(logits, targetIds, mask).loss, { label: 'sftLoss' })
     await expectNoLeaks(() => tf.grad(f)(logits), { label: 'sftLoss gradient' })
-    expect(() => sftLoss(logits, tf.tensor2d([[1, 9, 0], [2, 3, 3]], [2, 3], 'int32'), mask)).toThrow(/'targetIds'.*\[0, 5\) at \[0, 1\]/)
+    expect(() =>
+      sftLoss(
+        logits,
+        tf.tensor2d(
+          [
+            [1, 9, 0],
+            [2, 3, 3],
+          ],
+          [2, 3],
+          'int32',
+        ),
+        mask,
+      ),
+    ).toThrow(/'targetIds'.*\[0, 5\) at \[0, 1\]/)
     expect(() => sftLoss(logits, tf.zeros([2, 3]), mask)).toThrow(/'targetIds'.*int32/)
     expect(() => sftLoss(logits, targetIds, tf.zeros([2, 3]))).toThrow(/'mask'.*no valid token/)
     expect(() => sftLoss(logits, targetIds, mask, { aggregation: 'mean' as never })).toThrow(/options.aggregation/)

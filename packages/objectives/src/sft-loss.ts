@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { z } from 'zod'
+import type { z } from 'zod'
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { tokenLogprobs } from '@ludic/tensors'
 import { aggregateLossOptionsSchema, aggregateMasked, aggregationModeSchema, countMask, requireNonEmptyMask } from './aggregate-loss.js'

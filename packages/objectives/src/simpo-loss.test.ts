@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { createSimpoLoss } from './simpo-loss.js'
-import { expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, randomTensor } from './testing/fixtures.js'
+import { expectClose, expectGradientMatchesFiniteDifferences, initBackendUnderTest, randomTensor } from './test/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
@@ -21,7 +21,7 @@ describe('createSimpoLoss', () => {
     const expected = logits.map((z) => -0.9 * logSigmoid(z) - 0.1 * logSigmoid(-z))
     expectClose(loss.dataSync(), [(expected[0]! + expected[1]!) / 2], 'simpo')
     expect(metrics.rewardsAccuracy).toBe(0.5)
-    expectClose([metrics.rewardsChosen], [(2 * (-2) + 2 * (-3)) / 2], 'rewards chosen')
+    expectClose([metrics.rewardsChosen], [(2 * -2 + 2 * -3) / 2], 'rewards chosen')
     tf.dispose([loss, ...Object.values(inputs)])
   })
 
@@ -37,7 +37,9 @@ describe('createSimpoLoss', () => {
     expectGradientMatchesFiniteDifferences(f, logprobs, { label: 'simpo' })
     await expectNoLeaks(() => tf.grad(f)(logprobs), { label: 'simpo gradient' })
     const zero = tf.tensor1d([3, 0, 1, 12], 'int32')
-    expect(() => loss({ chosenLogprobs: tf.zeros([4]), rejectedLogprobs: tf.zeros([4]), chosenLengths: zero, rejectedLengths })).toThrow(/'inputs.chosenLengths'.*positive integer/)
+    expect(() => loss({ chosenLogprobs: tf.zeros([4]), rejectedLogprobs: tf.zeros([4]), chosenLengths: zero, rejectedLengths })).toThrow(
+      /'inputs.chosenLengths'.*positive integer/,
+    )
     tf.dispose([logprobs, chosenLengths, rejectedLengths, zero])
   })
 })

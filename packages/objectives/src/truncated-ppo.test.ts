@@ -5,7 +5,7 @@ import { createPolicyLoss } from './create-policy-loss.js'
 import { readLossMetrics } from './loss-metrics.js'
 import type { PolicyLossMetricTensors } from './policy-loss.js'
 import { buildTruncatedPpoInputs } from './truncated-ppo.js'
-import { expectClose, initBackendUnderTest } from './testing/fixtures.js'
+import { expectClose, initBackendUnderTest } from './test/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 

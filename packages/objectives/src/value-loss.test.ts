@@ -4,13 +4,29 @@ import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import type { AggregationMode } from './aggregate-loss.js'
 import { valueLoss } from './value-loss.js'
-import { ErrorTracker, expectClose, expectGradientMatchesFiniteDifferences, flat, initBackendUnderTest, prefixMask, randomTensor, tensor2d } from './testing/fixtures.js'
+import {
+  ErrorTracker,
+  expectClose,
+  expectGradientMatchesFiniteDifferences,
+  flat,
+  initBackendUnderTest,
+  prefixMask,
+  randomTensor,
+  tensor2d,
+} from './test/fixtures.js'
 
 beforeAll(initBackendUnderTest)
 
 const fixture = loadConformanceFixture<
   { vpreds: number[][]; returns: number[][]; values: number[][]; response_mask: number[][] },
-  { cliprange_value: number; loss_agg_mode: AggregationMode; dp_size?: number; batch_num_tokens?: number; global_batch_size?: number; loss_scale_factor?: number },
+  {
+    cliprange_value: number
+    loss_agg_mode: AggregationMode
+    dp_size?: number
+    batch_num_tokens?: number
+    global_batch_size?: number
+    loss_scale_factor?: number
+  },
   { vf_loss: number; vf_clipfrac: number; grad_vpreds: number[][] }
 >('verl/compute_value_loss')
 const tracker = new ErrorTracker()

@@ -79,7 +79,10 @@ export function tensor2d(values: number[][]): tf.Tensor2D {
 export function randomTensor(shape: number[], seed: number, scale = 1, shift = 0): tf.Tensor {
   const random = createRandom(seed)
   const size = shape.reduce((a, b) => a * b, 1)
-  return tf.tensor(Float32Array.from({ length: size }, () => random.nextNormal() * scale + shift), shape)
+  return tf.tensor(
+    Float32Array.from({ length: size }, () => random.nextNormal() * scale + shift),
+    shape,
+  )
 }
 
 /** A [batch, tokens] prefix mask with the given valid lengths. */
