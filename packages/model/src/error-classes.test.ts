@@ -6,12 +6,14 @@ import * as tokenizer from '@ludic/tokenizer'
 import { MergeOutOfVocabularyError, PrecompiledCharsmapError, UnsupportedPatternError } from '@ludic/tokenizer'
 import { describe, it } from 'vitest'
 import { CheckpointMismatchError } from './checkpoint/checkpoint-mismatch-error.js'
+import { ContextLengthError } from './model/context-length.js'
 import * as model from './index.js'
 import { NonFiniteGradientError } from './training/non-finite-gradient-error.js'
 
 describe('error classes', () => {
   it("each exported error class's isInstance accepts its own instances and its subclasses' only (those of core, tensors and tokenizer included)", () => {
     checkErrorClasses([model, tensors, tensorsTest, tokenizer], {
+      ContextLengthError: () => new ContextLengthError({ argument: 'inputIds', value: 3000, limit: 2048, requested: 3000, message: 'example' }),
       CheckpointMismatchError: () => new CheckpointMismatchError({ source: 'checkpoint', missing: ['lm_head.weight'], unexpected: [], misshaped: [] }),
       NonFiniteGradientError: () => new NonFiniteGradientError({ parameters: ['w'], norm: Number.NaN }),
       TensorLeakError: () => new TensorLeakError(1, 2, 'example'),

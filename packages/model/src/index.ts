@@ -15,12 +15,13 @@ export { presetConfig, presetNames, type PresetName } from './config/presets.js'
 export { CausalLanguageModel, forwardOptionsSchema, type ForwardOptions, type LinearAdapter } from './model/causal-language-model.js'
 export { createModel, createModelOptionsSchema, resolveConfig, type CreateModelOptions, type ModelSpecification } from './model/create-model.js'
 export { KeyValueCache } from './model/key-value-cache.js'
+export { ContextLengthError } from './model/context-length.js'
 export type { IntegerMatrix } from './model/model-inputs.js'
 export { parameterSpecs, type ParameterInit, type ParameterSpec } from './model/parameter-shapes.js'
 export { matchesParameterNamePattern, parameterNamePatternSchema, type ParameterNamePattern } from './parameter-name-pattern.js'
 
 // Checkpoints
-export { loadModel } from './checkpoint/load-model.js'
+export { loadModel, loadModelOptionsSchema, type LoadModelOptions } from './checkpoint/load-model.js'
 export { saveModel, saveModelOptionsSchema, type SaveModelOptions } from './checkpoint/save-model.js'
 export { CheckpointMismatchError, type MisshapedTensor } from './checkpoint/checkpoint-mismatch-error.js'
 

@@ -3,6 +3,7 @@ import { InvalidArgumentError, parseArgument, ShapeError } from '@ludic/core'
 import { entropyFromLogits, tokenLogprobs } from '@ludic/tensors'
 import { z } from 'zod'
 import type { CausalLanguageModel } from './model/causal-language-model.js'
+import { checkContextLength } from './model/context-length.js'
 import { readIntegerMatrix, type IntegerMatrix } from './model/model-inputs.js'
 
 const tokenIdsSchema = z.union([z.instanceof(Int32Array), z.array(z.number().int())])
@@ -65,6 +66,10 @@ export function sequenceLogprobs(
       message: 'prompts need at least one token: the first response token is predicted from the last prompt token',
     })
   }
+  attentionMask.forEach((mask, row) => {
+    const tokens = mask.reduce((count, attended) => count + (attended === 0 ? 0 : 1), 0)
+    checkContextLength(model, tokens, { argument: 'sequences', value: row, what: `sequence ${row}: its prompt + response (${tokens} tokens)` })
+  })
   return tf.tidy(() => {
     const hidden = model.hiddenStates(inputIds, { attentionMask, training }) // [batch, promptLength + responseLength, hidden]
     const width = hidden.shape[2]

@@ -17,6 +17,14 @@ import { CheckpointMismatchError, type MisshapedTensor } from './checkpoint-mism
  */
 const ignoredTensor = /(^|\.)rotary_emb\.inv_freq$|(^|\.)h\.\d+\.attn\.(bias|masked_bias)$/
 
+export const loadModelOptionsSchema = z
+  .object({
+    /** The model's context (`model.maxContextTokens`). Default: the config's `max_position_embeddings` (GPT-2: `n_positions`). */
+    maxContextTokens: z.number().int().positive().optional(),
+  })
+  .strict()
+export type LoadModelOptions = z.input<typeof loadModelOptionsSchema>
+
 /**
  * Loads a Hugging Face checkpoint directory: `config.json` and `model.safetensors`, or a sharded
  * `model.safetensors.index.json` with its shards. `F32`, `F16` and `BF16` weights become float32 variables.
@@ -26,8 +34,9 @@ const ignoredTensor = /(^|\.)rotary_emb\.inv_freq$|(^|\.)h\.\d+\.attn\.(bias|mas
  * With tied embeddings an `lm_head.weight` in the file is ignored, as transformers does. A value or reward
  * head's `score.weight` `[1, hidden]` is loaded too (`createValueHead`/`createRewardHead` then use it).
  */
-export async function loadModel(directory: string): Promise<CausalLanguageModel> {
+export async function loadModel(directory: string, options: LoadModelOptions = {}): Promise<CausalLanguageModel> {
   const folder = parseArgument(z.string().min(1), directory, 'directory')
+  const { maxContextTokens } = parseArgument(loadModelOptionsSchema, options, 'options')
   const configPath = join(folder, 'config.json')
   const configText = await readFile(configPath, 'utf8').catch((error: unknown) => {
     throw new InvalidArgumentError({ argument: 'directory', value: folder, message: 'holds no readable config.json', cause: error })
@@ -54,7 +63,7 @@ export async function loadModel(directory: string): Promise<CausalLanguageModel>
       }
       weights.set(name, tf.tensor(tensor.data, tensor.shape, 'float32'))
     }
-    return new CausalLanguageModel(config, weights, { sourceConfig: json as Record<string, unknown> })
+    return new CausalLanguageModel(config, weights, { sourceConfig: json as Record<string, unknown>, maxContextTokens })
   } finally {
     for (const tensor of weights.values()) tensor.dispose()
     await file.close()

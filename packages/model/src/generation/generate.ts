@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason, type Random, type TokenizerV1 } from '@ludic/core'
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { checkContextLength } from '../model/context-length.js'
 import { sampleToken, type SamplingParameters } from './sampling.js'
 
 const tokenIdsSchema = z.union([z.instanceof(Int32Array), z.array(z.number().int())])
@@ -88,6 +89,13 @@ export async function generate(model: CausalLanguageModel, options: GenerateOpti
   if (Array.isArray(seeds) && seeds.length !== prompts.length) {
     throw new InvalidArgumentError({ argument: 'options.seed', value: seeds, message: `has ${seeds.length} seeds for ${prompts.length} sequences` })
   }
+  prompts.forEach((promptIds, index) => {
+    checkContextLength(model, promptIds.length + parsed.maxNewTokens, {
+      argument: 'options.maxNewTokens',
+      value: parsed.maxNewTokens,
+      what: `${parsed.inputIds === undefined ? 'prompts' : 'inputIds'}[${index}] (${promptIds.length} tokens) + maxNewTokens (${parsed.maxNewTokens})`,
+    })
+  })
   const stopTokenIds = new Set(parsed.stopTokenIds ?? defaultStopTokenIds(model, tokenizer))
   const rows: GenerationRow[] = prompts.map((promptIds, index) => ({
     promptIds,
@@ -107,7 +115,11 @@ export function defaultStopTokenIds(model: CausalLanguageModel, tokenizer: Token
   return ids
 }
 
-/** The generation loop over rows with their own settings (see `generate`). */
+/**
+ * The generation loop over rows with their own settings (see `generate`). Each row's prompt plus its
+ * `maxNewTokens` must fit the model's context, checked before the backend is touched; a finished row is
+ * masked out of the later steps, so its positions stop there.
+ */
 export async function generateRows(model: CausalLanguageModel, rows: readonly GenerationRow[], tokenizer?: TokenizerV1): Promise<GeneratedSequence[]> {
   const { vocabSize } = model.config
   rows.forEach((row, index) => {
@@ -116,6 +128,11 @@ export async function generateRows(model: CausalLanguageModel, rows: readonly Ge
     row.promptIds.forEach((id, position) => {
       if (!(id >= 0 && id < vocabSize))
         throw new InvalidArgumentError({ argument: `inputIds[${index}][${position}]`, value: id, message: `must be a token id in [0, ${vocabSize})` })
+    })
+    checkContextLength(model, row.promptIds.length + row.maxNewTokens, {
+      argument: `inputIds[${index}]`,
+      value: row.promptIds.length,
+      what: `inputIds[${index}] (${row.promptIds.length} tokens) + its maxNewTokens (${row.maxNewTokens})`,
     })
   })
   const batch = rows.length
@@ -159,10 +176,10 @@ export async function generateRows(model: CausalLanguageModel, rows: readonly Ge
         if (finishReasons[index] === undefined && generated[index]!.length >= row.maxNewTokens) finishReasons[index] = 'length'
       })
       if (finishReasons.every((reason) => reason !== undefined)) break
-      maskRows = maskRows.map((mask) => {
+      maskRows = maskRows.map((mask, index) => {
         const grown = new Int32Array(mask.length + 1)
         grown.set(mask)
-        grown[mask.length] = 1
+        grown[mask.length] = finishReasons[index] === undefined ? 1 : 0 // a finished row's padding is not attended
         return grown
       })
       logits = await lastLogits(
@@ -190,6 +207,17 @@ export async function generateRows(model: CausalLanguageModel, rows: readonly Ge
     }
     return sequence
   })
+}
+
+/** The positions a batch of rows spans at most: the longest prompt (the others are left-padded to it) plus the most new tokens of a row. */
+export function batchContextLength(rows: readonly Pick<GenerationRow, 'promptIds' | 'maxNewTokens'>[]): number {
+  let promptLength = 0
+  let newTokens = 0
+  for (const row of rows) {
+    promptLength = Math.max(promptLength, row.promptIds.length)
+    newTokens = Math.max(newTokens, row.maxNewTokens)
+  }
+  return promptLength + newTokens
 }
 
 /** Runs the new tokens through the model (growing the cache) and returns the last position's logits `[batch · vocab]`. */

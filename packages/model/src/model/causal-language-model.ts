@@ -6,6 +6,7 @@ import { geluTanh, layerNorm } from '../layers/layer-norm.js'
 import { rmsNorm } from '../layers/rms-norm.js'
 import { applyRotary, inverseFrequencies, rotaryTables } from '../layers/rotary-embedding.js'
 import { matchesParameterNamePattern, type ParameterNamePattern } from '../parameter-name-pattern.js'
+import { checkContextLength, ContextLengthError } from './context-length.js'
 import { KeyValueCache } from './key-value-cache.js'
 import { attentionBias, defaultPositions, readIntegerMatrix, type HostMatrix, type IntegerMatrix } from './model-inputs.js'
 
@@ -95,15 +96,47 @@ export class CausalLanguageModel {
   private readonly adapters = new Map<string, LinearAdapter>()
   private readonly inverseFrequency: Float32Array
   private readonly names: ParameterNames
+  private contextLimit: number
   private disposed = false
 
-  constructor(config: ModelConfig, weights: ReadonlyMap<string, tf.Tensor>, options: { sourceConfig?: Record<string, unknown> } = {}) {
+  constructor(
+    config: ModelConfig,
+    weights: ReadonlyMap<string, tf.Tensor>,
+    options: { sourceConfig?: Record<string, unknown>; maxContextTokens?: number | undefined } = {},
+  ) {
     this.config = config
     this.sourceConfig = options.sourceConfig
     this.variablePrefix = `ludic-model-${++modelCount}`
+    this.contextLimit = config.maxPositionEmbeddings
+    if (options.maxContextTokens !== undefined) this.maxContextTokens = options.maxContextTokens
     for (const [name, tensor] of weights) this.addParameter(name, tensor)
     this.inverseFrequency = inverseFrequencies(config.headDim, config.ropeTheta, config.ropeScaling)
     this.names = config.architecture === 'gpt2' ? gpt2Names : llamaNames
+  }
+
+  /**
+   * The most positions one forward pass or generation may span (cached + new tokens, left padding included;
+   * prompt + new tokens for `generate`), checked before anything reaches the backend (a `ContextLengthError`).
+   * Default: the config's `maxPositionEmbeddings`. Rotary models may be given more (they extrapolate, with
+   * the quality that brings, and attention memory grows with its square); GPT-2's learned positions cap it
+   * at `n_positions`.
+   */
+  get maxContextTokens(): number {
+    return this.contextLimit
+  }
+
+  set maxContextTokens(value: number) {
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new InvalidArgumentError({ argument: 'maxContextTokens', value, message: 'must be a positive integer' })
+    }
+    if (this.config.architecture === 'gpt2' && value > this.config.maxPositionEmbeddings) {
+      throw new InvalidArgumentError({
+        argument: 'maxContextTokens',
+        value,
+        message: `GPT-2 has learned positions 0 … ${this.config.maxPositionEmbeddings - 1} only (n_positions ${this.config.maxPositionEmbeddings})`,
+      })
+    }
+    this.contextLimit = value
   }
 
   // ---- parameters -------------------------------------------------------------------------------
@@ -254,17 +287,34 @@ export class CausalLanguageModel {
         message: 'must cover the cached and the new positions',
       })
     }
-    const positions = this.resolvePositions(givenPositions, batch, time, past, mask)
-    if (config.architecture === 'gpt2') {
-      const largest = positions.reduce((maximum, position) => Math.max(maximum, position), 0)
-      if (largest >= config.maxPositionEmbeddings) {
-        throw new InvalidArgumentError({
-          argument: 'positions',
-          value: largest,
-          message: `GPT-2 has learned positions 0 … ${config.maxPositionEmbeddings - 1} only`,
-        })
-      }
+    if (past + time > 2 * this.maxContextTokens) {
+      // Each row's positions are checked below; this bounds the padding (left-padded prompts and right-padded
+      // responses, each within the context, span at most twice it).
+      throw new ContextLengthError({
+        argument: 'inputIds',
+        value: [batch, time],
+        limit: 2 * this.maxContextTokens,
+        requested: past + time,
+        message: `the cache (${past} positions) + inputIds (${time} a row) span ${past + time} positions, padding included, past twice the model's context of ${this.maxContextTokens} tokens`,
+      })
     }
+    const positions = this.resolvePositions(givenPositions, batch, time, past, mask)
+    const largest = positions.reduce((maximum, position) => Math.max(maximum, position), 0)
+    if (config.architecture === 'gpt2' && largest >= config.maxPositionEmbeddings) {
+      throw new InvalidArgumentError({
+        argument: 'positions',
+        value: largest,
+        message: `GPT-2 has learned positions 0 … ${config.maxPositionEmbeddings - 1} only`,
+      })
+    }
+    checkContextLength(this, largest + 1, {
+      argument: givenPositions === undefined ? 'inputIds' : 'positions',
+      value: largest,
+      what:
+        givenPositions === undefined
+          ? `the longest row (${past > 0 ? `the cache's ${past} positions and ` : ''}its tokens${mask === undefined ? '' : ' the attention mask attends'})`
+          : `position ${largest} (counting from 0)`,
+    })
 
     const hidden = tf.tidy(() => {
       const gpt2 = config.architecture === 'gpt2'

@@ -15,6 +15,8 @@ export const createModelOptionsSchema = z
     seed: z.number().int().default(0),
     /** Fields of the configuration to change (e.g. `{ numKeyValueHeads: 2, tieWordEmbeddings: false }`). */
     overrides: z.record(z.string(), z.unknown()).default({}),
+    /** The model's context (`model.maxContextTokens`). Default: the configuration's `maxPositionEmbeddings`. */
+    maxContextTokens: z.number().int().positive().optional(),
   })
   .strict()
 export type CreateModelOptions = z.input<typeof createModelOptionsSchema>
@@ -29,12 +31,12 @@ export type ModelSpecification = PresetName | ModelConfig | Readonly<Record<stri
  * (`deriveSeed(seed, name)`), so changing one part of a configuration leaves the others' values alone.
  */
 export function createModel(specification: ModelSpecification, options: CreateModelOptions = {}): CausalLanguageModel {
-  const { vocabSize, seed, overrides } = parseArgument(createModelOptionsSchema, options, 'options')
+  const { vocabSize, seed, overrides, maxContextTokens } = parseArgument(createModelOptionsSchema, options, 'options')
   const config = resolveConfig(specification, vocabSize, overrides)
   const weights = new Map<string, tf.Tensor>()
   try {
     for (const spec of parameterSpecs(config)) weights.set(spec.name, initialValue(spec, config, seed))
-    return new CausalLanguageModel(config, weights)
+    return new CausalLanguageModel(config, weights, { maxContextTokens })
   } finally {
     for (const tensor of weights.values()) tensor.dispose()
   }

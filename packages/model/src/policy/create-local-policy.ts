@@ -13,8 +13,9 @@ import {
 } from '@ludic/core'
 import { renderChatTemplate } from '@ludic/tokenizer'
 import { z } from 'zod'
-import { defaultStopTokenIds, generateRows, type GenerationRow } from '../generation/generate.js'
+import { batchContextLength, defaultStopTokenIds, generateRows, type GenerationRow } from '../generation/generate.js'
 import { CausalLanguageModel } from '../model/causal-language-model.js'
+import { checkContextLength } from '../model/context-length.js'
 import { checkVocabularyFits } from './check-vocabulary-fits.js'
 
 export const localPolicyOptionsSchema = z
@@ -66,6 +67,11 @@ export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
         const promptIds = tokenizer.encode(render(request.messages), { addSpecialTokens: false })
         if (promptIds.length === 0)
           throw new InvalidArgumentError({ argument: `requests[${index}].messages`, value: request.messages, message: 'render to an empty prompt' })
+        checkContextLength(model, promptIds.length + request.maxTokens, {
+          argument: `requests[${index}].maxTokens`,
+          value: request.maxTokens,
+          what: `the prompt (${promptIds.length} tokens) + maxTokens (${request.maxTokens})`,
+        })
         return {
           promptIds,
           sampling: { temperature: request.temperature ?? 1, topK: request.topK ?? 0, topP: request.topP ?? 1, minP: request.minP ?? 0 },
@@ -76,8 +82,8 @@ export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
         }
       })
       const completions: Completion[] = []
-      for (let start = 0; start < rows.length; start += maxBatch) {
-        const results = await generateRows(model, rows.slice(start, start + maxBatch), tokenizer)
+      for (const batch of contextBatches(rows, maxBatch, model.maxContextTokens)) {
+        const results = await generateRows(model, batch, tokenizer)
         for (const result of results) {
           completions.push({
             text: result.text ?? '',
@@ -91,6 +97,25 @@ export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
       return completions
     },
   }
+}
+
+/**
+ * Consecutive batches of at most `maxBatch` rows, each fitting the context: a batch spans its longest prompt
+ * plus its most new tokens (`batchContextLength`), so a row that would push it past `limit` starts the next
+ * one. Every row fits alone (checked before), and sampling is per row, so the split changes no sample.
+ */
+function contextBatches(rows: readonly GenerationRow[], maxBatch: number, limit: number): GenerationRow[][] {
+  const batches: GenerationRow[][] = []
+  let batch: GenerationRow[] = []
+  for (const row of rows) {
+    if (batch.length > 0 && (batch.length >= maxBatch || batchContextLength([...batch, row]) > limit)) {
+      batches.push(batch)
+      batch = []
+    }
+    batch.push(row)
+  }
+  if (batch.length > 0) batches.push(batch)
+  return batches
 }
 
 function promptRenderer(
