@@ -26,7 +26,7 @@ export const openAICompatiblePolicyOptionsSchema = z.strictObject({
   id: z.string().min(1).optional(),
   /** Sent as a bearer token. Default: 'EMPTY' (local servers ignore it); pass a real key explicitly. */
   apiKey: z.string().default('EMPTY'),
-  /** Per attempt, in milliseconds. Default: 60 000. */
+  /** Deadline of one attempt, in milliseconds, from sending the request to the end of the answer's body. Default: 60 000. */
   timeoutMs: z.number().positive().default(60_000),
   /** Retries after a retryable failure (connection, timeout, 408, 409, 429, 5xx). Default: 2. */
   maxRetries: z.number().int().min(0).default(2),
@@ -132,8 +132,11 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
       ...(request.seed === undefined ? {} : { seed: request.seed }),
       ...(settings.returnTokenIds ? { return_token_ids: true } : {}),
     }
-    const answer: unknown = await client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming)
-    return toCompletion(parseInput(responseSchema, answer, { source: `the answer of ${url}` }), request.messages)
+    // One deadline for the whole attempt, the answer's body included (the SDK's own timeout ends with the headers).
+    return withDeadline(settings.timeoutMs, async (signal) => {
+      const answer: unknown = await client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal })
+      return toCompletion(parseInput(responseSchema, answer, { source: `the answer of ${url}` }), request.messages)
+    })
   }
 
   const toCompletion = (answer: ChatResponse, messages: readonly ChatMessage[]): Completion => {
@@ -229,6 +232,30 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
         errors: settled.map((result) => (result.status === 'rejected' ? (result.reason ?? new LudicError('request failed')) : undefined)),
       })
     },
+  }
+}
+
+/**
+ * Runs `work` with a signal that aborts after `timeoutMs`, and rejects then whatever `work` does (a body read
+ * that ignores the signal cannot keep it waiting): with the SDK's `APIConnectionTimeoutError`, so that the
+ * deadline reads as the SDK's own timeout (retryable, kind 'timeout').
+ */
+async function withDeadline<T>(timeoutMs: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController()
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new OpenAI.APIConnectionTimeoutError({ message: `No complete answer within ${timeoutMs} ms (timeoutMs, the body included)` })
+      controller.abort(error)
+      reject(error)
+    }, timeoutMs)
+  })
+  const working = work(controller.signal)
+  working.catch(() => {}) // after the deadline, its rejection (the abort) is no one's concern
+  try {
+    return await Promise.race([working, expired])
+  } finally {
+    clearTimeout(timer)
   }
 }
 
