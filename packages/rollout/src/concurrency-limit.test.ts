@@ -21,4 +21,21 @@ describe('createConcurrencyLimit', () => {
     expect(limit.active).toBe(0)
     expect(limit.waiting).toBe(0)
   })
+
+  it('lets a waiting task leave the queue when its signal aborts, keeping the order of the others', async () => {
+    const limit = createConcurrencyLimit(1)
+    let release!: () => void
+    const first = limit.run(() => new Promise<string>((resolve) => (release = () => resolve('first'))))
+    const controller = new AbortController()
+    const second = limit.run(async () => 'second', controller.signal)
+    const third = limit.run(async () => 'third')
+    expect(limit.waiting).toBe(2)
+    controller.abort(new Error('gone'))
+    await expect(second).rejects.toThrow('gone')
+    expect(limit.waiting).toBe(1)
+    release()
+    expect(await Promise.all([first, third])).toEqual(['first', 'third'])
+    expect(limit.active).toBe(0)
+    await expect(limit.run(async () => 1, AbortSignal.abort(new Error('already')))).rejects.toThrow('already')
+  })
 })

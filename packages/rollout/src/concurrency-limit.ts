@@ -1,6 +1,7 @@
 /** Runs at most `limit` tasks at once; the others wait in order of arrival. */
 export interface ConcurrencyLimit {
-  run<T>(task: () => Promise<T>): Promise<T>
+  /** Runs `task` when a slot is free; a `signal` that aborts while it waits rejects with its reason and frees its place. */
+  run<T>(task: () => Promise<T>, signal?: AbortSignal): Promise<T>
   /** Tasks running now. */
   readonly active: number
   /** Tasks waiting for a slot. */
@@ -24,9 +25,22 @@ export function createConcurrencyLimit(limit: number): ConcurrencyLimit {
     get waiting() {
       return queue.length
     },
-    async run<T>(task: () => Promise<T>): Promise<T> {
-      if (active >= limit) await new Promise<void>((resolve) => queue.push(resolve))
-      else active++
+    async run<T>(task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+      signal?.throwIfAborted()
+      if (active >= limit) {
+        await new Promise<void>((resolve, reject) => {
+          const onAbort = () => {
+            queue.splice(queue.indexOf(start), 1)
+            reject(signal!.reason)
+          }
+          const start = () => {
+            signal?.removeEventListener('abort', onAbort)
+            resolve()
+          }
+          queue.push(start)
+          signal?.addEventListener('abort', onAbort, { once: true })
+        })
+      } else active++
       try {
         return await task()
       } finally {

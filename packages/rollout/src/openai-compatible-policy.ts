@@ -6,6 +6,7 @@ import {
   tokenizerSchema,
   type ChatMessage,
   type Completion,
+  type GenerateOptions,
   type GenerationRequest,
   type PolicyV1,
 } from '@ludic/core'
@@ -15,7 +16,8 @@ import { createConcurrencyLimit } from './concurrency-limit.js'
 import { GenerationBatchError } from './generation-batch-error.js'
 import { tokenIdsFromText } from './openai-protocol.js'
 import { RemotePolicyError } from './remote-policy-error.js'
-import { RetriesExhausted, withRetries } from './retry.js'
+import { limitResponseBody, ResponseTooLarge } from './response-size-limit.js'
+import { abortableSleep, RetriesExhausted, withRetries } from './retry.js'
 
 export const openAICompatiblePolicyOptionsSchema = z.strictObject({
   /** The server's base URL, e.g. `http://127.0.0.1:8000/v1`. */
@@ -53,6 +55,15 @@ export const openAICompatiblePolicyOptionsSchema = z.strictObject({
    * opponent that is never trained on). Default: true.
    */
   requireTokenIds: z.boolean().default(true),
+  /**
+   * Largest answer body read, in bytes: reading stops as soon as an answer grows past it (or says it will,
+   * in its content-length), and the request fails with a `ParseError`. Default: 64 MiB.
+   */
+  maxResponseBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024 * 1024),
   /** Extra HTTP headers on every request. */
   headers: z.record(z.string(), z.string()).optional(),
   /** A `fetch` implementation for the SDK (proxies, tests). Default: the global one. */
@@ -60,7 +71,7 @@ export const openAICompatiblePolicyOptionsSchema = z.strictObject({
 })
 export type OpenAICompatiblePolicyOptions = z.input<typeof openAICompatiblePolicyOptionsSchema>
 
-const idsSchema = z.array(z.number().int())
+const idsSchema = z.array(z.number())
 const responseSchema = z.object({
   choices: z
     .array(
@@ -95,26 +106,37 @@ type ChatResponse = z.output<typeof responseSchema>
  * `return_token_ids`), `token_id:<id>` token strings in the log-probs, then `tokenizer`. Log-probs
  * always come from the server. `finish_reason` other than 'length' reads as 'stop'.
  *
+ * Token ids are checked: integers in [0, vocabSize) with a `tokenizer`, else non-negative int32s.
+ *
+ * Each attempt has one deadline (`timeoutMs`) from the request to the end of the answer's body, and reads at
+ * most `maxResponseBytes`. A connection dropped before or during the answer is retried like a timeout.
  * Failures are typed: a request that fails for good becomes a `RemotePolicyError` (status, code,
- * param, attempts) or a `ParseError` (a malformed answer); if any request of a batch fails, `generate`
- * throws a `GenerationBatchError` holding the completions of the others and each failure, so `collect`
- * fails only the episodes concerned.
+ * param, attempts) or a `ParseError` (a malformed, oversized or non-JSON answer, bad token ids); if any
+ * request of a batch fails, `generate` throws a `GenerationBatchError` holding the completions of the
+ * others and each failure, so `collect` fails only the episodes concerned.
+ *
+ * `generate`'s `signal` aborts waiting, backoff and requests in flight (it rejects with the signal's
+ * reason); `onText` is called once per request with its whole text when it arrives (no streaming).
  */
 export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOptions): PolicyV1 {
   const settings = parseArgument(openAICompatiblePolicyOptionsSchema, options, 'options')
   const id = settings.id ?? settings.model
   const url = `${settings.baseURL.replace(/\/+$/, '')}/chat/completions`
+  const source = `the answer of ${url}`
+  const baseFetch = settings.fetch ?? globalThis.fetch
+  // Every body the SDK or this policy reads, error answers included, goes through the size limit.
+  const limitedFetch: typeof fetch = async (input, init) => limitResponseBody(await baseFetch(input, init), settings.maxResponseBytes)
   const client = new OpenAI({
     baseURL: settings.baseURL,
     apiKey: settings.apiKey,
     timeout: settings.timeoutMs,
     maxRetries: 0, // retries are ours: configurable backoff, attempts counted in the error
+    fetch: limitedFetch,
     ...(settings.headers === undefined ? {} : { defaultHeaders: settings.headers }),
-    ...(settings.fetch === undefined ? {} : { fetch: settings.fetch }),
   })
   const limit = createConcurrencyLimit(settings.concurrency)
 
-  const requestOnce = async (request: GenerationRequest): Promise<Completion> => {
+  const requestOnce = async (request: GenerationRequest, callerSignal: AbortSignal | undefined): Promise<Completion> => {
     const body: Record<string, unknown> = {
       model: settings.model,
       messages: request.messages.map((message) => ({
@@ -133,10 +155,46 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
       ...(settings.returnTokenIds ? { return_token_ids: true } : {}),
     }
     // One deadline for the whole attempt, the answer's body included (the SDK's own timeout ends with the headers).
-    return withDeadline(settings.timeoutMs, async (signal) => {
-      const answer: unknown = await client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal })
-      return toCompletion(parseInput(responseSchema, answer, { source: `the answer of ${url}` }), request.messages)
+    return withDeadline(settings.timeoutMs, callerSignal, async (signal) => {
+      const response = await client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal }).asResponse()
+      const answer = parseJson(await readBody(response, signal))
+      return toCompletion(parseInput(responseSchema, answer, { source }), request.messages)
     })
+  }
+
+  /** The answer's text; a connection dropped while reading it is a (retryable) connection error. */
+  const readBody = async (response: Response, signal: AbortSignal): Promise<string> => {
+    try {
+      return await response.text()
+    } catch (error) {
+      if (signal.aborted) throw signal.reason
+      if (error instanceof ResponseTooLarge) {
+        throw new ParseError({
+          source,
+          message: `is larger than maxResponseBytes (${error.limit} bytes); raise the option if answers are meant to be this large`,
+        })
+      }
+      throw new OpenAI.APIConnectionError({ message: 'The connection dropped while the answer was read', cause: error instanceof Error ? error : undefined })
+    }
+  }
+
+  const parseJson = (text: string): unknown => {
+    try {
+      return JSON.parse(text) as unknown
+    } catch (error) {
+      throw new ParseError({ source, message: `is not JSON (${error instanceof Error ? error.message : String(error)})`, cause: error })
+    }
+  }
+
+  /** Ids as sent, checked: integers in [0, vocabSize) with a tokenizer, else non-negative int32s (`pathOf` locates id i in the answer). */
+  const checkedIds = (ids: readonly number[], pathOf: (index: number) => (string | number)[]): Int32Array => {
+    const limit = settings.tokenizer?.vocabSize ?? 2 ** 31
+    for (const [index, tokenId] of ids.entries()) {
+      if (Number.isInteger(tokenId) && tokenId >= 0 && tokenId < limit) continue
+      const range = settings.tokenizer === undefined ? `[0, 2^31) (a non-negative int32)` : `[0, ${limit}) (the tokenizer's vocabulary)`
+      throw new ParseError({ source, path: pathOf(index), message: `is ${tokenId}, not a token id: an integer in ${range}` })
+    }
+    return Int32Array.from(ids)
   }
 
   const toCompletion = (answer: ChatResponse, messages: readonly ChatMessage[]): Completion => {
@@ -145,14 +203,16 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
     const finishReason = choice.finish_reason === 'length' ? 'length' : 'stop'
     const tokens = choice.logprobs?.content ?? undefined
     const logprobs = tokens === undefined ? undefined : Float32Array.from(tokens, (token) => token.logprob)
+    const idsFromText = tokens === undefined ? undefined : tokenIdsFromText(tokens.map((token) => token.token))
     const tokenIds =
-      (choice.token_ids == null ? undefined : Int32Array.from(choice.token_ids)) ??
-      (tokens === undefined ? undefined : tokenIdsFromText(tokens.map((token) => token.token))) ??
+      (choice.token_ids == null ? undefined : checkedIds(choice.token_ids, (index) => ['choices', 0, 'token_ids', index])) ??
+      (idsFromText === undefined ? undefined : checkedIds(idsFromText, (index) => ['choices', 0, 'logprobs', 'content', index, 'token'])) ??
       settings.tokenizer?.encode(text, { addSpecialTokens: false })
+    const promptPath = answer.prompt_token_ids == null ? ['choices', 0, 'prompt_token_ids'] : ['prompt_token_ids']
     const serverPromptIds = answer.prompt_token_ids ?? choice.prompt_token_ids
     const template = settings.tokenizer?.applyChatTemplate?.(messages, { addGenerationPrompt: true })
     const promptTokenIds =
-      (serverPromptIds == null ? undefined : Int32Array.from(serverPromptIds)) ??
+      (serverPromptIds == null ? undefined : checkedIds(serverPromptIds, (index) => [...promptPath, index])) ??
       (template === undefined ? undefined : settings.tokenizer!.encode(template, { addSpecialTokens: false }))
 
     const missing = [tokenIds === undefined && 'token ids', logprobs === undefined && 'log-probs', promptTokenIds === undefined && 'prompt token ids'].filter(
@@ -160,7 +220,7 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
     )
     if (missing.length > 0 && settings.requireTokenIds) {
       throw new ParseError({
-        source: `the answer of ${url}`,
+        source,
         path: ['choices', 0],
         message: `has no ${missing.join(', ')}; use a server that returns them (vLLM with return_token_ids), pass a tokenizer, or set requireTokenIds: false`,
       })
@@ -168,7 +228,7 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
     if (tokenIds !== undefined && logprobs !== undefined && tokenIds.length !== logprobs.length) {
       const how = choice.token_ids == null ? ' (ids re-tokenised with the tokenizer, which need not reproduce the sampled tokens)' : ''
       throw new ParseError({
-        source: `the answer of ${url}`,
+        source,
         path: ['choices', 0, 'logprobs'],
         message: `has ${logprobs.length} log-probs for ${tokenIds.length} token ids${how}`,
       })
@@ -183,15 +243,18 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
     }
   }
 
-  const requestWithRetries = (request: GenerationRequest): Promise<Completion> =>
+  const requestWithRetries = (request: GenerationRequest, signal: AbortSignal | undefined): Promise<Completion> =>
     limit
-      .run(() =>
-        withRetries(() => requestOnce(request), {
-          maxRetries: settings.maxRetries,
-          initialDelayMs: settings.retryDelayMs,
-          maxDelayMs: settings.maxRetryDelayMs,
-          shouldRetry: retryDecision,
-        }),
+      .run(
+        () =>
+          withRetries(() => requestOnce(request, signal), {
+            maxRetries: settings.maxRetries,
+            initialDelayMs: settings.retryDelayMs,
+            maxDelayMs: settings.maxRetryDelayMs,
+            shouldRetry: retryDecision,
+            sleep: (milliseconds) => abortableSleep(milliseconds, signal),
+          }),
+        signal,
       )
       .catch((error: unknown) => {
         throw error instanceof RetriesExhausted ? toTypedError(error.error, error.attempts) : error
@@ -223,8 +286,17 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
   return {
     specificationVersion: 'v1',
     id,
-    async generate(requests: readonly GenerationRequest[]): Promise<Completion[]> {
-      const settled = await Promise.allSettled(requests.map(requestWithRetries))
+    async generate(requests: readonly GenerationRequest[], options: GenerateOptions = {}): Promise<Completion[]> {
+      const { signal, onText } = options
+      signal?.throwIfAborted()
+      const settled = await Promise.allSettled(
+        requests.map(async (request, index) => {
+          const completion = await requestWithRetries(request, signal)
+          onText?.(index, completion.text) // no streaming: the whole text at once, as the contract allows
+          return completion
+        }),
+      )
+      signal?.throwIfAborted()
       if (settled.every((result) => result.status === 'fulfilled')) return settled.map((result) => result.value)
       throw new GenerationBatchError({
         policyId: id,
@@ -236,26 +308,35 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
 }
 
 /**
- * Runs `work` with a signal that aborts after `timeoutMs`, and rejects then whatever `work` does (a body read
- * that ignores the signal cannot keep it waiting): with the SDK's `APIConnectionTimeoutError`, so that the
- * deadline reads as the SDK's own timeout (retryable, kind 'timeout').
+ * Runs `work` with a signal that aborts after `timeoutMs` or when the caller's signal does, and rejects then
+ * whatever `work` does (a body read that ignores the signal cannot keep it waiting): after `timeoutMs` with the
+ * SDK's `APIConnectionTimeoutError`, so that the deadline reads as the SDK's own timeout (retryable, kind
+ * 'timeout'); on the caller's abort with its reason (never retried).
  */
-async function withDeadline<T>(timeoutMs: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+async function withDeadline<T>(timeoutMs: number, callerSignal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  callerSignal?.throwIfAborted()
   const controller = new AbortController()
   let timer: ReturnType<typeof setTimeout> | undefined
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = new OpenAI.APIConnectionTimeoutError({ message: `No complete answer within ${timeoutMs} ms (timeoutMs, the body included)` })
-      controller.abort(error)
-      reject(error)
-    }, timeoutMs)
+  let onCallerAbort: (() => void) | undefined
+  const ended = new Promise<never>((_, reject) => {
+    const end = (reason: unknown) => {
+      controller.abort(reason)
+      reject(reason)
+    }
+    timer = setTimeout(
+      () => end(new OpenAI.APIConnectionTimeoutError({ message: `No complete answer within ${timeoutMs} ms (timeoutMs, the body included)` })),
+      timeoutMs,
+    )
+    onCallerAbort = () => end(callerSignal!.reason)
+    callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
   })
   const working = work(controller.signal)
-  working.catch(() => {}) // after the deadline, its rejection (the abort) is no one's concern
+  working.catch(() => {}) // once ended, its rejection (the abort) is no one's concern
   try {
-    return await Promise.race([working, expired])
+    return await Promise.race([working, ended])
   } finally {
     clearTimeout(timer)
+    if (onCallerAbort !== undefined) callerSignal?.removeEventListener('abort', onCallerAbort)
   }
 }
 

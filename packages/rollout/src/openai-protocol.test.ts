@@ -23,8 +23,9 @@ describe('OpenAI protocol helpers', () => {
   })
 
   it('reads token ids back from token_id:<id> strings only when every token has that form', () => {
-    expect(tokenIdsFromText(['token_id:5', 'token_id:0'])).toEqual(Int32Array.of(5, 0))
+    expect(tokenIdsFromText(['token_id:5', 'token_id:0'])).toEqual([5, 0])
     expect(tokenIdsFromText(['token_id:5', 'x'])).toBeUndefined()
-    expect(tokenIdsFromText([])).toEqual(new Int32Array(0))
+    expect(tokenIdsFromText([])).toEqual([])
+    expect(tokenIdsFromText(['token_id:-5', 'token_id:1000000000000'])).toEqual([-5, 1e12]) // not wrapped: the caller refuses them
   })
 })

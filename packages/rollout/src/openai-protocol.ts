@@ -102,13 +102,16 @@ export function tokenText(id: number, tokenizer: TokenizerV1 | undefined): strin
 
 const tokenIdPattern = /^token_id:(-?\d+)$/
 
-/** Token ids read back from `token_id:<id>` token strings; `undefined` unless every token has that form. */
-export function tokenIdsFromText(tokens: readonly string[]): Int32Array | undefined {
-  const ids = new Int32Array(tokens.length)
-  for (const [index, token] of tokens.entries()) {
+/**
+ * Token ids read back from `token_id:<id>` token strings; `undefined` unless every token has that form. The
+ * numbers are as written (a negative or huge one included): the caller checks them.
+ */
+export function tokenIdsFromText(tokens: readonly string[]): number[] | undefined {
+  const ids: number[] = []
+  for (const token of tokens) {
     const match = tokenIdPattern.exec(token)
     if (match === null) return undefined
-    ids[index] = Number(match[1])
+    ids.push(Number(match[1]))
   }
   return ids
 }

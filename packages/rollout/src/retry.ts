@@ -30,6 +30,23 @@ export class RetriesExhausted {
 
 const defaultSleep = (milliseconds: number) => new Promise<void>((resolve) => setTimeout(resolve, milliseconds))
 
+/** Waits `milliseconds`, or rejects with the signal's reason as soon as it aborts. */
+export function abortableSleep(milliseconds: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return defaultSleep(milliseconds)
+  return new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason)
+    const onAbort = () => {
+      clearTimeout(timer)
+      reject(signal.reason)
+    }
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort)
+      resolve()
+    }, milliseconds)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
 /** The delay before retry number `retry` (0-based): initial · 2^retry, capped, with up to 25 % jitter off. */
 export function backoffDelay(retry: number, options: Pick<RetryOptions, 'initialDelayMs' | 'maxDelayMs' | 'random'>): number {
   const base = Math.min(options.initialDelayMs * 2 ** retry, options.maxDelayMs)
