@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import {
@@ -26,29 +26,53 @@ import {
   type OpenAIErrorBody,
 } from './openai-protocol.js'
 
-export const serveOptionsSchema = z.strictObject({
-  /** Port to listen on; 0 picks a free one (read it from `url`). Default: 0. */
-  port: z.number().int().min(0).max(65535).default(0),
-  /** Interface to listen on. Default: '127.0.0.1' (loopback only). */
-  host: z.string().min(1).default('127.0.0.1'),
-  /** The model name clients must send as `model`. Default: the policy's id. */
-  modelId: z.string().min(1).optional(),
-  /**
-   * Renders token strings in log-probability answers (`decode([id])`). Without it a token's string is
-   * `token_id:<id>`, which a client can read the id back from.
-   */
-  tokenizer: tokenizerSchema.optional(),
-  /** How concurrent requests become batched `generate` calls. Default: 5 ms window, 64 per batch, 1 call at a time. */
-  batching: batchingPolicyOptionsSchema.default({ windowMs: 5, maxBatchSize: 64, maxConcurrentBatches: 1 }),
-  /** Largest request body, in bytes; larger ones get 413. Default: 8 MiB. */
-  maxBodyBytes: z
-    .number()
-    .int()
-    .positive()
-    .default(8 * 1024 * 1024),
-  /** `max_tokens` when a request gives none. Default: 256. */
-  defaultMaxTokens: z.number().int().positive().default(256),
-})
+export const serveOptionsSchema = z
+  .strictObject({
+    /** Port to listen on; 0 picks a free one (read it from `url`). Default: 0. */
+    port: z.number().int().min(0).max(65535).default(0),
+    /** Interface to listen on. Default: '127.0.0.1' (loopback only). */
+    host: z.string().min(1).default('127.0.0.1'),
+    /** The model name clients must send as `model`. Default: the policy's id. */
+    modelId: z.string().min(1).optional(),
+    /**
+     * Renders token strings in log-probability answers (`decode([id])`). Without it a token's string is
+     * `token_id:<id>`, which a client can read the id back from.
+     */
+    tokenizer: tokenizerSchema.optional(),
+    /** How concurrent requests become batched `generate` calls. Default: 5 ms window, 64 per batch, 1 call at a time. */
+    batching: batchingPolicyOptionsSchema.default({ windowMs: 5, maxBatchSize: 64, maxConcurrentBatches: 1 }),
+    /** Largest request body, in bytes; larger ones get 413. Default: 8 MiB. */
+    maxBodyBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(8 * 1024 * 1024),
+    /** `max_tokens` when a request gives none. Default: 256. */
+    defaultMaxTokens: z.number().int().positive().default(256),
+    /**
+     * Clients must send `Authorization: Bearer <apiKey>` on every route but `/health` (401 otherwise; compared
+     * in constant time). Default: none (no key asked).
+     */
+    apiKey: z.string().min(1).optional(),
+    /**
+     * Generations one request may ask for: prompts × `n` on `/v1/completions`, `n` on `/v1/chat/completions`;
+     * more is a 400 naming this limit. Default: 128.
+     */
+    maxGenerationsPerRequest: z.number().int().positive().default(128),
+    /** A request's headers must arrive within this many ms of its start (Node's `headersTimeout`), else 408 and the connection closes. Default: 10 000. */
+    headersTimeoutMs: z.number().int().positive().default(10_000),
+    /**
+     * The whole request, body included, must arrive within this many ms (Node's `requestTimeout`), else 408 and
+     * the connection closes. Generating the answer is not counted. Default: 30 000.
+     */
+    requestTimeoutMs: z.number().int().positive().default(30_000),
+    /** Open connections at most; more are dropped as they arrive (Node's `maxConnections`). Default: 256. */
+    maxConnections: z.number().int().positive().default(256),
+  })
+  .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
+    path: ['headersTimeoutMs'],
+    message: 'must not exceed requestTimeoutMs (the headers are part of the request)',
+  })
 export type ServeOptions = z.input<typeof serveOptionsSchema>
 
 export interface OpenAICompatibleServer {
@@ -110,11 +134,14 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   const created = Math.floor(Date.now() / 1000)
   const model = { id: modelId, object: 'model', created, owned_by: 'ludic' }
 
+  const expectedKey = settings.apiKey === undefined ? undefined : digest(settings.apiKey)
+
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '/').split('?')[0]!
     const method = request.method ?? 'GET'
+    if (expectedKey !== undefined && path !== '/health') checkApiKey(request, expectedKey)
     if (path.startsWith('/v1/models/') && method === 'GET') {
-      const id = decodeURIComponent(path.slice('/v1/models/'.length))
+      const id = decodePathPart(path.slice('/v1/models/'.length))
       if (id !== modelId) throw modelNotFound(id)
       return sendJson(response, 200, model)
     }
@@ -136,6 +163,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     if (path === '/v1/chat/completions') {
       const chat = parseBody(chatCompletionRequestSchema, body)
       if (chat.model !== modelId) throw modelNotFound(chat.model)
+      checkGenerationCount(1, chat.n ?? 1)
       const requests = repeat(
         checkRequest({
           messages: toChatMessages(chat.messages),
@@ -151,11 +179,26 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     if (plain.model !== modelId) throw modelNotFound(plain.model)
     const prompts = typeof plain.prompt === 'string' ? [plain.prompt] : plain.prompt
     const n = plain.n ?? 1
+    checkGenerationCount(prompts.length, n)
     const requests = prompts.flatMap((prompt) =>
       repeat(checkRequest({ messages: [{ role: 'user', content: prompt }], maxTokens: plain.max_tokens ?? settings.defaultMaxTokens, ...sampling(plain) }), n),
     )
     const completions = await generate(requests)
     return sendJson(response, 200, completionAnswer(plain, completions, n))
+  }
+
+  const checkGenerationCount = (prompts: number, n: number) => {
+    const count = prompts * n
+    if (count <= settings.maxGenerationsPerRequest) return
+    const what = prompts === 1 ? `n ${n}` : `${prompts} prompts × n ${n}`
+    throw new HttpError(
+      400,
+      `This request asks for ${count} generations (${what}); this server's limit is ${settings.maxGenerationsPerRequest} per request ` +
+        '(the maxGenerationsPerRequest option of serveOpenAICompatible): send fewer prompts or a smaller n, or raise the limit.',
+      'invalid_request_error',
+      'too_many_generations',
+      'n',
+    )
   }
 
   const generate = async (requests: GenerationRequest[]): Promise<Completion[]> => {
@@ -204,7 +247,9 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     }
   }
 
-  const server = createServer((request, response) => {
+  // Node checks the header and request timeouts every connectionsCheckingInterval ms (30 s by default).
+  const checkingIntervalMs = Math.max(10, Math.min(1_000, Math.floor(settings.headersTimeoutMs / 4)))
+  const server = createServer({ connectionsCheckingInterval: checkingIntervalMs }, (request, response) => {
     response.setHeader('x-request-id', `req-${randomUUID()}`)
     handle(request, response).catch((error: unknown) => {
       if (error instanceof HttpError) {
@@ -215,6 +260,9 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       sendJson(response, 500, { error: { message: `Internal error: ${message}`, type: 'server_error', param: null, code: null } })
     })
   })
+  server.headersTimeout = settings.headersTimeoutMs
+  server.requestTimeout = settings.requestTimeoutMs
+  server.maxConnections = settings.maxConnections
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(settings.port, settings.host, () => {
@@ -305,15 +353,63 @@ function parseBody<Schema extends z.ZodType>(schema: Schema, body: unknown): z.o
   throw new HttpError(400, message, 'invalid_request_error', issue.code === 'invalid_type' ? 'invalid_type' : 'invalid_value', param)
 }
 
-/** Reads a JSON body of at most `limit` bytes (413 above it, 400 for broken JSON). */
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest()
+}
+
+/** 401 unless the request carries `Authorization: Bearer <key>`; compared as SHA-256 digests in constant time. */
+function checkApiKey(request: IncomingMessage, expected: Buffer): void {
+  const match = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')
+  if (match !== null && timingSafeEqual(digest(match[1]!.trim()), expected)) return
+  discardBody(request)
+  throw new HttpError(
+    401,
+    match === null ? 'Missing API key: send it as Authorization: Bearer <key>.' : 'Incorrect API key provided.',
+    'invalid_request_error',
+    'invalid_api_key',
+    null,
+    { 'www-authenticate': 'Bearer', ...(request.method === 'POST' ? { connection: 'close' } : {}) },
+  )
+}
+
+/** A percent-encoded part of the path; malformed encoding is a 400. */
+function decodePathPart(part: string): string {
+  try {
+    return decodeURIComponent(part)
+  } catch {
+    throw new HttpError(400, `Malformed percent-encoding in the URL: ${JSON.stringify(part.slice(0, 100))}.`, 'invalid_request_error', 'invalid_url')
+  }
+}
+
+/** Reads and drops a request's body, so that the client gets the answer rather than a reset connection. */
+function discardBody(request: IncomingMessage): void {
+  request.removeAllListeners('data')
+  request.resume()
+}
+
+/**
+ * Reads a JSON body of at most `limit` bytes: 415 unless its content type is `application/json` (a web page
+ * cannot send that without a CORS preflight), 413 above the limit, 400 for broken JSON.
+ */
 function readJson(request: IncomingMessage, limit: number): Promise<unknown> {
+  const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
+  if (type !== 'application/json') {
+    discardBody(request)
+    throw new HttpError(
+      415,
+      `Unsupported content type ${JSON.stringify(request.headers['content-type'] ?? '')}: send the body as application/json.`,
+      'invalid_request_error',
+      'unsupported_media_type',
+      null,
+      { connection: 'close' },
+    )
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
     const tooLarge = () => {
       // Keep reading (and dropping) the rest, so the client gets this answer rather than a reset connection.
-      request.removeListener('data', onData)
-      request.resume()
+      discardBody(request)
       reject(
         new HttpError(413, `Request body too large: the limit is ${limit} bytes.`, 'invalid_request_error', 'request_too_large', null, { connection: 'close' }),
       )

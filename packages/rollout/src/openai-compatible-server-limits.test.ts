@@ -1,0 +1,160 @@
+import type { GenerationRequest, PolicyV1 } from '@ludic/core'
+import { createScriptedPolicy, type ScriptedPolicy } from '@ludic/core/test'
+import { connect, type Socket } from 'node:net'
+import OpenAI from 'openai'
+import { afterEach, describe, expect, it } from 'vitest'
+import { serveOpenAICompatible, type OpenAICompatibleServer, type ServeOptions } from './openai-compatible-server.js'
+
+// Input an attacker or an unlucky client sends: the server answers it, and stays up for the others.
+const servers: OpenAICompatibleServer[] = []
+const sockets: Socket[] = []
+afterEach(async () => {
+  sockets.splice(0).forEach((socket) => socket.destroy())
+  await Promise.all(servers.splice(0).map((server) => server.close()))
+})
+
+function createEcho(): ScriptedPolicy {
+  return createScriptedPolicy({ id: 'echo', replies: (request: GenerationRequest) => `echo: ${request.messages.at(-1)!.content}` })
+}
+
+async function serve(policy: PolicyV1, options: ServeOptions = {}) {
+  const server = await serveOpenAICompatible(policy, options)
+  servers.push(server)
+  return server
+}
+
+const chat = { model: 'echo', messages: [{ role: 'user', content: 'hi' }] }
+const post = (server: OpenAICompatibleServer, path: string, body: unknown, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
+  fetch(`${server.url}${path}`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) })
+const errorOf = async (response: Response) =>
+  ((await response.json()) as { error: { message: string; type: string; param: string | null; code: string | null } }).error
+
+/** A raw TCP connection to the server, to send half a request; resolves with what came back when the server closes it. */
+function rawConnection(server: OpenAICompatibleServer): { socket: Socket; closed: Promise<{ text: string; afterMs: number }> } {
+  const started = Date.now()
+  const socket = connect(server.port, '127.0.0.1')
+  sockets.push(socket)
+  let text = ''
+  socket.on('data', (chunk: Buffer) => (text += chunk.toString()))
+  socket.on('error', () => {})
+  const closed = new Promise<{ text: string; afterMs: number }>((resolve) => socket.on('close', () => resolve({ text, afterMs: Date.now() - started })))
+  return { socket, closed }
+}
+
+describe('serveOpenAICompatible limits', () => {
+  it('with apiKey, answers 401 to a missing or wrong key (OpenAI-shaped, the SDK raises AuthenticationError); /health stays open', async () => {
+    const policy = createEcho()
+    const server = await serve(policy, { apiKey: 'sk-right' })
+    const right = new OpenAI({ baseURL: server.url, apiKey: 'sk-right', maxRetries: 0 })
+    expect((await right.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'x' }] })).choices[0]!.message.content).toBe('echo: x')
+    for (const apiKey of ['sk-wrong', 'sk-righ', 'sk-right-and-more', 'EMPTY']) {
+      const wrong = new OpenAI({ baseURL: server.url, apiKey, maxRetries: 0 })
+      const error = await wrong.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'x' }] }).catch((caught: unknown) => caught)
+      expect(error).toBeInstanceOf(OpenAI.AuthenticationError)
+      expect(error).toMatchObject({ status: 401, code: 'invalid_api_key' })
+      await expect(wrong.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError)
+    }
+    const missing = await post(server, '/chat/completions', chat)
+    expect(missing.status).toBe(401)
+    expect(await errorOf(missing)).toMatchObject({ type: 'invalid_request_error', code: 'invalid_api_key' })
+    expect((await fetch(server.url.replace('/v1', '/health'))).status).toBe(200)
+    expect(policy.requests).toHaveLength(1)
+  })
+
+  it('serves POST bodies only as application/json: text/plain, forms and none get 415 (no CORS-simple request triggers generation)', async () => {
+    const policy = createEcho()
+    const server = await serve(policy)
+    for (const headers of [
+      { 'content-type': 'text/plain' },
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      { 'content-type': 'multipart/form-data; boundary=x' },
+      {},
+    ]) {
+      const response = await post(server, '/chat/completions', chat, headers)
+      expect(response.status).toBe(415)
+      expect(await errorOf(response)).toMatchObject({ type: 'invalid_request_error', code: 'unsupported_media_type' })
+    }
+    expect(policy.requests).toHaveLength(0)
+    expect((await post(server, '/chat/completions', chat, { 'content-type': 'application/json; charset=utf-8' })).status).toBe(200)
+    expect((await post(server, '/chat/completions', chat, { 'content-type': 'Application/JSON' })).status).toBe(200)
+  })
+
+  it('answers 400 to malformed percent-encoding in the URL, and keeps serving', async () => {
+    const server = await serve(createEcho())
+    for (const path of ['/models/%E0%A4%A', '/models/%', '/models/%zz']) {
+      const response = await fetch(`${server.url}${path}`)
+      expect(response.status).toBe(400)
+      expect(await errorOf(response)).toMatchObject({ type: 'invalid_request_error', code: 'invalid_url' })
+    }
+    expect((await fetch(`${server.url}/models/echo`)).status).toBe(200)
+  })
+
+  it('caps prompts × n per request (maxGenerationsPerRequest): 200 prompts × n 128 is a 400 naming the limit, before the policy is called', async () => {
+    const policy = createEcho()
+    const server = await serve(policy)
+    const huge = await post(server, '/completions', { model: 'echo', prompt: Array.from({ length: 200 }, (_, index) => `p${index}`), n: 128, max_tokens: 4 })
+    expect(huge.status).toBe(400)
+    const error = await errorOf(huge)
+    expect(error).toMatchObject({ type: 'invalid_request_error', code: 'too_many_generations', param: 'n' })
+    expect(error.message).toMatch(/25600 generations \(200 prompts × n 128\).*limit is 128.*maxGenerationsPerRequest/)
+    expect(policy.requests).toHaveLength(0)
+    expect((await post(server, '/completions', { model: 'echo', prompt: ['a', 'b'], n: 64, max_tokens: 4 })).status).toBe(200)
+    expect(policy.requests).toHaveLength(128)
+
+    const strict = await serve(createEcho(), { maxGenerationsPerRequest: 4 })
+    const five = await post(strict, '/chat/completions', { ...chat, n: 5 })
+    expect(five.status).toBe(400)
+    expect((await errorOf(five)).message).toMatch(/5 generations.*limit is 4/)
+  })
+
+  it('closes connections whose headers or body do not arrive in time (headersTimeoutMs, requestTimeoutMs), and keeps serving', {
+    timeout: 10_000,
+  }, async () => {
+    const server = await serve(createEcho(), { headersTimeoutMs: 300, requestTimeoutMs: 600 })
+    const headers = rawConnection(server)
+    headers.socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n') // never ends the headers
+    const body = rawConnection(server)
+    body.socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model": ')
+    const [headersClosed, bodyClosed] = await Promise.all([headers.closed, body.closed])
+    expect(headersClosed.text).toMatch(/^HTTP\/1\.1 408/)
+    expect(headersClosed.afterMs).toBeLessThan(3_000)
+    expect(bodyClosed.text).toMatch(/^HTTP\/1\.1 408/)
+    expect(bodyClosed.afterMs).toBeLessThan(3_000)
+    expect((await post(server, '/chat/completions', chat)).status).toBe(200)
+  })
+
+  it('lets a generation run past requestTimeoutMs once the request has arrived', { timeout: 10_000 }, async () => {
+    const inner = createEcho()
+    const slow: PolicyV1 = {
+      specificationVersion: 'v1',
+      id: 'echo',
+      generate: async (requests) => {
+        await new Promise((resolve) => setTimeout(resolve, 1_500))
+        return inner.generate(requests)
+      },
+    }
+    const server = await serve(slow, { headersTimeoutMs: 200, requestTimeoutMs: 300 })
+    expect((await post(server, '/chat/completions', chat)).status).toBe(200)
+  })
+
+  it('accepts at most maxConnections connections at once; the others are dropped until one closes', { timeout: 10_000 }, async () => {
+    const server = await serve(createEcho(), { maxConnections: 2 })
+    const first = rawConnection(server)
+    const second = rawConnection(server)
+    await Promise.all([first, second].map(({ socket }) => new Promise((resolve) => socket.once('connect', resolve))))
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const third = rawConnection(server)
+    third.socket.write('GET /health HTTP/1.1\r\nhost: x\r\n\r\n')
+    expect((await third.closed).text).toBe('')
+    first.socket.destroy()
+    await first.closed
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect((await fetch(server.url.replace('/v1', '/health'))).status).toBe(200)
+  })
+
+  it('checks the limits given', async () => {
+    await expect(serveOpenAICompatible(createEcho(), { headersTimeoutMs: 2_000, requestTimeoutMs: 1_000 })).rejects.toThrow(/headersTimeoutMs/)
+    await expect(serveOpenAICompatible(createEcho(), { maxGenerationsPerRequest: 0 })).rejects.toThrow(/maxGenerationsPerRequest/)
+    await expect(serveOpenAICompatible(createEcho(), { apiKey: '' })).rejects.toThrow(/apiKey/)
+  })
+})
