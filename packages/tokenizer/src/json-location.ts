@@ -1,5 +1,6 @@
 import { ParseError, parseInput } from '@ludic/core'
 import type { z } from 'zod'
+import type { TokenizerLimits } from './tokenizer-limits.js'
 
 /** Where a value sits in the file being parsed: the file (`'tokenizer.json'` or a path) and the JSON path. */
 export interface JsonLocation {
@@ -17,8 +18,8 @@ export function parseJson<Schema extends z.ZodType>(schema: Schema, value: unkno
   return parseInput(schema, value, location)
 }
 
-/** Builds one pipeline component from its JSON, dispatching on `type`. */
-export type ComponentBuilder<Component> = (json: unknown, location: JsonLocation) => Component
+/** Builds one pipeline component from its JSON (within `limits`), dispatching on `type`. */
+export type ComponentBuilder<Component> = (json: unknown, location: JsonLocation, limits: TokenizerLimits) => Component
 
 /**
  * Dispatches on the `type` field of a component's JSON. An unknown type gives a `ParseError` at
@@ -29,6 +30,7 @@ export function buildComponent<Component>(
   builders: Readonly<Record<string, ComponentBuilder<Component>>>,
   json: unknown,
   location: JsonLocation,
+  limits: TokenizerLimits,
 ): Component {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
     throw new ParseError({ source: location.source, path: location.path, message: `a ${kind} must be an object with a "type"` })
@@ -45,5 +47,5 @@ export function buildComponent<Component>(
       message: `unsupported ${kind} type '${type}'; supported: ${Object.keys(builders).join(', ')}`,
     })
   }
-  return builder(json, location)
+  return builder(json, location, limits)
 }

@@ -2,6 +2,7 @@ import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { InvalidArgumentError, ParseError } from '@ludic/core'
 import { Tokenizer } from './tokenizer.js'
+import type { TokenizerLimitsOptions } from './tokenizer-limits.js'
 
 /** A tokenizer given as parsed JSON: `tokenizer.json` and, optionally, `tokenizer_config.json`. */
 export interface TokenizerFiles {
@@ -26,14 +27,21 @@ async function isFile(path: string): Promise<boolean> {
   }
 }
 
+/** Options of `loadTokenizer`. */
+export interface LoadTokenizerOptions {
+  /** Bounds on sizes, nesting and chat-template work (see `tokenizerLimitsSchema`); a field left out keeps its default. */
+  limits?: TokenizerLimitsOptions
+}
+
 /**
  * Loads a tokenizer from a model directory (with `tokenizer.json` and, if present,
  * `tokenizer_config.json`), from the path of a `tokenizer.json` (its directory's
  * `tokenizer_config.json` is read too), or from already parsed JSON.
  */
-export async function loadTokenizer(pathOrObject: string | TokenizerFiles): Promise<Tokenizer> {
+export async function loadTokenizer(pathOrObject: string | TokenizerFiles, options: LoadTokenizerOptions = {}): Promise<Tokenizer> {
+  const limits = options?.limits === undefined ? {} : { limits: options.limits }
   if (typeof pathOrObject === 'object' && pathOrObject !== null && 'tokenizer' in pathOrObject) {
-    return Tokenizer.fromJSON(pathOrObject.tokenizer, pathOrObject.config)
+    return Tokenizer.fromJSON(pathOrObject.tokenizer, pathOrObject.config, limits)
   }
   if (typeof pathOrObject !== 'string') {
     throw new InvalidArgumentError({ argument: 'pathOrObject', value: pathOrObject, message: 'must be a path or { tokenizer, config? }' })
@@ -45,5 +53,5 @@ export async function loadTokenizer(pathOrObject: string | TokenizerFiles): Prom
   }
   const configPath = join(directory, 'tokenizer_config.json')
   const [tokenizer, config] = await Promise.all([readJson(tokenizerPath), (await isFile(configPath)) ? readJson(configPath) : undefined])
-  return Tokenizer.fromJSON(tokenizer, config, { source: tokenizerPath, configSource: configPath })
+  return Tokenizer.fromJSON(tokenizer, config, { source: tokenizerPath, configSource: configPath, ...limits })
 }

@@ -12,15 +12,30 @@ export const addedTokenJsonSchema = z.object({
 })
 export type AddedTokenJson = z.infer<typeof addedTokenJsonSchema>
 
+const count = z.number().int().nonnegative()
+
+/** `truncation` (Rust's `TruncationParams`): its sizes are checked, the rest kept as it is. */
+const truncationSchema = z.object({ max_length: count.optional(), stride: count.optional() }).loose()
+
+/** `padding` (Rust's `PaddingParams`): its sizes and ids are checked (`pad_id` also against the id limit, by `Tokenizer.fromJSON`). */
+const paddingSchema = z
+  .object({
+    strategy: z.union([z.literal('BatchLongest'), z.object({ Fixed: count })]).optional(),
+    pad_to_multiple_of: count.nullable().optional(),
+    pad_id: count.optional(),
+    pad_type_id: count.optional(),
+  })
+  .loose()
+
 /**
  * The top level of a Hugging Face `tokenizer.json`. Components stay `unknown` here: each stage's
  * factory parses its own (and names unsupported types). `truncation` and `padding` are accepted and
- * ignored: they are batching settings, not part of encoding one text.
+ * ignored: they are batching settings, not part of encoding one text (their numbers are checked all the same).
  */
 export const tokenizerJsonSchema = z.object({
   version: z.string().optional(),
-  truncation: z.unknown().optional(),
-  padding: z.unknown().optional(),
+  truncation: truncationSchema.nullable().optional(),
+  padding: paddingSchema.nullable().optional(),
   added_tokens: z.array(addedTokenJsonSchema).default([]),
   normalizer: z.unknown().nullable().default(null),
   pre_tokenizer: z.unknown().nullable().default(null),

@@ -26,7 +26,20 @@ import { createPreTokenizer } from './pre-tokenizers/create-pre-tokenizer.js'
 import type { PieceSink, PreTokenizer, PreTokenizerStep } from './pre-tokenizers/pre-tokenizer.js'
 import { createStreamDecoder, type StreamDecoder } from './stream-decoder.js'
 import { tokenizerConfigSchema, tokenizerJsonSchema, type ParsedTokenizerConfig } from './tokenizer-json.js'
+import { checkTokenId, tokenizerLimitsSchema, type TokenizerLimits, type TokenizerLimitsOptions } from './tokenizer-limits.js'
 import { toWellFormed } from './well-formed.js'
+
+/** Options of `Tokenizer.fromJSON`. */
+export interface TokenizerLoadOptions {
+  /** The name of the `tokenizer.json` in errors. Default `'tokenizer.json'`. */
+  source?: string
+  /** The name of the `tokenizer_config.json` in errors. Default `'tokenizer_config.json'`. */
+  configSource?: string
+  /** Bounds on sizes, nesting and chat-template work (see `tokenizerLimitsSchema`); a field left out keeps its default. */
+  limits?: TokenizerLimitsOptions
+}
+
+const loadOptionsSchema = z.object({ source: z.string().optional(), configSource: z.string().optional(), limits: tokenizerLimitsSchema.prefault({}) })
 
 /** Options of `Tokenizer.decode`, beyond the interface's. */
 export interface TokenizerDecodeOptions extends DecodeOptions {
@@ -83,6 +96,8 @@ export class Tokenizer implements TokenizerV1 {
   readonly decoder: Decoder | undefined
   readonly addedVocabulary: AddedVocabulary
   readonly config: ParsedTokenizerConfig
+  /** The limits this tokenizer was loaded with (chat templates are rendered within them too). */
+  readonly limits: TokenizerLimits
 
   private readonly cache = new Map<string, Int32Array>()
   private output = new Int32Array(1024)
@@ -101,6 +116,7 @@ export class Tokenizer implements TokenizerV1 {
     decoder: Decoder | undefined
     addedTokens: AddedToken[]
     config: ParsedTokenizerConfig
+    limits: TokenizerLimits
   }) {
     this.normalizer = parts.normalizer
     this.preTokenizer = parts.preTokenizer
@@ -108,6 +124,7 @@ export class Tokenizer implements TokenizerV1 {
     this.postProcessor = parts.postProcessor
     this.decoder = parts.decoder
     this.config = parts.config
+    this.limits = parts.limits
     this.addedVocabulary = new AddedVocabulary(parts.addedTokens, parts.normalizer)
     let largestId = parts.model.largestId
     for (const token of parts.addedTokens) largestId = Math.max(largestId, token.id)
@@ -139,17 +156,25 @@ export class Tokenizer implements TokenizerV1 {
   /**
    * Builds a tokenizer from the parsed `tokenizer.json` and, optionally, `tokenizer_config.json`
    * (special tokens and chat template). A malformed field gives a `ParseError` with its JSON path; an
-   * unknown component type names the type and the supported ones.
+   * unknown component type names the type and the supported ones. Sizes are bounded by `options.limits`
+   * (ids below `maxVocabularySize`…), checked before anything is allocated.
    */
-  static fromJSON(json: unknown, config?: unknown, options: { source?: string; configSource?: string } = {}): Tokenizer {
-    const location: JsonLocation = { source: options.source ?? 'tokenizer.json', path: [] }
+  static fromJSON(json: unknown, config?: unknown, options: TokenizerLoadOptions = {}): Tokenizer {
+    const { source, configSource, limits } = parseArgument(loadOptionsSchema, options, 'options')
+    const location: JsonLocation = { source: source ?? 'tokenizer.json', path: [] }
     const parsed = parseJson(tokenizerJsonSchema, json, location)
-    const parsedConfig = parseJson(tokenizerConfigSchema, config ?? {}, { source: options.configSource ?? 'tokenizer_config.json', path: [] })
-    const normalizer = parsed.normalizer === null ? undefined : createNormalizer(parsed.normalizer, childLocation(location, 'normalizer'))
-    const preTokenizer = parsed.pre_tokenizer === null ? undefined : createPreTokenizer(parsed.pre_tokenizer, childLocation(location, 'pre_tokenizer'))
-    const model = createTokenizerModel(parsed.model, childLocation(location, 'model'))
-    const postProcessor = parsed.post_processor === null ? undefined : createPostProcessor(parsed.post_processor, childLocation(location, 'post_processor'))
-    const decoder = parsed.decoder === null ? undefined : createDecoder(parsed.decoder, childLocation(location, 'decoder'))
+    const parsedConfig = parseJson(tokenizerConfigSchema, config ?? {}, { source: configSource ?? 'tokenizer_config.json', path: [] })
+    parsed.added_tokens.forEach((token, index) => checkTokenId(token.id, childLocation(location, 'added_tokens', index, 'id'), limits))
+    if (parsed.padding?.pad_id !== undefined) checkTokenId(parsed.padding.pad_id, childLocation(location, 'padding', 'pad_id'), limits)
+    const build = <Component>(
+      create: (json: unknown, location: JsonLocation, limits: TokenizerLimits) => Component,
+      field: 'normalizer' | 'pre_tokenizer' | 'post_processor' | 'decoder',
+    ) => (parsed[field] === null ? undefined : create(parsed[field], childLocation(location, field), limits))
+    const normalizer = build(createNormalizer, 'normalizer')
+    const preTokenizer = build(createPreTokenizer, 'pre_tokenizer')
+    const model = createTokenizerModel(parsed.model, childLocation(location, 'model'), limits)
+    const postProcessor = build(createPostProcessor, 'post_processor')
+    const decoder = build(createDecoder, 'decoder')
     const addedTokens: AddedToken[] = parsed.added_tokens.map((token) => ({
       id: token.id,
       content: token.content,
@@ -159,7 +184,7 @@ export class Tokenizer implements TokenizerV1 {
       normalized: token.normalized,
       special: token.special,
     }))
-    return new Tokenizer({ normalizer, preTokenizer, model, postProcessor, decoder, addedTokens, config: parsedConfig })
+    return new Tokenizer({ normalizer, preTokenizer, model, postProcessor, decoder, addedTokens, config: parsedConfig, limits })
   }
 
   /** Token ids of `text`; with `addSpecialTokens` (default true) the post-processor's special tokens are added. */

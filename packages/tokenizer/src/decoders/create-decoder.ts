@@ -1,6 +1,7 @@
 import { ParseError } from '@ludic/core'
 import { z } from 'zod'
 import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
+import { defaultTokenizerLimits, type TokenizerLimits } from '../tokenizer-limits.js'
 import { compileStringOrRegexPattern, stringOrRegexPatternSchema } from '../regex/string-or-regex-pattern.js'
 import { createBpeDecoder } from './bpe-decoder.js'
 import { createByteFallbackDecoder } from './byte-fallback-decoder.js'
@@ -64,13 +65,13 @@ const builders: Record<string, ComponentBuilder<Decoder>> = {
     )
     return createCtcDecoder(options.pad_token, options.word_delimiter_token, options.cleanup)
   },
-  Sequence: (json, location) => {
+  Sequence: (json, location, limits) => {
     const { decoders } = parseJson(z.object({ decoders: z.array(z.unknown()) }), json, location)
-    return createSequenceDecoder(decoders.map((item, index) => createDecoder(item, childLocation(location, 'decoders', index))))
+    return createSequenceDecoder(decoders.map((item, index) => createDecoder(item, childLocation(location, 'decoders', index), limits)))
   },
 }
 
 /** Builds the decoder of a `tokenizer.json` (its `decoder` field) from its JSON. */
-export function createDecoder(json: unknown, location: JsonLocation): Decoder {
-  return buildComponent('decoder', builders, json, location)
+export function createDecoder(json: unknown, location: JsonLocation, limits: TokenizerLimits = defaultTokenizerLimits): Decoder {
+  return buildComponent('decoder', builders, json, location, limits)
 }

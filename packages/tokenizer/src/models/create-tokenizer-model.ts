@@ -1,27 +1,29 @@
 import { ParseError } from '@ludic/core'
 import { z } from 'zod'
 import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
+import { checkTokenId, defaultTokenizerLimits, raiseLimitHint, type TokenizerLimits } from '../tokenizer-limits.js'
 import { BpeModel } from './bpe.js'
 import type { TokenizerModel } from './tokenizer-model.js'
 import { UnigramModel } from './unigram.js'
 import { WordLevelModel } from './word-level.js'
 import { WordPieceModel } from './word-piece.js'
 
-/** Reads a `{ token: id }` vocabulary, checking each entry (a loop: vocabularies have 10⁵ entries). */
-function readVocabulary(json: unknown, location: JsonLocation): Map<string, number> {
+/** Reads a `{ token: id }` vocabulary, checking each entry (a loop: vocabularies have 10⁵ entries); ids stay below `maxVocabularySize`. */
+function readVocabulary(json: unknown, location: JsonLocation, limits: TokenizerLimits): Map<string, number> {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
     throw new ParseError({ source: location.source, path: location.path, message: 'the vocabulary must be an object of token → id' })
   }
   const vocabulary = new Map<string, number>()
   for (const token in json) {
     const id = (json as Record<string, unknown>)[token]
-    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0x7fffffff) {
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0) {
       throw new ParseError({
         source: location.source,
         path: [...location.path, token],
         message: `a token id must be a non-negative integer, got ${JSON.stringify(id)}`,
       })
     }
+    checkTokenId(id, childLocation(location, token), limits)
     vocabulary.set(token, id)
   }
   return vocabulary
@@ -69,9 +71,9 @@ const bpeOptionsSchema = z.object({
 })
 
 const builders: Record<string, ComponentBuilder<TokenizerModel>> = {
-  BPE: (json, location) => {
+  BPE: (json, location, limits) => {
     const options = parseJson(bpeOptionsSchema, json, location)
-    const vocabulary = readVocabulary(options.vocab, childLocation(location, 'vocab'))
+    const vocabulary = readVocabulary(options.vocab, childLocation(location, 'vocab'), limits)
     const merges = readMerges(options.merges ?? [], childLocation(location, 'merges'))
     // A merge of tokens missing from the vocabulary throws a ParseError (MergeOutOfVocabularyError) at `merges[index]`.
     return new BpeModel({
@@ -86,7 +88,7 @@ const builders: Record<string, ComponentBuilder<TokenizerModel>> = {
       location,
     })
   },
-  WordPiece: (json, location) => {
+  WordPiece: (json, location, limits) => {
     const options = parseJson(
       z.object({
         unk_token: z.string().default('[UNK]'),
@@ -98,26 +100,34 @@ const builders: Record<string, ComponentBuilder<TokenizerModel>> = {
       location,
     )
     return new WordPieceModel({
-      vocabulary: readVocabulary(options.vocab, childLocation(location, 'vocab')),
+      vocabulary: readVocabulary(options.vocab, childLocation(location, 'vocab'), limits),
       unknownToken: options.unk_token,
       continuingSubwordPrefix: options.continuing_subword_prefix,
       maxInputCharactersPerWord: options.max_input_chars_per_word,
     })
   },
-  WordLevel: (json, location) => {
+  WordLevel: (json, location, limits) => {
     const options = parseJson(z.object({ unk_token: z.string().default('<unk>'), vocab: z.unknown() }), json, location)
-    return new WordLevelModel(readVocabulary(options.vocab, childLocation(location, 'vocab')), options.unk_token)
+    return new WordLevelModel(readVocabulary(options.vocab, childLocation(location, 'vocab'), limits), options.unk_token)
   },
-  Unigram: (json, location) => {
+  Unigram: (json, location, limits) => {
     const options = parseJson(
       z.object({
         unk_id: z.number().int().nonnegative().nullable().default(null),
-        vocab: z.array(z.tuple([z.string(), z.number()])),
+        // A score is a log-probability: finite (JSON's 1e999 reads as Infinity, which serde refuses too).
+        vocab: z.array(z.tuple([z.string(), z.number().finite()])),
         byte_fallback: z.boolean().default(false),
       }),
       json,
       location,
     )
+    if (options.vocab.length > limits.maxVocabularySize) {
+      throw new ParseError({
+        source: location.source,
+        path: [...location.path, 'vocab'],
+        message: `${options.vocab.length} tokens are over the limit of ${limits.maxVocabularySize} (limits.maxVocabularySize); ${raiseLimitHint('maxVocabularySize')}`,
+      })
+    }
     if (options.unk_id !== null && options.unk_id >= options.vocab.length) {
       throw new ParseError({
         source: location.source,
@@ -137,7 +147,7 @@ function withInferredType(json: unknown): unknown {
   return { ...fields, type }
 }
 
-/** Builds the model of a `tokenizer.json` (its `model` field) from its JSON. */
-export function createTokenizerModel(json: unknown, location: JsonLocation): TokenizerModel {
-  return buildComponent('model', builders, withInferredType(json), location)
+/** Builds the model of a `tokenizer.json` (its `model` field) from its JSON; ids at or over `limits.maxVocabularySize` are a ParseError. */
+export function createTokenizerModel(json: unknown, location: JsonLocation, limits: TokenizerLimits = defaultTokenizerLimits): TokenizerModel {
+  return buildComponent('model', builders, withInferredType(json), location, limits)
 }

@@ -10,11 +10,16 @@ export interface TokenizerModel {
   readonly largestId: number
 }
 
-/** Builds the id → token table of a vocabulary (dense by id; ids missing from the vocabulary stay undefined). */
+/**
+ * Builds the id → token table of a vocabulary, of length the largest id plus one (ids missing from the
+ * vocabulary read undefined). Dense when the ids are (real vocabularies); when they are scattered (a few
+ * tokens with large ids) the array stays sparse, so its memory follows the number of tokens, not the ids.
+ */
 export function invertVocabulary(vocabulary: ReadonlyMap<string, number>): (string | undefined)[] {
   let largest = -1
   for (const id of vocabulary.values()) if (id > largest) largest = id
-  const tokens = new Array<string | undefined>(largest + 1).fill(undefined)
+  const dense = largest < 2 * vocabulary.size + 1024
+  const tokens: (string | undefined)[] = dense ? new Array<string | undefined>(largest + 1).fill(undefined) : []
   for (const [token, id] of vocabulary) tokens[id] = token
   return tokens
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
+import { defaultTokenizerLimits, type TokenizerLimits } from '../tokenizer-limits.js'
 import { compileStringOrRegexPattern, stringOrRegexPatternSchema } from '../regex/string-or-regex-pattern.js'
 import { createBertNormalizer } from './bert-normalizer.js'
 import { createByteLevelNormalizer } from './byte-level-normalizer.js'
@@ -64,13 +65,13 @@ const builders: Record<string, ComponentBuilder<Normalizer>> = {
     return createPrecompiled(charsmap === null ? undefined : Buffer.from(charsmap, 'base64'), childLocation(location, 'precompiled_charsmap'))
   },
   ByteLevel: () => createByteLevelNormalizer(),
-  Sequence: (json, location) => {
+  Sequence: (json, location, limits) => {
     const { normalizers } = parseJson(z.object({ normalizers: z.array(z.unknown()) }), json, location)
-    return createSequenceNormalizer(normalizers.map((item, index) => createNormalizer(item, childLocation(location, 'normalizers', index))))
+    return createSequenceNormalizer(normalizers.map((item, index) => createNormalizer(item, childLocation(location, 'normalizers', index), limits)))
   },
 }
 
 /** Builds the normalizer of a `tokenizer.json` (its `normalizer` field) from its JSON. */
-export function createNormalizer(json: unknown, location: JsonLocation): Normalizer {
-  return buildComponent('normalizer', builders, json, location)
+export function createNormalizer(json: unknown, location: JsonLocation, limits: TokenizerLimits = defaultTokenizerLimits): Normalizer {
+  return buildComponent('normalizer', builders, json, location, limits)
 }

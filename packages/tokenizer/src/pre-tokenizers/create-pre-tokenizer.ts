@@ -1,6 +1,7 @@
 import { ParseError } from '@ludic/core'
 import { z } from 'zod'
 import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
+import { defaultTokenizerLimits, type TokenizerLimits } from '../tokenizer-limits.js'
 import { compileStringOrRegexPattern, stringOrRegexPatternSchema } from '../regex/string-or-regex-pattern.js'
 import { createBertPreTokenizer } from './bert-pre-tokenizer.js'
 import { createByteLevelPreTokenizer } from './byte-level-pre-tokenizer.js'
@@ -57,13 +58,13 @@ const builders: Record<string, ComponentBuilder<PreTokenizer>> = {
   CharDelimiterSplit: (json, location) => createCharDelimiterSplit(parseJson(z.object({ delimiter: singleCharacter }), json, location).delimiter),
   UnicodeScripts: () => createUnicodeScripts(),
   FixedLength: (json, location) => createFixedLength(parseJson(z.object({ length: z.number().int().positive().default(5) }), json, location).length),
-  Sequence: (json, location) => {
+  Sequence: (json, location, limits) => {
     const { pretokenizers } = parseJson(z.object({ pretokenizers: z.array(z.unknown()) }), json, location)
-    return createSequencePreTokenizer(pretokenizers.map((item, index) => createPreTokenizer(item, childLocation(location, 'pretokenizers', index))))
+    return createSequencePreTokenizer(pretokenizers.map((item, index) => createPreTokenizer(item, childLocation(location, 'pretokenizers', index), limits)))
   },
 }
 
 /** Builds the pre-tokenizer of a `tokenizer.json` (its `pre_tokenizer` field) from its JSON. */
-export function createPreTokenizer(json: unknown, location: JsonLocation): PreTokenizer {
-  return buildComponent('pre-tokenizer', builders, json, location)
+export function createPreTokenizer(json: unknown, location: JsonLocation, limits: TokenizerLimits = defaultTokenizerLimits): PreTokenizer {
+  return buildComponent('pre-tokenizer', builders, json, location, limits)
 }
