@@ -18,6 +18,7 @@ export { KeyValueCache } from './model/key-value-cache.js'
 export { ContextLengthError } from './model/context-length.js'
 export type { IntegerMatrix } from './model/model-inputs.js'
 export { parameterSpecs, type ParameterInit, type ParameterSpec } from './model/parameter-shapes.js'
+export { countParameters, defaultMaxParameterBytes, type ParameterCount } from './model/parameter-budget.js'
 export { matchesParameterNamePattern, parameterNamePatternSchema, type ParameterNamePattern } from './parameter-name-pattern.js'
 
 // Checkpoints

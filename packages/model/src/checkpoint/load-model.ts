@@ -4,9 +4,10 @@ import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, ParseError, parseArgument } from '@ludic/core'
 import { readShardedSafetensors, type ShardedSafetensors } from '@ludic/tensors'
 import { z } from 'zod'
-import { parseHuggingFaceConfig } from '../config/hugging-face-config.js'
+import { huggingFaceSizeFields, parseHuggingFaceConfig } from '../config/hugging-face-config.js'
 import type { ModelConfig } from '../config/model-config.js'
 import { CausalLanguageModel } from '../model/causal-language-model.js'
+import { checkParameterBudget, defaultMaxParameterBytes } from '../model/parameter-budget.js'
 import { parameterSpecs } from '../model/parameter-shapes.js'
 import { scoreWeightName } from '../heads/scalar-heads.js'
 import { CheckpointMismatchError, type MisshapedTensor } from './checkpoint-mismatch-error.js'
@@ -21,6 +22,12 @@ export const loadModelOptionsSchema = z
   .object({
     /** The model's context (`model.maxContextTokens`). Default: the config's `max_position_embeddings` (GPT-2: `n_positions`). */
     maxContextTokens: z.number().int().positive().optional(),
+    /**
+     * The most bytes the parameters (float32) may take; a config.json implying more is a `ParseError` naming the
+     * size field, before any weight is read. Default: `defaultMaxParameterBytes()`, half of the machine's memory
+     * (at most 3 GiB on WebAssembly).
+     */
+    maxParameterBytes: z.number().positive().optional(),
   })
   .strict()
 export type LoadModelOptions = z.input<typeof loadModelOptionsSchema>
@@ -33,10 +40,12 @@ export type LoadModelOptions = z.input<typeof loadModelOptionsSchema>
  * configuration are one `CheckpointMismatchError` listing every missing, unexpected and misshaped tensor.
  * With tied embeddings an `lm_head.weight` in the file is ignored, as transformers does. A value or reward
  * head's `score.weight` `[1, hidden]` is loaded too (`createValueHead`/`createRewardHead` then use it).
+ * A config whose parameters would exceed `maxParameterBytes` is a `ParseError` naming the size field, raised
+ * before the weights are opened.
  */
 export async function loadModel(directory: string, options: LoadModelOptions = {}): Promise<CausalLanguageModel> {
   const folder = parseArgument(z.string().min(1), directory, 'directory')
-  const { maxContextTokens } = parseArgument(loadModelOptionsSchema, options, 'options')
+  const { maxContextTokens, maxParameterBytes } = parseArgument(loadModelOptionsSchema, options, 'options')
   const configPath = join(folder, 'config.json')
   const configText = await readFile(configPath, 'utf8').catch((error: unknown) => {
     throw new InvalidArgumentError({ argument: 'directory', value: folder, message: 'holds no readable config.json', cause: error })
@@ -48,6 +57,9 @@ export async function loadModel(directory: string, options: LoadModelOptions = {
     throw new ParseError({ source: configPath, message: `not valid JSON (${error instanceof Error ? error.message : String(error)})`, cause: error })
   }
   const config = parseHuggingFaceConfig(json, configPath)
+  checkParameterBudget(config, maxParameterBytes ?? defaultMaxParameterBytes(), (field, message) => {
+    throw new ParseError({ source: configPath, path: [huggingFaceSizeFields(config.architecture)[field]], message })
+  })
   const file = await readShardedSafetensors(folder)
   const reader = withModelNames(config, file)
   const weights = new Map<string, tf.Tensor>()

@@ -1,5 +1,6 @@
 import { ParseError, parseInput } from '@ludic/core'
 import { z } from 'zod'
+import type { SizeField } from '../model/parameter-budget.js'
 import { modelConfigSchema, supportedArchitectures, supportedRopeScalingTypes, type Architecture, type ModelConfig, type RopeScaling } from './model-config.js'
 
 /** The `architectures` class names Ludic loads, by `model_type`. */
@@ -9,6 +10,19 @@ export const supportedHuggingFaceClasses: Readonly<Record<Architecture, string>>
   qwen3: 'Qwen3ForCausalLM',
   mistral: 'MistralForCausalLM',
   gpt2: 'GPT2LMHeadModel',
+}
+
+/** The `config.json` names of the size fields, by architecture (for errors that point into the file). */
+export function huggingFaceSizeFields(architecture: Architecture): Readonly<Record<SizeField, string>> {
+  return architecture === 'gpt2'
+    ? { vocabSize: 'vocab_size', hiddenSize: 'n_embd', intermediateSize: 'n_inner', numHiddenLayers: 'n_layer', maxPositionEmbeddings: 'n_positions' }
+    : {
+        vocabSize: 'vocab_size',
+        hiddenSize: 'hidden_size',
+        intermediateSize: 'intermediate_size',
+        numHiddenLayers: 'num_hidden_layers',
+        maxPositionEmbeddings: 'max_position_embeddings',
+      }
 }
 
 /** transformers' defaults for each architecture (`LlamaConfig`, `Qwen2Config`… in transformers 5). */

@@ -1,10 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, deriveSeed, InvalidArgumentError, parseArgument } from '@ludic/core'
 import { z } from 'zod'
-import { parseHuggingFaceConfig } from '../config/hugging-face-config.js'
+import { huggingFaceSizeFields, parseHuggingFaceConfig } from '../config/hugging-face-config.js'
 import { modelConfigSchema, type ModelConfig } from '../config/model-config.js'
 import { presetConfig, presetNames, type PresetName } from '../config/presets.js'
 import { CausalLanguageModel } from './causal-language-model.js'
+import { checkParameterBudget, defaultMaxParameterBytes } from './parameter-budget.js'
 import { parameterSpecs, type ParameterSpec } from './parameter-shapes.js'
 
 export const createModelOptionsSchema = z
@@ -17,6 +18,11 @@ export const createModelOptionsSchema = z
     overrides: z.record(z.string(), z.unknown()).default({}),
     /** The model's context (`model.maxContextTokens`). Default: the configuration's `maxPositionEmbeddings`. */
     maxContextTokens: z.number().int().positive().optional(),
+    /**
+     * The most bytes the parameters (float32) may take; a larger configuration is refused before anything is
+     * allocated. Default: `defaultMaxParameterBytes()`, half of the machine's memory (at most 3 GiB on WebAssembly).
+     */
+    maxParameterBytes: z.number().positive().optional(),
   })
   .strict()
 export type CreateModelOptions = z.input<typeof createModelOptionsSchema>
@@ -29,10 +35,23 @@ export type ModelSpecification = PresetName | ModelConfig | Readonly<Record<stri
  * embedding weights normal(0, `initializerRange`) (the padding token's embedding row zero), biases zero,
  * norm weights one. The same seed gives the same weights; each parameter draws from its own stream
  * (`deriveSeed(seed, name)`), so changing one part of a configuration leaves the others' values alone.
+ * A configuration whose parameters exceed `maxParameterBytes` is an `InvalidArgumentError` naming the size
+ * field, raised before anything is allocated.
  */
 export function createModel(specification: ModelSpecification, options: CreateModelOptions = {}): CausalLanguageModel {
-  const { vocabSize, seed, overrides, maxContextTokens } = parseArgument(createModelOptionsSchema, options, 'options')
+  const { vocabSize, seed, overrides, maxContextTokens, maxParameterBytes } = parseArgument(createModelOptionsSchema, options, 'options')
   const config = resolveConfig(specification, vocabSize, overrides)
+  checkParameterBudget(config, maxParameterBytes ?? defaultMaxParameterBytes(), (field, message) => {
+    const argument =
+      field in overrides
+        ? `options.overrides.${field}`
+        : field === 'vocabSize' && vocabSize !== undefined
+          ? 'options.vocabSize'
+          : typeof specification === 'string'
+            ? 'specification'
+            : `specification.${'model_type' in specification ? huggingFaceSizeFields(config.architecture)[field] : field}`
+    throw new InvalidArgumentError({ argument, value: config[field], message })
+  })
   const weights = new Map<string, tf.Tensor>()
   try {
     for (const spec of parameterSpecs(config)) weights.set(spec.name, initialValue(spec, config, seed))
