@@ -78,6 +78,42 @@ describe('createBatchingPolicy', () => {
     await expect(broken.generate([request('a'), request('b')])).rejects.toThrow('down')
   })
 
+  it('per caller: a signal takes its requests out of the queue or leaves the batch (aborted once all have left); onText gets its own text', async () => {
+    let release: (() => void) | undefined
+    const seen: { contents: string[]; signal: AbortSignal | undefined }[] = []
+    const streaming: PolicyV1 = {
+      specificationVersion: 'v1',
+      id: 'streaming',
+      async generate(requests, options = {}) {
+        seen.push({ contents: requests.map((r) => r.messages[0]!.content), signal: options.signal })
+        if (seen.length === 1) await new Promise<void>((resolve) => (release = resolve))
+        requests.forEach((r, index) => options.onText?.(index, `<${r.messages[0]!.content}>`))
+        return createScriptedPolicy({ replies: (r) => `<${r.messages[0]!.content}>` }).generate(requests)
+      },
+    }
+    const policy = createBatchingPolicy(streaming, { windowMs: 0 })
+    const leaving = new AbortController()
+    const first = policy.generate([request('first')], { signal: leaving.signal }).catch((error: unknown) => error)
+    await waitFor(() => release !== undefined)
+    const queued = new AbortController()
+    const dropped = policy.generate([request('dropped')], { signal: queued.signal }).catch((error: unknown) => error)
+    const texts: [number, string][] = []
+    const kept = policy.generate([request('a'), request('b')], { onText: (index, text) => texts.push([index, text]) })
+    queued.abort(new Error('not needed'))
+    expect(await dropped).toMatchObject({ message: 'not needed' })
+    expect(policy.stats().queued).toBe(2)
+    leaving.abort(new Error('gone'))
+    expect(await first).toMatchObject({ message: 'gone' }) // at once, while its batch still runs
+    expect(seen[0]!.signal!.aborted).toBe(true) // its only caller left
+    release!()
+    expect((await kept).map((completion) => completion.text)).toEqual(['<a>', '<b>'])
+    expect(seen.map((call) => call.contents)).toEqual([['first'], ['a', 'b']]) // 'dropped' never reached the policy
+    expect(texts).toEqual([
+      [0, '<a>'],
+      [1, '<b>'],
+    ])
+  })
+
   it('checks its options', () => {
     const inner = createScriptedPolicy({ replies: [] })
     expect(() => createBatchingPolicy(inner, { maxBatchSize: 0 })).toThrow(InvalidArgumentError)

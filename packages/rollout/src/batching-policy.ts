@@ -1,4 +1,4 @@
-import { parseArgument, type Completion, type GenerationRequest, type PolicyV1 } from '@ludic/core'
+import { InvalidArgumentError, parseArgument, type Completion, type GenerateOptions, type GenerationRequest, type PolicyV1 } from '@ludic/core'
 import { z } from 'zod'
 import { GenerationBatchError, generateEach, type GenerationResult } from './generation-batch-error.js'
 
@@ -33,7 +33,12 @@ export interface BatchingPolicy extends PolicyV1 {
 
 interface Waiting {
   request: GenerationRequest
+  /** Settles the caller's request (once: later calls are ignored). */
   resolve(result: GenerationResult): void
+  onText: ((text: string) => void) | undefined
+  /** Set while its batch runs: tells the batch that this caller has left. */
+  leave: (() => void) | undefined
+  gone: boolean
 }
 
 /**
@@ -41,6 +46,12 @@ interface Waiting {
  * HTTP requests to a server) become one batched `generate` call of the wrapped policy: requests wait up
  * to `windowMs` for company, or less when a batch fills up. Each caller gets its own completions; when
  * the wrapped policy fails only some requests (`GenerationBatchError`), only their callers see an error.
+ * A batch refused as a whole with an `InvalidArgumentError` (one request past the model's context) is
+ * retried one request at a time, so that only the bad request's caller sees the error.
+ *
+ * `generate`'s options are per caller: `signal` takes its requests out of the queue, or, once they run,
+ * rejects at once and aborts the batch when every caller in it has left; `onText` gets its own requests'
+ * text (when the wrapped policy streams).
  */
 export function createBatchingPolicy(policy: PolicyV1, options: BatchingPolicyOptions = {}): BatchingPolicy {
   const { windowMs, maxBatchSize, maxConcurrentBatches } = parseArgument(batchingPolicyOptionsSchema, options, 'options')
@@ -49,20 +60,53 @@ export function createBatchingPolicy(policy: PolicyV1, options: BatchingPolicyOp
   let inFlight = 0
   let timer: ReturnType<typeof setTimeout> | undefined
 
+  /** One underlying call for `batch`, aborted when all its callers have left. */
+  const run = (batch: Waiting[]): Promise<GenerationResult[]> => {
+    const controller = new AbortController()
+    let present = batch.filter((waiting) => !waiting.gone).length
+    for (const waiting of batch) {
+      waiting.leave = () => {
+        if (--present === 0) controller.abort(new Error('every caller of this batch has left'))
+      }
+    }
+    const streaming = batch.some((waiting) => waiting.onText !== undefined)
+    const options: GenerateOptions = {
+      signal: controller.signal,
+      ...(streaming ? { onText: (index: number, text: string) => (batch[index]?.gone ? undefined : batch[index]?.onText?.(text)) } : {}),
+    }
+    return generateEach(
+      policy,
+      batch.map((waiting) => waiting.request),
+      options,
+    ).finally(() => {
+      for (const waiting of batch) waiting.leave = undefined
+    })
+  }
+
+  const runBatch = async (batch: Waiting[]) => {
+    stats.batches++
+    stats.largestBatch = Math.max(stats.largestBatch, batch.length)
+    let results = await run(batch)
+    const refused = results[0]?.error
+    if (batch.length > 1 && InvalidArgumentError.isInstance(refused) && results.every((result) => result.error === refused)) {
+      // One bad request refused them all (checked before any work): find it by sending each alone.
+      results = []
+      for (const waiting of batch) {
+        if (waiting.gone) results.push({ error: new Error('the caller has left') })
+        else results.push(...(await run([waiting])))
+      }
+    }
+    batch.forEach((waiting, index) => waiting.resolve(results[index]!))
+  }
+
   const flush = () => {
     if (timer !== undefined) clearTimeout(timer)
     timer = undefined
     while (inFlight < maxConcurrentBatches && queue.length > 0) {
       const batch = queue.splice(0, maxBatchSize)
       inFlight++
-      stats.batches++
-      stats.largestBatch = Math.max(stats.largestBatch, batch.length)
-      void generateEach(
-        policy,
-        batch.map((waiting) => waiting.request),
-      ).then((results) => {
+      void runBatch(batch).then(() => {
         inFlight--
-        batch.forEach((waiting, index) => waiting.resolve(results[index]!))
         flush() // whoever arrived meanwhile has waited long enough
       })
     }
@@ -78,12 +122,43 @@ export function createBatchingPolicy(policy: PolicyV1, options: BatchingPolicyOp
     specificationVersion: 'v1',
     id: policy.id,
     stats: () => ({ ...stats, queued: queue.length, inFlightBatches: inFlight }),
-    async generate(requests: readonly GenerationRequest[]): Promise<Completion[]> {
+    async generate(requests: readonly GenerationRequest[], options: GenerateOptions = {}): Promise<Completion[]> {
+      const { signal, onText } = options
+      signal?.throwIfAborted()
       if (requests.length === 0) return []
       stats.requests += requests.length
-      const results = requests.map((request) => new Promise<GenerationResult>((resolve) => queue.push({ request, resolve })))
+      const waitings: Waiting[] = []
+      const results = requests.map(
+        (request, index) =>
+          new Promise<GenerationResult>((resolve) => {
+            let settled = false
+            waitings.push({
+              request,
+              resolve: (result) => {
+                if (settled) return
+                settled = true
+                resolve(result)
+              },
+              onText: onText === undefined ? undefined : (text) => onText(index, text),
+              leave: undefined,
+              gone: false,
+            })
+          }),
+      )
+      queue.push(...waitings)
+      const onAbort = () => {
+        for (const waiting of waitings) {
+          waiting.gone = true
+          const queued = queue.indexOf(waiting)
+          if (queued >= 0) queue.splice(queued, 1)
+          waiting.leave?.()
+          waiting.resolve({ error: signal!.reason })
+        }
+      }
+      signal?.addEventListener('abort', onAbort, { once: true })
       schedule()
-      const settled = await Promise.all(results)
+      const settled = await Promise.all(results).finally(() => signal?.removeEventListener('abort', onAbort))
+      signal?.throwIfAborted()
       const errors = settled.map((result) => result.error)
       if (errors.every((error) => error === undefined)) return settled.map((result) => result.completion!)
       // One error for all (the whole batch failed): pass it on as it is.

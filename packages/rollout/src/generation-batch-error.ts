@@ -1,4 +1,4 @@
-import { LudicError, type Completion, type GenerationRequest, type PolicyV1 } from '@ludic/core'
+import { LudicError, type Completion, type GenerateOptions, type GenerationRequest, type PolicyV1 } from '@ludic/core'
 
 const marker = Symbol.for('ludic.error.GenerationBatchError')
 
@@ -44,9 +44,13 @@ export type GenerationResult = { completion: Completion; error?: undefined } | {
  * `GenerationBatchError` is split per request, any other error (or a wrong number of completions) is
  * every request's error.
  */
-export async function generateEach(policy: Pick<PolicyV1, 'id' | 'generate'>, requests: readonly GenerationRequest[]): Promise<GenerationResult[]> {
+export async function generateEach(
+  policy: Pick<PolicyV1, 'id' | 'generate'>,
+  requests: readonly GenerationRequest[],
+  options?: GenerateOptions,
+): Promise<GenerationResult[]> {
   try {
-    const completions = await policy.generate(requests)
+    const completions = await (options === undefined ? policy.generate(requests) : policy.generate(requests, options))
     if (!Array.isArray(completions) || completions.length !== requests.length) {
       const error = new LudicError(
         `Policy '${policy.id}' returned ${Array.isArray(completions) ? completions.length : describe(completions)} completions for ${requests.length} requests`,

@@ -2,6 +2,7 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import {
+  BackendError,
   deriveSeed,
   formatPath,
   generationRequestSchema,
@@ -9,12 +10,14 @@ import {
   isPolicy,
   parseArgument,
   tokenizerSchema,
+  type ChatMessage,
   type Completion,
   type GenerationRequest,
   type PolicyV1,
 } from '@ludic/core'
 import { z } from 'zod'
 import { batchingPolicyOptionsSchema, createBatchingPolicy, type BatchingStats } from './batching-policy.js'
+import { GenerationBatchError } from './generation-batch-error.js'
 import {
   chatCompletionRequestSchema,
   chatLogprobs,
@@ -68,6 +71,25 @@ export const serveOptionsSchema = z
     requestTimeoutMs: z.number().int().positive().default(30_000),
     /** Open connections at most; more are dropped as they arrive (Node's `maxConnections`). Default: 256. */
     maxConnections: z.number().int().positive().default(256),
+    /**
+     * The model's context, in tokens: a request whose prompt plus `max_tokens` exceeds it is a 400
+     * (`context_length_exceeded`) before the policy is called. The prompt is counted with `tokenizer` (its chat
+     * template when it has one, else the messages' contents alone); without a tokenizer only `max_tokens` is.
+     * Default: none (the policy's own check, such as a local model's `ContextLengthError`, also answers 400).
+     */
+    maxContextTokens: z.number().int().positive().optional(),
+    /**
+     * A generation still running this many ms after it started is aborted (through `generate`'s signal) and
+     * answered 504 (`x-should-retry: false`). Default: 300 000.
+     */
+    generationTimeoutMs: z.number().int().positive().default(300_000),
+    /**
+     * Called once when the policy fails in a way the process cannot recover from (a `BackendError`, a
+     * WebAssembly `RuntimeError` such as "memory access out of bounds", or an error with `fatal: true`): the
+     * server is unhealthy from then on (`/health` 503, generation requests 503), and a supervisor should
+     * restart the process — `ludic serve` exits non-zero here.
+     */
+    onFatalError: z.custom<(error: unknown) => void>((value) => typeof value === 'function', 'must be a function').optional(),
   })
   .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
     path: ['headersTimeoutMs'],
@@ -82,6 +104,8 @@ export interface OpenAICompatibleServer {
   readonly modelId: string
   /** Batching counters: requests, `generate` calls, largest batch, queued now. */
   stats(): BatchingStats
+  /** Unhealthy after a fatal policy error (see `onFatalError`), with that error's message. */
+  health(): { healthy: true } | { healthy: false; error: string }
   /** Stops listening and drops open connections (requests in flight get no answer). */
   close(): Promise<void>
 }
@@ -135,6 +159,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   const model = { id: modelId, object: 'model', created, owned_by: 'ludic' }
 
   const expectedKey = settings.apiKey === undefined ? undefined : digest(settings.apiKey)
+  let fatal: { error: unknown; message: string } | undefined
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '/').split('?')[0]!
@@ -157,22 +182,21 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
         { allow: allowed.join(', ') },
       )
     }
-    if (path === '/health') return sendJson(response, 200, { status: 'ok' })
+    if (path === '/health')
+      return sendJson(response, fatal === undefined ? 200 : 503, fatal === undefined ? { status: 'ok' } : { status: 'unhealthy', error: fatal.message })
     if (path === '/v1/models') return sendJson(response, 200, { object: 'list', data: [model] })
     const body = await readJson(request, settings.maxBodyBytes)
     if (path === '/v1/chat/completions') {
       const chat = parseBody(chatCompletionRequestSchema, body)
       if (chat.model !== modelId) throw modelNotFound(chat.model)
       checkGenerationCount(1, chat.n ?? 1)
-      const requests = repeat(
-        checkRequest({
-          messages: toChatMessages(chat.messages),
-          maxTokens: chat.max_completion_tokens ?? chat.max_tokens ?? settings.defaultMaxTokens,
-          ...sampling(chat),
-        }),
-        chat.n ?? 1,
-      )
-      const completions = await generate(requests)
+      const generation = checkRequest({
+        messages: toChatMessages(chat.messages),
+        maxTokens: chat.max_completion_tokens ?? chat.max_tokens ?? settings.defaultMaxTokens,
+        ...sampling(chat),
+      })
+      checkContext(generation)
+      const completions = await generate(repeat(generation, chat.n ?? 1), response)
       return sendJson(response, 200, chatAnswer(chat, completions))
     }
     const plain = parseBody(completionRequestSchema, body)
@@ -180,10 +204,14 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     const prompts = typeof plain.prompt === 'string' ? [plain.prompt] : plain.prompt
     const n = plain.n ?? 1
     checkGenerationCount(prompts.length, n)
-    const requests = prompts.flatMap((prompt) =>
-      repeat(checkRequest({ messages: [{ role: 'user', content: prompt }], maxTokens: plain.max_tokens ?? settings.defaultMaxTokens, ...sampling(plain) }), n),
+    const generations = prompts.map((prompt) =>
+      checkRequest({ messages: [{ role: 'user', content: prompt }], maxTokens: plain.max_tokens ?? settings.defaultMaxTokens, ...sampling(plain) }),
     )
-    const completions = await generate(requests)
+    generations.forEach(checkContext)
+    const completions = await generate(
+      generations.flatMap((generation) => repeat(generation, n)),
+      response,
+    )
     return sendJson(response, 200, completionAnswer(plain, completions, n))
   }
 
@@ -201,13 +229,104 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     )
   }
 
-  const generate = async (requests: GenerationRequest[]): Promise<Completion[]> => {
-    try {
-      return await batching.generate(requests)
-    } catch (error) {
-      const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-      throw new HttpError(500, `The policy failed: ${detail}`, 'server_error')
+  /** Prompt tokens + max_tokens within `maxContextTokens`, counted as well as the server can (see the option). */
+  const checkContext = (request: GenerationRequest) => {
+    const limit = settings.maxContextTokens
+    if (limit === undefined) return
+    const promptTokens = countPromptTokens(request.messages)
+    const requested = (promptTokens ?? 0) + request.maxTokens
+    if (requested <= limit) return
+    const counted =
+      promptTokens === undefined
+        ? `${request.maxTokens} tokens in the completion (the messages are not counted: the server has no tokenizer)`
+        : `${requested} tokens (${promptTokens} in the messages, ${request.maxTokens} in the completion)`
+    throw new HttpError(
+      400,
+      `This model's maximum context length is ${limit} tokens (the maxContextTokens option of serveOpenAICompatible). ` +
+        `However, you requested ${counted}. Please reduce the length of the messages or completion.`,
+      'invalid_request_error',
+      'context_length_exceeded',
+      'messages',
+    )
+  }
+
+  const countPromptTokens = (messages: readonly ChatMessage[]): number | undefined => {
+    const tokenizer = settings.tokenizer
+    if (tokenizer === undefined) return undefined
+    if (tokenizer.applyChatTemplate !== undefined) {
+      try {
+        return tokenizer.encode(tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true }), { addSpecialTokens: false }).length
+      } catch {
+        // a template that refuses these messages: count the contents alone
+      }
     }
+    return messages.reduce((sum, message) => sum + tokenizer.encode(message.content, { addSpecialTokens: false }).length, 0)
+  }
+
+  const markUnhealthy = (error: unknown) => {
+    if (fatal !== undefined) return
+    fatal = { error, message: describeError(error) }
+    try {
+      settings.onFatalError?.(error)
+    } catch {
+      // the hook's own failure must not hide the answer
+    }
+  }
+
+  /**
+   * Generates through the batching policy with a signal that aborts at the deadline and when the client
+   * leaves; maps failures to answers (400 for a refused request, 500, 503 once unhealthy).
+   */
+  const generate = async (requests: GenerationRequest[], response: ServerResponse): Promise<Completion[]> => {
+    if (fatal !== undefined) {
+      throw new HttpError(
+        503,
+        `The server is unhealthy since its policy failed with ${fatal.message}; it must be restarted.`,
+        'server_error',
+        'server_unhealthy',
+      )
+    }
+    const controller = new AbortController()
+    const deadline = setTimeout(() => {
+      controller.abort(
+        new HttpError(
+          504,
+          `The generation took longer than ${settings.generationTimeoutMs} ms (the generationTimeoutMs option of serveOpenAICompatible).`,
+          'server_error',
+          'generation_timeout',
+          null,
+          {
+            'x-should-retry': 'false',
+          },
+        ),
+      )
+    }, settings.generationTimeoutMs)
+    const onClose = () => {
+      if (!response.writableFinished) controller.abort(new Error('the client closed the connection'))
+    }
+    response.once('close', onClose)
+    try {
+      return await batching.generate(requests, { signal: controller.signal })
+    } catch (error) {
+      if (controller.signal.aborted) throw controller.signal.reason
+      throw toHttpError(error)
+    } finally {
+      clearTimeout(deadline)
+      response.off('close', onClose)
+    }
+  }
+
+  const toHttpError = (error: unknown): HttpError => {
+    const failure = GenerationBatchError.isInstance(error) ? (error.errors.find((each) => each !== undefined) ?? error) : error
+    const detail = describeError(failure)
+    if (isFatal(failure) || isFatal(error)) {
+      markUnhealthy(failure)
+      return new HttpError(500, `The policy failed: ${detail} (a fatal error: the server is unhealthy from now on)`, 'server_error')
+    }
+    if (isContextLengthError(failure)) return new HttpError(400, detail, 'invalid_request_error', 'context_length_exceeded', 'messages')
+    if (InvalidArgumentError.isInstance(failure))
+      return new HttpError(400, `The policy refused the request: ${detail}`, 'invalid_request_error', 'invalid_value')
+    return new HttpError(500, `The policy failed: ${detail}`, 'server_error')
   }
 
   const chatAnswer = (chat: ChatCompletionRequest, completions: Completion[]) => {
@@ -278,6 +397,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     port,
     modelId,
     stats: () => batching.stats(),
+    health: () => (fatal === undefined ? { healthy: true } : { healthy: false, error: fatal.message }),
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve())
@@ -286,6 +406,26 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       return closing
     },
   }
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+}
+
+/** WebAssembly's trap (no DOM types here): "memory access out of bounds", emscripten's "Aborted()". */
+const WebAssemblyRuntimeError = (globalThis as { WebAssembly?: { RuntimeError?: abstract new () => Error } }).WebAssembly?.RuntimeError
+
+/** A fault the process cannot recover from: a `BackendError`, a WebAssembly trap, or an error marked `fatal: true` (causes included). */
+function isFatal(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 4) return false
+  if (BackendError.isInstance(error) || (error as { fatal?: unknown }).fatal === true) return true
+  if (WebAssemblyRuntimeError !== undefined && error instanceof WebAssemblyRuntimeError) return true
+  return isFatal((error as { cause?: unknown }).cause, depth + 1)
+}
+
+/** `@ludic/model`'s `ContextLengthError` (an `InvalidArgumentError`), told by its marker: this package does not depend on the model. */
+function isContextLengthError(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[Symbol.for('ludic.error.ContextLengthError')] === true
 }
 
 function modelNotFound(id: string): HttpError {
