@@ -197,7 +197,7 @@ describe('serveOpenAICompatible', () => {
       ],
       ['a temperature above 2', '/chat/completions', { ...chat, temperature: 2.5 }, 400, 'temperature', 'invalid_value'],
       ['a string max_tokens', '/chat/completions', { ...chat, max_tokens: '12' }, 400, 'max_tokens', 'invalid_type'],
-      ['streaming', '/chat/completions', { ...chat, stream: true }, 400, 'stream', 'invalid_value'],
+      ['a stream that is not a boolean', '/chat/completions', { ...chat, stream: 'yes' }, 400, 'stream', 'invalid_type'],
       ['top_logprobs without logprobs', '/chat/completions', { ...chat, top_logprobs: 2 }, 400, 'top_logprobs', 'invalid_value'],
       ['n of 0', '/chat/completions', { ...chat, n: 0 }, 400, 'n', 'invalid_value'],
       ['a penalty', '/chat/completions', { ...chat, presence_penalty: 1 }, 400, 'presence_penalty', 'invalid_value'],

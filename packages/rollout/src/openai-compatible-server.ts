@@ -132,7 +132,7 @@ const routes: Record<string, readonly string[]> = {
 }
 
 /**
- * Serves any `PolicyV1` over the OpenAI HTTP API (node:http, JSON only, no streaming):
+ * Serves any `PolicyV1` over the OpenAI HTTP API (node:http; JSON, or server-sent events with `stream: true`):
  *
  * - `GET /v1/models`, `GET /v1/models/<id>`, `GET /health`;
  * - `POST /v1/chat/completions`: `messages`, `max_tokens` / `max_completion_tokens`, `temperature`,
@@ -146,8 +146,12 @@ const routes: Record<string, readonly string[]> = {
  * `n` > 1 and a `seed`, choice i samples with `seed` for i = 0 and `deriveSeed(seed, i)` after, so the
  * choices differ yet repeat. Concurrent requests are batched into one `generate` call (`batching`).
  * Errors are OpenAI-shaped (`{ error: { message, type, param, code } }`): 400 with the offending
- * `param`, 404 for an unknown route or model, 405, 413 above `maxBodyBytes`, 500 when the policy fails
- * (only the requests it failed, when it throws a `GenerationBatchError`).
+ * `param` (and for a request the policy refuses with an `InvalidArgumentError`), 401 without `apiKey`,
+ * 404 for an unknown route or model, 405, 413 above `maxBodyBytes`, 415 for a body that is not JSON,
+ * 500 when the policy fails (only the requests it failed, when it throws a `GenerationBatchError`), 503
+ * once a fatal fault made the server unhealthy, 504 past `generationTimeoutMs`. Each generation is
+ * aborted (through `generate`'s signal) when its client leaves or at its deadline. See the options for
+ * the limits: context, generations per request, header and body timeouts, connections.
  */
 export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOptions = {}): Promise<OpenAICompatibleServer> {
   if (!isPolicy(policy))
@@ -196,8 +200,10 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
         ...sampling(chat),
       })
       checkContext(generation)
-      const completions = await generate(repeat(generation, chat.n ?? 1), response)
-      return sendJson(response, 200, chatAnswer(chat, completions))
+      const requests = repeat(generation, chat.n ?? 1)
+      if (chat.stream === true)
+        return streamAnswer(response, requests, 'chat', chat.stream_options?.include_usage === true, (completions) => chatAnswer(chat, completions))
+      return sendJson(response, 200, chatAnswer(chat, await generate(requests, response)))
     }
     const plain = parseBody(completionRequestSchema, body)
     if (plain.model !== modelId) throw modelNotFound(plain.model)
@@ -208,11 +214,11 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       checkRequest({ messages: [{ role: 'user', content: prompt }], maxTokens: plain.max_tokens ?? settings.defaultMaxTokens, ...sampling(plain) }),
     )
     generations.forEach(checkContext)
-    const completions = await generate(
-      generations.flatMap((generation) => repeat(generation, n)),
-      response,
-    )
-    return sendJson(response, 200, completionAnswer(plain, completions, n))
+    const requests = generations.flatMap((generation) => repeat(generation, n))
+    if (plain.stream === true) {
+      return streamAnswer(response, requests, 'text', plain.stream_options?.include_usage === true, (completions) => completionAnswer(plain, completions, n))
+    }
+    return sendJson(response, 200, completionAnswer(plain, await generate(requests, response), n))
   }
 
   const checkGenerationCount = (prompts: number, n: number) => {
@@ -277,16 +283,14 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
    * Generates through the batching policy with a signal that aborts at the deadline and when the client
    * leaves; maps failures to answers (400 for a refused request, 500, 503 once unhealthy).
    */
-  const generate = async (requests: GenerationRequest[], response: ServerResponse): Promise<Completion[]> => {
-    if (fatal !== undefined) {
-      throw new HttpError(
-        503,
-        `The server is unhealthy since its policy failed with ${fatal.message}; it must be restarted.`,
-        'server_error',
-        'server_unhealthy',
-      )
-    }
+  const generate = async (
+    requests: GenerationRequest[],
+    response: ServerResponse,
+    onText?: (requestIndex: number, text: string) => void,
+  ): Promise<Completion[]> => {
+    checkHealthy()
     const controller = new AbortController()
+
     const deadline = setTimeout(() => {
       controller.abort(
         new HttpError(
@@ -306,7 +310,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     }
     response.once('close', onClose)
     try {
-      return await batching.generate(requests, { signal: controller.signal })
+      return await batching.generate(requests, { signal: controller.signal, ...(onText === undefined ? {} : { onText }) })
     } catch (error) {
       if (controller.signal.aborted) throw controller.signal.reason
       throw toHttpError(error)
@@ -314,6 +318,66 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       clearTimeout(deadline)
       response.off('close', onClose)
     }
+  }
+
+  const checkHealthy = () => {
+    if (fatal === undefined) return
+    throw new HttpError(503, `The server is unhealthy since its policy failed with ${fatal.message}; it must be restarted.`, 'server_error', 'server_unhealthy')
+  }
+
+  /**
+   * Answers with server-sent events in OpenAI's chunk format: (chat) a role chunk per choice, then text chunks
+   * as the policy streams it through `onText` (all at the end for a policy that does not), a last chunk per
+   * choice with its `finish_reason` (and what is known only at the end: log-probs, token ids), a usage chunk
+   * when asked, and `data: [DONE]`. A failure after the headers went out is an `error` event.
+   */
+  const streamAnswer = async (
+    response: ServerResponse,
+    requests: GenerationRequest[],
+    kind: 'chat' | 'text',
+    includeUsage: boolean,
+    answer: (completions: Completion[]) => { choices: Record<string, unknown>[]; usage: unknown; prompt_token_ids?: number[] },
+  ) => {
+    checkHealthy()
+    const base = {
+      id: `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`,
+      object: kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
+      created: Math.floor(Date.now() / 1000),
+      model: modelId,
+    }
+    const send = (choices: Record<string, unknown>[], extra: Record<string, unknown> = {}) =>
+      sendEvent(response, { ...base, choices, ...(includeUsage ? { usage: null } : {}), ...extra })
+    const textChoice = (index: number, text: string) =>
+      kind === 'chat' ? { index, delta: { content: text }, logprobs: null, finish_reason: null } : { index, text, logprobs: null, finish_reason: null }
+    response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' })
+    if (kind === 'chat') send(requests.map((_, index) => ({ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null })))
+    const streamed = requests.map(() => '')
+    let completions: Completion[]
+    try {
+      completions = await generate(requests, response, (index, text) => {
+        if (text === '' || index < 0 || index >= requests.length) return
+        streamed[index] += text
+        send([textChoice(index, text)])
+      })
+    } catch (error) {
+      const failure = error instanceof HttpError ? error : new HttpError(500, `Internal error: ${describeError(error)}`, 'server_error')
+      sendEvent(response, { error: { message: failure.message, type: failure.type, param: failure.param, code: failure.code } })
+      return endEvents(response)
+    }
+    const whole = answer(completions)
+    whole.choices.forEach((choice, index) => {
+      const text = String((kind === 'chat' ? (choice.message as { content: string }).content : choice.text) ?? '')
+      // What the policy did not stream (all of it, for a policy that cannot stream).
+      const rest = text.startsWith(streamed[index]!) ? text.slice(streamed[index]!.length) : ''
+      if (rest !== '') send([textChoice(index, rest)])
+    })
+    whole.choices.forEach((choice, index) => {
+      const { message: _, text: __, ...last } = choice
+      const ids = index === 0 && whole.prompt_token_ids !== undefined ? { prompt_token_ids: whole.prompt_token_ids } : {}
+      send([kind === 'chat' ? { ...last, delta: {} } : { ...last, text: '' }], ids)
+    })
+    if (includeUsage) sendEvent(response, { ...base, choices: [], usage: whole.usage })
+    endEvents(response)
   }
 
   const toHttpError = (error: unknown): HttpError => {
@@ -579,6 +643,16 @@ function readJson(request: IncomingMessage, limit: number): Promise<unknown> {
       }
     })
   })
+}
+
+function sendEvent(response: ServerResponse, data: unknown): void {
+  if (response.destroyed || response.writableEnded) return
+  response.write(`data: ${JSON.stringify(data)}\n\n`)
+}
+
+function endEvents(response: ServerResponse): void {
+  if (response.destroyed || response.writableEnded) return
+  response.end('data: [DONE]\n\n')
 }
 
 function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -35,7 +35,10 @@ const samplingFields = {
   seed: optional(z.number().int()),
   /** Completions per prompt. */
   n: optional(z.number().int().min(1).max(128)),
-  stream: optional(z.boolean().refine((stream) => !stream, notSupported('streaming'))),
+  /** Answer with server-sent events, OpenAI's chunks, then `data: [DONE]`. */
+  stream: optional(z.boolean()),
+  /** `include_usage: true` adds a last chunk with `usage` (and no choices). */
+  stream_options: optional(z.object({ include_usage: optional(z.boolean()) })),
   frequency_penalty: optional(z.number().refine((value) => value === 0, notSupported('a non-zero frequency_penalty'))),
   presence_penalty: optional(z.number().refine((value) => value === 0, notSupported('a non-zero presence_penalty'))),
   logit_bias: optional(z.record(z.string(), z.number()).refine((bias) => Object.keys(bias).length === 0, notSupported('logit_bias'))),
