@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgument } from '@ludic/core'
 import { z } from 'zod'
 import type { CausalLanguageModel, LinearAdapter } from '../model/causal-language-model.js'
+import { defaultMaxParameterBytes, formatBytes } from '../model/parameter-budget.js'
 import { matchesParameterNamePattern } from '../parameter-name-pattern.js'
 
 export const loraOptionsSchema = z
@@ -30,10 +31,16 @@ export const loraOptionsSchema = z
     useRslora: z.boolean().default(false),
     /** Freeze every other parameter, as PEFT does. Default: true. */
     freezeBase: z.boolean().default(true),
+    /**
+     * The most bytes the model's parameters and the adapters' together (float32) may take; more is refused
+     * before anything is allocated. Default: `defaultMaxParameterBytes()`, half of the machine's memory (at
+     * most 3 GiB on WebAssembly).
+     */
+    maxParameterBytes: z.number().positive().optional(),
   })
   .strict()
 export type LoraOptions = z.input<typeof loraOptionsSchema>
-export type LoraConfig = Omit<z.output<typeof loraOptionsSchema>, 'targetModules'> & { targetModules: string[] | 'all-linear' | RegExp }
+export type LoraConfig = Omit<z.output<typeof loraOptionsSchema>, 'targetModules' | 'maxParameterBytes'> & { targetModules: string[] | 'all-linear' | RegExp }
 
 /** LoRA adapters attached to a model (see `applyLora`). */
 export interface LoraAdapters {
@@ -50,7 +57,7 @@ export interface LoraAdapters {
   merge(): void
   /** Subtracts it again. */
   unmerge(): void
-  /** Detaches the adapters (unmerging first) and frees their parameters; the base parameters are unfrozen. */
+  /** Detaches the adapters (unmerging first) and frees their parameters; the base parameters it froze are unfrozen. */
   remove(): void
 }
 
@@ -61,13 +68,34 @@ export interface LoraAdapters {
  * `model.parameters()` under PEFT's names without the `base_model.model.` prefix
  * (`model.layers.0.self_attn.q_proj.lora_A.weight`); by default every other parameter is frozen, so
  * `model.trainableParameters()` is the adapters'.
+ *
+ * The rank may be at most `min(in, out)` of every targeted layer (a larger one adds parameters, not capacity),
+ * and the model's parameters plus the adapters' must fit `maxParameterBytes`: both are checked before anything
+ * is allocated (an `InvalidArgumentError` on `options.rank`). Applying is all-or-nothing: if anything fails
+ * part-way, the adapters attached so far are detached and freed and the base is unfrozen again.
  */
 export function applyLora(model: CausalLanguageModel, options: LoraOptions = {}): LoraAdapters {
-  const parsed = parseArgument(loraOptionsSchema, options, 'options')
+  return attachLora(model, planLora(model, options))
+}
+
+/** What `applyLora` will add, checked and sized, with nothing allocated yet (see `planLora`). */
+export interface LoraPlan {
+  readonly config: LoraConfig
+  readonly scale: number
+  /** Each adapted layer with its widths and weight layout (`model.linearLayout`). */
+  readonly layers: readonly { layer: string; inputs: number; outputs: number; inputMajor: boolean }[]
+}
+
+/**
+ * Checks LoRA options against a model and sizes the adapters, allocating nothing: the targets match linear
+ * layers without adapters, the rank is at most `min(in, out)` of each, and the parameters fit the budget.
+ */
+export function planLora(model: CausalLanguageModel, options: LoraOptions = {}): LoraPlan {
+  const { maxParameterBytes, ...parsed } = parseArgument(loraOptionsSchema, options, 'options')
   const config: LoraConfig = { ...parsed, targetModules: parsed.targetModules ?? (model.config.architecture === 'gpt2' ? ['c_attn'] : ['q_proj', 'v_proj']) }
   const candidates = model.linearNames()
-  const layers = candidates.filter((name) => isTarget(name, config.targetModules))
-  if (layers.length === 0) {
+  const names = candidates.filter((name) => isTarget(name, config.targetModules))
+  if (names.length === 0) {
     const modules = [...new Set(candidates.map((name) => name.split('.').at(-1)!))]
     throw new InvalidArgumentError({
       argument: 'options.targetModules',
@@ -75,44 +103,96 @@ export function applyLora(model: CausalLanguageModel, options: LoraOptions = {})
       message: `matches no linear layer; the model's are ${modules.join(', ')}`,
     })
   }
-  for (const layer of layers) {
+  for (const layer of names) {
     if (model.linearAdapters().has(layer)) throw new InvalidArgumentError({ argument: 'model', value: layer, message: 'already has an adapter on this layer' })
   }
+  const layers = names.map((layer) => ({ layer, ...model.linearLayout(layer) }))
+  const narrowest = layers.reduce((narrow, layer) => (Math.min(layer.inputs, layer.outputs) < Math.min(narrow.inputs, narrow.outputs) ? layer : narrow))
+  const maxRank = Math.min(narrowest.inputs, narrowest.outputs)
+  if (config.rank > maxRank) {
+    throw new InvalidArgumentError({
+      argument: 'options.rank',
+      value: config.rank,
+      message: `must be at most ${maxRank}, min(in, out) of the narrowest targeted layer ${narrowest.layer} (in ${narrowest.inputs}, out ${narrowest.outputs}): B·A cannot have a higher rank`,
+    })
+  }
+  const added = config.rank * layers.reduce((sum, layer) => sum + layer.inputs + layer.outputs, 0)
+  const existing = model.numParameters
+  const budget = maxParameterBytes ?? defaultMaxParameterBytes()
+  if (4 * (existing + added) > budget) {
+    throw new InvalidArgumentError({
+      argument: 'options.rank',
+      value: config.rank,
+      message:
+        `the adapters add ${added} parameters (${formatBytes(4 * added)} as float32) to the model's ${existing} (${formatBytes(4 * existing)}), ` +
+        `more than maxParameterBytes (${formatBytes(budget)}; by default half of the machine's memory, at most 3 GiB on WebAssembly): ` +
+        'lower the rank or the targets, or pass a larger maxParameterBytes',
+    })
+  }
   const scale = config.useRslora ? config.alpha / Math.sqrt(config.rank) : config.alpha / config.rank
-  if (config.freezeBase) model.freeze('**')
+  return { config, scale, layers }
+}
+
+/**
+ * Attaches planned adapters: A Kaiming-uniform and B zero, or the values given by parameter name
+ * (`<layer>.lora_A.weight` `[r, in]`, `<layer>.lora_B.weight` `[out, r]`, row-major), as `loadLoraAdapter`
+ * passes them. All-or-nothing: on any failure everything done so far is undone before the error is rethrown.
+ */
+export function attachLora(model: CausalLanguageModel, plan: LoraPlan, values?: ReadonlyMap<string, Float32Array>): LoraAdapters {
+  const { config, scale } = plan
   const variables = new Map<string, tf.Variable>()
   const adapters: LoraLayer[] = []
+  /** The base parameters this call froze (those the caller had frozen stay frozen on `remove`). */
+  const frozen: tf.Variable[] = []
   let dropoutCalls = 0
-  for (const layer of layers) {
-    const { inputs, outputs, inputMajor } = model.linearLayout(layer)
-    const bound = 1 / Math.sqrt(inputs) // kaiming_uniform_(a=√5): gain √(1/3) · √(3 / fan_in)
-    const random = createRandom(deriveSeed(config.seed, layer, 'lora_A'))
-    const initialA = tf.tensor2d(
-      Float32Array.from({ length: config.rank * inputs }, () => (2 * random.nextFloat() - 1) * bound),
-      [config.rank, inputs],
-    )
-    const initialB = tf.zeros([outputs, config.rank])
-    const a = model.addParameter(`${layer}.lora_A.weight`, initialA)
-    const b = model.addParameter(`${layer}.lora_B.weight`, initialB)
-    tf.dispose([initialA, initialB])
-    variables.set(`${layer}.lora_A.weight`, a)
-    variables.set(`${layer}.lora_B.weight`, b)
-    const adapter: LoraLayer = {
-      layer,
-      inputMajor,
-      a,
-      b,
-      merged: false,
-      apply(x, training) {
-        return tf.tidy(() => {
-          const input = training && config.dropout > 0 ? tf.dropout(x, config.dropout, undefined, deriveSeed(config.seed, 'dropout', dropoutCalls++)) : x
-          const down = tf.matMul(input, a, false, true) // [rows, r]
-          return tf.mul(tf.matMul(down, b, false, true), scale) as tf.Tensor2D // [rows, out]
-        })
-      },
+  try {
+    if (config.freezeBase) {
+      for (const variable of model.parameters().values()) {
+        if (!variable.trainable) continue
+        variable.trainable = false
+        frozen.push(variable)
+      }
     }
-    adapters.push(adapter)
-    model.setAdapter(layer, adapter)
+    for (const { layer, inputs, outputs, inputMajor } of plan.layers) {
+      const nameA = `${layer}.lora_A.weight`
+      const nameB = `${layer}.lora_B.weight`
+      const bound = 1 / Math.sqrt(inputs) // kaiming_uniform_(a=√5): gain √(1/3) · √(3 / fan_in)
+      const random = createRandom(deriveSeed(config.seed, layer, 'lora_A'))
+      const initialA = tf.tensor2d(values?.get(nameA) ?? Float32Array.from({ length: config.rank * inputs }, () => (2 * random.nextFloat() - 1) * bound), [
+        config.rank,
+        inputs,
+      ])
+      const initialB = values?.has(nameB) === true ? tf.tensor2d(values.get(nameB)!, [outputs, config.rank]) : tf.zeros([outputs, config.rank])
+      try {
+        variables.set(nameA, model.addParameter(nameA, initialA))
+        variables.set(nameB, model.addParameter(nameB, initialB))
+      } finally {
+        tf.dispose([initialA, initialB])
+      }
+      const a = variables.get(nameA)!
+      const b = variables.get(nameB)!
+      const adapter: LoraLayer = {
+        layer,
+        inputMajor,
+        a,
+        b,
+        merged: false,
+        apply(x, training) {
+          return tf.tidy(() => {
+            const input = training && config.dropout > 0 ? tf.dropout(x, config.dropout, undefined, deriveSeed(config.seed, 'dropout', dropoutCalls++)) : x
+            const down = tf.matMul(input, a, false, true) // [rows, r]
+            return tf.mul(tf.matMul(down, b, false, true), scale) as tf.Tensor2D // [rows, out]
+          })
+        },
+      }
+      model.setAdapter(layer, adapter)
+      adapters.push(adapter)
+    }
+  } catch (error) {
+    for (const adapter of adapters) model.setAdapter(adapter.layer, undefined)
+    for (const name of variables.keys()) model.removeParameter(name)
+    for (const variable of frozen) variable.trainable = true
+    throw error
   }
 
   let merged = false
@@ -133,7 +213,7 @@ export function applyLora(model: CausalLanguageModel, options: LoraOptions = {})
   }
   return {
     config,
-    layers,
+    layers: plan.layers.map(({ layer }) => layer),
     scale,
     get merged() {
       return merged
@@ -155,7 +235,7 @@ export function applyLora(model: CausalLanguageModel, options: LoraOptions = {})
         model.removeParameter(`${adapter.layer}.lora_A.weight`)
         model.removeParameter(`${adapter.layer}.lora_B.weight`)
       }
-      if (config.freezeBase) model.unfreeze('**')
+      for (const variable of frozen) if (!variable.isDisposed) variable.trainable = true
       removed = true
     },
   }
