@@ -1,12 +1,11 @@
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import * as tf from '@tensorflow/tfjs-core'
-import { InvalidArgumentError, ParseError, parseArgument, parseInput } from '@ludic/core'
+import { InvalidArgumentError, LudicError, ParseError, parseArgument, parseInput } from '@ludic/core'
 import { openSafetensors, writeJsonFileAtomically, writeSafetensorsFile, type SafetensorsTensorInput } from '@ludic/tensors'
 import { z } from 'zod'
 import { CheckpointMismatchError, type MisshapedTensor } from '../checkpoint/checkpoint-mismatch-error.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
-import { applyLora, type LoraAdapters } from './apply-lora.js'
+import { attachLora, planLora, type LoraAdapters } from './apply-lora.js'
 
 /** PEFT's prefix of tensor names in `adapter_model.safetensors` (`PeftModel` → `LoraModel` → the base model). */
 const peftPrefix = 'base_model.model.'
@@ -51,6 +50,8 @@ export const loadLoraAdapterOptionsSchema = z
   .object({
     /** Freeze the model's other parameters, as PEFT does. Default: true. */
     freezeBase: z.boolean().default(true),
+    /** The budget of the model's and the adapter's parameters together (see `applyLora`). Default: `defaultMaxParameterBytes()`. */
+    maxParameterBytes: z.number().positive().optional(),
   })
   .strict()
 export type LoadLoraAdapterOptions = z.input<typeof loadLoraAdapterOptionsSchema>
@@ -107,11 +108,13 @@ export async function saveLoraAdapter(adapters: LoraAdapters, directory: string,
  * Loads a PEFT LoRA adapter (`adapter_config.json` + `adapter_model.safetensors`) onto a model: applies LoRA
  * with the saved rank, alpha, dropout and target modules, then sets A and B from the file. Names that do not
  * fit the model are one `CheckpointMismatchError`; PEFT options Ludic does not implement (DoRA, biases,
- * per-layer ranks, `modules_to_save`) are a `ParseError` naming the field.
+ * per-layer ranks, `modules_to_save`) are a `ParseError` naming the field. All-or-nothing: the configuration is
+ * checked (rank and size limits as `applyLora`'s) and every weight read before the model is touched, so a
+ * missing, truncated or mismatched file leaves it as it was (nothing attached, nothing frozen).
  */
 export async function loadLoraAdapter(model: CausalLanguageModel, directory: string, options: LoadLoraAdapterOptions = {}): Promise<LoraAdapters> {
   const folder = parseArgument(z.string().min(1), directory, 'directory')
-  const { freezeBase } = parseArgument(loadLoraAdapterOptionsSchema, options, 'options')
+  const { freezeBase, maxParameterBytes } = parseArgument(loadLoraAdapterOptionsSchema, options, 'options')
   const configPath = join(folder, 'adapter_config.json')
   let json: unknown
   try {
@@ -131,41 +134,50 @@ export async function loadLoraAdapter(model: CausalLanguageModel, directory: str
       message: `true is for GPT-2's Conv1D layers; this is a ${model.config.architecture} model`,
     })
   }
-  const adapters = applyLora(model, {
+  // Everything is checked and read before the model is touched: a bad or truncated file leaves it as it was.
+  const plan = planLora(model, {
     rank: config.r,
     alpha: config.lora_alpha,
     dropout: config.lora_dropout,
     targetModules: typeof config.target_modules === 'string' ? fromPeftFullMatchSource(config.target_modules) : config.target_modules,
     useRslora: config.use_rslora,
     freezeBase,
+    ...(maxParameterBytes === undefined ? {} : { maxParameterBytes }),
   })
-  const file = await openSafetensors(join(folder, 'adapter_model.safetensors'))
+  const expected = new Map<string, readonly [number, number]>()
+  for (const { layer, inputs, outputs } of plan.layers) {
+    expected.set(`${layer}.lora_A.weight`, [plan.config.rank, inputs])
+    expected.set(`${layer}.lora_B.weight`, [outputs, plan.config.rank])
+  }
+  const values = new Map<string, Float32Array>()
+  const file = await openSafetensors(join(folder, 'adapter_model.safetensors')).catch((error: unknown) => {
+    if (LudicError.isInstance(error)) throw error
+    throw new InvalidArgumentError({ argument: 'directory', value: folder, message: 'holds no readable adapter_model.safetensors', cause: error })
+  })
   try {
-    const expected = new Map([...adapters.parameters()].map(([name, variable]) => [`${peftPrefix}${name}`, variable]))
-    const missing = [...expected.keys()].filter((name) => !file.has(name))
-    const unexpected = file.names.filter((name) => !expected.has(name))
+    const fileName = (name: string) => `${peftPrefix}${name}`
+    const missing = [...expected.keys()].map(fileName).filter((name) => !file.has(name))
+    const known = new Set([...expected.keys()].map(fileName))
+    const unexpected = file.names.filter((name) => !known.has(name))
     const misshaped: MisshapedTensor[] = []
-    for (const [name, variable] of expected) {
-      if (!file.has(name)) continue
-      const actual = file.info(name).shape
-      if (actual.length !== 2 || actual[0] !== variable.shape[0] || actual[1] !== variable.shape[1]) misshaped.push({ name, expected: variable.shape, actual })
+    for (const [name, shape] of expected) {
+      if (!file.has(fileName(name))) continue
+      const actual = file.info(fileName(name)).shape
+      if (actual.length !== 2 || actual[0] !== shape[0] || actual[1] !== shape[1]) misshaped.push({ name: fileName(name), expected: shape, actual })
     }
     if (missing.length > 0 || unexpected.length > 0 || misshaped.length > 0)
       throw new CheckpointMismatchError({ source: folder, missing, unexpected, misshaped, summary: 'the adapter does not fit the model' })
-    for (const [name, variable] of expected) {
-      const tensor = await file.read(name)
+    for (const name of expected.keys()) {
+      const tensor = await file.read(fileName(name))
       if (tensor.dtype !== 'F32' && tensor.dtype !== 'F16' && tensor.dtype !== 'BF16') {
-        throw new ParseError({ source: folder, path: [name], message: `has dtype ${tensor.dtype}; adapter weights must be F32, F16 or BF16` })
+        throw new ParseError({ source: folder, path: [fileName(name)], message: `has dtype ${tensor.dtype}; adapter weights must be F32, F16 or BF16` })
       }
-      tf.tidy(() => variable.assign(tf.tensor(tensor.data, variable.shape, 'float32')))
+      values.set(name, tensor.data)
     }
-  } catch (error) {
-    adapters.remove()
-    throw error
   } finally {
     await file.close()
   }
-  return adapters
+  return attachLora(model, plan, values)
 }
 
 /**

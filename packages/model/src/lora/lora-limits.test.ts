@@ -1,12 +1,23 @@
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
-import { InvalidArgumentError } from '@ludic/core'
-import { beforeAll, describe, expect, it } from 'vitest'
+import { InvalidArgumentError, ParseError } from '@ludic/core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { createModel } from '../model/create-model.js'
 import { initTestBackend } from '../test/init-test-backend.js'
 import { applyLora } from './apply-lora.js'
+import { loadLoraAdapter, saveLoraAdapter } from './lora-adapter-files.js'
 
 beforeAll(initTestBackend)
+let directory: string
+beforeAll(async () => {
+  directory = await mkdtemp(join(tmpdir(), 'ludic-lora-limits-'))
+})
+afterAll(() => rm(directory, { recursive: true, force: true }))
+
+const ids = [[3, 1, 4, 1, 5, 9]]
 
 function base(): CausalLanguageModel {
   return createModel('tiny', { vocabSize: 40, seed: 7, overrides: { hiddenSize: 32, intermediateSize: 48, numKeyValueHeads: 2, initializerRange: 0.2 } })
@@ -70,6 +81,39 @@ describe('LoRA limits and all-or-nothing', () => {
     }
     expect(() => applyLora(model, { rank: 4 })).toThrow('out of memory')
     expect(snapshot(model)).toEqual(before)
+    model.dispose()
+  })
+
+  it('loadLoraAdapter is all-or-nothing: a truncated or missing weights file leaves the model as it was, and a good folder then loads', async () => {
+    const model = base()
+    const adapters = applyLora(model, { rank: 4, targetModules: ['q_proj', 'down_proj'], seed: 2 })
+    for (const [name, variable] of adapters.parameters())
+      if (name.includes('lora_B')) tf.tidy(() => variable.assign(tf.randomNormal(variable.shape, 0, 0.3, 'float32', 5)))
+    const adapted = model.forward(ids)
+    const good = join(directory, 'good')
+    await saveLoraAdapter(adapters, good)
+    adapters.remove()
+    const before = snapshot(model)
+
+    const truncated = join(directory, 'truncated')
+    const missing = join(directory, 'missing')
+    for (const folder of [truncated, missing]) {
+      await mkdir(folder, { recursive: true })
+      await copyFile(join(good, 'adapter_config.json'), join(folder, 'adapter_config.json'))
+    }
+    const weights = await readFile(join(good, 'adapter_model.safetensors'))
+    await writeFile(join(truncated, 'adapter_model.safetensors'), weights.subarray(0, weights.length - 100))
+    await expect(loadLoraAdapter(model, truncated)).rejects.toThrow(ParseError)
+    expect(snapshot(model)).toEqual(before)
+    await expect(loadLoraAdapter(model, missing)).rejects.toThrow(/'directory'.*holds no readable adapter_model\.safetensors/)
+    expect(snapshot(model)).toEqual(before)
+
+    const loaded = await loadLoraAdapter(model, good)
+    const reloaded = model.forward(ids)
+    expect(tf.tidy(() => tf.max(tf.abs(tf.sub(reloaded, adapted))).dataSync()[0])).toBe(0)
+    loaded.remove()
+    expect(snapshot(model).trainable).toEqual(before.trainable)
+    tf.dispose([adapted, reloaded])
     model.dispose()
   })
 })
