@@ -1,6 +1,6 @@
 export { Tokenizer, type TokenizerChatTemplateOptions, type TokenizerDecodeOptions, type TokenizerLoadOptions } from './tokenizer.js'
 export { loadTokenizer, type LoadTokenizerOptions, type TokenizerFiles } from './load-tokenizer.js'
-export { tokenizerLimitsSchema, defaultTokenizerLimits, type TokenizerLimits, type TokenizerLimitsOptions } from './tokenizer-limits.js'
+export { tokenizerLimitsSchema, defaultTokenizerLimits, TokenizerLimitError, type TokenizerLimits, type TokenizerLimitsOptions } from './tokenizer-limits.js'
 export { createStreamDecoder, type StreamDecoder } from './stream-decoder.js'
 export { tokenizerConfigSchema, tokenizerJsonSchema, addedTokenJsonSchema, type TokenizerConfig, type TokenizerJson } from './tokenizer-json.js'
 export { translateOnigurumaPattern, compileOnigurumaPattern, UnsupportedPatternError } from './regex/oniguruma-to-javascript.js'

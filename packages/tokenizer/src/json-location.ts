@@ -1,6 +1,6 @@
 import { ParseError, parseInput } from '@ludic/core'
-import type { z } from 'zod'
-import type { TokenizerLimits } from './tokenizer-limits.js'
+import { z } from 'zod'
+import { raiseLimitHint, type TokenizerLimits } from './tokenizer-limits.js'
 
 /** Where a value sits in the file being parsed: the file (`'tokenizer.json'` or a path) and the JSON path. */
 export interface JsonLocation {
@@ -48,4 +48,35 @@ export function buildComponent<Component>(
     })
   }
   return builder(json, location, limits)
+}
+
+/**
+ * Reads the items of a `Sequence` component (`{ type: 'Sequence', [itemsKey]: [...] }`), checking before
+ * any is built that the Sequence is at most `limits.maxSequenceDepth` deep (so that a file nesting them
+ * thousands deep is a ParseError, not a stack overflow) and holds at most `limits.maxSequenceLength` items.
+ * Its depth is read from its JSON path: one more than the number of `itemsKey` steps on it.
+ */
+export function readSequenceItems(kind: string, itemsKey: string, json: unknown, location: JsonLocation, limits: TokenizerLimits): unknown[] {
+  let depth = 1
+  for (const key of location.path) if (key === itemsKey) depth++
+  if (depth > limits.maxSequenceDepth) {
+    throw new ParseError({
+      source: location.source,
+      path: location.path,
+      message: `${kind} Sequences nest ${depth} deep here, over the limit of ${limits.maxSequenceDepth} (limits.maxSequenceDepth); ${raiseLimitHint('maxSequenceDepth')}`,
+    })
+  }
+  const items = parseJson(z.object({ [itemsKey]: z.array(z.unknown()) }), json, location)[itemsKey] as unknown[]
+  checkSequenceLength(kind, items.length, childLocation(location, itemsKey), limits)
+  return items
+}
+
+/** Checks the number of components of a `Sequence` (`count`) against `limits.maxSequenceLength`. */
+export function checkSequenceLength(kind: string, count: number, location: JsonLocation, limits: TokenizerLimits): void {
+  if (count <= limits.maxSequenceLength) return
+  throw new ParseError({
+    source: location.source,
+    path: location.path,
+    message: `a Sequence of ${count} ${kind}s is over the limit of ${limits.maxSequenceLength} (limits.maxSequenceLength); ${raiseLimitHint('maxSequenceLength')}`,
+  })
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { byteLevelBpeJson } from '../test/small-tokenizers.js'
 import { loadTokenizer } from './load-tokenizer.js'
 import { Tokenizer } from './tokenizer.js'
-import { defaultTokenizerLimits } from './tokenizer-limits.js'
+import { defaultTokenizerLimits, TokenizerLimitError } from './tokenizer-limits.js'
 
 function parseErrorOf(call: () => unknown): ParseError {
   try {
@@ -121,5 +121,93 @@ describe('token id limits (maxVocabularySize)', () => {
   it('refuses limits that are not positive integers, or ids past 32 bits', () => {
     expect(() => Tokenizer.fromJSON(wordLevel({ a: 0 }), undefined, { limits: { maxVocabularySize: 0 } })).toThrow(InvalidArgumentError)
     expect(() => Tokenizer.fromJSON(wordLevel({ a: 0 }), undefined, { limits: { maxVocabularySize: 2 ** 32 } })).toThrow(/options\.limits\.maxVocabularySize/)
+  })
+})
+
+/** `depth` Sequences of `kind` nested in one another around `innermost`. */
+function nested(type: string, itemsKey: string, depth: number, innermost: unknown): unknown {
+  let json = innermost
+  for (let level = 0; level < depth; level++) json = { type, [itemsKey]: [json] }
+  return json
+}
+
+describe('Sequence nesting (maxSequenceDepth)', () => {
+  const components = [
+    ['normalizer', 'normalizers', { type: 'Lowercase' }],
+    ['pre_tokenizer', 'pretokenizers', { type: 'WhitespaceSplit' }],
+    ['post_processor', 'processors', { type: 'ByteLevel' }],
+    ['decoder', 'decoders', { type: 'Fuse' }],
+  ] as const
+
+  it.each(components)('refuses %s Sequences nested 5,000 deep as a ParseError at the 33rd (was: a raw RangeError)', (field, itemsKey, innermost) => {
+    const error = parseErrorOf(() => Tokenizer.fromJSON(wordLevel({ a: 0 }, { [field]: nested('Sequence', itemsKey, 5000, innermost) })))
+    expect(error.path).toEqual([field, ...Array.from({ length: 32 }, () => [itemsKey, 0]).flat()])
+    expect(error.message).toMatch(/Sequences nest 33 deep here, over the limit of 32 \(limits\.maxSequenceDepth\); raise it with/)
+  })
+
+  it.each(components)('builds %s Sequences 32 deep, and deeper with a raised limit', (field, itemsKey, innermost) => {
+    expect(Tokenizer.fromJSON(wordLevel({ a: 0 }, { [field]: nested('Sequence', itemsKey, 32, innermost) })).encode('a a')).toEqual(Int32Array.of(0, 0))
+    const deep = wordLevel({ a: 0 }, { [field]: nested('Sequence', itemsKey, 100, innermost) })
+    expect(Tokenizer.fromJSON(deep, undefined, { limits: { maxSequenceDepth: 100 } }).decode([0, 0])).toMatch(/^a ?a$/)
+  })
+})
+
+describe('Sequence length and growth (maxSequenceLength, maxSequenceGrowth)', () => {
+  it('refuses a flat Sequence of 5,000 pre-tokenizers, which each call the next (was: RangeError in encode)', () => {
+    const json = wordLevel({ a: 0 }, { pre_tokenizer: { type: 'Sequence', pretokenizers: Array.from({ length: 5000 }, () => ({ type: 'WhitespaceSplit' })) } })
+    const error = parseErrorOf(() => Tokenizer.fromJSON(json))
+    expect(error.path).toEqual(['pre_tokenizer', 'pretokenizers'])
+    expect(error.message).toMatch(/a Sequence of 5000 pre-tokenizers is over the limit of 256 \(limits\.maxSequenceLength\)/)
+    // Nested Sequences count once flattened: 20 × 20 steps.
+    const square = {
+      type: 'Sequence',
+      pretokenizers: Array.from({ length: 20 }, () => ({ type: 'Sequence', pretokenizers: Array.from({ length: 20 }, () => ({ type: 'WhitespaceSplit' })) })),
+    }
+    expect(parseErrorOf(() => Tokenizer.fromJSON(wordLevel({ a: 0 }, { pre_tokenizer: square }))).message).toMatch(/a Sequence of 400 pre-tokenizer steps/)
+    expect(Tokenizer.fromJSON(wordLevel({ a: 0 }, { pre_tokenizer: square }), undefined, { limits: { maxSequenceLength: 400 } }).encode('a a')).toEqual(
+      Int32Array.of(0, 0),
+    )
+  })
+
+  it('refuses a second ByteLevel pre-tokenizer, which would double the text each time', () => {
+    const byteLevel = { type: 'ByteLevel', add_prefix_space: false, use_regex: false }
+    const error = parseErrorOf(() => Tokenizer.fromJSON(wordLevel({ a: 0 }, { pre_tokenizer: { type: 'Sequence', pretokenizers: [byteLevel, byteLevel] } })))
+    expect(error.path).toEqual(['pre_tokenizer'])
+    expect(error.message).toMatch(/more than one ByteLevel pre-tokenizer/)
+  })
+
+  it.each([
+    ['normalizer', 'normalizers', { type: 'Replace', pattern: { String: 'a' }, content: 'aa' }],
+    ['normalizer', 'normalizers', { type: 'ByteLevel' }],
+    ['decoder', 'decoders', { type: 'Replace', pattern: { String: 'a' }, content: 'aa' }],
+  ] as const)('stops a %s Sequence that grows the text exponentially with a TokenizerLimitError (was: out of memory)', (field, itemsKey, component) => {
+    const tokenizer = Tokenizer.fromJSON(wordLevel({ a: 0, é: 1 }, { [field]: { type: 'Sequence', [itemsKey]: Array.from({ length: 60 }, () => component) } }))
+    const started = performance.now()
+    let error: unknown
+    try {
+      if (field === 'normalizer') tokenizer.encode('aé'.repeat(1000))
+      else tokenizer.decode(Array.from({ length: 1000 }, () => 0))
+    } catch (caught) {
+      error = caught
+    }
+    expect(performance.now() - started).toBeLessThan(1000)
+    expect(TokenizerLimitError.isInstance(error)).toBe(true)
+    expect((error as TokenizerLimitError).limit).toBe('maxSequenceGrowth')
+    expect(String(error)).toMatch(
+      new RegExp(`the ${itemsKey} of tokenizer\\.json at ${field} make a text of \\d+ code units \\d+ long: the growth \\(\\d+\\) is over the limit of 64`),
+    )
+  })
+
+  it("lets real pipelines through: NFKC's longest expansion (18 characters) and Llama 2's Prepend + Replace", () => {
+    const nfkc = Tokenizer.fromJSON(wordLevel({ a: 0 }, { normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKC' }, { type: 'Lowercase' }] } }))
+    expect(nfkc.normalizer?.normalize('\u{fdfa}'.repeat(1000)).length).toBe(18_000)
+    const llama2 = {
+      type: 'Sequence',
+      normalizers: [
+        { type: 'Prepend', prepend: '▁' },
+        { type: 'Replace', pattern: { String: ' ' }, content: '▁' },
+      ],
+    }
+    expect(Tokenizer.fromJSON(wordLevel({ a: 0 }, { normalizer: llama2 })).normalizer?.normalize('')).toBe('')
   })
 })

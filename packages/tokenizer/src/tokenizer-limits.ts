@@ -1,4 +1,4 @@
-import { ParseError } from '@ludic/core'
+import { LudicError, ParseError } from '@ludic/core'
 import { z } from 'zod'
 import type { JsonLocation } from './json-location.js'
 
@@ -20,6 +20,20 @@ export const tokenizerLimitsSchema = z.object({
     .positive()
     .max(2 ** 31)
     .default(2 ** 24),
+  /** How deep `Sequence` normalizers, pre-tokenizers, post-processors and decoders may nest (real files: 1). Default 32. */
+  maxSequenceDepth: z.number().int().positive().default(32),
+  /**
+   * How many components one `Sequence` may hold; for a pre-tokenizer, its steps once nested Sequences are
+   * flattened (each step calls the next, so they are as deep on the stack). Real files: at most 4. Default 256.
+   */
+  maxSequenceLength: z.number().int().positive().default(256),
+  /**
+   * How many times longer a `Sequence` of normalizers or decoders may make its text (plus 4,096 code units):
+   * `Replace` or `ByteLevel` repeated would otherwise grow it exponentially. Checked after each component
+   * while encoding or decoding (a `TokenizerLimitError`). Real pipelines: under 20 (NFKC's longest expansion
+   * is 18 characters). Default 64.
+   */
+  maxSequenceGrowth: z.number().positive().default(64),
 })
 
 /** The limits, every field set. */
@@ -45,4 +59,36 @@ export function checkTokenId(id: number, location: JsonLocation, limits: Tokeniz
     path: location.path,
     message: `the token id ${id} is not below the limit of ${limits.maxVocabularySize} ids (limits.maxVocabularySize); ${raiseLimitHint('maxVocabularySize')}`,
   })
+}
+
+const tokenizerLimitMarker = Symbol.for('ludic.error.TokenizerLimitError')
+
+/**
+ * Encoding, decoding or rendering a chat template went past one of the `TokenizerLimits` (limits on the
+ * file itself are `ParseError`s, when it loads). `limit` names it and `value` is what was asked; the
+ * message says how to raise it.
+ */
+export class TokenizerLimitError extends LudicError {
+  private readonly [tokenizerLimitMarker] = true
+  override readonly name = 'TokenizerLimitError'
+  readonly limit: keyof TokenizerLimits
+  readonly value: number
+
+  constructor(options: { limit: keyof TokenizerLimits; value: number; limits: TokenizerLimits; what: string; cause?: unknown }) {
+    super(
+      `${options.what} (${options.value}) is over the limit of ${options.limits[options.limit]} (limits.${options.limit}); ${raiseLimitHint(options.limit)}`,
+      options,
+    )
+    this.limit = options.limit
+    this.value = options.value
+  }
+
+  static override isInstance(error: unknown): error is TokenizerLimitError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[tokenizerLimitMarker] === true
+  }
+}
+
+/** The longest text a `Sequence` may make of a text `length` long, within `limits.maxSequenceGrowth`. */
+export function maxGrownLength(length: number, limits: TokenizerLimits): number {
+  return limits.maxSequenceGrowth * length + 4096
 }

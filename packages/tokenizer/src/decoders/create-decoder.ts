@@ -1,6 +1,6 @@
 import { ParseError } from '@ludic/core'
 import { z } from 'zod'
-import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
+import { buildComponent, childLocation, parseJson, readSequenceItems, type ComponentBuilder, type JsonLocation } from '../json-location.js'
 import { defaultTokenizerLimits, type TokenizerLimits } from '../tokenizer-limits.js'
 import { compileStringOrRegexPattern, stringOrRegexPatternSchema } from '../regex/string-or-regex-pattern.js'
 import { createBpeDecoder } from './bpe-decoder.js'
@@ -66,8 +66,12 @@ const builders: Record<string, ComponentBuilder<Decoder>> = {
     return createCtcDecoder(options.pad_token, options.word_delimiter_token, options.cleanup)
   },
   Sequence: (json, location, limits) => {
-    const { decoders } = parseJson(z.object({ decoders: z.array(z.unknown()) }), json, location)
-    return createSequenceDecoder(decoders.map((item, index) => createDecoder(item, childLocation(location, 'decoders', index), limits)))
+    const items = readSequenceItems('decoder', 'decoders', json, location, limits)
+    return createSequenceDecoder(
+      items.map((item, index) => createDecoder(item, childLocation(location, 'decoders', index), limits)),
+      location,
+      limits,
+    )
   },
 }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
+import { buildComponent, childLocation, parseJson, readSequenceItems, type ComponentBuilder, type JsonLocation } from '../json-location.js'
 import { defaultTokenizerLimits, type TokenizerLimits } from '../tokenizer-limits.js'
 import { compileStringOrRegexPattern, stringOrRegexPatternSchema } from '../regex/string-or-regex-pattern.js'
 import { createBertNormalizer } from './bert-normalizer.js'
@@ -66,8 +66,12 @@ const builders: Record<string, ComponentBuilder<Normalizer>> = {
   },
   ByteLevel: () => createByteLevelNormalizer(),
   Sequence: (json, location, limits) => {
-    const { normalizers } = parseJson(z.object({ normalizers: z.array(z.unknown()) }), json, location)
-    return createSequenceNormalizer(normalizers.map((item, index) => createNormalizer(item, childLocation(location, 'normalizers', index), limits)))
+    const items = readSequenceItems('normalizer', 'normalizers', json, location, limits)
+    return createSequenceNormalizer(
+      items.map((item, index) => createNormalizer(item, childLocation(location, 'normalizers', index), limits)),
+      location,
+      limits,
+    )
   },
 }
 

@@ -1,6 +1,6 @@
 import { ParseError } from '@ludic/core'
 import { z } from 'zod'
-import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
+import { buildComponent, childLocation, parseJson, readSequenceItems, type ComponentBuilder, type JsonLocation } from '../json-location.js'
 import { checkTokenId, defaultTokenizerLimits, type TokenizerLimits } from '../tokenizer-limits.js'
 import { createClsSepProcessing } from './cls-sep-processing.js'
 import type { PostProcessor } from './post-processor.js'
@@ -56,8 +56,8 @@ const builders: Record<string, ComponentBuilder<PostProcessor>> = {
   BertProcessing: (json, location, limits) => createClsSep(json, location, limits),
   RobertaProcessing: (json, location, limits) => createClsSep(json, location, limits),
   Sequence: (json, location, limits) => {
-    const { processors } = parseJson(z.object({ processors: z.array(z.unknown()) }), json, location)
-    return createSequencePostProcessor(processors.map((item, index) => createPostProcessor(item, childLocation(location, 'processors', index), limits)))
+    const items = readSequenceItems('post-processor', 'processors', json, location, limits)
+    return createSequencePostProcessor(items.map((item, index) => createPostProcessor(item, childLocation(location, 'processors', index), limits)))
   },
 }
 

@@ -1,6 +1,6 @@
 import { ParseError } from '@ludic/core'
 import { z } from 'zod'
-import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
+import { buildComponent, childLocation, parseJson, readSequenceItems, type ComponentBuilder, type JsonLocation } from '../json-location.js'
 import { defaultTokenizerLimits, type TokenizerLimits } from '../tokenizer-limits.js'
 import { compileStringOrRegexPattern, stringOrRegexPatternSchema } from '../regex/string-or-regex-pattern.js'
 import { createBertPreTokenizer } from './bert-pre-tokenizer.js'
@@ -59,8 +59,12 @@ const builders: Record<string, ComponentBuilder<PreTokenizer>> = {
   UnicodeScripts: () => createUnicodeScripts(),
   FixedLength: (json, location) => createFixedLength(parseJson(z.object({ length: z.number().int().positive().default(5) }), json, location).length),
   Sequence: (json, location, limits) => {
-    const { pretokenizers } = parseJson(z.object({ pretokenizers: z.array(z.unknown()) }), json, location)
-    return createSequencePreTokenizer(pretokenizers.map((item, index) => createPreTokenizer(item, childLocation(location, 'pretokenizers', index), limits)))
+    const items = readSequenceItems('pre-tokenizer', 'pretokenizers', json, location, limits)
+    return createSequencePreTokenizer(
+      items.map((item, index) => createPreTokenizer(item, childLocation(location, 'pretokenizers', index), limits)),
+      location,
+      limits,
+    )
   },
 }
 
