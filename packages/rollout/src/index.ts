@@ -32,7 +32,13 @@ export {
   openAICompatiblePolicyOptionsSchema,
   type OpenAICompatiblePolicyOptions,
 } from './openai-compatible-policy.js'
-export { serveOpenAICompatible, serveOptionsSchema, type OpenAICompatibleServer, type ServeOptions } from './openai-compatible-server.js'
+export {
+  serveOpenAICompatible,
+  serveOptionsSchema,
+  type OpenAICompatibleServer,
+  type ServeOptions,
+  type ServerStats,
+} from './openai-compatible-server.js'
 export { AsyncCollectorError } from './async-collector-error.js'
 export {
   asyncCollectorOptionsSchema,

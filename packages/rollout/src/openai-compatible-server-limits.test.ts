@@ -157,4 +157,19 @@ describe('serveOpenAICompatible limits', () => {
     await expect(serveOpenAICompatible(createEcho(), { maxGenerationsPerRequest: 0 })).rejects.toThrow(/maxGenerationsPerRequest/)
     await expect(serveOpenAICompatible(createEcho(), { apiKey: '' })).rejects.toThrow(/apiKey/)
   })
+
+  it('reports its figures at GET /stats (behind the API key): answers by status, connections, memory, and the extra figures given', async () => {
+    const server = await serve(createEcho(), { apiKey: 'sk-stats', extraStats: () => ({ tensors: 42 }) })
+    const headers = { authorization: 'Bearer sk-stats', 'content-type': 'application/json' }
+    expect((await post(server, '/chat/completions', chat, headers)).status).toBe(200)
+    expect((await post(server, '/chat/completions', { model: 'echo' }, headers)).status).toBe(400)
+    expect((await fetch(server.url.replace('/v1', '/stats'))).status).toBe(401)
+    const answer = await fetch(server.url.replace('/v1', '/stats'), { headers })
+    expect(answer.status).toBe(200)
+    const figures = (await answer.json()) as Record<string, unknown>
+    expect(figures).toMatchObject({ status: 'ok', requests: 1, batches: 1, answers: { 200: 1, 400: 1, 401: 1 }, tensors: 42 })
+    expect(figures.connections).toBeGreaterThanOrEqual(1)
+    expect((figures.memory as { rssBytes: number }).rssBytes).toBeGreaterThan(1e6)
+    expect(server.stats()).toMatchObject({ requests: 1, answers: { 200: 2, 400: 1, 401: 1 } })
+  })
 })

@@ -90,6 +90,11 @@ export const serveOptionsSchema = z
      * restart the process — `ludic serve` exits non-zero here.
      */
     onFatalError: z.custom<(error: unknown) => void>((value) => typeof value === 'function', 'must be a function').optional(),
+    /**
+     * Extra figures for `GET /stats`, e.g. `() => ({ tensors: tf.memory().numTensors })` for a local model (this
+     * package knows no tensors). Default: none.
+     */
+    extraStats: z.custom<() => Record<string, unknown>>((value) => typeof value === 'function', 'must be a function').optional(),
   })
   .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
     path: ['headersTimeoutMs'],
@@ -102,12 +107,19 @@ export interface OpenAICompatibleServer {
   readonly url: string
   readonly port: number
   readonly modelId: string
-  /** Batching counters: requests, `generate` calls, largest batch, queued now. */
-  stats(): BatchingStats
+  /** Batching counters (requests, `generate` calls, largest batch, queued now), answers by status, open connections. */
+  stats(): ServerStats
   /** Unhealthy after a fatal policy error (see `onFatalError`), with that error's message. */
   health(): { healthy: true } | { healthy: false; error: string }
   /** Stops listening and drops open connections (requests in flight get no answer). */
   close(): Promise<void>
+}
+
+export interface ServerStats extends BatchingStats {
+  /** Answers sent, by HTTP status (those the server wrote; not Node's own 408s for slow requests). */
+  answers: Record<string, number>
+  /** Connections open now. */
+  connections: number
 }
 
 /** A request failed in a way the client should hear about: an OpenAI-style error answer. */
@@ -129,6 +141,7 @@ const routes: Record<string, readonly string[]> = {
   '/v1/chat/completions': ['POST'],
   '/v1/completions': ['POST'],
   '/health': ['GET'],
+  '/stats': ['GET'],
 }
 
 /**
@@ -164,6 +177,9 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
 
   const expectedKey = settings.apiKey === undefined ? undefined : digest(settings.apiKey)
   let fatal: { error: unknown; message: string } | undefined
+  const answers: Record<string, number> = {}
+  let connections = 0
+  const stats = (): ServerStats => ({ ...batching.stats(), answers: { ...answers }, connections })
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '/').split('?')[0]!
@@ -189,6 +205,16 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     if (path === '/health')
       return sendJson(response, fatal === undefined ? 200 : 503, fatal === undefined ? { status: 'ok' } : { status: 'unhealthy', error: fatal.message })
     if (path === '/v1/models') return sendJson(response, 200, { object: 'list', data: [model] })
+    if (path === '/stats') {
+      const memory = process.memoryUsage()
+      return sendJson(response, 200, {
+        status: fatal === undefined ? 'ok' : 'unhealthy',
+        uptimeSeconds: Math.round(process.uptime()),
+        ...stats(),
+        memory: { rssBytes: memory.rss, heapUsedBytes: memory.heapUsed, externalBytes: memory.external, arrayBuffersBytes: memory.arrayBuffers },
+        ...settings.extraStats?.(),
+      })
+    }
     const body = await readJson(request, settings.maxBodyBytes)
     if (path === '/v1/chat/completions') {
       const chat = parseBody(chatCompletionRequestSchema, body)
@@ -434,6 +460,9 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   const checkingIntervalMs = Math.max(10, Math.min(1_000, Math.floor(settings.headersTimeoutMs / 4)))
   const server = createServer({ connectionsCheckingInterval: checkingIntervalMs }, (request, response) => {
     response.setHeader('x-request-id', `req-${randomUUID()}`)
+    response.once('finish', () => {
+      answers[response.statusCode] = (answers[response.statusCode] ?? 0) + 1
+    })
     handle(request, response).catch((error: unknown) => {
       if (error instanceof HttpError) {
         const body: OpenAIErrorBody = { error: { message: error.message, type: error.type, param: error.param, code: error.code } }
@@ -446,6 +475,10 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   server.headersTimeout = settings.headersTimeoutMs
   server.requestTimeout = settings.requestTimeoutMs
   server.maxConnections = settings.maxConnections
+  server.on('connection', (socket) => {
+    connections++
+    socket.once('close', () => connections--)
+  })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(settings.port, settings.host, () => {
@@ -460,7 +493,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     url: `http://${host}:${port}/v1`,
     port,
     modelId,
-    stats: () => batching.stats(),
+    stats,
     health: () => (fatal === undefined ? { healthy: true } : { healthy: false, error: fatal.message }),
     close() {
       closing ??= new Promise<void>((resolve) => {
