@@ -34,6 +34,18 @@ export const tokenizerLimitsSchema = z.object({
    * is 18 characters). Default 64.
    */
   maxSequenceGrowth: z.number().positive().default(64),
+  /** The most items one `range()` of a chat template may give: Python Jinja's sandbox `MAX_RANGE`. Default 100,000. */
+  maxChatTemplateRange: z.number().int().nonnegative().default(100_000),
+  /** The longest string (in UTF-16 code units) or list a chat template may build, its output included. Default 10,000,000. */
+  maxChatTemplateLength: z.number().int().positive().default(10_000_000),
+  /**
+   * The work one chat-template rendering may do, in steps: each evaluated expression or statement is one,
+   * each loop iteration ten (it costs about that much more). Real templates take about 50 per message.
+   * Default 1,000,000 (about a second).
+   */
+  maxChatTemplateSteps: z.number().int().positive().default(1_000_000),
+  /** A last resort past the step count (one step may scan a long string): rendering stops after this long. Default 10,000 ms. */
+  chatTemplateTimeoutMs: z.number().positive().default(10_000),
 })
 
 /** The limits, every field set. */

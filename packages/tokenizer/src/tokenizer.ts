@@ -252,13 +252,17 @@ export class Tokenizer implements TokenizerV1 {
     const parsedMessages = parseArgument(chatMessagesSchema, messages, 'messages')
     const parsedOptions = parseArgument(chatOptionsSchema, options, 'options') ?? {}
     const source = this.selectChatTemplate(parsedOptions.templateName, parsedOptions.tools !== undefined && parsedOptions.tools.length > 0)
-    return renderChatTemplate(source, {
-      messages: parsedMessages,
-      addGenerationPrompt: parsedOptions.addGenerationPrompt ?? false,
-      tools: parsedOptions.tools,
-      specialTokens: this.templateSpecialTokens(),
-      variables: parsedOptions.variables,
-    })
+    return renderChatTemplate(
+      source,
+      {
+        messages: parsedMessages,
+        addGenerationPrompt: parsedOptions.addGenerationPrompt ?? false,
+        tools: parsedOptions.tools,
+        specialTokens: this.templateSpecialTokens(),
+        variables: parsedOptions.variables,
+      },
+      this.limits,
+    )
   }
 
   /** The ids of the rendered chat template, as transformers' `apply_chat_template(…, tokenize=True)` (no special tokens added). */

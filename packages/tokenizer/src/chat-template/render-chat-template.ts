@@ -1,4 +1,5 @@
 import { LudicError } from '@ludic/core'
+import { defaultTokenizerLimits, TokenizerLimitError, type TokenizerLimits } from '../tokenizer-limits.js'
 import { compilePythonCompatibleTemplate, type CompiledTemplate } from './python-compatible-template.js'
 
 export interface ChatTemplateContext {
@@ -15,9 +16,12 @@ const compiledTemplates = new Map<string, CompiledTemplate>()
 
 /**
  * Renders a chat template as transformers' `apply_chat_template` does: variables `messages`, `tools`
- * (None without tools), `add_generation_prompt`, the special tokens, and any extra variables.
+ * (None without tools), `add_generation_prompt`, the special tokens, and any extra variables. The rendering
+ * is bounded as Python Jinja's sandbox bounds it, and more (`range` length, string and list lengths, steps,
+ * time: the `maxChatTemplate…` limits); past one, a `TokenizerLimitError`. Other failures (a template's
+ * `raise_exception`, a syntax error) are `LudicError`s.
  */
-export function renderChatTemplate(source: string, context: ChatTemplateContext): string {
+export function renderChatTemplate(source: string, context: ChatTemplateContext, limits: TokenizerLimits = defaultTokenizerLimits): string {
   let template = compiledTemplates.get(source)
   if (template === undefined) {
     try {
@@ -29,14 +33,18 @@ export function renderChatTemplate(source: string, context: ChatTemplateContext)
   }
   const messages = context.messages.map((message) => Object.fromEntries(Object.entries(message).filter(([, value]) => value !== undefined)))
   try {
-    return template.render({
-      ...context.specialTokens,
-      ...context.variables,
-      messages,
-      tools: context.tools === undefined || context.tools.length === 0 ? null : context.tools,
-      add_generation_prompt: context.addGenerationPrompt,
-    })
+    return template.render(
+      {
+        ...context.specialTokens,
+        ...context.variables,
+        messages,
+        tools: context.tools === undefined || context.tools.length === 0 ? null : context.tools,
+        add_generation_prompt: context.addGenerationPrompt,
+      },
+      limits,
+    )
   } catch (error) {
+    if (TokenizerLimitError.isInstance(error)) throw error
     throw new LudicError(`cannot render the chat template: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
   }
 }
