@@ -115,7 +115,11 @@ describe('serveOpenAICompatible limits', () => {
     headers.socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n') // never ends the headers
     const body = rawConnection(server)
     body.socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model": ')
-    const [headersClosed, bodyClosed] = await Promise.all([headers.closed, body.closed])
+    const refused = rawConnection(server) // answered 413 at once, then its body never ends
+    refused.socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000000\r\n\r\n{"model": ')
+    const [headersClosed, bodyClosed, refusedClosed] = await Promise.all([headers.closed, body.closed, refused.closed])
+    expect(refusedClosed.text).toMatch(/^HTTP\/1\.1 413/)
+    expect(refusedClosed.afterMs).toBeLessThan(3_000)
     expect(headersClosed.text).toMatch(/^HTTP\/1\.1 408/)
     expect(headersClosed.afterMs).toBeLessThan(3_000)
     expect(bodyClosed.text).toMatch(/^HTTP\/1\.1 408/)
@@ -171,5 +175,30 @@ describe('serveOpenAICompatible limits', () => {
     expect(figures.connections).toBeGreaterThanOrEqual(1)
     expect((figures.memory as { rssBytes: number }).rssBytes).toBeGreaterThan(1e6)
     expect(server.stats()).toMatchObject({ requests: 1, answers: { 200: 2, 400: 1, 401: 1 } })
+  })
+
+  it('answers a body it refuses (413, 415, 401) and reads the rest, so a client still sending gets the answer, not a reset', { timeout: 10_000 }, async () => {
+    const server = await serve(createEcho(), { maxBodyBytes: 1024, apiKey: 'sk' })
+    const refusals = [
+      ['application/json', 'Bearer sk', 413],
+      ['text/plain', 'Bearer sk', 415],
+      ['application/json', 'Bearer wrong', 401],
+    ] as const
+    for (const [type, authorization, status] of refusals) {
+      const { socket, closed } = rawConnection(server)
+      const size = 256 * 1024
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: ${type}\r\nauthorization: ${authorization}\r\ncontent-length: ${size}\r\n\r\n`,
+      )
+      for (let sent = 0; sent < size; sent += 32 * 1024) {
+        socket.write('x'.repeat(32 * 1024))
+        await new Promise((resolve) => setTimeout(resolve, 20)) // still sending after the answer went out
+      }
+      // The same connection still serves the next request.
+      socket.end('GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n')
+      const { text } = await closed
+      expect(text).toMatch(new RegExp(`^HTTP/1\\.1 ${status}`))
+      expect(text).toMatch(/HTTP\/1\.1 200 OK[\s\S]*"status":"ok"/)
+    }
   })
 })

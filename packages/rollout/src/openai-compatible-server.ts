@@ -605,7 +605,7 @@ function checkApiKey(request: IncomingMessage, expected: Buffer): void {
     'invalid_request_error',
     'invalid_api_key',
     null,
-    { 'www-authenticate': 'Bearer', ...(request.method === 'POST' ? { connection: 'close' } : {}) },
+    { 'www-authenticate': 'Bearer' },
   )
 }
 
@@ -618,7 +618,11 @@ function decodePathPart(part: string): string {
   }
 }
 
-/** Reads and drops a request's body, so that the client gets the answer rather than a reset connection. */
+/**
+ * Reads and drops a request's body, so that a client still sending gets the answer rather than a reset
+ * connection (closing a socket with unread data resets it). The connection stays open for its next request;
+ * `requestTimeoutMs` bounds how long a body may keep coming.
+ */
 function discardBody(request: IncomingMessage): void {
   request.removeAllListeners('data')
   request.resume()
@@ -637,8 +641,6 @@ function readJson(request: IncomingMessage, limit: number): Promise<unknown> {
       `Unsupported content type ${JSON.stringify(request.headers['content-type'] ?? '')}: send the body as application/json.`,
       'invalid_request_error',
       'unsupported_media_type',
-      null,
-      { connection: 'close' },
     )
   }
   return new Promise((resolve, reject) => {
@@ -647,9 +649,7 @@ function readJson(request: IncomingMessage, limit: number): Promise<unknown> {
     const tooLarge = () => {
       // Keep reading (and dropping) the rest, so the client gets this answer rather than a reset connection.
       discardBody(request)
-      reject(
-        new HttpError(413, `Request body too large: the limit is ${limit} bytes.`, 'invalid_request_error', 'request_too_large', null, { connection: 'close' }),
-      )
+      reject(new HttpError(413, `Request body too large: the limit is ${limit} bytes.`, 'invalid_request_error', 'request_too_large'))
     }
     const onData = (chunk: Buffer) => {
       size += chunk.length
