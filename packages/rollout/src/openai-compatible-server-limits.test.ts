@@ -174,6 +174,7 @@ describe('serveOpenAICompatible limits', () => {
     expect(figures).toMatchObject({ status: 'ok', requests: 1, batches: 1, answers: { 200: 1, 400: 1, 401: 1 }, tensors: 42 })
     expect(figures.connections).toBeGreaterThanOrEqual(1)
     expect((figures.memory as { rssBytes: number }).rssBytes).toBeGreaterThan(1e6)
+    expect(figures.eventLoopDelayMs).toEqual({ p50: expect.any(Number), p99: expect.any(Number), max: expect.any(Number) })
     expect(server.stats()).toMatchObject({ requests: 1, answers: { 200: 2, 400: 1, 401: 1 } })
   })
 

@@ -1,6 +1,7 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import {
   BackendError,
   deriveSeed,
@@ -180,6 +181,9 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   const answers: Record<string, number> = {}
   let connections = 0
   const stats = (): ServerStats => ({ ...batching.stats(), answers: { ...answers }, connections })
+  // How long the event loop was held (a policy that computes without yielding stalls every client).
+  const eventLoopDelay = monitorEventLoopDelay({ resolution: 10 })
+  eventLoopDelay.enable()
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '/').split('?')[0]!
@@ -212,6 +216,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
         uptimeSeconds: Math.round(process.uptime()),
         ...stats(),
         memory: { rssBytes: memory.rss, heapUsedBytes: memory.heapUsed, externalBytes: memory.external, arrayBuffersBytes: memory.arrayBuffers },
+        eventLoopDelayMs: readEventLoopDelay(),
         ...settings.extraStats?.(),
       })
     }
@@ -293,6 +298,18 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       }
     }
     return messages.reduce((sum, message) => sum + tokenizer.encode(message.content, { addSpecialTokens: false }).length, 0)
+  }
+
+  /** Percentiles of the event loop's delay since the previous read (the histogram starts over). */
+  const readEventLoopDelay = () => {
+    const milliseconds = (nanoseconds: number) => Math.round(nanoseconds / 1e5) / 10
+    const figures = {
+      p50: milliseconds(eventLoopDelay.percentile(50)),
+      p99: milliseconds(eventLoopDelay.percentile(99)),
+      max: milliseconds(eventLoopDelay.max),
+    }
+    eventLoopDelay.reset()
+    return figures
   }
 
   const markUnhealthy = (error: unknown) => {
@@ -497,6 +514,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     health: () => (fatal === undefined ? { healthy: true } : { healthy: false, error: fatal.message }),
     close() {
       closing ??= new Promise<void>((resolve) => {
+        eventLoopDelay.disable()
         server.close(() => resolve())
         server.closeAllConnections()
       })
