@@ -37,7 +37,7 @@ const preTokenizers: Record<string, unknown> = {
   'Split (string pattern)': { type: 'Split', pattern: { String: ' ' }, behavior: 'MergedWithNext', invert: false },
   'Split \\d \\w \\h \\b': split('\\d+|\\w+|\\h|\\b', 'Isolated'),
   'Split anchors and dot': split('^.|.$|\\A\\w|\\z', 'Isolated'),
-  'Split possessive and atomic': split('\\p{L}++|(?>\\s+)|\\p{N}{1,2}+', 'Isolated'),
+  'Split possessive and atomic': split('\\p{L}++|(?>\\s+)|\\p{N}{2}+', 'Isolated'),
   'Split empty matches, MergedWithNext': split('a|\\b', 'MergedWithNext'),
   'Split empty matches, MergedWithPrevious inverted': split('x*|\\b', 'MergedWithPrevious', true),
   'Split (?i) scripts and classes': split('(?i:[a-c]+|straße|σ)|\\p{Cyrillic}+|[[:punct:]]+', 'Isolated'),

@@ -1,5 +1,10 @@
+import { ParseError } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { nativePreTokenize } from '../../test/native-reference.js'
+import { referenceFiles, referenceTokenizerNames } from '../../test/reference-tokenizers.js'
+import { gpt2Pattern } from '../pre-tokenizers/byte-level-pre-tokenizer.js'
+import { Tokenizer } from '../tokenizer.js'
+import { preTokenizerPatterns } from '../training/train-bpe.js'
 import { splitByPattern } from '../pre-tokenizers/split-behavior.js'
 import { compileOnigurumaPattern, translateOnigurumaPattern, UnsupportedPatternError } from './oniguruma-to-javascript.js'
 
@@ -59,5 +64,96 @@ describe('translateOnigurumaPattern', () => {
   ])('refuses %s, naming the construct', (pattern, message) => {
     expect(() => translateOnigurumaPattern(pattern)).toThrow(UnsupportedPatternError)
     expect(() => translateOnigurumaPattern(pattern)).toThrow(message)
+  })
+})
+
+/** Every `Regex` pattern in a JSON value. */
+function regexPatterns(json: unknown, found: string[] = []): string[] {
+  if (Array.isArray(json)) for (const item of json) regexPatterns(item, found)
+  else if (typeof json === 'object' && json !== null) {
+    for (const [key, value] of Object.entries(json)) {
+      if (key === 'Regex' && typeof value === 'string') found.push(value)
+      else if (key !== 'vocab' && key !== 'merges') regexPatterns(value, found)
+    }
+  }
+  return found
+}
+
+describe('catastrophic backtracking is refused when a pattern loads', () => {
+  it.each([
+    ['(a+)+$', '+ at offset 4'],
+    ['(a*)*b', '* at offset 4'],
+    ['(a|a)*$', '* at offset 5'],
+    ['(a|aa)+$', '+ at offset 6'],
+    ['(\\w+\\s?)*$', '* at offset 8'],
+    ['(a?){20}a{20}', '{20} at offset 4'],
+    ['(?:a{1,3})+$', '+ at offset 10'],
+    ['\\d{1,3}+x', '+ at offset 7'],
+    ['(?:(?:ab)+c)*', '* at offset 12'],
+    ['(?i:(?:ß)+)+', '+ at offset 9'],
+  ])('refuses %s (a repeated part that matches in more than one way)', (pattern, where) => {
+    expect(() => translateOnigurumaPattern(pattern)).toThrow(UnsupportedPatternError)
+    expect(() => translateOnigurumaPattern(pattern)).toThrow(`the quantifier ${where} repeats a part that can itself match in more than one way`)
+  })
+
+  it('refuses the (a+)+$ Split pattern at load, so encode cannot hang on a long aaaa…b (it did: 2^n backtracking)', () => {
+    const json = {
+      model: { type: 'WordLevel', vocab: { a: 0 }, unk_token: 'a' },
+      pre_tokenizer: { type: 'Split', pattern: { Regex: '(a+)+$' }, behavior: 'Isolated', invert: false },
+    }
+    const started = performance.now()
+    let error: unknown
+    try {
+      Tokenizer.fromJSON(json).encode(`${'a'.repeat(100_000)}b`)
+    } catch (caught) {
+      error = caught
+    }
+    expect(performance.now() - started).toBeLessThan(1000)
+    expect(ParseError.isInstance(error)).toBe(true)
+    expect((error as ParseError).path).toEqual(['pre_tokenizer', 'pattern', 'Regex'])
+    expect(String(error)).toMatch(/cannot translate the pattern: the quantifier \+ at offset 4 repeats .* make that part atomic/)
+  })
+
+  it.each([
+    ['(?>a+)+$', 'aaab aa'],
+    ['(a++)+$', 'aaab aa'],
+    ['(?:ab)+|(?:a{2})*', 'ababaaaa'],
+    ['(a+)?b|(?:a|b)c', 'aab bc'],
+    ['(?:(?=a+)a)+', 'aaa'],
+    ['[ab]+c?', 'abac'],
+  ])('accepts %s: repeats of parts that match one way, and variable parts that do not repeat', (pattern, text) => {
+    expect(ourPieces(pattern, text)).toEqual(nativePreTokenize({ type: 'Split', pattern: { Regex: pattern }, behavior: 'Isolated', invert: false }, text))
+  })
+
+  const realPatterns = [
+    ...new Set([
+      ...referenceTokenizerNames.flatMap((name) => regexPatterns(referenceFiles(name).tokenizer)),
+      gpt2Pattern,
+      ...Object.values(preTokenizerPatterns),
+    ]),
+  ]
+
+  it('accepts every real tokenizer’s pattern (Qwen3, Llama 3, GPT-4o, GPT-2), which split long adversarial texts fast', () => {
+    expect(realPatterns.length).toBeGreaterThanOrEqual(4)
+    const texts = [
+      `${'a'.repeat(100_000)}b`,
+      `${' '.repeat(100_000)}x`,
+      `${'\n '.repeat(50_000)}x`,
+      "'".repeat(100_000),
+      `${'1'.repeat(100_000)}!`,
+      'Aé'.repeat(50_000),
+    ]
+    for (const pattern of realPatterns) {
+      const compiled = compileOnigurumaPattern(pattern)
+      for (const text of texts) {
+        const started = performance.now()
+        let length = 0
+        splitByPattern(text, compiled, 'Isolated', false, true, (piece) => {
+          length += piece.length
+        })
+        expect(length).toBe(text.length)
+        expect(performance.now() - started, `${pattern} on ${JSON.stringify(text.slice(0, 8))}…`).toBeLessThan(1000)
+      }
+    }
   })
 })

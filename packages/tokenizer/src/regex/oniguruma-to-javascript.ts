@@ -13,6 +13,19 @@
  *
  * Unsupported constructs (back-references, `\G`, `\K`, `\X`, `\R`, nested classes and `&&`, extended
  * mode) throw an `UnsupportedPatternError` naming the construct.
+ *
+ * Catastrophic backtracking is refused too, statically, when the pattern loads: a quantifier that repeats
+ * (its maximum is above 1: `*`, `+`, `{2,}`, `{3}`…) may not apply to a part that can itself match in
+ * more than one way, that is one holding a quantifier of variable count (`a+`, `a?`, `a{1,3}`) or an
+ * alternation, unless that part is atomic (`(?>…)`, a possessive `a++`) or a lookaround. `(a+)+$`,
+ * `(a|a)*`, `(\w+\s?)*` and `(a?){20}` are refused; every real tokenizer's pattern passes (GPT-2, Llama 3,
+ * Qwen 2/3, GPT-4o: their quantifiers apply to single characters or classes). Then every repeated part
+ * matches in one way at most from a given position, so the backtracking of a failed match is polynomial
+ * in the text, of degree at most the number of quantifiers in a row (as with Oniguruma itself), never
+ * exponential. Why not bound the input of each regex call instead: a `Split` match may rightly be as long
+ * as the text (`\s+` over a run of spaces), so cutting the text changes the ids, and a bound small enough
+ * to tame `(a+)+$` (a few dozen characters) would cut real words. JavaScript cannot interrupt a running
+ * `RegExp` either, and has no linear-time engine without a V8 flag.
  */
 
 import { LudicError } from '@ludic/core'
@@ -150,6 +163,8 @@ interface Flags {
 interface Frame {
   /** Output pieces; `'|'` separates alternatives, anything else is one quantifiable atom. */
   parts: string[]
+  /** For each part, whether it can match in more than one way (see `translateOnigurumaPattern`). */
+  ambiguous: boolean[]
   /** Whether the last part can take a quantifier. */
   lastIsAtom: boolean
   flags: Flags
@@ -162,27 +177,32 @@ export function translateOnigurumaPattern(pattern: string): string {
   const codePoints = Array.from(pattern, (character) => character.codePointAt(0)!)
   let position = 0
   let namedGroupCounter = 0
-  const stack: Frame[] = [{ parts: [], lastIsAtom: false, flags: { ignoreCase: false, dotAll: false }, open: '', atomic: false }]
+  const stack: Frame[] = [{ parts: [], ambiguous: [], lastIsAtom: false, flags: { ignoreCase: false, dotAll: false }, open: '', atomic: false }]
   const top = (): Frame => stack[stack.length - 1]!
 
   const peek = (offset = 0): string | undefined => {
     const code = codePoints[position + offset]
     return code === undefined ? undefined : String.fromCodePoint(code)
   }
-  const pushAtom = (atom: string): void => {
+  const pushAtom = (atom: string, ambiguous = false): void => {
     const frame = top()
     frame.parts.push(atom)
+    frame.ambiguous.push(ambiguous)
     frame.lastIsAtom = true
   }
+  /** An assertion (lookaround, anchor) is atomic in JavaScript: it never matches in more than one way. */
   const pushAssertion = (assertion: string): void => {
     const frame = top()
     frame.parts.push(assertion)
+    frame.ambiguous.push(false)
     frame.lastIsAtom = false
   }
   const atomicWrap = (inner: string): string => {
     const name = `atomic${namedGroupCounter++}`
     return `(?:(?=(?<${name}>${inner}))\\k<${name}>)`
   }
+  /** Whether `literal` gives an alternation (ß under `(?i)`, which matches one or two characters). */
+  const literalIsAmbiguous = (codePoint: number, flags: Flags): boolean => flags.ignoreCase && (codePoint === 0xdf || codePoint === 0x1e9e)
   const literal = (codePoint: number, flags: Flags): string => {
     // ß and ẞ fold to "ss" (Oniguruma's multi-character folding); the one such fold handled.
     if (flags.ignoreCase && (codePoint === 0xdf || codePoint === 0x1e9e)) return '(?:[\\u{df}\\u{1e9e}]|[sS\\u{17f}]{2})'
@@ -367,10 +387,19 @@ export function translateOnigurumaPattern(pattern: string): string {
     return `{${minimum},${match[3] ?? ''}}`
   }
 
-  const applyQuantifier = (quantifier: string): void => {
+  /** Applies a quantifier (which starts at `offset` in the pattern) to the last atom. */
+  const applyQuantifier = (quantifier: string, offset: number): void => {
     const frame = top()
     if (!frame.lastIsAtom) throw new UnsupportedPatternError(`quantifier ${quantifier} follows nothing`)
     const atom = frame.parts.pop()!
+    const atomIsAmbiguous = frame.ambiguous.pop()!
+    const [minimum, maximum] = quantifierBounds(quantifier)
+    if (atomIsAmbiguous && maximum > 1) {
+      throw new UnsupportedPatternError(
+        `the quantifier ${quantifier} at offset ${offset} repeats a part that can itself match in more than one way ` +
+          '(a nested quantifier or an alternation, as in (a+)+ or (a|b)*), which can backtrack exponentially; make that part atomic, (?>…), or its quantifier possessive, a++',
+      )
+    }
     let suffix = ''
     const isInterval = quantifier.startsWith('{')
     if (peek() === '?') {
@@ -378,10 +407,10 @@ export function translateOnigurumaPattern(pattern: string): string {
       position++
     } else if (peek() === '+' && !isInterval) {
       position++
-      frame.parts.push(atomicWrap(`(?:${atom})${quantifier}`))
+      pushAtom(atomicWrap(`(?:${atom})${quantifier}`))
       return
     }
-    frame.parts.push(`(?:${atom})${quantifier}${suffix}`)
+    pushAtom(`(?:${atom})${quantifier}${suffix}`, atomIsAmbiguous || minimum !== maximum)
   }
 
   while (position < codePoints.length) {
@@ -442,11 +471,11 @@ export function translateOnigurumaPattern(pattern: string): string {
           default: {
             const code = readCodePointEscape(letter)
             if (code !== undefined) {
-              pushAtom(literal(code, frame.flags))
+              pushAtom(literal(code, frame.flags), literalIsAmbiguous(code, frame.flags))
               break
             }
             if (/[A-Za-z0-9]/.test(letter)) throw new UnsupportedPatternError(`unsupported escape \\${letter}`)
-            pushAtom(literal(letter.codePointAt(0)!, frame.flags))
+            pushAtom(literal(letter.codePointAt(0)!, frame.flags), literalIsAmbiguous(letter.codePointAt(0)!, frame.flags))
           }
         }
         break
@@ -465,17 +494,19 @@ export function translateOnigurumaPattern(pattern: string): string {
         break
       case '|':
         frame.parts.push('|')
+        frame.ambiguous.push(true)
         frame.lastIsAtom = false
         break
       case '*':
       case '+':
       case '?':
-        applyQuantifier(character)
+        applyQuantifier(character, position - 1)
         break
       case '{': {
+        const offset = position - 1
         const interval = readInterval()
         if (interval === undefined) pushAtom(literal(0x7b, frame.flags))
-        else applyQuantifier(interval)
+        else applyQuantifier(interval, offset)
         break
       }
       case '(': {
@@ -527,7 +558,7 @@ export function translateOnigurumaPattern(pattern: string): string {
             if (open === '') break
           }
         }
-        stack.push({ parts: [], lastIsAtom: false, flags, open, atomic })
+        stack.push({ parts: [], ambiguous: [], lastIsAtom: false, flags, open, atomic })
         break
       }
       case ')': {
@@ -535,16 +566,25 @@ export function translateOnigurumaPattern(pattern: string): string {
         stack.pop()
         const body = frame.parts.join('')
         if (frame.atomic) pushAtom(atomicWrap(body))
-        else if (frame.open === '(?:') pushAtom(`(?:${body})`)
+        else if (frame.open === '(?:') pushAtom(`(?:${body})`, frame.ambiguous.includes(true))
         else pushAssertion(`${frame.open}${body})`)
         break
       }
       default:
-        pushAtom(literal(character.codePointAt(0)!, frame.flags))
+        pushAtom(literal(character.codePointAt(0)!, frame.flags), literalIsAmbiguous(character.codePointAt(0)!, frame.flags))
     }
   }
   if (stack.length !== 1) throw new UnsupportedPatternError('unbalanced parenthesis')
   return top().parts.join('')
+}
+
+/** The least and most repetitions of a quantifier (`*`, `+`, `?`, `{n}`, `{n,}`, `{n,m}`, as `readInterval` writes them). */
+function quantifierBounds(quantifier: string): [number, number] {
+  if (quantifier === '*') return [0, Number.POSITIVE_INFINITY]
+  if (quantifier === '+') return [1, Number.POSITIVE_INFINITY]
+  if (quantifier === '?') return [0, 1]
+  const [minimum = '0', maximum] = quantifier.slice(1, -1).split(',')
+  return [Number(minimum), maximum === undefined ? Number(minimum) : maximum === '' ? Number.POSITIVE_INFINITY : Number(maximum)]
 }
 
 const compiledCache = new Map<string, RegExp>()
