@@ -1,23 +1,33 @@
-import { createRandom, type ChatMessage, type EnvironmentV1, type GenerationRequest, type PolicyV1, type TurnView } from '@ludic/core'
-import { kuhnOptions, terseObservation as kuhnTerseObservation } from '@ludic/example-selfplay-kuhn-poker/kuhn-setup'
+import { createRandom, type ChatMessage, type EnvironmentV1, type PolicyV1, type TokenizerV1, type TurnView } from '@ludic/core'
 import {
   createIteratedPrisonersDilemma,
   createKuhnPoker,
   createRandomPolicy,
   createTicTacToe,
   evaluationInvalidRewards,
+  kuhnExploitability,
   kuhnInformationStates,
+  kuhnPolicyOf,
+  kuhnTerseObservation,
   parseTicTacToeBoard,
+  type KuhnPokerOptions,
 } from '@ludic/games'
-import { collect } from '@ludic/rollout'
+import type { CausalLanguageModel } from '@ludic/model'
+import { actionLogprobs, evaluateAgainst } from '@ludic/trainer'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
 
 export const endOfText = '<|end|>'
+/** Kuhn Poker as in `examples/selfplay-kuhn-poker`: one round, net chips as the reward (its exploitability is exact). */
+export const kuhnOptions: KuhnPokerOptions = { rounds: 1, reward: 'chips' }
 
 /** The games trained together, by environment id. */
 export const gameIds = ['kuhn-poker-v1', 'tictactoe-v0', 'iterated-prisoners-dilemma-v0'] as const
 export type GameId = (typeof gameIds)[number]
-export const gameNames: Record<GameId, string> = { 'kuhn-poker-v1': 'kuhn', 'tictactoe-v0': 'tictactoe', 'iterated-prisoners-dilemma-v0': 'ipd' }
+export const gameNames = { 'kuhn-poker-v1': 'kuhn', 'tictactoe-v0': 'tictactoe', 'iterated-prisoners-dilemma-v0': 'ipd' } as const satisfies Record<
+  GameId,
+  string
+>
+export type GameName = (typeof gameNames)[GameId]
 
 export interface GameSettings {
   /** Rounds of the Iterated Prisoner's Dilemma. */
@@ -59,42 +69,26 @@ export function ipdTerse(observation: string): string {
   const mine: string[] = []
   const theirs: string[] = []
   for (const [, result] of observation.matchAll(/Round \d+ Results:\n([^\n]*)/g)) {
-    const choices = result === 'Both players cooperated' ? 'CC' : result === 'Both players defected' ? 'DD' : result!.startsWith('Player 0 cooperated') ? 'CD' : 'DC'
+    const choices =
+      result === 'Both players cooperated' ? 'CC' : result === 'Both players defected' ? 'DD' : result!.startsWith('Player 0 cooperated') ? 'CD' : 'DC'
     mine.push(choices[player]!)
     theirs.push(choices[1 - player]!)
   }
   return `ipd ${round?.[1] ?? '?'}/${round?.[2] ?? '?'}\nme ${mine.join('')}\nthem ${theirs.join('')}`
 }
 
-/** The terse observation of any of the games (dispatching on the view's text); Kuhn's is the Kuhn example's. */
+/** The terse observation of any of the games (dispatching on the view's text); Kuhn Poker's is `kuhnTerseObservation`. */
 export function terseObservation(observation: string): string {
   if (observation.includes('Tic Tac Toe')) return ticTacToeTerse(observation)
   if (observation.includes("Prisoner's Dilemma")) return ipdTerse(observation)
   return kuhnTerseObservation(observation)
 }
 
-/**
- * The rollout's prompt: a system message with the full observation (what scripted opponents read, see
- * `withFullObservation`) and a user message with the terse one (what the model reads: the chat template
- * renders the last message only). For Kuhn Poker the rendered prompt is exactly the Kuhn example's, so
- * its exact exploitability (`exploitabilityOf`) applies.
- */
-export const promptOf = (view: TurnView): ChatMessage[] => [
-  { role: 'system', content: view.observation },
-  { role: 'user', content: terseObservation(view.observation) },
-]
+/** The rollout's prompt: one user message with the terse observation (scripted opponents read the full one, see `playAgainstRandom`). */
+export const promptOf = (view: TurnView): ChatMessage[] => [{ role: 'user', content: terseObservation(view.observation) }]
 
-/** The chat template: the last message, then `\n>` where the move goes (the Kuhn example's). */
+/** The chat template: the last message, then `\n>` where the move goes. */
 export const chatTemplate = (messages: readonly ChatMessage[]): string => `${messages.at(-1)?.content ?? ''}\n>`
-
-/** A scripted opponent reads the game from the last user message: give it the full observation (the system message). */
-export function withFullObservation(policy: PolicyV1): PolicyV1 {
-  const full = (request: GenerationRequest): GenerationRequest => {
-    const observation = request.messages.find((message) => message.role === 'system')?.content
-    return observation === undefined ? request : { ...request, messages: [{ role: 'user', content: observation }] }
-  }
-  return { specificationVersion: 'v1', id: policy.id, generate: (requests) => policy.generate(requests.map(full)) }
-}
 
 /** Observations (with their legal moves) of the states random legal play visits in `games` games of a game. */
 function randomPlayStates(factory: () => EnvironmentV1, games: number, seed: number): TurnView[] {
@@ -117,7 +111,12 @@ function randomPlayStates(factory: () => EnvironmentV1, games: number, seed: num
  * Poker's states are its 12 information states; TicTacToe's and the dilemma's come from `games` random
  * games. Each game's list is repeated to about `perGame` examples, so no game dominates the warm-up.
  */
-export function randomPlayExamples(settings: GameSettings, games: number, perGame: number, seed: number): Record<GameId, { prompt: string; response: string }[]> {
+export function randomPlayExamples(
+  settings: GameSettings,
+  games: number,
+  perGame: number,
+  seed: number,
+): Record<GameId, { prompt: string; response: string }[]> {
   const factories = gameFactories(settings)
   const statesOf: Record<GameId, readonly TurnView[]> = {
     'kuhn-poker-v1': kuhnInformationStates(kuhnOptions).map((state) => ({ role: '', observation: state.observation, legalActions: state.legalActions })),
@@ -158,44 +157,42 @@ export interface GameFigures {
 }
 
 /**
- * The learner against the uniform random player in every game, seats alternating, sampled at
- * temperature 1, an invalid move counted as a loss; figures per game.
+ * The learner against the uniform random player in every game (`evaluateAgainst`: seats alternating, the learner
+ * reads the terse prompt, the random player the full observation), sampled at temperature 1, an invalid move
+ * counted as a loss; figures per game.
  */
 export async function playAgainstRandom(learner: PolicyV1, settings: GameSettings, episodes: number, seed: number): Promise<Record<GameId, GameFigures>> {
-  const random = withFullObservation(createRandomPolicy({ seed, id: 'random' }))
-  const learnerSeat = (seedOfEpisode: number) => (seedOfEpisode % 2 === 0 ? 'player0' : 'player1')
   const factories = gameFactories(settings, true)
-  const { trajectories, samples } = await collect({
+  const { byEnvironment } = await evaluateAgainst({
+    learner,
+    opponent: createRandomPolicy({ seed, id: 'random' }),
     environments: gameIds.map((game) => factories[game]),
-    policies: ({ role, seed: episodeSeed }) => (role === learnerSeat(episodeSeed) ? learner : random),
-    seeds: Array.from({ length: episodes }, (_, index) => seed * 100_000 + index),
+    episodes,
+    seed,
     prompt: (view) => promptOf(view),
     generation: { maxTokens: 8, temperature: 1 },
-    samplingSeed: seed,
-    learnerPolicyIds: [learner.id],
-    concurrency: 256,
   })
-  const result = {} as Record<GameId, GameFigures>
-  for (const game of gameIds) {
-    const played = trajectories.filter((trajectory) => trajectory.environmentId === game)
-    let wins = 0
-    let draws = 0
-    let reward = 0
-    for (const trajectory of played) {
-      const seat = learnerSeat(trajectory.seed)
-      const mine = trajectory.returns[seat] ?? 0
-      const theirs = trajectory.returns[seat === 'player0' ? 'player1' : 'player0'] ?? 0
-      reward += mine
-      if (mine > theirs) wins++
-      else if (mine === theirs) draws++
-    }
-    const moves = samples.filter((sample) => sample.environmentId === game)
-    result[game] = {
-      winRate: wins / played.length,
-      drawRate: draws / played.length,
-      meanReward: reward / played.length,
-      invalidRate: moves.length === 0 ? 0 : moves.filter((sample) => sample.invalid).length / moves.length,
-    }
+  const figures = (game: GameId): GameFigures => {
+    const { winRate, drawRate, meanReward, invalidRate } = byEnvironment[game]!
+    return { winRate, drawRate, meanReward, invalidRate }
   }
-  return result
+  return Object.fromEntries(gameIds.map((game) => [game, figures(game)])) as Record<GameId, GameFigures>
+}
+
+/**
+ * Kuhn Poker's exploitability, exactly: each legal move scored by the model at each information state
+ * (`actionLogprobs`, the prompt as the model reads it in training), normalised over the legal moves (`kuhnPolicyOf`).
+ */
+export async function kuhnExploitabilityOf(model: CausalLanguageModel, tokenizer: TokenizerV1): Promise<number> {
+  const states = kuhnInformationStates(kuhnOptions)
+  const scores = await actionLogprobs(
+    model,
+    tokenizer,
+    states.map((state) => ({ prompt: chatTemplate(promptOf(state)), actions: state.legalActions })),
+  )
+  const policy = await kuhnPolicyOf((observation) => scores[states.findIndex((state) => state.observation === observation)]!, {
+    prompt: 'observation',
+    environment: kuhnOptions,
+  })
+  return kuhnExploitability(policy).exploitability
 }

@@ -33,8 +33,8 @@ describe('multi-game', () => {
     for (const evaluation of report.evaluations) {
       expect(evaluation.kuhnExploitability).toBeGreaterThanOrEqual(0)
       expect(evaluation.kuhnExploitability).toBeLessThanOrEqual(1.5)
-      expect(Object.keys(evaluation.games)).toEqual(['kuhn', 'tictactoe', 'ipd'])
-      for (const figures of Object.values(evaluation.games)) {
+      expect(Object.keys(evaluation)).toEqual(['step', 'kuhnExploitability', 'kuhn', 'tictactoe', 'ipd'])
+      for (const figures of [evaluation.kuhn, evaluation.tictactoe, evaluation.ipd]) {
         for (const rate of [figures.winRate, figures.drawRate, figures.invalidRate]) {
           expect(rate).toBeGreaterThanOrEqual(0)
           expect(rate).toBeLessThanOrEqual(1)

@@ -1,5 +1,4 @@
-import type { ChatMessage, GenerationRequest, PolicyV1, Trajectory, TurnView } from '@ludic/core'
-import { collect } from '@ludic/rollout'
+import { createRandom, type ChatMessage, type PolicyV1, type Trajectory, type TurnView } from '@ludic/core'
 import {
   createNegotiationHeuristicPolicy,
   createRandomPolicy,
@@ -16,7 +15,7 @@ import {
   type NegotiationBundle,
   type NegotiationInventory,
 } from '@ludic/games'
-import { createRandom } from '@ludic/core'
+import { evaluateAgainst } from '@ludic/trainer'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
 
 export const endOfText = '<|end|>'
@@ -40,27 +39,11 @@ const bundleText = (bundle: NegotiationBundle) =>
     .map((resource) => `${bundle[resource]} ${resource}`)
     .join(', ')
 
-/**
- * The rollout's prompt: a system message with the full observation (what scripted opponents read, see
- * `withFullObservation`) and a user message with the terse one (what the model reads: the chat template
- * renders the last message only).
- */
-export const promptOf = (view: TurnView): ChatMessage[] => [
-  { role: 'system', content: view.observation },
-  { role: 'user', content: terseObservation(view.observation) },
-]
+/** The rollout's prompt: one user message with the terse observation (scripted opponents read the full one, see `playAgainst`). */
+export const promptOf = (view: TurnView): ChatMessage[] => [{ role: 'user', content: terseObservation(view.observation) }]
 
 /** The chat template: the last message, then `\n>` where the move goes. */
 export const chatTemplate = (messages: readonly ChatMessage[]): string => `${messages.at(-1)?.content ?? ''}\n>`
-
-/** A scripted opponent reads the game from the last user message: give it the full observation (the system message). */
-export function withFullObservation(policy: PolicyV1): PolicyV1 {
-  const full = (request: GenerationRequest): GenerationRequest => {
-    const observation = request.messages.find((message) => message.role === 'system')?.content
-    return observation === undefined ? request : { ...request, messages: [{ role: 'user', content: observation }] }
-  }
-  return { specificationVersion: 'v1', id: policy.id, generate: (requests) => policy.generate(requests.map(full)) }
-}
 
 /** The legal-move menu of a state: `[Accept]` (when an offer is open and payable), `[Deny]`, offers of 1–3 units. */
 export const menuOf = (observation: string): string[] => legalActionsFromObservation(observation)
@@ -123,7 +106,9 @@ export interface NegotiationOutcome {
  * Replays an episode's moves (the game's rules: one open offer, every answer closes it, accepting trades)
  * up to its first invalid move, which ends the game; returns the players' value changes and the trades.
  */
-export function negotiationOutcome(trajectory: Pick<Trajectory, 'turns'> | { turns: readonly Pick<Trajectory['turns'][number], 'role' | 'action' | 'invalidAction'>[] }): NegotiationOutcome {
+export function negotiationOutcome(
+  trajectory: Pick<Trajectory, 'turns'> | { turns: readonly Pick<Trajectory['turns'][number], 'role' | 'action' | 'invalidAction'>[] },
+): NegotiationOutcome {
   const inventories: [NegotiationInventory, NegotiationInventory] = [{ ...negotiationStartingInventory }, { ...negotiationStartingInventory }]
   let offer: { from: 0 | 1; offered: NegotiationBundle; requested: NegotiationBundle } | undefined
   let deals = 0
@@ -147,7 +132,8 @@ export function negotiationOutcome(trajectory: Pick<Trajectory, 'turns'> | { tur
     }
   }
   const change = (player: 0 | 1) =>
-    negotiationInventoryValue(inventories[player], negotiationValues[player]) - negotiationInventoryValue(negotiationStartingInventory, negotiationValues[player])
+    negotiationInventoryValue(inventories[player], negotiationValues[player]) -
+    negotiationInventoryValue(negotiationStartingInventory, negotiationValues[player])
   return { valueChange: [change(0), change(1)], deals }
 }
 
@@ -167,46 +153,42 @@ export interface MatchFigures {
 }
 
 /**
- * The learner against an opponent (seats alternating), sampled at temperature 1, an invalid move counted
- * as a loss (`evaluationInvalidRewards`).
+ * The learner against an opponent (`evaluateAgainst`: seats alternating, the learner reads the terse prompt, the
+ * opponent the full observation), sampled at temperature 1, an invalid move counted as a loss
+ * (`evaluationInvalidRewards`); each game replayed for its value changes and trades (`negotiationOutcome`).
  */
-export async function playAgainst(learner: PolicyV1, opponent: PolicyV1, options: { episodes: number; turns: number; seed: number; maxTokens: number }): Promise<MatchFigures> {
-  const scripted = withFullObservation(opponent)
-  const learnerSeat = (episodeIndex: number) => (episodeIndex % 2 === 0 ? 'player0' : 'player1')
-  const { trajectories, samples } = await collect({
+export async function playAgainst(
+  learner: PolicyV1,
+  opponent: PolicyV1,
+  options: { episodes: number; turns: number; seed: number; maxTokens: number },
+): Promise<MatchFigures> {
+  const match = await evaluateAgainst({
+    learner,
+    opponent,
     environments: [() => createSimpleNegotiation({ turns: options.turns, ...evaluationInvalidRewards })],
-    policies: ({ role, episodeIndex }) => (role === learnerSeat(episodeIndex) ? learner : scripted),
-    seeds: Array.from({ length: options.episodes }, (_, index) => options.seed * 100_000 + index),
+    episodes: options.episodes,
+    seed: options.seed,
     prompt: (view) => promptOf(view),
     generation: { maxTokens: options.maxTokens, temperature: 1 },
-    samplingSeed: options.seed,
-    learnerPolicyIds: [learner.id],
-    concurrency: 256,
   })
   let value = 0
   let opponentValue = 0
-  let wins = 0
-  let reward = 0
   let deals = 0
-  trajectories.forEach((trajectory, index) => {
-    const seat = learnerSeat(index)
-    const other = seat === 'player0' ? 'player1' : 'player0'
+  match.trajectories.forEach((trajectory, index) => {
+    const seat = match.learnerSeats[index] === 'player0' ? 0 : 1
     const outcome = negotiationOutcome(trajectory)
-    value += outcome.valueChange[seat === 'player0' ? 0 : 1]
-    opponentValue += outcome.valueChange[seat === 'player0' ? 1 : 0]
-    const result = trajectory.returns[seat] ?? 0
-    reward += result
-    if (result > (trajectory.returns[other] ?? 0)) wins++
+    value += outcome.valueChange[seat]
+    opponentValue += outcome.valueChange[1 - seat]!
     if (outcome.deals > 0) deals++
   })
-  const games = trajectories.length
+  const games = match.episodes
   return {
     meanValueChange: value / games,
     opponentValueChange: opponentValue / games,
-    winRate: wins / games,
-    meanReward: reward / games,
+    winRate: match.winRate,
+    meanReward: match.meanReward,
     dealRate: deals / games,
-    invalidRate: samples.length === 0 ? 0 : samples.filter((sample) => sample.invalid).length / samples.length,
+    invalidRate: match.invalidRate,
   }
 }
 
@@ -215,4 +197,3 @@ export const opponents = (seed: number) => ({
   heuristic: createNegotiationHeuristicPolicy({ seed }),
   random: createRandomPolicy({ seed, id: 'random' }),
 })
-

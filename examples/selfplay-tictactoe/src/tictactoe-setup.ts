@@ -1,7 +1,4 @@
 import type { ChatMessage, PolicyV1, TokenizerV1 } from '@ludic/core'
-import type { CausalLanguageModel } from '@ludic/model'
-import { responseLogprobs } from '@ludic/trainer'
-import { collect } from '@ludic/rollout'
 import {
   createTicTacToe,
   evaluationInvalidRewards,
@@ -12,6 +9,8 @@ import {
   type TicTacToeBoard,
   type TicTacToeMark,
 } from '@ludic/games'
+import type { CausalLanguageModel } from '@ludic/model'
+import { actionLogprobs, evaluateAgainst } from '@ludic/trainer'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
 
 export const endOfText = '<|end|>'
@@ -97,64 +96,31 @@ export interface PlayResult {
 }
 
 /**
- * The learner against a fixed opponent, seats alternating (even episodes: the learner is O, player0, and
- * moves first; odd: X), an invalid move counted as a loss (−1/+1). A draw is not a win.
+ * The learner against a fixed opponent (`evaluateAgainst`), seats alternating (even episodes: the learner is O,
+ * player0, and moves first; odd: X), an invalid move counted as a loss (−1/+1). A draw is not a win.
  */
 export async function playAgainst(learner: PolicyV1, opponent: PolicyV1, episodes: number, seed: number, temperature: number): Promise<PlayResult> {
-  const { trajectories, samples } = await collect({
-    environments: [() => createTicTacToe({ ...evaluationInvalidRewards })],
-    policies: ({ role, episodeIndex }) => (role === (episodeIndex % 2 === 0 ? 'player0' : 'player1') ? learner : opponent),
-    seeds: Array.from({ length: episodes }, (_, index) => seed * 100_000 + index),
+  const environments = [() => createTicTacToe({ ...evaluationInvalidRewards })]
+  const { winRate, drawRate, lossRate, invalidRate, winRateBySeat } = await evaluateAgainst({
+    learner,
+    opponent,
+    environments,
+    episodes,
+    seed,
     generation: { maxTokens: 4, temperature },
-    samplingSeed: seed,
-    learnerPolicyIds: [learner.id],
-    concurrency: 256,
   })
-  const counts = { win: 0, draw: 0, loss: 0 }
-  const wins = { player0: 0, player1: 0 }
-  const games = { player0: 0, player1: 0 }
-  trajectories.forEach((trajectory, index) => {
-    if (trajectory.error !== undefined) throw trajectory.error
-    const seat = index % 2 === 0 ? 'player0' : 'player1'
-    const result = trajectory.returns[seat] ?? 0
-    games[seat]++
-    if (result > 0) {
-      counts.win++
-      wins[seat]++
-    } else if (result < 0) counts.loss++
-    else counts.draw++
-  })
-  const n = trajectories.length
-  const invalid = samples.filter((sample) => sample.invalid).length
-  return {
-    winRate: counts.win / n,
-    drawRate: counts.draw / n,
-    lossRate: counts.loss / n,
-    invalidRate: samples.length === 0 ? 0 : invalid / samples.length,
-    winRateAsO: wins.player0 / Math.max(1, games.player0),
-    winRateAsX: wins.player1 / Math.max(1, games.player1),
-  }
+  return { winRate, drawRate, lossRate, invalidRate, winRateAsO: winRateBySeat.player0 ?? 0, winRateAsX: winRateBySeat.player1 ?? 0 }
 }
 
 /**
  * The model's probability of a legal move, exactly: at every non-terminal position, the summed probability
- * of each legal move followed by the end token (everything else is invalid or malformed); the mean over
- * positions (uniform) and the smallest.
+ * of each legal move followed by the end token (`actionLogprobs`; everything else is invalid or malformed);
+ * the mean over positions (uniform) and the smallest.
  */
 export async function legalMoveMass(model: CausalLanguageModel, tokenizer: TokenizerV1): Promise<{ mean: number; min: number }> {
-  const encode = (text: string) => tokenizer.encode(text, { addSpecialTokens: false })
-  const eos = tokenizer.eosTokenId!
-  const positions = nonTerminalPositions()
-  const sequences = positions.flatMap((board) => ticTacToeEmptyCells(board).map((cell) => ({ promptIds: encode(promptOfBoard(board)), responseIds: Int32Array.from([...encode(moveText(cell)), eos]) })))
-  const logprobs = await responseLogprobs(model, sequences, 1024)
-  let index = 0
-  let total = 0
-  let min = 1
-  for (const board of positions) {
-    let mass = 0
-    for (const _ of ticTacToeEmptyCells(board)) mass += Math.exp(logprobs[index++]!.reduce((sum, value) => sum + value, 0))
-    total += mass
-    min = Math.min(min, mass)
-  }
-  return { mean: total / positions.length, min }
+  const positions = nonTerminalPositions().map((board) => ({ prompt: promptOfBoard(board), actions: ticTacToeEmptyCells(board).map(moveText) }))
+  const masses = (await actionLogprobs(model, tokenizer, positions, { batchSize: 1024 })).map((scores) =>
+    scores.reduce((total, score) => total + Math.exp(score), 0),
+  )
+  return { mean: masses.reduce((total, mass) => total + mass, 0) / masses.length, min: Math.min(1, ...masses) }
 }

@@ -11,7 +11,15 @@ export {
   type RlBatchConfig,
   type RlTrainerConfig,
 } from './rl-config.js'
-export { createSftTrainer, sftStep, sftTrainerConfigSchema, type SftExample, type SftStepMetrics, type SftTrainer, type SftTrainerConfig } from './sft-trainer.js'
+export {
+  createSftTrainer,
+  sftStep,
+  sftTrainerConfigSchema,
+  type SftExample,
+  type SftStepMetrics,
+  type SftTrainer,
+  type SftTrainerConfig,
+} from './sft-trainer.js'
 export { optimizerConfigSchema, type OptimizerConfig } from './optimizer-config.js'
 export { resolveSchedule, scheduleConfigSchema, type ScheduleConfig } from './schedule.js'
 export { outcomeAdvantageBatch } from './outcome-rewards.js'
@@ -21,4 +29,29 @@ export { createProgressBar, type ProgressBar, type ProgressStream } from './prog
 export { loadRunConfig, runConfigFileSchema, type EnvironmentRegistry, type LoadRunConfigOptions, type RunConfigFile } from './run-config.js'
 export { renderRunChart, type ChartSeries } from './run-chart.js'
 export { parseCommandLineOptions } from './command-line.js'
+export {
+  evaluateAgainst,
+  evaluateAgainstOptionsSchema,
+  wilsonInterval,
+  type EvaluateAgainstOptions,
+  type MatchFigures,
+  type MatchResult,
+} from './evaluation.js'
+export { actionLogprobs, type ActionChoice } from './action-logprobs.js'
+export {
+  evaluationMetrics,
+  exampleOptionDefaults,
+  exampleOptionsSchema,
+  loggedEvaluations,
+  makeRunDirectory,
+  runExampleMain,
+  startExampleRun,
+  type Evaluated,
+  type EvaluationSeries,
+  type ExampleOptionDefaults,
+  type ExampleOptions,
+  type ExampleReport,
+  type ExampleRun,
+  type ExampleTrainerConfig,
+} from './example-run.js'
 export type { CreateRlRolloutSetup, RlRolloutSetup } from './rollout-worker.js'

@@ -7,6 +7,9 @@ export const scheduleConfigSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('warmup-cosine'),
     warmupSteps: z.number().int().min(0).default(0),
+    /** Steps at the full rate between the warm-up and the decay (warmup-stable-decay). Default 0. */
+    holdSteps: z.number().int().min(0).default(0),
+    /** The decay ends here (at `minRatio`), counted from step 0. */
     totalSteps: z.number().int().positive(),
     minRatio: z.number().min(0).max(1).default(0),
   }),
@@ -22,8 +25,14 @@ export function resolveSchedule(schedule: ScheduleConfig | LearningRateSchedule 
   switch (parsed.type) {
     case 'constant':
       return constantSchedule({ warmupSteps: parsed.warmupSteps })
-    case 'warmup-cosine':
-      return warmupCosineSchedule({ warmupSteps: parsed.warmupSteps, totalSteps: parsed.totalSteps, minRatio: parsed.minRatio })
+    case 'warmup-cosine': {
+      const { warmupSteps, holdSteps, totalSteps, minRatio } = parsed
+      if (holdSteps === 0) return warmupCosineSchedule({ warmupSteps, totalSteps, minRatio })
+      // Warm-up, then 1 for `holdSteps`, then the cosine over what is left (its own step 0 at the end of the hold).
+      const warmup = constantSchedule({ warmupSteps })
+      const decay = warmupCosineSchedule({ totalSteps: Math.max(1, totalSteps - warmupSteps - holdSteps), minRatio })
+      return (step) => (step < warmupSteps + holdSteps ? warmup(step) : decay(step - warmupSteps - holdSteps))
+    }
     case 'warmup-linear':
       return warmupLinearSchedule({ warmupSteps: parsed.warmupSteps, totalSteps: parsed.totalSteps })
   }

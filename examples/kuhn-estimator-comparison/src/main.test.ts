@@ -15,7 +15,7 @@ const outcome = (length: number, reward: number) => {
   return rewards
 }
 
-describe('swap-estimator', () => {
+describe('kuhn-estimator-comparison', () => {
   it('role-rloo: leave-one-out per (group, role), one advantage per episode on all its turns', () => {
     // Group g, 3 plays; player0 wins, loses, wins (its first play has two turns: rewards on the last).
     const { advantages } = createRoleRloo().estimate({
@@ -30,8 +30,8 @@ describe('swap-estimator', () => {
     expect(advantages[2]).toEqual(new Float32Array([-1, -1, -1]))
   })
 
-  it('runs the Kuhn example once per estimator with tiny settings and writes the comparison', async () => {
-    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-swap-estimator-'))
+  it('runs the Kuhn self-play once per estimator with tiny settings and writes the comparison', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-kuhn-estimator-comparison-'))
     directories.push(runDirectory)
     const lines: string[] = []
     const comparison = await main({ steps: 2, sftSteps: 5, episodesPerStep: 4, groupSize: 2, miniBatchSize: 16, evaluateEvery: 1, evaluationEpisodes: 8, runDirectory, backend: 'wasm', progress: false, log: (line) => lines.push(line) })

@@ -1,19 +1,19 @@
 /**
- * The same run with another advantage estimator, in one line: the Kuhn Poker self-play example
- * (`@ludic/example-selfplay-kuhn-poker`) is run once per estimator — RAE (its default), `createRloo()` and
- * a role-conditioned leave-one-out estimator written here — with everything else equal, and the results
- * are compared in a table (exact exploitability before/after, win rate against random, seconds).
+ * The same run with another advantage estimator, in one line: a Kuhn Poker self-play run (`src/kuhn-run.ts`, the
+ * run of `examples/selfplay-kuhn-poker`) once per estimator — RAE (the default), `createRloo()` and a
+ * role-conditioned leave-one-out estimator written here — with everything else equal, and the results
+ * compared in a table (exact exploitability before/after, win rate against random, seconds).
  *
  *   npx tsx src/main.ts --steps 40 --estimators rae,rloo,role-rloo
  */
-import { mkdir, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 import { createRae, createRloo, parseAdvantageBatch } from '@ludic/advantages'
 import { parseArgument, type AdvantageEstimatorV1 } from '@ludic/core'
-import { main as kuhnSelfPlay, type Report as KuhnReport } from '@ludic/example-selfplay-kuhn-poker'
-import { parseCommandLineOptions, renderRunChart } from '@ludic/trainer'
+import { makeRunDirectory, renderRunChart, runExampleMain } from '@ludic/trainer'
 import { z } from 'zod'
+import { kuhnRunOptionsSchema, runKuhnSelfPlay, type KuhnRunReport } from './kuhn-run.js'
 
 /**
  * A custom estimator: role-conditioned leave-one-out. An episode is one role's turns in one trajectory;
@@ -64,31 +64,30 @@ export const estimatorFactories: Record<string, () => AdvantageEstimatorV1> = {
   'role-rloo': () => createRoleRloo(),
 }
 
-export const mainOptionsSchema = z.strictObject({
-  /** Which estimators to run, in order (comma-separated on the command line): `rae`, `rloo`, `role-rloo`. */
-  estimators: z
-    .union([z.array(z.string()), z.string().transform((text) => text.split(',').map((name) => name.trim()))])
-    .pipe(z.array(z.enum(['rae', 'rloo', 'role-rloo'])).min(1))
-    .default(['rae', 'rloo', 'role-rloo']),
-  /** Self-play steps per run (the Kuhn example's default is 100; 40 keeps three runs near 10 min on wasm). */
-  steps: z.number().int().min(0).default(40),
-  /** Deals per step; each is played `groupSize` times, so a step plays `episodesPerStep × groupSize` episodes. */
-  episodesPerStep: z.number().int().positive().default(32),
-  /** Plays per deal (the trainer's `batch.groupSize`): RLOO and role-rloo compare the plays of one deal; they need > 1. */
-  groupSize: z.number().int().positive().default(4),
-  /** Supervised warm-up updates on random legal play (the Kuhn example's default). */
-  sftSteps: z.number().int().min(0).default(40),
-  miniBatchSize: z.number().int().positive().default(64),
-  evaluateEvery: z.number().int().positive().default(10),
-  evaluationEpisodes: z.number().int().positive().default(200),
-  seed: z.number().int().default(0),
-  /** Where the comparison goes; each estimator's run in `<runDirectory>/<name>`. Default `runs/<timestamp>` here. */
-  runDirectory: z.string().min(1).optional(),
-  /** `wasm`, `tensorflow`, `cpu`…; default: the best installed (LUDIC_BACKEND overrides). */
-  backend: z.string().optional(),
-  progress: z.boolean().default(true),
-  log: z.custom<(line: string) => void>((value) => typeof value === 'function').default(() => (line: string) => console.log(line)),
-})
+/** The Kuhn run's options this comparison varies (the rest keep the Kuhn example's defaults), and its own. */
+export const mainOptionsSchema = kuhnRunOptionsSchema
+  .pick({
+    steps: true,
+    episodesPerStep: true,
+    sftSteps: true,
+    miniBatchSize: true,
+    evaluateEvery: true,
+    evaluationEpisodes: true,
+    seed: true,
+    runDirectory: true,
+    backend: true,
+    progress: true,
+    log: true,
+  })
+  .extend({
+    /** Which estimators to run, in order (comma-separated on the command line): `rae`, `rloo`, `role-rloo`. */
+    estimators: z
+      .union([z.array(z.string()), z.string().transform((text) => text.split(',').map((name) => name.trim()))])
+      .pipe(z.array(z.enum(['rae', 'rloo', 'role-rloo'])).min(1))
+      .default(['rae', 'rloo', 'role-rloo']),
+    /** Plays per deal (the trainer's `batch.groupSize`): RLOO and role-rloo compare the plays of one deal; they need > 1. */
+    groupSize: z.number().int().positive().default(4),
+  })
 export type MainOptions = z.input<typeof mainOptionsSchema>
 
 export interface Row {
@@ -112,30 +111,16 @@ const exampleDirectory = join(dirname(fileURLToPath(import.meta.url)), '..')
 const colors = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd']
 
 export async function main(options: MainOptions = {}): Promise<Comparison> {
-  const parsed = parseArgument(mainOptionsSchema, options, 'options')
-  const { log } = parsed
-  const runDirectory = parsed.runDirectory ?? join(exampleDirectory, 'runs', new Date().toISOString().replaceAll(':', '-').replace(/\..*$/, ''))
-  await mkdir(runDirectory, { recursive: true })
+  const { estimators, groupSize, ...settings } = parseArgument(mainOptionsSchema, options, 'options')
+  const { log } = settings
+  const runDirectory = await makeRunDirectory(exampleDirectory, settings.runDirectory)
   const rows: Row[] = []
-  const reports: { name: string; report: KuhnReport }[] = []
-  for (const name of parsed.estimators) {
+  const reports: { name: string; report: KuhnRunReport }[] = []
+  for (const name of estimators) {
     log(`— ${name} —`)
     // The swap, in one line: `advantage: createRloo()` (or any AdvantageEstimatorV1) instead of the default RAE.
-    const report = await kuhnSelfPlay({
-      advantage: estimatorFactories[name]!(),
-      groupSize: parsed.groupSize,
-      steps: parsed.steps,
-      episodesPerStep: parsed.episodesPerStep,
-      sftSteps: parsed.sftSteps,
-      miniBatchSize: parsed.miniBatchSize,
-      evaluateEvery: parsed.evaluateEvery,
-      evaluationEpisodes: parsed.evaluationEpisodes,
-      seed: parsed.seed,
-      runDirectory: join(runDirectory, name),
-      ...(parsed.backend === undefined ? {} : { backend: parsed.backend }),
-      progress: parsed.progress,
-      log,
-    })
+    const runOptions = kuhnRunOptionsSchema.parse({ ...settings, runDirectory: join(runDirectory, name) })
+    const report = await runKuhnSelfPlay(runOptions, { advantage: estimatorFactories[name]!(), groupSize })
     reports.push({ name, report })
     rows.push({
       estimator: name,
@@ -151,7 +136,11 @@ export async function main(options: MainOptions = {}): Promise<Comparison> {
 
   const table = formatTable(rows)
   for (const line of table) log(line)
-  const comparison: Comparison = { options: Object.fromEntries(Object.entries(parsed).filter(([name]) => name !== 'log')), rows, runDirectory }
+  const comparison: Comparison = {
+    options: { estimators, groupSize, ...Object.fromEntries(Object.entries(settings).filter(([name]) => name !== 'log')) },
+    rows,
+    runDirectory,
+  }
   await writeFile(join(runDirectory, 'comparison.json'), `${JSON.stringify(comparison, null, 2)}\n`)
   await writeFile(join(runDirectory, 'comparison.md'), `${table.join('\n')}\n`)
   await writeFile(
@@ -183,14 +172,4 @@ export function formatTable(rows: readonly Row[]): string[] {
   ]
 }
 
-/** `--steps 10 --estimators rloo,role-rloo --group-size 4 …` → options. */
-export const parseCommandLine = (argv: readonly string[]): MainOptions => parseCommandLineOptions(argv) as MainOptions
-
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main(parseCommandLine(process.argv.slice(2)))
-    .then(() => process.exit(0))
-    .catch((error: unknown) => {
-      console.error(error)
-      process.exitCode = 1
-    })
-}
+runExampleMain(import.meta.url, main)

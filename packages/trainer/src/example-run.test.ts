@@ -1,0 +1,128 @@
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { evaluationMetrics, exampleOptionsSchema, loggedEvaluations, startExampleRun } from './example-run.js'
+import type { StepMetrics } from './metrics-log.js'
+
+let directory: string
+beforeAll(async () => {
+  directory = await mkdtemp(join(tmpdir(), 'ludic-example-run-'))
+})
+afterAll(async () => {
+  await rm(directory, { recursive: true, force: true })
+})
+
+describe('exampleOptionsSchema', () => {
+  it('has the documented defaults, takes an example’s own, and is extended with its own options', () => {
+    const shared = exampleOptionsSchema().parse({})
+    expect(shared).toMatchObject({
+      steps: 100,
+      sftSteps: 300,
+      episodesPerStep: 128,
+      learningRate: 5e-4,
+      klCoefficient: 0.05,
+      evaluateEvery: 10,
+      seed: 0,
+      progress: true,
+    })
+    expect(shared.runDirectory).toBeUndefined()
+    const schema = exampleOptionsSchema({ steps: 40, klCoefficient: 0.2 }).extend({ turns: z.number().int().positive().default(6) })
+    expect(schema.parse({ seed: 3 })).toMatchObject({ steps: 40, klCoefficient: 0.2, seed: 3, turns: 6, sftSteps: 300 })
+    expect(() => schema.parse({ stpes: 1 })).toThrow(/stpes/) // strict: a misspelt option is an error
+  })
+})
+
+describe('startExampleRun', () => {
+  const optionsOf = (options: Record<string, unknown>) => exampleOptionsSchema().parse({ backend: 'cpu', ...options })
+
+  it('names a fresh run runs/<timestamp> in the example folder, measures "before" once and writes the report', async () => {
+    const lines: string[] = []
+    const run = await startExampleRun(pathToFileURL(`${directory}/`), optionsOf({ log: (line: string) => lines.push(line) }))
+    expect(run.runDirectory).toMatch(/[/\\]runs[/\\]\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d$/)
+    expect(run.runDirectory.startsWith(directory)).toBe(true)
+    expect(run.resuming).toBe(false)
+    expect(lines).toEqual([`backend cpu; run ${run.runDirectory}`])
+    const before = await run.beforeTraining(async () => ({ step: 0, winRate: 0.5 }))
+    expect(before).toEqual({ step: 0, winRate: 0.5 })
+    const report = await run.writeReport(
+      { options: { steps: 3, log: () => {} }, before, after: before, evaluations: [before], target: 0.7 },
+      { title: 'test', series: [{ name: 'win rate', color: '#000', points: [{ step: 0, value: 0.5 }] }] },
+    )
+    expect(report).toMatchObject({ backend: 'cpu', options: { steps: 3 }, after: before, target: 0.7, runDirectory: run.runDirectory })
+    expect(report.options).not.toHaveProperty('log') // functions are left out
+    expect(Object.keys(report)).toEqual(['backend', 'options', 'before', 'after', 'evaluations', 'target', 'seconds', 'runDirectory'])
+    expect(JSON.parse(await readFile(join(run.runDirectory, 'report.json'), 'utf8'))).toEqual(report)
+    expect(await readFile(join(run.runDirectory, 'chart.svg'), 'utf8')).toContain('win rate')
+    expect((await readdir(run.runDirectory)).sort()).toEqual(['before.json', 'chart.svg', 'report.json'])
+  })
+
+  it('resumes a run directory holding a checkpoint: "before" is read back, not measured again', async () => {
+    const runDirectory = join(directory, 'resumed')
+    await mkdir(join(runDirectory, 'checkpoint-2'), { recursive: true })
+    await writeFile(join(runDirectory, 'checkpoint-2', 'training-state.json'), '{}')
+    await writeFile(join(runDirectory, 'before.json'), JSON.stringify({ step: 0, winRate: 0.25 }))
+    const lines: string[] = []
+    const run = await startExampleRun(directory, optionsOf({ runDirectory, log: (line: string) => lines.push(line) }))
+    expect(run.resuming).toBe(true)
+    expect(lines[0]).toMatch(/\(resuming\)$/)
+    expect(await run.beforeTraining(() => Promise.reject(new Error('measured again')))).toEqual({ step: 0, winRate: 0.25 })
+  })
+
+  it('lists before, the logged evaluations and the last step’s, evaluating it only when it was not logged', async () => {
+    const run = await startExampleRun(directory, optionsOf({ runDirectory: join(directory, 'evaluations'), log: () => {} }))
+    const history: StepMetrics[] = [{ step: 1, 'eval/winRate': 0.5 }, { step: 2 }]
+    const evaluated: number[] = []
+    const evaluate = async (step: number) => {
+      evaluated.push(step)
+      return { step, winRate: 1 }
+    }
+    const { evaluations, after } = await run.evaluations({ step: 0, winRate: 0 }, { history, stepCount: 2 }, evaluate)
+    expect(evaluations).toEqual([
+      { step: 0, winRate: 0 },
+      { step: 1, winRate: 0.5 },
+      { step: 2, winRate: 1 },
+    ])
+    expect(after).toEqual({ step: 2, winRate: 1 })
+    expect(evaluated).toEqual([2])
+    const logged = await run.evaluations({ step: 0, winRate: 0 }, { history: history.slice(0, 1), stepCount: 1 }, evaluate)
+    expect(logged.after).toEqual({ step: 1, winRate: 0.5 })
+    expect(evaluated).toEqual([2])
+  })
+
+  it('turns the options into the trainer’s settings, the KL term only when β > 0', async () => {
+    const options = optionsOf({ klCoefficient: 0, episodesPerStep: 8, runDirectory: join(directory, 'trainer'), log: () => {} })
+    const run = await startExampleRun(directory, options)
+    const config = run.trainerConfig({ maxTokens: 4, evaluate: async (step: number) => ({ step, random: { winRate: 1 } }) })
+    expect(config).toMatchObject({
+      optimizer: { learningRate: 5e-4 },
+      batch: { episodesPerStep: 8, groupSize: 1, ppoEpochs: 2, miniBatchSize: 64, maxTokens: 4, concurrency: 256, maxGenerationBatch: 256 },
+      seed: 0,
+      runDirectory: join(directory, 'trainer'),
+      checkpointEvery: 10,
+      resume: false,
+      evaluateEvery: 10,
+    })
+    expect(config).not.toHaveProperty('kl')
+    expect(await config.evaluate!({ step: 3 } as never)).toEqual({ 'random/winRate': 1 })
+    const withKl = await startExampleRun(directory, { ...options, klCoefficient: 0.1 })
+    expect(withKl.trainerConfig({ maxTokens: 4, groupSize: 2 })).toMatchObject({ kl: { coefficient: 0.1 }, batch: { groupSize: 2 } })
+  })
+})
+
+describe('evaluations in the trainer’s history', () => {
+  const evaluation = { step: 5, exploitability: 0.2, heuristic: { winRate: 0.5, dealRate: 0.25 }, random: { winRate: 0.75, dealRate: 0 } }
+
+  it('flattens an evaluation into the hook’s metrics and rebuilds it from the logged eval/* metrics', () => {
+    const metrics = evaluationMetrics(evaluation)
+    expect(metrics).toEqual({ exploitability: 0.2, 'heuristic/winRate': 0.5, 'heuristic/dealRate': 0.25, 'random/winRate': 0.75, 'random/dealRate': 0 })
+    const history: StepMetrics[] = [
+      { step: 4, loss: 1 },
+      { step: 5, loss: 1, ...Object.fromEntries(Object.entries(metrics).map(([name, value]) => [`eval/${name}`, value])) },
+    ]
+    expect(loggedEvaluations(history)).toEqual([evaluation])
+    expect(JSON.stringify(loggedEvaluations(history)[0])).toBe(JSON.stringify(evaluation)) // the same key order
+  })
+})

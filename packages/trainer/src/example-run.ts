@@ -1,0 +1,290 @@
+/**
+ * What the self-play examples share (`examples/selfplay-*`, `multi-game`, `kuhn-estimator-comparison`): their
+ * common options with documented defaults, the run directory (`runs/<timestamp>`, resumed when it holds a
+ * checkpoint), the warm-up, the trainer settings those options decide, the evaluations before, during and
+ * after training, the report and its chart, and the command line.
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { latestCheckpoint } from '@ludic/model'
+import { createPolicyLoss } from '@ludic/objectives'
+import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
+import { z } from 'zod'
+import { parseCommandLineOptions } from './command-line.js'
+import type { StepMetrics } from './metrics-log.js'
+import type { EvaluationContext, RlTrainerConfig } from './rl-config.js'
+import { renderRunChart, type ChartSeries } from './run-chart.js'
+import { createSftTrainer, type SftTrainerConfig } from './sft-trainer.js'
+
+/** The defaults of `exampleOptionsSchema`; an example passes those it changes. */
+export const exampleOptionDefaults = {
+  steps: 100,
+  sftSteps: 300,
+  episodesPerStep: 128,
+  ppoEpochs: 2,
+  miniBatchSize: 64,
+  learningRate: 5e-4,
+  sftLearningRate: 2e-3,
+  klCoefficient: 0.05,
+  evaluateEvery: 10,
+  evaluationEpisodes: 100,
+  vocabSize: 384,
+  seed: 0,
+  checkpointEvery: 10,
+}
+export type ExampleOptionDefaults = typeof exampleOptionDefaults
+
+/**
+ * The options every self-play example takes (`--name value` on its command line), with `defaults` in place of
+ * `exampleOptionDefaults` where given. An example adds its own with `.extend({ … })`.
+ */
+export function exampleOptionsSchema(defaults: Partial<ExampleOptionDefaults> = {}) {
+  const value = { ...exampleOptionDefaults, ...defaults }
+  return z.strictObject({
+    /** Self-play steps. Default 100. */
+    steps: z.number().int().min(0).default(value.steps),
+    /** Supervised warm-up updates on random legal play, so a model made from scratch moves legally. Default 300. */
+    sftSteps: z.number().int().min(0).default(value.sftSteps),
+    /** Episodes (reset seeds) per self-play step, of each environment. Default 128. */
+    episodesPerStep: z.number().int().positive().default(value.episodesPerStep),
+    /** PPO epochs over each step's samples. Default 2. */
+    ppoEpochs: z.number().int().positive().default(value.ppoEpochs),
+    /** Samples (moves) per PPO update. Default 64. */
+    miniBatchSize: z.number().int().positive().default(value.miniBatchSize),
+    /** Self-play learning rate (AdamW). Default 5e-4. */
+    learningRate: z.number().positive().default(value.learningRate),
+    /** Warm-up learning rate. Default 2e-3. */
+    sftLearningRate: z.number().positive().default(value.sftLearningRate),
+    /** β of the KL to the warmed-up policy: keeps the policy mixed and its moves legal. 0: none. Default 0.05. */
+    klCoefficient: z.number().min(0).default(value.klCoefficient),
+    /** Evaluate every k self-play steps (and before and after). Default 10. */
+    evaluateEvery: z.number().int().positive().default(value.evaluateEvery),
+    /** Episodes against each evaluation opponent per evaluation, seats alternating. Default 100. */
+    evaluationEpisodes: z.number().int().positive().default(value.evaluationEpisodes),
+    /** Ids of the byte-level BPE trained on the game's text (256 bytes and the end token at least). Default 384. */
+    vocabSize: z.number().int().min(257).default(value.vocabSize),
+    /** Seeds the model, the warm-up, self-play and the evaluations. Default 0. */
+    seed: z.number().int().default(value.seed),
+    /** Where the run goes; default `runs/<timestamp>` in the example's folder. An existing run with checkpoints is resumed. */
+    runDirectory: z.string().min(1).optional(),
+    /** A checkpoint every k steps (and at the end); 0: none. Default 10. */
+    checkpointEvery: z.number().int().min(0).default(value.checkpointEvery),
+    /** `wasm`, `tensorflow`, `cpu`…; default: the best installed (LUDIC_BACKEND overrides). */
+    backend: z.string().optional(),
+    /** Progress bars on stderr. Default true. */
+    progress: z.boolean().default(true),
+    /** Where the run's lines go. Default `console.log`. */
+    log: z.custom<(line: string) => void>((value) => typeof value === 'function').default(() => (line: string) => console.log(line)),
+  })
+}
+export type ExampleOptions = z.output<ReturnType<typeof exampleOptionsSchema>>
+
+/** An evaluation: its step and figures (numbers, or named groups of numbers such as one group per opponent). */
+export interface Evaluated {
+  step: number
+}
+
+/** What every example's `report.json` holds (an example adds its own fields). */
+export interface ExampleReport<E extends Evaluated> {
+  backend: string
+  /** The options of the run (functions, such as `log`, left out). */
+  options: Record<string, unknown>
+  before: E
+  after: E
+  /** Before, every `evaluateEvery` steps, after. */
+  evaluations: E[]
+  seconds: number
+  runDirectory: string
+}
+
+/** An example's run, started by `startExampleRun` with the example's options. */
+export interface ExampleRun {
+  /** The backend `initTensors` chose. */
+  readonly backend: string
+  readonly runDirectory: string
+  /** The directory holds a checkpoint: the trainer resumes from it (`resume: true`). */
+  readonly resuming: boolean
+  /** Seconds since `startExampleRun`. */
+  seconds(): number
+  /**
+   * What is measured before self-play, once: on a fresh run `measure()` (the warm-up, then the first
+   * evaluation), saved as `before.json`; a resumed run reads it back and skips the warm-up.
+   */
+  beforeTraining<T>(measure: () => Promise<T>): Promise<T>
+  /**
+   * The warm-up: `createSftTrainer` for `sftSteps` updates at `sftLearningRate`, seeded with `seed`. Returns the
+   * last update's NLL and the seconds taken.
+   */
+  warmUp(config: Omit<SftTrainerConfig, 'optimizer' | 'seed'>): Promise<{ nll: number | undefined; seconds: number }>
+  /**
+   * The settings of `createRlTrainer` that the options decide: PPO clip (ε = 0.2 both ways), AdamW at
+   * `learningRate`, the KL term when `klCoefficient` > 0, the batch (`maxTokens` per move; `groupSize` plays per
+   * reset seed, default 1), the seed, and this run's directory, checkpoints, resume and evaluations (the hook logs
+   * `evaluate(step)` through `evaluationMetrics`). Spread them into the config.
+   */
+  trainerConfig<E extends Evaluated>(settings: { maxTokens: number; groupSize?: number; evaluate?: (step: number) => Promise<E> }): ExampleTrainerConfig
+  /**
+   * Every evaluation of the run: `before`, those the trainer logged (`loggedEvaluations` of its history), and the
+   * last step's (`evaluate(stepCount)` unless it was logged); `after` is the last.
+   */
+  evaluations<E extends Evaluated>(
+    before: E,
+    trainer: { readonly history: readonly StepMetrics[]; readonly stepCount: number },
+    evaluate: (step: number) => Promise<E>,
+  ): Promise<{ evaluations: E[]; after: E }>
+  /**
+   * The report: `backend`, the options, before, after, the evaluations, an example's own fields, `seconds` and
+   * `runDirectory`; written to `report.json` with `chart.svg` (`renderRunChart`) beside it, and returned. A chart
+   * series gives its `points`, or `value`, a figure of each evaluation (`(evaluation) => evaluation.winRate`).
+   */
+  writeReport<E extends Evaluated, Extra extends object>(
+    content: { options: Record<string, unknown>; before: E; after: E; evaluations: E[] } & Extra,
+    chart: { title: string; series: readonly EvaluationSeries<E>[] },
+  ): Promise<ExampleReport<E> & Extra>
+}
+
+/** A chart series of a report: its points, or a figure of each evaluation. */
+export type EvaluationSeries<E extends Evaluated> = ChartSeries | (Omit<ChartSeries, 'points'> & { value: (evaluation: E) => number })
+
+/** The part of `createRlTrainer`'s config an `ExampleRun` fills in (`trainerConfig`). */
+export type ExampleTrainerConfig = Pick<
+  RlTrainerConfig,
+  'policyLoss' | 'optimizer' | 'kl' | 'batch' | 'seed' | 'runDirectory' | 'checkpointEvery' | 'resume' | 'evaluateEvery' | 'evaluate'
+>
+
+/**
+ * Starts an example's run with its parsed options: initialises `options.backend`, makes the run directory
+ * (`options.runDirectory`, or `runs/<timestamp>` in `exampleDirectory`), notes whether it holds a checkpoint to
+ * resume, and logs `backend …; run …`. `exampleDirectory` is a path or a URL (`new URL('..', import.meta.url)`).
+ */
+export async function startExampleRun(exampleDirectory: string | URL, options: ExampleOptions): Promise<ExampleRun> {
+  const started = performance.now()
+  const runtime = await initTensors({ ...(options.backend === undefined ? {} : { backend: options.backend as InitTensorsOptions['backend'] }), verbose: false })
+  const runDirectory = await makeRunDirectory(exampleDirectory, options.runDirectory)
+  const resuming = (await latestCheckpoint(runDirectory)) !== undefined
+  options.log(`backend ${runtime.backend}; run ${runDirectory}${resuming ? ' (resuming)' : ''}`)
+  const beforePath = join(runDirectory, 'before.json')
+  const seconds = () => (performance.now() - started) / 1000
+  return {
+    backend: runtime.backend,
+    runDirectory,
+    resuming,
+    seconds,
+    async beforeTraining(measure) {
+      if (resuming) return JSON.parse(await readFile(beforePath, 'utf8'))
+      const before = await measure()
+      await writeFile(beforePath, `${JSON.stringify(before, null, 2)}\n`)
+      return before
+    },
+    async warmUp(config) {
+      const warmUpStarted = performance.now()
+      const sft = createSftTrainer({ ...config, optimizer: { learningRate: options.sftLearningRate }, seed: options.seed })
+      const history = await sft.run({ steps: options.sftSteps, progress: options.progress })
+      sft.dispose()
+      return { nll: history.at(-1)?.nll, seconds: (performance.now() - warmUpStarted) / 1000 }
+    },
+    trainerConfig({ maxTokens, groupSize = 1, evaluate }) {
+      return {
+        policyLoss: createPolicyLoss('ppo-clip', { clipLow: 0.2, clipHigh: 0.2 }),
+        optimizer: { learningRate: options.learningRate },
+        ...(options.klCoefficient > 0 ? { kl: { coefficient: options.klCoefficient } } : {}),
+        batch: {
+          episodesPerStep: options.episodesPerStep,
+          groupSize,
+          ppoEpochs: options.ppoEpochs,
+          miniBatchSize: options.miniBatchSize,
+          maxTokens,
+          concurrency: 256,
+          maxGenerationBatch: 256,
+        },
+        seed: options.seed,
+        runDirectory,
+        checkpointEvery: options.checkpointEvery,
+        resume: resuming,
+        evaluateEvery: options.evaluateEvery,
+        ...(evaluate === undefined ? {} : { evaluate: async ({ step }: EvaluationContext) => evaluationMetrics(await evaluate(step)) }),
+      }
+    },
+    async evaluations(before, trainer, evaluate) {
+      const evaluations = [before, ...loggedEvaluations<typeof before>(trainer.history)]
+      const last = evaluations.at(-1)!
+      const after = last.step === trainer.stepCount ? last : await evaluate(trainer.stepCount)
+      if (after !== last) evaluations.push(after)
+      return { evaluations, after }
+    },
+    async writeReport<E extends Evaluated, Extra extends object>(
+      content: { options: Record<string, unknown>; before: E; after: E; evaluations: E[] } & Extra,
+      chart: { title: string; series: readonly EvaluationSeries<E>[] },
+    ) {
+      const { options: given, before, after, evaluations, ...extra } = content
+      const kept = Object.fromEntries(Object.entries(given).filter(([, value]) => typeof value !== 'function'))
+      const report = { backend: runtime.backend, options: kept, before, after, evaluations, ...extra, seconds: seconds(), runDirectory }
+      await writeFile(join(runDirectory, 'report.json'), `${JSON.stringify(report, null, 2)}\n`)
+      await writeFile(
+        join(runDirectory, 'chart.svg'),
+        renderRunChart(
+          chart.title,
+          chart.series.map((series) =>
+            'value' in series ? { ...series, points: evaluations.map((evaluation) => ({ step: evaluation.step, value: series.value(evaluation) })) } : series,
+          ),
+        ),
+      )
+      return report as unknown as ExampleReport<E> & Extra
+    },
+  }
+}
+
+/** Makes and returns `runDirectory`, or when it is not given a new `runs/<timestamp>` in `exampleDirectory`. */
+export async function makeRunDirectory(exampleDirectory: string | URL, runDirectory?: string): Promise<string> {
+  const folder = typeof exampleDirectory === 'string' ? exampleDirectory : fileURLToPath(exampleDirectory)
+  const directory = runDirectory ?? join(folder, 'runs', new Date().toISOString().replaceAll(':', '-').replace(/\..*$/, ''))
+  await mkdir(directory, { recursive: true })
+  return directory
+}
+
+/**
+ * An evaluation as the metrics an evaluation hook returns (the trainer logs each as `eval/<name>`): every
+ * number but `step`, named by its path, groups joined with `/` (`{ heuristic: { winRate } }` → `heuristic/winRate`).
+ */
+export function evaluationMetrics(evaluation: object): Record<string, number> {
+  const metrics: Record<string, number> = {}
+  const add = (name: string, value: unknown) => {
+    if (typeof value === 'number') metrics[name] = value
+    else if (typeof value === 'object' && value !== null) for (const [key, inner] of Object.entries(value)) add(`${name}/${key}`, inner)
+  }
+  for (const [name, value] of Object.entries(evaluation)) if (name !== 'step') add(name, value)
+  return metrics
+}
+
+/** The evaluations logged in a trainer's history (`eval/*` metrics), rebuilt: `eval/a/b` → `{ step, a: { b } }`. */
+export function loggedEvaluations<E extends Evaluated>(history: readonly StepMetrics[]): E[] {
+  const evaluations: E[] = []
+  for (const metrics of history) {
+    const names = Object.keys(metrics).filter((name) => name.startsWith('eval/'))
+    if (names.length === 0) continue
+    const evaluation: Record<string, unknown> = { step: metrics.step }
+    for (const name of names) {
+      const path = name.slice('eval/'.length).split('/')
+      let group = evaluation
+      for (const key of path.slice(0, -1)) group = (group[key] ??= {}) as Record<string, unknown>
+      group[path.at(-1)!] = metrics[name]
+    }
+    evaluations.push(evaluation as unknown as E)
+  }
+  return evaluations
+}
+
+/**
+ * Runs `main` with the command line's options (`parseCommandLineOptions`) when `moduleUrl` (`import.meta.url`)
+ * is the script node started; exits when it ends, or prints the error and sets exit code 1.
+ */
+export function runExampleMain<Options>(moduleUrl: string, main: (options: Options) => Promise<unknown>): void {
+  if (moduleUrl !== pathToFileURL(process.argv[1] ?? '').href) return
+  main(parseCommandLineOptions(process.argv.slice(2)) as Options)
+    .then(() => process.exit(0))
+    .catch((error: unknown) => {
+      console.error(error)
+      process.exitCode = 1
+    })
+}
