@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason, type Random, type TokenizerV1 } from '@ludic/core'
+import { createStreamDecoder } from '@ludic/tokenizer'
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
@@ -34,6 +35,13 @@ export const generateOptionsSchema = z
     stopStrings: z.array(z.string().min(1)).default([]),
     /** Seed of the sampling: one for the batch (sequence i draws from `deriveSeed(seed, i)`), or one per sequence. Default: 0. */
     seed: z.union([z.number().int(), z.array(z.number().int())]).default(0),
+    /** Stops the generation at its next decode step: the promise rejects with the signal's reason, every tensor freed. */
+    signal: z.instanceof(AbortSignal, { message: 'must be an AbortSignal' }).optional(),
+    /**
+     * Streaming (needs `tokenizer`): called with each sequence's new text as it is produced, whole characters
+     * only; the pieces of a sequence join to its `text` (stop token left out, cut before a stop string).
+     */
+    onText: z.custom<(sequenceIndex: number, text: string) => void>((value) => typeof value === 'function', 'must be a function').optional(),
   })
   .strict()
   .refine((options) => (options.inputIds === undefined) !== (options.prompts === undefined), {
@@ -84,6 +92,9 @@ export async function generate(model: CausalLanguageModel, options: GenerateOpti
   if (parsed.stopStrings.length > 0 && tokenizer === undefined) {
     throw new InvalidArgumentError({ argument: 'options.tokenizer', value: undefined, message: 'is needed to find stopStrings' })
   }
+  if (parsed.onText !== undefined && tokenizer === undefined) {
+    throw new InvalidArgumentError({ argument: 'options.tokenizer', value: undefined, message: 'is needed to stream text (onText)' })
+  }
   const prompts = parsed.inputIds?.map((ids) => Int32Array.from(ids)) ?? parsed.prompts!.map((prompt) => tokenizer!.encode(prompt))
   const seeds = parsed.seed
   if (Array.isArray(seeds) && seeds.length !== prompts.length) {
@@ -105,7 +116,10 @@ export async function generate(model: CausalLanguageModel, options: GenerateOpti
     stopStrings: parsed.stopStrings,
     random: createRandom(Array.isArray(seeds) ? seeds[index]! : deriveSeed(seeds, index)),
   }))
-  return generateRows(model, rows, tokenizer)
+  return generateRows(model, rows, tokenizer, {
+    ...(parsed.signal === undefined ? {} : { signal: parsed.signal }),
+    ...(parsed.onText === undefined ? {} : { onText: parsed.onText }),
+  })
 }
 
 /** The config's end-of-sequence ids and the tokenizer's. */
@@ -116,11 +130,34 @@ export function defaultStopTokenIds(model: CausalLanguageModel, tokenizer: Token
 }
 
 /**
+ * The decode loop gives the event loop a turn (`setImmediate`) once this much time has passed since the last
+ * one, so timers, I/O and an abort come in while a long generation runs: at most 100 turns a second, ~2 µs
+ * each when nothing is waiting (the garbage collection that then runs in them is work moved, not added; see
+ * the README's measurement).
+ */
+const yieldIntervalMs = 10
+
+/** What `generateRows` takes besides the rows: an `AbortSignal` and a streaming callback (see `generate`). */
+export interface GenerationControls {
+  signal?: AbortSignal
+  /** Each row's new text, whole characters; needs a tokenizer. */
+  onText?: (rowIndex: number, text: string) => void
+}
+
+/**
  * The generation loop over rows with their own settings (see `generate`). Each row's prompt plus its
  * `maxNewTokens` must fit the model's context, checked before the backend is touched; a finished row is
- * masked out of the later steps, so its positions stop there.
+ * masked out of the later steps, so its positions stop there. Between decode steps it yields to the event
+ * loop (`setImmediate`, at most every `yieldIntervalMs`, so timers and I/O run) and checks `signal`.
  */
-export async function generateRows(model: CausalLanguageModel, rows: readonly GenerationRow[], tokenizer?: TokenizerV1): Promise<GeneratedSequence[]> {
+export async function generateRows(
+  model: CausalLanguageModel,
+  rows: readonly GenerationRow[],
+  tokenizer?: TokenizerV1,
+  controls: GenerationControls = {},
+): Promise<GeneratedSequence[]> {
+  const { signal, onText } = controls
+  signal?.throwIfAborted()
   const { vocabSize } = model.config
   rows.forEach((row, index) => {
     if (row.promptIds.length === 0)
@@ -153,7 +190,16 @@ export async function generateRows(model: CausalLanguageModel, rows: readonly Ge
   const logprobs = rows.map(() => [] as number[])
   const finishReasons: (FinishReason | undefined)[] = rows.map(() => undefined)
   const texts: (string | undefined)[] = rows.map(() => undefined)
+  /** The completion's text: without the stop token that ended it, cut before a stop string. */
+  const finalText = (index: number): string => {
+    if (texts[index] !== undefined) return texts[index]
+    const tokenIds = generated[index]!
+    const last = tokenIds[tokenIds.length - 1]
+    return tokenizer!.decode(last !== undefined && rows[index]!.stopTokenIds.has(last) ? tokenIds.slice(0, -1) : tokenIds)
+  }
+  const streams = onText === undefined || tokenizer === undefined ? undefined : rows.map((row) => createTextStream(tokenizer, row.stopStrings))
   const cache = model.createCache()
+  let lastYield = performance.now()
   try {
     let logits = await lastLogits(model, inputRows, maskRows, cache)
     for (;;) {
@@ -174,8 +220,18 @@ export async function generateRows(model: CausalLanguageModel, rows: readonly Ge
           }
         }
         if (finishReasons[index] === undefined && generated[index]!.length >= row.maxNewTokens) finishReasons[index] = 'length'
+        const stream = streams?.[index]
+        if (stream !== undefined) {
+          const piece = finishReasons[index] === undefined ? stream.push(token) : stream.finish(finalText(index))
+          if (piece !== '') onText!(index, piece)
+        }
       })
       if (finishReasons.every((reason) => reason !== undefined)) break
+      if (performance.now() - lastYield >= yieldIntervalMs) {
+        await new Promise<void>((resolve) => setImmediate(resolve)) // timers, I/O and other requests run here
+        lastYield = performance.now()
+      }
+      signal?.throwIfAborted()
       maskRows = maskRows.map((mask, index) => {
         const grown = new Int32Array(mask.length + 1)
         grown.set(mask)
@@ -200,11 +256,7 @@ export async function generateRows(model: CausalLanguageModel, rows: readonly Ge
       logprobs: Float32Array.from(logprobs[index]!),
       finishReason: finishReasons[index]!,
     }
-    if (tokenizer !== undefined) {
-      const last = tokenIds[tokenIds.length - 1]
-      const kept = last !== undefined && row.stopTokenIds.has(last) ? tokenIds.subarray(0, -1) : tokenIds
-      sequence.text = texts[index] ?? tokenizer.decode(kept)
-    }
+    if (tokenizer !== undefined) sequence.text = finalText(index)
     return sequence
   })
 }
@@ -237,6 +289,34 @@ async function lastLogits(
     return (await logits.data()) as Float32Array
   } finally {
     logits.dispose()
+  }
+}
+
+/**
+ * One row's streamed text: the tokenizer's stream decoder (or one over `decode`) turns ids into whole
+ * characters; the last `longest stop string - 1` characters are held back until no stop string can begin in
+ * them, so the pieces never include text a stop string later cuts. `finish` returns the rest of the final text.
+ */
+function createTextStream(tokenizer: TokenizerV1, stopStrings: readonly string[]): { push(id: number): string; finish(text: string): string } {
+  const decoder = tokenizer.createStreamDecoder?.() ?? createStreamDecoder((ids) => tokenizer.decode(ids))
+  const heldBack = Math.max(0, ...stopStrings.map((stop) => stop.length - 1))
+  let decoded = ''
+  let emitted = 0
+  return {
+    push(id) {
+      decoded += decoder.push(id)
+      let end = decoded.length - heldBack
+      if (end > emitted && /[\ud800-\udbff]/.test(decoded[end - 1]!)) end-- // never half of a surrogate pair
+      if (end <= emitted) return ''
+      const piece = decoded.slice(emitted, end)
+      emitted = end
+      return piece
+    },
+    finish(text) {
+      const rest = text.slice(emitted)
+      emitted = text.length
+      return rest
+    },
   }
 }
 

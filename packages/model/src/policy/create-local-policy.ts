@@ -7,6 +7,7 @@ import {
   tokenizerSchema,
   type ChatMessage,
   type Completion,
+  type GenerateOptions,
   type GenerationRequest,
   type PolicyV1,
   type TokenizerV1,
@@ -42,6 +43,12 @@ export const localPolicyOptionsSchema = z
   .strict()
 export type LocalPolicyOptions = z.input<typeof localPolicyOptionsSchema>
 
+/** Core's `GenerateOptions` of `PolicyV1.generate` (other fields, from a newer core, are ignored). */
+const policyGenerateOptionsSchema = z.object({
+  signal: z.instanceof(AbortSignal, { message: 'must be an AbortSignal' }).optional(),
+  onText: z.custom<(requestIndex: number, text: string) => void>((value) => typeof value === 'function', 'must be a function').optional(),
+})
+
 /**
  * A `PolicyV1` over a local model: each request's messages go through the chat template (with the generation
  * prompt) and the tokenizer (no special tokens added, as transformers' `apply_chat_template(tokenize=True)`);
@@ -50,7 +57,9 @@ export type LocalPolicyOptions = z.input<typeof localPolicyOptionsSchema>
  * ids, the generated ids (a stop token that ended it included), their log-probabilities under the model
  * (temperature 1, unfiltered; see `generate`), the decoded text (without the stop token, cut before a stop
  * string) and the finish reason. A tokenizer with ids past the model's vocabulary is refused here
- * (`checkVocabularyFits`), not at the first request.
+ * (`checkVocabularyFits`), not at the first request. A request whose prompt plus `maxTokens` exceeds the
+ * model's context is a `ContextLengthError` before anything is generated. `generate`'s options: `signal`
+ * stops at the next decode step (rejecting with its reason); `onText` streams each request's new text.
  */
 export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
   const { model, tokenizer, chatTemplate, maxBatch, id, seed, stopTokenIds } = parseArgument(localPolicyOptionsSchema, options, 'options')
@@ -61,8 +70,10 @@ export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
   return {
     specificationVersion: 'v1',
     id: id ?? `local-${model.config.architecture}`,
-    async generate(requests: readonly GenerationRequest[]): Promise<Completion[]> {
+    async generate(requests: readonly GenerationRequest[], options: GenerateOptions = {}): Promise<Completion[]> {
       const parsed = parseArgument(z.array(generationRequestSchema), requests, 'requests')
+      const { signal, onText } = parseArgument(policyGenerateOptionsSchema, options, 'options')
+      signal?.throwIfAborted()
       const rows: GenerationRow[] = parsed.map((request, index) => {
         const promptIds = tokenizer.encode(render(request.messages), { addSpecialTokens: false })
         if (promptIds.length === 0)
@@ -83,7 +94,11 @@ export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
       })
       const completions: Completion[] = []
       for (const batch of contextBatches(rows, maxBatch, model.maxContextTokens)) {
-        const results = await generateRows(model, batch, tokenizer)
+        const offset = completions.length
+        const results = await generateRows(model, batch, tokenizer, {
+          ...(signal === undefined ? {} : { signal }),
+          ...(onText === undefined ? {} : { onText: (index: number, text: string) => onText(offset + index, text) }),
+        })
         for (const result of results) {
           completions.push({
             text: result.text ?? '',
