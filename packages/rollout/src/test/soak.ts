@@ -1,0 +1,362 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { connect } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import OpenAI from 'openai'
+
+/**
+ * A soak test of the OpenAI-compatible server in its own process (`bench/tiny-model-server.ts`: a tiny local
+ * model on the WebAssembly backend): `clients` concurrent clients for `durationMs`, a `badFraction` of them
+ * sending, at random, one of the bad requests of issue 13 (each with the answer it must get), the others
+ * ordinary requests (chat, streamed chat, completions) that must all be answered 200. Samples the server's
+ * `GET /stats` (RSS, tensors) as it goes. Used by `bench/soak.ts` (2 minutes) and by a 10-second test.
+ */
+export interface SoakOptions {
+  durationMs: number
+  clients: number
+  /** Share of the clients that send bad requests. */
+  badFraction: number
+  /** Load before the reference RSS is taken. */
+  warmupMs: number
+  sampleEveryMs?: number
+  /** Prints progress lines. */
+  log?: (line: string) => void
+}
+
+export interface MemorySample {
+  atMs: number
+  rssBytes: number
+  heapUsedBytes: number
+  tensors: number
+  /** Longest the server's event loop was held since the previous sample. */
+  eventLoopDelayMaxMs: number
+}
+
+export interface SoakReport {
+  durationMs: number
+  clients: { good: number; bad: number }
+  good: { sent: number; ok: number; failures: string[]; byKind: Record<string, number>; latencyMs: { p50: number; p95: number; max: number } }
+  /** Per kind of bad request: how many were sent and what came back. */
+  bad: Record<string, { sent: number; outcomes: Record<string, number> }>
+  /** Bad requests answered otherwise than they must be (a 500, a hang…). */
+  unexpected: string[]
+  health: { status: number; body: unknown }
+  stats: Record<string, unknown>
+  /** Tensors with no request in flight, before the load and after it. */
+  idleTensors: { before: number; after: number }
+  /** RSS when the warm-up ended and when the load ended (under load both times). */
+  rss: { afterWarmupBytes: number; endBytes: number; maxBytes: number; change: number }
+  /** Longest the server's event loop was held during the load. */
+  eventLoopDelayMaxMs: number
+  samples: MemorySample[]
+  serverExit: string | undefined
+  problems: string[]
+  passed: boolean
+}
+
+const apiKey = 'soak-key'
+const model = 'tiny'
+const serverScript = fileURLToPath(new URL('../../bench/tiny-model-server.ts', import.meta.url))
+
+interface ServerProcess {
+  url: string
+  origin: string
+  child: ChildProcess
+  exited: () => string | undefined
+  stderr: () => string
+}
+
+/** Starts the server process (built packages, loaded through tsx) and waits for its URL. */
+async function startServer(): Promise<ServerProcess> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', serverScript, '--api-key', apiKey, '--headers-timeout-ms', '2000', '--request-timeout-ms', '5000', '--generation-timeout-ms', '60000'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  let stderr = ''
+  let exit: string | undefined
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  child.once('exit', (code, signal) => (exit = `exited with ${code ?? signal}`))
+  const url = await new Promise<string>((resolve, reject) => {
+    let stdout = ''
+    const timer = setTimeout(() => reject(new Error(`the server did not start in 60 s: ${stderr}`)), 60_000)
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString()
+      const line = stdout.split('\n')[0]
+      if (!stdout.includes('\n') || line === undefined) return
+      clearTimeout(timer)
+      resolve((JSON.parse(line) as { url: string }).url)
+    })
+    child.once('exit', () => {
+      clearTimeout(timer)
+      reject(new Error(`the server exited before listening: ${stderr}`))
+    })
+  })
+  return { url, origin: url.replace(/\/v1$/, ''), child, exited: () => exit, stderr: () => stderr }
+}
+
+const authorized = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
+const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: 'user', content }], max_tokens: 16, ...extra })
+
+/** One bad request: sends it and says what came back ('400', 'closed with 408', 'left'…), and whether that is right. */
+type BadRequest = (server: ServerProcess) => Promise<{ outcome: string; expected: boolean }>
+
+async function postStatus(server: ServerProcess, path: string, body: string, headers: Record<string, string> = authorized): Promise<string> {
+  const response = await fetch(`${server.url}${path}`, { method: 'POST', headers, body })
+  await response.arrayBuffer()
+  return String(response.status)
+}
+
+const answer = (outcome: string, ...expected: string[]) => ({ outcome, expected: expected.includes(outcome) })
+
+/** Sends the start of a request and stops: the server must answer 408 and close within its timeouts. */
+function halfSent(server: ServerProcess, text: string): Promise<{ outcome: string; expected: boolean }> {
+  return new Promise((resolve) => {
+    const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
+    let received = ''
+    const timer = setTimeout(() => {
+      socket.destroy()
+      resolve({ outcome: 'still open after 10 s', expected: false })
+    }, 10_000)
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()))
+    socket.on('error', () => {})
+    socket.on('close', () => {
+      clearTimeout(timer)
+      resolve(answer(`closed with ${received.slice(9, 12) || 'nothing'}`, 'closed with 408'))
+    })
+    socket.write(text)
+  })
+}
+
+/** The bad requests of issue 13 that reach the server (items 1, 2 and 11), each with the answer it must get. */
+export const badRequests: Readonly<Record<string, BadRequest>> = {
+  'long prompt (21 KB, past the context)': async (server) =>
+    answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('x'.repeat(21_000), { max_tokens: 1 }))), '400'),
+  'max_tokens 1e9': async (server) => answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('hi', { max_tokens: 1e9 }))), '400'),
+  '200 prompts × n 128': async (server) =>
+    answer(await postStatus(server, '/completions', JSON.stringify({ model, prompt: Array.from({ length: 200 }, () => 'p'), n: 128, max_tokens: 4 })), '400'),
+  'text/plain body': async (server) =>
+    answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('hi')), { ...authorized, 'content-type': 'text/plain' }), '415'),
+  'malformed percent-encoding': async (server) => {
+    const response = await fetch(`${server.url}/models/%E0%A4%A`, { headers: authorized })
+    await response.arrayBuffer()
+    return answer(String(response.status), '400')
+  },
+  'broken JSON': async (server) => answer(await postStatus(server, '/chat/completions', '{"model": "tiny", "messages": ['), '400'),
+  'wrong API key': async (server) =>
+    answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('hi')), { ...authorized, authorization: 'Bearer wrong' }), '401'),
+  'body over 8 MiB': async (server) =>
+    answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('x'.repeat(9 * 1024 * 1024)))).catch(() => 'reset'), '413'),
+  'half-sent headers': (server) => halfSent(server, 'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n'),
+  'half-sent body': (server) =>
+    halfSent(
+      server,
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model": `,
+    ),
+  'client leaves mid-generation': async (server) => {
+    const leave = new AbortController()
+    setTimeout(() => leave.abort(), 100)
+    const body = JSON.stringify(chatBody('go on', { max_tokens: 1500 }))
+    const outcome = await fetch(`${server.url}/chat/completions`, { method: 'POST', headers: authorized, body, signal: leave.signal }).then(
+      async (response) => String(response.status),
+      () => 'left',
+    )
+    return answer(outcome, 'left', '200')
+  },
+  'streaming client leaves': async (server) => {
+    const client = new OpenAI({ baseURL: server.url, apiKey, maxRetries: 0 })
+    const stream = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'go on' }], max_tokens: 1500, stream: true })
+    let chunks = 0
+    for await (const _ of stream) if (++chunks === 3) break
+    return answer('left', 'left')
+  },
+}
+
+/** One ordinary request, of a kind picked by the counter; throws unless it is answered in full. */
+async function goodRequest(client: OpenAI, count: number, seed: number): Promise<string> {
+  const kind = ['chat', 'streamed chat', 'completions'][count % 3]!
+  const maxTokens = 8 + (seed % 17)
+  if (kind === 'chat') {
+    const answer = await client.chat.completions.create({ model, messages: [{ role: 'user', content: `hello #${seed}` }], max_tokens: maxTokens, seed })
+    if (typeof answer.choices[0]?.message.content !== 'string' || answer.usage?.completion_tokens === undefined) throw new Error('malformed chat answer')
+  } else if (kind === 'streamed chat') {
+    const stream = await client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: `stream #${seed}` }],
+      max_tokens: maxTokens,
+      seed,
+      stream: true,
+      stream_options: { include_usage: true },
+    })
+    let finished = false
+    let usage = false
+    for await (const chunk of stream) {
+      finished ||= chunk.choices.some((choice) => choice.finish_reason !== null)
+      usage ||= chunk.usage != null
+    }
+    if (!finished || !usage) throw new Error('a stream ended without its finish_reason or usage')
+  } else {
+    const answer = await client.completions.create({ model, prompt: [`a${seed}`, `b${seed}`], n: 2, max_tokens: maxTokens, seed })
+    if (answer.choices.length !== 4) throw new Error(`${answer.choices.length} choices for 2 prompts × n 2`)
+  }
+  return kind
+}
+
+/** The server's figures; asked twice if the first connection fails (a measurement, not what is tested). */
+async function readStats(server: ServerProcess): Promise<Record<string, unknown>> {
+  const read = async () => (await (await fetch(`${server.origin}/stats`, { headers: authorized })).json()) as Record<string, unknown>
+  return read().catch(read)
+}
+
+const sampleOf = (stats: Record<string, unknown>, atMs: number): MemorySample => {
+  const memory = stats.memory as { rssBytes: number; heapUsedBytes: number }
+  const delay = stats.eventLoopDelayMs as { max: number }
+  return { atMs, rssBytes: memory.rssBytes, heapUsedBytes: memory.heapUsedBytes, tensors: stats.tensors as number, eventLoopDelayMaxMs: delay.max }
+}
+
+const percentile = (sorted: readonly number[], fraction: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? 0
+
+export async function runSoak(options: SoakOptions): Promise<SoakReport> {
+  const log = options.log ?? (() => {})
+  const server = await startServer()
+  try {
+    const badClients = Math.round(options.clients * options.badFraction)
+    const goodClients = options.clients - badClients
+    const good = { sent: 0, ok: 0, failures: [] as string[], byKind: {} as Record<string, number>, latencies: [] as number[] }
+    const bad: SoakReport['bad'] = {}
+    const unexpected: string[] = []
+    const samples: MemorySample[] = []
+    const kinds = Object.keys(badRequests)
+
+    // One request first (the backend's first call), then the idle tensor count.
+    const warm = new OpenAI({ baseURL: server.url, apiKey, maxRetries: 0 })
+    await goodRequest(warm, 0, 1)
+    const before = sampleOf(await readStats(server), 0)
+    log(`server ${server.url}: ${goodClients} good and ${badClients} bad clients for ${options.durationMs / 1000} s; idle: ${describeSample(before)}`)
+
+    const started = Date.now()
+    const endAt = started + options.durationMs
+    const goodClient = async (index: number) => {
+      const client = new OpenAI({ baseURL: server.url, apiKey, maxRetries: 0, timeout: 120_000 })
+      for (let count = 0; Date.now() < endAt; count++) {
+        good.sent++
+        const sentAt = Date.now()
+        try {
+          const kind = await goodRequest(client, count + index, index * 100_003 + count)
+          good.ok++
+          good.byKind[kind] = (good.byKind[kind] ?? 0) + 1
+          good.latencies.push(Date.now() - sentAt)
+        } catch (error) {
+          if (good.failures.length < 20) good.failures.push(error instanceof Error ? `${error.name}: ${error.message}` : String(error))
+        }
+      }
+    }
+    const badClient = async (index: number) => {
+      // Every kind in a random order, again and again: at random, yet each kind is sent even in a short run.
+      const order: string[] = []
+      while (Date.now() < endAt) {
+        if (order.length === 0) order.push(...shuffle(kinds))
+        const kind = order.pop()!
+        const record = (bad[kind] ??= { sent: 0, outcomes: {} })
+        record.sent++
+        const result = await badRequests[kind]!(server).catch((error: unknown) => ({ outcome: `threw ${String(error)}`, expected: false }))
+        record.outcomes[result.outcome] = (record.outcomes[result.outcome] ?? 0) + 1
+        if (!result.expected && unexpected.length < 20) unexpected.push(`${kind} (client ${index}): ${result.outcome}`)
+      }
+    }
+    let afterWarmup: MemorySample | undefined
+    const sampler = (async () => {
+      const every = options.sampleEveryMs ?? 5_000
+      while (Date.now() < endAt) {
+        await new Promise((resolve) => setTimeout(resolve, Math.min(every, Math.max(0, endAt - Date.now()))))
+        const sample = sampleOf(await readStats(server), Date.now() - started)
+        samples.push(sample)
+        if (afterWarmup === undefined && sample.atMs >= options.warmupMs) afterWarmup = sample
+        log(`${(sample.atMs / 1000).toFixed(0)} s: ${describeSample(sample)}; good ${good.ok}/${good.sent}, bad ${sum(bad)}`)
+      }
+    })()
+    await Promise.all([
+      ...Array.from({ length: goodClients }, (_, index) => goodClient(index)),
+      ...Array.from({ length: badClients }, (_, index) => badClient(index)),
+      sampler,
+    ])
+    const end = samples.at(-1)!
+    // Let aborted generations stop and connections close, then count the tensors with nothing in flight.
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    const healthResponse = await fetch(`${server.origin}/health`)
+    const health = { status: healthResponse.status, body: (await healthResponse.json()) as unknown }
+    const stats = await readStats(server)
+    const after = sampleOf(stats, Date.now() - started)
+    const reference = afterWarmup ?? samples[0]!
+    const rss = {
+      afterWarmupBytes: reference.rssBytes,
+      endBytes: end.rssBytes,
+      maxBytes: Math.max(...samples.map((sample) => sample.rssBytes)),
+      change: end.rssBytes / reference.rssBytes - 1,
+    }
+    const latencies = good.latencies.sort((a, b) => a - b)
+    const problems = [
+      ...(good.ok !== good.sent
+        ? [
+            `${good.sent - good.ok} of ${good.sent} good requests failed (the event loop was held up to ` +
+              `${Math.max(...samples.map((sample) => sample.eventLoopDelayMaxMs))} ms: a 408 means a request could not be read in time)`,
+          ]
+        : []),
+      ...(good.ok === 0 ? ['no good request was answered'] : []),
+      ...(unexpected.length > 0 ? [`${unexpected.length} bad requests answered wrongly`] : []),
+      ...(health.status !== 200 ? [`/health answered ${health.status}`] : []),
+      ...(after.tensors !== before.tensors ? [`idle tensors went from ${before.tensors} to ${after.tensors}`] : []),
+      ...(Math.abs(rss.change) > 0.2 ? [`RSS changed by ${(rss.change * 100).toFixed(1)} % after the warm-up (limit 20 %)`] : []),
+      ...(server.exited() !== undefined ? [`the server ${server.exited()}`] : []),
+    ]
+    return {
+      durationMs: Date.now() - started,
+      clients: { good: goodClients, bad: badClients },
+      good: {
+        sent: good.sent,
+        ok: good.ok,
+        failures: good.failures,
+        byKind: good.byKind,
+        latencyMs: { p50: percentile(latencies, 0.5), p95: percentile(latencies, 0.95), max: latencies.at(-1) ?? 0 },
+      },
+      bad,
+      unexpected,
+      health,
+      stats,
+      idleTensors: { before: before.tensors, after: after.tensors },
+      rss,
+      eventLoopDelayMaxMs: Math.max(...samples.map((sample) => sample.eventLoopDelayMaxMs)),
+      samples,
+      serverExit: server.exited(),
+      problems,
+      passed: problems.length === 0,
+    }
+  } finally {
+    await stopServer(server)
+  }
+}
+
+function shuffle<T>(items: readonly T[]): T[] {
+  const shuffled = [...items]
+  for (let index = shuffled.length - 1; index > 0; index--) {
+    const other = Math.floor(Math.random() * (index + 1))
+    ;[shuffled[index], shuffled[other]] = [shuffled[other]!, shuffled[index]!]
+  }
+  return shuffled
+}
+
+function sum(bad: SoakReport['bad']): number {
+  return Object.values(bad).reduce((total, record) => total + record.sent, 0)
+}
+
+function describeSample(sample: MemorySample): string {
+  return `RSS ${(sample.rssBytes / 2 ** 20).toFixed(0)} MiB, heap ${(sample.heapUsedBytes / 2 ** 20).toFixed(0)} MiB, ${sample.tensors} tensors, event loop held ${sample.eventLoopDelayMaxMs} ms at most`
+}
+
+async function stopServer(server: ServerProcess): Promise<void> {
+  if (server.exited() !== undefined) return
+  const exited = new Promise((resolve) => server.child.once('exit', resolve))
+  server.child.kill('SIGTERM')
+  const timer = setTimeout(() => server.child.kill('SIGKILL'), 5_000)
+  await exited
+  clearTimeout(timer)
+}
