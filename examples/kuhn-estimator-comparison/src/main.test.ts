@@ -34,18 +34,36 @@ describe('kuhn-estimator-comparison', () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-kuhn-estimator-comparison-'))
     directories.push(runDirectory)
     const lines: string[] = []
-    const comparison = await main({ steps: 2, sftSteps: 5, episodesPerStep: 4, groupSize: 2, miniBatchSize: 16, evaluateEvery: 1, evaluationEpisodes: 8, runDirectory, backend: 'wasm', progress: false, log: (line) => lines.push(line) })
+    const comparison = await main({
+      steps: 2,
+      sftSteps: 5,
+      episodesPerStep: 4,
+      groupSize: 2,
+      miniBatchSize: 16,
+      evaluateEvery: 1,
+      evaluationEpisodes: 8,
+      runDirectory,
+      backend: 'wasm',
+      progress: false,
+      log: (line) => lines.push(line),
+    })
     expect(comparison.rows.map((row) => row.estimator)).toEqual(['rae', 'rloo', 'role-rloo'])
     for (const row of comparison.rows) {
       for (const value of [row.exploitabilityBefore, row.exploitabilityAfter]) expect(value).toBeGreaterThanOrEqual(0)
       for (const value of [row.winRateBefore, row.winRateAfter, row.invalidRateAfter]) expect(value).toBeGreaterThanOrEqual(0)
       expect(row.seconds).toBeGreaterThan(0)
       expect(row.backend).toBe('wasm')
-      const report = JSON.parse(await readFile(join(runDirectory, row.estimator, 'report.json'), 'utf8')) as { options: { advantage: string; groupSize: number }; after: { step: number } }
+      const report = JSON.parse(await readFile(join(runDirectory, row.estimator, 'report.json'), 'utf8')) as {
+        options: { advantage: string; groupSize: number }
+        after: { step: number }
+      }
       expect(report.options.advantage).toBe(row.estimator)
       expect(report.options.groupSize).toBe(2)
       expect(report.after.step).toBe(2)
-      const metrics = (await readFile(join(runDirectory, row.estimator, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>)
+      const metrics = (await readFile(join(runDirectory, row.estimator, 'metrics.jsonl'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, number>)
       expect(metrics.map((record) => record.step)).toEqual([1, 2])
       expect(metrics[0]!.episodes).toBe(8) // 4 deals × 2 plays
     }

@@ -28,7 +28,21 @@ describe('multi-game', () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-multi-game-'))
     directories.push(runDirectory)
     const lines: string[] = []
-    const report = await main({ steps: 2, sftSteps: 5, warmupGames: 4, sftExamplesPerGame: 24, episodesPerStep: 4, miniBatchSize: 32, evaluateEvery: 1, evaluationEpisodes: 4, checkpointEvery: 1, runDirectory, backend: 'wasm', progress: false, log: (line) => lines.push(line) })
+    const report = await main({
+      steps: 2,
+      sftSteps: 5,
+      warmupGames: 4,
+      sftExamplesPerGame: 24,
+      episodesPerStep: 4,
+      miniBatchSize: 32,
+      evaluateEvery: 1,
+      evaluationEpisodes: 4,
+      checkpointEvery: 1,
+      runDirectory,
+      backend: 'wasm',
+      progress: false,
+      log: (line) => lines.push(line),
+    })
     expect(report.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2])
     for (const evaluation of report.evaluations) {
       expect(evaluation.kuhnExploitability).toBeGreaterThanOrEqual(0)
@@ -42,7 +56,10 @@ describe('multi-game', () => {
         expect(figures.winRate + figures.drawRate).toBeLessThanOrEqual(1)
       }
     }
-    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>)
+    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>)
     expect(metrics.map((record) => record.step)).toEqual([1, 2])
     for (const game of ['kuhn-poker-v1', 'tictactoe-v0', 'iterated-prisoners-dilemma-v0']) {
       expect(metrics[0]![`reward/${game}/player0`]).toBeTypeOf('number')

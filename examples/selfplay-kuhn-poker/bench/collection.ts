@@ -61,7 +61,10 @@ for (const mode of options.modes.split(',')) {
     log: (line) => console.log(`[${mode}] ${line}`),
   })
   const wallSeconds = (performance.now() - started) / 1000
-  const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>)
+  const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, number>)
   let elapsed = 0
   let timeToTarget: number | undefined
   let stepsToTarget: number | undefined
@@ -74,7 +77,8 @@ for (const mode of options.modes.split(',')) {
     }
   }
   const episodes = metrics.reduce((total, record) => total + record.episodes!, 0)
-  const mean = (name: string) => (metrics.some((record) => record[name] !== undefined) ? metrics.reduce((total, record) => total + (record[name] ?? 0), 0) / metrics.length : undefined)
+  const mean = (name: string) =>
+    metrics.some((record) => record[name] !== undefined) ? metrics.reduce((total, record) => total + (record[name] ?? 0), 0) / metrics.length : undefined
   results.push({
     mode,
     steps: metrics.length,
@@ -101,9 +105,11 @@ const fixed = (value: number | undefined, digits = 1) => (value === undefined ? 
 const lines = [
   `# collection: synchronous vs asynchronous (Kuhn Poker self-play, ${options.steps} steps, seed ${options.seed}, ${options.backend})`,
   '',
-  `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, load average ${loadavg().map((value) => value.toFixed(1)).join(' ')} at the end. Run one after the other in one process.`,
+  `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, load average ${loadavg()
+    .map((value) => value.toFixed(1))
+    .join(' ')} at the end. Run one after the other in one process.`,
   '',
-  '| mode | episodes/s | s/step | wait s/step | update s/step | staleness | time to ≤ ' + options.target + ' (steps) | exploitability before → after | invalid after |',
+  `| mode | episodes/s | s/step | wait s/step | update s/step | staleness | time to ≤ ${options.target} (steps) | exploitability before → after | invalid after |`,
   '|---|---|---|---|---|---|---|---|---|',
   ...results.map(
     (result) =>

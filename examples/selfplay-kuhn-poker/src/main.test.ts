@@ -14,7 +14,19 @@ describe('selfplay-kuhn-poker', () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-'))
     directories.push(runDirectory)
     const lines: string[] = []
-    const report = await main({ steps: 2, sftSteps: 10, episodesPerStep: 8, miniBatchSize: 16, evaluateEvery: 1, evaluationEpisodes: 8, checkpointEvery: 1, runDirectory, backend: 'wasm', progress: false, log: (line) => lines.push(line) })
+    const report = await main({
+      steps: 2,
+      sftSteps: 10,
+      episodesPerStep: 8,
+      miniBatchSize: 16,
+      evaluateEvery: 1,
+      evaluationEpisodes: 8,
+      checkpointEvery: 1,
+      runDirectory,
+      backend: 'wasm',
+      progress: false,
+      log: (line) => lines.push(line),
+    })
     expect(report.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2])
     for (const evaluation of report.evaluations) {
       expect(evaluation.exploitability).toBeGreaterThanOrEqual(0)
@@ -25,7 +37,10 @@ describe('selfplay-kuhn-poker', () => {
     const saved = JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8')) as { after: { step: number }; backend: string }
     expect(saved.after.step).toBe(2)
     expect(saved.backend).toBe('wasm')
-    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>)
+    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>)
     expect(metrics.map((record) => record.step)).toEqual([1, 2])
     expect(metrics[0]!['eval/exploitability']).toBeTypeOf('number')
     const chart = await readFile(join(runDirectory, 'chart.svg'), 'utf8')
@@ -39,9 +54,25 @@ describe('selfplay-kuhn-poker with asynchronous collection', () => {
   it('trains with a rollout worker thread playing while the main thread updates', async () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-async-'))
     directories.push(runDirectory)
-    const report = await main({ steps: 3, sftSteps: 10, episodesPerStep: 8, miniBatchSize: 16, evaluateEvery: 3, evaluationEpisodes: 8, checkpointEvery: 0, asyncWorkers: 1, runDirectory, backend: 'wasm', progress: false, log: () => {} })
+    const report = await main({
+      steps: 3,
+      sftSteps: 10,
+      episodesPerStep: 8,
+      miniBatchSize: 16,
+      evaluateEvery: 3,
+      evaluationEpisodes: 8,
+      checkpointEvery: 0,
+      asyncWorkers: 1,
+      runDirectory,
+      backend: 'wasm',
+      progress: false,
+      log: () => {},
+    })
     expect(report.after.step).toBe(3)
-    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>)
+    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>)
     expect(metrics.map((record) => record.step)).toEqual([1, 2, 3])
     expect(metrics.map((record) => record.staleness)).toEqual([0, 1, 1])
     for (const record of metrics) {

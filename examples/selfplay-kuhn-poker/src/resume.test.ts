@@ -13,7 +13,26 @@ import { afterAll, describe, expect, it } from 'vitest'
  * directory to the end; its metrics and evaluations must equal those of an uninterrupted run.
  */
 const exampleDirectory = join(dirname(fileURLToPath(import.meta.url)), '..')
-const tiny = ['--steps', '4', '--checkpoint-every', '1', '--sft-steps', '10', '--episodes-per-step', '8', '--mini-batch-size', '16', '--evaluate-every', '1', '--evaluation-episodes', '8', '--backend', 'wasm', '--progress', 'false']
+const tiny = [
+  '--steps',
+  '4',
+  '--checkpoint-every',
+  '1',
+  '--sft-steps',
+  '10',
+  '--episodes-per-step',
+  '8',
+  '--mini-batch-size',
+  '16',
+  '--evaluate-every',
+  '1',
+  '--evaluation-episodes',
+  '8',
+  '--backend',
+  'wasm',
+  '--progress',
+  'false',
+]
 /** Fields that measure time, not what was computed. */
 const timing = new Set(['seconds', 'tokensPerSecond', 'rolloutSeconds', 'updateSeconds'])
 
@@ -32,7 +51,10 @@ interface Ended {
 
 /** Runs the example on `runDirectory`; `killWhen` is polled every 20 ms and, once true, the process gets SIGKILL. */
 function runExample(runDirectory: string, killWhen?: () => boolean): Promise<Ended & { killed: boolean }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...tiny, '--run-directory', runDirectory], { cwd: exampleDirectory, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...tiny, '--run-directory', runDirectory], {
+    cwd: exampleDirectory,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   children.push(child)
   let output = ''
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))

@@ -14,8 +14,25 @@ afterAll(async () => {
 
 /** A trajectory whose turns play `actions` (roles alternating from player0), without a policy. */
 function trajectoryOf(actions: string[], invalidAt = -1): Trajectory {
-  const turns = actions.map((action, index) => ({ index, role: index % 2 === 0 ? 'player0' : 'player1', observation: '', action, rewards: {}, invalidAction: index === invalidAt }))
-  return { id: 't', environmentId: 'simple-negotiation-v1', seed: 0, groupId: 'g', roles: ['player0', 'player1'], turns, returns: {}, done: true, truncated: false }
+  const turns = actions.map((action, index) => ({
+    index,
+    role: index % 2 === 0 ? 'player0' : 'player1',
+    observation: '',
+    action,
+    rewards: {},
+    invalidAction: index === invalidAt,
+  }))
+  return {
+    id: 't',
+    environmentId: 'simple-negotiation-v1',
+    seed: 0,
+    groupId: 'g',
+    roles: ['player0', 'player1'],
+    turns,
+    returns: {},
+    done: true,
+    truncated: false,
+  }
 }
 
 describe('selfplay-negotiation', () => {
@@ -36,7 +53,21 @@ describe('selfplay-negotiation', () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-negotiation-'))
     directories.push(runDirectory)
     const lines: string[] = []
-    const report = await main({ steps: 2, sftSteps: 5, warmupGames: 4, turns: 4, episodesPerStep: 4, miniBatchSize: 16, evaluateEvery: 1, evaluationEpisodes: 4, checkpointEvery: 1, runDirectory, backend: 'wasm', progress: false, log: (line) => lines.push(line) })
+    const report = await main({
+      steps: 2,
+      sftSteps: 5,
+      warmupGames: 4,
+      turns: 4,
+      episodesPerStep: 4,
+      miniBatchSize: 16,
+      evaluateEvery: 1,
+      evaluationEpisodes: 4,
+      checkpointEvery: 1,
+      runDirectory,
+      backend: 'wasm',
+      progress: false,
+      log: (line) => lines.push(line),
+    })
     expect(report.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2])
     for (const evaluation of report.evaluations) {
       for (const figures of [evaluation.heuristic, evaluation.random]) {
@@ -52,7 +83,10 @@ describe('selfplay-negotiation', () => {
     const saved = JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8')) as { after: { step: number }; backend: string }
     expect(saved.after.step).toBe(2)
     expect(saved.backend).toBe('wasm')
-    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>)
+    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>)
     expect(metrics.map((record) => record.step)).toEqual([1, 2])
     expect(metrics[0]!['reward/simple-negotiation-v1/player0']).toBeTypeOf('number')
     expect(metrics[0]!['eval/heuristic/dealRate']).toBeTypeOf('number')

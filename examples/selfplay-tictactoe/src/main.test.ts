@@ -45,7 +45,14 @@ describe('selfplay-tictactoe', () => {
     })
     expect(report.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2])
     for (const evaluation of report.evaluations) {
-      for (const rate of [evaluation.winRate, evaluation.drawRate, evaluation.lossRate, evaluation.invalidRate, evaluation.greedyWinRate, evaluation.greedyInvalidRate]) {
+      for (const rate of [
+        evaluation.winRate,
+        evaluation.drawRate,
+        evaluation.lossRate,
+        evaluation.invalidRate,
+        evaluation.greedyWinRate,
+        evaluation.greedyInvalidRate,
+      ]) {
         expect(rate).toBeGreaterThanOrEqual(0)
         expect(rate).toBeLessThanOrEqual(1)
       }
@@ -55,7 +62,10 @@ describe('selfplay-tictactoe', () => {
     const saved = JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8')) as { after: { step: number }; backend: string }
     expect(saved.after.step).toBe(2)
     expect(saved.backend).toBe('wasm')
-    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>)
+    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>)
     expect(metrics.map((record) => record.step)).toEqual([1, 2])
     expect(metrics[0]!['eval/winRate']).toBeTypeOf('number')
     expect(metrics[0]!['eval/greedyWinRate']).toBeTypeOf('number')

@@ -7,14 +7,7 @@
  */
 import { pathToFileURL } from 'node:url'
 import type { AdvantageBatch, AdvantageEstimatorV1 } from '@ludic/core'
-import {
-  advantageEstimators,
-  createGrpo,
-  createReinforcePlusPlus,
-  createRloo,
-  parseAdvantageBatch,
-  registerAdvantageEstimator,
-} from '@ludic/advantages'
+import { advantageEstimators, createGrpo, createReinforcePlusPlus, createRloo, parseAdvantageBatch, registerAdvantageEstimator } from '@ludic/advantages'
 
 export interface SwapOptions {
   log?: (line: string) => void

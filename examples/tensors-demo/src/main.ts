@@ -40,7 +40,12 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
 
   // A bigram model is a table of next-token logits per token: [vocabulary, vocabulary].
   const random = createRandom(options.seed ?? 0)
-  const table = tf.variable(tf.tensor2d(Float32Array.from({ length: vocabulary * vocabulary }, () => random.nextNormal() * 0.1), [vocabulary, vocabulary]))
+  const table = tf.variable(
+    tf.tensor2d(
+      Float32Array.from({ length: vocabulary * vocabulary }, () => random.nextNormal() * 0.1),
+      [vocabulary, vocabulary],
+    ),
+  )
   const optimizer = tf.train.adam(0.1)
   const tensorsBefore = tf.memory().numTensors
 

@@ -15,13 +15,21 @@ import { createPickEnvironment, createTestModel, tokenizer } from './test/suppor
 
 // Worker threads run the built rollout entries (dist/) and load this TypeScript setup through tsx.
 const setupModule = fileURLToPath(new URL('./test/async-setup.ts', import.meta.url))
-const asyncRollout = (extra: Partial<AsyncRolloutConfig> = {}): AsyncRolloutConfig => ({ setupModule, setupData: { roles: ['player0'] }, backend: 'wasm', ...extra })
+const asyncRollout = (extra: Partial<AsyncRolloutConfig> = {}): AsyncRolloutConfig => ({
+  setupModule,
+  setupData: { roles: ['player0'] },
+  backend: 'wasm',
+  ...extra,
+})
 
 beforeAll(async () => {
   await initTensors({ backend: 'wasm', verbose: false })
 })
 
-const prompt = (seed: number) => tokenizer.encode(tokenizer.applyChatTemplate!([{ role: 'user', content: `game ${seed}: player0 picks a or b` }], { addGenerationPrompt: true }), { addSpecialTokens: false })
+const prompt = (seed: number) =>
+  tokenizer.encode(tokenizer.applyChatTemplate!([{ role: 'user', content: `game ${seed}: player0 picks a or b` }], { addGenerationPrompt: true }), {
+    addSpecialTokens: false,
+  })
 
 /** P(a) against P(b) at the prompts the game shows, averaged. */
 function probabilityOfA(model: ReturnType<typeof createTestModel>): number {
@@ -38,7 +46,9 @@ function probabilityOfA(model: ReturnType<typeof createTestModel>): number {
 describe('createRlTrainer with asynchronous collection', () => {
   it('learns from batches played in a worker thread with weights at most one step old, importance-corrected', async () => {
     const model = createTestModel(2)
-    const examples = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) => ['a', 'b'].map((letter) => ({ promptIds: prompt(seed), responseIds: tokenizer.encode(letter, { addSpecialTokens: false }) })))
+    const examples = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) =>
+      ['a', 'b'].map((letter) => ({ promptIds: prompt(seed), responseIds: tokenizer.encode(letter, { addSpecialTokens: false }) })),
+    )
     const sft = createSftTrainer({ model, examples, batchSize: 14, optimizer: { learningRate: 1e-2 }, seed: 1 })
     await sft.run({ steps: 25 })
     sft.dispose()
@@ -75,15 +85,24 @@ describe('createRlTrainer with asynchronous collection', () => {
 
   it('fails clearly when the setup module fails in the workers, and rejects bad configurations', async () => {
     const model = createTestModel(3)
-    const failing = createRlTrainer({ model, tokenizer, asyncRollout: asyncRollout({ setupData: { roles: ['player0'], fail: true } }), batch: { episodesPerStep: 2, maxTokens: 1 } })
+    const failing = createRlTrainer({
+      model,
+      tokenizer,
+      asyncRollout: asyncRollout({ setupData: { roles: ['player0'], fail: true } }),
+      batch: { episodesPerStep: 2, maxTokens: 1 },
+    })
     const error = await failing.step().catch((caught: unknown) => caught)
     expect(error).toBeInstanceOf(AsyncCollectorError)
     expect((error as Error).message).toMatch(/rollout worker 0 failed to start: Error: setup refused for this test/)
     failing.dispose()
 
     expect(() => createRlTrainer({ model, tokenizer })).toThrow(/config.environments.*is needed \(or config.asyncRollout/)
-    expect(() => createRlTrainer({ model, tokenizer, environments: [() => createPickEnvironment()], asyncRollout: asyncRollout() })).toThrow(/config.environments.*must not be given with config.asyncRollout/)
-    expect(() => createRlTrainer({ model, tokenizer, asyncRollout: asyncRollout({ pushEvery: 3, maxStaleness: 2 }) })).toThrow(/config.asyncRollout.maxStaleness.*at least config.asyncRollout.pushEvery \(3\)/)
+    expect(() => createRlTrainer({ model, tokenizer, environments: [() => createPickEnvironment()], asyncRollout: asyncRollout() })).toThrow(
+      /config.environments.*must not be given with config.asyncRollout/,
+    )
+    expect(() => createRlTrainer({ model, tokenizer, asyncRollout: asyncRollout({ pushEvery: 3, maxStaleness: 2 }) })).toThrow(
+      /config.asyncRollout.maxStaleness.*at least config.asyncRollout.pushEvery \(3\)/,
+    )
     expect(() => createRlTrainer({ model, tokenizer, asyncRollout: asyncRollout(), recomputeOldLogprobs: false })).toThrow(InvalidArgumentError)
     expect(() => createRlTrainer({ model, tokenizer, asyncRollout: asyncRollout({ importanceCap: 0.5 }) })).toThrow(/config.asyncRollout.importanceCap/)
     model.dispose()
@@ -115,7 +134,11 @@ describe('the rollout worker module', () => {
       const batch = await collector.next(0)
       const samples = batch.samples.filter((sample) => sample.responseTokenIds.length > 0)
       const fromWorker = (batch.annotation as RolloutAnnotation).referenceLogprobs!
-      const here = await responseLogprobs(model, samples.map((sample) => ({ promptIds: sample.promptTokenIds, responseIds: sample.responseTokenIds })), 3)
+      const here = await responseLogprobs(
+        model,
+        samples.map((sample) => ({ promptIds: sample.promptTokenIds, responseIds: sample.responseTokenIds })),
+        3,
+      )
       expect(fromWorker).toHaveLength(samples.length)
       fromWorker.forEach((row, index) => {
         expect(row).toHaveLength(here[index]!.length)

@@ -4,7 +4,9 @@ import { parseCommandLineOptions } from './command-line.js'
 
 describe('parseCommandLineOptions', () => {
   it('turns --kebab-case value pairs into camelCase options with numbers and booleans converted', () => {
-    expect(parseCommandLineOptions(['--steps', '10', '--learning-rate', '5e-4', '--kl-coefficient', '-0.5', '--progress', 'false', '--run-directory', 'runs/x'])).toEqual({
+    expect(
+      parseCommandLineOptions(['--steps', '10', '--learning-rate', '5e-4', '--kl-coefficient', '-0.5', '--progress', 'false', '--run-directory', 'runs/x']),
+    ).toEqual({
       steps: 10,
       learningRate: 5e-4,
       klCoefficient: -0.5,

@@ -21,8 +21,18 @@ export function rolloutMetrics(trajectories: readonly Trajectory[], samples: rea
 }
 
 /** Off-policy figures of asynchronous collection: how stale the batch was and how much the importance weights cut. */
-export function offPolicyMetrics(stepIndex: number, policyVersion: number, dropped: number, importance: { mean: number; truncated: number }): Record<string, number> {
-  return { staleness: stepIndex - policyVersion, importanceWeightMean: importance.mean, importanceTruncatedFraction: importance.truncated, batchesDropped: dropped }
+export function offPolicyMetrics(
+  stepIndex: number,
+  policyVersion: number,
+  dropped: number,
+  importance: { mean: number; truncated: number },
+): Record<string, number> {
+  return {
+    staleness: stepIndex - policyVersion,
+    importanceWeightMean: importance.mean,
+    importanceTruncatedFraction: importance.truncated,
+    batchesDropped: dropped,
+  }
 }
 
 /** The fields a progress bar shows: rewards, evaluations, invalid rate, entropy, clip fraction, speed. */

@@ -55,7 +55,14 @@ function synchronousSource({ config, model }: RolloutSourceContext): RolloutSour
   return {
     async next(stepIndex) {
       const chatTemplate = config.chatTemplate === undefined ? {} : { chatTemplate: config.chatTemplate }
-      const policy = createLocalPolicy({ model, tokenizer: config.tokenizer, maxBatch: batch.maxGenerationBatch, seed: deriveSeed('ludic.policy', seed, stepIndex), id: learnerPolicyId, ...chatTemplate })
+      const policy = createLocalPolicy({
+        model,
+        tokenizer: config.tokenizer,
+        maxBatch: batch.maxGenerationBatch,
+        seed: deriveSeed('ludic.policy', seed, stepIndex),
+        id: learnerPolicyId,
+        ...chatTemplate,
+      })
       const firstSeed = deriveSeed('ludic.episodes', seed, stepIndex) % 2 ** 30
       const result = await collect({
         environments: config.environments!,
@@ -156,7 +163,8 @@ function asynchronousSource({ config, model, reference }: RolloutSourceContext):
 function trainableSamples(result: Pick<CollectResult, 'samples' | 'failures' | 'trajectories'>): Sample[] {
   if (result.failures.length > 0) throw result.failures[0]!.error
   const samples = result.samples.filter((sample) => sample.responseTokenIds.length > 0)
-  if (samples.length === 0) throw new InvalidArgumentError({ argument: 'config.environments', value: result.trajectories.length, message: 'gave no samples to train on' })
+  if (samples.length === 0)
+    throw new InvalidArgumentError({ argument: 'config.environments', value: result.trajectories.length, message: 'gave no samples to train on' })
   return samples
 }
 

@@ -110,7 +110,9 @@ export async function createRolloutWorker(data: ModelRolloutWorkerData, context:
       ? {}
       : {
           async annotate(result: { samples: readonly Sample[] }): Promise<RolloutAnnotation> {
-            const sequences = result.samples.filter((sample) => sample.responseTokenIds.length > 0).map((sample) => ({ promptIds: sample.promptTokenIds, responseIds: sample.responseTokenIds }))
+            const sequences = result.samples
+              .filter((sample) => sample.responseTokenIds.length > 0)
+              .map((sample) => ({ promptIds: sample.promptTokenIds, responseIds: sample.responseTokenIds }))
             return { referenceLogprobs: await responseLogprobs(reference, sequences, data.chunkSize) }
           },
         }),

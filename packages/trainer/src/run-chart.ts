@@ -20,7 +20,7 @@ export function renderRunChart(title: string, series: readonly ChartSeries[]): s
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="100%" height="100%" fill="white"/>`,
-    `<text x="${width / 2}" y="22" text-anchor="middle" font-size="15">${escape(title)}</text>`,
+    `<text x="${width / 2}" y="22" text-anchor="middle" font-size="15">${escapeXml(title)}</text>`,
   ]
   series.forEach((item, index) => {
     const top = margin.top + index * (panelHeight + margin.bottom)
@@ -38,10 +38,14 @@ export function renderRunChart(title: string, series: readonly ChartSeries[]): s
       const step = Math.round((maxStep * tick) / 5)
       parts.push(`<text x="${x(step)}" y="${top + panelHeight + 16}" text-anchor="middle">${step}</text>`)
     }
-    parts.push(`<text x="${margin.left + 8}" y="${top + 16}" fill="${item.color}" font-weight="bold">${escape(item.name)}</text>`)
+    parts.push(`<text x="${margin.left + 8}" y="${top + 16}" fill="${item.color}" font-weight="bold">${escapeXml(item.name)}</text>`)
     if (item.reference !== undefined) {
-      parts.push(`<line x1="${margin.left}" x2="${margin.left + plotWidth}" y1="${y(item.reference.value)}" y2="${y(item.reference.value)}" stroke="#c00" stroke-dasharray="5,4"/>`)
-      parts.push(`<text x="${margin.left + plotWidth - 4}" y="${y(item.reference.value) - 4}" text-anchor="end" fill="#c00">${escape(item.reference.label)}</text>`)
+      parts.push(
+        `<line x1="${margin.left}" x2="${margin.left + plotWidth}" y1="${y(item.reference.value)}" y2="${y(item.reference.value)}" stroke="#c00" stroke-dasharray="5,4"/>`,
+      )
+      parts.push(
+        `<text x="${margin.left + plotWidth - 4}" y="${y(item.reference.value) - 4}" text-anchor="end" fill="#c00">${escapeXml(item.reference.label)}</text>`,
+      )
     }
     if (item.points.length > 0) {
       const path = item.points.map((point, position) => `${position === 0 ? 'M' : 'L'}${x(point.step).toFixed(1)},${y(point.value).toFixed(1)}`).join(' ')
@@ -54,5 +58,5 @@ export function renderRunChart(title: string, series: readonly ChartSeries[]): s
   return `${parts.join('\n')}\n`
 }
 
-const escape = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;')
+const escapeXml = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;')
 const format = (value: number) => (Math.abs(value) >= 10 ? value.toFixed(0) : value.toFixed(2))

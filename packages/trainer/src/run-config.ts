@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
-import { InvalidArgumentError, ParseError, parseInput, type EnvironmentV1, type TokenizerV1 } from '@ludic/core'
+import { InvalidArgumentError, ParseError, parseInput, type AdvantageEstimatorV1, type EnvironmentV1, type TokenizerV1 } from '@ludic/core'
 import { advantageEstimators } from '@ludic/advantages'
 import { createModel, loadModel, presetNames, type CausalLanguageModel } from '@ludic/model'
-import { createPolicyLoss, policyLossNames, type PolicyLossName } from '@ludic/objectives'
+import { createPolicyLoss, policyLossNames, type PolicyLoss, type PolicyLossName } from '@ludic/objectives'
 import type { PromptTemplate } from '@ludic/rollout'
 import { loadTokenizer } from '@ludic/tokenizer'
 import { z } from 'zod'
@@ -29,7 +29,9 @@ export const runConfigFileSchema = z.strictObject({
   /** An estimator of the advantages registry (`rae`, `grpo`, … or one registered). Default `rae`. */
   advantage: z.strictObject({ name: z.string().min(1), options: z.record(z.string(), z.unknown()).optional() }).default({ name: 'rae' }),
   /** A policy loss of `createPolicyLoss`. Default `ppo-clip`. */
-  policyLoss: z.strictObject({ name: z.enum(policyLossNames as [PolicyLossName, ...PolicyLossName[]]), options: z.record(z.string(), z.unknown()).optional() }).default({ name: 'ppo-clip' }),
+  policyLoss: z
+    .strictObject({ name: z.enum(policyLossNames as [PolicyLossName, ...PolicyLossName[]]), options: z.record(z.string(), z.unknown()).optional() })
+    .default({ name: 'ppo-clip' }),
   kl: klConfigSchema.optional(),
   entropyCoefficient: z.number().min(0).optional(),
   optimizer: optimizerConfigSchema.optional(),
@@ -77,7 +79,11 @@ export interface LoadRunConfigOptions {
  */
 export async function loadRunConfig(path: string, options: LoadRunConfigOptions): Promise<RlTrainerConfig> {
   if (typeof options?.environments?.create !== 'function' || typeof options.environments.names !== 'function') {
-    throw new InvalidArgumentError({ argument: 'options.environments', value: options?.environments, message: 'must be an environment registry { create(name, options), names() } (e.g. games of @ludic/games)' })
+    throw new InvalidArgumentError({
+      argument: 'options.environments',
+      value: options?.environments,
+      message: 'must be an environment registry { create(name, options), names() } (e.g. games of @ludic/games)',
+    })
   }
   let text: string
   try {
@@ -105,14 +111,18 @@ export async function loadRunConfig(path: string, options: LoadRunConfigOptions)
   let model = options.model
   if (model === undefined) {
     try {
-      model = 'preset' in file.model ? createModel(file.model.preset, { vocabSize: tokenizer.vocabSize, seed: file.model.seed, overrides: file.model.overrides }) : await loadModel(resolve(base, file.model.path))
+      model =
+        'preset' in file.model
+          ? createModel(file.model.preset, { vocabSize: tokenizer.vocabSize, seed: file.model.seed, overrides: file.model.overrides })
+          : await loadModel(resolve(base, file.model.path))
     } catch (error) {
       throw where('model', error)
     }
   }
   const registry = options.environments
   const environments = file.environments.map(({ game, options: gameOptions }, index): (() => EnvironmentV1) => {
-    if (!registry.names().includes(game)) throw new ParseError({ source: path, path: ['environments', index, 'game'], message: `is not a registered environment (${registry.names().join(', ')})` })
+    if (!registry.names().includes(game))
+      throw new ParseError({ source: path, path: ['environments', index, 'game'], message: `is not a registered environment (${registry.names().join(', ')})` })
     try {
       registry.create(game, gameOptions) // fail now, naming the entry, rather than in the first step
     } catch (error) {
@@ -120,13 +130,13 @@ export async function loadRunConfig(path: string, options: LoadRunConfigOptions)
     }
     return () => registry.create(game, gameOptions)
   })
-  let advantage
+  let advantage: AdvantageEstimatorV1
   try {
     advantage = advantageEstimators.create(file.advantage.name, file.advantage.options)
   } catch (error) {
     throw where('advantage', error)
   }
-  let policyLoss
+  let policyLoss: PolicyLoss
   try {
     policyLoss = (createPolicyLoss as (name: string, options?: unknown) => ReturnType<typeof createPolicyLoss>)(file.policyLoss.name, file.policyLoss.options)
   } catch (error) {

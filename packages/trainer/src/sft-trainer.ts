@@ -98,7 +98,8 @@ export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
   const schedule = resolveSchedule(parsed.schedule)
   const examples: TokenSequence[] = parsed.examples.map((example, index) => {
     if ('promptIds' in example) return example
-    if (tokenizer === undefined) throw new InvalidArgumentError({ argument: 'config.tokenizer', value: undefined, message: `is needed for text examples (config.examples[${index}])` })
+    if (tokenizer === undefined)
+      throw new InvalidArgumentError({ argument: 'config.tokenizer', value: undefined, message: `is needed for text examples (config.examples[${index}])` })
     const responseIds = [...tokenizer.encode(example.response, { addSpecialTokens: false })]
     if (tokenizer.eosTokenId !== undefined) responseIds.push(tokenizer.eosTokenId)
     return { promptIds: tokenizer.encode(example.prompt, { addSpecialTokens: false }), responseIds: Int32Array.from(responseIds) }
@@ -133,7 +134,8 @@ export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
     },
     step,
     async run({ steps, onStep, progress = false }) {
-      if (!Number.isInteger(steps) || steps < 0) throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
+      if (!Number.isInteger(steps) || steps < 0)
+        throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
       const bar = progress === false ? undefined : createProgressBar(steps, { label: 'sft', ...(progress === true ? {} : { stream: progress }) })
       const history: SftStepMetrics[] = []
       for (let index = 0; index < steps; index++) {

@@ -31,7 +31,8 @@ export function createPickEnvironment(roles: readonly string[] = ['player0']): E
     step(action): StepOutcome {
       const role = roles[turn]!
       const move = action.trim()
-      if (move !== 'a' && move !== 'b') return { done: true, truncated: false, rewards: { ...rewards, [role]: -1.5 }, info: { invalidAction: true, reason: 'not a or b' } }
+      if (move !== 'a' && move !== 'b')
+        return { done: true, truncated: false, rewards: { ...rewards, [role]: -1.5 }, info: { invalidAction: true, reason: 'not a or b' } }
       rewards[role] = move === 'a' ? 1 : -1
       turn++
       if (turn === roles.length) return { done: true, truncated: false, rewards: { ...rewards }, info: {} }
