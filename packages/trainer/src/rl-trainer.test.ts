@@ -1,27 +1,18 @@
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError } from '@ludic/core'
 import { createScriptedPolicy } from '@ludic/core/test'
 import { createGrpo } from '@ludic/advantages'
 import { sequenceLogprobs } from '@ludic/model'
-import { initTensors } from '@ludic/tensors'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { entropyKeep } from './ppo-update.js'
 import { learnerPolicyId, type RlTrainerConfig } from './rl-config.js'
 import { createRlTrainer } from './rl-trainer.js'
 import { createSftTrainer } from './sft-trainer.js'
-import { createPickEnvironment, createTestModel, tokenizer } from './test/support.js'
+import { createPickEnvironment, createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
 
-let directory: string
-beforeAll(async () => {
-  await initTensors({ backend: 'wasm', verbose: false })
-  directory = await mkdtemp(join(tmpdir(), 'ludic-trainer-'))
-})
-afterAll(async () => {
-  await rm(directory, { recursive: true, force: true })
-})
+const temporaryDirectory = useBackendAndDirectory('ludic-trainer-')
 
 const twoRoles = () => createPickEnvironment(['player0', 'player1'])
 const baseConfig = (model: ReturnType<typeof createTestModel>, extra: Partial<RlTrainerConfig> = {}): RlTrainerConfig => ({
@@ -39,7 +30,7 @@ const snapshot = (model: ReturnType<typeof createTestModel>) => new Map([...mode
 describe('createRlTrainer', () => {
   it('takes a step that changes the weights, logs every term, and leaks no tensor', async () => {
     const model = createTestModel(1)
-    const runDirectory = join(directory, 'step')
+    const runDirectory = join(temporaryDirectory(), 'step')
     const trainer = createRlTrainer(baseConfig(model, { runDirectory }))
     const before = snapshot(model)
     const first = await trainer.step()
@@ -83,22 +74,22 @@ describe('createRlTrainer', () => {
       entropyCoefficient: 0.01,
     }
     const straightModel = createTestModel(5)
-    const straight = createRlTrainer(baseConfig(straightModel, { ...options, runDirectory: join(directory, 'straight') }))
+    const straight = createRlTrainer(baseConfig(straightModel, { ...options, runDirectory: join(temporaryDirectory(), 'straight') }))
     await straight.run({ steps: 4 })
 
     const interruptedModel = createTestModel(5)
-    const interrupted = createRlTrainer(baseConfig(interruptedModel, { ...options, runDirectory: join(directory, 'resumed') }))
+    const interrupted = createRlTrainer(baseConfig(interruptedModel, { ...options, runDirectory: join(temporaryDirectory(), 'resumed') }))
     for (let step = 0; step < 3; step++) await interrupted.step() // checkpoint at 2; step 3 is "lost" in a crash
     interrupted.dispose()
     interruptedModel.dispose()
 
     const resumedModel = createTestModel(99) // other initial weights: everything comes from the checkpoint
-    const resumed = createRlTrainer(baseConfig(resumedModel, { ...options, runDirectory: join(directory, 'resumed'), resume: true }))
+    const resumed = createRlTrainer(baseConfig(resumedModel, { ...options, runDirectory: join(temporaryDirectory(), 'resumed'), resume: true }))
     await resumed.run({ steps: 4 })
     expect(resumed.stepCount).toBe(4)
     const expected = snapshot(straightModel)
     for (const [name, values] of snapshot(resumedModel)) expect(values, name).toEqual(expected.get(name))
-    const steps = (await readFile(join(directory, 'resumed', 'metrics.jsonl'), 'utf8'))
+    const steps = (await readFile(join(temporaryDirectory(), 'resumed', 'metrics.jsonl'), 'utf8'))
       .trim()
       .split('\n')
       .map((line) => (JSON.parse(line) as { step: number }).step)
@@ -110,10 +101,10 @@ describe('createRlTrainer', () => {
   })
 
   it('resumes from the newest checkpoint that loads, setting a broken one aside and saying so', async () => {
-    const runDirectory = join(directory, 'broken')
+    const runDirectory = join(temporaryDirectory(), 'broken')
     const options = { checkpointEvery: 1, keepLast: 3, runDirectory }
     const straightModel = createTestModel(6)
-    const straight = createRlTrainer(baseConfig(straightModel, { ...options, runDirectory: join(directory, 'broken-straight') }))
+    const straight = createRlTrainer(baseConfig(straightModel, { ...options, runDirectory: join(temporaryDirectory(), 'broken-straight') }))
     await straight.run({ steps: 3 })
     const firstModel = createTestModel(6)
     const first = createRlTrainer(baseConfig(firstModel, options))
@@ -143,7 +134,7 @@ describe('createRlTrainer', () => {
   })
 
   it('starts metrics.jsonl over when a run killed before its first checkpoint is run again', async () => {
-    const runDirectory = join(directory, 'no-checkpoint')
+    const runDirectory = join(temporaryDirectory(), 'no-checkpoint')
     for (let attempt = 0; attempt < 2; attempt++) {
       const model = createTestModel(7)
       const trainer = createRlTrainer(baseConfig(model, { runDirectory, checkpointEvery: 10, resume: true }))

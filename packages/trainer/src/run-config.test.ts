@@ -1,28 +1,19 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ParseError } from '@ludic/core'
 import { gamePrompts, games } from '@ludic/games'
-import { initTensors } from '@ludic/tensors'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createRlTrainer } from './rl-trainer.js'
 import { loadRunConfig } from './run-config.js'
-import { createPickEnvironment, tokenizer } from './test/support.js'
+import { createPickEnvironment, tokenizer, useBackendAndDirectory } from './test/support.js'
 
-let directory: string
-beforeAll(async () => {
-  await initTensors({ backend: 'wasm', verbose: false })
-  directory = await mkdtemp(join(tmpdir(), 'ludic-run-config-'))
-})
-afterAll(async () => {
-  await rm(directory, { recursive: true, force: true })
-})
+const temporaryDirectory = useBackendAndDirectory('ludic-run-config-')
 
 // The games of @ludic/games and their named prompts, as a command line would pass them.
 const registries = { environments: games, prompts: gamePrompts }
 
 const write = async (name: string, content: unknown) => {
-  const path = join(directory, name)
+  const path = join(temporaryDirectory(), name)
   await writeFile(path, typeof content === 'string' ? content : JSON.stringify(content))
   return path
 }
@@ -42,7 +33,7 @@ const valid = {
 describe('loadRunConfig', () => {
   it('resolves the named estimator, loss, environments and model preset into a trainer config that runs', async () => {
     const config = await loadRunConfig(await write('valid.json', valid), { ...registries, tokenizer })
-    expect(config.runDirectory).toBe(join(directory, 'run'))
+    expect(config.runDirectory).toBe(join(temporaryDirectory(), 'run'))
     expect(config.model.config.hiddenSize).toBe(32)
     expect(config.model.config.vocabSize).toBe(tokenizer.vocabSize)
     expect((config.advantage as { name: string }).name).toBe('rae')
@@ -72,7 +63,7 @@ describe('loadRunConfig', () => {
       expect((error as Error).message).toContain(path)
       expect((error as Error).message).toContain(expected)
     }
-    const missing = await loadRunConfig(join(directory, 'missing.json'), registries).catch((caught: unknown) => caught)
+    const missing = await loadRunConfig(join(temporaryDirectory(), 'missing.json'), registries).catch((caught: unknown) => caught)
     expect(missing).toBeInstanceOf(ParseError)
     const noTokenizer = await loadRunConfig(await write('no-tokenizer.json', valid), registries).catch((caught: unknown) => caught)
     expect((noTokenizer as Error).message).toContain('tokenizer')

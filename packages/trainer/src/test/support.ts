@@ -1,8 +1,29 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { EnvironmentV1, StepOutcome, TurnView } from '@ludic/core'
 import { createByteTokenizer } from '@ludic/core/test'
 import { createModel, type CausalLanguageModel } from '@ludic/model'
+import { initTensors } from '@ludic/tensors'
+import { afterAll, beforeAll } from 'vitest'
 
 export const tokenizer = createByteTokenizer()
+
+/**
+ * The test file's setup: the WebAssembly backend and a temporary directory, removed after the file's tests.
+ * Returns a function that gives the directory (it exists once `beforeAll` has run).
+ */
+export function useBackendAndDirectory(prefix: string): () => string {
+  let directory: string | undefined
+  beforeAll(async () => {
+    await initTensors({ backend: 'wasm', verbose: false })
+    directory = await mkdtemp(join(tmpdir(), prefix))
+  })
+  afterAll(async () => {
+    if (directory !== undefined) await rm(directory, { recursive: true, force: true })
+  })
+  return () => directory!
+}
 
 /** A very small model over the byte tokenizer's 259 ids: d = 32, one layer. */
 export function createTestModel(seed: number): CausalLanguageModel {
