@@ -303,6 +303,33 @@ describe('collect', () => {
       expect(trajectories.map((trajectory) => trajectory.error === undefined)).toEqual([true, false, true])
     })
 
+    it('aborts a timed-out generate call through its signal, so the policy stops working on it', async () => {
+      const signals: AbortSignal[] = []
+      let steps = 0
+      const slow: PolicyV1 = {
+        specificationVersion: 'v1',
+        id: 'slow',
+        async generate(requests, options = {}) {
+          signals.push(options.signal!)
+          for (let step = 0; step < 200; step++) {
+            options.signal?.throwIfAborted() // as a local model does between decode steps
+            steps++
+            await new Promise((resolve) => setTimeout(resolve, 5))
+          }
+          return createScriptedPolicy({ replies: () => '[left]' }).generate(requests)
+        },
+      }
+      const started = Date.now()
+      const { failures } = await collect({ environments: [() => createRandomWalk()], policies: slow, seeds: [1], maxTurns: 2, generateTimeoutMs: 50 })
+      expect(Date.now() - started).toBeLessThan(500)
+      expect(failures[0]?.message).toMatch(/within 50 ms/)
+      expect(signals[0]?.aborted).toBe(true)
+      expect(signals[0]?.reason).toBeInstanceOf(LudicError)
+      const stepsAtEnd = steps
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      expect(steps).toBe(stepsAtEnd) // the call stopped rather than running on in the background
+    })
+
     it('reports environment, prompt and malformed-completion failures with their stage', async () => {
       const environments = [
         () => ({

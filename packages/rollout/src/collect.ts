@@ -92,7 +92,7 @@ export const collectOptionsSchema = z.strictObject({
   maxTurns: z.number().int().min(1).default(64),
   /** Requests per `generate` call at most. Default: no limit (at most `concurrency`). */
   maxBatchSize: z.number().int().min(1).optional(),
-  /** A `generate` call that takes longer fails its episodes (reported in `failures`). Default: no limit. */
+  /** A `generate` call that takes longer fails its episodes (reported in `failures`) and is aborted through its signal. Default: no limit. */
   generateTimeoutMs: z.number().positive().optional(),
   /** The prompt: a string template or a function (see `PromptTemplate`). Default: `'{observation}'`. */
   prompt: z.union([z.string(), functionSchema<PromptFunction>('must be a string or a function')]).default(defaultPromptTemplate),

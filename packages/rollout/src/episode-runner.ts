@@ -70,8 +70,9 @@ export interface RunEpisodesOptions {
   /** Requests per `generate` call at most. Default: no limit (at most `concurrency`). */
   maxBatchSize?: number | undefined
   /**
-   * A `generate` call that has not answered after this long fails its episodes (its late answer is
-   * ignored; the policy may then get a new call while the old one still runs). Default: no limit.
+   * A `generate` call that has not answered after this long fails its episodes and is aborted through its
+   * `signal` (a local model stops at its next decode step; a late answer is ignored, and a policy that
+   * ignores the signal may get a new call while the old one still runs). Default: no limit.
    */
   generateTimeoutMs?: number | undefined
   /** When aborted, no new episode starts; those in flight finish, then the run resolves. */
@@ -269,13 +270,18 @@ export function runEpisodes(options: RunEpisodesOptions): Promise<void> {
         }
         pump()
       }
-      if (generateTimeoutMs !== undefined) {
+      // A call past its deadline fails its episodes and is aborted: a local model stops at its next decode step.
+      const deadline = generateTimeoutMs === undefined ? undefined : new AbortController()
+      if (deadline !== undefined) {
         timer = setTimeout(() => {
           const error = new LudicError(`Policy '${policy.id}' did not answer a batch of ${requests.length} requests within ${generateTimeoutMs} ms`)
+          deadline.abort(error)
           settle(requests.map(() => ({ error })))
         }, generateTimeoutMs)
       }
-      generateEach(policy, requests).then(settle, (error: unknown) => settle(requests.map(() => ({ error }))))
+      generateEach(policy, requests, deadline === undefined ? undefined : { signal: deadline.signal }).then(settle, (error: unknown) =>
+        settle(requests.map(() => ({ error }))),
+      )
     }
 
     const pump = () => {
