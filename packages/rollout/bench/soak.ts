@@ -11,7 +11,7 @@ const { values } = parseArgs({
     'duration-s': { type: 'string', default: '120' },
     clients: { type: 'string', default: '20' },
     'bad-fraction': { type: 'string', default: '0.1' },
-    'warmup-s': { type: 'string', default: '20' },
+    'warmup-s': { type: 'string', default: '30' },
     json: { type: 'boolean', default: false },
   },
 })
@@ -44,9 +44,9 @@ else {
   console.log(`server answers by status: ${JSON.stringify(report.stats.answers)}; /health ${report.health.status} ${JSON.stringify(report.health.body)}`)
   console.log(`tensors when idle: ${report.idleTensors.before} before, ${report.idleTensors.after} after`)
   console.log(
-    `RSS: ${mib(report.rss.afterWarmupBytes)} after the warm-up, ${mib(report.rss.endBytes)} at the end (${(report.rss.change * 100).toFixed(1)} %), max ${mib(report.rss.maxBytes)}`,
+    `RSS (medians of 20 s of samples): ${mib(report.rss.afterWarmupBytes)} after the warm-up, ${mib(report.rss.endBytes)} at the end (${(report.rss.change * 100).toFixed(1)} %); max ${mib(report.rss.maxBytes)}`,
   )
-  console.log(`event loop held ${report.eventLoopDelayMaxMs} ms at most during the load`)
+  console.log(`event loop held ${report.eventLoopDelayMaxMs} ms at most in the server, ${report.clientEventLoopDelayMaxMs} ms in the clients`)
   console.log(report.passed ? 'PASSED' : `FAILED: ${report.problems.join('; ')}`)
 }
 process.exitCode = report.passed ? 0 : 1

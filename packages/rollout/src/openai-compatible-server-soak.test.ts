@@ -7,7 +7,7 @@ describe('serveOpenAICompatible soak (short)', () => {
   it('answers every good request in full under 20 clients, 2 of them sending bad requests, and stays healthy with flat tensors', {
     timeout: 180_000,
   }, async () => {
-    const report = await runSoak({ durationMs: 10_000, clients: 20, badFraction: 0.1, warmupMs: 3_000, sampleEveryMs: 1_000 })
+    const report = await runSoak({ durationMs: 10_000, clients: 20, badFraction: 0.1, warmupMs: 3_000, sampleEveryMs: 1_000, levelWindowMs: 3_000 })
     expect(report.serverExit).toBeUndefined()
     expect(report.good.failures).toEqual([])
     expect(report.good.ok).toBe(report.good.sent)

@@ -333,21 +333,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   ): Promise<Completion[]> => {
     checkHealthy()
     const controller = new AbortController()
-
-    const deadline = setTimeout(() => {
-      controller.abort(
-        new HttpError(
-          504,
-          `The generation took longer than ${settings.generationTimeoutMs} ms (the generationTimeoutMs option of serveOpenAICompatible).`,
-          'server_error',
-          'generation_timeout',
-          null,
-          {
-            'x-should-retry': 'false',
-          },
-        ),
-      )
-    }, settings.generationTimeoutMs)
+    const deadline = setTimeout(() => controller.abort(generationTimedOut()), settings.generationTimeoutMs)
     const onClose = () => {
       if (!response.writableFinished) controller.abort(new Error('the client closed the connection'))
     }
@@ -362,6 +348,17 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       response.off('close', onClose)
     }
   }
+
+  /** 504, and no retry: the same request would take as long again. */
+  const generationTimedOut = () =>
+    new HttpError(
+      504,
+      `The generation took longer than ${settings.generationTimeoutMs} ms (the generationTimeoutMs option of serveOpenAICompatible).`,
+      'server_error',
+      'generation_timeout',
+      null,
+      { 'x-should-retry': 'false' },
+    )
 
   const checkHealthy = () => {
     if (fatal === undefined) return

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { connect } from 'node:net'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import OpenAI from 'openai'
 
@@ -18,6 +19,8 @@ export interface SoakOptions {
   /** Load before the reference RSS is taken. */
   warmupMs: number
   sampleEveryMs?: number
+  /** Span of samples whose median is an RSS level. Default: 20 s. */
+  levelWindowMs?: number
   /** Prints progress lines. */
   log?: (line: string) => void
 }
@@ -43,10 +46,15 @@ export interface SoakReport {
   stats: Record<string, unknown>
   /** Tensors with no request in flight, before the load and after it. */
   idleTensors: { before: number; after: number }
-  /** RSS when the warm-up ended and when the load ended (under load both times). */
+  /**
+   * The RSS level after the warm-up (median of the samples in the `levelWindowMs` after it) and at the end
+   * (median of the samples in the last `levelWindowMs` of the load), both under load; `change` compares them.
+   */
   rss: { afterWarmupBytes: number; endBytes: number; maxBytes: number; change: number }
   /** Longest the server's event loop was held during the load. */
   eventLoopDelayMaxMs: number
+  /** Longest this process's (the clients') event loop was held: past the server's headersTimeoutMs, a request on a new connection gets a 408. */
+  clientEventLoopDelayMaxMs: number
   samples: MemorySample[]
   serverExit: string | undefined
   problems: string[]
@@ -56,6 +64,9 @@ export interface SoakReport {
 const apiKey = 'soak-key'
 const model = 'tiny'
 const serverScript = fileURLToPath(new URL('../../bench/tiny-model-server.ts', import.meta.url))
+// Shorter than the defaults (10 s, 30 s), so that half-sent requests are cheap for the bad clients.
+const headersTimeoutMs = 5_000
+const requestTimeoutMs = 10_000
 
 interface ServerProcess {
   url: string
@@ -66,15 +77,31 @@ interface ServerProcess {
 }
 
 /** Starts the server process (built packages, loaded through tsx) and waits for its URL. */
-async function startServer(): Promise<ServerProcess> {
+async function startServer(log: (line: string) => void): Promise<ServerProcess> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', serverScript, '--api-key', apiKey, '--headers-timeout-ms', '2000', '--request-timeout-ms', '5000', '--generation-timeout-ms', '60000'],
+    [
+      '--import',
+      'tsx',
+      serverScript,
+      '--api-key',
+      apiKey,
+      '--headers-timeout-ms',
+      String(headersTimeoutMs),
+      '--request-timeout-ms',
+      String(requestTimeoutMs),
+      '--generation-timeout-ms',
+      '60000',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
   let stderr = ''
   let exit: string | undefined
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString()
+    for (const line of chunk.toString().split('\n')) if (line.trim() !== '') log(`server: ${line}`)
+    if (stderr.length > 100_000) stderr = stderr.slice(-50_000)
+  })
   child.once('exit', (code, signal) => (exit = `exited with ${code ?? signal}`))
   const url = await new Promise<string>((resolve, reject) => {
     let stdout = ''
@@ -108,15 +135,19 @@ async function postStatus(server: ServerProcess, path: string, body: string, hea
 
 const answer = (outcome: string, ...expected: string[]) => ({ outcome, expected: expected.includes(outcome) })
 
+/** The 9 MiB body, built once: building it for each request would stall this process (the clients), not the server. */
+let hugeBody: string | undefined
+
 /** Sends the start of a request and stops: the server must answer 408 and close within its timeouts. */
 function halfSent(server: ServerProcess, text: string): Promise<{ outcome: string; expected: boolean }> {
   return new Promise((resolve) => {
     const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
     let received = ''
+    const limitMs = requestTimeoutMs + 5_000 // Node checks the timeouts every second
     const timer = setTimeout(() => {
       socket.destroy()
-      resolve({ outcome: 'still open after 10 s', expected: false })
-    }, 10_000)
+      resolve({ outcome: `still open after ${limitMs / 1000} s`, expected: false })
+    }, limitMs)
     socket.on('data', (chunk: Buffer) => (received += chunk.toString()))
     socket.on('error', () => {})
     socket.on('close', () => {
@@ -145,7 +176,7 @@ export const badRequests: Readonly<Record<string, BadRequest>> = {
   'wrong API key': async (server) =>
     answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('hi')), { ...authorized, authorization: 'Bearer wrong' }), '401'),
   'body over 8 MiB': async (server) =>
-    answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('x'.repeat(9 * 1024 * 1024)))).catch(() => 'reset'), '413'),
+    answer(await postStatus(server, '/chat/completions', (hugeBody ??= JSON.stringify(chatBody('x'.repeat(9 * 1024 * 1024))))).catch(() => 'reset'), '413'),
   'half-sent headers': (server) => halfSent(server, 'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n'),
   'half-sent body': (server) =>
     halfSent(
@@ -217,7 +248,7 @@ const percentile = (sorted: readonly number[], fraction: number) => sorted[Math.
 
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const log = options.log ?? (() => {})
-  const server = await startServer()
+  const server = await startServer(log)
   try {
     const badClients = Math.round(options.clients * options.badFraction)
     const goodClients = options.clients - badClients
@@ -233,6 +264,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const before = sampleOf(await readStats(server), 0)
     log(`server ${server.url}: ${goodClients} good and ${badClients} bad clients for ${options.durationMs / 1000} s; idle: ${describeSample(before)}`)
 
+    const clientDelay = monitorEventLoopDelay({ resolution: 10 })
+    clientDelay.enable()
     const started = Date.now()
     const endAt = started + options.durationMs
     const goodClient = async (index: number) => {
@@ -263,14 +296,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         if (!result.expected && unexpected.length < 20) unexpected.push(`${kind} (client ${index}): ${result.outcome}`)
       }
     }
-    let afterWarmup: MemorySample | undefined
     const sampler = (async () => {
       const every = options.sampleEveryMs ?? 5_000
       while (Date.now() < endAt) {
         await new Promise((resolve) => setTimeout(resolve, Math.min(every, Math.max(0, endAt - Date.now()))))
         const sample = sampleOf(await readStats(server), Date.now() - started)
         samples.push(sample)
-        if (afterWarmup === undefined && sample.atMs >= options.warmupMs) afterWarmup = sample
         log(`${(sample.atMs / 1000).toFixed(0)} s: ${describeSample(sample)}; good ${good.ok}/${good.sent}, bad ${sum(bad)}`)
       }
     })()
@@ -279,26 +310,27 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       ...Array.from({ length: badClients }, (_, index) => badClient(index)),
       sampler,
     ])
-    const end = samples.at(-1)!
+    clientDelay.disable()
     // Let aborted generations stop and connections close, then count the tensors with nothing in flight.
     await new Promise((resolve) => setTimeout(resolve, 1_000))
     const healthResponse = await fetch(`${server.origin}/health`)
     const health = { status: healthResponse.status, body: (await healthResponse.json()) as unknown }
     const stats = await readStats(server)
     const after = sampleOf(stats, Date.now() - started)
-    const reference = afterWarmup ?? samples[0]!
-    const rss = {
-      afterWarmupBytes: reference.rssBytes,
-      endBytes: end.rssBytes,
-      maxBytes: Math.max(...samples.map((sample) => sample.rssBytes)),
-      change: end.rssBytes / reference.rssBytes - 1,
-    }
+    const window = options.levelWindowMs ?? 20_000
+    const loadEnd = samples.at(-1)!.atMs
+    const afterWarmupBytes = median(
+      samples.filter((sample) => sample.atMs >= options.warmupMs && sample.atMs <= options.warmupMs + window).map((sample) => sample.rssBytes),
+    )
+    const endBytes = median(samples.filter((sample) => sample.atMs >= loadEnd - window).map((sample) => sample.rssBytes))
+    const rss = { afterWarmupBytes, endBytes, maxBytes: Math.max(...samples.map((sample) => sample.rssBytes)), change: endBytes / afterWarmupBytes - 1 }
     const latencies = good.latencies.sort((a, b) => a - b)
     const problems = [
       ...(good.ok !== good.sent
         ? [
-            `${good.sent - good.ok} of ${good.sent} good requests failed (the event loop was held up to ` +
-              `${Math.max(...samples.map((sample) => sample.eventLoopDelayMaxMs))} ms: a 408 means a request could not be read in time)`,
+            `${good.sent - good.ok} of ${good.sent} good requests failed (event loops held up to ` +
+              `${Math.max(...samples.map((sample) => sample.eventLoopDelayMaxMs))} ms in the server, ${Math.round(clientDelay.max / 1e6)} ms in the clients: ` +
+              'a 408 means a request was not read in time)',
           ]
         : []),
       ...(good.ok === 0 ? ['no good request was answered'] : []),
@@ -325,6 +357,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       idleTensors: { before: before.tensors, after: after.tensors },
       rss,
       eventLoopDelayMaxMs: Math.max(...samples.map((sample) => sample.eventLoopDelayMaxMs)),
+      clientEventLoopDelayMaxMs: Math.round(clientDelay.max / 1e6),
       samples,
       serverExit: server.exited(),
       problems,
@@ -333,6 +366,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   } finally {
     await stopServer(server)
   }
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  if (sorted.length === 0) return Number.NaN
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
 function shuffle<T>(items: readonly T[]): T[] {
