@@ -56,6 +56,30 @@ describe('Tokenizer.fromJSON', () => {
   })
 })
 
+describe('Tokenizer pipelines', () => {
+  it('encodes with pre-tokenizers that share a pattern in one Sequence as the Rust tokenizer (it looped forever)', async () => {
+    // BertPreTokenizer and Punctuation share one RegExp, as do two Digits: a later step ran it while an earlier one was between matches.
+    const vocab = Object.fromEntries(['[UNK]', 'hello', 'world', '!', ',', '1', '2', 'a', 'b'].map((token, id) => [token, id]))
+    const json = {
+      model: { type: 'WordLevel', vocab, unk_token: '[UNK]' },
+      pre_tokenizer: {
+        type: 'Sequence',
+        pretokenizers: [
+          { type: 'BertPreTokenizer' },
+          { type: 'Punctuation', behavior: 'Isolated' },
+          { type: 'BertPreTokenizer' },
+          { type: 'Digits', individual_digits: true },
+          { type: 'Digits', individual_digits: true },
+        ],
+      },
+    }
+    const tokenizer = Tokenizer.fromJSON(json)
+    const reference = nativeTokenizer(json)
+    for (const text of ['hello, world!', 'a b 12 b!a', ' 1,2 ,, hello '])
+      expect(Array.from(tokenizer.encode(text))).toEqual(await nativeEncode(reference, text))
+  })
+})
+
 describe('Tokenizer arguments', () => {
   const tokenizer = Tokenizer.fromJSON(byteLevelBpeJson())
 

@@ -7,7 +7,8 @@ export const splitBehaviors: readonly SplitBehavior[] = ['Removed', 'Isolated', 
 
 /**
  * Cuts `text` at the matches of a global RegExp and emits the pieces `behavior` keeps. With `invert`
- * the matches and the text between them swap roles. Empty pieces are never emitted.
+ * the matches and the text between them swap roles. Empty pieces are never emitted. Re-entrant: `emit`
+ * may run the same RegExp (a later step of a Sequence sharing it), so its `lastIndex` is set again after.
  */
 export function splitByPattern(text: string, pattern: RegExp, behavior: SplitBehavior, invert: boolean, atStart: boolean, emit: PieceSink): void {
   if (text.length === 0) return
@@ -20,15 +21,12 @@ export function splitByPattern(text: string, pattern: RegExp, behavior: SplitBeh
     while ((match = pattern.exec(text)) !== null) {
       const start = match.index
       const matched = match[0]
+      // An empty match still cuts the text around it (as in Rust's `find_matches`), and the search goes on past it.
+      const resume = matched.length === 0 ? start + (text.codePointAt(start)! > 0xffff ? 2 : 1) : start + matched.length
       if (start > previous && keepGaps) emit(text.slice(previous, start), atStart && previous === 0)
-      if (matched.length === 0) {
-        // An empty match still cuts the text around it (as in Rust's `find_matches`).
-        previous = start
-        pattern.lastIndex = start + (text.codePointAt(start)! > 0xffff ? 2 : 1)
-        continue
-      }
-      if (keepMatches) emit(matched, atStart && start === 0)
-      previous = start + matched.length
+      if (matched.length > 0 && keepMatches) emit(matched, atStart && start === 0)
+      previous = matched.length === 0 ? start : resume
+      pattern.lastIndex = resume
     }
     if (previous < text.length && keepGaps) emit(previous === 0 ? text : text.slice(previous), atStart && previous === 0)
     return
