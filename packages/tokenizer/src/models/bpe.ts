@@ -2,7 +2,7 @@ import { ParseError } from '@ludic/core'
 import type { JsonLocation } from '../json-location.js'
 import { BpeWordMerger } from './bpe-word.js'
 import { MergeTable } from './merge-table.js'
-import { invertVocabulary, type TokenizerModel } from './tokenizer-model.js'
+import { invertVocabulary, unknownTokenError, type TokenizerModel } from './tokenizer-model.js'
 
 export interface BpeOptions {
   vocabulary: ReadonlyMap<string, number>
@@ -163,7 +163,14 @@ export class BpeModel implements TokenizerModel {
         continue
       }
       if (this.options.unknownToken !== null && this.options.unknownToken !== undefined) {
-        if (this.unknownId === undefined) throw new Error(`the unknown token ${JSON.stringify(this.options.unknownToken)} is not in the vocabulary`)
+        if (this.unknownId === undefined) {
+          throw unknownTokenError(
+            'BPE',
+            this.options.location,
+            'unk_token',
+            `the unknown token ${JSON.stringify(this.options.unknownToken)} is not in the vocabulary`,
+          )
+        }
         if (pendingUnknown && !fuse) merger.add(this.unknownId)
         pendingUnknown = true
       }

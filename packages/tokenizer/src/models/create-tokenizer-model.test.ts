@@ -146,6 +146,50 @@ describe('createTokenizerModel', () => {
     }
   })
 
+  it('describes a bad id shortly, even a value nested thousands deep (JSON.stringify overflowed the stack: found by the fuzz test)', () => {
+    let deep: unknown = 1
+    for (let level = 0; level < 5000; level++) deep = { type: 'Sequence', normalizers: [deep] }
+    for (const id of [deep, Array.from({ length: 1000 }, () => [1])]) {
+      const error = (() => {
+        try {
+          createTokenizerModel(bpe({ vocab: { a: id }, merges: [] }), location)
+        } catch (caught) {
+          return caught
+        }
+      })()
+      expect(ParseError.isInstance(error), String(error)).toBe(true)
+      expect((error as ParseError).path).toEqual(['model', 'vocab', 'a'])
+      expect((error as ParseError).message.length).toBeLessThan(200)
+    }
+  })
+
+  it.each([
+    [
+      'BPE',
+      bpe({ vocab: { a: 0 }, merges: [], unk_token: '<unk>' }),
+      'unk_token',
+      /the unknown token "<unk>" is not in the vocabulary, and the text has a character no token covers/,
+    ],
+    ['WordPiece', { type: 'WordPiece', vocab: { a: 0 }, unk_token: '[UNK]' }, 'unk_token', /the unknown token "\[UNK\]" is not in the vocabulary/],
+    ['WordLevel', { type: 'WordLevel', vocab: { a: 0 }, unk_token: '<unk>' }, 'unk_token', /the unknown token "<unk>" is not in the vocabulary/],
+    ['Unigram', { type: 'Unigram', unk_id: null, vocab: [['a', -1]] }, 'unk_id', /the model has no unknown token \(unk_id\)/],
+  ])(
+    '%s: a text that needs an unknown token the model lacks is a ParseError at model.%s (was a plain Error: found by the fuzz test)',
+    (_, json, field, message) => {
+      const tokenizer = Tokenizer.fromJSON(tokenizerJson({ model: json }))
+      expect(Array.from(tokenizer.encode('a'))).toEqual([0])
+      let error: unknown
+      try {
+        tokenizer.encode('ab')
+      } catch (caught) {
+        error = caught
+      }
+      expect(ParseError.isInstance(error), String(error)).toBe(true)
+      expect((error as ParseError).path).toEqual(['model', field])
+      expect((error as ParseError).message).toMatch(message)
+    },
+  )
+
   it('names an unsupported type and the supported ones', () => {
     expect(() => createTokenizerModel({ type: 'Magic' }, location)).toThrow(
       /model\.type: unsupported model type 'Magic'; supported: BPE, WordPiece, WordLevel, Unigram/,

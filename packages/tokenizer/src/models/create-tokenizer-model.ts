@@ -1,4 +1,4 @@
-import { ParseError } from '@ludic/core'
+import { describeValue, ParseError } from '@ludic/core'
 import { z } from 'zod'
 import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
 import { checkTokenId, defaultTokenizerLimits, raiseLimitHint, type TokenizerLimits } from '../tokenizer-limits.js'
@@ -20,7 +20,7 @@ function readVocabulary(json: unknown, location: JsonLocation, limits: Tokenizer
       throw new ParseError({
         source: location.source,
         path: [...location.path, token],
-        message: `a token id must be a non-negative integer, got ${JSON.stringify(id)}`,
+        message: `a token id must be a non-negative integer, got ${describeValue(id)}`,
       })
     }
     checkTokenId(id, childLocation(location, token), limits)
@@ -41,7 +41,7 @@ function readMerges(json: unknown, location: JsonLocation): [string, string][] {
         throw new ParseError({
           source: location.source,
           path: [...location.path, index],
-          message: `a merge must be two tokens separated by one space, got ${JSON.stringify(merge)}`,
+          message: `a merge must be two tokens separated by one space, got ${describeValue(merge)}`,
         })
       }
       merges[index] = [parts[0]!, parts[1]!]
@@ -104,11 +104,12 @@ const builders: Record<string, ComponentBuilder<TokenizerModel>> = {
       unknownToken: options.unk_token,
       continuingSubwordPrefix: options.continuing_subword_prefix,
       maxInputCharactersPerWord: options.max_input_chars_per_word,
+      location,
     })
   },
   WordLevel: (json, location, limits) => {
     const options = parseJson(z.object({ unk_token: z.string().default('<unk>'), vocab: z.unknown() }), json, location)
-    return new WordLevelModel(readVocabulary(options.vocab, childLocation(location, 'vocab'), limits), options.unk_token)
+    return new WordLevelModel(readVocabulary(options.vocab, childLocation(location, 'vocab'), limits), options.unk_token, location)
   },
   Unigram: (json, location, limits) => {
     const options = parseJson(
@@ -135,7 +136,7 @@ const builders: Record<string, ComponentBuilder<TokenizerModel>> = {
         message: `unk_id ${options.unk_id} is outside the vocabulary (${options.vocab.length} tokens)`,
       })
     }
-    return new UnigramModel({ vocabulary: options.vocab, unknownId: options.unk_id, byteFallback: options.byte_fallback })
+    return new UnigramModel({ vocabulary: options.vocab, unknownId: options.unk_id, byteFallback: options.byte_fallback, location })
   },
 }
 

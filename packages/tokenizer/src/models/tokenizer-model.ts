@@ -1,3 +1,6 @@
+import { ParseError } from '@ludic/core'
+import type { JsonLocation } from '../json-location.js'
+
 /** The third stage of the pipeline: turns one pre-tokenized piece into token ids. */
 export interface TokenizerModel {
   /** Ids of the piece's tokens, in order (empty for an empty piece). */
@@ -22,4 +25,14 @@ export function invertVocabulary(vocabulary: ReadonlyMap<string, number>): (stri
   const tokens: (string | undefined)[] = dense ? new Array<string | undefined>(largest + 1).fill(undefined) : []
   for (const [token, id] of vocabulary) tokens[id] = token
   return tokens
+}
+
+/**
+ * A text needs the unknown token, and the model has none (`field` unset) or names one missing from its
+ * vocabulary: a defect of the file met while encoding (Hugging Face's `tokenizers` fails there too, and
+ * loads such files), a `ParseError` at `field` of the model. `location` defaults to `the <kind> model`.
+ */
+export function unknownTokenError(kind: string, location: JsonLocation | undefined, field: string, problem: string): ParseError {
+  const at = location ?? { source: `the ${kind} model`, path: [] }
+  return new ParseError({ source: at.source, path: [...at.path, field], message: `${problem}, and the text has a character no token covers` })
 }

@@ -1,10 +1,13 @@
-import type { TokenizerModel } from './tokenizer-model.js'
+import type { JsonLocation } from '../json-location.js'
+import { unknownTokenError, type TokenizerModel } from './tokenizer-model.js'
 
 export interface UnigramOptions {
   /** Tokens with their log-probabilities, the id being the index. */
   vocabulary: readonly (readonly [string, number])[]
   unknownId: number | null
   byteFallback: boolean
+  /** Where the model's JSON sits, for errors. */
+  location?: JsonLocation
 }
 
 interface TrieNode {
@@ -135,7 +138,7 @@ export class UnigramModel implements TokenizerModel {
   }
 
   private requireUnknownId(): number {
-    if (this.options.unknownId === null) throw new Error('the Unigram model has no unknown token (unk_id) and met a character no token covers')
+    if (this.options.unknownId === null) throw unknownTokenError('Unigram', this.options.location, 'unk_id', 'the model has no unknown token (unk_id)')
     return this.options.unknownId
   }
 }

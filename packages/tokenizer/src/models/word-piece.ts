@@ -1,4 +1,5 @@
-import { invertVocabulary, type TokenizerModel } from './tokenizer-model.js'
+import type { JsonLocation } from '../json-location.js'
+import { invertVocabulary, unknownTokenError, type TokenizerModel } from './tokenizer-model.js'
 
 export interface WordPieceOptions {
   vocabulary: ReadonlyMap<string, number>
@@ -7,6 +8,8 @@ export interface WordPieceOptions {
   continuingSubwordPrefix: string
   /** Longer words (in characters) are one unknown token. */
   maxInputCharactersPerWord: number
+  /** Where the model's JSON sits, for errors. */
+  location?: JsonLocation
 }
 
 /** WordPiece (BERT): greedy longest-match-first over the vocabulary; a word with an unmatchable part is one unknown token. */
@@ -60,7 +63,14 @@ export class WordPieceModel implements TokenizerModel {
 
   private unknownId(): number {
     const id = this.options.vocabulary.get(this.options.unknownToken)
-    if (id === undefined) throw new Error(`the unknown token ${JSON.stringify(this.options.unknownToken)} is not in the vocabulary`)
+    if (id === undefined) {
+      throw unknownTokenError(
+        'WordPiece',
+        this.options.location,
+        'unk_token',
+        `the unknown token ${JSON.stringify(this.options.unknownToken)} is not in the vocabulary`,
+      )
+    }
     return id
   }
 }
