@@ -56,6 +56,30 @@ describe('chat templates are rendered within limits, as Jinja’s sandbox', () =
     expect(render('{{ text }}', { maxChatTemplateLength: 13 }, { text: 'more than ten' })).toBe('more than ten')
   })
 
+  it('checks the builtins that multiply sizes before they run (they took a second or more to build the string)', () => {
+    const long = "{% set long = 'x' | indent(4000000, true) %}"
+    const lines = "{% set ns = namespace(s='\\n') %}{% for i in range(22) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"
+    for (const source of [
+      '{{ messages | tojson(indent=100000000) }}',
+      `${lines}{{ ns.s | indent(100) }}`,
+      `${lines}{{ ns.s | indent(width=100) }}`,
+      `${long}{{ range(100000) | join(long) }}`,
+      `${long}{{ ['a', 'b', 'c', 'd'] | join(separator=long) }}`,
+      `${long}{{ long.replace(' ', 'yyy') }}`,
+      `${long}{{ long | replace(' ', long) }}`,
+    ]) {
+      const error = expectLimit(() => render(source), 'maxChatTemplateLength')
+      expect(error.message, source).toMatch(
+        /^the (tojson|indent|join|replace) of the chat template would make a string whose length \(\d+\) is over the limit of 10000000/,
+      )
+    }
+    expect(
+      render(
+        "{{ 'a\\nb' | indent(2, true) }}|{{ [1, [2]] | tojson(indent=2) }}|{{ ['a', 'b'] | join(', ') }}|{{ 'aXb'.replace('X', '--') }}|{{ 'aXb' | replace('X', '') }}",
+      ),
+    ).toBe('  a\n  b|[\n  1,\n  [\n    2\n  ]\n]|a, b|a--b|ab')
+  })
+
   it('stops after chatTemplateTimeoutMs when single steps are slow (scans of a long string)', () => {
     const source = "{% set long = 'x' | indent(5000000, true) %}{% for i in range(50000) %}{% if 'zz' in long %}{% endif %}{% endfor %}"
     expectLimit(() => render(source, { chatTemplateTimeoutMs: 100 }), 'chatTemplateTimeoutMs')
