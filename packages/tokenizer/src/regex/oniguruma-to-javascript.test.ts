@@ -115,6 +115,25 @@ describe('catastrophic backtracking is refused when a pattern loads', () => {
   })
 
   it.each([
+    ['Regex', 'x'.repeat(100_000)],
+    ['String', 'x'.repeat(100_000)],
+  ])('refuses a %s pattern too large to compile at load, not in the first encode (found by the fuzz test)', (kind, pattern) => {
+    const json = {
+      model: { type: 'WordLevel', vocab: { a: 0 }, unk_token: 'a' },
+      pre_tokenizer: { type: 'Split', pattern: { [kind]: pattern }, behavior: 'Isolated', invert: false },
+    }
+    let error: unknown
+    try {
+      Tokenizer.fromJSON(json)
+    } catch (caught) {
+      error = caught
+    }
+    expect(ParseError.isInstance(error), String(error)).toBe(true)
+    expect((error as ParseError).path).toEqual(['pre_tokenizer', 'pattern', kind])
+    expect((error as ParseError).message).toMatch(/the pattern: Invalid regular expression: \/x+…x+\/gu: Regular expression too large$/)
+  })
+
+  it.each([
     ['(?>a+)+$', 'aaab aa'],
     ['(a++)+$', 'aaab aa'],
     ['(?:ab)+|(?:a{2})*', 'ababaaaa'],

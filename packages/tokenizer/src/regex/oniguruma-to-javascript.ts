@@ -589,14 +589,25 @@ function quantifierBounds(quantifier: string): [number, number] {
 
 const compiledCache = new Map<string, RegExp>()
 
-/** Compiles an Oniguruma pattern to a global, unicode JavaScript RegExp (cached; reset `lastIndex` before use). */
+/**
+ * Compiles an Oniguruma pattern to a global, unicode JavaScript RegExp (cached; reset `lastIndex` before use).
+ * The RegExp is run once here: V8 compiles it on first use, and a pattern too large to compile (a literal
+ * of 10^5 characters) throws its SyntaxError now rather than in the first `encode`.
+ */
 export function compileOnigurumaPattern(pattern: string): RegExp {
   let regex = compiledCache.get(pattern)
   if (regex === undefined) {
-    regex = new RegExp(translateOnigurumaPattern(pattern), 'gu')
+    regex = compileNow(new RegExp(translateOnigurumaPattern(pattern), 'gu'))
     compiledCache.set(pattern, regex)
   }
   return new RegExp(regex.source, regex.flags)
+}
+
+/** Runs a RegExp once, so that V8 compiles it (and throws a SyntaxError if it cannot); returns it, `lastIndex` reset. */
+export function compileNow(regex: RegExp): RegExp {
+  regex.exec('')
+  regex.lastIndex = 0
+  return regex
 }
 
 /** Escapes a string so that it matches itself literally in a JavaScript RegExp. */
