@@ -53,8 +53,9 @@ export function buildComponent<Component>(
 /**
  * Reads the items of a `Sequence` component (`{ type: 'Sequence', [itemsKey]: [...] }`), checking before
  * any is built that the Sequence is at most `limits.maxSequenceDepth` deep (so that a file nesting them
- * thousands deep is a ParseError, not a stack overflow) and holds at most `limits.maxSequenceLength` items.
- * Its depth is read from its JSON path: one more than the number of `itemsKey` steps on it.
+ * thousands deep is a ParseError, not a stack overflow) and holds at most `limits.maxSequenceLength`
+ * components, those of nested Sequences included (each runs on the whole text). Its depth is read from its
+ * JSON path: one more than the number of `itemsKey` steps on it.
  */
 export function readSequenceItems(kind: string, itemsKey: string, json: unknown, location: JsonLocation, limits: TokenizerLimits): unknown[] {
   let depth = 1
@@ -67,16 +68,25 @@ export function readSequenceItems(kind: string, itemsKey: string, json: unknown,
     })
   }
   const items = parseJson(z.object({ [itemsKey]: z.array(z.unknown()) }), json, location)[itemsKey] as unknown[]
-  checkSequenceLength(kind, items.length, childLocation(location, itemsKey), limits)
+  // Count the components (nested Sequences and theirs too) down to the depth limit, stopping past the length
+  // limit: shared objects count each time they are used, as they run each time.
+  let count = 0
+  const pending: [unknown, number][] = items.map((item) => [item, depth + 1])
+  while (pending.length > 0 && count <= limits.maxSequenceLength) {
+    const [item, itemDepth] = pending.pop()!
+    count++
+    const nested =
+      typeof item === 'object' && item !== null && (item as { type?: unknown }).type === 'Sequence' ? (item as Record<string, unknown>)[itemsKey] : undefined
+    if (Array.isArray(nested) && itemDepth <= limits.maxSequenceDepth) {
+      for (const child of nested.slice(0, limits.maxSequenceLength + 1)) pending.push([child, itemDepth + 1])
+    }
+  }
+  if (count > limits.maxSequenceLength) {
+    throw new ParseError({
+      source: location.source,
+      path: [...location.path, itemsKey],
+      message: `a Sequence of more than ${limits.maxSequenceLength} ${kind}s, nested Sequences included, is over the limit (limits.maxSequenceLength); ${raiseLimitHint('maxSequenceLength')}`,
+    })
+  }
   return items
-}
-
-/** Checks the number of components of a `Sequence` (`count`) against `limits.maxSequenceLength`. */
-export function checkSequenceLength(kind: string, count: number, location: JsonLocation, limits: TokenizerLimits): void {
-  if (count <= limits.maxSequenceLength) return
-  throw new ParseError({
-    source: location.source,
-    path: location.path,
-    message: `a Sequence of ${count} ${kind}s is over the limit of ${limits.maxSequenceLength} (limits.maxSequenceLength); ${raiseLimitHint('maxSequenceLength')}`,
-  })
 }

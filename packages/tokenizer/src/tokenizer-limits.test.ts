@@ -148,7 +148,7 @@ describe('Sequence nesting (maxSequenceDepth)', () => {
   it.each(components)('builds %s Sequences 32 deep, and deeper with a raised limit', (field, itemsKey, innermost) => {
     expect(Tokenizer.fromJSON(wordLevel({ a: 0 }, { [field]: nested('Sequence', itemsKey, 32, innermost) })).encode('a a')).toEqual(Int32Array.of(0, 0))
     const deep = wordLevel({ a: 0 }, { [field]: nested('Sequence', itemsKey, 100, innermost) })
-    expect(Tokenizer.fromJSON(deep, undefined, { limits: { maxSequenceDepth: 100 } }).decode([0, 0])).toMatch(/^a ?a$/)
+    expect(Tokenizer.fromJSON(deep, undefined, { limits: { maxSequenceDepth: 100, maxSequenceLength: 100 } }).decode([0, 0])).toMatch(/^a ?a$/)
   })
 })
 
@@ -157,17 +157,26 @@ describe('Sequence length and growth (maxSequenceLength, maxSequenceGrowth)', ()
     const json = wordLevel({ a: 0 }, { pre_tokenizer: { type: 'Sequence', pretokenizers: Array.from({ length: 5000 }, () => ({ type: 'WhitespaceSplit' })) } })
     const error = parseErrorOf(() => Tokenizer.fromJSON(json))
     expect(error.path).toEqual(['pre_tokenizer', 'pretokenizers'])
-    expect(error.message).toMatch(/a Sequence of 5000 pre-tokenizers is over the limit of 256 \(limits\.maxSequenceLength\)/)
-    // Nested Sequences count once flattened: 20 × 20 steps.
-    const square = {
-      type: 'Sequence',
-      pretokenizers: Array.from({ length: 20 }, () => ({ type: 'Sequence', pretokenizers: Array.from({ length: 20 }, () => ({ type: 'WhitespaceSplit' })) })),
-    }
-    expect(parseErrorOf(() => Tokenizer.fromJSON(wordLevel({ a: 0 }, { pre_tokenizer: square }))).message).toMatch(/a Sequence of 400 pre-tokenizer steps/)
-    expect(Tokenizer.fromJSON(wordLevel({ a: 0 }, { pre_tokenizer: square }), undefined, { limits: { maxSequenceLength: 400 } }).encode('a a')).toEqual(
-      Int32Array.of(0, 0),
-    )
+    expect(error.message).toMatch(/a Sequence of more than 64 pre-tokenizers, nested Sequences included, is over the limit \(limits\.maxSequenceLength\)/)
   })
+
+  it.each([
+    ['pre_tokenizer', 'pretokenizers', { type: 'WhitespaceSplit' }],
+    ['decoder', 'decoders', { type: 'ByteLevel' }],
+    ['normalizer', 'normalizers', { type: 'NFC' }],
+  ] as const)(
+    'counts the components of nested %s Sequences together (40 × 40 ByteLevel decoders took 4 s to decode: found by the fuzz test)',
+    (field, itemsKey, component) => {
+      const square = {
+        type: 'Sequence',
+        [itemsKey]: Array.from({ length: 20 }, () => ({ type: 'Sequence', [itemsKey]: Array.from({ length: 20 }, () => component) })),
+      }
+      const error = parseErrorOf(() => Tokenizer.fromJSON(wordLevel({ a: 0 }, { [field]: square })))
+      expect(error.path).toEqual([field, itemsKey])
+      expect(error.message).toMatch(/a Sequence of more than 64 .*s, nested Sequences included/)
+      expect(Tokenizer.fromJSON(wordLevel({ a: 0 }, { [field]: square }), undefined, { limits: { maxSequenceLength: 420 } }).decode([0, 0])).toMatch(/^a ?a$/)
+    },
+  )
 
   it('refuses a second ByteLevel pre-tokenizer, which would double the text each time', () => {
     const byteLevel = { type: 'ByteLevel', add_prefix_space: false, use_regex: false }

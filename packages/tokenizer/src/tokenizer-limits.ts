@@ -23,10 +23,10 @@ export const tokenizerLimitsSchema = z.object({
   /** How deep `Sequence` normalizers, pre-tokenizers, post-processors and decoders may nest (real files: 1). Default 32. */
   maxSequenceDepth: z.number().int().positive().default(32),
   /**
-   * How many components one `Sequence` may hold; for a pre-tokenizer, its steps once nested Sequences are
-   * flattened (each step calls the next, so they are as deep on the stack). Real files: at most 4. Default 256.
+   * How many components one `Sequence` may hold, those of nested Sequences included: each runs over the whole
+   * text, and a pre-tokenizer's steps call each other. Real files: at most 7. Default 64.
    */
-  maxSequenceLength: z.number().int().positive().default(256),
+  maxSequenceLength: z.number().int().positive().default(64),
   /**
    * How many times longer a `Sequence` of normalizers or decoders may make its text (plus 4,096 code units):
    * `Replace` or `ByteLevel` repeated would otherwise grow it exponentially. Checked after each component

@@ -63,7 +63,6 @@ const builders: Record<string, ComponentBuilder<PreTokenizer>> = {
     return createSequencePreTokenizer(
       items.map((item, index) => createPreTokenizer(item, childLocation(location, 'pretokenizers', index), limits)),
       location,
-      limits,
     )
   },
 }

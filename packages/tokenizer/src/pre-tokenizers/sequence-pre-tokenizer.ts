@@ -1,17 +1,15 @@
 import { ParseError } from '@ludic/core'
-import { checkSequenceLength, childLocation, type JsonLocation } from '../json-location.js'
+import type { JsonLocation } from '../json-location.js'
 import { toByteLevel } from '../byte-level/byte-level-alphabet.js'
-import type { TokenizerLimits } from '../tokenizer-limits.js'
 import type { PreTokenizer } from './pre-tokenizer.js'
 
 /**
- * `Sequence`: each pre-tokenizer in turn, on every piece of the one before. Its steps (nested Sequences
- * flattened) are at most `limits.maxSequenceLength`, as each calls the next; and at most one is
- * `ByteLevel`'s byte mapping, which would otherwise encode the bytes of bytes, doubling the text each time.
+ * `Sequence`: each pre-tokenizer in turn, on every piece of the one before (its steps, nested Sequences
+ * flattened, call each other: `limits.maxSequenceLength` bounds them). At most one step is `ByteLevel`'s
+ * byte mapping, which would otherwise encode the bytes of bytes, doubling the text each time.
  */
-export function createSequencePreTokenizer(preTokenizers: readonly PreTokenizer[], location: JsonLocation, limits: TokenizerLimits): PreTokenizer {
+export function createSequencePreTokenizer(preTokenizers: readonly PreTokenizer[], location: JsonLocation): PreTokenizer {
   const steps = preTokenizers.flatMap((preTokenizer) => preTokenizer.steps)
-  checkSequenceLength('pre-tokenizer step', steps.length, childLocation(location, 'pretokenizers'), limits)
   if (steps.filter((step) => step.kind === 'map' && step.map === toByteLevel).length > 1) {
     throw new ParseError({
       source: location.source,
