@@ -20,6 +20,13 @@ export const tokenizerLimitsSchema = z.object({
     .positive()
     .max(2 ** 31)
     .default(2 ** 24),
+  /**
+   * The characters (UTF-16 code units) of the added tokens together, and those of a Unigram vocabulary's
+   * pieces together: each set is indexed in a character trie of about 200 bytes a character, so that a
+   * few megabytes of long tokens would take gigabytes. Real files: a few thousand for added tokens, about
+   * 1.5 million for a 250,000-piece Unigram vocabulary. Default 4,000,000.
+   */
+  maxTokenCharacters: z.number().int().positive().default(4_000_000),
   /** How deep `Sequence` normalizers, pre-tokenizers, post-processors and decoders may nest (real files: 1). Default 32. */
   maxSequenceDepth: z.number().int().positive().default(32),
   /**
@@ -103,4 +110,22 @@ export class TokenizerLimitError extends LudicError {
 /** The longest text a `Sequence` may make of a text `length` long, within `limits.maxSequenceGrowth`. */
 export function maxGrownLength(length: number, limits: TokenizerLimits): number {
   return limits.maxSequenceGrowth * length + 4096
+}
+
+/**
+ * Checks that the `texts` (added tokens' contents, Unigram pieces), at `locationOf(index)`, hold at most
+ * `limits.maxTokenCharacters` characters together: a `ParseError` at the one that crosses it.
+ */
+export function checkTokenCharacters(texts: readonly string[], what: string, locationOf: (index: number) => JsonLocation, limits: TokenizerLimits): void {
+  let total = 0
+  texts.forEach((text, index) => {
+    total += text.length
+    if (total <= limits.maxTokenCharacters) return
+    const location = locationOf(index)
+    throw new ParseError({
+      source: location.source,
+      path: location.path,
+      message: `the ${what} up to here hold ${total} characters, over the limit of ${limits.maxTokenCharacters} (limits.maxTokenCharacters); ${raiseLimitHint('maxTokenCharacters')}`,
+    })
+  })
 }

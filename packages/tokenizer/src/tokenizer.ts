@@ -26,7 +26,7 @@ import { createPreTokenizer } from './pre-tokenizers/create-pre-tokenizer.js'
 import type { PieceSink, PreTokenizer, PreTokenizerStep } from './pre-tokenizers/pre-tokenizer.js'
 import { createStreamDecoder, type StreamDecoder } from './stream-decoder.js'
 import { tokenizerConfigSchema, tokenizerJsonSchema, type ParsedTokenizerConfig } from './tokenizer-json.js'
-import { checkTokenId, tokenizerLimitsSchema, type TokenizerLimits, type TokenizerLimitsOptions } from './tokenizer-limits.js'
+import { checkTokenCharacters, checkTokenId, tokenizerLimitsSchema, type TokenizerLimits, type TokenizerLimitsOptions } from './tokenizer-limits.js'
 import { toWellFormed } from './well-formed.js'
 
 /** Options of `Tokenizer.fromJSON`. */
@@ -165,6 +165,8 @@ export class Tokenizer implements TokenizerV1 {
     const parsed = parseJson(tokenizerJsonSchema, json, location)
     const parsedConfig = parseJson(tokenizerConfigSchema, config ?? {}, { source: configSource ?? 'tokenizer_config.json', path: [] })
     parsed.added_tokens.forEach((token, index) => checkTokenId(token.id, childLocation(location, 'added_tokens', index, 'id'), limits))
+    const addedContents = parsed.added_tokens.map((token) => token.content)
+    checkTokenCharacters(addedContents, 'added tokens', (index) => childLocation(location, 'added_tokens', index, 'content'), limits)
     if (parsed.padding?.pad_id !== undefined) checkTokenId(parsed.padding.pad_id, childLocation(location, 'padding', 'pad_id'), limits)
     const build = <Component>(
       create: (json: unknown, location: JsonLocation, limits: TokenizerLimits) => Component,

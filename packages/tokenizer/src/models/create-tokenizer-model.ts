@@ -1,7 +1,7 @@
 import { describeValue, ParseError } from '@ludic/core'
 import { z } from 'zod'
 import { buildComponent, childLocation, parseJson, type ComponentBuilder, type JsonLocation } from '../json-location.js'
-import { checkTokenId, defaultTokenizerLimits, raiseLimitHint, type TokenizerLimits } from '../tokenizer-limits.js'
+import { checkTokenCharacters, checkTokenId, defaultTokenizerLimits, raiseLimitHint, type TokenizerLimits } from '../tokenizer-limits.js'
 import { BpeModel } from './bpe.js'
 import type { TokenizerModel } from './tokenizer-model.js'
 import { UnigramModel } from './unigram.js'
@@ -129,6 +129,8 @@ const builders: Record<string, ComponentBuilder<TokenizerModel>> = {
         message: `${options.vocab.length} tokens are over the limit of ${limits.maxVocabularySize} (limits.maxVocabularySize); ${raiseLimitHint('maxVocabularySize')}`,
       })
     }
+    const pieces = options.vocab.map(([piece]) => piece)
+    checkTokenCharacters(pieces, 'Unigram pieces', (index) => childLocation(location, 'vocab', index, 0), limits)
     if (options.unk_id !== null && options.unk_id >= options.vocab.length) {
       throw new ParseError({
         source: location.source,
