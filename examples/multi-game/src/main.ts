@@ -25,7 +25,10 @@ import {
   type GameSettings,
 } from './games-setup.js'
 
-/** The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run) with this example's defaults, and its own. */
+/**
+ * The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run)
+ * with this example's defaults, and its own.
+ */
 export const mainOptionsSchema = exampleOptionsSchema({ episodesPerStep: 24, klCoefficient: 0.1 }).extend({
   /** Random games (TicTacToe, dilemma) whose states make the warm-up; each game's examples are repeated to about `sftExamplesPerGame`. */
   warmupGames: z.number().int().positive().default(200),

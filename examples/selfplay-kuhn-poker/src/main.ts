@@ -15,7 +15,10 @@ import { z } from 'zod'
 import { chatTemplate, exploitabilityOf, kuhnOptions, promptOf, randomPlayExamples, trainKuhnTokenizer } from './kuhn-setup.js'
 import type { KuhnRolloutData } from './rollout-setup.js'
 
-/** The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run) with this example's defaults, and its own. */
+/**
+ * The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run)
+ * with this example's defaults, and its own.
+ */
 export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoefficient: 0.2, evaluationEpisodes: 200, vocabSize: 320, checkpointEvery: 5 }).extend(
   {
     /** Episodes per deal (the trainer's `batch.groupSize`): each step plays `episodesPerStep × groupSize` episodes. RLOO and GRPO need > 1. */

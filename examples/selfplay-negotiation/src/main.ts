@@ -23,7 +23,10 @@ import {
   type MatchFigures,
 } from './negotiation-setup.js'
 
-/** The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run) with this example's defaults, and its own. */
+/**
+ * The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run)
+ * with this example's defaults, and its own.
+ */
 export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 150, episodesPerStep: 32, learningRate: 1e-3, evaluateEvery: 20 }).extend({
   /** Random games whose states make the warm-up's prompts (and the tokenizer's corpus). */
   warmupGames: z.number().int().positive().default(64),

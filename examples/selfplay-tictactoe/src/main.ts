@@ -14,7 +14,10 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { chatTemplate, playAgainst, randomPlayExamples, trainTicTacToeTokenizer, type PlayResult } from './tictactoe-setup.js'
 
-/** The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run) with this example's defaults, and its own. */
+/**
+ * The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run)
+ * with this example's defaults, and its own.
+ */
 export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSize: 128, evaluationEpisodes: 400, vocabSize: 300 }).extend({
   /** Examples per warm-up update. */
   sftBatchSize: z.number().int().positive().default(64),

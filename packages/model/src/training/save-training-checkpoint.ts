@@ -142,7 +142,10 @@ async function moveIntoPlace(temporaryPath: string, finalPath: string): Promise<
   await rm(oldPath, { recursive: true, force: true })
 }
 
-/** Removes the oldest checkpoints beyond `keepLast`: each is first renamed to a hidden name, so a crash mid-removal never leaves a partial `checkpoint-<step>`. */
+/**
+ * Removes the oldest checkpoints beyond `keepLast`: each is first renamed to a hidden name, so a crash mid-removal
+ * never leaves a partial `checkpoint-<step>`.
+ */
 async function removeOldCheckpoints(directory: string, keepLast: number): Promise<void> {
   const checkpoints = await listCheckpoints(directory)
   for (const checkpoint of checkpoints.slice(0, Math.max(0, checkpoints.length - keepLast))) {
