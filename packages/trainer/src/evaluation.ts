@@ -1,5 +1,5 @@
-import { parseArgument, policySchema, type EnvironmentV1, type Sample, type Trajectory } from '@ludic/core'
-import { collect, defaultPromptTemplate, renderPrompt, type GenerationOptions, type PromptTemplate } from '@ludic/rollout'
+import { parseArgument, policySchema, type Sample, type Trajectory } from '@ludic/core'
+import { collect, collectOptionsSchema, defaultPromptTemplate, renderPrompt, type GenerationOptions, type PromptTemplate } from '@ludic/rollout'
 import { z } from 'zod'
 import { rolloutMetrics } from './rl-metrics.js'
 
@@ -14,7 +14,7 @@ export const evaluateAgainstOptionsSchema = z.strictObject({
   /** The other seat(s): a scripted opponent, another model… */
   opponent: policySchema,
   /** Environment factories, as for `collect`: every one plays every episode. */
-  environments: z.array(z.custom<() => EnvironmentV1>((value) => typeof value === 'function', 'must be a function that creates an environment')).min(1),
+  environments: collectOptionsSchema.shape.environments,
   /** Episodes per environment. Seats alternate: in episode k the learner plays the environment's role k mod (number of roles). */
   episodes: z.number().int().positive(),
   /** Episode k is reset with `seed · 100000 + k`; the sampling seed too. */

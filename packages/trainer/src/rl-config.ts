@@ -1,4 +1,4 @@
-import { policySchema, tokenizerSchema, type AdvantageEstimatorV1, type ChatMessage, type EnvironmentV1, type TokenizerV1 } from '@ludic/core'
+import { policySchema, tokenizerSchema, type AdvantageEstimatorV1, type ChatMessage, type TokenizerV1 } from '@ludic/core'
 import { CausalLanguageModel, type LearningRateSchedule } from '@ludic/model'
 import { klEstimatorSchema, type PolicyLoss } from '@ludic/objectives'
 import { asyncCollectorOptionsSchema, collectOptionsSchema, generationOptionsSchema, type PromptTemplate } from '@ludic/rollout'
@@ -98,10 +98,7 @@ export const rlTrainerConfigSchema = z
      * Environment factories (several games train together); the policy plays every role (self-play). Not used
      * with `asyncRollout`, whose setup module gives the workers theirs.
      */
-    environments: z
-      .array(functionOf<() => EnvironmentV1>('must be a function that creates an environment'))
-      .min(1, 'needs at least one environment')
-      .optional(),
+    environments: collectFields.environments.optional(),
     /** Any `AdvantageEstimatorV1`. Default: RAE (role-conditioned baselines, SPIRAL). */
     advantage: z
       .custom<AdvantageEstimatorV1>(
