@@ -1,6 +1,6 @@
 /**
  * Reference fixtures for conformance tests: inputs, parameters and the outputs (or errors) that verl and
- * TRL produced for them, in data/ (converted from ../shared/fixtures by scripts/import-fixtures.mjs).
+ * TRL produced for them, in data/ (converted from the reference fixture set by scripts/import-fixtures.mjs).
  * Test-only and private: a fixture that is missing or incomplete throws, it never turns into a skip.
  */
 import { existsSync, readFileSync } from 'node:fs'
