@@ -266,7 +266,7 @@ export async function main(input: AlignDistilExampleOptions = {}): Promise<Align
     `# DPO vs AlignDistil: held-out preference accuracy against the rule\n\n${report.trainPairs} training and ${report.heldOutPairs} held-out pairs, ${steps} gradient steps of ${batchSize} pairs per arm, seeds ${options.seeds.join(', ')}, backend ${report.backend}, ${report.seconds.toFixed(0)} s.\n\n${table}\n`,
   )
   const colors: Record<ArmName, string> = { dpo: '#1f77b4', aligndistil: '#d62728', 'aligndistil-counted': '#2ca02c' }
-  const chart = renderRunChart(
+  const chart = await renderRunChart(
     `Held-out preference accuracy (mean of ${options.seeds.length} seeds)`,
     arms.map((arm) => ({
       name: arm === 'aligndistil-counted' ? 'aligndistil, teachers counted in the budget' : arm === 'aligndistil' ? 'aligndistil, teachers not counted' : 'dpo',
@@ -275,7 +275,8 @@ export async function main(input: AlignDistilExampleOptions = {}): Promise<Align
       range: [0.4, 1] as const,
       reference: { value: 0.9, label: '90%' },
     })),
-  ).replaceAll('>self-play step<', '>gradient steps<')
+    { xTitle: 'gradient steps' },
+  )
   await writeFile(join(runDirectory, 'chart.svg'), chart)
   return report
 }

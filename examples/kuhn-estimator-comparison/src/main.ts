@@ -145,7 +145,7 @@ export async function main(options: MainOptions = {}): Promise<Comparison> {
   await writeFile(join(runDirectory, 'comparison.md'), `${table.join('\n')}\n`)
   await writeFile(
     join(runDirectory, 'chart.svg'),
-    renderRunChart(
+    await renderRunChart(
       'Kuhn Poker self-play: exact exploitability by advantage estimator',
       reports.map(({ name, report }, index) => ({
         name: `${name}: exploitability`,

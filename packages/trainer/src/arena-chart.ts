@@ -1,6 +1,6 @@
 import type { ArenaReport } from '@ludic/roleplay'
-import { parse, View } from 'vega'
-import { compile, type TopLevelSpec } from 'vega-lite'
+import type { TopLevelSpec } from 'vega-lite'
+import { renderVegaLite } from './vega-chart.js'
 
 /**
  * The Vega-Lite specification of the arena chart: one row per competitor (best at the top), its rating as a
@@ -52,15 +52,10 @@ export function arenaChartSpecification(report: ArenaReport, title = 'CharacterA
 }
 
 /**
- * The arena's ratings as an SVG chart, drawn by Vega-Lite (compiled to Vega and rendered headless in Node,
- * no canvas needed): points at the ratings, error bars over the bootstrap intervals, one row per competitor.
+ * The arena's ratings as an SVG chart, drawn by Vega-Lite (`renderVegaLite`: compiled to Vega and rendered
+ * headless in Node, no canvas needed): points at the ratings, error bars over the bootstrap intervals, one row
+ * per competitor.
  */
-export async function renderArenaChart(report: ArenaReport, title?: string): Promise<string> {
-  const { spec } = compile(arenaChartSpecification(report, title))
-  const view = new View(parse(spec), { renderer: 'none' })
-  try {
-    return await view.toSVG()
-  } finally {
-    view.finalize()
-  }
+export function renderArenaChart(report: ArenaReport, title?: string): Promise<string> {
+  return renderVegaLite(arenaChartSpecification(report, title))
 }

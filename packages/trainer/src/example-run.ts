@@ -223,7 +223,7 @@ export async function startExampleRun(exampleDirectory: string | URL, options: E
       await writeFile(join(runDirectory, 'report.json'), `${JSON.stringify(report, null, 2)}\n`)
       await writeFile(
         join(runDirectory, 'chart.svg'),
-        renderRunChart(
+        await renderRunChart(
           chart.title,
           chart.series.map((series) =>
             'value' in series ? { ...series, points: evaluations.map((evaluation) => ({ step: evaluation.step, value: series.value(evaluation) })) } : series,

@@ -29,7 +29,8 @@ export { responseLogprobs, type TokenSequence } from './sequences.js'
 export { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
 export { createProgressBar, type ProgressBar, type ProgressStream } from './progress-bar.js'
 export { loadRunConfig, runConfigFileSchema, type EnvironmentRegistry, type LoadRunConfigOptions, type RunConfigFile } from './run-config.js'
-export { renderRunChart, type ChartSeries } from './run-chart.js'
+export { renderRunChart, runChartSpecification, type ChartSeries, type RunChartOptions } from './run-chart.js'
+export { renderVegaLite, type VegaLiteSpec } from './vega-chart.js'
 export { parseCommandLineOptions } from './command-line.js'
 export {
   evaluateAgainst,
