@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
-import { parseCommandLineOptions } from './command-line.js'
+import { applyConfigOverrides, parseCommandLineOptions } from './command-line.js'
 
 describe('parseCommandLineOptions', () => {
   it('turns --kebab-case value pairs into camelCase options with numbers and booleans converted', () => {
@@ -19,5 +19,38 @@ describe('parseCommandLineOptions', () => {
     expect(() => parseCommandLineOptions(['steps', '10'])).toThrow(InvalidArgumentError)
     expect(() => parseCommandLineOptions(['--steps'])).toThrow(/--steps.*has no value/)
     expect(() => parseCommandLineOptions(['--', '1'])).toThrow(InvalidArgumentError)
+  })
+})
+
+describe('applyConfigOverrides', () => {
+  it('sets fields by path with YAML values, making missing objects and arrays, without changing the input', () => {
+    const config = { steps: 100, batch: { episodesPerStep: 128 }, environments: [{ game: 'kuhn-poker-v1' }] }
+    const changed = applyConfigOverrides(config, [
+      'steps=2',
+      'batch.episodesPerStep=4',
+      'environments.0.options.rounds=1',
+      'evaluation.opponents=[random, nash]',
+      'runDirectory=runs/a=b',
+      'resume=true',
+    ])
+    expect(changed).toEqual({
+      steps: 2,
+      batch: { episodesPerStep: 4 },
+      environments: [{ game: 'kuhn-poker-v1', options: { rounds: 1 } }],
+      evaluation: { opponents: ['random', 'nash'] },
+      runDirectory: 'runs/a=b',
+      resume: true,
+    })
+    expect(config.steps).toBe(100)
+    expect(applyConfigOverrides(undefined, ['list.0=x'])).toEqual({ list: ['x'] })
+  })
+
+  it('rejects an entry without a path or through a value that is not an object, naming it', () => {
+    expect(() => applyConfigOverrides({}, ['steps'])).toThrow(/overrides\[0\].*path=value/)
+    expect(() => applyConfigOverrides({}, ['=1'])).toThrow(InvalidArgumentError)
+    expect(() => applyConfigOverrides({}, ['a..b=1'])).toThrow(InvalidArgumentError)
+    expect(() => applyConfigOverrides({ steps: 1 }, ['steps.x=1'])).toThrow(/cannot set steps.x/)
+    expect(() => applyConfigOverrides({}, ['__proto__.polluted=1'])).toThrow(InvalidArgumentError)
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
 })

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '@ludic/core'
+import { parse as parseYaml } from 'yaml'
 
 /**
  * `--steps 10 --sft-steps 20 --run-directory runs/x --progress false` → `{ steps: 10, sftSteps: 20, runDirectory:
@@ -17,3 +18,33 @@ export function parseCommandLineOptions(argv: readonly string[]): Record<string,
   }
   return options
 }
+
+/**
+ * `['batch.episodesPerStep=4', 'environments.0.options.rounds=1']` on a parsed config file → a copy with those
+ * fields set (the file is not changed). A value is read as YAML: `4`, `true`, `[a, b]`, `{ x: 1 }`, anything else a
+ * string. Objects and arrays missing on the way are made (an array where the next key is a number). An entry
+ * without `=`, with an empty path, or through a value that is not an object is an `InvalidArgumentError` naming it.
+ */
+export function applyConfigOverrides(config: unknown, overrides: readonly string[]): unknown {
+  const root: unknown = structuredClone(config ?? {})
+  for (const [index, override] of overrides.entries()) {
+    const equals = override.indexOf('=')
+    const keys = equals < 0 ? [] : override.slice(0, equals).split('.')
+    if (keys.length === 0 || keys.some((key) => key.length === 0))
+      throw new InvalidArgumentError({ argument: `overrides[${index}]`, value: override, message: 'must be path=value, e.g. batch.episodesPerStep=4' })
+    let target = root
+    for (const [depth, key] of keys.entries()) {
+      if (typeof target !== 'object' || target === null || forbiddenKeys.has(key))
+        throw new InvalidArgumentError({ argument: `overrides[${index}]`, value: override, message: `cannot set ${keys.slice(0, depth + 1).join('.')}` })
+      const container = target as Record<string, unknown>
+      if (depth === keys.length - 1) container[key] = parseYaml(override.slice(equals + 1))
+      else {
+        container[key] ??= /^\d+$/.test(keys[depth + 1]!) ? [] : {}
+        target = container[key]
+      }
+    }
+  }
+  return root
+}
+
+const forbiddenKeys = new Set(['__proto__', 'prototype', 'constructor'])

@@ -27,11 +27,32 @@ export { resolveSchedule, scheduleConfigSchema, type ScheduleConfig } from './sc
 export { outcomeAdvantageBatch } from './outcome-rewards.js'
 export { responseLogprobs, type TokenSequence } from './sequences.js'
 export { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
-export { createProgressBar, type ProgressBar, type ProgressStream } from './progress-bar.js'
-export { loadRunConfig, runConfigFileSchema, type EnvironmentRegistry, type LoadRunConfigOptions, type RunConfigFile } from './run-config.js'
+export {
+  cpoRunConfigFileSchema,
+  loadRunConfig,
+  loadTrainingRun,
+  preferenceRunConfigFileSchema,
+  readRunConfigFile,
+  rewardModelRunConfigFileSchema,
+  runConfigFileSchema,
+  runKinds,
+  sftRunConfigFileSchema,
+  type EnvironmentRegistry,
+  type LoadRunConfigOptions,
+  type OpponentRegistry,
+  type PreferenceRun,
+  type RewardModelRun,
+  type RlRun,
+  type RunConfigFile,
+  type RunKind,
+  type SftRun,
+  type TokenizerFiles,
+  type TrainingRun,
+} from './run-config.js'
+export { createProgressBar, type ProgressBar, type ProgressBarOptions, type ProgressStream } from './progress-bar.js'
 export { renderRunChart, runChartSpecification, type ChartSeries, type RunChartOptions } from './run-chart.js'
 export { renderVegaLite, type VegaLiteSpec } from './vega-chart.js'
-export { parseCommandLineOptions } from './command-line.js'
+export { applyConfigOverrides, parseCommandLineOptions } from './command-line.js'
 export {
   evaluateAgainst,
   evaluateAgainstOptionsSchema,

@@ -1,10 +1,12 @@
-import { writeFile } from 'node:fs/promises'
+import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ParseError } from '@ludic/core'
+import { ParseError, type PolicyV1 } from '@ludic/core'
 import { gamePrompts, games } from '@ludic/games'
 import { describe, expect, it } from 'vitest'
 import { createRlTrainer } from './rl-trainer.js'
-import { loadRunConfig } from './run-config.js'
+import { createPreferenceTrainer } from './preference-trainer.js'
+import { loadRunConfig, loadTrainingRun } from './run-config.js'
+import { createSftTrainer } from './sft-trainer.js'
 import { createPickEnvironment, tokenizer, useBackendAndDirectory } from './test/support.js'
 
 const temporaryDirectory = useBackendAndDirectory('ludic-run-config-')
@@ -50,7 +52,7 @@ describe('loadRunConfig', () => {
     const cases: [unknown, string][] = [
       ['{ not json', 'not JSON'],
       [{ ...valid, environments: [{ game: 'chess-v0' }] }, 'environments[0].game'],
-      [{ ...valid, advantage: { name: 'nope' } }, 'unknown advantage estimator'],
+      [{ ...valid, advantage: { name: 'nope' } }, 'advantage.name: is not a registered advantage estimator (gae, grpo'],
       [{ ...valid, policyLoss: { name: 'ppo-clip', options: { clipLow: -1 } } }, 'policyLoss'],
       [{ ...valid, environments: [{ game: 'kuhn-poker-v1', options: { rounds: 0 } }] }, 'environments'],
       [{ ...valid, batch: { ppoEpochs: 0 } }, 'batch.ppoEpochs'],
@@ -78,5 +80,157 @@ describe('loadRunConfig', () => {
     expect(config.environments![0]!().id).toBe('pick-v1')
     expect(config.prompt).toBe('{observation}')
     config.model.dispose()
+  })
+})
+
+describe('loadTrainingRun', () => {
+  const tinyModel = { preset: 'tiny', seed: 1, overrides: { hiddenSize: 32, numAttentionHeads: 2, numHiddenLayers: 1, intermediateSize: 64 } }
+  const answering = (id: string, text: string): PolicyV1 => ({
+    specificationVersion: 'v1',
+    id,
+    generate: async (requests) =>
+      requests.map(() => ({
+        text,
+        promptTokenIds: new Int32Array(0),
+        tokenIds: new Int32Array(0),
+        logprobs: new Float32Array(0),
+        finishReason: 'stop' as const,
+      })),
+  })
+  const pick = { create: () => createPickEnvironment(['player0', 'player1']), names: () => ['pick-v1'] }
+  const opponents = { create: () => answering('always-a', 'a'), names: () => ['always-a'] }
+
+  it('reads YAML: a tokenizer trained on random legal play, an SFT warm-up on it and evaluations against a named opponent', async () => {
+    const yaml = `# a two-player toy game
+steps: 2
+model: ${JSON.stringify(tinyModel)}
+tokenizer:
+  train: { vocabSize: 270, episodes: 6 }
+environments:
+  - game: pick-v1
+chatTemplate: "{{ messages[-1]['content'] }}\\n>"
+warmUp: { steps: 2, episodes: 4, batchSize: 4 }
+evaluation: { every: 1, episodes: 2, opponents: [always-a] }
+batch: { episodesPerStep: 2, miniBatchSize: 4, ppoEpochs: 1, maxTokens: 2 }
+seed: 3
+`
+    const run = await loadTrainingRun(await write('run.yaml', yaml), { environments: pick, opponents })
+    if (run.kind !== 'rl') throw new Error(`kind ${run.kind}`)
+    expect(run.steps).toBe(2)
+    expect(run.tokenizer.vocabSize).toBeLessThanOrEqual(270)
+    expect(run.tokenizer.eosTokenId).toBeDefined()
+    expect(run.tokenizerFiles?.['tokenizer_config.json']).toMatchObject({ eos_token: '<|end|>', chat_template: "{{ messages[-1]['content'] }}\n>" })
+    const examples = run.warmUp!.config.examples as { prompt: string; response: string }[]
+    expect(examples.length).toBe(4 * 2) // 4 episodes, two turns each
+    for (const example of examples) {
+      expect(['a', 'b']).toContain(example.response)
+      expect(example.prompt).toMatch(/^game \d: player[01] picks a or b\n>$/)
+    }
+    const warmUp = createSftTrainer(run.warmUp!.config)
+    const sft = await warmUp.run({ steps: run.warmUp!.steps })
+    expect(sft.every((metrics) => Number.isFinite(metrics.nll))).toBe(true)
+    warmUp.dispose()
+    const trainer = createRlTrainer(run.config)
+    await trainer.run({ steps: 1 })
+    const winRate = trainer.history[0]!['eval/always-a/winRate']
+    expect(winRate).toBeGreaterThanOrEqual(0)
+    expect(winRate).toBeLessThanOrEqual(1)
+    expect(trainer.history[0]!['eval/always-a/winRateLow']).toBeLessThanOrEqual(winRate!)
+    trainer.dispose()
+    run.model.dispose()
+  })
+
+  it('lists every wrong field at once, an unknown name with the registered ones', async () => {
+    const path = await write(
+      'bad.yaml',
+      `model: { preset: huge }
+environments: [{ game: chess-v0 }, { game: pick-v1 }]
+advantage: { name: nope }
+batch: { ppoEpochs: 0 }
+evaluation: { opponents: [nobody] }
+surprise: 1
+`,
+    )
+    const error = await loadTrainingRun(path, { environments: pick, opponents }).catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(ParseError)
+    const issues = ((error as ParseError).cause as { issues: { path: (string | number)[]; message: string }[] }).issues
+    const paths = issues.map((issue) => issue.path.join('.'))
+    for (const expected of ['model', 'environments.0.game', 'advantage.name', 'batch.ppoEpochs', 'evaluation.opponents.0', ''])
+      expect(paths).toContain(expected)
+    expect(issues.find((issue) => issue.path.join('.') === 'environments.0.game')!.message).toContain('pick-v1')
+    const kind = await loadTrainingRun(await write('kind.yaml', 'kind: ppo\n'), { environments: pick }).catch((caught: unknown) => caught)
+    expect((kind as Error).message).toMatch(/kind.*"rl"\|"cpo"\|"sft"\|"preference"\|"reward-model"/)
+    const notYaml = await loadTrainingRun(await write('broken.yaml', 'model: [unclosed\n'), { environments: pick }).catch((caught: unknown) => caught)
+    expect((notYaml as Error).message).toContain('not YAML')
+  })
+
+  it('imports the plugins (relative to the file) before checking the names they register', async () => {
+    await write('plugin.mjs', 'globalThis.ludicRunConfigPlugin = "plugged-v1"\n')
+    const registry = {
+      create: () => createPickEnvironment(['player0', 'player1']),
+      names: () => [(globalThis as { ludicRunConfigPlugin?: string }).ludicRunConfigPlugin ?? 'unplugged'],
+    }
+    const config = { model: tinyModel, tokenizer: { train: { vocabSize: 260, episodes: 1 } }, environments: [{ game: 'plugged-v1' }], steps: 1 }
+    const run = await loadTrainingRun(await write('plugged.json', { ...config, plugins: ['./plugin.mjs'] }), { environments: registry })
+    expect(run.kind).toBe('rl')
+    run.model.dispose()
+    const missing = await loadTrainingRun(await write('unplugged.json', { ...config, plugins: ['./nowhere.mjs'] }), { environments: registry }).catch(
+      (caught: unknown) => caught,
+    )
+    expect((missing as Error).message).toMatch(/plugins\[0\].*no such file/)
+    expect(((missing as ParseError).cause as { code?: string }).code).toBe('ENOENT')
+  })
+
+  it('makes SFT and preference runs from JSON Lines files relative to the config', async () => {
+    await mkdir(join(temporaryDirectory(), 'data'), { recursive: true })
+    await write('data/sft.jsonl', ['{"prompt":"2+2=","response":"4"}', '{"prompt":"3+3=","response":"6"}'].join('\n'))
+    const sftPath = await write(
+      'sft.yaml',
+      `kind: sft
+model: ${JSON.stringify(tinyModel)}
+tokenizer: { train: { vocabSize: 262 } }
+data: data/sft.jsonl
+steps: 2
+batchSize: 2
+optimizer: { learningRate: 0.01 }
+runDirectory: sft-run
+`,
+    )
+    const sftRun = await loadTrainingRun(sftPath, { environments: pick })
+    if (sftRun.kind !== 'sft') throw new Error(`kind ${sftRun.kind}`)
+    expect(sftRun.runDirectory).toBe(join(temporaryDirectory(), 'sft-run'))
+    const sft = createSftTrainer(sftRun.config)
+    const history = await sft.run({ steps: sftRun.steps })
+    expect(history).toHaveLength(2)
+    sft.dispose()
+    sftRun.model.dispose()
+
+    await write('data/pairs.jsonl', ['{"prompt":"best?","chosen":" yes","rejected":" no"}', '{"prompt":"good?","chosen":" yes","rejected":" no"}'].join('\n'))
+    const preferencePath = await write(
+      'dpo.yaml',
+      `kind: preference
+model: ${JSON.stringify(tinyModel)}
+tokenizer: { train: { vocabSize: 262 } }
+data: data/pairs.jsonl
+loss: { type: sigmoid, beta: 0.1 }
+steps: 1
+batchSize: 2
+`,
+    )
+    const preferenceRun = await loadTrainingRun(preferencePath, { environments: pick })
+    if (preferenceRun.kind !== 'preference') throw new Error(`kind ${preferenceRun.kind}`)
+    const preference = createPreferenceTrainer(preferenceRun.config)
+    const metrics = await preference.run()
+    expect(metrics).toHaveLength(1)
+    expect(Number.isFinite(metrics[0]!.loss)).toBe(true)
+    preference.dispose()
+    preferenceRun.model.dispose()
+    const wrong = await loadTrainingRun(
+      await write('dpo-bad.yaml', 'kind: preference\nmodel: { preset: tiny }\ndata: data/missing.jsonl\nloss: { type: magic }\n'),
+      {
+        environments: pick,
+      },
+    ).catch((caught: unknown) => caught)
+    expect((wrong as Error).message).toContain('loss.type')
   })
 })

@@ -1,33 +1,120 @@
+import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { dirname, resolve } from 'node:path'
-import { InvalidArgumentError, ParseError, parseInput, type AdvantageEstimatorV1, type EnvironmentV1, type TokenizerV1 } from '@ludic/core'
+import { dirname, extname, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import {
+  createRandom,
+  deriveSeed,
+  InvalidArgumentError,
+  ParseError,
+  parseInput,
+  parseJsonLines,
+  type AdvantageEstimatorV1,
+  type ChatMessage,
+  type ChatTemplateFunction,
+  type EnvironmentV1,
+  type PolicyV1,
+  type TokenizerV1,
+  type TrajectoryScorerV1,
+  type Turn,
+  type TurnView,
+} from '@ludic/core'
 import { advantageEstimators } from '@ludic/advantages'
-import { createModel, loadModel, presetNames, type CausalLanguageModel } from '@ludic/model'
+import { createLocalPolicy, createModel, loadModel, presetNames, type CausalLanguageModel } from '@ludic/model'
 import { createPolicyLoss, policyLossNames, type PolicyLoss, type PolicyLossName } from '@ludic/objectives'
-import type { PromptTemplate } from '@ludic/rollout'
-import { loadTokenizer } from '@ludic/tokenizer'
+import { renderPrompt, type PromptTemplate } from '@ludic/rollout'
+import { loadTokenizer, renderChatTemplate, Tokenizer, trainBpe, trainBpeOptionsSchema } from '@ludic/tokenizer'
+import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
+import { applyConfigOverrides } from './command-line.js'
+import { evaluateAgainst } from './evaluation.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
-import { klConfigSchema, rlBatchConfigSchema, type RlTrainerConfig } from './rl-config.js'
+import { readPreferencePairs } from './preference-data.js'
+import { preferenceTrainerConfigSchema, type PreferenceTrainerConfig } from './preference-trainer.js'
+import { rewardModelTrainerConfigSchema, type RewardModelTrainerConfig } from './reward-model-trainer.js'
+import { klConfigSchema, rlBatchConfigSchema, type EvaluationHook, type RlTrainerConfig } from './rl-config.js'
 import { scheduleConfigSchema } from './schedule.js'
+import { sftTrainerConfigSchema, type SftTrainerConfig } from './sft-trainer.js'
 
-/**
- * A run as a JSON file: everything `createRlTrainer` takes, with the estimator, the policy loss, the
- * environments and the model named rather than constructed.
+/*
+ * A run as a file (YAML or JSON): a `kind` naming the training loop, and that loop's config with the model, the
+ * tokenizer, the data and the named parts (environments, estimator, policy loss, opponents) given by name or
+ * path rather than constructed. Paths are relative to the file. The trainers' own schemas give the fields.
  */
-export const runConfigFileSchema = z.strictObject({
-  /** A preset made from scratch (`vocabSize` from the tokenizer) or a checkpoint directory (relative to the file). */
-  model: z.union([
-    z.strictObject({ preset: z.enum(presetNames), seed: z.number().int().default(0), overrides: z.record(z.string(), z.unknown()).default({}) }),
-    z.strictObject({ path: z.string().min(1) }),
-  ]),
-  /** A directory with `tokenizer.json` (relative to the file); or pass `options.tokenizer`. */
-  tokenizer: z.strictObject({ path: z.string().min(1) }).optional(),
+
+/** The training loops a run config names with `kind`. Default `rl`. */
+export const runKinds = ['rl', 'cpo', 'sft', 'preference', 'reward-model'] as const
+export type RunKind = (typeof runKinds)[number]
+
+/** A preset made from scratch (`vocabSize` from the tokenizer), or a checkpoint directory (or what `resolveModelSource` resolves). */
+const modelSourceSchema = z.union([
+  z.strictObject({ preset: z.enum(presetNames), seed: z.number().int().default(0), overrides: z.record(z.string(), z.unknown()).default({}) }),
+  z.strictObject({ path: z.string().min(1) }),
+])
+
+const trainBpeFields = trainBpeOptionsSchema.shape
+/**
+ * A directory with `tokenizer.json` (or the file), or a byte-level BPE trained before the run on the run's own
+ * text (RL: random legal play of the environments, prompts and moves; SFT: prompts and responses; preference and
+ * reward model: prompts and both responses). Default: the model's directory, when the model is a path.
+ */
+const tokenizerSourceSchema = z.union([
+  z.strictObject({ path: z.string().min(1) }),
+  z.strictObject({
+    train: z.strictObject({
+      vocabSize: trainBpeFields.vocabSize,
+      preTokenizer: trainBpeFields.preTokenizer,
+      minFrequency: trainBpeFields.minFrequency,
+      /** The end token (a special token, the tokenizer's EOS). Default `<|end|>`. */
+      endToken: z.string().min(1).default('<|end|>'),
+      /** RL: random-play episodes of each environment whose text trains it. Default 64. */
+      episodes: z.number().int().positive().max(100_000).default(64),
+    }),
+  }),
+])
+
+/** Fields every kind has. */
+const commonFields = {
+  kind: z.enum(runKinds).default('rl'),
+  /** JavaScript modules imported before the file is checked (they call `registerGame`, `registerAdvantageEstimator`…). */
+  plugins: z.array(z.string().min(1)).default([]),
+  model: modelSourceSchema,
+  tokenizer: tokenizerSourceSchema.optional(),
+  /** A Jinja chat template (as a tokenizer's `chat_template`) rendering the messages into the prompt. Default: the tokenizer's. */
+  chatTemplate: z.string().min(1).optional(),
+  seed: z.number().int().optional(),
+  /** Where metrics, checkpoints and the final model (`model/`) go. Relative to the file. */
+  runDirectory: z.string().min(1).optional(),
+}
+
+/** What is measured during an RL run: the model against each opponent on the training environments. */
+const evaluationSchema = z.strictObject({
+  /** Every k steps (and before the first and after the last). Default 10. */
+  every: z.number().int().positive().default(10),
+  /** Episodes per environment and opponent, seats alternating. Default 100. */
+  episodes: z.number().int().positive().max(100_000).default(100),
+  opponents: z.array(z.string().min(1)).min(1).default(['random']),
+  /** Environment options that replace the training ones for evaluation (e.g. an invalid move as a plain loss). */
+  environmentOptions: z.record(z.string(), z.unknown()).default({}),
+  temperature: z.number().min(0).default(1),
+})
+
+/** Supervised updates on random legal play before RL, so a model made from scratch moves legally. */
+const warmUpSchema = sftTrainerConfigSchema.pick({ batchSize: true, optimizer: true }).extend({
+  steps: z.number().int().positive(),
+  /** Random-play episodes of each environment giving the examples (each turn's prompt and its legal move). Default 64. */
+  episodes: z.number().int().positive().max(100_000).default(64),
+})
+
+const rlFields = {
+  ...commonFields,
+  /** Total trainer steps (`ludic train` runs them; a resumed run continues to them). Default 100. */
+  steps: z.number().int().min(0).default(100),
   environments: z
     .array(z.strictObject({ game: z.string().min(1), options: z.record(z.string(), z.unknown()).default({}) }))
     .min(1, 'needs at least one environment'),
-  /** An estimator of the advantages registry (`rae`, `grpo`, … or one registered). Default `rae`. */
-  advantage: z.strictObject({ name: z.string().min(1), options: z.record(z.string(), z.unknown()).optional() }).default({ name: 'rae' }),
+  /** An estimator of the advantages registry (`rae`, `grpo`, … or one registered). Default `rae` (`grpo` for CPO). */
+  advantage: z.strictObject({ name: z.string().min(1), options: z.record(z.string(), z.unknown()).optional() }).optional(),
   /** A policy loss of `createPolicyLoss`. Default `ppo-clip`. */
   policyLoss: z
     .strictObject({ name: z.enum(policyLossNames as [PolicyLossName, ...PolicyLossName[]]), options: z.record(z.string(), z.unknown()).optional() })
@@ -37,26 +124,77 @@ export const runConfigFileSchema = z.strictObject({
   optimizer: optimizerConfigSchema.optional(),
   schedule: scheduleConfigSchema.optional(),
   batch: rlBatchConfigSchema.optional(),
-  /** A name of `options.prompts` (e.g. a game's named prompt) or a rollout string template with `{observation}`. */
+  /** A name of the prompts given to the loader (e.g. a game's named prompt) or a rollout string template with `{observation}`. */
   prompt: z.string().min(1).optional(),
-  seed: z.number().int().optional(),
-  /** Relative to the file. */
-  runDirectory: z.string().min(1).optional(),
   checkpointEvery: z.number().int().min(0).optional(),
   keepLast: z.number().int().positive().optional(),
   resume: z.boolean().optional(),
   trainRoles: z.array(z.string()).min(1).optional(),
-})
-export type RunConfigFile = z.input<typeof runConfigFileSchema>
+  /** Fixed opponents (by name) in a share of the episodes, beside self-play. */
+  opponents: z
+    .array(z.strictObject({ name: z.string().min(1), share: z.number().gt(0).max(1) }))
+    .min(1)
+    .optional(),
+  warmUp: warmUpSchema.optional(),
+  evaluation: evaluationSchema.optional(),
+}
 
 /**
- * Where a run config's environment names are looked up: `@ludic/games`' `games` registry (built-in and
- * registered games), or any object of this shape.
+ * The RL run file (`kind: rl`, the default): everything `createRlTrainer` takes, with the estimator, the policy
+ * loss, the environments and the model named rather than constructed, plus the steps, an SFT warm-up on random
+ * legal play and evaluations against named opponents.
  */
+export const runConfigFileSchema = z.strictObject(rlFields)
+export type RunConfigFile = z.input<typeof runConfigFileSchema>
+
+/** A module whose default export (or `export`) makes the scorer from `options`: `(options) => TrajectoryScorerV1`. */
+const scorerSourceSchema = z.strictObject({ module: z.string().min(1), export: z.string().min(1).default('default'), options: z.unknown().optional() })
+
+/** CPO: the RL file with a scorer that judges each group (`createCpoTrainer`). */
+export const cpoRunConfigFileSchema = z.strictObject({ ...rlFields, scorer: scorerSourceSchema })
+
+const jsonSchedule = { schedule: scheduleConfigSchema.optional() }
+
+/** SFT (`createSftTrainer`): `data` is a JSON Lines file of `{ prompt, response }` texts. */
+export const sftRunConfigFileSchema = sftTrainerConfigSchema
+  .omit({ model: true, tokenizer: true, examples: true, schedule: true, seed: true })
+  .extend({ ...commonFields, ...jsonSchedule, data: z.string().min(1), steps: z.number().int().positive() })
+
+/** The DPO family (`createPreferenceTrainer`): `data` (and `heldOut`) are JSON Lines files of preference pairs (TRL's formats). */
+export const preferenceRunConfigFileSchema = preferenceTrainerConfigSchema
+  .omit({ model: true, tokenizer: true, pairs: true, heldOut: true, chatTemplate: true, reference: true, schedule: true, seed: true, runDirectory: true })
+  .extend({
+    ...commonFields,
+    ...jsonSchedule,
+    data: z.string().min(1),
+    heldOut: z.string().min(1).optional(),
+    reference: z.enum(['initial', 'none']).optional(),
+  })
+
+/** A Bradley–Terry reward model (`createRewardModelTrainer`): `data` (and `heldOut`) are JSON Lines files of preference pairs. */
+export const rewardModelRunConfigFileSchema = rewardModelTrainerConfigSchema
+  .omit({ model: true, tokenizer: true, pairs: true, heldOut: true, chatTemplate: true, schedule: true, seed: true, runDirectory: true })
+  .extend({
+    ...commonFields,
+    ...jsonSchedule,
+    data: z.string().min(1),
+    heldOut: z.union([z.string().min(1), z.strictObject({ validationShare: z.number().gt(0).lt(1) })]).optional(),
+    /** Updates; default `epochs` passes over the pairs. */
+    steps: z.number().int().positive().optional(),
+    evaluateEvery: z.number().int().min(0).default(0),
+  })
+
+/** Where a run config's environment names are looked up: `games` of `@ludic/games` (built-in and registered games), or any object of this shape. */
 export interface EnvironmentRegistry {
   /** Makes the environment registered under `name` with its options; throws on bad options. */
   create(name: string, options?: unknown): EnvironmentV1
   /** Every name `create` knows. */
+  names(): readonly string[]
+}
+
+/** Where a run config's opponent names are looked up (e.g. `random`): a policy per name and seed. */
+export interface OpponentRegistry {
+  create(name: string, options: { seed: number }): PolicyV1
   names(): readonly string[]
 }
 
@@ -65,19 +203,128 @@ export interface LoadRunConfigOptions {
   environments: EnvironmentRegistry
   /** Prompts the config's `prompt` may name (e.g. a game's named prompts); other strings are `{observation}` templates. */
   prompts?: Readonly<Record<string, PromptTemplate>>
+  /** The opponents `evaluation.opponents` and `opponents[].name` name. Default: none (a config naming one is an error). */
+  opponents?: OpponentRegistry
+  /**
+   * Turns a model or tokenizer `path` of the file into a local directory (e.g. a Hugging Face repo id, downloaded).
+   * Default: the path relative to the file.
+   */
+  resolveSource?: (text: string, baseDirectory: string) => Promise<string>
   /** Used instead of the config's `tokenizer`. */
   tokenizer?: TokenizerV1
   /** Used instead of the config's `model`. */
   model?: CausalLanguageModel
+  /** `path=value` entries set in the file's data before it is checked (`applyConfigOverrides`), e.g. `steps=2`. */
+  overrides?: readonly string[]
+  /** Imports a plugin module (a `file:` URL). Default: `import()`. */
+  importModule?: (url: string) => Promise<unknown>
+}
+
+/** A tokenizer's files, as `loadTokenizer` reads them back: written beside a run's final model. */
+export interface TokenizerFiles {
+  'tokenizer.json': unknown
+  'tokenizer_config.json': Record<string, unknown>
+}
+
+interface LoadedParts {
+  /** The file the run came from. */
+  source: string
+  model: CausalLanguageModel
+  tokenizer: TokenizerV1
+  tokenizerFiles: TokenizerFiles | undefined
+  /** Absolute. */
+  runDirectory: string | undefined
+  /** The chat template as a function (the config's, else the tokenizer's), for rendering prompts. */
+  chatTemplate: ChatTemplateFunction | undefined
+}
+
+/** An RL (or CPO) run, made: the trainer's config, its steps and the warm-up examples. */
+export interface RlRun extends LoadedParts {
+  kind: 'rl' | 'cpo'
+  steps: number
+  config: RlTrainerConfig
+  warmUp: { config: SftTrainerConfig; steps: number } | undefined
+}
+export interface SftRun extends LoadedParts {
+  kind: 'sft'
+  steps: number
+  config: SftTrainerConfig
+}
+export interface PreferenceRun extends LoadedParts {
+  kind: 'preference'
+  config: PreferenceTrainerConfig
+}
+export interface RewardModelRun extends LoadedParts {
+  kind: 'reward-model'
+  steps: number | undefined
+  evaluateEvery: number
+  config: RewardModelTrainerConfig
+}
+/** What `loadTrainingRun` makes from a run config file, by `kind`. */
+export type TrainingRun = RlRun | SftRun | PreferenceRun | RewardModelRun
+
+/**
+ * Reads a run config file: YAML (`.yaml`, `.yml`) or JSON, as plain data. A missing file or a syntax error is a
+ * `ParseError` naming the file (its `cause` the file system's error, with `code: 'ENOENT'` for a missing one).
+ */
+export async function readRunConfigFile(path: string): Promise<unknown> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (error) {
+    throw new ParseError({ source: path, message: `cannot read the file (${(error as Error).message})`, cause: error })
+  }
+  const extension = extname(path).toLowerCase()
+  try {
+    return extension === '.yaml' || extension === '.yml' ? parseYaml(text, { prettyErrors: true }) : JSON.parse(text)
+  } catch (error) {
+    throw new ParseError({
+      source: path,
+      message: `not ${extension === '.yaml' || extension === '.yml' ? 'YAML' : 'JSON'} (${(error as Error).message})`,
+      cause: error,
+    })
+  }
 }
 
 /**
- * Reads a run config file and makes what it names: the model (preset or checkpoint), the tokenizer, the
- * environments (by name, from `options.environments`), the estimator (advantages registry) and the policy
- * loss. The result goes to `createRlTrainer` (add `evaluate` and the like there). A missing file, bad JSON, an
- * unknown name or a bad field is a `ParseError` naming the file and the field.
+ * Reads a run config file (YAML or JSON) of any `kind` and makes what it names: imports its `plugins`, then checks
+ * every field at once (a `ParseError` whose `cause` is the `ZodError` listing every wrong field; an unknown game,
+ * estimator or opponent lists the registered ones), then makes the model, the tokenizer (loaded or trained), the
+ * data, the environments, the estimator, the policy loss, the warm-up examples and the evaluation hook. The result
+ * goes to the kind's trainer (`createRlTrainer`, `createCpoTrainer`, `createSftTrainer`, `createPreferenceTrainer`,
+ * `createRewardModelTrainer`).
+ */
+export async function loadTrainingRun(path: string, options: LoadRunConfigOptions): Promise<TrainingRun> {
+  checkRegistries(options)
+  const raw = options.overrides === undefined ? await readRunConfigFile(path) : applyConfigOverrides(await readRunConfigFile(path), options.overrides)
+  const base = dirname(resolve(path))
+  await importPlugins(raw, path, base, options.importModule ?? ((url) => import(url)))
+  const { kind } = parseInput(z.object({ kind: commonFields.kind }), raw ?? {}, { source: path })
+  const file = parseInput(checkedSchema(kind, options), raw, { source: path }) as { kind: RunKind }
+  switch (file.kind) {
+    case 'rl':
+    case 'cpo':
+      return loadRl(file as z.output<typeof cpoRunConfigFileSchema>, path, base, options)
+    case 'sft':
+      return loadSft(file as z.output<typeof sftRunConfigFileSchema>, path, base, options)
+    case 'preference':
+      return loadPreference(file as z.output<typeof preferenceRunConfigFileSchema>, path, base, options)
+    default:
+      return loadRewardModel(file as z.output<typeof rewardModelRunConfigFileSchema>, path, base, options)
+  }
+}
+
+/**
+ * Reads an RL run config file and makes what it names (see `loadTrainingRun`); the result goes to `createRlTrainer`
+ * (its warm-up and steps, if any, are left out: `loadTrainingRun` gives them).
  */
 export async function loadRunConfig(path: string, options: LoadRunConfigOptions): Promise<RlTrainerConfig> {
+  const run = await loadTrainingRun(path, options)
+  if (run.kind !== 'rl') throw new ParseError({ source: path, path: ['kind'], message: `is '${run.kind}'; loadRunConfig reads RL runs (use loadTrainingRun)` })
+  return run.config
+}
+
+function checkRegistries(options: LoadRunConfigOptions): void {
   if (typeof options?.environments?.create !== 'function' || typeof options.environments.names !== 'function') {
     throw new InvalidArgumentError({
       argument: 'options.environments',
@@ -85,75 +332,464 @@ export async function loadRunConfig(path: string, options: LoadRunConfigOptions)
       message: 'must be an environment registry { create(name, options), names() } (e.g. games of @ludic/games)',
     })
   }
-  let text: string
-  try {
-    text = await readFile(path, 'utf8')
-  } catch (error) {
-    throw new ParseError({ source: path, message: `cannot read the file (${(error as Error).message})`, cause: error })
-  }
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (error) {
-    throw new ParseError({ source: path, message: `not JSON (${(error as Error).message})`, cause: error })
-  }
-  const file = parseInput(runConfigFileSchema, json, { source: path })
-  const base = dirname(path)
-  const where = (field: string, error: unknown) => new ParseError({ source: path, path: field.split('.'), message: (error as Error).message, cause: error })
+}
 
-  let tokenizer = options.tokenizer
-  if (tokenizer === undefined) {
-    if (file.tokenizer === undefined) throw new ParseError({ source: path, path: ['tokenizer'], message: 'is required unless options.tokenizer is given' })
-    tokenizer = await loadTokenizer(resolve(base, file.tokenizer.path)).catch((error: unknown) => {
-      throw where('tokenizer.path', error)
+async function importPlugins(raw: unknown, path: string, base: string, importModule: (url: string) => Promise<unknown>): Promise<void> {
+  const { plugins } = parseInput(z.object({ plugins: commonFields.plugins }), raw ?? {}, { source: path })
+  for (const [index, plugin] of plugins.entries()) {
+    const file = resolve(base, plugin)
+    if (!existsSync(file))
+      throw new ParseError({
+        source: path,
+        path: ['plugins', index],
+        message: `no such file: ${file}`,
+        cause: Object.assign(new Error(file), { code: 'ENOENT' }),
+      })
+    try {
+      await importModule(pathToFileURL(file).href)
+    } catch (error) {
+      throw new ParseError({ source: path, path: ['plugins', index], message: `cannot import ${file} (${(error as Error).message})`, cause: error })
+    }
+  }
+}
+
+const describeError = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+/**
+ * The kind's schema with the names checked against the registries (so one pass reports every wrong field, an
+ * unknown name with the registered ones) and each named part made once to check its options.
+ */
+function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType {
+  if (kind === 'sft') return sftRunConfigFileSchema
+  if (kind === 'preference') return preferenceRunConfigFileSchema
+  if (kind === 'reward-model') return rewardModelRunConfigFileSchema
+  const registry = options.environments
+  const games = [...registry.names()]
+  const opponents = [...(options.opponents?.names() ?? [])]
+  const named = (names: readonly string[], what: string) =>
+    names.length === 0
+      ? z.string().refine(() => false, `names no registered ${what} (none are registered)`)
+      : z.enum(names as [string, ...string[]], { error: `is not a registered ${what} (${names.join(', ')})` })
+  const environment = z
+    .strictObject({ game: named(games, 'environment'), options: z.record(z.string(), z.unknown()).default({}) })
+    .superRefine((entry, context) => {
+      try {
+        registry.create(entry.game, entry.options) // fail now, naming the entry, rather than in the first step
+      } catch (error) {
+        context.addIssue({ code: 'custom', path: ['options'], message: describeError(error) })
+      }
     })
+  const advantage = z
+    .strictObject({ name: named(advantageEstimators.names(), 'advantage estimator'), options: z.record(z.string(), z.unknown()).optional() })
+    .superRefine((entry, context) => {
+      try {
+        advantageEstimators.create(entry.name, entry.options)
+      } catch (error) {
+        context.addIssue({ code: 'custom', path: ['options'], message: describeError(error) })
+      }
+    })
+  const policyLoss = rlFields.policyLoss.unwrap().superRefine((entry, context) => {
+    try {
+      ;(createPolicyLoss as (name: string, options?: unknown) => PolicyLoss)(entry.name, entry.options)
+    } catch (error) {
+      context.addIssue({ code: 'custom', path: ['options'], message: describeError(error) })
+    }
+  })
+  const fields = {
+    environments: z.array(environment).min(1, 'needs at least one environment'),
+    advantage: advantage.optional(),
+    policyLoss: policyLoss.default({ name: 'ppo-clip' }),
+    opponents: z
+      .array(z.strictObject({ name: named(opponents, 'opponent'), share: z.number().gt(0).max(1) }))
+      .min(1)
+      .optional(),
+    evaluation: evaluationSchema.extend({ opponents: z.array(named(opponents, 'opponent')).min(1).default(['random']) }).optional(),
+  }
+  return (kind === 'cpo' ? cpoRunConfigFileSchema : runConfigFileSchema).extend(fields)
+}
+
+/** Makes the model and the tokenizer (loaded, or trained on `corpus()`), and resolves the run directory. */
+/** The fields every kind has, parsed. */
+type CommonFields = z.output<z.ZodObject<typeof commonFields>>
+
+async function loadParts(file: CommonFields, path: string, base: string, options: LoadRunConfigOptions, corpus: () => string[]): Promise<LoadedParts> {
+  const where = (field: string, error: unknown) => new ParseError({ source: path, path: field.split('.'), message: describeError(error), cause: error })
+  const locate = async (text: string, field: string): Promise<string> => {
+    try {
+      return options.resolveSource === undefined ? resolve(base, text) : await options.resolveSource(text, base)
+    } catch (error) {
+      throw where(field, error)
+    }
+  }
+  let tokenizer = options.tokenizer
+  let tokenizerFiles: TokenizerFiles | undefined
+  if (tokenizer === undefined) {
+    const source = file.tokenizer ?? ('path' in file.model ? { path: file.model.path } : undefined)
+    if (source === undefined) throw new ParseError({ source: path, path: ['tokenizer'], message: 'is required with a preset model (a path, or { train: … })' })
+    if ('train' in source) {
+      const { endToken, episodes: _, ...bpe } = source.train
+      const config: Record<string, unknown> = { eos_token: endToken, ...(file.chatTemplate === undefined ? {} : { chat_template: file.chatTemplate }) }
+      let json: unknown
+      try {
+        json = trainBpe(corpus(), { ...bpe, specialTokens: [endToken] })
+        tokenizer = Tokenizer.fromJSON(json, config)
+      } catch (error) {
+        throw where('tokenizer.train', error)
+      }
+      tokenizerFiles = { 'tokenizer.json': json, 'tokenizer_config.json': config }
+    } else {
+      const directory = await locate(source.path, file.tokenizer === undefined ? 'model.path' : 'tokenizer.path')
+      try {
+        tokenizer = await loadTokenizer(directory)
+        tokenizerFiles = await readTokenizerFiles(directory, file.chatTemplate)
+      } catch (error) {
+        throw where(file.tokenizer === undefined ? 'tokenizer' : 'tokenizer.path', error)
+      }
+    }
   }
   let model = options.model
   if (model === undefined) {
+    const source = file.model
+    const directory = 'path' in source ? await locate(source.path, 'model.path') : undefined
     try {
       model =
-        'preset' in file.model
-          ? createModel(file.model.preset, { vocabSize: tokenizer.vocabSize, seed: file.model.seed, overrides: file.model.overrides })
-          : await loadModel(resolve(base, file.model.path))
+        directory === undefined
+          ? createModel((source as { preset: (typeof presetNames)[number] }).preset, {
+              vocabSize: tokenizer.vocabSize,
+              seed: (source as { seed: number }).seed,
+              overrides: (source as { overrides: Record<string, unknown> }).overrides,
+            })
+          : await loadModel(directory)
     } catch (error) {
       throw where('model', error)
     }
   }
-  const registry = options.environments
-  const environments = file.environments.map(({ game, options: gameOptions }, index): (() => EnvironmentV1) => {
-    if (!registry.names().includes(game))
-      throw new ParseError({ source: path, path: ['environments', index, 'game'], message: `is not a registered environment (${registry.names().join(', ')})` })
-    try {
-      registry.create(game, gameOptions) // fail now, naming the entry, rather than in the first step
-    } catch (error) {
-      throw where(`environments.${index}.options`, error)
+  return {
+    source: path,
+    model,
+    tokenizer,
+    tokenizerFiles,
+    runDirectory: file.runDirectory === undefined ? undefined : resolve(base, file.runDirectory),
+    chatTemplate: chatTemplateFunction(tokenizer, file.chatTemplate),
+  }
+}
+
+/** `tokenizer.json` and `tokenizer_config.json` of a directory (or of a `tokenizer.json` path), the chat template replaced when given. */
+async function readTokenizerFiles(location: string, chatTemplate: string | undefined): Promise<TokenizerFiles> {
+  const file = location.endsWith('.json') ? location : resolve(location, 'tokenizer.json')
+  const configFile = resolve(dirname(file), 'tokenizer_config.json')
+  const config = existsSync(configFile) ? (JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>) : {}
+  return {
+    'tokenizer.json': JSON.parse(await readFile(file, 'utf8')),
+    'tokenizer_config.json': chatTemplate === undefined ? config : { ...config, chat_template: chatTemplate },
+  }
+}
+
+/** The prompt renderer of `createLocalPolicy`: a Jinja template with the tokenizer's special tokens, else the tokenizer's template. */
+function chatTemplateFunction(tokenizer: TokenizerV1, template: string | undefined): ChatTemplateFunction | undefined {
+  if (template === undefined) return tokenizer.applyChatTemplate?.bind(tokenizer)
+  const specialTokens: Record<string, unknown> = {}
+  for (const [key, id] of [
+    ['bos_token', tokenizer.bosTokenId],
+    ['eos_token', tokenizer.eosTokenId],
+    ['pad_token', tokenizer.padTokenId],
+  ] as const) {
+    if (id !== undefined) specialTokens[key] = tokenizer.idToToken(id)
+  }
+  return (messages, { addGenerationPrompt }) => renderChatTemplate(template, { messages: [...messages], addGenerationPrompt, specialTokens })
+}
+
+/** A turn of random legal play: the messages the policy would see and the move played. */
+interface RandomPlayTurn {
+  messages: ChatMessage[]
+  action: string
+}
+
+/**
+ * Plays `episodes` episodes of each environment with uniformly random legal moves (the environment's
+ * `legalActions`; an environment that gives none cannot be played this way) and returns every turn's prompt
+ * messages and move.
+ */
+function randomLegalPlay(environments: readonly (() => EnvironmentV1)[], prompt: PromptTemplate, episodes: number, seed: number): RandomPlayTurn[] {
+  const turns: RandomPlayTurn[] = []
+  for (const [environmentIndex, make] of environments.entries()) {
+    const environment = make()
+    const random = createRandom(deriveSeed('ludic.random-play', seed, environmentIndex))
+    for (let episode = 0; episode < episodes; episode++) {
+      const episodeSeed = seed * 100_000 + episode
+      let view: TurnView | undefined = environment.reset(episodeSeed)
+      const history: Turn[] = []
+      while (view !== undefined && history.length < 1000) {
+        const legal = view.legalActions
+        if (legal === undefined || legal.length === 0)
+          throw new InvalidArgumentError({
+            argument: 'environments',
+            value: environment.id,
+            message: 'gives no legal actions: random legal play (warmUp, tokenizer.train) needs TurnView.legalActions',
+          })
+        const action = legal[random.nextInt(legal.length)]!
+        const messages = renderPrompt(prompt, view, history, { environmentId: environment.id, role: view.role, turnIndex: history.length, seed: episodeSeed })
+        turns.push({ messages, action })
+        const outcome = environment.step(action)
+        history.push({
+          index: history.length,
+          role: view.role,
+          observation: view.observation,
+          action,
+          rewards: outcome.rewards,
+          invalidAction: outcome.info.invalidAction === true,
+        })
+        view = outcome.done || outcome.truncated ? undefined : outcome.next
+      }
     }
-    return () => registry.create(game, gameOptions)
+  }
+  return turns
+}
+
+/** Renders messages without a tokenizer: the config's template with the end token, else the user contents. */
+function corpusRenderer(chatTemplate: string | undefined, endToken: string): (messages: readonly ChatMessage[]) => string {
+  if (chatTemplate === undefined) return (messages) => messages.map((message) => message.content).join('\n')
+  return (messages) => renderChatTemplate(chatTemplate, { messages: [...messages], addGenerationPrompt: true, specialTokens: { eos_token: endToken } })
+}
+
+async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: string, base: string, options: LoadRunConfigOptions): Promise<RlRun> {
+  const registry = options.environments
+  const environments = file.environments.map(
+    ({ game, options: gameOptions }) =>
+      () =>
+        registry.create(game, gameOptions),
+  )
+  const promptName = file.prompt
+  const prompt: PromptTemplate =
+    promptName === undefined
+      ? '{observation}'
+      : options.prompts !== undefined && Object.hasOwn(options.prompts, promptName)
+        ? options.prompts[promptName]!
+        : promptName
+  const seed = file.seed ?? 0
+  let played: RandomPlayTurn[] | undefined
+  const play = (episodes: number) => {
+    try {
+      return randomLegalPlay(environments, prompt, episodes, seed)
+    } catch (error) {
+      throw new ParseError({ source: path, path: ['environments'], message: describeError(error), cause: error })
+    }
+  }
+  const parts = await loadParts(file, path, base, options, () => {
+    const train = (file.tokenizer as { train: { episodes: number; endToken: string } }).train
+    played = play(train.episodes)
+    const render = corpusRenderer(file.chatTemplate, train.endToken)
+    return played.map((turn) => `${render(turn.messages)}${turn.action}`)
   })
-  let advantage: AdvantageEstimatorV1
-  try {
-    advantage = advantageEstimators.create(file.advantage.name, file.advantage.options)
-  } catch (error) {
-    throw where('advantage', error)
-  }
-  let policyLoss: PolicyLoss
-  try {
-    policyLoss = (createPolicyLoss as (name: string, options?: unknown) => ReturnType<typeof createPolicyLoss>)(file.policyLoss.name, file.policyLoss.options)
-  } catch (error) {
-    throw where('policyLoss', error)
-  }
-  const prompt = file.prompt
+  const { model, tokenizer } = parts
+  const advantage: AdvantageEstimatorV1 | undefined =
+    file.advantage === undefined ? undefined : advantageEstimators.create(file.advantage.name, file.advantage.options)
+  const policyLoss = (createPolicyLoss as (name: string, options?: unknown) => PolicyLoss)(file.policyLoss.name, file.policyLoss.options)
+  const opponentOf = (name: string, opponentSeed: number) => options.opponents!.create(name, { seed: opponentSeed })
   const config: RlTrainerConfig = {
     model,
     tokenizer,
     environments,
-    advantage,
+    ...(advantage === undefined ? {} : { advantage }),
     policyLoss,
-    ...(prompt === undefined ? {} : { prompt: options.prompts !== undefined && Object.hasOwn(options.prompts, prompt) ? options.prompts[prompt]! : prompt }),
-    ...(file.runDirectory === undefined ? {} : { runDirectory: resolve(base, file.runDirectory) }),
+    prompt,
+    ...(file.chatTemplate === undefined ? {} : { chatTemplate: file.chatTemplate }),
+    ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
+    ...(file.opponents === undefined
+      ? {}
+      : {
+          opponents: file.opponents.map(({ name, share }, index) => ({
+            policy: opponentOf(name, deriveSeed('ludic.run-config.opponent', seed, index)),
+            share,
+          })),
+        }),
   }
   for (const key of ['kl', 'entropyCoefficient', 'optimizer', 'schedule', 'batch', 'seed', 'checkpointEvery', 'keepLast', 'resume', 'trainRoles'] as const) {
     if (file[key] !== undefined) (config as Record<string, unknown>)[key] = file[key]
   }
-  return config
+  if (file.evaluation !== undefined) {
+    config.evaluate = evaluationHook(file.evaluation, file, prompt, options, seed)
+    config.evaluateEvery = file.evaluation.every
+  }
+  if (file.kind === 'cpo') (config as RlTrainerConfig & { scorer: TrajectoryScorerV1 }).scorer = await loadScorer(file.scorer, path, base)
+
+  let warmUp: RlRun['warmUp']
+  if (file.warmUp !== undefined) {
+    const { steps, episodes, ...settings } = file.warmUp
+    const render = parts.chatTemplate
+    if (render === undefined)
+      throw new ParseError({ source: path, path: ['chatTemplate'], message: 'is needed for warmUp: the tokenizer has no chat template' })
+    const turns = played !== undefined && episodes === (file.tokenizer as { train?: { episodes: number } }).train?.episodes ? played : play(episodes)
+    warmUp = {
+      steps,
+      config: {
+        model,
+        tokenizer,
+        examples: turns.map((turn) => ({ prompt: render(turn.messages, { addGenerationPrompt: true }), response: turn.action })),
+        ...settings,
+        seed,
+      },
+    }
+  }
+  return { ...parts, kind: file.kind === 'cpo' ? 'cpo' : 'rl', steps: file.steps, config, warmUp }
+}
+
+/** The evaluation hook: the model (its policy with the run's prompt and chat template) against each opponent. */
+function evaluationHook(
+  evaluation: z.output<typeof evaluationSchema>,
+  file: z.output<typeof runConfigFileSchema>,
+  prompt: PromptTemplate,
+  options: LoadRunConfigOptions,
+  seed: number,
+): EvaluationHook {
+  const registry = options.environments
+  const environments = file.environments.map(
+    ({ game, options: gameOptions }) =>
+      () =>
+        registry.create(game, { ...gameOptions, ...evaluation.environmentOptions }),
+  )
+  const maxTokens = file.batch?.maxTokens ?? 256
+  return async ({ step, model, tokenizer }) => {
+    const learner = createLocalPolicy({
+      model,
+      tokenizer,
+      id: 'learner',
+      seed,
+      maxBatch: 64,
+      ...(file.chatTemplate === undefined ? {} : { chatTemplate: file.chatTemplate }),
+    })
+    const metrics: Record<string, number> = {}
+    for (const name of evaluation.opponents) {
+      const matchSeed = seed + 1 + step
+      const match = await evaluateAgainst({
+        learner,
+        opponent: options.opponents!.create(name, { seed: matchSeed }),
+        environments,
+        episodes: evaluation.episodes,
+        seed: matchSeed,
+        prompt,
+        opponentPrompt: withLegalActions,
+        generation: { maxTokens, temperature: evaluation.temperature },
+      })
+      metrics[`${name}/winRate`] = match.winRate
+      metrics[`${name}/winRateLow`] = match.winRateInterval[0]
+      metrics[`${name}/winRateHigh`] = match.winRateInterval[1]
+      metrics[`${name}/meanReward`] = match.meanReward
+      metrics[`${name}/invalidRate`] = match.invalidRate
+    }
+    return metrics
+  }
+}
+
+/**
+ * The opponent's prompt: the observation, and when the environment lists the legal moves, a last line
+ * `Available actions: [a], [b]`, which the games' scripted opponents (the random player) read their moves from.
+ */
+const withLegalActions = (view: TurnView): ChatMessage[] => [
+  {
+    role: 'user',
+    content:
+      view.legalActions === undefined || view.legalActions.length === 0
+        ? view.observation
+        : `${view.observation}\nAvailable actions: ${view.legalActions.join(', ')}`,
+  },
+]
+
+async function loadScorer(source: z.output<typeof scorerSourceSchema>, path: string, base: string): Promise<TrajectoryScorerV1> {
+  const file = resolve(base, source.module)
+  const fail = (message: string, cause?: unknown) => new ParseError({ source: path, path: ['scorer', 'module'], message, cause })
+  if (!existsSync(file)) throw fail(`no such file: ${file}`, Object.assign(new Error(file), { code: 'ENOENT' }))
+  let factory: unknown
+  try {
+    factory = ((await import(pathToFileURL(file).href)) as Record<string, unknown>)[source.export]
+  } catch (error) {
+    throw fail(`cannot import ${file} (${describeError(error)})`, error)
+  }
+  if (typeof factory !== 'function') throw fail(`${file} has no function export '${source.export}' (options) => TrajectoryScorerV1`)
+  const scorer = await (factory as (options: unknown) => unknown)(source.options)
+  if (typeof scorer !== 'object' || scorer === null || typeof (scorer as TrajectoryScorerV1).score !== 'function')
+    throw fail(`'${source.export}' of ${file} did not return a TrajectoryScorerV1 (an object with score(group))`)
+  return scorer as TrajectoryScorerV1
+}
+
+/** The file's fields that go to the trainer as they are: all but those the loader turns into objects. */
+function trainerFields(file: Record<string, unknown>, ...made: string[]): Record<string, unknown> {
+  const loaderFields = ['kind', 'plugins', 'model', 'tokenizer', 'chatTemplate', 'runDirectory', 'data', 'heldOut', ...made]
+  return Object.fromEntries(Object.entries(file).filter(([name, value]) => !loaderFields.includes(name) && value !== undefined))
+}
+
+const sftRecordSchema = z.strictObject({ prompt: z.string(), response: z.string() })
+
+async function readJsonLines<Schema extends z.ZodType>(path: string, field: string, schema: Schema, base: string): Promise<z.output<Schema>[]> {
+  const file = resolve(base, path)
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (error) {
+    throw new ParseError({ source: file, message: `cannot read the ${field} file (${describeError(error)})`, cause: error })
+  }
+  return parseJsonLines(text, schema, file)
+}
+
+async function readPairs(path: string, field: string, base: string) {
+  const file = resolve(base, path)
+  if (!existsSync(file))
+    throw new ParseError({ source: file, message: `cannot read the ${field} file (no such file)`, cause: Object.assign(new Error(file), { code: 'ENOENT' }) })
+  return readPreferencePairs(file)
+}
+
+/** Texts of preference pairs for training a tokenizer: every prompt and response, messages flattened. */
+function pairTexts(pairs: readonly { prompt?: unknown; chosen: unknown; rejected: unknown }[]): string[] {
+  const text = (value: unknown): string =>
+    typeof value === 'string' ? value : Array.isArray(value) ? value.map((message) => (message as ChatMessage).content).join('\n') : ''
+  return pairs.flatMap((pair) => [text(pair.prompt), text(pair.chosen), text(pair.rejected)]).filter((value) => value.length > 0)
+}
+
+async function loadSft(file: z.output<typeof sftRunConfigFileSchema>, path: string, base: string, options: LoadRunConfigOptions): Promise<SftRun> {
+  const records = await readJsonLines(file.data, 'data', sftRecordSchema, base)
+  const parts = await loadParts(file, path, base, options, () => records.map((record) => `${record.prompt}${record.response}`))
+  const config = { ...trainerFields(file, 'steps'), model: parts.model, tokenizer: parts.tokenizer, examples: records } as SftTrainerConfig
+  return { ...parts, kind: 'sft', steps: file.steps, config }
+}
+
+async function loadPreference(
+  file: z.output<typeof preferenceRunConfigFileSchema>,
+  path: string,
+  base: string,
+  options: LoadRunConfigOptions,
+): Promise<PreferenceRun> {
+  const pairs = await readPairs(file.data, 'data', base)
+  const heldOut = file.heldOut === undefined ? undefined : await readPairs(file.heldOut, 'heldOut', base)
+  const parts = await loadParts(file, path, base, options, () => pairTexts(pairs))
+  const config = {
+    ...trainerFields(file),
+    model: parts.model,
+    tokenizer: parts.tokenizer,
+    pairs,
+    ...(heldOut === undefined ? {} : { heldOut }),
+    ...(parts.chatTemplate === undefined ? {} : { chatTemplate: parts.chatTemplate }),
+    ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
+  } as PreferenceTrainerConfig
+  return { ...parts, kind: 'preference', config }
+}
+
+async function loadRewardModel(
+  file: z.output<typeof rewardModelRunConfigFileSchema>,
+  path: string,
+  base: string,
+  options: LoadRunConfigOptions,
+): Promise<RewardModelRun> {
+  const pairs = await readPairs(file.data, 'data', base)
+  const heldOut = typeof file.heldOut === 'string' ? await readPairs(file.heldOut, 'heldOut', base) : file.heldOut
+  const parts = await loadParts(file, path, base, options, () => pairTexts(pairs))
+  const config = {
+    ...trainerFields(file, 'steps', 'evaluateEvery'),
+    model: parts.model,
+    tokenizer: parts.tokenizer,
+    pairs,
+    ...(heldOut === undefined ? {} : { heldOut }),
+    ...(parts.chatTemplate === undefined ? {} : { chatTemplate: parts.chatTemplate }),
+    ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
+  } as RewardModelTrainerConfig
+  return { ...parts, kind: 'reward-model', steps: file.steps, evaluateEvery: file.evaluateEvery, config }
 }
