@@ -1,1 +1,7 @@
-export {}
+export { type DownloadProgress, type DownloadRepoOptions, downloadRepo, downloadRepoOptionsSchema } from './download-repo.js'
+export { type FilePreset, type FileSelection, filePresets } from './file-selection.js'
+export { HubError, type HubErrorReason } from './hub-error.js'
+export { defaultCacheDir, defaultEndpoint, defaultEndpointUrl, defaultOffline, defaultToken, huggingFaceHome } from './hub-environment.js'
+export { isRepoId, isValidRepoId, isValidRevision, parseRepoReference, type RepoReference } from './repo-id.js'
+export { repoStorageFolder } from './cache-layout.js'
+export { resolveModelSource } from './resolve-model-source.js'
