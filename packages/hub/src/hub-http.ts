@@ -159,7 +159,7 @@ export async function readBody(
 ): Promise<Buffer> {
   try {
     const announced = Number(response.headers.get('content-length') ?? Number.NaN)
-    if (announced > maxBytes) throw new ParseError({ source, message: `is ${announced} bytes, more than the limit of ${maxBytes} (maxJsonBytes)` })
+    if (announced > maxBytes) throw new ParseError({ source, message: `is ${announced} bytes, more than the limit of ${maxBytes} bytes (maxJsonBytes)` })
     const pieces: Buffer[] = []
     let length = 0
     if (response.body !== null) {
