@@ -21,6 +21,8 @@ export {
   stopGradient,
   tokenLogprobs,
 } from './numerics/index.js'
+// Kernel fixes: `initTensors` applies them; a benchmark removes and re-applies them to measure the stock kernels beside the fixed ones
+export { applyKernelFixes, removeKernelFixes } from './kernels/index.js'
 // Memory (the test helper expectNoLeaks is at '@ludic/tensors/test')
 export { createTensorScope, withTensorScope, type TensorScope } from './memory/tensor-scope.js'
 

@@ -8,8 +8,8 @@ export type VegaLiteSpec = TopLevelSpec
 /**
  * A Vega-Lite specification as a standalone SVG document: compiled to Vega, then rendered headless in Node
  * (renderer `none`, no canvas; text widths are estimated). The one renderer of Ludic's charts: the run
- * chart, the arena chart and `@ludic/bench`'s report charts. A specification Vega-Lite cannot compile is
- * an `InvalidArgumentError` naming `spec`.
+ * chart, the arena chart and `@ludic/bench`'s report charts. The specification is not modified. One Vega-Lite
+ * cannot compile is an `InvalidArgumentError` naming `spec`.
  */
 export async function renderVegaLite(spec: VegaLiteSpec): Promise<string> {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
@@ -17,7 +17,8 @@ export async function renderVegaLite(spec: VegaLiteSpec): Promise<string> {
   }
   let compiled: ReturnType<typeof compile>['spec']
   try {
-    compiled = compile(spec).spec
+    // Vega marks the data rows it reads (a symbol property): compile a copy, so the caller's specification stays as it was.
+    compiled = compile(structuredClone(spec)).spec
   } catch (error) {
     throw new InvalidArgumentError({
       argument: 'spec',

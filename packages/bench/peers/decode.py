@@ -1,4 +1,4 @@
-"""PyTorch peer of the `decode` benchmark (packages/model/bench/decode.ts): batched sampling with a key/value
+"""PyTorch peer of the `decode` suite of @ludic/bench (src/perf/decode-suite.ts): batched sampling with a key/value
 cache from the same Llama (llama_peer.py) with the same weights — one prefill of the prompt, then one
 forward pass per new token, sampling at temperature 1 from the full softmax (`torch.multinomial`) —
 timed after warm-up.

@@ -1,4 +1,4 @@
-"""PyTorch peer of the `train-step` benchmark (packages/model/bench/train-step.ts): one training step of the
+"""PyTorch peer of the `train-step` suite of @ludic/bench (src/perf/train-step-suite.ts): one training step of the
 same Llama (llama_peer.py) on the same batch with the same weights — forward, next-token cross-entropy,
 backward, `torch.optim.AdamW` (torch's default CPU path) — timed after warm-up.
 
