@@ -1,0 +1,78 @@
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { createProgram, runCli } from './cli.js'
+import { exitCodes } from './errors.js'
+import { captureIo, useBackendAndDirectory } from './test/support.js'
+
+const temporaryDirectory = useBackendAndDirectory('ludic-cli-')
+
+describe('ludic', () => {
+  it('prints its help with every command, the examples and the exit codes', async () => {
+    const { io, stdout } = captureIo()
+    expect(await runCli(['--help'], io)).toBe(exitCodes.ok)
+    for (const command of ['train', 'eval', 'bench', 'serve', 'tokenizer', 'download', '--json', '--quiet', '--seed', 'Exit codes:', '130']) {
+      expect(stdout()).toContain(command)
+    }
+    const train = captureIo()
+    expect(await runCli(['train', '--help'], train.io)).toBe(exitCodes.ok)
+    expect(train.stdout()).toContain('--set <path=value>')
+    expect(train.stdout()).toContain('Examples:')
+    const version = captureIo()
+    expect(await runCli(['--version'], version.io)).toBe(exitCodes.ok)
+    expect(version.stdout()).toMatch(/^\d+\.\d+\.\d+/)
+  })
+
+  it('is a usage error (2) for an unknown command, a missing argument or a bad number', async () => {
+    for (const argv of [['fly'], ['train'], ['train', 'x.yaml', '--steps', 'ten'], ['serve', 'model', '--port', '-1'], ['eval', 'm', '--suite', 'chess']]) {
+      const { io, stderr } = captureIo()
+      expect(await runCli(argv, io), argv.join(' ')).toBe(exitCodes.usage)
+      expect(stderr()).not.toBe('')
+    }
+  })
+
+  it('is input not found (3) for a missing config file or model directory', async () => {
+    const { io, stderr } = captureIo({ cwd: temporaryDirectory() })
+    expect(await runCli(['train', 'missing.yaml'], io)).toBe(exitCodes.notFound)
+    expect(stderr()).toContain('missing.yaml')
+    const serve = captureIo({ cwd: temporaryDirectory() })
+    expect(await runCli(['serve', './no-such-model', '--port', '0'], serve.io)).toBe(exitCodes.notFound)
+  })
+
+  it('names every wrong field of a config file with the allowed values (exit code 2)', async () => {
+    const path = join(temporaryDirectory(), 'bad.yaml')
+    await writeFile(
+      path,
+      [
+        'model: { preset: huge }',
+        'environments: [{ game: chess-v0 }]',
+        'advantage: { name: nope }',
+        'policyLoss: { name: ppo-wild }',
+        'batch: { ppoEpochs: 0 }',
+        'surprise: 1',
+        '',
+      ].join('\n'),
+    )
+    const { io, stderr } = captureIo()
+    expect(await runCli(['train', path], io)).toBe(exitCodes.usage)
+    const text = stderr()
+    expect(text).toContain(`invalid ${path}: 6 wrong fields`)
+    expect(text).toMatch(/model\.preset: not an allowed value \(got "huge"\) \(allowed: tiny \| small \| base\)/)
+    expect(text).toMatch(/environments\[0\]\.game: is not a registered environment \(tictactoe-v0, kuhn-poker-v1/)
+    expect(text).toMatch(/advantage\.name: is not a registered advantage estimator \(gae, grpo/)
+    expect(text).toMatch(/policyLoss\.name: not an allowed value \(got "ppo-wild"\) \(allowed: ppo-clip \|/)
+    expect(text).toContain('batch.ppoEpochs: Too small')
+    expect(text).toContain('surprise: unknown field')
+    const kind = join(temporaryDirectory(), 'kind.yaml')
+    await writeFile(kind, 'kind: ppo\n')
+    const wrongKind = captureIo()
+    expect(await runCli(['train', kind], wrongKind.io)).toBe(exitCodes.usage)
+    expect(wrongKind.stderr()).toContain('kind: not an allowed value (got "ppo") (allowed: rl | cpo | sft | preference | reward-model)')
+  })
+
+  it('builds a program tests can drive with exitOverride', async () => {
+    const { io } = captureIo()
+    const program = createProgram(io)
+    await expect(program.parseAsync(['nothing'], { from: 'user' })).rejects.toMatchObject({ code: 'commander.unknownCommand' })
+  })
+})

@@ -1,0 +1,338 @@
+import { readFileSync } from 'node:fs'
+import { Command, CommanderError, InvalidArgumentError as CommanderInvalidArgument, Option } from 'commander'
+import { type CommandContext, log, type OutputStream, writeResult } from './context.js'
+import { exitCodeHelp, exitCodeOf, exitCodes, formatError, type ExitCode } from './errors.js'
+
+/** Where the command line reads and writes: the process's streams and signal, or a test's. */
+export interface CliIo {
+  stdout: OutputStream
+  stderr: OutputStream
+  /** Aborted at Ctrl+C (and SIGTERM): training stops after its step and saves a checkpoint; `serve` shuts down. */
+  signal?: AbortSignal
+  /** Default: `process.cwd()`. */
+  cwd?: string
+  /** Told when `serve` is listening (tests read the URL here). */
+  onListening?: (url: string) => void
+}
+
+// Each command's module is imported when the command runs, so `ludic --help` loads no TensorFlow.js, no bench suite.
+const commands = {
+  train: () => import('./commands/train.js'),
+  evaluate: () => import('./commands/eval.js'),
+  bench: () => import('./commands/bench.js'),
+  serve: () => import('./commands/serve.js'),
+  tokenizer: () => import('./commands/tokenizer.js'),
+  download: () => import('./commands/download.js'),
+}
+
+const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
+
+const integer =
+  (flag: string, minimum = 0) =>
+  (value: string): number => {
+    const number = Number(value)
+    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(number) || number < minimum)
+      throw new CommanderInvalidArgument(`${flag} must be an integer${minimum > Number.MIN_SAFE_INTEGER ? ` ≥ ${minimum}` : ''}`)
+    return number
+  }
+const list = (value: string, previous: string[] | undefined): string[] => [
+  ...(previous ?? []),
+  ...value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== ''),
+]
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value]
+
+const examples = (lines: readonly string[]) => `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`
+
+/**
+ * The `ludic` program (commander): `train`, `eval`, `bench`, `serve`, `tokenizer train`, `download`, with the global
+ * flags `--json`, `--quiet`, `--seed`, `--backend`. Parse errors throw a `CommanderError` (`exitOverride`); help and
+ * usage text go to `io`. `runCli` runs it and turns every outcome into an exit code.
+ */
+export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitCode: exitCodes.ok }): Command {
+  const program = new Command('ludic')
+  const contextOf = (command: Command): CommandContext => {
+    const globals = command.optsWithGlobals() as { json?: boolean; quiet?: boolean; seed?: number; backend?: string }
+    return {
+      stdout: io.stdout,
+      stderr: io.stderr,
+      json: globals.json === true,
+      quiet: globals.quiet === true,
+      seed: globals.seed,
+      backend: globals.backend,
+      signal: io.signal ?? new AbortController().signal,
+      cwd: io.cwd ?? process.cwd(),
+    }
+  }
+  program
+    .description('Ludic: train language models through play, evaluate, benchmark and serve them.')
+    .version(version, '-V, --version')
+    .option('--json', 'print the result as JSON on stdout (progress and logs stay on stderr)')
+    .option('-q, --quiet', 'no progress bars or log lines, only the result')
+    .option('--seed <n>', 'seed everything random (a config file’s own seed is replaced)', integer('--seed', Number.MIN_SAFE_INTEGER))
+    .option('--backend <name>', 'TensorFlow.js backend: wasm, cpu, tensorflow… (default: the best installed; LUDIC_BACKEND)')
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text), outputError: (text, write) => write(text) })
+    .exitOverride()
+    .addHelpText(
+      'after',
+      `${examples([
+        'ludic train examples/selfplay-kuhn-poker/kuhn.yaml',
+        'ludic eval runs/kuhn/model --suite games --games kuhn-poker-v1 --opponents random,nash',
+        'ludic bench tokenizer --quick',
+        'ludic serve runs/kuhn/model --port 8000',
+        'ludic tokenizer train --input corpus.txt --vocab-size 1024 --out my-tokenizer',
+        'ludic download HuggingFaceTB/SmolLM2-135M-Instruct',
+      ])}\n${exitCodeHelp}\n`,
+    )
+
+  program
+    .command('train')
+    .description('train from a run config file (YAML or JSON): kind rl (self-play, default), cpo, sft, preference (DPO family) or reward-model')
+    .argument('<config>', 'the run config file (.yaml, .yml or .json)')
+    .option('--steps <n>', "replace the config's steps", integer('--steps'))
+    .option('--run-directory <dir>', "replace the config's runDirectory (metrics, checkpoints, model/)")
+    .option('--set <path=value>', 'set a config field before it is checked, e.g. --set batch.episodesPerStep=4 (repeatable; values are YAML)', collect)
+    .option('--resume', "continue from the run directory's latest checkpoint (rl, cpo)")
+    .addHelpText(
+      'after',
+      examples([
+        'ludic train examples/selfplay-kuhn-poker/kuhn.yaml',
+        'ludic train kuhn.yaml --steps 2 --set batch.episodesPerStep=8 --run-directory runs/try',
+        'ludic train dpo.yaml --json > summary.json',
+      ]),
+    )
+    .action(async (config: string, options: { steps?: number; runDirectory?: string; set?: string[]; resume?: boolean }, command: Command) => {
+      const context = contextOf(command)
+      const { train, trainSummaryText } = await commands.train()
+      const summary = await train(
+        config,
+        {
+          ...(options.steps === undefined ? {} : { steps: options.steps }),
+          ...(options.runDirectory === undefined ? {} : { runDirectory: options.runDirectory }),
+          ...(options.set === undefined ? {} : { set: options.set }),
+          ...(options.resume === undefined ? {} : { resume: options.resume }),
+        },
+        context,
+      )
+      writeResult(context, summary, () => trainSummaryText(summary))
+      if (summary.interrupted) state.exitCode = exitCodes.interrupted
+    })
+
+  program
+    .command('eval')
+    .description('evaluate a model (a directory or a Hugging Face repo id) against opponents: win rates with 95% intervals')
+    .argument('<checkpoint>', 'a model directory (config.json, model.safetensors, tokenizer.json) or owner/name')
+    .addOption(new Option('--suite <name>', 'the evaluation suite').choices(['games']).default('games'))
+    .option('--games <ids>', 'game ids, comma-separated (default: every two-player game)', list)
+    .option('--opponents <names>', 'random, minimax, nash, comma-separated (default: all)', list)
+    .option('--episodes <n>', 'episodes per game and opponent (default 100)', integer('--episodes', 1))
+    .option('--out <dir>', 'where the report files go', 'bench-results')
+    .option('--png', 'also write the chart as PNG')
+    .addHelpText('after', examples(['ludic eval runs/kuhn/model --games kuhn-poker-v1 --opponents random,nash --episodes 200']))
+    .action(
+      async (
+        checkpoint: string,
+        options: { suite: string; games?: string[]; opponents?: string[]; episodes?: number; out: string; png?: boolean },
+        command: Command,
+      ) => {
+        const context = contextOf(command)
+        const { evaluate } = await commands.evaluate()
+        const { benchResultText } = await commands.bench()
+        const result = await evaluate(
+          checkpoint,
+          {
+            suite: options.suite,
+            out: options.out,
+            ...(options.games === undefined ? {} : { games: options.games }),
+            ...(options.opponents === undefined ? {} : { opponents: options.opponents }),
+            ...(options.episodes === undefined ? {} : { episodes: options.episodes }),
+            ...(options.png === undefined ? {} : { png: options.png }),
+          },
+          context,
+        )
+        writeResult(context, result, () => benchResultText(result))
+      },
+    )
+
+  program
+    .command('bench')
+    .description('run a benchmark suite of @ludic/bench and write its report (JSON, Markdown, chart)')
+    .argument('<suite>', 'the suite, e.g. tokenizer, train-step, kernels, decode, collection')
+    .option('--quick', 'the short form of the suite')
+    .option('--out <dir>', 'where the report files go', 'bench-results')
+    .option('--png', 'also write the chart as PNG')
+    .addHelpText('after', examples(['ludic bench tokenizer', 'ludic bench train-step --quick --out results']))
+    .action(async (suite: string, options: { quick?: boolean; out: string; png?: boolean }, command: Command) => {
+      const context = contextOf(command)
+      const { bench, benchResultText } = await commands.bench()
+      const result = await bench(
+        suite,
+        { out: options.out, ...(options.quick === undefined ? {} : { quick: options.quick }), ...(options.png === undefined ? {} : { png: options.png }) },
+        context,
+      )
+      writeResult(context, result, () => benchResultText(result))
+    })
+
+  program
+    .command('serve')
+    .description('serve a model over the OpenAI API (chat and completions, streaming) until Ctrl+C')
+    .argument('<checkpoint>', 'a model directory or a Hugging Face repo id (owner/name[@revision])')
+    .option('--port <n>', 'port (0: a free one)', integer('--port'), 8000)
+    .option('--host <address>', 'interface to listen on (0.0.0.0 for every one)', '127.0.0.1')
+    .option('--max-tokens <n>', 'max_tokens of a request that gives none', integer('--max-tokens', 1), 256)
+    .option('--model-id <name>', "the model name clients send (default: the directory's or repo's name)")
+    .option('--api-key <key>', 'require Authorization: Bearer <key> (default: LUDIC_API_KEY, else none)')
+    .option('--chat-template <file>', "a Jinja chat template file, instead of the tokenizer's")
+    .option('--max-batch <n>', 'requests generated together', integer('--max-batch', 1), 16)
+    .addHelpText('after', examples(['ludic serve runs/kuhn/model', 'ludic serve HuggingFaceTB/SmolLM2-135M-Instruct --port 8080']))
+    .action(
+      async (
+        checkpoint: string,
+        options: { port: number; host: string; maxTokens: number; modelId?: string; apiKey?: string; chatTemplate?: string; maxBatch: number },
+        command: Command,
+      ) => {
+        const context = contextOf(command)
+        let fatal: ((error: unknown) => void) | undefined
+        const failed = new Promise<unknown>((resolve) => {
+          fatal = resolve
+        })
+        const { serve } = await commands.serve()
+        const running = await serve(
+          checkpoint,
+          {
+            port: options.port,
+            host: options.host,
+            maxTokens: options.maxTokens,
+            maxBatch: options.maxBatch,
+            ...(options.modelId === undefined ? {} : { modelId: options.modelId }),
+            ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+            ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }),
+          },
+          context,
+          (error) => fatal?.(error),
+        )
+        const { server } = running
+        writeResult(context, { url: server.url, model: server.modelId, port: server.port }, () => `serving ${server.modelId} at ${server.url}`)
+        log(context, 'Ctrl+C stops the server')
+        io.onListening?.(server.url)
+        const stopped = new Promise<void>((resolve) => {
+          if (context.signal.aborted) resolve()
+          context.signal.addEventListener('abort', () => resolve(), { once: true })
+        })
+        const outcome = await Promise.race([stopped.then(() => undefined), failed.then((error) => ({ error }))])
+        await running.close()
+        if (outcome !== undefined) {
+          io.stderr.write(`fatal policy error; the server stopped (a supervisor should restart it): ${formatError(outcome.error)}\n`)
+          state.exitCode = exitCodes.failed
+        } else log(context, 'server stopped')
+      },
+    )
+
+  const tokenizer = program.command('tokenizer').description('tokenizer tools')
+  tokenizer
+    .command('train')
+    .description('train a byte-level BPE on text files (one text per line); writes tokenizer.json and tokenizer_config.json')
+    .requiredOption('--input <files...>', 'text files')
+    .requiredOption('--vocab-size <n>', 'vocabulary size (256 bytes + special tokens + merges)', integer('--vocab-size', 1))
+    .requiredOption('--out <dir>', 'output directory')
+    .option('--pattern <name|regex>', 'pre-tokenizer: gpt2, llama3, qwen2, gpt4o or an Oniguruma regex', 'llama3')
+    .option('--special-tokens <tokens...>', 'special tokens (the first ids)')
+    .option('--eos <token>', 'the end-of-sequence token (added as a special token)')
+    .option('--chat-template <file>', 'a Jinja chat template file for tokenizer_config.json')
+    .option('--min-frequency <n>', 'a pair must occur this often to be merged', integer('--min-frequency', 1), 2)
+    .addHelpText('after', examples(['ludic tokenizer train --input corpus.txt --vocab-size 1024 --eos "<|end|>" --out my-tokenizer']))
+    .action(
+      async (
+        options: {
+          input: string[]
+          vocabSize: number
+          out: string
+          pattern: string
+          specialTokens?: string[]
+          eos?: string
+          chatTemplate?: string
+          minFrequency: number
+        },
+        command: Command,
+      ) => {
+        const context = contextOf(command)
+        const { tokenizerTrain } = await commands.tokenizer()
+        const summary = await tokenizerTrain(
+          {
+            input: options.input,
+            vocabSize: options.vocabSize,
+            out: options.out,
+            pattern: options.pattern,
+            minFrequency: options.minFrequency,
+            ...(options.specialTokens === undefined ? {} : { specialTokens: options.specialTokens }),
+            ...(options.eos === undefined ? {} : { eos: options.eos }),
+            ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }),
+          },
+          context,
+        )
+        writeResult(
+          context,
+          summary,
+          () => `trained a ${summary.vocabSize}-token BPE (${summary.merges} merges) on ${summary.texts} lines in ${summary.seconds} s: ${summary.directory}`,
+        )
+      },
+    )
+
+  program
+    .command('download')
+    .description('download a Hugging Face repo into the Hub cache (resumable, shared with Python); prints the snapshot directory')
+    .argument('<repo>', 'owner/name or owner/name@revision')
+    .option('--revision <rev>', 'branch, tag or commit (default: main)')
+    .option('--cache-dir <dir>', 'the cache (default: HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub)')
+    .option('--include <files...>', "files of the repo to fetch (default: the model's: config, weights, tokenizer)")
+    .option('--tokenizer-only', "only the tokenizer's files")
+    .option('--refresh', "ask the Hub for the revision's current commit even when the cache has one")
+    .addHelpText('after', examples(['ludic download HuggingFaceTB/SmolLM2-135M-Instruct', 'ludic download Qwen/Qwen3-0.6B --tokenizer-only']))
+    .action(
+      async (
+        repo: string,
+        options: { revision?: string; cacheDir?: string; include?: string[]; tokenizerOnly?: boolean; refresh?: boolean },
+        command: Command,
+      ) => {
+        const context = contextOf(command)
+        const { download, formatBytes } = await commands.download()
+        const summary = await download(
+          repo,
+          {
+            ...(options.revision === undefined ? {} : { revision: options.revision }),
+            ...(options.cacheDir === undefined ? {} : { cacheDir: options.cacheDir }),
+            ...(options.include === undefined ? {} : { include: options.include }),
+            ...(options.tokenizerOnly === undefined ? {} : { tokenizerOnly: options.tokenizerOnly }),
+            ...(options.refresh === undefined ? {} : { refresh: options.refresh }),
+          },
+          context,
+        )
+        writeResult(context, summary, () => `${summary.directory}\n(${summary.files.length} files, ${formatBytes(summary.bytes)})`)
+      },
+    )
+  return program
+}
+
+/**
+ * Runs `ludic` with `argv` (without `node` and the script): returns the exit code (see `exitCodes`). Failures are
+ * printed on stderr as one block (a config error lists every wrong field), never thrown.
+ */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+  const state: { exitCode: ExitCode } = { exitCode: exitCodes.ok }
+  const program = createProgram(io, state)
+  try {
+    await program.parseAsync([...argv], { from: 'user' })
+    return state.exitCode
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and --version end with exit code 0; commander has already printed its message.
+      return error.exitCode === 0 ? exitCodes.ok : exitCodes.usage
+    }
+    const code = exitCodeOf(error)
+    io.stderr.write(`ludic: ${formatError(error)}\n`)
+    return code
+  }
+}

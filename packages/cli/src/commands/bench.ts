@@ -1,0 +1,67 @@
+import { resolve } from 'node:path'
+import type { BenchReport } from '@ludic/bench'
+import { createProgressBar, type ProgressBar } from '@ludic/trainer'
+import { CliError, exitCodes } from '../errors.js'
+import { type CommandContext, commandContext, log, progressStream } from '../context.js'
+
+export interface BenchOptions {
+  /** The suite's short form (fewer sizes and repetitions), for a quick look. */
+  quick?: boolean
+  /** Where the report files go. Default `bench-results` (relative to the working directory). */
+  out?: string
+  /** Also write the chart as PNG. */
+  png?: boolean
+  /** The suite's own options (e.g. `{ checkpoint, games, opponents, episodes }` of `games`). */
+  suiteOptions?: Record<string, unknown>
+}
+
+export interface BenchResult {
+  report: BenchReport
+  /** The report as Markdown (`benchReportMarkdown`): the tables the command prints. */
+  markdown: string
+  /** The files written: `<suite>.json`, `<suite>.md`, and the chart when the report has one. */
+  files: Record<string, string>
+}
+
+/**
+ * Runs a suite of `@ludic/bench` (`runBenchSuite`) with a progress bar on stderr and writes its report files
+ * (`writeBenchReport`). An unknown suite is a usage error listing the suites.
+ */
+export async function bench(suite: string, options: BenchOptions = {}, partialContext: Partial<CommandContext> = {}): Promise<BenchResult> {
+  const context = commandContext(partialContext)
+  const { benchReportMarkdown, benchSuiteNames, runBenchSuite, writeBenchReport } = await import('@ludic/bench') // vega and the suites load only here
+  if (!(benchSuiteNames as readonly string[]).includes(suite))
+    throw new CliError(`unknown bench suite '${suite}' (allowed: ${benchSuiteNames.join(' | ')})`, exitCodes.usage)
+  const stream = progressStream(context)
+  let bar: { total: number; bar: ProgressBar } | undefined
+  const suiteOptions = {
+    ...(options.quick === true ? { quick: true } : {}),
+    ...(context.seed === undefined ? {} : { seed: context.seed }),
+    ...(context.backend === undefined ? {} : { backend: context.backend }),
+    ...options.suiteOptions,
+  }
+  let report: BenchReport
+  try {
+    report = await runBenchSuite(suite, suiteOptions, {
+      signal: context.signal,
+      log: (line) => log(context, line),
+      onProgress: (done, total, label) => {
+        if (stream === false) return
+        if (bar === undefined || bar.total !== total) {
+          bar?.bar.finish()
+          bar = { total, bar: createProgressBar(total, { stream, label: suite }) }
+        }
+        bar.bar.update(done, label === undefined ? {} : { at: label })
+      },
+    })
+  } finally {
+    bar?.bar.finish()
+  }
+  const files = await writeBenchReport(report, resolve(context.cwd, options.out ?? 'bench-results'), { png: options.png === true })
+  return { report, markdown: benchReportMarkdown(report), files: { ...files } }
+}
+
+/** The report as Markdown, then where its files are. */
+export function benchResultText(result: BenchResult): string {
+  return `${result.markdown}\nReport files: ${Object.values(result.files).join(', ')}\n`
+}

@@ -1,0 +1,44 @@
+import { type CommandContext, commandContext } from '../context.js'
+import { CliError, exitCodes } from '../errors.js'
+import { localModelDirectory } from '../sources.js'
+import { bench, type BenchResult } from './bench.js'
+
+export interface EvalOptions {
+  /** The evaluation suite. Only `games` for now. */
+  suite?: string
+  /** Game ids (`@ludic/games`, or registered ones). Default: every two-player game. */
+  games?: readonly string[]
+  /** `random`, `minimax`, `nash`. Default: all three (each plays the games it knows). */
+  opponents?: readonly string[]
+  /** Episodes per game and opponent. Default 100. */
+  episodes?: number
+  /** Where the report files go. Default `bench-results`. */
+  out?: string
+  /** Also write the chart as PNG. */
+  png?: boolean
+}
+
+/**
+ * `ludic eval <checkpoint|repo> --suite games`: the `games` suite of `@ludic/bench` on a model directory or a
+ * Hugging Face repo id (downloaded first): win, draw and loss rates with 95% Wilson intervals against each opponent.
+ */
+export async function evaluate(source: string, options: EvalOptions = {}, partialContext: Partial<CommandContext> = {}): Promise<BenchResult> {
+  const context = commandContext(partialContext)
+  const suite = options.suite ?? 'games'
+  if (suite !== 'games') throw new CliError(`unknown evaluation suite '${suite}' (allowed: games)`, exitCodes.usage)
+  const checkpoint = await localModelDirectory(source, { base: context.cwd, signal: context.signal })
+  return bench(
+    'games',
+    {
+      ...(options.out === undefined ? {} : { out: options.out }),
+      ...(options.png === undefined ? {} : { png: options.png }),
+      suiteOptions: {
+        checkpoint,
+        ...(options.games === undefined ? {} : { games: [...options.games] }),
+        ...(options.opponents === undefined ? {} : { opponents: [...options.opponents] }),
+        ...(options.episodes === undefined ? {} : { episodes: options.episodes }),
+      },
+    },
+    context,
+  )
+}

@@ -1,0 +1,91 @@
+import { readFile } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import { createLocalPolicy, loadModel, type CausalLanguageModel } from '@ludic/model'
+import { serveOpenAICompatible, type OpenAICompatibleServer } from '@ludic/rollout'
+import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
+import { loadTokenizer } from '@ludic/tokenizer'
+import * as tf from '@tensorflow/tfjs-core'
+import { type CommandContext, commandContext, log } from '../context.js'
+import { localModelDirectory } from '../sources.js'
+
+export interface ServeOptions {
+  /** Default 8000; 0 picks a free port. */
+  port?: number
+  /** Default `127.0.0.1` (this machine only). */
+  host?: string
+  /** `max_tokens` of a request that gives none. Default 256. */
+  maxTokens?: number
+  /** The model name clients send. Default: the directory's or repo's name. */
+  modelId?: string
+  /** Clients must send `Authorization: Bearer <key>`. Default: `LUDIC_API_KEY`, else none. */
+  apiKey?: string
+  /** A file with a Jinja chat template, used instead of the tokenizer's. */
+  chatTemplate?: string
+  /** Requests generated together. Default 16. */
+  maxBatch?: number
+}
+
+/** A running `ludic serve`: its server and a `close` that stops it and frees the model. */
+export interface RunningServer {
+  server: OpenAICompatibleServer
+  model: CausalLanguageModel
+  /** Stops listening and disposes of the model. */
+  close(): Promise<void>
+}
+
+/**
+ * `ludic serve <checkpoint|repo>`: loads the model and its tokenizer (a local directory, or a Hugging Face repo id,
+ * downloaded into the Hub cache) and serves them over the OpenAI API (`/v1/chat/completions`, `/v1/completions`,
+ * streaming with `stream: true`, `/v1/models`, `/health`) with `@ludic/rollout`'s server. Returns once listening;
+ * `close()` (the command line calls it at Ctrl+C or SIGTERM) stops it. A fatal policy fault (a broken backend) calls
+ * `onFatalError`; the command line then exits 1 for a supervisor to restart it.
+ */
+export async function serve(
+  source: string,
+  options: ServeOptions = {},
+  partialContext: Partial<CommandContext> = {},
+  onFatalError?: (error: unknown) => void,
+): Promise<RunningServer> {
+  const context = commandContext(partialContext)
+  const runtime = await initTensors({ ...(context.backend === undefined ? {} : { backend: context.backend as InitTensorsOptions['backend'] }), verbose: false })
+  const directory = await localModelDirectory(source, { base: context.cwd, signal: context.signal })
+  log(context, `backend ${runtime.backend}; loading ${directory}`)
+  const tokenizer = await loadTokenizer(directory)
+  const model = await loadModel(directory)
+  try {
+    const chatTemplate = options.chatTemplate === undefined ? undefined : await readFile(resolve(context.cwd, options.chatTemplate), 'utf8')
+    const modelId = options.modelId ?? source.replace(/\/+$/, '').split(/[\\/]/).slice(-2).join('/')
+    const policy = createLocalPolicy({
+      model,
+      tokenizer,
+      id: modelId,
+      maxBatch: options.maxBatch ?? 16,
+      ...(context.seed === undefined ? {} : { seed: context.seed }),
+      ...(chatTemplate === undefined ? {} : { chatTemplate }),
+    })
+    const apiKey = options.apiKey ?? process.env.LUDIC_API_KEY
+    const server = await serveOpenAICompatible(policy, {
+      port: options.port ?? 8000,
+      host: options.host ?? '127.0.0.1',
+      modelId,
+      tokenizer,
+      defaultMaxTokens: options.maxTokens ?? 256,
+      maxContextTokens: model.maxContextTokens,
+      batching: { windowMs: 5, maxBatchSize: options.maxBatch ?? 16 },
+      extraStats: () => ({ tensors: tf.memory().numTensors }),
+      ...(apiKey === undefined || apiKey === '' ? {} : { apiKey }),
+      ...(onFatalError === undefined ? {} : { onFatalError }),
+    })
+    return {
+      server,
+      model,
+      async close() {
+        await server.close()
+        model.dispose()
+      },
+    }
+  } catch (error) {
+    model.dispose()
+    throw error
+  }
+}

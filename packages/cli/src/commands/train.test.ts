@@ -1,0 +1,116 @@
+import { existsSync } from 'node:fs'
+import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { loadModel } from '@ludic/model'
+import { loadTokenizer } from '@ludic/tokenizer'
+import * as tf from '@tensorflow/tfjs-core'
+import { describe, expect, it } from 'vitest'
+import { runCli } from '../cli.js'
+import { exitCodes } from '../errors.js'
+import { captureIo, tinyOverrides, useBackendAndDirectory } from '../test/support.js'
+import type { TrainSummary } from './train.js'
+
+const temporaryDirectory = useBackendAndDirectory('ludic-cli-train-')
+const plugin = fileURLToPath(new URL('../test/fixtures/coin-plugin.js', import.meta.url))
+const model = JSON.stringify({ preset: 'tiny', seed: 2, overrides: tinyOverrides })
+
+/** A small self-play run: a tokenizer trained on random legal play, a warm-up, one evaluation against the random player. */
+const rlConfig = (game: string, extra: string[] = []) =>
+  [
+    `model: ${model}`,
+    'tokenizer: { train: { vocabSize: 280, episodes: 8 } }',
+    'environments:',
+    `  - game: ${game}`,
+    'chatTemplate: "{{ messages[-1][\'content\'] }}\\n>"',
+    'warmUp: { steps: 2, episodes: 4, batchSize: 8 }',
+    'evaluation: { every: 2, episodes: 4, opponents: [random] }',
+    'batch: { episodesPerStep: 2, miniBatchSize: 8, ppoEpochs: 1, maxTokens: 4 }',
+    'steps: 2',
+    ...extra,
+    '',
+  ].join('\n')
+
+describe('ludic train', () => {
+  it('runs an RL config from YAML: warm-up, self-play steps, evaluation with intervals, a model ludic serve can load, JSON on stdout', async () => {
+    const path = join(temporaryDirectory(), 'kuhn.yaml')
+    await writeFile(path, rlConfig('kuhn-poker-v1', ['prompt: kuhn-terse', 'runDirectory: runs/kuhn']))
+    const tensors = tf.memory().numTensors
+    const { io, stdout, stderr } = captureIo()
+    expect(await runCli(['--json', 'train', path], io)).toBe(exitCodes.ok)
+    const summary = JSON.parse(stdout()) as TrainSummary
+    expect(summary).toMatchObject({ kind: 'rl', steps: 2, interrupted: false, runDirectory: join(temporaryDirectory(), 'runs/kuhn') })
+    expect(summary.warmUp?.steps).toBe(2)
+    const winRate = summary.evaluation!['eval/random/winRate']!
+    expect(summary.evaluation!['eval/random/winRateLow']).toBeLessThanOrEqual(winRate)
+    expect(summary.evaluation!['eval/random/winRateHigh']).toBeGreaterThanOrEqual(winRate)
+    expect(stderr()).toContain('self-play [')
+    expect(stderr()).toContain('warm-up [')
+    const metrics = (await readFile(join(summary.runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n')
+    expect(metrics).toHaveLength(2)
+    const saved = await loadModel(summary.modelDirectory!)
+    const tokenizer = await loadTokenizer(summary.modelDirectory!)
+    expect(saved.config.vocabSize).toBe(tokenizer.vocabSize)
+    expect(tokenizer.applyChatTemplate([{ role: 'user', content: 'card J' }], { addGenerationPrompt: true })).toBe('card J\n>')
+    saved.dispose()
+    expect(tf.memory().numTensors).toBe(tensors)
+  })
+
+  it("imports a config's plugins: a user game (its legal moves reach the random opponent) and a user estimator", async () => {
+    const directory = temporaryDirectory()
+    const path = join(directory, 'coin.yaml')
+    await writeFile(path, rlConfig('coin-pick-v1', [`plugins: [${relative(directory, plugin)}]`, 'advantage: { name: counted-grpo }', 'batch.groupSize: 2']))
+    await writeFile(path, (await readFile(path, 'utf8')).replace('batch.groupSize: 2\n', '').replace('ppoEpochs: 1,', 'ppoEpochs: 1, groupSize: 2,'))
+    const { io, stdout, stderr } = captureIo({ cwd: directory })
+    expect(await runCli(['--json', '--quiet', 'train', path, '--run-directory', 'coin-run'], io), stderr()).toBe(exitCodes.ok)
+    const summary = JSON.parse(stdout()) as TrainSummary
+    expect(summary.runDirectory).toBe(join(directory, 'coin-run'))
+    expect(summary.evaluation!['eval/random/winRate']).toBeGreaterThanOrEqual(0)
+    expect((globalThis as { countedGrpoCalls?: number }).countedGrpoCalls).toBe(2) // one estimate per step
+    expect(stderr()).toBe('') // --quiet: no bar, no log
+  })
+
+  it('runs SFT from JSON Lines data with periodic progress lines in a log and a live bar on a TTY', async () => {
+    const directory = temporaryDirectory()
+    await writeFile(join(directory, 'sft.jsonl'), ['{"prompt":"2+2=","response":"4"}', '{"prompt":"3+3=","response":"6"}'].join('\n'))
+    const path = join(directory, 'sft.yaml')
+    await writeFile(path, `kind: sft\nmodel: ${model}\ntokenizer: { train: { vocabSize: 262 } }\ndata: sft.jsonl\nsteps: 30\nbatchSize: 2\n`)
+    const log = captureIo()
+    expect(await runCli(['train', path, '--run-directory', join(directory, 'sft-run')], log.io)).toBe(exitCodes.ok)
+    const lines = log
+      .stderr()
+      .split('\n')
+      .filter((line) => line.startsWith('sft ['))
+    expect(lines.length).toBeGreaterThanOrEqual(2)
+    expect(lines.length).toBeLessThanOrEqual(12) // at the start, every 10% and the end: not one per step
+    expect(lines.at(-1)).toContain('30/30')
+    expect(log.stdout()).toContain('trained sft (sft.yaml): 30 steps')
+    expect(log.stdout()).toContain(`model: ${join(directory, 'sft-run', 'model')}`)
+    const tty = captureIo({ tty: true })
+    expect(await runCli(['train', path, '--steps', '3', '--run-directory', join(directory, 'sft-tty')], tty.io)).toBe(exitCodes.ok)
+    expect(tty.stderr()).toContain('\x1B[1G') // redrawn in place
+    expect(tty.stderr()).toContain('3/3')
+  })
+
+  it('stops at Ctrl+C after the current step, saves a checkpoint and exits 130; --resume continues', async () => {
+    const directory = temporaryDirectory()
+    const path = join(directory, 'stop.yaml')
+    await writeFile(path, rlConfig('kuhn-poker-v1', ['prompt: kuhn-terse', 'runDirectory: stop-run']).replace('\nsteps: 2\n', '\nsteps: 3\n'))
+    const { io, controller, stdout } = captureIo()
+    const write = io.stderr.write
+    io.stderr.write = (text: string) => {
+      if (text.startsWith('self-play [') && text.includes(' 1/3')) controller.abort() // as Ctrl+C once the first step is done
+      return write(text)
+    }
+    expect(await runCli(['--json', 'train', path], io)).toBe(exitCodes.interrupted)
+    const summary = JSON.parse(stdout()) as TrainSummary
+    expect(summary).toMatchObject({ interrupted: true, steps: 1 }) // the step under way when the signal came is finished
+    expect(await readdir(join(directory, 'stop-run'))).toContain('checkpoint-1')
+    const again = captureIo()
+    expect(await runCli(['--json', 'train', path, '--resume'], again.io)).toBe(exitCodes.ok)
+    const resumed = JSON.parse(again.stdout()) as TrainSummary
+    expect(resumed).toMatchObject({ interrupted: false, steps: 3 })
+    expect(resumed.warmUp).toBeUndefined() // a resumed run is past its warm-up
+    expect(existsSync(join(directory, 'stop-run', 'model', 'model.safetensors'))).toBe(true)
+  })
+})

@@ -1,0 +1,244 @@
+import { mkdir, writeFile } from 'node:fs/promises'
+import { basename, extname, join, resolve } from 'node:path'
+import { latestCheckpoint, saveModel } from '@ludic/model'
+import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
+import { ParseError } from '@ludic/core'
+import {
+  applyConfigOverrides,
+  createCpoTrainer,
+  createMetricsLog,
+  createPreferenceTrainer,
+  createProgressBar,
+  createRewardModelTrainer,
+  createRlTrainer,
+  createSftTrainer,
+  loadTrainingRun,
+  readRunConfigFile,
+  type RunKind,
+  type SftTrainerConfig,
+  type TokenizerFiles,
+  type TrainingRun,
+} from '@ludic/trainer'
+import { type CommandContext, commandContext, log, progressStream } from '../context.js'
+import { ConfigError } from '../errors.js'
+import { environmentRegistry, namedPrompts, opponentRegistry } from '../registries.js'
+import { localModelDirectory } from '../sources.js'
+
+export interface TrainOptions {
+  /** Replaces the config's `steps`. */
+  steps?: number
+  /** Replaces the config's `runDirectory` (relative to the working directory). Default: the config's, else `runs/<config name>-<time>`. */
+  runDirectory?: string
+  /** `path=value` fields set in the config before it is checked, e.g. `batch.episodesPerStep=4`. */
+  set?: readonly string[]
+  /** Continue from the run directory's latest checkpoint (RL and CPO). */
+  resume?: boolean
+}
+
+/** What `ludic train` prints (as JSON with `--json`). */
+export interface TrainSummary {
+  kind: RunKind
+  /** The config file, absolute. */
+  config: string
+  backend: string
+  /** Updates taken in all (a resumed run counts those before it). */
+  steps: number
+  /** Stopped by Ctrl+C before the planned steps (exit code 130); RL and CPO runs save a checkpoint first. */
+  interrupted: boolean
+  seconds: number
+  runDirectory: string
+  /** The trained model with its tokenizer (`ludic serve` and `ludic eval` take it). */
+  modelDirectory: string | undefined
+  /** The SFT warm-up of an RL run. */
+  warmUp?: { steps: number; nll: number | undefined }
+  /** The last step's metrics. */
+  last: Record<string, number>
+  /** Held-out figures (preference and reward-model runs with held-out pairs). */
+  evaluation?: Record<string, number>
+}
+
+const tick = () => new Promise<void>((done) => setImmediate(done)) // lets the terminal, timers and Ctrl+C through
+
+/**
+ * `ludic train <config>`: reads the run config (YAML or JSON; see the README's "Config files"), trains with a
+ * progress bar on stderr, writes metrics (and, for RL, checkpoints) into the run directory and the final model with
+ * its tokenizer into `<run directory>/model`, and returns the summary. Ctrl+C stops after the current step.
+ */
+export async function train(configPath: string, options: TrainOptions = {}, partialContext: Partial<CommandContext> = {}): Promise<TrainSummary> {
+  const context = commandContext(partialContext)
+  const started = performance.now()
+  const config = resolve(context.cwd, configPath)
+  const runtime = await initTensors({ ...(context.backend === undefined ? {} : { backend: context.backend as InitTensorsOptions['backend'] }), verbose: false })
+  const raw = (await readRunConfigFile(config)) as Record<string, unknown> | null
+  const overrides = [...(options.set ?? [])]
+  if (options.steps !== undefined) overrides.push(`steps=${options.steps}`)
+  if (options.resume === true) overrides.push('resume=true')
+  if (context.seed !== undefined) overrides.push(`seed=${context.seed}`)
+  if (options.runDirectory !== undefined) overrides.push(`runDirectory=${JSON.stringify(resolve(context.cwd, options.runDirectory))}`)
+  else if (typeof raw?.runDirectory !== 'string') {
+    const stamp = new Date().toISOString().replaceAll(':', '-').replace(/\..*$/, '')
+    overrides.push(`runDirectory=${JSON.stringify(resolve(context.cwd, 'runs', `${basename(config, extname(config))}-${stamp}`))}`)
+  }
+  log(context, `backend ${runtime.backend}; reading ${config}`)
+  let run: TrainingRun
+  try {
+    run = await loadTrainingRun(config, {
+      environments: environmentRegistry,
+      prompts: namedPrompts,
+      opponents: opponentRegistry,
+      overrides,
+      resolveSource: (text, base) => localModelDirectory(text, { base, signal: context.signal }),
+    })
+  } catch (error) {
+    throw ParseError.isInstance(error) && error.source === config ? new ConfigError(error, applyConfigOverrides(raw, overrides)) : error
+  }
+  const runDirectory = run.runDirectory!
+  await mkdir(runDirectory, { recursive: true })
+  log(context, `${run.kind} run in ${runDirectory}`)
+  const summary: TrainSummary = {
+    kind: run.kind,
+    config,
+    backend: runtime.backend,
+    steps: 0,
+    interrupted: false,
+    seconds: 0,
+    runDirectory,
+    modelDirectory: undefined,
+    last: {},
+  }
+  try {
+    await trainRun(run, summary, context)
+    if (!summary.interrupted || run.kind === 'rl' || run.kind === 'cpo') summary.modelDirectory = await saveFinalModel(run, runDirectory)
+  } finally {
+    run.model.dispose()
+  }
+  summary.seconds = Number(((performance.now() - started) / 1000).toFixed(1))
+  return summary
+}
+
+async function trainRun(run: TrainingRun, summary: TrainSummary, context: CommandContext): Promise<void> {
+  const { signal } = context
+  const progress = progressStream(context)
+  switch (run.kind) {
+    case 'rl':
+    case 'cpo': {
+      const resuming = run.config.resume === true && (await latestCheckpoint(run.runDirectory!)) !== undefined
+      if (run.warmUp !== undefined && !resuming) {
+        const history = await sftSteps(run.warmUp.config, run.warmUp.steps, 'warm-up', context, undefined)
+        summary.warmUp = { steps: history.length, nll: history.at(-1)?.nll }
+        log(context, `warm-up: ${history.length} steps, nll ${history.at(-1)?.nll.toFixed(3) ?? 'n/a'}`)
+        if (signal.aborted) {
+          summary.interrupted = true
+          return
+        }
+      }
+      const trainer = run.kind === 'cpo' ? createCpoTrainer(run.config as Parameters<typeof createCpoTrainer>[0]) : createRlTrainer(run.config)
+      try {
+        await trainer.run({ steps: run.steps, progress, signal })
+        if (signal.aborted && trainer.stepCount < run.steps) {
+          summary.interrupted = true
+          const checkpoint = await trainer.checkpoint()
+          log(context, `interrupted after step ${trainer.stepCount}; checkpoint ${checkpoint} (run again with --resume to continue)`)
+        }
+        summary.steps = trainer.stepCount
+        summary.last = { ...(trainer.history.at(-1) ?? {}) }
+        const evaluation = Object.fromEntries(Object.entries(summary.last).filter(([name]) => name.startsWith('eval/')))
+        if (Object.keys(evaluation).length > 0) summary.evaluation = evaluation
+      } finally {
+        await trainer.close()
+        trainer.dispose()
+      }
+      return
+    }
+    case 'sft': {
+      const history = await sftSteps(run.config, run.steps, 'sft', context, run.runDirectory)
+      summary.steps = history.length
+      summary.interrupted = history.length < run.steps
+      summary.last = { ...(history.at(-1) ?? {}) }
+      return
+    }
+    case 'preference': {
+      const trainer = createPreferenceTrainer(run.config)
+      try {
+        const history = await trainer.run({ progress, signal })
+        summary.steps = trainer.stepCount
+        summary.interrupted = trainer.stepCount < trainer.plannedSteps
+        summary.last = { ...(history.at(-1) ?? {}) }
+        if (trainer.heldOutPairs.length > 0) summary.evaluation = { ...(await trainer.evaluate()) }
+      } finally {
+        trainer.dispose()
+      }
+      return
+    }
+    case 'reward-model': {
+      const trainer = createRewardModelTrainer(run.config)
+      // The trainer saves the model with its reward head into `<run directory>/model` at the end of `run`.
+      const { history, evaluation } = await trainer.run({
+        ...(run.steps === undefined ? {} : { steps: run.steps }),
+        evaluateEvery: run.evaluateEvery,
+        progress,
+      })
+      summary.steps = trainer.stepCount
+      summary.last = { ...(history.at(-1) ?? {}) }
+      if (evaluation !== undefined) summary.evaluation = { ...evaluation }
+      await writeTokenizerFiles(run.tokenizerFiles, join(run.runDirectory!, 'model'))
+      trainer.dispose()
+      return
+    }
+  }
+}
+
+/** SFT updates with a progress bar, stopping at Ctrl+C; metrics into `<run directory>/metrics.jsonl` when given. */
+async function sftSteps(config: SftTrainerConfig, steps: number, label: string, context: CommandContext, runDirectory: string | undefined) {
+  const trainer = createSftTrainer(config)
+  const stream = progressStream(context)
+  const bar = stream === false ? undefined : createProgressBar(steps, { stream, label })
+  const metricsLog = runDirectory === undefined ? undefined : createMetricsLog(join(runDirectory, 'metrics.jsonl'))
+  const history = []
+  try {
+    for (let step = 0; step < steps && !context.signal.aborted; step++) {
+      const metrics = trainer.step()
+      history.push(metrics)
+      await metricsLog?.append({ ...metrics })
+      bar?.update(step + 1, { nll: metrics.nll })
+      await tick()
+    }
+  } finally {
+    bar?.finish()
+    trainer.dispose()
+  }
+  return history
+}
+
+/** `<run directory>/model`: the weights (`saveModel`) and the tokenizer's files, loadable by `loadModel` and `loadTokenizer`. */
+async function saveFinalModel(run: TrainingRun, runDirectory: string): Promise<string> {
+  const directory = join(runDirectory, 'model')
+  if (run.kind !== 'reward-model') await saveModel(run.model, directory)
+  await writeTokenizerFiles(run.tokenizerFiles, directory)
+  return directory
+}
+
+async function writeTokenizerFiles(files: TokenizerFiles | undefined, directory: string): Promise<void> {
+  if (files === undefined) return
+  await mkdir(directory, { recursive: true })
+  for (const [name, content] of Object.entries(files)) await writeFile(join(directory, name), `${JSON.stringify(content, null, 2)}\n`)
+}
+
+/** The summary as lines of text. */
+export function trainSummaryText(summary: TrainSummary): string {
+  const figures = (metrics: Record<string, number>) =>
+    Object.entries(metrics)
+      .filter(([name]) => name !== 'step')
+      .slice(0, 12)
+      .map(([name, value]) => `${name} ${Number.isInteger(value) ? value : value.toPrecision(4)}`)
+      .join(', ')
+  const lines = [
+    `${summary.interrupted ? 'interrupted' : 'trained'} ${summary.kind} (${basename(summary.config)}): ${summary.steps} steps in ${summary.seconds} s on ${summary.backend}`,
+  ]
+  if (summary.warmUp !== undefined) lines.push(`  warm-up: ${summary.warmUp.steps} steps, nll ${summary.warmUp.nll?.toFixed(3) ?? 'n/a'}`)
+  if (Object.keys(summary.last).length > 0) lines.push(`  last step: ${figures(summary.last)}`)
+  if (summary.evaluation !== undefined) lines.push(`  evaluation: ${figures(summary.evaluation)}`)
+  lines.push(`  run directory: ${summary.runDirectory}`)
+  if (summary.modelDirectory !== undefined) lines.push(`  model: ${summary.modelDirectory}`)
+  return lines.join('\n')
+}

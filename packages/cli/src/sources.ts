@@ -1,0 +1,23 @@
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { isRepoId, resolveModelSource, type DownloadProgress } from '@ludic/hub'
+import { CliError, exitCodes } from './errors.js'
+
+/**
+ * The local directory of a model given as a path (relative to `base`) or a Hugging Face repo id (`owner/name`,
+ * `owner/name@revision`), downloaded into the Hub cache when not there. A path that exists wins over a repo of the
+ * same name; neither is a `CliError` with exit code 3.
+ */
+export async function localModelDirectory(
+  text: string,
+  options: { base: string; signal?: AbortSignal; onProgress?: (event: DownloadProgress) => void },
+): Promise<string> {
+  const local = resolve(options.base, text)
+  if (existsSync(local)) return local
+  if (isRepoId(text))
+    return resolveModelSource(text, {
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+    })
+  throw new CliError(`no such file or directory, and not a Hugging Face repo id (owner/name): ${text}`, exitCodes.notFound)
+}

@@ -1,0 +1,53 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createModel, saveModel } from '@ludic/model'
+import { initTensors } from '@ludic/tensors'
+import { trainBpe } from '@ludic/tokenizer'
+import { afterAll, beforeAll } from 'vitest'
+import type { CliIo } from '../cli.js'
+
+/** What a fake stream was given, and the stream. */
+export function captureStream(isTTY = false) {
+  const chunks: string[] = []
+  return { chunks, text: () => chunks.join(''), stream: { isTTY, columns: 100, write: (text: string) => chunks.push(text) } }
+}
+
+/** `CliIo` over two fake streams (not TTYs unless asked), a signal the test can abort, and `cwd`. */
+export function captureIo(options: { cwd?: string; tty?: boolean } = {}) {
+  const stdout = captureStream(false)
+  const stderr = captureStream(options.tty ?? false)
+  const controller = new AbortController()
+  const io: CliIo = { stdout: stdout.stream, stderr: stderr.stream, signal: controller.signal, ...(options.cwd === undefined ? {} : { cwd: options.cwd }) }
+  return { io, controller, stdout: stdout.text, stderr: stderr.text }
+}
+
+/** The test file's setup: the WebAssembly backend and a temporary directory (removed after the file's tests). */
+export function useBackendAndDirectory(prefix: string): () => string {
+  let directory: string | undefined
+  beforeAll(async () => {
+    await initTensors({ backend: 'wasm', verbose: false })
+    directory = await mkdtemp(join(tmpdir(), prefix))
+  })
+  afterAll(async () => {
+    if (directory !== undefined) await rm(directory, { recursive: true, force: true })
+  })
+  return () => directory!
+}
+
+/** A tiny model over a small BPE with an end token and a chat template, saved as a model directory. */
+export const tinyOverrides = { hiddenSize: 32, numAttentionHeads: 2, numHiddenLayers: 1, intermediateSize: 64 }
+export const plainChatTemplate =
+  "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}"
+
+export async function saveTinyModel(directory: string): Promise<string> {
+  await mkdir(directory, { recursive: true })
+  const corpus = ['user: hello there\nassistant: hi', 'user: what is two plus two?\nassistant: four', 'the quick brown fox jumps over the lazy dog']
+  const json = trainBpe(corpus, { vocabSize: 280, specialTokens: ['<|end|>'] })
+  await writeFile(join(directory, 'tokenizer.json'), JSON.stringify(json))
+  await writeFile(join(directory, 'tokenizer_config.json'), JSON.stringify({ eos_token: '<|end|>', chat_template: plainChatTemplate }))
+  const model = createModel('tiny', { vocabSize: 280, seed: 5, overrides: tinyOverrides })
+  await saveModel(model, directory)
+  model.dispose()
+  return directory
+}
