@@ -86,6 +86,13 @@ export const downloadRepoOptionsSchema = z
   })
   .strict()
 export type DownloadRepoOptions = z.input<typeof downloadRepoOptionsSchema>
+
+/**
+ * The options of `downloadRepo` but `files`: what `loadModel`, `loadTokenizer` and the CLI pass through as their
+ * `hub` option (they choose the files themselves).
+ */
+export const hubOptionsSchema = downloadRepoOptionsSchema.omit({ files: true })
+export type HubOptions = z.input<typeof hubOptionsSchema>
 type ParsedOptions = z.output<typeof downloadRepoOptionsSchema>
 
 const repoInfoSchema = z.looseObject({

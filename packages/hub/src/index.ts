@@ -1,4 +1,4 @@
-export { type DownloadProgress, type DownloadRepoOptions, downloadRepo, downloadRepoOptionsSchema } from './download-repo.js'
+export { type DownloadProgress, type DownloadRepoOptions, downloadRepo, downloadRepoOptionsSchema, type HubOptions, hubOptionsSchema } from './download-repo.js'
 export { type FilePreset, type FileSelection, filePresets } from './file-selection.js'
 export { HubError, type HubErrorReason } from './hub-error.js'
 export { defaultCacheDir, defaultEndpoint, defaultEndpointUrl, defaultOffline, defaultToken, huggingFaceHome } from './hub-environment.js'

@@ -1,3 +1,7 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createFakeHub } from '@ludic/hub/testing'
 import { describe, expect, it } from 'vitest'
 import { referenceFiles } from '../test/reference-tokenizers.js'
 import { loadTokenizer } from './load-tokenizer.js'
@@ -17,5 +21,28 @@ describe('loadTokenizer', () => {
 
   it('refuses a path without tokenizer.json', async () => {
     await expect(loadTokenizer('/nonexistent/model')).rejects.toThrow(/no tokenizer.json there/)
+  })
+
+  it('loads a Hub repository id (owner/name[@revision]) through the Hugging Face cache, downloading only the tokenizer files', async () => {
+    const repo = { 'tokenizer.json': files.tokenizerText, 'tokenizer_config.json': JSON.stringify(files.config), 'model.safetensors': new Uint8Array(4096) }
+    const hub = await createFakeHub({ repos: [{ id: 'ludic-test/llama2', files: repo }] })
+    const cacheDir = await mkdtemp(join(tmpdir(), 'ludic-tokenizer-hub-'))
+    try {
+      const tokenizer = await loadTokenizer('ludic-test/llama2', { hub: { cacheDir, endpoint: hub.endpoint, token: false } })
+      expect(Array.from(tokenizer.encode('Hello world'))).toEqual([1, 22557, 1526])
+      expect(hub.requests.map((request) => request.path).filter((path) => path.endsWith('model.safetensors'))).toEqual([])
+      // Then from the cache alone.
+      const offline = await loadTokenizer('ludic-test/llama2@main', {
+        hub: { cacheDir, offline: true, fetch: () => Promise.reject(new Error('no network in this test')) },
+      })
+      expect(Array.from(offline.encode('Hello world'))).toEqual([1, 22557, 1526])
+      await expect(loadTokenizer('ludic-test/absent', { hub: { cacheDir, endpoint: hub.endpoint, token: false } })).rejects.toMatchObject({
+        name: 'HubError',
+        reason: 'missing',
+      })
+    } finally {
+      await hub.close()
+      await rm(cacheDir, { recursive: true, force: true })
+    }
   })
 })

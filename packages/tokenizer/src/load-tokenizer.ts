@@ -1,6 +1,7 @@
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { InvalidArgumentError, ParseError } from '@ludic/core'
+import { downloadRepo, type HubOptions, isRepoId } from '@ludic/hub'
 import { Tokenizer } from './tokenizer.js'
 import type { TokenizerLimitsOptions } from './tokenizer-limits.js'
 
@@ -31,12 +32,19 @@ async function isFile(path: string): Promise<boolean> {
 export interface LoadTokenizerOptions {
   /** Bounds on sizes, nesting and chat-template work (see `tokenizerLimitsSchema`); a field left out keeps its default. */
   limits?: TokenizerLimitsOptions
+  /**
+   * How a Hugging Face Hub repository id is fetched (`token`, `cacheDir`, `offline`, `endpoint`, `signal`,
+   * `onProgress`…; see `@ludic/hub`'s `downloadRepo`). Default: from `HF_TOKEN`, `HF_HOME`, `HF_HUB_OFFLINE`…
+   */
+  hub?: HubOptions
 }
 
 /**
  * Loads a tokenizer from a model directory (with `tokenizer.json` and, if present,
  * `tokenizer_config.json`), from the path of a `tokenizer.json` (its directory's
- * `tokenizer_config.json` is read too), or from already parsed JSON.
+ * `tokenizer_config.json` is read too), from a Hugging Face Hub repository id (`Qwen/Qwen3-0.6B`,
+ * `owner/name@revision`: its tokenizer files are downloaded into the Hugging Face cache, or found there),
+ * or from already parsed JSON. A local path wins over a repository id of the same name.
  */
 export async function loadTokenizer(pathOrObject: string | TokenizerFiles, options: LoadTokenizerOptions = {}): Promise<Tokenizer> {
   const limits = options?.limits === undefined ? {} : { limits: options.limits }
@@ -46,6 +54,7 @@ export async function loadTokenizer(pathOrObject: string | TokenizerFiles, optio
   if (typeof pathOrObject !== 'string') {
     throw new InvalidArgumentError({ argument: 'pathOrObject', value: pathOrObject, message: 'must be a path or { tokenizer, config? }' })
   }
+  if (isRepoId(pathOrObject)) return loadTokenizer(await downloadRepo(pathOrObject, { ...options.hub, files: 'tokenizer' }), options)
   const directory = (await isFile(pathOrObject)) ? join(pathOrObject, '..') : pathOrObject
   const tokenizerPath = (await isFile(pathOrObject)) ? pathOrObject : join(directory, 'tokenizer.json')
   if (!(await isFile(tokenizerPath))) {

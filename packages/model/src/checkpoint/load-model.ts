@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, ParseError, parseArgument } from '@ludic/core'
+import { downloadRepo, hubOptionsSchema, isRepoId } from '@ludic/hub'
 import { readShardedSafetensors, type ShardedSafetensors } from '@ludic/tensors'
 import { z } from 'zod'
 import { huggingFaceSizeFields, parseHuggingFaceConfig } from '../config/hugging-face-config.js'
@@ -28,13 +29,20 @@ export const loadModelOptionsSchema = z
      * (at most 3 GiB on WebAssembly).
      */
     maxParameterBytes: z.number().positive().optional(),
+    /**
+     * How a Hugging Face Hub repository id is fetched (`token`, `cacheDir`, `offline`, `endpoint`, `signal`,
+     * `onProgress`…; see `@ludic/hub`'s `downloadRepo`). Default: from `HF_TOKEN`, `HF_HOME`, `HF_HUB_OFFLINE`…
+     */
+    hub: hubOptionsSchema.optional(),
   })
   .strict()
 export type LoadModelOptions = z.input<typeof loadModelOptionsSchema>
 
 /**
  * Loads a Hugging Face checkpoint directory: `config.json` and `model.safetensors`, or a sharded
- * `model.safetensors.index.json` with its shards. `F32`, `F16` and `BF16` weights become float32 variables.
+ * `model.safetensors.index.json` with its shards. A Hugging Face Hub repository id (`Qwen/Qwen3-0.6B`,
+ * `owner/name@revision`) is downloaded into the Hugging Face cache first (or found there; see the `hub`
+ * option); a local directory of the same name wins. `F32`, `F16` and `BF16` weights become float32 variables.
  * Tensors are read one at a time straight into the backend, so the weights are never held twice.
  * A configuration Ludic does not support is a `ParseError` naming the field; weights that do not fit the
  * configuration are one `CheckpointMismatchError` listing every missing, unexpected and misshaped tensor.
@@ -44,8 +52,9 @@ export type LoadModelOptions = z.input<typeof loadModelOptionsSchema>
  * before the weights are opened.
  */
 export async function loadModel(directory: string, options: LoadModelOptions = {}): Promise<CausalLanguageModel> {
-  const folder = parseArgument(z.string().min(1), directory, 'directory')
-  const { maxContextTokens, maxParameterBytes } = parseArgument(loadModelOptionsSchema, options, 'options')
+  const source = parseArgument(z.string().min(1), directory, 'directory')
+  const { maxContextTokens, maxParameterBytes, hub } = parseArgument(loadModelOptionsSchema, options, 'options')
+  const folder = isRepoId(source) ? await downloadRepo(source, { ...hub, files: 'model' }) : source
   const configPath = join(folder, 'config.json')
   const configText = await readFile(configPath, 'utf8').catch((error: unknown) => {
     throw new InvalidArgumentError({ argument: 'directory', value: folder, message: 'holds no readable config.json', cause: error })
