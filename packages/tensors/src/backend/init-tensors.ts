@@ -51,7 +51,8 @@ const autoOrder: readonly BackendName[] = ['tensorflow-gpu', 'tensorflow', 'wasm
 
 const installHints: Record<BackendName, string> = {
   'tensorflow-gpu': 'install @tensorflow/tfjs-node-gpu@4.22.0 (needs CUDA and cuDNN and downloads libtensorflow at install time)',
-  tensorflow: 'install @tensorflow/tfjs-node@4.22.0 (its install downloads libtensorflow; offline, build its addon against the TensorFlow C library of the tensorflow-cpu Python wheel)',
+  tensorflow:
+    'install @tensorflow/tfjs-node@4.22.0 (its install downloads libtensorflow; offline, build its addon against the TensorFlow C library of the tensorflow-cpu Python wheel)',
   webgpu: 'install @tensorflow/tfjs-backend-webgpu@4.22.0 and webgpu (Dawn for Node) and run on a machine with a GPU',
   wasm: 'install @tensorflow/tfjs-backend-wasm@4.22.0',
   cpu: 'install @tensorflow/tfjs-backend-cpu@4.22.0',
