@@ -149,5 +149,6 @@ export function wilsonInterval(successes: number, trials: number, z = 1.95996398
   const denominator = 1 + zSquared / trials
   const center = (proportion + zSquared / (2 * trials)) / denominator
   const half = (z / denominator) * Math.sqrt((proportion * (1 - proportion)) / trials + zSquared / (4 * trials * trials))
-  return [Math.max(0, center - half), Math.min(1, center + half)]
+  // At 0 or n successes the bound is exactly 0 or 1 (rounding would leave it a hair inside and exclude the rate).
+  return [successes === 0 ? 0 : Math.max(0, center - half), successes === trials ? 1 : Math.min(1, center + half)]
 }

@@ -1,0 +1,110 @@
+import { InvalidArgumentError, ParseError, type TurnView } from '@ludic/core'
+import { createTicTacToeMinimaxPolicy, createRandomPolicy, gameIds, kuhnTerseObservation } from '@ludic/games'
+import { renderPrompt } from '@ludic/rollout'
+import { evaluateAgainst } from '@ludic/trainer'
+import { describe, expect, it } from 'vitest'
+import { createGame } from '@ludic/games'
+import { runBenchSuite } from '../bench-suites.js'
+import { benchReportMarkdown } from '../report-markdown.js'
+import { evaluateGames, gameEvaluationTable, legalActionsPrompt } from './evaluate-games.js'
+
+describe('evaluateGames', () => {
+  it('plays a policy against each opponent in the games it plays, with rates whose Wilson intervals contain them', async () => {
+    const evaluation = await evaluateGames({
+      policy: createRandomPolicy({ seed: 5, id: 'scripted' }),
+      games: ['tictactoe-v0', 'kuhn-poker-v1'],
+      opponents: ['random', 'minimax', 'nash'],
+      episodes: 12,
+      seed: 3,
+    })
+    expect(evaluation.policy).toBe('scripted')
+    expect(evaluation.rows.map((row) => `${row.game}/${row.opponent}`).sort()).toEqual(
+      ['kuhn-poker-v1/nash', 'kuhn-poker-v1/random', 'tictactoe-v0/minimax', 'tictactoe-v0/random'].sort(),
+    )
+    expect(evaluation.skipped).toEqual(['minimax does not play kuhn-poker-v1', 'nash does not play tictactoe-v0'])
+    for (const row of evaluation.rows) {
+      expect(row.episodes).toBe(12)
+      expect(row.winRate + row.drawRate + row.lossRate).toBeCloseTo(1, 10)
+      for (const [rate, [low, high]] of [
+        [row.winRate, row.winRateInterval],
+        [row.drawRate, row.drawRateInterval],
+        [row.lossRate, row.lossRateInterval],
+      ] as const) {
+        expect(low).toBeLessThanOrEqual(rate)
+        expect(rate).toBeLessThanOrEqual(high)
+        expect(high - low).toBeGreaterThan(0)
+      }
+    }
+    // A perfect player never loses TicTacToe.
+    const minimax = evaluation.rows.find((row) => row.opponent === 'minimax')!
+    expect(minimax.winRate).toBe(0)
+    const table = gameEvaluationTable(evaluation)
+    expect(table.rows).toHaveLength(4)
+    expect(table.columns).toContain('win 95% interval')
+    expect(table.notes?.join(' ')).toContain('Not played')
+  })
+
+  it('is reproducible by seed', async () => {
+    const run = () =>
+      evaluateGames({ policy: createRandomPolicy({ seed: 1, id: 'scripted' }), games: ['kuhn-poker-v1'], opponents: ['random'], episodes: 10, seed: 4 })
+    expect((await run()).rows).toEqual((await run()).rows)
+  })
+
+  it('takes any PolicyV1 as an opponent and refuses bad input by name', async () => {
+    const evaluation = await evaluateGames({
+      games: ['tictactoe-v0'],
+      opponents: [{ name: 'perfect', policy: createTicTacToeMinimaxPolicy({ id: 'perfect' }) }],
+      episodes: 4,
+    })
+    expect(evaluation.policy).toMatch(/random/)
+    expect(evaluation.rows[0]!.opponent).toBe('perfect')
+    await expect(evaluateGames({ games: ['chess-v9'], episodes: 2 })).rejects.toSatisfy(InvalidArgumentError.isInstance)
+    await expect(evaluateGames({ games: ['game-of-24-v1'], episodes: 2 })).rejects.toThrow(/one role/)
+    await expect(evaluateGames({ episodes: 0 })).rejects.toThrow(/options\.episodes/)
+    await expect(runBenchSuite('games', { episodes: 0, opponents: ['grandmaster'] })).rejects.toThrow(/opponents\[0\][\s\S]*episodes/)
+    await expect(evaluateGames({ checkpoint: '/nowhere', policy: createRandomPolicy() })).rejects.toThrow(/one of checkpoint/)
+  })
+
+  it('runs as the games suite: a table with intervals, a chart, the Markdown', async () => {
+    const report = await runBenchSuite('games', { games: ['kuhn-poker-v1'], opponents: ['nash'], episodes: 6 })
+    expect(report.suite).toBe('games')
+    expect(report.tables[0]!.rows).toHaveLength(1)
+    expect(report.chart).toBeDefined()
+    expect(benchReportMarkdown(report)).toMatch(/\| kuhn-poker-v1 \| nash \| 6 \|/)
+    await expect(runBenchSuite('games', { episodes: -1 })).rejects.toSatisfy(ParseError.isInstance)
+  })
+})
+
+describe('the random opponent', () => {
+  it("plays only the environment's legal actions in every game, read from the turn view", async () => {
+    // Random against random: every move of the opponent seat is one of the legal actions the view listed.
+    for (const game of gameIds) {
+      const match = await evaluateAgainst({
+        learner: createRandomPolicy({ seed: 1, id: 'first' }),
+        opponent: createRandomPolicy({ seed: 2, id: 'random' }),
+        environments: [() => createGame(game)],
+        episodes: 6,
+        seed: 0,
+        opponentPrompt: legalActionsPrompt,
+      })
+      for (const trajectory of match.trajectories) {
+        for (const turn of trajectory.turns) {
+          expect(turn.invalidAction).toBe(false)
+          if (turn.legalActions !== undefined) expect(turn.legalActions).toContain(turn.action)
+        }
+      }
+    }
+  })
+
+  it('reads the legal actions the view gives even when the observation it is shown does not list them', async () => {
+    // A terse Kuhn Poker observation lists the moves without "available actions"; the prompt adds the view's list.
+    const environment = createGame('kuhn-poker-v1')
+    const view: TurnView = environment.reset(0)
+    const terse: TurnView = { ...view, observation: kuhnTerseObservation(view.observation) }
+    const messages = renderPrompt(legalActionsPrompt, terse, [], { environmentId: 'kuhn-poker-v1', role: view.role, turnIndex: 0, seed: 0 })
+    const policy = createRandomPolicy({ seed: 3 })
+    const completions = await policy.generate(Array.from({ length: 20 }, (_, seed) => ({ messages, maxTokens: 8, seed })))
+    for (const completion of completions) expect(view.legalActions).toContain(completion.text)
+    expect(new Set(completions.map((completion) => completion.text)).size).toBe(view.legalActions!.length)
+  })
+})

@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest'
+import type { BenchCell, BenchReport } from '../bench-report.js'
+import { runBenchSuite } from '../bench-suites.js'
+import { benchReportMarkdown } from '../report-markdown.js'
+
+// Smoke runs of the speed suites with their smallest options: the report's shape, never a timing. The model and
+// kernel suites measure in child processes that run the built entry (dist/perf-child.js): `npm test` builds first.
+
+const column = (report: BenchReport, name: string, table = 0): BenchCell[] => {
+  const index = report.tables[table]!.columns.indexOf(name)
+  expect(index, `column ${name}`).toBeGreaterThanOrEqual(0)
+  return report.tables[table]!.rows.map((row) => row[index]!)
+}
+
+describe('the speed suites, smallest options', () => {
+  it('tokenizer: ratios against the peers that load, "peer unavailable: <why>" for those that do not', async () => {
+    const report = await runBenchSuite('tokenizer', { tokenizers: ['qwen3', '/no/such/tokenizer.json'], quick: true, documentBytes: 2000 })
+    expect(report.suite).toBe('tokenizer')
+    expect(report.tables[0]!.notes!.join(' ')).toMatch(/\/no\/such\/tokenizer\.json: not measured/)
+    const peers = [
+      ['@huggingface/tokenizers', 'ours warm / @huggingface/tokenizers', 'ids vs @huggingface/tokenizers'],
+      ['tokenizers (Rust, native)', 'ours warm / tokenizers (Rust)', 'ids vs tokenizers (Rust)'],
+    ] as const
+    for (const [peer, ratio, ids] of peers) {
+      const [cell] = column(report, ratio)
+      if (report.peers[peer]!.available) {
+        expect(cell).toBeGreaterThan(0)
+        expect(column(report, ids)).toEqual(['identical'])
+      } else expect(cell).toBe(`peer unavailable: ${report.peers[peer]!.reason}`)
+    }
+    expect(column(report, 'implementation', 1)).toContain('ours (cold cache)')
+    expect(benchReportMarkdown(report)).toContain('## Ours / peer, MB/s ratio')
+  })
+
+  it('train-step: the backend measured, the ratio column says why when the peer cannot run', async () => {
+    const report = await runBenchSuite('train-step', {
+      presets: ['tiny'],
+      backends: ['wasm'],
+      quick: true,
+      repetitions: 1,
+      batchSize: 2,
+      sequenceLength: 8,
+      vocabSize: 64,
+      peerPython: '/no/such/python',
+    })
+    expect(report.peers.PyTorch!.available).toBe(false)
+    expect(report.peers.PyTorch!.reason).toMatch(/\/no\/such\/python cannot import torch/)
+    expect(column(report, 'wasm tokens/s')[0]).toBeGreaterThan(0)
+    expect(column(report, 'wasm / PyTorch')[0]).toBe(`peer unavailable: ${report.peers.PyTorch!.reason}`)
+    expect(column(report, 'wasm loss before step 1')[0]).toBeGreaterThan(0)
+    expect(report.tables[0]!.notes!.join(' ')).toContain('numTensors unchanged')
+  })
+
+  it('train-step with the peer this machine has (LUDIC_PEER_PYTHON or .venv-peer): the same first loss, or a plain reason', async () => {
+    const report = await runBenchSuite('train-step', {
+      presets: ['tiny'],
+      backends: ['wasm'],
+      quick: true,
+      repetitions: 1,
+      batchSize: 2,
+      sequenceLength: 8,
+      vocabSize: 64,
+      peerThreads: [1],
+    })
+    const [ratio] = column(report, 'wasm / PyTorch')
+    if (report.peers.PyTorch!.available) {
+      expect(ratio).toBeGreaterThan(0)
+      expect(column(report, 'PyTorch loss before step 1')[0]).toBeCloseTo(column(report, 'wasm loss before step 1')[0] as number, 3)
+    } else expect(ratio).toBe(`peer unavailable: ${report.peers.PyTorch!.reason}`)
+  })
+
+  it('decode: tokens/s per backend, a missing backend and the peer named', async () => {
+    const report = await runBenchSuite('decode', {
+      presets: ['tiny'],
+      backends: ['wasm', 'tensorflow'],
+      batchSizes: [2],
+      promptLength: 4,
+      newTokens: 3,
+      vocabSize: 64,
+      quick: true,
+      peerPython: '/no/such/python',
+    })
+    expect(column(report, 'wasm tokens/s')[0]).toBeGreaterThan(0)
+    const [tensorflow] = column(report, 'tensorflow tokens/s')
+    if (typeof tensorflow === 'string') expect(tensorflow).toMatch(/^not measured: /)
+    expect(column(report, 'wasm / PyTorch')[0]).toMatch(/^peer unavailable: /)
+  })
+
+  it('kernels: stock and fixed wasm kernels side by side, the acceptance ratios', async () => {
+    const report = await runBenchSuite('kernels', { backends: ['wasm'], quick: true })
+    expect(report.peers['tfjs-backend-wasm stock kernels']!.available).toBe(true)
+    for (const ratio of column(report, 'wasm after / before')) expect(ratio).toBeGreaterThan(0)
+    expect(column(report, 'result', 1).every((result) => result === 'PASS' || result === 'FAIL')).toBe(true)
+  })
+
+  it('collection: synchronous and asynchronous collection, the ratio against sync', async () => {
+    const report = await runBenchSuite('collection', { steps: 1, modes: ['sync', 'async'], episodesPerStep: 4, sftSteps: 1, evaluateEvery: 1, backend: 'wasm' })
+    expect(column(report, 'mode')).toEqual(['sync', 'async'])
+    const [sync, async] = column(report, 'episodes/s vs sync')
+    expect(sync).toBe(1)
+    expect(async).toBeGreaterThan(0)
+    for (const value of column(report, 'exploitability after')) expect(value).toBeGreaterThan(0)
+  })
+})
