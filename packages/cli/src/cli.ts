@@ -129,13 +129,24 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .option('--games <ids>', 'game ids, comma-separated (default: every two-player game)', list)
     .option('--opponents <names>', 'random, minimax, nash, comma-separated (default: all)', list)
     .option('--episodes <n>', 'episodes per game and opponent (default 100)', integer('--episodes', 1))
+    .option('--prompt <name>', "the model's prompt: terse (the observation, default), spiral, kuhn-terse")
+    .option('--max-tokens <n>', 'most tokens per move (default 32)', integer('--max-tokens', 1))
     .option('--out <dir>', 'where the report files go', 'bench-results')
     .option('--png', 'also write the chart as PNG')
     .addHelpText('after', examples(['ludic eval runs/kuhn/model --games kuhn-poker-v1 --opponents random,nash --episodes 200']))
     .action(
       async (
         checkpoint: string,
-        options: { suite: string; games?: string[]; opponents?: string[]; episodes?: number; out: string; png?: boolean },
+        options: {
+          suite: string
+          games?: string[]
+          opponents?: string[]
+          episodes?: number
+          prompt?: string
+          maxTokens?: number
+          out: string
+          png?: boolean
+        },
         command: Command,
       ) => {
         const context = contextOf(command)
@@ -149,6 +160,8 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
             ...(options.games === undefined ? {} : { games: options.games }),
             ...(options.opponents === undefined ? {} : { opponents: options.opponents }),
             ...(options.episodes === undefined ? {} : { episodes: options.episodes }),
+            ...(options.prompt === undefined ? {} : { prompt: options.prompt }),
+            ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
             ...(options.png === undefined ? {} : { png: options.png }),
           },
           context,
@@ -160,17 +173,26 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
   program
     .command('bench')
     .description('run a benchmark suite of @ludic/bench and write its report (JSON, Markdown, chart)')
-    .argument('<suite>', 'the suite, e.g. tokenizer, train-step, kernels, decode, collection')
+    .argument('<suite>', 'kernels, tokenizer, train-step, decode, collection (speed against peers); games, kuhn, transfer (evaluation)')
     .option('--quick', 'the short form of the suite')
+    .option('--set <option=value>', "set one of the suite's options, e.g. --set presets=[tiny] (repeatable; values are YAML)", collect)
     .option('--out <dir>', 'where the report files go', 'bench-results')
     .option('--png', 'also write the chart as PNG')
-    .addHelpText('after', examples(['ludic bench tokenizer', 'ludic bench train-step --quick --out results']))
-    .action(async (suite: string, options: { quick?: boolean; out: string; png?: boolean }, command: Command) => {
+    .addHelpText(
+      'after',
+      examples(['ludic bench tokenizer', 'ludic bench train-step --quick --set presets=[tiny] --set backends=[wasm]', 'ludic bench kuhn --out results']),
+    )
+    .action(async (suite: string, options: { quick?: boolean; set?: string[]; out: string; png?: boolean }, command: Command) => {
       const context = contextOf(command)
       const { bench, benchResultText } = await commands.bench()
       const result = await bench(
         suite,
-        { out: options.out, ...(options.quick === undefined ? {} : { quick: options.quick }), ...(options.png === undefined ? {} : { png: options.png }) },
+        {
+          out: options.out,
+          ...(options.quick === undefined ? {} : { quick: options.quick }),
+          ...(options.set === undefined ? {} : { set: options.set }),
+          ...(options.png === undefined ? {} : { png: options.png }),
+        },
         context,
       )
       writeResult(context, result, () => benchResultText(result))

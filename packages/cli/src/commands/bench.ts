@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import type { BenchReport } from '@ludic/bench'
-import { createProgressBar, type ProgressBar } from '@ludic/trainer'
+import { applyConfigOverrides, createProgressBar, type ProgressBar } from '@ludic/trainer'
 import { CliError, exitCodes } from '../errors.js'
 import { type CommandContext, commandContext, log, progressStream } from '../context.js'
 
@@ -11,7 +11,9 @@ export interface BenchOptions {
   out?: string
   /** Also write the chart as PNG. */
   png?: boolean
-  /** The suite's own options (e.g. `{ checkpoint, games, opponents, episodes }` of `games`). */
+  /** `path=value` options of the suite, values as YAML (e.g. `presets=[tiny]`, `backends=[wasm]`). */
+  set?: readonly string[]
+  /** The suite's own options (e.g. `{ checkpoint, games, opponents, episodes }` of `games`), after `set`. */
   suiteOptions?: Record<string, unknown>
 }
 
@@ -29,15 +31,17 @@ export interface BenchResult {
  */
 export async function bench(suite: string, options: BenchOptions = {}, partialContext: Partial<CommandContext> = {}): Promise<BenchResult> {
   const context = commandContext(partialContext)
-  const { benchReportMarkdown, benchSuiteNames, runBenchSuite, writeBenchReport } = await import('@ludic/bench') // vega and the suites load only here
+  const { benchReportMarkdown, benchSuiteNames, benchSuites, runBenchSuite, writeBenchReport } = await import('@ludic/bench') // vega and the suites load only here
   if (!(benchSuiteNames as readonly string[]).includes(suite))
     throw new CliError(`unknown bench suite '${suite}' (allowed: ${benchSuiteNames.join(' | ')})`, exitCodes.usage)
   const stream = progressStream(context)
   let bar: { total: number; bar: ProgressBar } | undefined
+  // `--quick`, `--seed` and `--backend` go to the suites that take them.
+  const shape = (benchSuites[suite]!.optionsSchema as { shape?: Record<string, unknown> }).shape ?? {}
+  const generic: Record<string, unknown> = { quick: options.quick === true ? true : undefined, seed: context.seed, backend: context.backend }
   const suiteOptions = {
-    ...(options.quick === true ? { quick: true } : {}),
-    ...(context.seed === undefined ? {} : { seed: context.seed }),
-    ...(context.backend === undefined ? {} : { backend: context.backend }),
+    ...Object.fromEntries(Object.entries(generic).filter(([name, value]) => value !== undefined && Object.hasOwn(shape, name))),
+    ...(applyConfigOverrides({}, options.set ?? []) as Record<string, unknown>),
     ...options.suiteOptions,
   }
   let report: BenchReport

@@ -1,5 +1,6 @@
 import { type CommandContext, commandContext } from '../context.js'
 import { CliError, exitCodes } from '../errors.js'
+import { namedPrompts } from '../registries.js'
 import { localModelDirectory } from '../sources.js'
 import { bench, type BenchResult } from './bench.js'
 
@@ -12,6 +13,10 @@ export interface EvalOptions {
   opponents?: readonly string[]
   /** Episodes per game and opponent. Default 100. */
   episodes?: number
+  /** The model's prompt, by name: `terse` (the observation, default), `spiral`, `kuhn-terse` (`namedPrompts`). */
+  prompt?: string
+  /** Most tokens per move. Default 32. */
+  maxTokens?: number
   /** Where the report files go. Default `bench-results`. */
   out?: string
   /** Also write the chart as PNG. */
@@ -26,6 +31,9 @@ export async function evaluate(source: string, options: EvalOptions = {}, partia
   const context = commandContext(partialContext)
   const suite = options.suite ?? 'games'
   if (suite !== 'games') throw new CliError(`unknown evaluation suite '${suite}' (allowed: games)`, exitCodes.usage)
+  const prompt = options.prompt === undefined ? undefined : namedPrompts[options.prompt]
+  if (options.prompt !== undefined && prompt === undefined)
+    throw new CliError(`unknown prompt '${options.prompt}' (allowed: ${Object.keys(namedPrompts).join(' | ')})`, exitCodes.usage)
   const checkpoint = await localModelDirectory(source, { base: context.cwd, signal: context.signal })
   return bench(
     'games',
@@ -37,6 +45,8 @@ export async function evaluate(source: string, options: EvalOptions = {}, partia
         ...(options.games === undefined ? {} : { games: [...options.games] }),
         ...(options.opponents === undefined ? {} : { opponents: [...options.opponents] }),
         ...(options.episodes === undefined ? {} : { episodes: options.episodes }),
+        ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
+        ...(prompt === undefined ? {} : { prompt }),
       },
     },
     context,

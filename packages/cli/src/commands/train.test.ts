@@ -92,6 +92,27 @@ describe('ludic train', () => {
     expect(tty.stderr()).toContain('3/3')
   })
 
+  it("runs the Kuhn Poker example's kuhn.yaml with a small budget", async () => {
+    const config = fileURLToPath(new URL('../../../../examples/selfplay-kuhn-poker/kuhn.yaml', import.meta.url))
+    const { io, stdout, stderr } = captureIo()
+    const argv = ['--json', 'train', config, '--steps', '1', '--run-directory', join(temporaryDirectory(), 'kuhn-yaml')]
+    for (const field of [
+      'batch.episodesPerStep=4',
+      'warmUp.steps=2',
+      'warmUp.episodes=20',
+      'tokenizer.train.episodes=20',
+      'evaluation.every=1',
+      'evaluation.episodes=4',
+    ])
+      argv.push('--set', field)
+    expect(await runCli(argv, io), stderr()).toBe(exitCodes.ok)
+    const summary = JSON.parse(stdout()) as TrainSummary
+    expect(summary).toMatchObject({ kind: 'rl', steps: 1, warmUp: { steps: 2 } })
+    expect(summary.evaluation!['eval/random/winRate']).toBeGreaterThanOrEqual(0)
+    const tokenizer = await loadTokenizer(summary.modelDirectory!)
+    expect(tokenizer.vocabSize).toBeLessThanOrEqual(320)
+  })
+
   it('stops at Ctrl+C after the current step, saves a checkpoint and exits 130; --resume continues', async () => {
     const directory = temporaryDirectory()
     const path = join(directory, 'stop.yaml')

@@ -1,0 +1,57 @@
+import { join } from 'node:path'
+import * as tf from '@tensorflow/tfjs-core'
+import OpenAI from 'openai'
+import { describe, expect, it } from 'vitest'
+import { runCli } from '../cli.js'
+import { exitCodes } from '../errors.js'
+import { captureIo, saveTinyModel, useBackendAndDirectory } from '../test/support.js'
+
+const temporaryDirectory = useBackendAndDirectory('ludic-cli-serve-')
+
+describe('ludic serve', () => {
+  it('answers the openai SDK on loopback, plain and streaming, and stops cleanly at the signal', async () => {
+    const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny'))
+    const tensors = tf.memory().numTensors
+    const { io, controller, stdout } = captureIo()
+    let listening: (url: string) => void = () => {}
+    const url = new Promise<string>((resolve) => {
+      listening = resolve
+    })
+    io.onListening = (address) => listening(address)
+    const exit = runCli(['serve', directory, '--port', '0', '--model-id', 'tiny', '--max-tokens', '6', '--seed', '1'], io)
+    const client = new OpenAI({ baseURL: await url, apiKey: 'not-needed', maxRetries: 0 })
+    expect(stdout()).toContain(`serving tiny at ${await url}`)
+
+    const models = await client.models.list()
+    expect(models.data.map((model) => model.id)).toEqual(['tiny'])
+    const answer = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 5, seed: 3 })
+    expect(answer.choices).toHaveLength(1)
+    expect(answer.usage?.completion_tokens).toBeGreaterThan(0)
+    expect(answer.usage?.completion_tokens).toBeLessThanOrEqual(5)
+
+    const stream = await client.chat.completions.create({
+      model: 'tiny',
+      messages: [{ role: 'user', content: 'hello there' }],
+      max_tokens: 5,
+      seed: 3,
+      stream: true,
+      stream_options: { include_usage: true },
+    })
+    let streamed = ''
+    let chunks = 0
+    let finish: string | null | undefined
+    for await (const chunk of stream) {
+      chunks++
+      streamed += chunk.choices[0]?.delta.content ?? ''
+      finish = chunk.choices[0]?.finish_reason ?? finish
+    }
+    expect(chunks).toBeGreaterThan(1)
+    expect(streamed).toBe(answer.choices[0]!.message.content) // same seed, same text
+    expect(['stop', 'length']).toContain(finish)
+
+    controller.abort()
+    expect(await exit).toBe(exitCodes.ok)
+    expect(tf.memory().numTensors).toBe(tensors) // the model was disposed
+    await expect(client.models.list()).rejects.toThrow()
+  })
+})
