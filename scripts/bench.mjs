@@ -1,24 +1,32 @@
 #!/usr/bin/env node
-// `npm run bench -- <suite> [options]`: builds what the suite needs, then runs it. Results go to
-// bench-results/<suite>.{json,md}. Suites move into @ludic/bench as it grows.
+// `npm run bench -- <suite> [--option value …]`: builds @ludic/bench and what it needs, runs the suite through
+// its API (`runBenchSuite`), prints the report's Markdown and writes bench-results/<suite>.{json,md,svg,png}.
+// Options follow the suite's schema (`--quick`, `--presets tiny,small`, `--backends wasm`…; see packages/bench).
 import { spawnSync } from 'node:child_process'
 
-const suites = {
-  kernels: { workspace: '@ludic/tensors', script: 'packages/tensors/bench/kernels.ts' },
-  tokenizer: { workspace: '@ludic/tokenizer', script: 'packages/tokenizer/bench/tokenizer.ts' },
-  'train-step': { workspace: '@ludic/model', script: 'packages/model/bench/train-step.ts' },
-  decode: { workspace: '@ludic/model', script: 'packages/model/bench/decode.ts' },
-  collection: { workspace: '@ludic/example-selfplay-kuhn-poker', script: 'examples/selfplay-kuhn-poker/bench/collection.ts' },
-}
+const build = spawnSync('npx', ['turbo', 'run', 'build', '--filter=@ludic/bench...', '--output-logs=errors-only'], { stdio: 'inherit' })
+if (build.status !== 0) process.exit(build.status ?? 1)
+
+const { benchOptionsFromArguments, benchReportMarkdown, benchSuiteNames, benchSuites, runBenchSuite, writeBenchReport } = await import('@ludic/bench')
 const [suite, ...rest] = process.argv.slice(2)
-if (suite === undefined || !(suite in suites)) {
-  console.error(`usage: npm run bench -- <suite> [options]\nsuites: ${Object.keys(suites).join(', ')}`)
+if (suite === undefined || !benchSuiteNames.includes(suite)) {
+  console.error(
+    `usage: npm run bench -- <suite> [--option value …]\n${benchSuiteNames.map((name) => `  ${name.padEnd(11)} ${benchSuites[name].description}`).join('\n')}`,
+  )
   process.exit(suite === undefined ? 0 : 2)
 }
-const { workspace, script } = suites[suite]
-const run = (command, args) => {
-  const result = spawnSync(command, args, { stdio: 'inherit' })
-  if (result.status !== 0) process.exit(result.status ?? 1)
+const controller = new AbortController()
+process.once('SIGINT', () => controller.abort())
+try {
+  const report = await runBenchSuite(suite, benchOptionsFromArguments(suite, rest), {
+    signal: controller.signal,
+    log: (line) => console.error(line),
+    onProgress: (done, total, label) => console.error(`[${done}/${total}]${label === undefined ? '' : ` ${label}`}`),
+  })
+  console.log(`\n${benchReportMarkdown(report)}`)
+  const files = await writeBenchReport(report, 'bench-results', { png: true })
+  console.log(`wrote ${Object.values(files).join(', ')}`)
+} catch (error) {
+  console.error(error instanceof Error ? error.message : String(error))
+  process.exit(1)
 }
-run('npx', ['turbo', 'run', 'build', `--filter=${workspace}...`, '--output-logs=errors-only'])
-run('npx', ['tsx', script, ...rest])

@@ -15,6 +15,7 @@ export {
 } from './bench-report.js'
 export { defineBenchSuite, type BenchContext, type BenchSuite } from './bench-suite.js'
 export { benchSuiteNames, benchSuites, runBenchSuite } from './bench-suites.js'
+export { benchOptionsFromArguments } from './command-line.js'
 export { describeMachine } from './machine.js'
 export { benchReportMarkdown, formatCell, markdownTable } from './report-markdown.js'
 export { renderChart, type RenderChartOptions } from './render-chart.js'
