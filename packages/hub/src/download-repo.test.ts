@@ -120,6 +120,20 @@ describe('downloadRepo', () => {
     await expect(downloadRepo('ludic/tiny', { cacheDir, fetch: throwingFetch, refresh: true })).rejects.toMatchObject({ reason: 'network' })
   })
 
+  it('falls back on a cached snapshot with every needed file when the Hub cannot be reached, though optional files are unsettled', async () => {
+    const cacheDir = newCache()
+    const snapshot = await downloadRepo('ludic/tiny', online(cacheDir))
+    await rm(join(cacheDir, 'models--ludic--tiny', '.no_exist'), { recursive: true })
+    await expect(downloadRepo('ludic/tiny', { cacheDir, fetch: throwingFetch })).resolves.toBe(snapshot)
+    await rm(join(snapshot, 'config.json'))
+    await expect(downloadRepo('ludic/tiny', { cacheDir, fetch: throwingFetch })).rejects.toMatchObject({ reason: 'network' })
+    // Back online, the link is made again from the blob still in the cache: no file is downloaded.
+    hub.requests.length = 0
+    await expect(downloadRepo('ludic/tiny', online(cacheDir))).resolves.toBe(snapshot)
+    expect(await readFile(join(snapshot, 'config.json'), 'utf8')).toBe(tinyConfig)
+    expect(hub.requests.filter((request) => request.method === 'GET' && !request.path.startsWith('api/'))).toEqual([])
+  })
+
   it('reads HF_HUB_CACHE, HF_HOME, HF_ENDPOINT and HF_TOKEN', async () => {
     const home = newCache()
     vi.stubEnv('HF_HUB_CACHE', undefined)
@@ -167,7 +181,9 @@ describe('downloadRepo', () => {
   it('names the missing repository, revision or file', async () => {
     const missingRepo = await downloadRepo('ludic/nope', online(newCache())).catch((error: unknown) => error)
     expect(missingRepo).toMatchObject({ reason: 'missing', status: 401, repoId: 'ludic/nope' })
-    expect((missingRepo as HubError).message).toMatch(/Repository ludic\/nope not found.*set HF_TOKEN/)
+    expect((missingRepo as HubError).message).toMatch(
+      /Repository ludic\/nope not found .*, and no local folder of that name exists: check the id; .*set HF_TOKEN/,
+    )
     const missingRevision = await downloadRepo('ludic/tiny@v9', online(newCache())).catch((error: unknown) => error)
     expect(missingRevision).toMatchObject({ reason: 'missing', status: 404, revision: 'v9' })
     expect((missingRevision as HubError).message).toMatch(/Revision 'v9' not found in repository ludic\/tiny/)

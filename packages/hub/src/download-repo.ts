@@ -164,8 +164,9 @@ async function readCachedIndex(path: string, options: ParsedOptions): Promise<st
  * `<cache>/models--owner--name/snapshots/<commit>`, which holds them under their repository names.
  *
  * When `refs/<revision>` (or the commit given as revision) names a snapshot that already holds every needed
- * file, it is returned without any network access, whoever filled the cache (Ludic or Python). Offline
- * (`HF_HUB_OFFLINE`), that is the only way; what is missing is a `HubError` with reason `offline`.
+ * file, it is returned without any network access, whoever filled the cache (Ludic or Python); so it is when
+ * only optional files are unsettled and the Hub cannot be reached. Offline (`HF_HUB_OFFLINE`), the cache is
+ * the only way; what it lacks is a `HubError` with reason `offline`.
  * Otherwise the Hub lists the revision (`/api/models/<id>/revision/<revision>`: its commit and files), then each
  * missing file is fetched (`HEAD` then `GET resolve/<commit>/<file>`) into `blobs/` through a resumable
  * `.incomplete` file, checked, and linked into the snapshot; `refs/<revision>` is written as Python writes it.
@@ -196,9 +197,12 @@ export async function downloadRepo(repoId: string, options: DownloadRepoOptions 
   parsed.signal?.throwIfAborted()
 
   const cachedCommit = commitHashPattern.test(revision) ? revision : await readRef(storage, revision)
+  // A cached snapshot with every needed file, whose optional files are not all settled, still serves when the Hub cannot be reached.
+  let fallback: string | undefined
   if (cachedCommit !== undefined && (!parsed.refresh || settings.offline)) {
     const gaps = await cachedSnapshotGaps(storage, cachedCommit, selection, parsed)
     if (gaps.missing.length === 0 && (settings.offline || gaps.unknown.length === 0)) return snapshotFolder(storage, cachedCommit)
+    if (gaps.missing.length === 0) fallback = snapshotFolder(storage, cachedCommit)
     if (settings.offline) {
       throw new HubError({
         reason: 'offline',
@@ -225,7 +229,14 @@ export async function downloadRepo(repoId: string, options: DownloadRepoOptions 
     signal: parsed.signal,
     timeoutMs: parsed.timeoutMs,
   }
-  const { commit, files: listed } = await fetchRepoListing(context, parsed)
+  let listing: { commit: string; files: Set<string> }
+  try {
+    listing = await fetchRepoListing(context, parsed)
+  } catch (error) {
+    if (fallback !== undefined && HubError.isInstance(error) && error.reason === 'network') return fallback
+    throw error
+  }
+  const { commit, files: listed } = listing
   await tagCacheDir(settings.cacheDir)
   await writeRef(storage, revision, commit)
 

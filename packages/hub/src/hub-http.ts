@@ -129,7 +129,11 @@ export function responseError(context: HubRequestContext, response: Response, fi
   }
   if (code === 'RepoNotFound' || status === 401 || status === 404) {
     const hint = context.token === undefined ? 'if it is private, set HF_TOKEN to a token that can read it' : 'if it is private, the token sent cannot read it'
-    return new HubError({ ...base, reason: 'missing', message: `Repository ${repoId} not found on ${endpoint} (${status}): check the id; ${hint}.` })
+    return new HubError({
+      ...base,
+      reason: 'missing',
+      message: `Repository ${repoId} not found on ${endpoint} (${status}), and no local folder of that name exists: check the id; ${hint}.`,
+    })
   }
   if (hubMessage === 'Access to this resource is disabled.') {
     return new HubError({ ...base, reason: 'missing', message: `Repository ${repoId} is disabled on the Hub (${status}).` })
