@@ -1,4 +1,11 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { InvalidArgumentError, ParseError, type TurnView } from '@ludic/core'
+import { createModel, saveModel } from '@ludic/model'
+import { initTensors } from '@ludic/tensors'
+import { trainBpe } from '@ludic/tokenizer'
+import * as tf from '@tensorflow/tfjs-core'
 import { createTicTacToeMinimaxPolicy, createRandomPolicy, gameIds, kuhnTerseObservation } from '@ludic/games'
 import { renderPrompt } from '@ludic/rollout'
 import { evaluateAgainst } from '@ludic/trainer'
@@ -72,6 +79,38 @@ describe('evaluateGames', () => {
     expect(report.chart).toBeDefined()
     expect(benchReportMarkdown(report)).toMatch(/\| kuhn-poker-v1 \| nash \| 6 \|/)
     await expect(runBenchSuite('games', { episodes: -1 })).rejects.toSatisfy(ParseError.isInstance)
+  })
+})
+
+describe('evaluateGames on a checkpoint directory', () => {
+  it('loads config.json, model.safetensors and tokenizer.json, plays, and frees the model it loaded', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'ludic-bench-checkpoint-'))
+    try {
+      await initTensors({ backend: 'wasm', verbose: false })
+      const tokenizerJson = trainBpe(['[check] [bet] [fold] [call] Your card is: K'], { vocabSize: 270, specialTokens: ['<|end|>'] })
+      await writeFile(join(directory, 'tokenizer.json'), JSON.stringify(tokenizerJson))
+      await writeFile(join(directory, 'tokenizer_config.json'), JSON.stringify({ eos_token: '<|end|>' }))
+      const model = createModel('tiny', { vocabSize: 270, seed: 2 })
+      await saveModel(model, directory)
+      model.dispose()
+      const before = tf.memory().numTensors
+      const evaluation = await evaluateGames({
+        checkpoint: directory,
+        games: ['kuhn-poker-v1'],
+        opponents: ['nash'],
+        episodes: 4,
+        maxTokens: 4,
+        backend: 'wasm',
+      })
+      expect(evaluation.policy).toBe(`checkpoint ${directory}`)
+      expect(evaluation.rows).toHaveLength(1)
+      // An untrained model's moves are invalid: it loses them.
+      expect(evaluation.rows[0]!.invalidRate).toBeGreaterThan(0)
+      expect(tf.memory().numTensors).toBe(before)
+      await expect(evaluateGames({ checkpoint: join(directory, 'missing'), episodes: 1 })).rejects.toThrow(/tokenizer\.json|config\.json/)
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
   })
 })
 

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, policySchema, tokenizerSchema, type ChatMessage, type PolicyV1, type TokenizerV1 } from '@ludic/core'
+import { policySchema, tokenizerSchema, type ChatMessage, type PolicyV1, type TokenizerV1 } from '@ludic/core'
 import { CausalLanguageModel, createLocalPolicy, loadModel } from '@ludic/model'
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { loadTokenizer } from '@ludic/tokenizer'
@@ -110,12 +110,4 @@ function chatTemplateOf(
     return { render: (messages) => apply(messages, { addGenerationPrompt: true }) }
   }
   return { render: plainGameChatTemplate }
-}
-
-/** A policy source is required here: an `InvalidArgumentError` naming the fields when none was given. */
-export function requirePolicy(resolved: ResolvedPolicy | undefined): ResolvedPolicy {
-  if (resolved === undefined) {
-    throw new InvalidArgumentError({ argument: 'options', value: undefined, message: 'needs what to evaluate: checkpoint, model with tokenizer, or policy' })
-  }
-  return resolved
 }
