@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { downloadRepo } from '../src/download-repo.js'
 import { createFakeHub, type FakeHub } from '../src/testing/fake-hub.js'
 import { type CacheEntry, conformancePlan, conformanceRepos, listCache, materializeCache } from './cache-conformance.js'
+import { recordPythonConformance } from './record-python-conformance.js'
 
 /**
  * Ludic's cache against Python's `huggingface_hub`, through `fixtures/python-conformance.json`, which
@@ -113,5 +114,14 @@ describe('the cache layout of Python huggingface_hub (recorded fixture)', () => 
         }))
         .sort((a, b) => a.repo_id.localeCompare(b.repo_id)),
     )
+  })
+
+  // Opt-in: LUDIC_HUB_PYTHON=/path/to/python (with huggingface_hub installed) runs both sides live.
+  const python = process.env.LUDIC_HUB_PYTHON
+  it.runIf(python !== undefined)('[opt-in] a live Python huggingface_hub still writes and reads what the fixture records', async () => {
+    const live = (await recordPythonConformance(python!)) as typeof fixture
+    expect(comparable(live.pythonListing)).toEqual(comparable(fixture.pythonListing))
+    expect(live.ludicListing).toEqual(fixture.ludicListing)
+    expect({ ...live.pythonReadsLudicCache, huggingface_hub: undefined }).toEqual({ ...fixture.pythonReadsLudicCache, huggingface_hub: undefined })
   })
 })
