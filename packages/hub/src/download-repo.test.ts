@@ -273,6 +273,20 @@ describe('downloadRepo resumes interrupted downloads', () => {
     expect(sha256(await readFile(join(snapshot, 'model.safetensors')))).toBe(weights.sha256)
   })
 
+  it('retries a refused connection to the CDN (after a pause, since no bytes came)', async () => {
+    let refusals = 1
+    const flaky = ((url: string | URL | Request, init?: RequestInit) => {
+      if (String(url).includes('/cdn/') && refusals-- > 0) return Promise.reject(new TypeError('fetch failed', { cause: { code: 'ECONNREFUSED' } }))
+      return fetch(url, init)
+    }) as typeof fetch
+    const snapshot = await downloadRepo('ludic/tiny', { ...online(newCache()), fetch: flaky })
+    expect(sha256(await readFile(join(snapshot, 'model.safetensors')))).toBe(hub.fileInfo('ludic/tiny', 'model.safetensors').sha256)
+    refusals = 5
+    const error = await downloadRepo('ludic/tiny', { ...online(newCache()), fetch: flaky, retries: 0 }).catch((caught: unknown) => caught)
+    expect(error).toMatchObject({ reason: 'network', file: 'model.safetensors' })
+    expect((error as HubError).message).toMatch(/\(ECONNREFUSED\).*0 of 262144 bytes of model\.safetensors are kept/)
+  })
+
   it('gives up on a stalled transfer after timeoutMs of silence, keeping what arrived', async () => {
     const cacheDir = newCache()
     hub.injectFault({ kind: 'stall', file: 'model.safetensors', afterBytes: 4096 })

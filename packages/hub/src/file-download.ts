@@ -2,6 +2,7 @@ import { createHash, type Hash } from 'node:crypto'
 import { constants, createReadStream } from 'node:fs'
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises'
 import { dirname } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 import { ParseError } from '@ludic/core'
 import { blobPath } from './cache-layout.js'
 import { HubError } from './hub-error.js'
@@ -96,6 +97,11 @@ async function hashPrefix(hash: Hash, path: string, length: number): Promise<voi
   for await (const piece of createReadStream(path, { start: 0, end: length - 1 })) hash.update(piece as Buffer)
 }
 
+/** Waits before retry `attempt` (1, 2, …) of a transfer that made no progress: 0.5 s, 1 s, 2 s, … at most 8 s; an abort ends the wait. */
+function backOff(attempt: number, signal: AbortSignal | undefined): Promise<void> {
+  return delay(Math.min(500 * 2 ** (attempt - 1), 8000), undefined, signal === undefined ? {} : { signal })
+}
+
 /** Where the `Content-Range` of a 206 answer starts, `undefined` when it has none. */
 function rangeStart(response: Response): number | undefined {
   const match = /^bytes (\d+)-\d+\/(\d+|\*)$/.exec(response.headers.get('content-range') ?? '')
@@ -105,8 +111,9 @@ function rangeStart(response: Response): number | undefined {
 /**
  * Downloads one file into `blobs/<etag>`, through `blobs/<etag>.incomplete`: bytes already there (from an
  * interrupted call, Ludic's or an older Python's) are kept and the rest asked for with `Range: bytes=<n>-`;
- * a server that ignores the range restarts the file. A transfer cut or stalled is resumed the same way up to
- * `retries` times within the call; past that the partial file stays for the next call. Bytes are written at
+ * a server that ignores the range restarts the file. A transfer cut, stalled or answered 429/5xx is resumed the
+ * same way up to `retries` times within the call (after a pause doubling from 0.5 s when the last attempt brought
+ * no bytes); past that the partial file stays for the next call. Bytes are written at
  * their offsets (not appended), so two processes fetching the same blob write the same bytes. The result is
  * checked against the announced size and, for LFS files, the SHA-256 the etag is; a mismatch deletes the
  * partial file and is an `integrity` `HubError`. Returns `false` when the blob was already there (nothing downloaded).
@@ -130,15 +137,37 @@ export async function downloadBlob(
     position = 0
     hash = metadata.sha256 ? createHash('sha256') : undefined
   }
+  /** The error that ends the call: `failure`, saying how many bytes stay for the next call. */
+  const kept = (failure: HubError) =>
+    new HubError({
+      reason: failure.reason,
+      repoId: context.repoId,
+      revision: context.revision,
+      file: metadata.file,
+      ...(failure.status === undefined ? {} : { status: failure.status }),
+      message: `${failure.message} ${position} of ${metadata.size} bytes of ${metadata.file} are kept in the cache; the next call resumes from there.`,
+      cause: failure,
+    })
   const integrityError = (message: string) =>
     new HubError({ reason: 'integrity', repoId: context.repoId, revision: context.revision, file: metadata.file, message })
   try {
     if (position > metadata.size) await restart()
     else if (hash !== undefined) await hashPrefix(hash, incomplete, position)
     onBytes(position)
+    let startedAt = -1
     for (let attempt = 0; position < metadata.size; attempt++) {
+      if (attempt > 0 && position === startedAt) await backOff(attempt, context.signal)
+      startedAt = position
       let failure: HubError | undefined
-      const { response, timeout } = await hubRequest(context, metadata.url, { method: 'GET', range: position }, `download ${metadata.file}`, metadata.file)
+      let request: Awaited<ReturnType<typeof hubRequest>> | undefined
+      try {
+        request = await hubRequest(context, metadata.url, { method: 'GET', range: position }, `download ${metadata.file}`, metadata.file)
+      } catch (error) {
+        if (!HubError.isInstance(error)) throw error
+        if (attempt >= retries) throw kept(error)
+        continue
+      }
+      const { response, timeout } = request
       try {
         if (response.status !== 200 && response.status !== 206) {
           await response.body?.cancel()
@@ -178,17 +207,7 @@ export async function downloadBlob(
       } finally {
         timeout.dispose()
       }
-      if (failure !== undefined && attempt >= retries) {
-        throw new HubError({
-          reason: failure.reason,
-          repoId: context.repoId,
-          revision: context.revision,
-          file: metadata.file,
-          ...(failure.status === undefined ? {} : { status: failure.status }),
-          message: `${failure.message} ${position} of ${metadata.size} bytes of ${metadata.file} are kept in the cache; the next call resumes from there.`,
-          cause: failure,
-        })
-      }
+      if (failure !== undefined && attempt >= retries) throw kept(failure)
     }
   } catch (error) {
     await handle.close()
