@@ -85,7 +85,7 @@ describe('ludic train', () => {
     expect(lines.length).toBeLessThanOrEqual(12) // at the start, every 10% and the end: not one per step
     expect(lines.at(-1)).toContain('30/30')
     expect(log.stdout()).toContain('trained sft (sft.yaml): 30 steps')
-    expect(log.stdout()).toContain(`model: ${join(directory, 'sft-run', 'model')}`)
+    expect(log.stdout()).toContain(`model: ${join(directory, 'sft-run', 'model')} (ludic serve and ludic eval take it)`)
     const tty = captureIo({ tty: true })
     expect(await runCli(['train', path, '--steps', '3', '--run-directory', join(directory, 'sft-tty')], tty.io)).toBe(exitCodes.ok)
     expect(tty.stderr()).toContain('\x1B[1G') // redrawn in place
@@ -111,6 +111,9 @@ describe('ludic train', () => {
     expect(summary.evaluation!['eval/random/winRate']).toBeGreaterThanOrEqual(0)
     const tokenizer = await loadTokenizer(summary.modelDirectory!)
     expect(tokenizer.vocabSize).toBeLessThanOrEqual(320)
+    const text = captureIo()
+    expect(await runCli(['--quiet', 'train', config, ...argv.slice(3)], text.io)).toBe(exitCodes.ok)
+    expect(text.stdout()).toMatch(/^ {2}against random: win rate [\d.]+ \[[\d.]+, [\d.]+\] \(95%\), mean reward -?[\d.]+, invalid moves [\d.]+$/m)
   })
 
   it('stops at Ctrl+C after the current step, saves a checkpoint and exits 130; --resume continues', async () => {

@@ -226,19 +226,32 @@ async function writeTokenizerFiles(files: TokenizerFiles | undefined, directory:
 
 /** The summary as lines of text. */
 export function trainSummaryText(summary: TrainSummary): string {
+  const number = (value: number) => (Number.isInteger(value) ? String(value) : value.toPrecision(3))
   const figures = (metrics: Record<string, number>) =>
     Object.entries(metrics)
-      .filter(([name]) => name !== 'step')
+      .filter(([name]) => name !== 'step' && !name.startsWith('eval/'))
       .slice(0, 12)
-      .map(([name, value]) => `${name} ${Number.isInteger(value) ? value : value.toPrecision(4)}`)
+      .map(([name, value]) => `${name} ${number(value)}`)
       .join(', ')
   const lines = [
     `${summary.interrupted ? 'interrupted' : 'trained'} ${summary.kind} (${basename(summary.config)}): ${summary.steps} steps in ${summary.seconds} s on ${summary.backend}`,
   ]
   if (summary.warmUp !== undefined) lines.push(`  warm-up: ${summary.warmUp.steps} steps, nll ${summary.warmUp.nll?.toFixed(3) ?? 'n/a'}`)
   if (Object.keys(summary.last).length > 0) lines.push(`  last step: ${figures(summary.last)}`)
-  if (summary.evaluation !== undefined) lines.push(`  evaluation: ${figures(summary.evaluation)}`)
+  const evaluation = summary.evaluation ?? {}
+  // An RL evaluation: per opponent, the win rate with its 95% interval.
+  const opponents = Object.keys(evaluation)
+    .map((name) => /^eval\/(.+)\/winRate$/.exec(name)?.[1])
+    .filter((name) => name !== undefined)
+  for (const opponent of opponents) {
+    const figure = (name: string) => evaluation[`eval/${opponent}/${name}`]
+    lines.push(
+      `  against ${opponent}: win rate ${number(figure('winRate')!)} [${number(figure('winRateLow') ?? Number.NaN)}, ${number(figure('winRateHigh') ?? Number.NaN)}] (95%), ` +
+        `mean reward ${number(figure('meanReward') ?? Number.NaN)}, invalid moves ${number(figure('invalidRate') ?? Number.NaN)}`,
+    )
+  }
+  if (opponents.length === 0 && Object.keys(evaluation).length > 0) lines.push(`  held out: ${figures(evaluation)}`)
   lines.push(`  run directory: ${summary.runDirectory}`)
-  if (summary.modelDirectory !== undefined) lines.push(`  model: ${summary.modelDirectory}`)
+  if (summary.modelDirectory !== undefined) lines.push(`  model: ${summary.modelDirectory} (ludic serve and ludic eval take it)`)
   return lines.join('\n')
 }
