@@ -3,7 +3,7 @@ import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { InvalidArgumentError, ParseError } from '@ludic/core'
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { type DownloadProgress, downloadRepo } from './download-repo.js'
 import { HubError } from './hub-error.js'
 import { seededBytes, shardedRepo, singleFileRepo, tinyConfig } from './test/tiny-repo.js'
@@ -41,13 +41,17 @@ afterAll(async () => {
   await hub.close()
   await rm(directory, { recursive: true, force: true })
 })
+beforeEach(() => {
+  // The machine's own Hugging Face settings must not change what these tests see.
+  for (const name of ['HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'HF_ENDPOINT']) vi.stubEnv(name, undefined)
+})
 afterEach(() => {
   vi.unstubAllEnvs()
   hub.requests.length = 0
 })
 
-/** Options every test passes: the fake Hub, no ambient token. */
-const online = (cacheDir: string) => ({ cacheDir, endpoint: hub.endpoint, token: false as const })
+/** Options of the tests that go online: the fake Hub, no token, not offline. */
+const online = (cacheDir: string) => ({ cacheDir, endpoint: hub.endpoint, token: false as const, offline: false })
 
 describe('downloadRepo', () => {
   it('downloads only what a causal LM needs into the Python layout: refs/main, blobs by etag, relative links, .no_exist markers', async () => {
@@ -116,7 +120,7 @@ describe('downloadRepo', () => {
     // A tokenizer-only request is served by the same snapshot.
     await expect(downloadRepo('ludic/tiny', { cacheDir, fetch: throwingFetch, files: 'tokenizer' })).resolves.toBe(snapshot)
     // With refresh, the Hub is asked again (and the throwing fetch shows it was).
-    vi.unstubAllEnvs()
+    vi.stubEnv('HF_HUB_OFFLINE', undefined)
     await expect(downloadRepo('ludic/tiny', { cacheDir, fetch: throwingFetch, refresh: true })).rejects.toMatchObject({ reason: 'network' })
   })
 
@@ -155,7 +159,7 @@ describe('downloadRepo', () => {
     const never = await downloadRepo('ludic/tiny', { cacheDir, fetch: throwingFetch }).catch((error: unknown) => error)
     expect(HubError.isInstance(never) && never.reason).toBe('offline')
     expect((never as HubError).message).toMatch(/HF_HUB_OFFLINE is set.*holds no snapshot of ludic\/tiny at 'main'/)
-    vi.unstubAllEnvs()
+    vi.stubEnv('HF_HUB_OFFLINE', undefined)
     await downloadRepo('ludic/tiny', { ...online(cacheDir), files: 'tokenizer' })
     const partial = await downloadRepo('ludic/tiny', { cacheDir, offline: true, fetch: throwingFetch }).catch((error: unknown) => error)
     expect(partial).toMatchObject({ reason: 'offline', repoId: 'ludic/tiny', revision: 'main' })

@@ -65,7 +65,7 @@ export const downloadRepoOptionsSchema = z
     fetch: z.custom<typeof fetch>((value) => typeof value === 'function', 'must be a fetch function').optional(),
     /** Longest silence of the Hub (waiting for an answer or for the next bytes of one) before the request fails. Default: 30,000 ms. */
     timeoutMs: z.number().int().positive().max(3_600_000).default(30_000),
-    /** Times a cut, stalled or 5xx/429 transfer is resumed within the call. Default: 3. */
+    /** Times a cut, stalled, refused or 429/5xx transfer is resumed within the call (pausing 0.5 s, 1 s, 2 s… when one brought no bytes). Default: 3. */
     retries: z.number().int().nonnegative().max(100).default(3),
     /** Most shard files an index may list. Default: 4096. */
     maxShards: z.number().int().positive().default(4096),

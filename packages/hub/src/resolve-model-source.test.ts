@@ -29,7 +29,7 @@ describe('resolveModelSource', () => {
 
   it('downloads a repository id, with an @revision', async () => {
     const cacheDir = join(directory, 'cache')
-    const options = { cacheDir, endpoint: hub.endpoint, token: false as const }
+    const options = { cacheDir, endpoint: hub.endpoint, token: false as const, offline: false }
     await expect(resolveModelSource('ludic/tiny', options)).resolves.toBe(join(cacheDir, 'models--ludic--tiny', 'snapshots', hub.commitOf('ludic/tiny')))
     await expect(resolveModelSource('ludic/tiny@v1', options)).resolves.toBe(
       join(cacheDir, 'models--ludic--tiny', 'snapshots', hub.commitOf('ludic/tiny', 'v1')),

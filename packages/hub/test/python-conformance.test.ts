@@ -65,7 +65,7 @@ describe('the cache layout of Python huggingface_hub (recorded fixture)', () => 
 
   it('Ludic writes the cache Python writes: same folders, blob names, relative links, refs and .no_exist markers', async () => {
     const cacheDir = join(directory, 'ludic')
-    for (const { repo, revision } of conformancePlan) await downloadRepo(repo, { revision, cacheDir, endpoint: hub.endpoint, token: false })
+    for (const { repo, revision } of conformancePlan) await downloadRepo(repo, { revision, cacheDir, endpoint: hub.endpoint, token: false, offline: false })
     const listing = await listCache(cacheDir)
     expect(comparable(listing)).toEqual(comparable(fixture.pythonListing))
     // Python's offline reads below were of this very layout.

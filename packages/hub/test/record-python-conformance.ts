@@ -35,7 +35,8 @@ export async function recordPythonConformance(python: string): Promise<Record<st
   const ludicCache = await mkdtemp(join(tmpdir(), 'ludic-ludic-cache-'))
   try {
     const downloaded = await runPython(python, 'download', { HF_ENDPOINT: hub.endpoint, HF_HUB_CACHE: pythonCache, HF_HOME: pythonCache })
-    for (const { repo, revision } of conformancePlan) await downloadRepo(repo, { revision, cacheDir: ludicCache, endpoint: hub.endpoint, token: false })
+    for (const { repo, revision } of conformancePlan)
+      await downloadRepo(repo, { revision, cacheDir: ludicCache, endpoint: hub.endpoint, token: false, offline: false })
     const read = await runPython(python, 'read', { HF_HUB_OFFLINE: '1', HF_HUB_CACHE: ludicCache, HF_HOME: ludicCache })
     return {
       about:

@@ -28,7 +28,7 @@ describe('loadTokenizer', () => {
     const hub = await createFakeHub({ repos: [{ id: 'ludic-test/llama2', files: repo }] })
     const cacheDir = await mkdtemp(join(tmpdir(), 'ludic-tokenizer-hub-'))
     try {
-      const tokenizer = await loadTokenizer('ludic-test/llama2', { hub: { cacheDir, endpoint: hub.endpoint, token: false } })
+      const tokenizer = await loadTokenizer('ludic-test/llama2', { hub: { cacheDir, endpoint: hub.endpoint, token: false, offline: false } })
       expect(Array.from(tokenizer.encode('Hello world'))).toEqual([1, 22557, 1526])
       expect(hub.requests.map((request) => request.path).filter((path) => path.endsWith('model.safetensors'))).toEqual([])
       // Then from the cache alone.
@@ -36,7 +36,7 @@ describe('loadTokenizer', () => {
         hub: { cacheDir, offline: true, fetch: () => Promise.reject(new Error('no network in this test')) },
       })
       expect(Array.from(offline.encode('Hello world'))).toEqual([1, 22557, 1526])
-      await expect(loadTokenizer('ludic-test/absent', { hub: { cacheDir, endpoint: hub.endpoint, token: false } })).rejects.toMatchObject({
+      await expect(loadTokenizer('ludic-test/absent', { hub: { cacheDir, endpoint: hub.endpoint, token: false, offline: false } })).rejects.toMatchObject({
         name: 'HubError',
         reason: 'missing',
       })

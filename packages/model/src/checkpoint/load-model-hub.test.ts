@@ -59,7 +59,7 @@ describe('loadModel from a Hugging Face Hub repository id', () => {
     const tensorsBefore = tf.memory().numTensors
     const progress: string[] = []
     const loaded = await loadModel('ludic-test/tiny-qwen3', {
-      hub: { cacheDir, endpoint: hub.endpoint, token: false, onProgress: (event) => progress.push(event.file) },
+      hub: { cacheDir, endpoint: hub.endpoint, token: false, offline: false, onProgress: (event) => progress.push(event.file) },
     })
     await expectSameWeights(loaded)
     expect(new Set(progress)).toEqual(new Set(['config.json', 'generation_config.json', 'model.safetensors']))
@@ -74,7 +74,7 @@ describe('loadModel from a Hugging Face Hub repository id', () => {
 
   it('loads a sharded checkpoint at a revision (owner/name@revision)', async () => {
     const loaded = await loadModel('ludic-test/tiny-qwen3-sharded@v2', {
-      hub: { cacheDir: join(directory, 'cache-sharded'), endpoint: hub.endpoint, token: false },
+      hub: { cacheDir: join(directory, 'cache-sharded'), endpoint: hub.endpoint, token: false, offline: false },
     })
     await expectSameWeights(loaded)
     loaded.dispose()
@@ -84,7 +84,7 @@ describe('loadModel from a Hugging Face Hub repository id', () => {
 
   it('says which repository is missing, and refuses bad hub options by name', async () => {
     await expect(
-      loadModel('ludic-test/absent', { hub: { cacheDir: join(directory, 'cache-absent'), endpoint: hub.endpoint, token: false } }),
+      loadModel('ludic-test/absent', { hub: { cacheDir: join(directory, 'cache-absent'), endpoint: hub.endpoint, token: false, offline: false } }),
     ).rejects.toMatchObject({
       name: 'HubError',
       reason: 'missing',
