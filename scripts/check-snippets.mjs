@@ -8,8 +8,8 @@
  *
  * A comment on the line before a block changes what is done with it:
  * - `<!-- snippet: skip (why) -->`: not checked (a fragment on purpose); the reasons are printed.
- * - `<!-- snippet: file path/to/file.ts -->`: the block must equal that file (relative to the repository
- *   root), which its workspace type-checks and tests; the block is not compiled here.
+ * - `<!-- snippet: file path/to/file.ts -->`: the block (of any language) must equal that file (relative to the
+ *   repository root), which its workspace type-checks and tests; the block is not compiled here.
  *
  * Usage: `node scripts/check-snippets.mjs [--keep]` (`--keep` leaves `.snippets/` for inspection).
  * Exits 1 on any error.
@@ -86,7 +86,10 @@ rmSync(outDir, { recursive: true, force: true })
 mkdirSync(outDir, { recursive: true })
 
 for (const file of markdownFiles()) {
-  const blocks = blocksOf(readFileSync(join(root, file), 'utf8')).filter((block) => block.language === 'ts' || block.language === 'typescript')
+  // TypeScript blocks are compiled; a block of any language marked `snippet: file` is compared with its file.
+  const blocks = blocksOf(readFileSync(join(root, file), 'utf8')).filter(
+    (block) => block.language === 'ts' || block.language === 'typescript' || block.directive?.kind === 'file',
+  )
   blocks.forEach((block, index) => {
     const where = `${file}:${block.line}`
     if (block.directive?.kind === 'skip') {
