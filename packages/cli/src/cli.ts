@@ -131,9 +131,15 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .option('--episodes <n>', 'episodes per game and opponent (default 100)', integer('--episodes', 1))
     .option('--prompt <name>', "the model's prompt: terse (the observation, default), spiral, kuhn-terse")
     .option('--max-tokens <n>', 'most tokens per move (default 32)', integer('--max-tokens', 1))
+    .option('--set <option=value>', 'set an option of the suite, e.g. --set gameOptions.kuhn-poker-v1.rounds=1 (repeatable; values are YAML)', collect)
     .option('--out <dir>', 'where the report files go', 'bench-results')
     .option('--png', 'also write the chart as PNG')
-    .addHelpText('after', examples(['ludic eval runs/kuhn/model --games kuhn-poker-v1 --opponents random,nash --episodes 200']))
+    .addHelpText(
+      'after',
+      examples([
+        'ludic eval runs/kuhn/model --games kuhn-poker-v1 --opponents random,nash --episodes 200 --prompt kuhn-terse --set gameOptions.kuhn-poker-v1.rounds=1',
+      ]),
+    )
     .action(
       async (
         checkpoint: string,
@@ -144,6 +150,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
           episodes?: number
           prompt?: string
           maxTokens?: number
+          set?: string[]
           out: string
           png?: boolean
         },
@@ -162,6 +169,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
             ...(options.episodes === undefined ? {} : { episodes: options.episodes }),
             ...(options.prompt === undefined ? {} : { prompt: options.prompt }),
             ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
+            ...(options.set === undefined ? {} : { set: options.set }),
             ...(options.png === undefined ? {} : { png: options.png }),
           },
           context,

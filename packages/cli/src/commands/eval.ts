@@ -17,6 +17,8 @@ export interface EvalOptions {
   prompt?: string
   /** Most tokens per move. Default 32. */
   maxTokens?: number
+  /** `path=value` options of the `games` suite, values as YAML (e.g. `gameOptions.kuhn-poker-v1.rounds=1`). */
+  set?: readonly string[]
   /** Where the report files go. Default `bench-results`. */
   out?: string
   /** Also write the chart as PNG. */
@@ -40,6 +42,7 @@ export async function evaluate(source: string, options: EvalOptions = {}, partia
     {
       ...(options.out === undefined ? {} : { out: options.out }),
       ...(options.png === undefined ? {} : { png: options.png }),
+      ...(options.set === undefined ? {} : { set: options.set }),
       suiteOptions: {
         checkpoint,
         ...(options.games === undefined ? {} : { games: [...options.games] }),
