@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { numberCell, ratioCell, type BenchCell, type BenchReport } from '../bench-report.js'
@@ -6,6 +5,7 @@ import { defineBenchSuite, startClock, type BenchContext } from '../bench-suite.
 import { describeMachine } from '../machine.js'
 import { isChildError, type ChildAnswer } from './child-process.js'
 import { acceptanceShapes, kernelBackends, kernelShapes, type KernelBackend, type KernelMeasurement } from './measure-kernels.js'
+import { installedVersion } from './package-version.js'
 import { runPerfChild } from './run-perf-child.js'
 import { speedChart } from './train-step-suite.js'
 
@@ -39,14 +39,6 @@ const acceptance = [
     threshold: 0.5,
   },
 ]
-
-function packageVersion(name: string): string | undefined {
-  try {
-    return (createRequire(import.meta.url)(`${name}/package.json`) as { version: string }).version
-  } catch {
-    return undefined
-  }
-}
 
 /**
  * `kernels`: GFLOP/s of the matmul shapes Ludic's models run on every backend (each in its own process). On wasm
@@ -103,7 +95,7 @@ export const kernelsSuite = defineBenchSuite({
         ratioAfter === undefined ? 'not measured' : ratioAfter >= entry.threshold ? 'PASS' : 'FAIL',
       ]
     })
-    const wasmVersion = packageVersion('@tensorflow/tfjs-backend-wasm')
+    const wasmVersion = installedVersion('@tensorflow/tfjs-backend-wasm')
     return {
       suite: 'kernels',
       title: 'Matmul kernels: GFLOP/s per backend',

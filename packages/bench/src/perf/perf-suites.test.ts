@@ -24,6 +24,7 @@ describe('the speed suites, smallest options', () => {
     for (const [peer, ratio, ids] of peers) {
       const [cell] = column(report, ratio)
       if (report.peers[peer]!.available) {
+        expect(report.peers[peer]!.version).toMatch(/^\d+\.\d+\.\d+/)
         expect(cell).toBeGreaterThan(0)
         expect(column(report, ids)).toEqual(['identical'])
       } else expect(cell).toBe(`peer unavailable: ${report.peers[peer]!.reason}`)

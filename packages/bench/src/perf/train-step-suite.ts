@@ -286,7 +286,7 @@ export function speedChart(title: string, points: readonly { group: string; impl
       x: { field: 'group', type: 'nominal', title: null, sort: null },
       xOffset: { field: 'implementation', sort: null },
       y: { field: 'value', type: 'quantitative', scale: { type: 'log' }, title: unit },
-      color: { field: 'implementation', title: null, sort: null },
+      color: { field: 'implementation', title: null, sort: null, legend: { labelLimit: 400 } },
       tooltip: [{ field: 'group' }, { field: 'implementation' }, { field: 'value', format: ',.0f' }],
     },
   }
