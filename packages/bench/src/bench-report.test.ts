@@ -61,14 +61,14 @@ describe('benchReportMarkdown', () => {
     expect(markdown).toContain('Peers: fast 1.2.3; missing: unavailable (not installed).')
     expect(lines).toContain('| case | ours | peer | ours / peer |')
     expect(lines).toContain('| --- | ---: | ---: | ---: |')
-    expect(lines).toContain('| a\\|b | 1234.6 | 617.3 | 2 |')
+    expect(lines).toContain('| a\\|b | 1234.6 | 617.28 | 2 |')
     expect(lines).toContain('| c | — | 10 | peer unavailable: not installed |')
     expect(lines).toContain('- medians after warm-up')
   })
 
-  it('formats cells: integers as they are, 4 significant digits below 1000', () => {
+  it('formats cells: integers as they are, 5 significant digits below 1000', () => {
     expect(formatCell(42)).toBe('42')
-    expect(formatCell(0.123456)).toBe('0.1235')
+    expect(formatCell(0.1234567)).toBe('0.12346')
     expect(formatCell(null)).toBe('—')
     expect(formatCell('x\ny')).toBe('x y')
   })

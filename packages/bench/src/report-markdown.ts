@@ -45,13 +45,13 @@ export function markdownTable(table: BenchTable): string[] {
   ]
 }
 
-/** A cell as text: integers as they are, other numbers to 4 significant digits (1 decimal from 1000 up), null as `—`. */
+/** A cell as text: integers as they are, other numbers to 5 significant digits (1 decimal from 1000 up), null as `—`. */
 export function formatCell(cell: BenchCell): string {
   if (cell === null) return '—'
   if (typeof cell === 'string') return escapeCell(cell)
   if (Number.isInteger(cell)) return String(cell)
   if (Math.abs(cell) >= 1000) return cell.toFixed(1)
-  return String(Number(cell.toPrecision(4)))
+  return String(Number(cell.toPrecision(5)))
 }
 
 function escapeCell(text: string): string {

@@ -336,7 +336,7 @@ function speedChartOf(measurements: readonly Measurement[]) {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: { text: 'Tokenizer encoding MB/s', subtitle: 'measured side by side in one process' },
     background: 'white',
-    width: { step: 22 },
+    width: Math.max(240, new Set(measurements.map((entry) => entry.tokenizer)).size * 80),
     height: 240,
     data: { values: measurements.map((entry) => ({ tokenizer: entry.tokenizer, implementation: entry.implementation, value: entry.megabytesPerSecond })) },
     mark: { type: 'bar' },

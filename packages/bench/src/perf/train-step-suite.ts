@@ -269,23 +269,25 @@ export const trainStepSuite = defineBenchSuite({
 })
 
 /**
- * A grouped bar chart of speeds (one group per preset or tokenizer, one bar per implementation), log scale so
- * that implementations far apart stay readable; missing figures are left out.
+ * A grouped bar chart of speeds: one group per preset, shape or tokenizer, one bar per implementation; missing
+ * figures are left out.
  */
 export function speedChart(title: string, points: readonly { group: string; implementation: string; value: number | undefined }[], unit: string): TopLevelSpec {
   const values = points.filter((point) => point.value !== undefined && Number.isFinite(point.value) && point.value > 0)
+  const groups = new Set(values.map((point) => point.group)).size
+  const implementations = new Set(values.map((point) => point.implementation)).size
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: title, subtitle: 'measured side by side in one run; log scale' },
+    title: { text: title, subtitle: 'measured side by side in one run' },
     background: 'white',
-    width: { step: 22 },
+    width: Math.max(240, groups * (implementations * 16 + 12)),
     height: 260,
     data: { values },
     mark: { type: 'bar' },
     encoding: {
-      x: { field: 'group', type: 'nominal', title: null, sort: null },
+      x: { field: 'group', type: 'nominal', title: null, sort: null, axis: { labelAngle: groups > 6 ? -40 : 0, labelLimit: 240 } },
       xOffset: { field: 'implementation', sort: null },
-      y: { field: 'value', type: 'quantitative', scale: { type: 'log' }, title: unit },
+      y: { field: 'value', type: 'quantitative', title: unit },
       color: { field: 'implementation', title: null, sort: null, legend: { labelLimit: 400 } },
       tooltip: [{ field: 'group' }, { field: 'implementation' }, { field: 'value', format: ',.0f' }],
     },
