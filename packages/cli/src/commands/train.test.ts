@@ -92,6 +92,45 @@ describe('ludic train', () => {
     expect(tty.stderr()).toContain('3/3')
   })
 
+  it('runs CPO with a scorer module and a reward model from preference pairs', async () => {
+    const directory = temporaryDirectory()
+    const scorer = relative(directory, fileURLToPath(new URL('../test/fixtures/short-answer-scorer.js', import.meta.url)))
+    const cpo = join(directory, 'cpo.yaml')
+    await writeFile(
+      cpo,
+      rlConfig('kuhn-poker-v1', ['kind: cpo', `scorer: { module: ${scorer}, options: { weight: 0.5 } }`]).replace(
+        'ppoEpochs: 1,',
+        'ppoEpochs: 1, groupSize: 2,',
+      ),
+    )
+    const cpoRun = captureIo()
+    expect(await runCli(['--json', '--quiet', 'train', cpo, '--run-directory', join(directory, 'cpo-run')], cpoRun.io), cpoRun.stderr()).toBe(exitCodes.ok)
+    const cpoSummary = JSON.parse(cpoRun.stdout()) as TrainSummary
+    expect(cpoSummary).toMatchObject({ kind: 'cpo', steps: 2 })
+    expect(cpoSummary.last['judge/groups']).toBe(2) // episodesPerStep 2: two groups judged in the last step
+
+    await writeFile(
+      join(directory, 'pairs.jsonl'),
+      ['{"prompt":"best?","chosen":" yes","rejected":" no"}', '{"prompt":"good?","chosen":" yes","rejected":" no"}'].join('\n'),
+    )
+    const rewardModel = join(directory, 'rm.yaml')
+    await writeFile(
+      rewardModel,
+      `kind: reward-model\nmodel: ${model}\ntokenizer: { train: { vocabSize: 262 } }\ndata: pairs.jsonl\nheldOut: pairs.jsonl\nmaxLength: 32\nsteps: 2\nbatchSize: 2\n`,
+    )
+    const rmRun = captureIo()
+    expect(await runCli(['--json', '--quiet', 'train', rewardModel, '--run-directory', join(directory, 'rm-run')], rmRun.io), rmRun.stderr()).toBe(exitCodes.ok)
+    const rmSummary = JSON.parse(rmRun.stdout()) as TrainSummary
+    expect(rmSummary).toMatchObject({ kind: 'reward-model', steps: 2 })
+    expect(rmSummary.evaluation!.pairs).toBe(2)
+    const saved = await loadModel(rmSummary.modelDirectory!)
+    expect((await loadTokenizer(rmSummary.modelDirectory!)).vocabSize).toBe(saved.config.vocabSize)
+    saved.dispose()
+    const missingScorer = captureIo()
+    await writeFile(cpo, (await readFile(cpo, 'utf8')).replace(scorer, './nowhere.js'))
+    expect(await runCli(['train', cpo], missingScorer.io)).toBe(exitCodes.notFound)
+  })
+
   it("runs the Kuhn Poker example's kuhn.yaml with a small budget", async () => {
     const config = fileURLToPath(new URL('../../../../examples/selfplay-kuhn-poker/kuhn.yaml', import.meta.url))
     const { io, stdout, stderr } = captureIo()

@@ -26,6 +26,7 @@ export function captureIo(options: { cwd?: string; tty?: boolean } = {}) {
 export function useBackendAndDirectory(prefix: string): () => string {
   let directory: string | undefined
   beforeAll(async () => {
+    process.env.LUDIC_BACKEND = 'wasm' // the commands pick their backend: here the WebAssembly one, as every test
     await initTensors({ backend: 'wasm', verbose: false })
     directory = await mkdtemp(join(tmpdir(), prefix))
   })
