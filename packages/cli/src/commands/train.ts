@@ -68,8 +68,8 @@ export async function train(configPath: string, options: TrainOptions = {}, part
   const context = commandContext(partialContext)
   const started = performance.now()
   const config = resolve(context.cwd, configPath)
+  const raw = (await readRunConfigFile(config)) as Record<string, unknown> | null // a missing or broken file fails before the backend starts
   const runtime = await initTensors({ ...(context.backend === undefined ? {} : { backend: context.backend as InitTensorsOptions['backend'] }), verbose: false })
-  const raw = (await readRunConfigFile(config)) as Record<string, unknown> | null
   const overrides = [...(options.set ?? [])]
   if (options.steps !== undefined) overrides.push(`steps=${options.steps}`)
   if (options.resume === true) overrides.push('resume=true')
