@@ -1,5 +1,5 @@
 import { InvalidArgumentError, parseInput } from '@ludic/core'
-import type { BenchReport } from './bench-report.js'
+import { parseBenchReport, type BenchReport } from './bench-report.js'
 import type { BenchContext, BenchSuite } from './bench-suite.js'
 import { gamesSuite, kuhnSuite, transferSuite } from './evaluation/evaluation-suites.js'
 import { collectionSuite } from './perf/collection-suite.js'
@@ -29,7 +29,8 @@ export const benchSuiteNames: readonly string[] = Object.freeze(Object.keys(benc
 
 /**
  * Runs a suite by name: `options` (default `{}`) are parsed with its schema (`parseInput`: a `ParseError` names every
- * wrong field), then the suite runs. An unknown name is an `InvalidArgumentError` listing the names.
+ * wrong field), then the suite runs and its report is checked (`parseBenchReport`). An unknown name is an
+ * `InvalidArgumentError` listing the names.
  */
 export async function runBenchSuite(name: string, options: unknown = {}, context: BenchContext = {}): Promise<BenchReport> {
   if (typeof name !== 'string' || !Object.hasOwn(benchSuites, name)) {
@@ -38,5 +39,6 @@ export async function runBenchSuite(name: string, options: unknown = {}, context
   const suite = benchSuites[name]!
   const parsed = parseInput(suite.optionsSchema, options ?? {}, { source: `the options of bench suite '${name}'` })
   context.signal?.throwIfAborted()
-  return suite.run(parsed, context)
+  // The suite's report is checked too: a row that does not fit its columns or a NaN is a suite bug, caught here.
+  return parseBenchReport(await suite.run(parsed, context), `the report of bench suite '${name}'`)
 }

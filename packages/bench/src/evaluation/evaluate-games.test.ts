@@ -45,9 +45,12 @@ describe('evaluateGames', () => {
     // A perfect player never loses TicTacToe.
     const minimax = evaluation.rows.find((row) => row.opponent === 'minimax')!
     expect(minimax.winRate).toBe(0)
+    // TicTacToe ends within 9 moves: never cut at a turn limit.
+    expect(minimax.truncatedRate).toBe(0)
     const table = gameEvaluationTable(evaluation)
     expect(table.rows).toHaveLength(4)
     expect(table.columns).toContain('win 95% interval')
+    expect(table.columns).toContain('truncated')
     expect(table.notes?.join(' ')).toContain('Not played')
   })
 

@@ -80,6 +80,8 @@ export interface GameEvaluationRow extends Omit<MatchFigures, 'winRateBySeat'> {
   drawRateInterval: [number, number]
   lossRateInterval: [number, number]
   winRateBySeat: Record<string, number>
+  /** Share of episodes cut at a turn limit (the game's `maxTurns` or the rollout's): they count as draws. */
+  truncatedRate: number
 }
 
 export interface GameEvaluation {
@@ -98,7 +100,10 @@ export interface GameEvaluation {
  * move loses), with win, draw and loss rates and their 95% Wilson intervals. Without a policy source the uniform
  * random player is evaluated (a calibration: against `random` it wins about as often as it loses).
  */
-export async function evaluateGames(options: EvaluateGamesOptions, context: { signal?: AbortSignal; log?(line: string): void } = {}): Promise<GameEvaluation> {
+export async function evaluateGames(
+  options: EvaluateGamesOptions,
+  context: { signal?: AbortSignal; log?(line: string): void; onProgress?(done: number, total: number, label?: string): void } = {},
+): Promise<GameEvaluation> {
   const parsed = parseArgument(evaluateGamesOptionsSchema, options, 'options')
   checkTwoPlayerGames(parsed.games)
   const resolved = (await resolvePolicy(parsed, parsed.seed)) ?? {
@@ -110,9 +115,10 @@ export async function evaluateGames(options: EvaluateGamesOptions, context: { si
   const rows: GameEvaluationRow[] = []
   const skipped: string[] = []
   try {
-    for (const opponent of parsed.opponents) {
+    for (const [index, opponent] of parsed.opponents.entries()) {
       context.signal?.throwIfAborted()
       const name = typeof opponent === 'string' ? opponent : opponent.name
+      context.onProgress?.(index, parsed.opponents.length, name)
       const plays = typeof opponent === 'string' ? opponentGames[opponent] : undefined
       const played = parsed.games.filter((game) => plays === undefined || plays.includes(game))
       for (const game of parsed.games) if (!played.includes(game)) skipped.push(`${name} does not play ${game}`)
@@ -139,9 +145,12 @@ export async function evaluateGames(options: EvaluateGamesOptions, context: { si
       for (const game of played) {
         const figures = match.byEnvironment[game]
         if (figures === undefined) continue
-        rows.push(gameRow(game, name, figures))
+        const episodes = match.trajectories.filter((trajectory) => trajectory.environmentId === game)
+        const truncatedRate = episodes.length === 0 ? 0 : episodes.filter((trajectory) => trajectory.truncated).length / episodes.length
+        rows.push({ ...gameRow(game, name, figures), truncatedRate })
       }
     }
+    context.onProgress?.(parsed.opponents.length, parsed.opponents.length)
   } finally {
     resolved.dispose()
   }
@@ -185,7 +194,7 @@ export const legalActionsPrompt: PromptFunction = (view: TurnView): ChatMessage[
   },
 ]
 
-function gameRow(game: string, opponent: string, figures: MatchFigures): GameEvaluationRow {
+function gameRow(game: string, opponent: string, figures: MatchFigures): Omit<GameEvaluationRow, 'truncatedRate'> {
   const { episodes } = figures
   return {
     game,
@@ -214,6 +223,7 @@ export function gameEvaluationTable(evaluation: GameEvaluation): BenchTable {
       'loss 95% interval',
       'mean reward',
       'invalid moves',
+      'truncated',
     ],
     rows: evaluation.rows.map((row) => [
       row.game,
@@ -227,9 +237,10 @@ export function gameEvaluationTable(evaluation: GameEvaluation): BenchTable {
       interval(row.lossRateInterval),
       numberCell(row.meanReward, 3),
       numberCell(row.invalidRate, 3),
+      numberCell(row.truncatedRate, 3),
     ]),
     notes: [
-      'Seats alternate episode by episode; an invalid move loses the episode (−1 / +1). Intervals: Wilson score, 95%.',
+      'Seats alternate episode by episode; an invalid move loses the episode (−1 / +1); an episode cut at a turn limit (truncated) is a draw. Intervals: Wilson score, 95%.',
       ...(evaluation.skipped.length === 0 ? [] : [`Not played: ${evaluation.skipped.join('; ')}.`]),
     ],
   }
@@ -244,7 +255,7 @@ export function gameEvaluationChart(evaluation: GameEvaluation): TopLevelSpec {
     high: row.winRateInterval[1],
     opponent: row.opponent,
   }))
-  const y = { field: 'match', type: 'nominal', title: null, sort: null } as const
+  const y = { field: 'match', type: 'nominal', title: null, sort: null, axis: { labelLimit: 360 } } as const
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: { text: `Win rate: ${evaluation.policy}`, subtitle: `${evaluation.episodes} episodes per game and opponent, 95% Wilson intervals` },

@@ -195,7 +195,7 @@ export function kuhnEvaluationChart(rows: readonly KuhnEvaluationRow[]): TopLeve
         data: { values: rows.map((row) => ({ policy: row.policy, exploitability: row.exploitability })) },
         mark: { type: 'bar', color: '#4c78a8' },
         encoding: {
-          y: { field: 'policy', type: 'nominal', sort: null, title: null },
+          y: { field: 'policy', type: 'nominal', sort: null, title: null, axis: { labelLimit: 360 } },
           x: { field: 'exploitability', type: 'quantitative', scale: { domainMin: 0 } },
         },
       },

@@ -225,7 +225,11 @@ export function transferChart(result: TransferResult): TopLevelSpec {
     width: 420,
     height: { step: 22 },
     data: { values },
-    encoding: { y: { field: 'game', type: 'nominal', title: null }, yOffset: { field: 'model' }, color: { field: 'model', title: null } },
+    encoding: {
+      y: { field: 'game', type: 'nominal', title: null, axis: { labelLimit: 320 } },
+      yOffset: { field: 'model' },
+      color: { field: 'model', title: null, legend: { labelLimit: 400 } },
+    },
     layer: [
       {
         mark: { type: 'rule', strokeWidth: 2 },
