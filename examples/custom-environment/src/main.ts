@@ -41,11 +41,13 @@ export interface TrainOptions {
   episodesPerStep?: number
   evaluationEpisodes?: number
   seed?: number
+  /** Progress bars on stderr. */
+  progress?: boolean
 }
 
 /** A tiny model made from scratch: a warm-up on random legal moves, then self-play; its win rate against random play. */
 export async function train(options: TrainOptions = {}) {
-  const { warmUpSteps = 60, steps = 30, episodesPerStep = 64, evaluationEpisodes = 200, seed = 0 } = options
+  const { warmUpSteps = 60, steps = 30, episodesPerStep = 64, evaluationEpisodes = 200, seed = 0, progress = false } = options
   const examples = randomPlayExamples()
   const bpe = trainBpe(
     examples.map((example) => example.prompt + example.response),
@@ -62,11 +64,11 @@ export async function train(options: TrainOptions = {}) {
   }
 
   const warmUp = createSftTrainer({ model, tokenizer, examples, batchSize: 16, optimizer: { learningRate: 2e-3 }, seed })
-  await warmUp.run({ steps: warmUpSteps })
+  await warmUp.run({ steps: warmUpSteps, progress })
   warmUp.dispose()
   const before = await againstRandom()
   const trainer = createRlTrainer({ model, tokenizer, chatTemplate, environments, seed, batch: { episodesPerStep, maxTokens: 8 } })
-  await trainer.run({ steps })
+  await trainer.run({ steps, progress })
   const after = await againstRandom()
   trainer.dispose()
   model.dispose()
@@ -76,7 +78,7 @@ export async function train(options: TrainOptions = {}) {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   console.log(await playOnce())
   await initTensors() // the TensorFlow.js backend: LUDIC_BACKEND, else the fastest one installed
-  const { before, after } = await train()
+  const { before, after } = await train({ progress: true })
   const percent = (value: number) => `${(100 * value).toFixed(1)}%`
   console.log(`against random play: win rate ${percent(before.winRate)} after the warm-up, ${percent(after.winRate)} after self-play`)
   console.log(`invalid moves: ${percent(before.invalidRate)} after the warm-up, ${percent(after.invalidRate)} after self-play`)
