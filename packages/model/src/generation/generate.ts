@@ -4,6 +4,8 @@ import { createStreamDecoder } from '@ludic/tokenizer'
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
+import { FusedDecoder, fusedDecoderSupports } from './fused-decoder.js'
+import { HostDecoder } from './host-decoder.js'
 import { sampleToken, type SamplingParameters } from './sampling.js'
 
 const tokenIdsSchema = z.union([z.instanceof(Int32Array), z.array(z.number().int())])
@@ -42,6 +44,8 @@ export const modelGenerateOptionsSchema = z
      * only; the pieces of a sequence join to its `text` (stop token left out, cut before a stop string).
      */
     onText: z.custom<(sequenceIndex: number, text: string) => void>((value) => typeof value === 'function', 'must be a function').optional(),
+    /** How decode steps run (see `DecodePath`). Default: `'auto'`. */
+    decodePath: z.enum(['auto', 'fused', 'host', 'layers']).default('auto'),
   })
   .strict()
   .refine((options) => (options.inputIds === undefined) !== (options.prompts === undefined), {
@@ -119,6 +123,7 @@ export async function generate(model: CausalLanguageModel, options: ModelGenerat
   return generateRows(model, rows, tokenizer, {
     ...(parsed.signal === undefined ? {} : { signal: parsed.signal }),
     ...(parsed.onText === undefined ? {} : { onText: parsed.onText }),
+    decodePath: parsed.decodePath,
   })
 }
 
@@ -137,11 +142,31 @@ export function defaultStopTokenIds(model: CausalLanguageModel, tokenizer: Token
  */
 const yieldIntervalMs = 10
 
-/** What `generateRows` takes besides the rows: an `AbortSignal` and a streaming callback (see `generate`). */
+/**
+ * How the decode steps after the prompt's prefill run (the prefill always runs `model.hiddenStates`):
+ *
+ * - `'fused'`: `FusedDecoder` — the step rearranged for one token into about 60% of the ops, none of them a
+ *   transposed product or a broadcast over heads (fused input-major weights built once per generation, norms
+ *   and 1/√headDim folded in, RoPE as two products, keys kept transposed).
+ * - `'host'`: `HostDecoder` — the same weights read to the host once per generation and each step computed in
+ *   plain JavaScript with the keys and values in preallocated buffers: no op reaches the backend.
+ * - `'layers'`: `model.hiddenStates` with its `KeyValueCache`, op for op what training computes.
+ * - `'auto'` (the default): `chooseDecodePath` — `'host'` on the JS CPU backend and for small steps on the
+ *   native TensorFlow CPU backend, else `'fused'`; `'layers'` for models the others do not run (GPT-2, Qwen3's
+ *   query/key norms, a generation longer than a sliding window).
+ *
+ * All compute the same function: logits differ by float32 rounding only, so a sampled token can differ where
+ * a draw falls within that rounding of a boundary.
+ */
+export type DecodePath = 'auto' | 'fused' | 'host' | 'layers'
+
+/** What `generateRows` takes besides the rows: an `AbortSignal`, a streaming callback and the decode path (see `generate`). */
 export interface GenerationControls {
   signal?: AbortSignal
   /** Each row's new text, whole characters; needs a tokenizer. */
   onText?: (rowIndex: number, text: string) => void
+  /** Default: `'auto'`. */
+  decodePath?: DecodePath
 }
 
 /**
@@ -156,9 +181,18 @@ export async function generateRows(
   tokenizer?: TokenizerV1,
   controls: GenerationControls = {},
 ): Promise<GeneratedSequence[]> {
-  const { signal, onText } = controls
+  const { signal, onText, decodePath = 'auto' } = controls
   signal?.throwIfAborted()
   const { vocabSize } = model.config
+  const contextLength = batchContextLength(rows)
+  const supported = fusedDecoderSupports(model, contextLength)
+  if ((decodePath === 'fused' || decodePath === 'host') && !supported) {
+    throw new InvalidArgumentError({
+      argument: 'decodePath',
+      value: decodePath,
+      message: `the ${decodePath} decoder runs Llama-style models only (this is ${model.config.architecture}${model.config.queryKeyNorm ? ' with query/key norms' : ''}${model.config.slidingWindow === null ? '' : `, sliding window ${model.config.slidingWindow}`}): use 'auto' or 'layers'`,
+    })
+  }
   rows.forEach((row, index) => {
     if (row.promptIds.length === 0)
       throw new InvalidArgumentError({ argument: `inputIds[${index}]`, value: row.promptIds, message: 'a prompt needs at least one token' })
@@ -198,10 +232,20 @@ export async function generateRows(
     return tokenizer!.decode(last !== undefined && rows[index]!.stopTokenIds.has(last) ? tokenIds.slice(0, -1) : tokenIds)
   }
   const streams = onText === undefined || tokenizer === undefined ? undefined : rows.map((row) => createTextStream(tokenizer, row.stopStrings))
+  const path = decodePath === 'auto' ? (supported ? chooseDecodePath(model, rows.length) : 'layers') : decodePath
   const cache = model.createCache()
+  let decoder: FusedDecoder | undefined
+  let hostDecoder: HostDecoder | undefined
   let lastYield = performance.now()
   try {
     let logits = await lastLogits(model, inputRows, maskRows, cache)
+    if (path === 'fused') {
+      decoder = new FusedDecoder(model)
+      decoder.adoptCache(cache)
+    } else if (path === 'host') {
+      hostDecoder = new HostDecoder(model, contextLength)
+      hostDecoder.adoptCache(cache, batch)
+    }
     for (;;) {
       const next = new Int32Array(batch).fill(padId)
       rows.forEach((row, index) => {
@@ -238,14 +282,20 @@ export async function generateRows(
         grown[mask.length] = finishReasons[index] === undefined ? 1 : 0 // a finished row's padding is not attended
         return grown
       })
-      logits = await lastLogits(
-        model,
-        Array.from(next, (token) => Int32Array.of(token)),
-        maskRows,
-        cache,
-      )
+      if (hostDecoder !== undefined) {
+        const { positions, padding } = stepPositions(maskRows)
+        logits = hostDecoder.step(next, positions, padding)
+      } else if (decoder !== undefined) logits = await fusedLogits(decoder, next, maskRows)
+      else
+        logits = await lastLogits(
+          model,
+          Array.from(next, (token) => Int32Array.of(token)),
+          maskRows,
+          cache,
+        )
     }
   } finally {
+    decoder?.dispose()
     cache.dispose()
   }
   return rows.map((row, index) => {
@@ -289,6 +339,75 @@ async function lastLogits(
     return (await logits.data()) as Float32Array
   } finally {
     logits.dispose()
+  }
+}
+
+/**
+ * One `FusedDecoder` step for the newest token of each row: positions and padding bias from the attention
+ * mask as `model.hiddenStates` derives them (`cumsum(mask) - 1`, 1 on a masked slot; -1e9 where masked).
+ */
+async function fusedLogits(decoder: FusedDecoder, tokens: Int32Array, maskRows: Int32Array[]): Promise<Float32Array> {
+  const { positions, padding } = stepPositions(maskRows)
+  const logits = decoder.step(tokens, positions, padding)
+  try {
+    return (await logits.data()) as Float32Array
+  } finally {
+    logits.dispose()
+  }
+}
+
+/**
+ * The newest token's position in each row and the padding bias `[batch · length]` of a decode step, from the
+ * attention mask as `model.hiddenStates` derives them: `cumsum(mask) - 1` (1 on a masked slot); -1e9 where
+ * masked, undefined when nothing is.
+ */
+function stepPositions(maskRows: Int32Array[]): { positions: Int32Array; padding: Float32Array | undefined } {
+  const batch = maskRows.length
+  const length = maskRows[0]!.length
+  const positions = new Int32Array(batch)
+  let padding: Float32Array | undefined
+  maskRows.forEach((mask, row) => {
+    let attended = 0
+    for (let column = 0; column < length; column++) {
+      if (mask[column] !== 0) attended++
+      else {
+        padding ??= new Float32Array(batch * length)
+        padding[row * length + column] = -1e9
+      }
+    }
+    positions[row] = mask[length - 1] !== 0 ? attended - 1 : 1
+  })
+  return { positions, padding }
+}
+
+/**
+ * `'auto'`'s choice for a model the fused paths support: `'host'` on the pure-JS CPU backend, and on the native
+ * TensorFlow CPU backend while a step is small (batch × multiply-adds per token ≤ `hostDecodeMultiplyAdds`),
+ * where each op's fixed cost outweighs the arithmetic; `'fused'` elsewhere (WebAssembly, GPUs, larger steps).
+ */
+export function chooseDecodePath(model: CausalLanguageModel, batch: number): 'fused' | 'host' {
+  const backend = tf.getBackend()
+  if (backend === 'cpu') return 'host'
+  if (backend === 'tensorflow' && !isGpuBackend() && batch * multiplyAddsPerToken(model) <= hostDecodeMultiplyAdds) return 'host'
+  return 'fused'
+}
+
+/** See `chooseDecodePath`: measured break-even of the host and fused decoders on the native backend (README). */
+const hostDecodeMultiplyAdds = 12_000_000
+
+/** Multiply-adds of the linear layers for one token (attention over the cache left out). */
+function multiplyAddsPerToken(model: CausalLanguageModel): number {
+  const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = model.config
+  const perLayer = hiddenSize * (heads + 2 * keyValueHeads) * headDim + heads * headDim * hiddenSize + 3 * hiddenSize * intermediateSize
+  return numHiddenLayers * perLayer + hiddenSize * vocabSize
+}
+
+function isGpuBackend(): boolean {
+  const backend = tf.backend() as unknown as { binding?: { isUsingGpuDevice?: () => boolean } }
+  try {
+    return backend.binding?.isUsingGpuDevice?.() === true
+  } catch {
+    return false
   }
 }
 

@@ -27,8 +27,13 @@ export interface SampledToken {
  */
 export function sampleToken(logits: Float32Array, offset: number, vocab: number, parameters: SamplingParameters, random: Random): SampledToken {
   const row = logits.subarray(offset, offset + vocab)
-  const token = parameters.temperature === 0 ? argmax(row) : drawFiltered(row, parameters, random)
-  return { token, logprob: logSoftmaxAt(row, token) }
+  if (parameters.temperature === 0) {
+    const token = argmax(row)
+    return { token, logprob: logSoftmaxAt(row, token) }
+  }
+  const { token, max, total } = drawFiltered(row, parameters, random)
+  // At temperature 1 the draw's unfiltered weights are exactly logSoftmaxAt's terms, summed in the same order.
+  return { token, logprob: parameters.temperature === 1 ? row[token]! - max - Math.log(total) : logSoftmaxAt(row, token) }
 }
 
 /** log softmax(row)[index], in float64. */
@@ -46,14 +51,20 @@ function argmax(row: Float32Array): number {
   return best
 }
 
-function drawFiltered(row: Float32Array, parameters: SamplingParameters, random: Random): number {
+/** The drawn token, the row's largest logit and the sum of the unfiltered weights `exp((logit - max) / T)`. */
+function drawFiltered(row: Float32Array, parameters: SamplingParameters, random: Random): { token: number; max: number; total: number } {
   const { temperature, topK, topP, minP } = parameters
   const vocab = row.length
   let max = -Infinity
   for (let index = 0; index < vocab; index++) if (row[index]! > max) max = row[index]!
   // Unnormalised tempered probabilities exp((logit - max) / T).
   const weights = new Float64Array(vocab)
-  for (let index = 0; index < vocab; index++) weights[index] = Math.exp((row[index]! - max) / temperature)
+  let unfiltered = 0
+  for (let index = 0; index < vocab; index++) {
+    const weight = Math.exp((row[index]! - max) / temperature)
+    weights[index] = weight
+    unfiltered += weight
+  }
 
   if ((topK > 0 && topK < vocab) || topP < 1) {
     const order = Array.from({ length: vocab }, (_, index) => index).sort((a, b) => weights[b]! - weights[a]! || a - b)
@@ -87,7 +98,7 @@ function drawFiltered(row: Float32Array, parameters: SamplingParameters, random:
     if (weight === 0) continue
     last = index
     target -= weight
-    if (target < 0) return index
+    if (target < 0) return { token: index, max, total: unfiltered }
   }
-  return last
+  return { token: last, max, total: unfiltered }
 }

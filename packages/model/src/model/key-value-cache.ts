@@ -13,6 +13,7 @@ export class KeyValueCache {
   private lengthHeld = 0
   private batchSize: number | undefined
   private disposed = false
+  private taken = false
 
   constructor(readonly numLayers: number) {
     this.keys = new Array<tf.Tensor4D | undefined>(numLayers).fill(undefined)
@@ -43,6 +44,7 @@ export class KeyValueCache {
    * enclosing `tf.tidy`); the previous ones are freed.
    */
   append(layer: number, key: tf.Tensor4D, value: tf.Tensor4D): { key: tf.Tensor4D; value: tf.Tensor4D } {
+    if (this.taken) throw new LudicError('the KeyValueCache handed its tensors over (take())')
     const pastKey = this.keys[layer]
     const pastValue = this.values[layer]
     const allKeys = tf.keep(pastKey === undefined ? tf.clone(key) : tf.concat([pastKey, key], 2))
@@ -58,6 +60,20 @@ export class KeyValueCache {
   advance(batch: number, time: number): void {
     this.batchSize = batch
     this.lengthHeld += time
+  }
+
+  /**
+   * Hands every layer's keys and values (`[batch, keyValueHeads, length, headDim]`) to the caller, who then
+   * owns them; the cache keeps its length and batch but no tensors (a later `append` fails).
+   */
+  take(): { keys: tf.Tensor4D[]; values: tf.Tensor4D[] } {
+    if (this.disposed) throw new LudicError('the KeyValueCache was disposed')
+    if (this.keys.some((key) => key === undefined)) throw new LudicError('the KeyValueCache holds no keys yet (run a forward pass with it first)')
+    const taken = { keys: this.keys.slice() as tf.Tensor4D[], values: this.values.slice() as tf.Tensor4D[] }
+    this.keys.fill(undefined)
+    this.values.fill(undefined)
+    this.taken = true
+    return taken
   }
 
   dispose(): void {

@@ -1,0 +1,149 @@
+import * as tf from '@tensorflow/tfjs-core'
+import { InvalidArgumentError } from '@ludic/core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { applyLora } from '../lora/apply-lora.js'
+import { createModel, type CreateModelOptions } from '../model/create-model.js'
+import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { initTestBackend } from '../test/init-test-backend.js'
+import { generate, type GeneratedSequence, type ModelGenerateOptions } from './generate.js'
+
+beforeAll(initTestBackend)
+
+/** Random weights with a wide spread, so the distributions are far from uniform; grouped-query attention. */
+const sizes = { hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, intermediateSize: 64, initializerRange: 0.3 }
+
+function tinyModel(seed: number, overrides: CreateModelOptions['overrides'] = {}): CausalLanguageModel {
+  return createModel('tiny', { vocabSize: 259, seed, overrides: { ...sizes, ...overrides } })
+}
+
+/** Gives every bias (zero at creation) and LoRA B (zero at attachment) random values, so they matter. */
+function randomize(model: CausalLanguageModel, pattern: RegExp, seed: number): void {
+  for (const [name, variable] of model.parameters()) {
+    if (pattern.test(name)) tf.tidy(() => variable.assign(tf.randomNormal(variable.shape, 0, 0.3, 'float32', seed++)))
+  }
+}
+
+/** Eight prompts of different lengths (left padding), some of them repeated. */
+const prompts = [[5, 9, 13, 2, 44], [7], [100, 3, 8], [1, 2, 3, 4, 5, 6, 7, 8, 9], [258, 0], [7], [40, 41], [99, 98, 97, 96]].map((row) => Int32Array.from(row))
+
+/** Runs `generate` on every decode path and checks each against `'layers'`: same tokens and finish reasons, log-probs within 1e-4, no tensor left. */
+async function expectPathsAgree(model: CausalLanguageModel, options: Omit<ModelGenerateOptions, 'decodePath'>): Promise<GeneratedSequence[]> {
+  const before = tf.memory().numTensors
+  const reference = await generate(model, { ...options, decodePath: 'layers' })
+  for (const decodePath of ['fused', 'host', 'auto'] as const) {
+    const result = await generate(model, { ...options, decodePath })
+    expect(tf.memory().numTensors).toBe(before)
+    expect(result.map((sequence) => [...sequence.tokenIds])).toEqual(reference.map((sequence) => [...sequence.tokenIds]))
+    expect(result.map((sequence) => sequence.finishReason)).toEqual(reference.map((sequence) => sequence.finishReason))
+    result.forEach((sequence, row) => {
+      sequence.logprobs.forEach((logprob, index) => expect(Math.abs(logprob - reference[row]!.logprobs[index]!)).toBeLessThan(1e-4))
+    })
+  }
+  return reference
+}
+
+describe('decode paths', () => {
+  let model: CausalLanguageModel
+  beforeAll(() => {
+    model = tinyModel(11)
+  })
+  afterAll(() => model.dispose())
+
+  it('fused and host decoding give the greedy tokens and log-probs of the layer-by-layer path, batch 1 and 8, left-padded', async () => {
+    for (const inputIds of [prompts.slice(0, 1), prompts.slice(1, 2), prompts]) {
+      const reference = await expectPathsAgree(model, { inputIds, maxNewTokens: 12, temperature: 0, stopTokenIds: [] })
+      expect(reference.every((sequence) => sequence.tokenIds.length === 12)).toBe(true)
+    }
+  })
+
+  it('agree when stop tokens end some rows early (their later positions masked)', async () => {
+    const free = await generate(model, { inputIds: prompts, maxNewTokens: 10, temperature: 0, stopTokenIds: [] })
+    // A stop id that occurs mid-way in row 0 but not in some other row: row 0 finishes early, that one runs on.
+    const stop = [...free[0]!.tokenIds.slice(1)].find((token) => free.some((sequence) => !sequence.tokenIds.includes(token)))
+    expect(stop).toBeDefined()
+    const stops = [stop!]
+    const reference = await expectPathsAgree(model, { inputIds: prompts, maxNewTokens: 10, temperature: 0, stopTokenIds: stops })
+    expect(reference.some((sequence) => sequence.finishReason === 'stop')).toBe(true)
+    expect(reference.some((sequence) => sequence.finishReason === 'length')).toBe(true)
+  })
+
+  it('agree when sampling with a seed (temperature, top-k, top-p, min-p)', async () => {
+    await expectPathsAgree(model, { inputIds: prompts, maxNewTokens: 10, temperature: 1, seed: 3, stopTokenIds: [] })
+    await expectPathsAgree(model, {
+      inputIds: prompts,
+      maxNewTokens: 10,
+      temperature: 0.7,
+      topK: 20,
+      topP: 0.9,
+      minP: 0.05,
+      seed: [1, 2, 3, 4, 5, 6, 7, 8],
+      stopTokenIds: [],
+    })
+  })
+
+  it('apply attached, unmerged LoRA adapters (every projection) as the layer-by-layer path does', async () => {
+    const adapted = tinyModel(12)
+    try {
+      const adapters = applyLora(adapted, { rank: 4, alpha: 8, targetModules: 'all-linear', seed: 2 })
+      randomize(adapted, /lora_B/, 40)
+      const plain = await generate(adapted, { inputIds: prompts, maxNewTokens: 8, temperature: 0, stopTokenIds: [], decodePath: 'layers' })
+      const reference = await expectPathsAgree(adapted, { inputIds: prompts, maxNewTokens: 8, temperature: 0, stopTokenIds: [] })
+      expect(reference).toEqual(plain)
+      adapters.merge()
+      await expectPathsAgree(adapted, { inputIds: prompts, maxNewTokens: 8, temperature: 0, stopTokenIds: [] })
+      // The adapters change the model: the base model alone decodes other tokens.
+      adapters.remove()
+      const base = await generate(adapted, { inputIds: prompts, maxNewTokens: 8, temperature: 0, stopTokenIds: [], decodePath: 'fused' })
+      expect(base.map((sequence) => [...sequence.tokenIds])).not.toEqual(reference.map((sequence) => [...sequence.tokenIds]))
+    } finally {
+      adapted.dispose()
+    }
+  })
+
+  it('agree with projection and MLP biases (Qwen2 style) and an untied output projection', async () => {
+    const biased = tinyModel(13, { attentionBias: true, attentionOutputBias: true, mlpBias: true, tieWordEmbeddings: false })
+    try {
+      randomize(biased, /\.bias$/, 70)
+      await expectPathsAgree(biased, { inputIds: prompts, maxNewTokens: 8, temperature: 0, stopTokenIds: [] })
+    } finally {
+      biased.dispose()
+    }
+  })
+
+  it("'fused' and 'host' refuse models they cannot run; 'auto' decodes them layer by layer", async () => {
+    const gpt2 = createModel('tiny', { vocabSize: 259, seed: 14, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
+    try {
+      for (const decodePath of ['fused', 'host'] as const) {
+        await expect(generate(gpt2, { inputIds: prompts.slice(0, 2), maxNewTokens: 3, decodePath })).rejects.toThrow(InvalidArgumentError)
+      }
+      const auto = await generate(gpt2, { inputIds: prompts.slice(0, 2), maxNewTokens: 3, temperature: 0, stopTokenIds: [] })
+      const layers = await generate(gpt2, { inputIds: prompts.slice(0, 2), maxNewTokens: 3, temperature: 0, stopTokenIds: [], decodePath: 'layers' })
+      expect(auto).toEqual(layers)
+    } finally {
+      gpt2.dispose()
+    }
+  })
+
+  it('an abort stops the fused and host paths at a decode step, every tensor freed', async () => {
+    for (const decodePath of ['fused', 'host'] as const) {
+      const before = tf.memory().numTensors
+      const controller = new AbortController()
+      let pieces = 0
+      const { createByteTokenizer } = await import('@ludic/core/test')
+      const run = generate(model, {
+        inputIds: prompts,
+        maxNewTokens: 200,
+        temperature: 1,
+        stopTokenIds: [],
+        tokenizer: createByteTokenizer(),
+        signal: controller.signal,
+        decodePath,
+        onText: () => {
+          if (++pieces === 3) controller.abort(new Error('enough'))
+        },
+      })
+      await expect(run).rejects.toThrow('enough')
+      expect(tf.memory().numTensors).toBe(before)
+    }
+  })
+})
