@@ -5,7 +5,7 @@ import { applyLora } from '../lora/apply-lora.js'
 import { createModel, type CreateModelOptions } from '../model/create-model.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { initTestBackend } from '../test/init-test-backend.js'
-import { generate, type GeneratedSequence, type ModelGenerateOptions } from './generate.js'
+import { chooseDecodePath, generate, type GeneratedSequence, type ModelGenerateOptions } from './generate.js'
 
 beforeAll(initTestBackend)
 
@@ -108,6 +108,11 @@ describe('decode paths', () => {
     } finally {
       biased.dispose()
     }
+  })
+
+  it("'auto' decodes small models on the host on CPU backends, and not where the weights and cache would pass 1 GiB", () => {
+    expect(chooseDecodePath(model, 8, 100)).toBe('host')
+    expect(chooseDecodePath(model, 4096, 2048)).toBe('fused') // 4096 rows × 2048 positions of keys and values
   })
 
   it("'fused' and 'host' refuse models they cannot run; 'auto' decodes them layer by layer", async () => {

@@ -24,7 +24,8 @@ describe('generate: yielding, aborting, streaming', () => {
     const timer = setInterval(() => ticks.push(performance.now()), 1)
     const start = performance.now()
     try {
-      await generate(model, { inputIds: [[1, 2, 3]], maxNewTokens: 400, stopTokenIds: [] })
+      // Long enough (8 rows × 1500 tokens) for many timer ticks however fast the decode path is.
+      await generate(model, { inputIds: Array.from({ length: 8 }, (_, row) => [1, 2, row]), maxNewTokens: 1500, stopTokenIds: [] })
     } finally {
       clearInterval(timer)
     }

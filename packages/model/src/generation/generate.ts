@@ -5,7 +5,7 @@ import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
 import { FusedDecoder, fusedDecoderSupports } from './fused-decoder.js'
-import { HostDecoder } from './host-decoder.js'
+import { HostDecoder, hostDecoderFloats } from './host-decoder.js'
 import { sampleToken, type SamplingParameters } from './sampling.js'
 
 const tokenIdsSchema = z.union([z.instanceof(Int32Array), z.array(z.number().int())])
@@ -145,15 +145,16 @@ const yieldIntervalMs = 10
 /**
  * How the decode steps after the prompt's prefill run (the prefill always runs `model.hiddenStates`):
  *
+ * - `'host'`: `HostDecoder` — the weights copied to the host once per generation and each step computed there:
+ *   every product in one small WebAssembly SIMD kernel, the rest in JavaScript, keys and values in
+ *   preallocated buffers. No op reaches the backend during a step.
  * - `'fused'`: `FusedDecoder` — the step rearranged for one token into about 60% of the ops, none of them a
  *   transposed product or a broadcast over heads (fused input-major weights built once per generation, norms
  *   and 1/√headDim folded in, RoPE as two products, keys kept transposed).
- * - `'host'`: `HostDecoder` — the same weights read to the host once per generation and each step computed in
- *   plain JavaScript with the keys and values in preallocated buffers: no op reaches the backend.
  * - `'layers'`: `model.hiddenStates` with its `KeyValueCache`, op for op what training computes.
- * - `'auto'` (the default): `chooseDecodePath` — `'host'` on the JS CPU backend and for small steps on the
- *   native TensorFlow CPU backend, else `'fused'`; `'layers'` for models the others do not run (GPT-2, Qwen3's
- *   query/key norms, a generation longer than a sliding window).
+ * - `'auto'` (the default): `chooseDecodePath` — `'host'` on CPU backends for models up to 64M parameters,
+ *   else `'fused'`; `'layers'` for models the others do not run (GPT-2, Qwen3's query/key norms, a generation
+ *   longer than a sliding window).
  *
  * All compute the same function: logits differ by float32 rounding only, so a sampled token can differ where
  * a draw falls within that rounding of a boundary.
@@ -232,7 +233,7 @@ export async function generateRows(
     return tokenizer!.decode(last !== undefined && rows[index]!.stopTokenIds.has(last) ? tokenIds.slice(0, -1) : tokenIds)
   }
   const streams = onText === undefined || tokenizer === undefined ? undefined : rows.map((row) => createTextStream(tokenizer, row.stopStrings))
-  const path = decodePath === 'auto' ? (supported ? chooseDecodePath(model, rows.length) : 'layers') : decodePath
+  const path = decodePath === 'auto' ? (supported ? chooseDecodePath(model, batch, contextLength) : 'layers') : decodePath
   const cache = model.createCache()
   let decoder: FusedDecoder | undefined
   let hostDecoder: HostDecoder | undefined
@@ -243,8 +244,8 @@ export async function generateRows(
       decoder = new FusedDecoder(model)
       decoder.adoptCache(cache)
     } else if (path === 'host') {
-      hostDecoder = new HostDecoder(model, contextLength)
-      hostDecoder.adoptCache(cache, batch)
+      hostDecoder = new HostDecoder(model, batch, contextLength)
+      hostDecoder.adoptCache(cache)
     }
     for (;;) {
       const next = new Int32Array(batch).fill(padId)
@@ -381,26 +382,23 @@ function stepPositions(maskRows: Int32Array[]): { positions: Int32Array; padding
 }
 
 /**
- * `'auto'`'s choice for a model the fused paths support: `'host'` on the pure-JS CPU backend, and on the native
- * TensorFlow CPU backend while a step is small (batch × multiply-adds per token ≤ `hostDecodeMultiplyAdds`),
- * where each op's fixed cost outweighs the arithmetic; `'fused'` elsewhere (WebAssembly, GPUs, larger steps).
+ * `'auto'`'s choice for a model the fused paths support: `'host'` on CPU backends (WebAssembly, native
+ * TensorFlow on the CPU, the JS CPU backend) for models up to 64M parameters whose weights, keys and values
+ * fit in 1 GiB (batch × context positions preallocated), where one
+ * SIMD kernel with no per-op cost beats TensorFlow.js's ops at every batch size measured (README); `'fused'`
+ * on GPU backends and for larger models.
  */
-export function chooseDecodePath(model: CausalLanguageModel, batch: number): 'fused' | 'host' {
+export function chooseDecodePath(model: CausalLanguageModel, batch: number, contextLength: number): 'fused' | 'host' {
   const backend = tf.getBackend()
-  if (backend === 'cpu') return 'host'
-  if (backend === 'tensorflow' && !isGpuBackend() && batch * multiplyAddsPerToken(model) <= hostDecodeMultiplyAdds) return 'host'
-  return 'fused'
+  const cpu = backend === 'cpu' || backend === 'wasm' || (backend === 'tensorflow' && !isGpuBackend())
+  const small = model.numParameters <= hostDecodeParameterLimit && hostDecoderFloats(model.config, batch, contextLength) <= hostDecodeFloatLimit
+  return cpu && small ? 'host' : 'fused'
 }
 
-/** See `chooseDecodePath`: measured break-even of the host and fused decoders on the native backend (README). */
-const hostDecodeMultiplyAdds = 12_000_000
-
-/** Multiply-adds of the linear layers for one token (attention over the cache left out). */
-function multiplyAddsPerToken(model: CausalLanguageModel): number {
-  const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = model.config
-  const perLayer = hiddenSize * (heads + 2 * keyValueHeads) * headDim + heads * headDim * hiddenSize + 3 * hiddenSize * intermediateSize
-  return numHiddenLayers * perLayer + hiddenSize * vocabSize
-}
+/** See `chooseDecodePath`: the host decoder copies the weights once per generation (4 bytes a parameter). */
+const hostDecodeParameterLimit = 64_000_000
+/** The most floats (weights, preallocated keys and values, scratch) `'auto'` lets the host decoder hold: 1 GiB. */
+const hostDecodeFloatLimit = 2 ** 28
 
 function isGpuBackend(): boolean {
   const backend = tf.backend() as unknown as { binding?: { isUsingGpuDevice?: () => boolean } }

@@ -51,14 +51,17 @@ function argmax(row: Float32Array): number {
   return best
 }
 
+let scratch = new Float64Array(0)
+
 /** The drawn token, the row's largest logit and the sum of the unfiltered weights `exp((logit - max) / T)`. */
 function drawFiltered(row: Float32Array, parameters: SamplingParameters, random: Random): { token: number; max: number; total: number } {
   const { temperature, topK, topP, minP } = parameters
   const vocab = row.length
   let max = -Infinity
   for (let index = 0; index < vocab; index++) if (row[index]! > max) max = row[index]!
-  // Unnormalised tempered probabilities exp((logit - max) / T).
-  const weights = new Float64Array(vocab)
+  // Unnormalised tempered probabilities exp((logit - max) / T), in a buffer reused across calls.
+  if (scratch.length < vocab) scratch = new Float64Array(vocab)
+  const weights = scratch.subarray(0, vocab)
   let unfiltered = 0
   for (let index = 0; index < vocab; index++) {
     const weight = Math.exp((row[index]! - max) / temperature)
