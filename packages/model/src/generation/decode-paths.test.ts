@@ -115,6 +115,13 @@ describe('decode paths', () => {
     expect(chooseDecodePath(model, 4096, 2048)).toBe('fused') // 4096 rows × 2048 positions of keys and values
   })
 
+  it("'host' refuses a batch whose keys and values would pass a WebAssembly memory's 4 GiB, before allocating", async () => {
+    const before = tf.memory().numTensors
+    const wide = Array.from({ length: 60_000 }, () => Int32Array.of(1, 2, 3))
+    await expect(generate(model, { inputIds: wide, maxNewTokens: 2045, decodePath: 'host' })).rejects.toThrow(/4 GiB/)
+    expect(tf.memory().numTensors).toBe(before)
+  })
+
   it("'fused' and 'host' refuse models they cannot run; 'auto' decodes them layer by layer", async () => {
     const gpt2 = createModel('tiny', { vocabSize: 259, seed: 14, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
     try {

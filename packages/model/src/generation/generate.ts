@@ -234,6 +234,13 @@ export async function generateRows(
   }
   const streams = onText === undefined || tokenizer === undefined ? undefined : rows.map((row) => createTextStream(tokenizer, row.stopStrings))
   const path = decodePath === 'auto' ? (supported ? chooseDecodePath(model, batch, contextLength) : 'layers') : decodePath
+  if (path === 'host' && hostDecoderFloats(model.config, batch, contextLength) > hostDecodeFloatMaximum) {
+    throw new InvalidArgumentError({
+      argument: 'decodePath',
+      value: decodePath,
+      message: `the host decoder would hold ${hostDecoderFloats(model.config, batch, contextLength)} floats (weights, and keys and values for ${batch} rows × ${contextLength} positions), past the 4 GiB a WebAssembly memory can address: use 'fused', fewer rows or fewer tokens`,
+    })
+  }
   const cache = model.createCache()
   let decoder: FusedDecoder | undefined
   let hostDecoder: HostDecoder | undefined
@@ -399,6 +406,8 @@ export function chooseDecodePath(model: CausalLanguageModel, batch: number, cont
 const hostDecodeParameterLimit = 64_000_000
 /** The most floats (weights, preallocated keys and values, scratch) `'auto'` lets the host decoder hold: 1 GiB. */
 const hostDecodeFloatLimit = 2 ** 28
+/** The most it can hold at all: a WebAssembly memory addresses 4 GiB (less a little for alignment). */
+const hostDecodeFloatMaximum = 2 ** 30 - 2 ** 20
 
 function isGpuBackend(): boolean {
   const backend = tf.backend() as unknown as { binding?: { isUsingGpuDevice?: () => boolean } }
