@@ -1,5 +1,5 @@
 import { describeMachine } from '../machine.js'
-import type { BenchReport } from '../bench-report.js'
+import type { BenchReport, BenchTable } from '../bench-report.js'
 import { defineBenchSuite, startClock, type BenchContext } from '../bench-suite.js'
 import { currentRuntime } from '@ludic/tensors'
 import { evaluateGames, evaluateGamesOptionsSchema, gameEvaluationChart, gameEvaluationTable } from './evaluate-games.js'
@@ -9,6 +9,27 @@ import { runTransfer, transferChart, transferOptionsSchema, transferTable } from
 /** The backend a suite ran on: the one started in this process, if any. */
 function activeBackend(): string {
   return currentRuntime()?.backend ?? 'none'
+}
+
+/** An evaluation suite's report: one table and its chart, no peers. */
+function evaluationReport(
+  suite: string,
+  title: string,
+  clock: ReturnType<typeof startClock>,
+  backend: string,
+  content: { table: BenchTable; chart: NonNullable<BenchReport['chart']>; raw: unknown },
+): BenchReport {
+  return {
+    suite,
+    title,
+    startedAt: clock.startedAt,
+    durationSeconds: clock.seconds(),
+    machine: describeMachine(backend),
+    peers: {},
+    tables: [content.table],
+    chart: content.chart,
+    raw: content.raw,
+  }
 }
 
 /**
@@ -23,17 +44,11 @@ export const gamesSuite = defineBenchSuite({
   async run(options, context: BenchContext): Promise<BenchReport> {
     const clock = startClock()
     const evaluation = await evaluateGames(options, context)
-    return {
-      suite: 'games',
-      title: `Games: ${evaluation.policy}`,
-      startedAt: clock.startedAt,
-      durationSeconds: clock.seconds(),
-      machine: describeMachine(activeBackend()),
-      peers: {},
-      tables: [gameEvaluationTable(evaluation)],
+    return evaluationReport('games', `Games: ${evaluation.policy}`, clock, activeBackend(), {
+      table: gameEvaluationTable(evaluation),
       chart: gameEvaluationChart(evaluation),
       raw: evaluation,
-    }
+    })
   },
 })
 
@@ -45,17 +60,11 @@ export const kuhnSuite = defineBenchSuite({
   async run(options, context: BenchContext): Promise<BenchReport> {
     const clock = startClock()
     const rows = await evaluateKuhn(options, context)
-    return {
-      suite: 'kuhn',
-      title: 'Kuhn Poker exploitability',
-      startedAt: clock.startedAt,
-      durationSeconds: clock.seconds(),
-      machine: describeMachine(activeBackend()),
-      peers: {},
-      tables: [kuhnEvaluationTable(rows)],
+    return evaluationReport('kuhn', 'Kuhn Poker exploitability', clock, activeBackend(), {
+      table: kuhnEvaluationTable(rows),
       chart: kuhnEvaluationChart(rows),
       raw: rows,
-    }
+    })
   },
 })
 
@@ -67,16 +76,10 @@ export const transferSuite = defineBenchSuite({
   async run(options, context: BenchContext): Promise<BenchReport> {
     const clock = startClock()
     const result = await runTransfer(options, context)
-    return {
-      suite: 'transfer',
-      title: 'Transfer of self-play across games (SPIRAL)',
-      startedAt: clock.startedAt,
-      durationSeconds: clock.seconds(),
-      machine: describeMachine(result.backend),
-      peers: {},
-      tables: [transferTable(result)],
+    return evaluationReport('transfer', 'Transfer of self-play across games (SPIRAL)', clock, result.backend, {
+      table: transferTable(result),
       chart: transferChart(result),
       raw: { rows: result.rows, warmUpNll: result.warmUpNll, trainingInvalidRate: result.trainingInvalidRate, options: result.options },
-    }
+    })
   },
 })
