@@ -752,6 +752,18 @@ async function loadSft(file: z.output<typeof sftRunConfigFileSchema>, path: stri
   return { ...parts, kind: 'sft', steps: file.steps, config }
 }
 
+/** What the preference and reward-model trainers both take from a loaded run: model, tokenizer, pairs and places. */
+function pairRunFields<Pairs, HeldOut>(parts: LoadedParts, pairs: Pairs, heldOut: HeldOut | undefined) {
+  return {
+    model: parts.model,
+    tokenizer: parts.tokenizer,
+    pairs,
+    ...(heldOut === undefined ? {} : { heldOut }),
+    ...(parts.chatTemplate === undefined ? {} : { chatTemplate: parts.chatTemplate }),
+    ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
+  }
+}
+
 async function loadPreference(
   file: z.output<typeof preferenceRunConfigFileSchema>,
   path: string,
@@ -763,12 +775,7 @@ async function loadPreference(
   const parts = await loadParts(file, path, base, options, () => pairTexts(pairs))
   const config = {
     ...trainerFields(file),
-    model: parts.model,
-    tokenizer: parts.tokenizer,
-    pairs,
-    ...(heldOut === undefined ? {} : { heldOut }),
-    ...(parts.chatTemplate === undefined ? {} : { chatTemplate: parts.chatTemplate }),
-    ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
+    ...pairRunFields(parts, pairs, heldOut),
   } as PreferenceTrainerConfig
   return { ...parts, kind: 'preference', config }
 }
@@ -784,12 +791,7 @@ async function loadRewardModel(
   const parts = await loadParts(file, path, base, options, () => pairTexts(pairs))
   const config = {
     ...trainerFields(file, 'steps', 'evaluateEvery'),
-    model: parts.model,
-    tokenizer: parts.tokenizer,
-    pairs,
-    ...(heldOut === undefined ? {} : { heldOut }),
-    ...(parts.chatTemplate === undefined ? {} : { chatTemplate: parts.chatTemplate }),
-    ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
+    ...pairRunFields(parts, pairs, heldOut),
   } as RewardModelTrainerConfig
   return { ...parts, kind: 'reward-model', steps: file.steps, evaluateEvery: file.evaluateEvery, config }
 }
