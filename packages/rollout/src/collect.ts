@@ -108,6 +108,13 @@ export const collectOptionsSchema = z.strictObject({
   runId: z.string().min(1).optional(),
   /** Stamped on every sample as `policyVersion`. */
   policyVersion: z.number().int().min(0).optional(),
+  /**
+   * `'batched'`: requests waiting on a policy go out as one `generate` call at a time (best for a local model).
+   * `'per-trajectory'`: each request is its own call and each episode steps as soon as its completion returns, with
+   * up to `concurrency` episodes in flight (best for remote servers, which batch concurrent requests themselves).
+   * Trajectories are the same either way for a policy whose answer depends only on the request. Default: 'batched'.
+   */
+  stepping: z.enum(['batched', 'per-trajectory']).default('batched'),
   /** When aborted, no new episode starts; those in flight finish and `collect` returns what it has. */
   signal: z.custom<AbortSignal>((value) => value instanceof AbortSignal, { message: 'must be an AbortSignal' }).optional(),
 })
@@ -211,6 +218,7 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
     maxBatchSize: parsed.maxBatchSize,
     generateTimeoutMs: parsed.generateTimeoutMs,
     signal: parsed.signal,
+    stepping: parsed.stepping,
     onEpisodeEnd: (trajectory, failure) => ended.push({ trajectory, failure, ordinal: ordinals.get(trajectory.id)! }),
   })
   ended.sort((a, b) => a.ordinal - b.ordinal)

@@ -77,6 +77,13 @@ export interface RunEpisodesOptions {
   generateTimeoutMs?: number | undefined
   /** When aborted, no new episode starts; those in flight finish, then the run resolves. */
   signal?: AbortSignal | undefined
+  /**
+   * `'batched'` (default): a policy has one `generate` call in flight, holding every request waiting on it, so an
+   * episode waits for the slowest request of its batch. `'per-trajectory'`: each request is its own call as soon as
+   * its episode needs it, and each episode steps as soon as its own completion returns (no batch barrier) — for
+   * remote policies, whose servers batch concurrent requests themselves.
+   */
+  stepping?: 'batched' | 'per-trajectory' | undefined
   /** Called once per episode as it ends, in the order they end. Throwing stops the run (it rejects). */
   onEpisodeEnd(trajectory: Trajectory, failure: EpisodeFailure | undefined, plan: EpisodePlan): void
 }
@@ -107,7 +114,8 @@ interface Episode {
  */
 export function runEpisodes(options: RunEpisodesOptions): Promise<void> {
   const { concurrency, maxTurns, generateTimeoutMs, signal } = options
-  const maxBatchSize = options.maxBatchSize ?? Number.POSITIVE_INFINITY
+  const perTrajectory = options.stepping === 'per-trajectory'
+  const maxBatchSize = perTrajectory ? 1 : (options.maxBatchSize ?? Number.POSITIVE_INFINITY)
   return new Promise<void>((resolve, reject) => {
     const iterator = options.episodes[Symbol.iterator]()
     const queues = new Map<PolicyV1, Episode[]>()
@@ -255,7 +263,7 @@ export function runEpisodes(options: RunEpisodesOptions): Promise<void> {
       queue.sort((a, b) => a.ordinal - b.ordinal)
       const batch = queue.splice(0, maxBatchSize)
       const requests = batch.map((episode) => episode.request!)
-      busy.add(policy)
+      if (!perTrajectory) busy.add(policy)
       let settled = false
       let timer: ReturnType<typeof setTimeout> | undefined
       const settle = (results: readonly GenerationResult[]) => {
@@ -297,7 +305,7 @@ export function runEpisodes(options: RunEpisodesOptions): Promise<void> {
           active++
           start(next.value)
         }
-        for (const [policy, queue] of queues) if (queue.length > 0 && !busy.has(policy)) dispatch(policy, queue)
+        for (const [policy, queue] of queues) while (queue.length > 0 && !busy.has(policy)) dispatch(policy, queue)
         if (active === 0 && (exhausted || (signal?.aborted ?? false))) stop()
       } catch (error) {
         stop(error) // the episode iterator or onEpisodeEnd threw

@@ -49,3 +49,10 @@ export {
   type AsyncCollectorStats,
 } from './async-collector.js'
 export type { CreateRolloutWorker, RolloutWorkerContext, RolloutWorkerSetup } from './async-protocol.js'
+export {
+  isAdapterNotFound,
+  loraAdapterServeOptionsSchema,
+  type LoraAdapterLoader,
+  type LoraAdapterLoadRequest,
+  type LoraAdapterServeOptions,
+} from './lora-adapters.js'

@@ -17,7 +17,7 @@ import {
   type PolicyV1,
 } from '@ludic/core'
 import { z } from 'zod'
-import { batchingPolicyOptionsSchema, createBatchingPolicy, type BatchingStats } from './batching-policy.js'
+import { batchingPolicyOptionsSchema, createBatchingPolicy, type BatchingPolicy, type BatchingStats } from './batching-policy.js'
 import { GenerationBatchError } from './generation-batch-error.js'
 import {
   chatCompletionRequestSchema,
@@ -29,6 +29,7 @@ import {
   type CompletionRequest,
   type OpenAIErrorBody,
 } from './openai-protocol.js'
+import { isAdapterNotFound, loadLoraAdapterRequestSchema, loraAdapterServeOptionsSchema, unloadLoraAdapterRequestSchema } from './lora-adapters.js'
 
 export const serveOptionsSchema = z
   .strictObject({
@@ -96,6 +97,13 @@ export const serveOptionsSchema = z
      * package knows no tensors). Default: none.
      */
     extraStats: z.custom<() => Record<string, unknown>>((value) => typeof value === 'function', 'must be a function').optional(),
+    /**
+     * Runtime LoRA adapters, as vLLM serves them with `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`: `POST
+     * /v1/load_lora_adapter` and `POST /v1/unload_lora_adapter`, a request whose `model` is an adapter's name served
+     * with it, `/v1/models` listing the adapters (with `parent`). See `loraAdapterServeOptionsSchema` for the loader and
+     * the limits. Default: none (both routes answer 404, as vLLM's do without the variable).
+     */
+    lora: loraAdapterServeOptionsSchema.optional(),
   })
   .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
     path: ['headersTimeoutMs'],
@@ -117,6 +125,8 @@ export interface OpenAICompatibleServer {
 }
 
 export interface ServerStats extends BatchingStats {
+  /** LoRA adapters loaded now (see the `lora` option). */
+  loraAdapters: number
   /** Answers sent, by HTTP status (those the server wrote; not Node's own 408s for slow requests). */
   answers: Record<string, number>
   /** Connections open now. */
@@ -143,6 +153,22 @@ const routes: Record<string, readonly string[]> = {
   '/v1/completions': ['POST'],
   '/health': ['GET'],
   '/stats': ['GET'],
+  '/v1/load_lora_adapter': ['POST'],
+  '/v1/unload_lora_adapter': ['POST'],
+}
+
+/** A model a request may name: the base policy or a loaded adapter. */
+interface ServedModel {
+  readonly name: string
+  readonly batching: BatchingPolicy
+  readonly policy: PolicyV1
+  /** The adapter's path (undefined: the base). */
+  readonly path: string | undefined
+  readonly created: number
+  /** Requests being answered with it now. */
+  inFlight: number
+  /** Unloaded (or replaced in place): freed once `inFlight` is 0. */
+  retired: boolean
 }
 
 /**
@@ -166,6 +192,13 @@ const routes: Record<string, readonly string[]> = {
  * once a fatal fault made the server unhealthy, 504 past `generationTimeoutMs`. Each generation is
  * aborted (through `generate`'s signal) when its client leaves or at its deadline. See the options for
  * the limits: context, generations per request, header and body timeouts, connections.
+ *
+ * With the `lora` option the server takes vLLM's runtime adapter API: `POST /v1/load_lora_adapter` (`{ lora_name,
+ * lora_path, load_inplace? }`: 200 with a plain-text success line; 400 when a field is missing or too long, the name is
+ * taken without `load_inplace`, `maxAdapters` are loaded, or the loader refuses the files; 404 when nothing is at the
+ * path) and `POST /v1/unload_lora_adapter` (`{ lora_name }`: 200; 400 without a name; 404 for an unknown one). An
+ * adapter serves requests only once its load resolved; unloading or replacing one stops new requests at once, and
+ * the old policy is freed after its last request in flight was answered.
  */
 export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOptions = {}): Promise<OpenAICompatibleServer> {
   if (!isPolicy(policy))
@@ -175,12 +208,46 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   const batching = createBatchingPolicy(policy, settings.batching)
   const created = Math.floor(Date.now() / 1000)
   const model = { id: modelId, object: 'model', created, owned_by: 'ludic' }
+  const base: ServedModel = { name: modelId, batching, policy, path: undefined, created, inFlight: 0, retired: false }
+  /** Loaded adapters by name, and the names being loaded (which count against `maxAdapters`). */
+  const adapters = new Map<string, ServedModel>()
+  const loading = new Set<string>()
+  const lifetime = new AbortController()
+  const adapterCard = (served: ServedModel) => ({
+    id: served.name,
+    object: 'model',
+    created: served.created,
+    owned_by: 'ludic',
+    root: served.path,
+    parent: modelId,
+  })
+  /** The model a request names: the base or a loaded adapter (404 otherwise), held until `release`. */
+  const acquire = (name: string): ServedModel => {
+    const served = name === modelId ? base : adapters.get(name)
+    if (served === undefined) throw modelNotFound(name)
+    served.inFlight++
+    return served
+  }
+  const release = (served: ServedModel) => {
+    served.inFlight--
+    if (served.retired && served.inFlight === 0) freeAdapter(served)
+  }
+  const freeAdapter = (served: ServedModel) => {
+    const loader = settings.lora?.loader
+    Promise.resolve()
+      .then(() => loader?.unload?.(served.name, served.policy))
+      .catch(() => {}) // an unload failure leaves memory behind, nothing a client can act on
+  }
+  const retire = (served: ServedModel) => {
+    served.retired = true
+    if (served.inFlight === 0) freeAdapter(served)
+  }
 
   const expectedKey = settings.apiKey === undefined ? undefined : digest(settings.apiKey)
   let fatal: { error: unknown; message: string } | undefined
   const answers: Record<string, number> = {}
   let connections = 0
-  const stats = (): ServerStats => ({ ...batching.stats(), answers: { ...answers }, connections })
+  const stats = (): ServerStats => ({ ...batching.stats(), loraAdapters: adapters.size, answers: { ...answers }, connections })
   // How long the event loop was held (a policy that computes without yielding stalls every client).
   const eventLoopDelay = monitorEventLoopDelay({ resolution: 10 })
   eventLoopDelay.enable()
@@ -191,8 +258,10 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     if (expectedKey !== undefined && path !== '/health') checkApiKey(request, expectedKey)
     if (path.startsWith('/v1/models/') && method === 'GET') {
       const id = decodePathPart(path.slice('/v1/models/'.length))
-      if (id !== modelId) throw modelNotFound(id)
-      return sendJson(response, 200, model)
+      if (id === modelId) return sendJson(response, 200, model)
+      const adapter = adapters.get(id)
+      if (adapter === undefined) throw modelNotFound(id)
+      return sendJson(response, 200, adapterCard(adapter))
     }
     const allowed = routes[path]
     if (allowed === undefined) throw new HttpError(404, `Unknown request URL: ${method} ${path}.`, 'invalid_request_error', 'unknown_url')
@@ -208,7 +277,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     }
     if (path === '/health')
       return sendJson(response, fatal === undefined ? 200 : 503, fatal === undefined ? { status: 'ok' } : { status: 'unhealthy', error: fatal.message })
-    if (path === '/v1/models') return sendJson(response, 200, { object: 'list', data: [model] })
+    if (path === '/v1/models') return sendJson(response, 200, { object: 'list', data: [model, ...[...adapters.values()].map(adapterCard)] })
     if (path === '/stats') {
       const memory = process.memoryUsage()
       return sendJson(response, 200, {
@@ -220,24 +289,56 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
         ...settings.extraStats?.(),
       })
     }
+    if (path === '/v1/load_lora_adapter' || path === '/v1/unload_lora_adapter') {
+      if (settings.lora === undefined) {
+        discardBody(request)
+        throw new HttpError(
+          404,
+          `Unknown request URL: ${method} ${path} (this server takes no LoRA adapters: start it with the lora option).`,
+          'invalid_request_error',
+          'unknown_url',
+        )
+      }
+      const body = await readJson(request, settings.maxBodyBytes)
+      checkHealthy()
+      const message = path === '/v1/load_lora_adapter' ? await loadAdapter(body) : unloadAdapter(body)
+      return sendText(response, 200, message)
+    }
     const body = await readJson(request, settings.maxBodyBytes)
     if (path === '/v1/chat/completions') {
       const chat = parseBody(chatCompletionRequestSchema, body)
-      if (chat.model !== modelId) throw modelNotFound(chat.model)
-      checkGenerationCount(1, chat.n ?? 1)
-      const generation = checkRequest({
-        messages: toChatMessages(chat.messages),
-        maxTokens: chat.max_completion_tokens ?? chat.max_tokens ?? settings.defaultMaxTokens,
-        ...sampling(chat),
-      })
-      checkContext(generation)
-      const requests = repeat(generation, chat.n ?? 1)
-      if (chat.stream === true)
-        return streamAnswer(response, requests, 'chat', chat.stream_options?.include_usage === true, (completions) => chatAnswer(chat, completions))
-      return sendJson(response, 200, chatAnswer(chat, await generate(requests, response)))
+      const served = acquire(chat.model)
+      try {
+        await answerChat(chat, served, response)
+      } finally {
+        release(served)
+      }
+      return
     }
     const plain = parseBody(completionRequestSchema, body)
-    if (plain.model !== modelId) throw modelNotFound(plain.model)
+    const served = acquire(plain.model)
+    try {
+      await answerCompletion(plain, served, response)
+    } finally {
+      release(served)
+    }
+  }
+
+  const answerChat = async (chat: ChatCompletionRequest, served: ServedModel, response: ServerResponse) => {
+    checkGenerationCount(1, chat.n ?? 1)
+    const generation = checkRequest({
+      messages: toChatMessages(chat.messages),
+      maxTokens: chat.max_completion_tokens ?? chat.max_tokens ?? settings.defaultMaxTokens,
+      ...sampling(chat),
+    })
+    checkContext(generation)
+    const requests = repeat(generation, chat.n ?? 1)
+    if (chat.stream === true)
+      return streamAnswer(served, response, requests, 'chat', chat.stream_options?.include_usage === true, (completions) => chatAnswer(chat, completions))
+    return sendJson(response, 200, chatAnswer(chat, await generate(served, requests, response)))
+  }
+
+  const answerCompletion = async (plain: CompletionRequest, served: ServedModel, response: ServerResponse) => {
     const prompts = typeof plain.prompt === 'string' ? [plain.prompt] : plain.prompt
     const n = plain.n ?? 1
     checkGenerationCount(prompts.length, n)
@@ -247,9 +348,98 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     generations.forEach(checkContext)
     const requests = generations.flatMap((generation) => repeat(generation, n))
     if (plain.stream === true) {
-      return streamAnswer(response, requests, 'text', plain.stream_options?.include_usage === true, (completions) => completionAnswer(plain, completions, n))
+      return streamAnswer(served, response, requests, 'text', plain.stream_options?.include_usage === true, (completions) =>
+        completionAnswer(plain, completions, n),
+      )
     }
-    return sendJson(response, 200, completionAnswer(plain, await generate(requests, response), n))
+    return sendJson(response, 200, completionAnswer(plain, await generate(served, requests, response), n))
+  }
+
+  /** A required, bounded string field of an adapter request (400 naming it otherwise). */
+  const adapterField = (value: string | undefined, param: string, limit: number, option: string, missing: string): string => {
+    if (value === undefined || value === '') throw new HttpError(400, missing, 'invalid_request_error', 'missing_required_parameter', param)
+    if (value.length > limit) {
+      throw new HttpError(
+        400,
+        `'${param}' is ${value.length} characters long; this server's limit is ${limit} (the lora.${option} option of serveOpenAICompatible).`,
+        'invalid_request_error',
+        'invalid_value',
+        param,
+      )
+    }
+    return value
+  }
+
+  /** vLLM's `load_lora_adapter`: the adapter serves requests only once the loader resolved. */
+  const loadAdapter = async (body: unknown): Promise<string> => {
+    const lora = settings.lora!
+    const request = parseBody(loadLoraAdapterRequestSchema, body)
+    const both = "Both 'lora_name' and 'lora_path' must be provided."
+    const name = adapterField(request.lora_name, 'lora_name', lora.maxNameLength, 'maxNameLength', both)
+    const path = adapterField(request.lora_path, 'lora_path', lora.maxPathLength, 'maxPathLength', both)
+    if (name === modelId)
+      throw new HttpError(400, `'${name}' is the base model's name; give the adapter another.`, 'invalid_request_error', 'invalid_value', 'lora_name')
+    const existing = adapters.get(name)
+    if (loading.has(name) || (existing !== undefined && request.load_inplace !== true)) {
+      throw new HttpError(
+        400,
+        `The lora adapter '${name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.`,
+        'invalid_request_error',
+        'lora_adapter_exists',
+        'lora_name',
+      )
+    }
+    if (existing === undefined && adapters.size + loading.size >= lora.maxAdapters) {
+      throw new HttpError(
+        400,
+        `This server holds ${lora.maxAdapters} LoRA adapters already (the lora.maxAdapters option of serveOpenAICompatible): unload one first.`,
+        'invalid_request_error',
+        'too_many_lora_adapters',
+        'lora_name',
+      )
+    }
+    loading.add(name)
+    let loaded: PolicyV1
+    try {
+      loaded = await lora.loader.load({ name, path, signal: lifetime.signal })
+      if (!isPolicy(loaded)) throw new InvalidArgumentError({ argument: 'lora.loader.load', value: loaded, message: 'must resolve to a PolicyV1' })
+    } catch (error) {
+      const detail = `Loading lora ${name} failed: ${describeError(error)}`
+      if (isAdapterNotFound(error)) throw new HttpError(404, `${detail} (no adapter found at ${path})`, 'NotFoundError', 'lora_adapter_not_found', 'lora_path')
+      throw new HttpError(400, detail, 'BadRequestError', 'lora_adapter_invalid', 'lora_path')
+    } finally {
+      loading.delete(name)
+    }
+    const served: ServedModel = {
+      name,
+      batching: createBatchingPolicy(loaded, settings.batching),
+      policy: loaded,
+      path,
+      created: Math.floor(Date.now() / 1000),
+      inFlight: 0,
+      retired: false,
+    }
+    const replaced = adapters.get(name)
+    adapters.set(name, served) // one assignment: a request sees the old adapter or the new one, never a mix
+    if (replaced !== undefined) retire(replaced)
+    return `Success: LoRA adapter '${name}' added successfully.`
+  }
+
+  /** vLLM's `unload_lora_adapter`: new requests for it are 404 at once; it is freed after its last one in flight. */
+  const unloadAdapter = (body: unknown): string => {
+    const request = parseBody(unloadLoraAdapterRequestSchema, body)
+    const name = adapterField(
+      request.lora_name,
+      'lora_name',
+      settings.lora!.maxNameLength,
+      'maxNameLength',
+      "'lora_name' needs to be provided to unload a LoRA adapter.",
+    )
+    const served = adapters.get(name)
+    if (served === undefined) throw new HttpError(404, `The lora adapter '${name}' cannot be found.`, 'NotFoundError', 'lora_adapter_not_found', 'lora_name')
+    adapters.delete(name)
+    retire(served)
+    return `Success: LoRA adapter '${name}' removed successfully.`
   }
 
   const checkGenerationCount = (prompts: number, n: number) => {
@@ -327,6 +517,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
    * leaves; maps failures to answers (400 for a refused request, 500, 503 once unhealthy).
    */
   const generate = async (
+    served: ServedModel,
     requests: GenerationRequest[],
     response: ServerResponse,
     onText?: (requestIndex: number, text: string) => void,
@@ -339,7 +530,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     }
     response.once('close', onClose)
     try {
-      return await batching.generate(requests, { signal: controller.signal, ...(onText === undefined ? {} : { onText }) })
+      return await served.batching.generate(requests, { signal: controller.signal, ...(onText === undefined ? {} : { onText }) })
     } catch (error) {
       if (controller.signal.aborted) throw controller.signal.reason
       throw toHttpError(error)
@@ -372,6 +563,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
    * when asked, and `data: [DONE]`. A failure after the headers went out is an `error` event.
    */
   const streamAnswer = async (
+    served: ServedModel,
     response: ServerResponse,
     requests: GenerationRequest[],
     kind: 'chat' | 'text',
@@ -383,7 +575,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       id: `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`,
       object: kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
       created: Math.floor(Date.now() / 1000),
-      model: modelId,
+      model: served.name,
     }
     const send = (choices: Record<string, unknown>[], extra: Record<string, unknown> = {}) =>
       sendEvent(response, { ...base, choices, ...(includeUsage ? { usage: null } : {}), ...extra })
@@ -394,7 +586,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     const streamed = requests.map(() => '')
     let completions: Completion[]
     try {
-      completions = await generate(requests, response, (index, text) => {
+      completions = await generate(served, requests, response, (index, text) => {
         if (text === '' || index < 0 || index >= requests.length) return
         streamed[index] += text
         send([textChoice(index, text)])
@@ -439,7 +631,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       id: `chatcmpl-${randomUUID()}`,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
-      model: modelId,
+      model: chat.model,
       choices: completions.map((completion, index) => ({
         index,
         message: { role: 'assistant', content: completion.text, refusal: null },
@@ -458,7 +650,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       id: `cmpl-${randomUUID()}`,
       object: 'text_completion',
       created: Math.floor(Date.now() / 1000),
-      model: modelId,
+      model: plain.model,
       choices: completions.map((completion, index) => ({
         index,
         text: completion.text,
@@ -512,6 +704,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     close() {
       closing ??= new Promise<void>((resolve) => {
         eventLoopDelay.disable()
+        lifetime.abort(new Error('the server closed'))
         server.close(() => resolve())
         server.closeAllConnections()
       })
@@ -701,6 +894,12 @@ function sendEvent(response: ServerResponse, data: unknown): void {
 function endEvents(response: ServerResponse): void {
   if (response.destroyed || response.writableEnded) return
   response.end('data: [DONE]\n\n')
+}
+
+function sendText(response: ServerResponse, status: number, text: string): void {
+  if (response.headersSent || response.destroyed) return
+  response.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) })
+  response.end(text)
 }
 
 function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
