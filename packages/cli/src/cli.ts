@@ -217,11 +217,23 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .option('--api-key <key>', 'require Authorization: Bearer <key> (default: LUDIC_API_KEY, else none)')
     .option('--chat-template <file>', "a Jinja chat template file, instead of the tokenizer's")
     .option('--max-batch <n>', 'requests generated together', integer('--max-batch', 1), 16)
+    .option('--enable-lora', "take LoRA adapters at run time (vLLM's POST /v1/load_lora_adapter and /v1/unload_lora_adapter)")
+    .option('--max-loras <n>', 'LoRA adapters held at once, with --enable-lora', integer('--max-loras', 1), 8)
     .addHelpText('after', examples(['ludic serve runs/kuhn/model', 'ludic serve HuggingFaceTB/SmolLM2-135M-Instruct --port 8080']))
     .action(
       async (
         checkpoint: string,
-        options: { port: number; host: string; maxTokens: number; modelId?: string; apiKey?: string; chatTemplate?: string; maxBatch: number },
+        options: {
+          port: number
+          host: string
+          maxTokens: number
+          modelId?: string
+          apiKey?: string
+          chatTemplate?: string
+          maxBatch: number
+          enableLora?: boolean
+          maxLoras: number
+        },
         command: Command,
       ) => {
         const context = contextOf(command)
@@ -237,6 +249,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
             host: options.host,
             maxTokens: options.maxTokens,
             maxBatch: options.maxBatch,
+            ...(options.enableLora === true ? { enableLora: true, maxLoras: options.maxLoras } : {}),
             ...(options.modelId === undefined ? {} : { modelId: options.modelId }),
             ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
             ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }),

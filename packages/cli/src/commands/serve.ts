@@ -6,6 +6,7 @@ import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { loadTokenizer } from '@ludic/tokenizer'
 import * as tf from '@tensorflow/tfjs-core'
 import { type CommandContext, commandContext, log } from '../context.js'
+import { createLocalLoraAdapters, type LocalLoraAdapters } from './serve-lora.js'
 import { localModelDirectory } from '../sources.js'
 
 export interface ServeOptions {
@@ -23,12 +24,21 @@ export interface ServeOptions {
   chatTemplate?: string
   /** Requests generated together. Default 16. */
   maxBatch?: number
+  /**
+   * Take LoRA adapters at run time through vLLM's API (`POST /v1/load_lora_adapter`, `/v1/unload_lora_adapter`;
+   * PEFT directories, see `createLocalLoraAdapters`). Default false.
+   */
+  enableLora?: boolean
+  /** Adapters held at once with `enableLora`. Default 8. */
+  maxLoras?: number
 }
 
 /** A running `ludic serve`: its server and a `close` that stops it and frees the model. */
 export interface RunningServer {
   server: OpenAICompatibleServer
   model: CausalLanguageModel
+  /** The adapters, with `enableLora`. */
+  lora: LocalLoraAdapters | undefined
   /** Stops listening and disposes of the model. */
   close(): Promise<void>
 }
@@ -64,7 +74,8 @@ export async function serve(
       ...(chatTemplate === undefined ? {} : { chatTemplate }),
     })
     const apiKey = options.apiKey ?? process.env.LUDIC_API_KEY
-    const server = await serveOpenAICompatible(policy, {
+    const lora = options.enableLora === true ? createLocalLoraAdapters(model, policy) : undefined
+    const server = await serveOpenAICompatible(lora?.base ?? policy, {
       port: options.port ?? 8000,
       host: options.host ?? '127.0.0.1',
       modelId,
@@ -75,12 +86,15 @@ export async function serve(
       extraStats: () => ({ tensors: tf.memory().numTensors }),
       ...(apiKey === undefined || apiKey === '' ? {} : { apiKey }),
       ...(onFatalError === undefined ? {} : { onFatalError }),
+      ...(lora === undefined ? {} : { lora: { loader: lora.loader, maxAdapters: options.maxLoras ?? 8 } }),
     })
     return {
       server,
       model,
+      lora,
       async close() {
         await server.close()
+        lora?.dispose()
         model.dispose()
       },
     }
