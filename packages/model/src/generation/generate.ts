@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason, type Random, type TokenizerV1 } from '@ludic/core'
 import { createStreamDecoder } from '@ludic/tokenizer'
@@ -9,6 +10,7 @@ import { HostDecoder, hostDecoderFloats } from './host-decoder.js'
 import { sampleToken, type SamplingParameters } from './sampling.js'
 
 const tokenIdsSchema = z.union([z.instanceof(Int32Array), z.array(z.number().int())])
+const decodeThreadsSchema = z.union([z.literal('auto'), z.number().int().min(1).max(64)])
 
 export const modelGenerateOptionsSchema = z
   .object({
@@ -46,6 +48,11 @@ export const modelGenerateOptionsSchema = z
     onText: z.custom<(sequenceIndex: number, text: string) => void>((value) => typeof value === 'function', 'must be a function').optional(),
     /** How decode steps run (see `DecodePath`). Default: `'auto'`. */
     decodePath: z.enum(['auto', 'fused', 'host', 'layers']).default('auto'),
+    /**
+     * Threads of the host decoder's weight products (see `DecodeThreads`): a count from 1 (this thread alone)
+     * to 64, or `'auto'`. Default: `'auto'`.
+     */
+    decodeThreads: decodeThreadsSchema.default('auto'),
   })
   .strict()
   .refine((options) => (options.inputIds === undefined) !== (options.prompts === undefined), {
@@ -124,6 +131,7 @@ export async function generate(model: CausalLanguageModel, options: ModelGenerat
     ...(parsed.signal === undefined ? {} : { signal: parsed.signal }),
     ...(parsed.onText === undefined ? {} : { onText: parsed.onText }),
     decodePath: parsed.decodePath,
+    decodeThreads: parsed.decodeThreads,
   })
 }
 
@@ -161,6 +169,17 @@ const yieldIntervalMs = 10
  */
 export type DecodePath = 'auto' | 'fused' | 'host' | 'layers'
 
+/**
+ * Threads the host decoder (`DecodePath` `'host'`) runs its weight products on: the calling thread plus
+ * `n - 1` worker threads over a shared WebAssembly memory, each product's output rows split between them
+ * (see `createMatmulArena`; the results are the same bit for bit at any count). `'auto'` (the default):
+ * `chooseDecodeThreads` — 2 where the machine has at least 2 CPUs and a step's weight products are large
+ * enough that sharing them pays, else 1. Where shared memory or worker threads are unavailable, or the
+ * process's workers are lent to another generation running at the same time, the products run on fewer
+ * threads. The other paths ignore it.
+ */
+export type DecodeThreads = 'auto' | number
+
 /** What `generateRows` takes besides the rows: an `AbortSignal`, a streaming callback and the decode path (see `generate`). */
 export interface GenerationControls {
   signal?: AbortSignal
@@ -168,6 +187,8 @@ export interface GenerationControls {
   onText?: (rowIndex: number, text: string) => void
   /** Default: `'auto'`. */
   decodePath?: DecodePath
+  /** Default: `'auto'`. */
+  decodeThreads?: DecodeThreads
 }
 
 /**
@@ -182,7 +203,7 @@ export async function generateRows(
   tokenizer?: TokenizerV1,
   controls: GenerationControls = {},
 ): Promise<GeneratedSequence[]> {
-  const { signal, onText, decodePath = 'auto' } = controls
+  const { signal, onText, decodePath = 'auto', decodeThreads = 'auto' } = controls
   signal?.throwIfAborted()
   const { vocabSize } = model.config
   const contextLength = batchContextLength(rows)
@@ -251,7 +272,8 @@ export async function generateRows(
       decoder = new FusedDecoder(model)
       decoder.adoptCache(cache)
     } else if (path === 'host') {
-      hostDecoder = new HostDecoder(model, batch, contextLength)
+      const threads = decodeThreads === 'auto' ? chooseDecodeThreads(model, batch) : decodeThreads
+      hostDecoder = new HostDecoder(model, batch, contextLength, { threads })
       hostDecoder.adoptCache(cache)
     }
     for (;;) {
@@ -304,6 +326,7 @@ export async function generateRows(
     }
   } finally {
     decoder?.dispose()
+    hostDecoder?.dispose()
     cache.dispose()
   }
   return rows.map((row, index) => {
@@ -401,6 +424,22 @@ export function chooseDecodePath(model: CausalLanguageModel, batch: number, cont
   const small = model.numParameters <= hostDecodeParameterLimit && hostDecoderFloats(model.config, batch, contextLength) <= hostDecodeFloatLimit
   return cpu && small ? 'host' : 'fused'
 }
+
+/**
+ * `DecodeThreads` `'auto'`'s choice for the host decoder: 2 where `availableParallelism()` is at least 2 and a
+ * step's weight products — `batch` × the parameters of the linear layers and the output projection — come to
+ * at least `sharedStepMinimum` multiply-adds, else 1. Below that, posting each product to a worker and waiting
+ * for it costs about what the second thread saves (README: measured on the presets).
+ */
+export function chooseDecodeThreads(model: CausalLanguageModel, batch: number): number {
+  if (availableParallelism() < 2) return 1
+  const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = model.config
+  const perLayer = hiddenSize * ((heads + 2 * keyValueHeads) * headDim + heads * headDim + 3 * intermediateSize)
+  return batch * (numHiddenLayers * perLayer + vocabSize * hiddenSize) >= sharedStepMinimum ? 2 : 1
+}
+
+/** See `chooseDecodeThreads`. */
+const sharedStepMinimum = 2_000_000
 
 /** See `chooseDecodePath`: the host decoder copies the weights once per generation (4 bytes a parameter). */
 const hostDecodeParameterLimit = 64_000_000

@@ -77,13 +77,15 @@ export class HostDecoder {
 
   /**
    * `capacity`: the most positions a row will hold (prompt, padding included, plus new tokens); `batch`: rows.
-   * `options.simd: false` runs the products in JavaScript (for tests; the kernel is used where available).
+   * `options.simd: false` runs the products in JavaScript (for tests; the kernel is used where available);
+   * `options.threads` (default 1): threads sharing the weight products (see `createMatmulArena`) — call
+   * `dispose` when done so the worker threads go back to their pool.
    */
   constructor(
     private readonly model: CausalLanguageModel,
     private readonly batch: number,
     capacity: number,
-    options: { simd?: boolean } = {},
+    options: { simd?: boolean; threads?: number } = {},
   ) {
     const { config } = model
     const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = config
@@ -171,6 +173,16 @@ export class HostDecoder {
   /** Whether the products run in the WebAssembly SIMD kernel (else JavaScript). */
   get simd(): boolean {
     return this.arena.simd
+  }
+
+  /** Threads sharing the weight products: 1, or 1 + the worker threads lent to this decoder. */
+  get threads(): number {
+    return this.arena.threads
+  }
+
+  /** Hands the worker threads back to their pool (the decoder still works, on the calling thread alone). */
+  dispose(): void {
+    this.arena.dispose()
   }
 
   /** Copies the keys and values of a prefilled `cache` into the host buffers; the cache's tensors are freed. */

@@ -1,3 +1,5 @@
+import { controlBytes, controlSlots, lendMatmulHelpers, maximumChunks, type MatmulHelpers } from './matmul-workers.js'
+
 /**
  * A matrix–vector-batch product for the host decoder, as one small WebAssembly function with 128-bit SIMD
  * (`f32x4`), written out here byte by byte (the module is ~400 bytes; no toolchain). For `b < batch`,
@@ -32,6 +34,10 @@ export interface MatmulArena {
   ): void
   /** Whether the SIMD kernel runs (else JavaScript). */
   readonly simd: boolean
+  /** Threads the products run on: 1, or 1 + the worker threads lent to this arena. */
+  readonly threads: number
+  /** Hands the arena's worker threads back to the pool; the arena keeps working, on the calling thread. */
+  dispose(): void
 }
 
 const unsignedLeb = (value: number): number[] => {
@@ -58,8 +64,12 @@ const signedLeb = (value: number): number[] => {
   }
 }
 
-/** The module: memory `memory` (exported, grown by the caller) and `matmul(w, x, y, rows, columns, batch, wStride, xStride, yStride)`, pointers and strides in bytes. */
-function moduleBytes(): Uint8Array {
+/**
+ * The module: `matmul(w, x, y, rows, columns, batch, wStride, xStride, yStride)` (pointers and strides in
+ * bytes) over the imported memory `env.memory` — a shared one (limits 1 … 65 536 pages) when `shared`, so
+ * that worker threads run the same function on the same buffers.
+ */
+function moduleBytes(shared: boolean): Uint8Array {
   const section = (id: number, bytes: number[]) => [id, ...unsignedLeb(bytes.length), ...bytes]
   const vector = (items: number[][]) => [...unsignedLeb(items.length), ...items.flat()]
   const name = (text: string) => [...unsignedLeb(text.length), ...Array.from(text, (character) => character.charCodeAt(0))]
@@ -235,15 +245,10 @@ function moduleBytes(): Uint8Array {
     0x00,
     0x00,
     ...section(1, vector([[0x60, ...vector(new Array<number[]>(9).fill([0x7f])), 0x00]])), // type: (i32 × 9) → ()
+    // import env.memory: at least one page; shared ones need a maximum (the whole 32-bit space)
+    ...section(2, vector([[...name('env'), ...name('memory'), 0x02, ...(shared ? [0x03, 0x01, ...unsignedLeb(65_536)] : [0x00, 0x01])]])),
     ...section(3, vector([[0x00]])), // function 0 has type 0
-    ...section(5, vector([[0x00, 0x01]])), // memory: at least one page
-    ...section(
-      7,
-      vector([
-        [...name('memory'), 0x02, 0x00],
-        [...name('matmul'), 0x00, 0x00],
-      ]),
-    ),
+    ...section(7, vector([[...name('matmul'), 0x00, 0x00]])),
     ...section(10, vector([[...unsignedLeb(code.length), ...code]])),
   ])
 }
@@ -251,36 +256,48 @@ function moduleBytes(): Uint8Array {
 /** The parts of the WebAssembly JS API used here (the project's `lib` has no DOM or WebAssembly types). */
 interface WasmMemory {
   readonly buffer: ArrayBuffer
-  grow(pages: number): number
 }
 interface WasmInstance {
-  readonly exports: { memory: WasmMemory; matmul: (...args: number[]) => void }
+  readonly exports: { matmul: (...args: number[]) => void }
 }
 type WasmModule = object
 interface WasmApi {
   validate(bytes: Uint8Array): boolean
   Module: new (bytes: Uint8Array) => WasmModule
   Instance: new (module: WasmModule, imports: object) => WasmInstance
+  Memory: new (descriptor: { initial: number; maximum?: number; shared?: boolean }) => WasmMemory
 }
 const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly
 
-let compiled: WasmModule | null | undefined
+const compiled: { plain?: WasmModule | null; shared?: WasmModule | null } = {}
 
-/** The compiled kernel, or null where WebAssembly SIMD is not available. */
-function kernelModule(): WasmModule | null {
-  if (compiled !== undefined) return compiled
+/** The compiled kernel over a plain or a shared memory, or null where WebAssembly SIMD (or shared memory) is not available. */
+function kernelModule(shared = false): WasmModule | null {
+  const key = shared ? 'shared' : 'plain'
+  const known = compiled[key]
+  if (known !== undefined) return known
+  let module: WasmModule | null = null
   try {
-    const bytes = moduleBytes()
-    compiled = wasm?.validate(bytes) ? new wasm.Module(bytes) : null
+    const bytes = moduleBytes(shared)
+    if (wasm?.validate(bytes)) {
+      module = new wasm.Module(bytes)
+      if (shared) new wasm.Instance(module, { env: { memory: new wasm.Memory({ initial: 1, maximum: 1, shared: true }) } })
+    }
   } catch {
-    compiled = null
+    module = null
   }
-  return compiled
+  compiled[key] = module
+  return module
 }
 
 /** Whether the SIMD kernel can run here. */
 export function simdAvailable(): boolean {
   return kernelModule() !== null
+}
+
+/** Whether the kernel can run on a shared memory here, so that worker threads can share a product (`threads` of `createMatmulArena`). */
+export function sharedMemoryAvailable(): boolean {
+  return kernelModule(true) !== null
 }
 
 /** `y = W x` in JavaScript for rows `[fromRow, rows)` (and every row where the kernel cannot run). */
@@ -307,25 +324,100 @@ function matmulJs(
   }
 }
 
-/** An arena: one WebAssembly memory with the SIMD kernel where available, else a plain `ArrayBuffer` and JavaScript. */
-export function createMatmulArena(options: { simd?: boolean } = {}): MatmulArena {
-  const module = options.simd === false ? null : kernelModule()
-  let instance: WasmInstance | undefined
+/**
+ * Products smaller than this many multiply-adds run on the calling thread alone (posting one costs a few
+ * microseconds; below this the helper would not pay for it).
+ */
+export const sharedProductMinimum = 131_072
+/** Multiply-adds per chunk a product is cut into when shared (~5–10 µs of the kernel). */
+const chunkWork = 49_152
+/** `Atomics.load` spins of the calling thread before it sleeps waiting for a helper's last chunk. */
+const waitSpins = 4_000
+
+/**
+ * An arena: one WebAssembly memory with the SIMD kernel where available, else a plain `ArrayBuffer` and
+ * JavaScript. `threads` > 1 (default 1): the memory is shared and up to `threads - 1` pooled worker threads
+ * (`matmul-workers.ts`) run the kernel on it beside the calling thread, each product of at least
+ * `sharedProductMinimum` multiply-adds split between them by output rows; where shared memory or workers are
+ * unavailable (or the pool is lent elsewhere) the arena runs on this thread alone. Results are the same
+ * either way, bit for bit. `dispose` hands the workers back (the arena still works, on this thread).
+ */
+export function createMatmulArena(options: { simd?: boolean; threads?: number } = {}): MatmulArena {
+  const wantHelpers = options.simd === false ? 0 : Math.max(0, Math.floor(options.threads ?? 1) - 1)
+  const shared = wantHelpers > 0 && sharedMemoryAvailable()
+  const module = options.simd === false ? null : kernelModule(shared)
+  let kernel: ((...args: number[]) => void) | undefined
   let buffer: ArrayBuffer | undefined
+  let slots: Int32Array | undefined
+  let helpers: MatmulHelpers | undefined
+  let generation = 0
   let used = 0
   let capacity = 0
-  const kernel = (): ((...args: number[]) => void) => instance!.exports.matmul
+
+  /** The product over all blocked rows, cut into chunks that this thread and the helpers claim. */
+  const sharedMatmul = (w: number, x: number, y: number, rows: number, columns: number, batch: number, wStride: number, xStride: number, yStride: number) => {
+    const run = kernel!
+    const control = slots!
+    const blocks = rows / 4
+    const chunks = Math.min(maximumChunks, blocks, Math.max(2, Math.round((rows * columns * batch) / chunkWork)))
+    const perChunk = Math.ceil(blocks / chunks) * 4
+    const count = Math.ceil(rows / perChunk)
+    const a = controlSlots.arguments
+    control[a] = w
+    control[a + 1] = x
+    control[a + 2] = y
+    control[a + 3] = rows
+    control[a + 4] = columns
+    control[a + 5] = batch
+    control[a + 6] = wStride
+    control[a + 7] = xStride
+    control[a + 8] = yStride
+    control[controlSlots.rowsPerChunk] = perChunk
+    control[controlSlots.chunks] = count
+    Atomics.store(control, controlSlots.done, 0)
+    generation = (generation + 1) & 0x7fffff
+    const posted = generation << 8
+    Atomics.store(control, controlSlots.next, posted)
+    Atomics.notify(control, controlSlots.next)
+    let mine = 0
+    for (;;) {
+      const current = Atomics.load(control, controlSlots.next)
+      const chunk = current & 255
+      if (chunk >= count) break
+      if (Atomics.compareExchange(control, controlSlots.next, current, current + 1) !== current) continue
+      const from = chunk * perChunk
+      run(w + from * wStride, x, y + from * 4, Math.min(perChunk, rows - from), columns, batch, wStride, xStride, yStride)
+      mine++
+    }
+    if (mine === count) return
+    const finished = Atomics.add(control, controlSlots.done, mine) + mine
+    if (finished === count) return
+    for (;;) {
+      let done = Atomics.load(control, controlSlots.done)
+      for (let spin = 0; done < count && spin < waitSpins; spin++) done = Atomics.load(control, controlSlots.done)
+      if (done >= count) return
+      Atomics.wait(control, controlSlots.done, done, 50)
+    }
+  }
+
   return {
     simd: module !== null,
+    get threads() {
+      return 1 + (helpers?.count ?? 0)
+    },
     reserve(floats) {
-      const bytes = floats * 4 + 64
+      const bytes = floats * 4 + 64 + (shared ? controlBytes : 0)
       let reserved: ArrayBuffer
       if (module !== null) {
-        instance = new wasm!.Instance(module, {})
-        const { memory } = instance.exports
-        const pages = Math.ceil(bytes / 65_536)
-        if (pages > memory.buffer.byteLength / 65_536) memory.grow(pages - memory.buffer.byteLength / 65_536)
+        const pages = Math.max(1, Math.ceil(bytes / 65_536))
+        const memory = new wasm!.Memory(shared ? { initial: pages, maximum: pages, shared: true } : { initial: pages })
+        kernel = new wasm!.Instance(module, { env: { memory } }).exports.matmul
         reserved = memory.buffer
+        if (shared) {
+          slots = new Int32Array(reserved, 0, controlBytes / 4)
+          used = controlBytes
+          helpers = lendMatmulHelpers(wantHelpers, module, memory, 0, slots)
+        }
       } else reserved = new ArrayBuffer(bytes)
       buffer = reserved
       capacity = reserved.byteLength
@@ -343,8 +435,16 @@ export function createMatmulArena(options: { simd?: boolean } = {}): MatmulArena
         return
       }
       const blocked = rows - (rows % 4)
-      if (blocked > 0) kernel()(w.byteOffset, x.byteOffset, y.byteOffset, blocked, columns, batch, wStride * 4, xStride * 4, yStride * 4)
+      if (blocked > 0) {
+        const args = [w.byteOffset, x.byteOffset, y.byteOffset, blocked, columns, batch, wStride * 4, xStride * 4, yStride * 4] as const
+        if (helpers !== undefined && helpers.count > 0 && blocked >= 8 && blocked * columns * batch >= sharedProductMinimum) sharedMatmul(...args)
+        else kernel!(...args)
+      }
       if (blocked < rows) matmulJs(w, x, y, blocked, rows, columns, batch, wStride, xStride, yStride)
+    },
+    dispose() {
+      helpers?.release()
+      helpers = undefined
     },
   }
 }

@@ -1,0 +1,156 @@
+import { availableParallelism } from 'node:os'
+import { Worker } from 'node:worker_threads'
+
+/**
+ * Worker threads that run the SIMD matmul kernel (`simd-matmul.ts`) on a shared WebAssembly memory beside the
+ * calling thread. A product's output rows are cut into chunks (multiples of the kernel's four-row block); every
+ * thread — the caller included — claims chunks from one counter in the memory's control block until none is
+ * left, and the caller waits until all are done. A chunk's sums are the single-thread kernel's, so the result
+ * is bit-for-bit the same however the chunks fall, and a helper that is slow to wake (or never joins) only
+ * leaves more chunks to the caller.
+ *
+ * The workers are kept in a process-wide pool (unreferenced, so they never keep a process alive) and lent to
+ * one arena at a time; an arena hands them back with `release`. Between products a helper spins briefly on
+ * the counter, then sleeps in `Atomics.wait` until the next product is posted.
+ */
+
+/** Int32 slots of the control block (64 bytes at the start of the shared memory). */
+export const controlSlots = {
+  /** `generation << 8 | next unclaimed chunk`; generation (23 bits) changes with every product posted. */
+  next: 0,
+  /** Chunks finished in the current generation. */
+  done: 1,
+  /** 1: the helpers leave the memory (the arena is done with them). */
+  release: 2,
+  /** Chunks of the current product. */
+  chunks: 3,
+  /** Output rows per chunk (a multiple of 4). */
+  rowsPerChunk: 4,
+  /** The kernel's nine arguments (`w, x, y, rows, columns, batch, wStride, xStride, yStride`, bytes), rows = all blocked rows. */
+  arguments: 5,
+} as const
+/** Bytes of the control block. */
+export const controlBytes = 64
+/** Most chunks a product is cut into (the chunk index has 8 bits). */
+export const maximumChunks = 64
+
+/**
+ * The helper's loop (CommonJS, evaluated in the worker). `Atomics.load` spins of about 20–50 µs cover the
+ * gaps between the products of one decode step; longer gaps sleep.
+ */
+const workerSource = `
+const { parentPort } = require('node:worker_threads')
+const spins = 20000
+parentPort.on('message', ({ module, memory, control }) => {
+  const matmul = new WebAssembly.Instance(module, { env: { memory } }).exports.matmul
+  const slots = new Int32Array(memory.buffer, control, 16)
+  let seen = -1
+  for (;;) {
+    let value = Atomics.load(slots, ${controlSlots.next})
+    for (let spin = 0; value === seen && spin < spins; spin++) value = Atomics.load(slots, ${controlSlots.next})
+    if (value === seen) {
+      Atomics.wait(slots, ${controlSlots.next}, seen)
+      continue
+    }
+    if (Atomics.load(slots, ${controlSlots.release}) === 1) break
+    const generation = value >>> 8
+    for (;;) {
+      const current = Atomics.load(slots, ${controlSlots.next})
+      if (current >>> 8 !== generation) break
+      const chunk = current & 255
+      const chunks = Atomics.load(slots, ${controlSlots.chunks})
+      if (chunk >= chunks) {
+        seen = current
+        break
+      }
+      if (Atomics.compareExchange(slots, ${controlSlots.next}, current, current + 1) !== current) continue
+      const a = ${controlSlots.arguments}
+      const perChunk = slots[${controlSlots.rowsPerChunk}]
+      const from = chunk * perChunk
+      const rows = Math.min(perChunk, slots[a + 3] - from)
+      matmul(slots[a] + from * slots[a + 6], slots[a + 1], slots[a + 2] + from * 4, rows, slots[a + 4], slots[a + 5], slots[a + 6], slots[a + 7], slots[a + 8])
+      Atomics.add(slots, ${controlSlots.done}, 1)
+      Atomics.notify(slots, ${controlSlots.done})
+    }
+  }
+})
+`
+
+interface PooledWorker {
+  worker: Worker
+  busy: boolean
+}
+
+const pool: PooledWorker[] = []
+
+/** The most helpers a process keeps: one fewer than its CPUs (at least one). */
+function poolLimit(): number {
+  return Math.max(1, availableParallelism() - 1)
+}
+
+function startWorker(): PooledWorker | undefined {
+  try {
+    const worker = new Worker(workerSource, { eval: true })
+    worker.unref()
+    const pooled: PooledWorker = { worker, busy: false }
+    const drop = () => {
+      const index = pool.indexOf(pooled)
+      if (index >= 0) pool.splice(index, 1)
+    }
+    worker.on('error', drop)
+    worker.on('exit', drop)
+    pool.push(pooled)
+    return pooled
+  } catch {
+    return undefined
+  }
+}
+
+/** Helpers lent to one arena. */
+export interface MatmulHelpers {
+  /** How many joined. */
+  readonly count: number
+  /** Tells them to leave the memory and returns them to the pool. */
+  release(): void
+}
+
+/**
+ * Lends up to `count` helpers (free pool workers, new ones started up to the pool's limit) to the memory
+ * whose control block is at byte `control`: each instantiates `module` on `memory` and starts claiming
+ * chunks. Fewer (or none) when the pool is busy with other arenas or a worker cannot start.
+ */
+export function lendMatmulHelpers(count: number, module: object, memory: object, control: number, slots: Int32Array): MatmulHelpers {
+  const lent: PooledWorker[] = []
+  for (const pooled of pool) {
+    if (lent.length >= count) break
+    if (!pooled.busy) lent.push(pooled)
+  }
+  while (lent.length < count && pool.length < poolLimit()) {
+    const started = startWorker()
+    if (started === undefined) break
+    lent.push(started)
+  }
+  const joined: PooledWorker[] = []
+  for (const pooled of lent) {
+    try {
+      pooled.worker.postMessage({ module, memory, control })
+      pooled.busy = true
+      joined.push(pooled)
+    } catch {
+      // a worker that cannot take the memory is left out; the caller's thread does its share
+    }
+  }
+  let released = false
+  return {
+    count: joined.length,
+    release() {
+      if (released) return
+      released = true
+      Atomics.store(slots, controlSlots.release, 1)
+      Atomics.store(slots, controlSlots.next, (((Atomics.load(slots, controlSlots.next) >>> 8) + 1) & 0x7fffff) << 8)
+      Atomics.notify(slots, controlSlots.next)
+      // A worker's port queues the next memory until it has left this one, so it can be lent again at once.
+      for (const pooled of joined) pooled.busy = false
+    },
+  }
+}
