@@ -64,6 +64,7 @@ describe('initTensors', () => {
     await expect(initTensors({ backend: 'gpu' as never })).rejects.toThrow(/'options.backend' \(value: "gpu"\)/)
     await expect(initTensors({ backnd: 'cpu' } as never)).rejects.toThrow(InvalidArgumentError)
     await expect(initTensors({ backend: 'wasm', wasmThreads: 0 })).rejects.toThrow(/'options.wasmThreads' \(value: 0\)/)
+    await expect(initTensors({ backend: 'cpu', nativeThreads: { intraOp: 0 } })).rejects.toThrow(/'options.nativeThreads.intraOp' \(value: 0\)/)
     process.env.LUDIC_WASM_THREADS = 'lots'
     try {
       await expect(initTensors({ backend: 'wasm' })).rejects.toThrow(/'LUDIC_WASM_THREADS' \(value: "lots"\): must be max or an integer from 1 to 8/)
@@ -83,6 +84,29 @@ describe('initTensors', () => {
   it.skipIf(isInstalled('webgpu'))('WebGPU without its packages gives a BackendError naming them', async () => {
     await expect(activateBackend('webgpu')).rejects.toThrow(/install @tensorflow\/tfjs-backend-webgpu@4.22.0 and webgpu/)
   })
+
+  it.runIf(isInstalled('@tensorflow/tfjs-node'))(
+    "[opt-in: @tensorflow/tfjs-node installed] nativeThreads sizes TensorFlow's pools on its first start",
+    async () => {
+      delete process.env.LUDIC_BACKEND
+      const saved = [process.env.TF_NUM_INTRAOP_THREADS, process.env.TF_NUM_INTEROP_THREADS] as const
+      delete process.env.TF_NUM_INTRAOP_THREADS
+      delete process.env.TF_NUM_INTEROP_THREADS
+      try {
+        const runtime = await initTensors({ backend: 'tensorflow', nativeThreads: { intraOp: 1, interOp: 1 } })
+        expect(runtime.threads).toBe(1)
+        expect([process.env.TF_NUM_INTRAOP_THREADS, process.env.TF_NUM_INTEROP_THREADS]).toEqual(['1', '1'])
+        // Read once: a later start in the same process reports the pool TensorFlow already has.
+        expect((await initTensors({ backend: 'tensorflow', nativeThreads: { intraOp: 2 } })).threads).toBe(1)
+        expect(tf.tidy(() => tf.matMul(tf.tensor2d([[1, 2]]), tf.tensor2d([[3], [4]])).arraySync())).toEqual([[11]])
+      } finally {
+        if (saved[0] === undefined) delete process.env.TF_NUM_INTRAOP_THREADS
+        else process.env.TF_NUM_INTRAOP_THREADS = saved[0]
+        if (saved[1] === undefined) delete process.env.TF_NUM_INTEROP_THREADS
+        else process.env.TF_NUM_INTEROP_THREADS = saved[1]
+      }
+    },
+  )
 
   it('auto takes the first backend that starts, in order, with a one-line notice', async () => {
     delete process.env.LUDIC_BACKEND

@@ -25,6 +25,22 @@ export const initTensorsOptionsSchema = z
      * small models (see the package README). `LUDIC_WASM_THREADS` overrides it.
      */
     wasmThreads: z.union([z.number().int().min(1).max(8), z.literal('max')]).default(1),
+    /**
+     * Threads of the native TensorFlow backend's intra-op pool (the threads one kernel, e.g. a matmul, splits
+     * its work over) and inter-op pool (kernels run concurrently). Default: TensorFlow's own, the available
+     * cores for each. Measured on the 2-core benchmark machine (`npm run bench -- train-step`, tiny preset):
+     * one intra-op thread made the training step 2.6× slower (its oneDNN matmuls lose the second core) and
+     * one inter-op thread changed nothing, so the default stays TensorFlow's; lower them when several
+     * processes share the cores. TensorFlow reads them once, when the native backend first starts in the
+     * process (they are passed as `TF_NUM_INTRAOP_THREADS` / `TF_NUM_INTEROP_THREADS`, which win when set
+     * in the environment).
+     */
+    nativeThreads: z
+      .strictObject({
+        intraOp: z.number().int().min(1).max(256).optional(),
+        interOp: z.number().int().min(1).max(256).optional(),
+      })
+      .default({}),
     /** When `auto` skips a backend, print one line saying which it chose and why. Default: true. */
     verbose: z.boolean().default(true),
     /** Where notices go. Default: `console.warn`. */
@@ -61,13 +77,22 @@ const installHints: Record<BackendName, string> = {
 const require = createRequire(import.meta.url)
 
 /** Loads the module for a backend and registers it with tfjs-core. Returns its tfjs name and device. */
-async function registerBackend(backend: BackendName, wasmThreadsWanted: number | 'max'): Promise<{ tfBackend: string; device: string; threads: number }> {
+async function registerBackend(
+  backend: BackendName,
+  wasmThreadsWanted: number | 'max',
+  nativeThreads: NativeThreads,
+): Promise<{ tfBackend: string; device: string; threads: number }> {
   switch (backend) {
     case 'tensorflow-gpu':
     case 'tensorflow': {
       const moduleName = backend === 'tensorflow-gpu' ? '@tensorflow/tfjs-node-gpu' : '@tensorflow/tfjs-node'
       // TensorFlow's C++ logging prints start-up banners on stderr; keep warnings and errors only.
       process.env.TF_CPP_MIN_LOG_LEVEL ??= '2'
+      // TensorFlow sizes its thread pools from these when it creates its context, on the first start.
+      if (nativeIntraOpThreads === undefined) {
+        if (nativeThreads.intraOp !== undefined) process.env.TF_NUM_INTRAOP_THREADS ??= String(nativeThreads.intraOp)
+        if (nativeThreads.interOp !== undefined) process.env.TF_NUM_INTEROP_THREADS ??= String(nativeThreads.interOp)
+      }
       // The native packages are CommonJS and register the 'tensorflow' backend on load, on the
       // tfjs-core instance they resolve. That must be ours: check it, or two registries diverge.
       const native = require(moduleName) as { version?: { 'tfjs-core'?: string } }
@@ -77,10 +102,11 @@ async function registerBackend(backend: BackendName, wasmThreadsWanted: number |
         throw new Error(`${moduleName} uses a second copy of @tensorflow/tfjs-core (${nativeCorePath}); install both at the same version`)
       }
       if (tf.findBackendFactory('tensorflow') === null) throw new Error(`${moduleName} loaded but registered no backend`)
+      nativeIntraOpThreads ??= positiveInteger(process.env.TF_NUM_INTRAOP_THREADS) ?? availableParallelism()
       return {
         tfBackend: 'tensorflow',
         device: backend === 'tensorflow-gpu' ? 'CUDA GPU (TensorFlow native)' : 'CPU (TensorFlow native)',
-        threads: availableParallelism(),
+        threads: nativeIntraOpThreads,
       }
     }
     case 'webgpu': {
@@ -118,15 +144,32 @@ async function registerBackend(backend: BackendName, wasmThreadsWanted: number |
   }
 }
 
+/** Thread counts for the native backend's pools (see `nativeThreads` in `initTensorsOptionsSchema`). */
+export interface NativeThreads {
+  intraOp?: number | undefined
+  interOp?: number | undefined
+}
+
+/** The intra-op threads the native backend started with in this process (set on its first activation). */
+let nativeIntraOpThreads: number | undefined
+
+function positiveInteger(value: string | undefined): number | undefined {
+  const parsed = Number(value)
+  return value !== undefined && Number.isSafeInteger(parsed) && parsed > 0 ? parsed : undefined
+}
+
 function sameCoreVersion(native: { version?: { 'tfjs-core'?: string } }): boolean {
   return native.version?.['tfjs-core'] === tf.version_core
 }
 
 /** Registers (if needed) and activates one backend; throws `BackendError` saying what to install. */
-export async function activateBackend(backend: BackendName, options: { wasmThreads?: number | 'max' } = {}): Promise<Omit<TensorsRuntime, 'skipped'>> {
+export async function activateBackend(
+  backend: BackendName,
+  options: { wasmThreads?: number | 'max'; nativeThreads?: NativeThreads } = {},
+): Promise<Omit<TensorsRuntime, 'skipped'>> {
   let registered: { tfBackend: string; device: string; threads: number }
   try {
-    registered = await registerBackend(backend, options.wasmThreads ?? 1)
+    registered = await registerBackend(backend, options.wasmThreads ?? 1, options.nativeThreads ?? {})
   } catch (error) {
     if (InvalidArgumentError.isInstance(error)) throw error
     const missing = isModuleNotFound(error)
