@@ -36,6 +36,8 @@ export interface MatmulArena {
   readonly simd: boolean
   /** Threads the products run on: 1, or 1 + the worker threads lent to this arena. */
   readonly threads: number
+  /** Chunks of shared products that worker threads ran so far (0 on one thread). */
+  readonly helperChunks: number
   /** Hands the arena's worker threads back to the pool; the arena keeps working, on the calling thread. */
   dispose(): void
 }
@@ -351,6 +353,7 @@ export function createMatmulArena(options: { simd?: boolean; threads?: number } 
   let slots: Int32Array | undefined
   let helpers: MatmulHelpers | undefined
   let generation = 0
+  let helperChunks = 0
   let used = 0
   let capacity = 0
 
@@ -389,6 +392,7 @@ export function createMatmulArena(options: { simd?: boolean; threads?: number } 
       run(w + from * wStride, x, y + from * 4, Math.min(perChunk, rows - from), columns, batch, wStride, xStride, yStride)
       mine++
     }
+    helperChunks += count - mine
     if (mine === count) return
     const finished = Atomics.add(control, controlSlots.done, mine) + mine
     if (finished === count) return
@@ -404,6 +408,9 @@ export function createMatmulArena(options: { simd?: boolean; threads?: number } 
     simd: module !== null,
     get threads() {
       return 1 + (helpers?.count ?? 0)
+    },
+    get helperChunks() {
+      return helperChunks
     },
     reserve(floats) {
       const bytes = floats * 4 + 64 + (shared ? controlBytes : 0)
