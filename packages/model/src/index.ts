@@ -27,7 +27,14 @@ export { saveModel, saveModelOptionsSchema, type SaveModelOptions } from './chec
 export { CheckpointMismatchError, type MisshapedTensor } from './checkpoint/checkpoint-mismatch-error.js'
 
 // Generation
-export { generate, modelGenerateOptionsSchema, type DecodePath, type GeneratedSequence, type ModelGenerateOptions } from './generation/generate.js'
+export {
+  generate,
+  modelGenerateOptionsSchema,
+  type DecodePath,
+  type DecodeThreads,
+  type GeneratedSequence,
+  type ModelGenerateOptions,
+} from './generation/generate.js'
 export { sampleToken, type SampledToken, type SamplingParameters } from './generation/sampling.js'
 
 // Training support: log-probabilities, heads, LoRA
