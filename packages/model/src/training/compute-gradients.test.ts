@@ -1,11 +1,49 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { initTensors } from '@ludic/tensors'
+import { maskedMean } from '@ludic/tensors'
+import { applyLora } from '../lora/apply-lora.js'
+import { createModel } from '../model/create-model.js'
+import { sequenceLogprobs } from '../sequence-logprobs.js'
+import { initTestBackend } from '../test/init-test-backend.js'
 import { computeGradients } from './compute-gradients.js'
 
-beforeAll(async () => {
-  await initTensors({ backend: 'wasm', verbose: false })
-})
+beforeAll(initTestBackend)
+
+/** A 2-layer Qwen3 with LoRA on q and v, and a response-scoring loss over a padded batch. */
+function loraStep() {
+  const model = createModel(
+    {
+      model_type: 'qwen3',
+      vocab_size: 37,
+      hidden_size: 16,
+      intermediate_size: 24,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      head_dim: 4,
+      tie_word_embeddings: true,
+      initializer_range: 0.3,
+    },
+    { seed: 3 },
+  )
+  const lora = applyLora(model, { rank: 2, alpha: 4, seed: 5 })
+  // B starts at zero; make it nonzero so A gets a gradient too.
+  for (const [name, variable] of lora.parameters()) if (name.includes('lora_B')) variable.assign(tf.randomNormal(variable.shape, 0, 0.5, 'float32', 7))
+  const sequences = {
+    promptIds: [
+      [1, 2, 3],
+      [4, 5],
+      [6, 7, 8, 9],
+    ],
+    responseIds: [[10, 11], [12, 13, 14], [15]],
+  }
+  const loss = () =>
+    tf.tidy(() => {
+      const { logprobs, entropies, responseMask } = sequenceLogprobs(model, sequences, { withEntropy: true })
+      return tf.sub(tf.neg(maskedMean(logprobs, responseMask)), tf.mul(0.1, maskedMean(entropies!, responseMask))) as tf.Scalar
+    })
+  return { model, parameters: model.trainableParameters(), loss }
+}
 
 describe('computeGradients', () => {
   it('keys the gradients by the parameters’ own names and frees everything else', () => {
@@ -35,6 +73,81 @@ describe('computeGradients', () => {
     tf.dispose([loss, ...gradients.values()])
     expect(tf.memory().numTensors).toBe(before)
     tf.dispose([x, ...parameters.values()])
+  })
+
+  it('gives tf.variableGrads’s gradients for a LoRA step, leaking nothing', async () => {
+    const { model, parameters, loss } = loraStep()
+    const before = tf.memory().numTensors
+    const reference = await tf.profile(() => {
+      const { value, grads } = tf.variableGrads(loss, [...parameters.values()])
+      return [value, ...[...parameters.values()].map((variable) => grads[variable.name]!)]
+    })
+    const referenceResult = reference.result as tf.Tensor[] // tf.profile reuses its result object: read it before the next profile
+    const frugal = await tf.profile(() => {
+      const { loss: value, gradients } = computeGradients(loss, parameters)
+      return [value, ...gradients.values()]
+    })
+    const [referenceLoss, ...referenceGradients] = referenceResult
+    const [frugalLoss, ...frugalGradients] = frugal.result as tf.Tensor[]
+    expect(frugalLoss!.dataSync()[0]).toBe(referenceLoss!.dataSync()[0])
+    expect(frugalGradients).toHaveLength(parameters.size)
+    frugalGradients.forEach((gradient, index) => {
+      const expected = referenceGradients[index]!
+      expect(gradient.shape).toEqual(expected.shape)
+      const scale = Math.max(...Array.from(expected.dataSync(), Math.abs))
+      expect(scale).toBeGreaterThan(0)
+      const values = gradient.dataSync()
+      expected.dataSync().forEach((value, element) => expect(Math.abs(values[element]! - value)).toBeLessThanOrEqual(1e-6 * scale))
+    })
+    tf.dispose([...referenceResult, ...(frugal.result as tf.Tensor[])])
+    expect(tf.memory().numTensors).toBe(before)
+    model.dispose()
+  })
+
+  it('frees activations and their gradients during the backward pass: a deep chain peaks far below tfjs', async () => {
+    const weight = tf.variable(tf.randomNormal([64, 64], 0, 0.1, 'float32', 1))
+    const input = tf.randomNormal([32, 64], 0, 1, 'float32', 2)
+    const parameters = new Map([['weight', weight]])
+    // 24 steps of tanh(x·W), each in its own scope (as the model's layers), so the forward pass keeps what the tape saved only.
+    const loss = () => {
+      let x: tf.Tensor = input
+      for (let step = 0; step < 24; step++) {
+        const previous = x
+        x = tf.tidy(() => tf.tanh(tf.matMul(previous, weight)))
+      }
+      return tf.sum(tf.square(x)) as tf.Scalar
+    }
+    const before = tf.memory().numTensors
+    const reference = await tf.profile(() => {
+      const { value, grads } = tf.variableGrads(loss, [weight])
+      return [value, grads[weight.name]!]
+    })
+    const referencePeak = reference.peakBytes // tf.profile reuses its result object: read it before the next profile
+    const referenceResult = reference.result as tf.Tensor[]
+    const frugal = await tf.profile(() => {
+      const { loss: value, gradients } = computeGradients(loss, parameters)
+      return [value, gradients.get('weight')!]
+    })
+    const [, expected] = referenceResult
+    const [, actual] = frugal.result as tf.Tensor[]
+    const scale = Math.max(...Array.from(expected!.dataSync(), Math.abs))
+    const values = actual!.dataSync()
+    expected!.dataSync().forEach((value, element) => expect(Math.abs(values[element]! - value)).toBeLessThanOrEqual(1e-6 * scale))
+    // Each step saves its input and output (32·64 floats); tfjs also keeps every step's gradient until the end.
+    const activations = 24 * 2 * 32 * 64 * 4
+    expect(referencePeak - frugal.peakBytes).toBeGreaterThan(activations / 2)
+    tf.dispose([...referenceResult, ...(frugal.result as tf.Tensor[])])
+    expect(tf.memory().numTensors).toBe(before)
+    tf.dispose([weight, input])
+  })
+
+  it('refuses frozen parameters and a loss that is not a scalar, leaking nothing', () => {
+    const { model, parameters, loss } = loraStep()
+    const before = tf.memory().numTensors
+    expect(() => computeGradients(loss, model.parameters())).toThrow(/model\.embed_tokens\.weight.*frozen/)
+    expect(() => computeGradients(() => tf.tidy(() => tf.stack([loss(), loss()])) as unknown as tf.Scalar, parameters)).toThrow(/must return a scalar/)
+    expect(tf.memory().numTensors).toBe(before)
+    model.dispose()
   })
 
   it('names the parameters the loss does not depend on, and leaks nothing then either', () => {
