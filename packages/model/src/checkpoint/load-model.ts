@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, ParseError, parseArgument } from '@ludic/core'
 import { downloadRepo, hubOptionsSchema, isRepoId } from '@ludic/hub'
-import { readShardedSafetensors, type ShardedSafetensors } from '@ludic/tensors'
+import { readShardedSafetensors, type SafetensorsTensor, type ShardedSafetensors } from '@ludic/tensors'
 import { z } from 'zod'
 import { huggingFaceSizeFields, parseHuggingFaceConfig } from '../config/hugging-face-config.js'
 import type { ModelConfig } from '../config/model-config.js'
@@ -43,7 +43,8 @@ export type LoadModelOptions = z.input<typeof loadModelOptionsSchema>
  * `model.safetensors.index.json` with its shards. A Hugging Face Hub repository id (`Qwen/Qwen3-0.6B`,
  * `owner/name@revision`) is downloaded into the Hugging Face cache first (or found there; see the `hub`
  * option); a local directory of the same name wins. `F32`, `F16` and `BF16` weights become float32 variables.
- * Tensors are read one at a time straight into the backend, so the weights are never held twice.
+ * Tensors are read straight into float32 arrays (`BF16`/`F16` widened in place, the next reads already in
+ * flight on Node's I/O threads) that go to the backend as they are, so the weights are never held twice.
  * A configuration Ludic does not support is a `ParseError` naming the field; weights that do not fit the
  * configuration are one `CheckpointMismatchError` listing every missing, unexpected and misshaped tensor.
  * With tied embeddings an `lm_head.weight` in the file is ignored, as transformers does. A value or reward
@@ -72,21 +73,34 @@ export async function loadModel(directory: string, options: LoadModelOptions = {
   const file = await readShardedSafetensors(folder)
   const reader = withModelNames(config, file)
   const weights = new Map<string, tf.Tensor>()
+  const pending: Promise<SafetensorsTensor>[] = []
   try {
     checkWeights(config, reader, folder)
     const names = parameterSpecs(config).map((spec) => spec.name)
     if (reader.has(scoreWeightName)) names.push(scoreWeightName)
     for (const name of names) {
-      // One tensor at a time: read into a typed array, copied into the backend, the array dropped.
-      const tensor = await reader.read(name)
-      if (tensor.dtype !== 'F32' && tensor.dtype !== 'F16' && tensor.dtype !== 'BF16') {
-        throw new ParseError({ source: folder, path: [name], message: `has dtype ${tensor.dtype}; weights must be F32, F16 or BF16` })
+      const dtype = reader.info(name).dtype
+      if (dtype !== 'F32' && dtype !== 'F16' && dtype !== 'BF16') {
+        throw new ParseError({ source: folder, path: [name], message: `has dtype ${dtype}; weights must be F32, F16 or BF16` })
       }
-      weights.set(name, tf.tensor(tensor.data, tensor.shape, 'float32'))
+    }
+    // Tensor by tensor, `readAhead` reads in flight: the file reads run on Node's I/O threads while this thread
+    // widens the tensor before them (bf16 → float32), and each float32 array goes to the backend as it is.
+    const readAhead = 2
+    const startRead = (index: number) => {
+      if (index < names.length) pending.push(reader.read(names[index]!))
+    }
+    for (let index = 0; index < readAhead; index++) startRead(index)
+    for (let index = 0; index < names.length; index++) {
+      const tensor = await pending.shift()!
+      startRead(index + readAhead)
+      weights.set(names[index]!, tf.tensor(tensor.data as Float32Array, tensor.shape, 'float32'))
     }
     return new CausalLanguageModel(config, weights, { sourceConfig: json as Record<string, unknown>, maxContextTokens })
   } finally {
     for (const tensor of weights.values()) tensor.dispose()
+    // A read still in flight (an error stopped the loop) finishes before its file is closed; its failure is not the error.
+    await Promise.allSettled(pending)
     await file.close()
   }
 }

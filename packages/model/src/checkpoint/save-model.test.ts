@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import { ParseError } from '@ludic/core'
-import { bfloat16BitsToFloat32, float32ToBfloat16Bits, openSafetensors, readShardedSafetensors, writeSafetensorsFile } from '@ludic/tensors'
+import {
+  bfloat16BitsToFloat32,
+  float32ToBfloat16Bits,
+  openSafetensors,
+  readShardedSafetensors,
+  writeSafetensorsFile,
+  type SafetensorsTensorInput,
+} from '@ludic/tensors'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createModel } from '../model/create-model.js'
 import { initTestBackend } from '../test/init-test-backend.js'
@@ -113,6 +120,25 @@ describe('saveModel / loadModel', () => {
     await expectSameParameters(model, loaded)
     model.dispose()
     loaded.dispose()
+  })
+
+  it('refuses integer weights by name before reading any, the reads in flight settled and no tensor left', async () => {
+    const model = createModel(smallQwen3, { seed: 6 })
+    const path = join(directory, 'integer-weights')
+    await saveModel(model, path)
+    const tensors = new Map<string, SafetensorsTensorInput>()
+    for (const [name, variable] of model.parameters()) {
+      const size = variable.shape.reduce((a, b) => a * b, 1)
+      const shape = variable.shape
+      tensors.set(name, name === 'model.layers.1.mlp.down_proj.weight' ? { shape, data: new Int32Array(size) } : { shape, data: new Float32Array(size) })
+    }
+    await writeSafetensorsFile(join(path, 'model.safetensors'), tensors)
+    const before = tf.memory().numTensors
+    const error = await loadModel(path).catch((caught: unknown) => caught)
+    expect(ParseError.isInstance(error)).toBe(true)
+    expect((error as ParseError).message).toMatch(/model\.layers\.1\.mlp\.down_proj\.weight.*has dtype I32; weights must be F32, F16 or BF16/)
+    expect(tf.memory().numTensors).toBe(before)
+    model.dispose()
   })
 
   it('lists every missing, unexpected and misshaped tensor in one error', async () => {

@@ -125,4 +125,25 @@ describe('bulk conversion', () => {
     decodeBfloat16(bytes.subarray(0, 4), target, 0)
     expect(Array.from(target.subarray(0, 2))).toEqual([1.5, -2])
   })
+
+  it('widens in place from the upper half of the target, element for element as the scalar functions do', () => {
+    const random = createRandom(7)
+    for (const [decode, widen] of [
+      [decodeFloat16, float16BitsToFloat32],
+      [decodeBfloat16, bfloat16BitsToFloat32],
+    ] as const) {
+      for (const count of [1, 2, 7, 1000]) {
+        const patterns = Array.from({ length: count }, () => random.nextInt(65536))
+        const target = new Float32Array(count)
+        const upperHalf = new Uint8Array(target.buffer, 2 * count, 2 * count)
+        patterns.forEach((bits, index) => {
+          upperHalf[2 * index] = bits & 0xff
+          upperHalf[2 * index + 1] = bits >>> 8
+        })
+        decode(upperHalf, target, 0)
+        const expected = patterns.map(widen)
+        expect(Array.from(target, (value) => (Number.isNaN(value) ? 'NaN' : value))).toEqual(expected.map((value) => (Number.isNaN(value) ? 'NaN' : value)))
+      }
+    }
+  })
 })

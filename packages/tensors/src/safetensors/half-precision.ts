@@ -107,22 +107,50 @@ function float16ToFloat32BitsTable(): Uint32Array {
   return float16Table
 }
 
-/** Widens little-endian half-precision `bytes` into `target` from element `targetOffset` on. */
+const littleEndianHost = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1
+
+/**
+ * `bytes` as 16-bit elements when they can be read as one (a little-endian host, an even byte offset), so the
+ * widening loops read whole elements instead of assembling bytes; undefined otherwise.
+ */
+function halvesOf(bytes: Uint8Array): Uint16Array | undefined {
+  return littleEndianHost && bytes.byteOffset % 2 === 0 ? new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.length >>> 1) : undefined
+}
+
+/**
+ * Widens little-endian half-precision `bytes` into `target` from element `targetOffset` on (one table lookup per
+ * element). `bytes` may lie in `target`'s own buffer at or after byte `4·targetOffset + 2·count` (its upper half,
+ * as `openSafetensors` reads them): elements are widened front to back, each written after its source was read.
+ */
 export function decodeFloat16(bytes: Uint8Array, target: Float32Array, targetOffset = 0): void {
   const table = float16ToFloat32BitsTable()
   const targetBits = new Uint32Array(target.buffer, target.byteOffset, target.length)
   const count = bytes.length >>> 1
+  const halves = halvesOf(bytes)
+  if (halves !== undefined) {
+    for (let index = 0; index < count; index++) targetBits[targetOffset + index] = table[halves[index]!]!
+    return
+  }
   for (let index = 0; index < count; index++) {
     targetBits[targetOffset + index] = table[bytes[2 * index]! | (bytes[2 * index + 1]! << 8)]!
   }
 }
 
-/** Widens little-endian bfloat16 `bytes` into `target` from element `targetOffset` on. */
+/**
+ * Widens little-endian bfloat16 `bytes` into `target` from element `targetOffset` on: each element is the top
+ * half of a float32, so this is one shift per element, over whole 16-bit elements. Like `decodeFloat16`, `bytes`
+ * may lie in the upper half of `target`'s own buffer.
+ */
 export function decodeBfloat16(bytes: Uint8Array, target: Float32Array, targetOffset = 0): void {
-  const targetBits = new Uint32Array(target.buffer, target.byteOffset, target.length)
+  const targetBits = new Int32Array(target.buffer, target.byteOffset, target.length)
   const count = bytes.length >>> 1
+  const halves = halvesOf(bytes)
+  if (halves !== undefined) {
+    for (let index = 0; index < count; index++) targetBits[targetOffset + index] = halves[index]! << 16
+    return
+  }
   for (let index = 0; index < count; index++) {
-    targetBits[targetOffset + index] = ((bytes[2 * index]! << 16) | (bytes[2 * index + 1]! << 24)) >>> 0
+    targetBits[targetOffset + index] = (bytes[2 * index]! << 16) | (bytes[2 * index + 1]! << 24)
   }
 }
 

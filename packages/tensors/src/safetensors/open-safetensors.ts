@@ -20,8 +20,8 @@ const maxReadBytes = 1 << 28
 /**
  * Opens a safetensors file and parses its header; tensor data stays on disk until `read(name)`, which
  * reads just that tensor's byte range. `F32`, `I32` and `I64` bytes go straight into the returned typed
- * array; `F16`/`BF16` are converted through a 1 MiB buffer. So the file is never held twice, and a
- * checkpoint larger than memory can be loaded tensor by tensor.
+ * array; `F16`/`BF16` bytes are read into the upper half of the float32 array that receives them and widened
+ * in place. So the file is never held twice, and a checkpoint larger than memory can be loaded tensor by tensor.
  *
  * A malformed file throws `ParseError` (`source` is the path, `path` names the tensor and field); a missing
  * file throws Node's own error. Call `close()` when done.
@@ -88,6 +88,12 @@ class OpenedSafetensorsFile implements SafetensorsFile {
       const target = bytesOf(data)
       await readFully(this.handle, target, position, this.path, ['data', name])
       if (!hostIsLittleEndian) swapByteOrder(target, dtypeBytes(dtype))
+    } else if (hostIsLittleEndian) {
+      // F16/BF16: the file bytes are read into the upper half of the float32 array's own buffer, then widened in
+      // place front to back: one read, no second buffer, no copy.
+      const target = bytesOf(data).subarray(data.byteLength - info.byteLength)
+      await readFully(this.handle, target, position, this.path, ['data', name])
+      decodeTensorBytes(dtype, target, data, 0)
     } else {
       const elementSize = dtypeBytes(dtype)
       const chunk = new Uint8Array(Math.min(info.byteLength, conversionChunkElements * elementSize))
