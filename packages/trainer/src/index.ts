@@ -1,4 +1,21 @@
-export { createRlTrainer, type RlRunOptions, type RlTrainer } from './rl-trainer.js'
+export { createRlTrainer, type RlRunOptions, type RlTrainer, type RlTrainerHooks } from './rl-trainer.js'
+export type { RolloutBatch, RolloutSource, RolloutSourceContext } from './rollout-source.js'
+export {
+  createDisaggregatedRolloutSource,
+  disaggregatedRolloutOptionsSchema,
+  type DisaggregatedRolloutOptions,
+  type DisaggregatedRolloutSource,
+  type DisaggregatedRolloutStats,
+} from './disaggregated-rollout.js'
+export {
+  createLoraAdapterPublisher,
+  LoraPublishError,
+  loraAdapterPublisherOptionsSchema,
+  type LoraAdapterPublisher,
+  type LoraAdapterPublisherOptions,
+  type SavedLoraAdapter,
+} from './lora-adapter-publisher.js'
+export { createLocalLoraAdapters, type LocalLoraAdapters } from './local-lora-adapters.js'
 export { cpoDefaultGroupSize, createCpoTrainer, type CpoTrainerConfig } from './cpo-trainer.js'
 export { scoreRollout, type ScoredRollout } from './scored-rewards.js'
 export {

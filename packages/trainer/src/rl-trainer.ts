@@ -9,7 +9,7 @@ import { importanceWeights, ppoEpochs, type PpoBatch, type PpoSettings } from '.
 import { createProgressBar, type ProgressStream } from './progress-bar.js'
 import { rlTrainerConfigSchema, type ParsedRlTrainerConfig, type RlTrainerConfig } from './rl-config.js'
 import { offPolicyMetrics, progressFields, rolloutMetrics } from './rl-metrics.js'
-import { createRolloutSource } from './rollout-source.js'
+import { createRolloutSource, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
 import { createRunState } from './run-state.js'
 import { resolveSchedule } from './schedule.js'
 import { scoreRollout } from './scored-rewards.js'
@@ -52,7 +52,15 @@ export interface RlTrainer {
  * Checkpoints hold the weights, the optimizer, the generator, the estimator's state, the step and the
  * metrics, so a resumed run continues exactly (bit for bit) where it stopped.
  */
-export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
+export interface RlTrainerHooks {
+  /**
+   * Where the steps' experience comes from instead of the config's synchronous or asynchronous collection, e.g.
+   * `(context) => createDisaggregatedRolloutSource(context, adapters, options)`. Default: `config.asyncRollout` decides.
+   */
+  rolloutSource?: (context: RolloutSourceContext) => RolloutSource
+}
+
+export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks = {}): RlTrainer {
   const parsed = parseArgument(rlTrainerConfigSchema, config, 'config')
   const { model, batch, kl, seed } = parsed
   checkVocabularyFits(parsed.tokenizer, model.config)
@@ -73,7 +81,7 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
     kl,
     maxGradNorm,
   }
-  const source = createRolloutSource({ config: parsed, model, reference })
+  const source = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
   const notify = parsed.notify ?? ((message: string) => console.warn(`[ludic trainer] ${message}`))
   const run = createRunState({ directory: parsed.runDirectory, keepLast: parsed.keepLast, model, optimizer, estimator, reference, notify })
   let random: Random = createRandom(deriveSeed('ludic.trainer', seed))
@@ -153,7 +161,7 @@ export function createRlTrainer(config: RlTrainerConfig): RlTrainer {
       random,
     })
     const updateSeconds = (performance.now() - updateStarted) / 1000
-    source.updated(++stepCount)
+    await source.updated(++stepCount)
     // 5. Metrics (→ evaluation, log, checkpoint).
     const tokensPerSecond =
       samples.reduce((total, sample) => total + sample.responseTokenIds.length, 0) / Math.max(rollout.generationSeconds ?? rolloutSeconds, 1e-9)

@@ -31,8 +31,8 @@ export interface RolloutBatch {
 export interface RolloutSource {
   /** The experience of step `stepIndex` (seeds depend only on the run's seed and the step). */
   next(stepIndex: number): Promise<RolloutBatch>
-  /** The model has been updated to step `stepCount` (rollout workers get the new weights). */
-  updated(stepCount: number): void
+  /** The model has been updated to step `stepCount` (rollout workers get the new weights; a promise is awaited before the next step). */
+  updated(stepCount: number): void | Promise<void>
   /** Stops rollout workers, if any; `next` starts them again. */
   close(): Promise<void>
 }

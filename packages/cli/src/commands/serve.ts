@@ -6,7 +6,7 @@ import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { loadTokenizer } from '@ludic/tokenizer'
 import * as tf from '@tensorflow/tfjs-core'
 import { type CommandContext, commandContext, log } from '../context.js'
-import { createLocalLoraAdapters, type LocalLoraAdapters } from './serve-lora.js'
+import { createLocalLoraAdapters, type LocalLoraAdapters } from '@ludic/trainer'
 import { localModelDirectory } from '../sources.js'
 
 export interface ServeOptions {

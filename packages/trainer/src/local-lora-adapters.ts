@@ -23,7 +23,7 @@ export interface LocalLoraAdapters {
 }
 
 /**
- * LoRA adapters for `ludic serve`: many adapters over one set of base weights. `load` reads a PEFT adapter
+ * LoRA adapters for a local model (`ludic serve --enable-lora`): many adapters over one set of base weights. `load` reads a PEFT adapter
  * (`loadLoraAdapter` of `@ludic/model`: every file checked before the model is touched) and keeps its weights in
  * memory; each adapter's policy, and the base's, generates under one lock, attaching its adapter first when another
  * is attached (a swap between generations: adapters are swapped only while no generation runs, so no request sees

@@ -1,0 +1,164 @@
+import { readdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { InvalidArgumentError, type PolicyV1 } from '@ludic/core'
+import { applyLora, CausalLanguageModel, createLocalPolicy, sequenceLogprobs } from '@ludic/model'
+import { serveOpenAICompatible, type LoraAdapterLoader, type OpenAICompatibleServer } from '@ludic/rollout'
+import * as tf from '@tensorflow/tfjs-core'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createDisaggregatedRolloutSource, type DisaggregatedRolloutSource } from './disaggregated-rollout.js'
+import { createLocalLoraAdapters } from './local-lora-adapters.js'
+import { createLoraAdapterPublisher, LoraPublishError } from './lora-adapter-publisher.js'
+import { createRlTrainer } from './rl-trainer.js'
+import { createSftTrainer } from './sft-trainer.js'
+import { createPickEnvironment, createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
+
+const temporaryDirectory = useBackendAndDirectory('ludic-disaggregated-')
+const servers: OpenAICompatibleServer[] = []
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()))
+})
+
+const prompt = (seed: number) =>
+  tokenizer.encode(tokenizer.applyChatTemplate!([{ role: 'user', content: `game ${seed}: player0 picks a or b` }], { addGenerationPrompt: true }), {
+    addSpecialTokens: false,
+  })
+
+/** P(a) against P(b) at the prompts the game shows, averaged. */
+function probabilityOfA(model: CausalLanguageModel): number {
+  return tf.tidy(() => {
+    const promptIds = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) => [prompt(seed), prompt(seed)])
+    const responseIds = promptIds.map((_, index) => tokenizer.encode(index % 2 === 0 ? 'a' : 'b', { addSpecialTokens: false }))
+    const logprobs = sequenceLogprobs(model, { promptIds, responseIds }).logprobs.dataSync()
+    let total = 0
+    for (let index = 0; index < logprobs.length; index += 2) total += Math.exp(logprobs[index]!) / (Math.exp(logprobs[index]!) + Math.exp(logprobs[index + 1]!))
+    return total / (logprobs.length / 2)
+  })
+}
+
+/** A fake loader that remembers what it was asked; paths under `refuse/` are refused. */
+function recordingLoader() {
+  const loads: string[] = []
+  const unloads: string[] = []
+  const echo: PolicyV1 = { specificationVersion: 'v1', id: 'echo', generate: async () => [] }
+  const loader: LoraAdapterLoader = {
+    async load({ name, path }) {
+      if (path.includes('refuse')) throw new InvalidArgumentError({ argument: 'lora_path', value: path, message: 'is refused' })
+      loads.push(`${name} ${path}`)
+      return echo
+    },
+    unload: (name) => void unloads.push(name),
+  }
+  return { loader, loads, unloads }
+}
+
+describe('createLoraAdapterPublisher', () => {
+  it('saves versioned PEFT folders, loads them on every endpoint, unloads beyond keepLoaded and deletes beyond keepLast', async () => {
+    const model = createTestModel(1)
+    const adapters = applyLora(model, { rank: 2 })
+    const fakes = [recordingLoader(), recordingLoader()]
+    for (const fake of fakes)
+      servers.push(await serveOpenAICompatible(createLocalPolicy({ model, tokenizer }), { modelId: 'base', lora: { loader: fake.loader } }))
+    const directory = join(temporaryDirectory(), 'publisher')
+    const publisher = createLoraAdapterPublisher({ endpoints: servers.map((server) => server.url), directory, keepLoaded: 2, keepLast: 3 })
+    for (const version of [1, 2, 3, 4]) await publisher.publish(adapters, version)
+    expect(publisher.current).toEqual({ name: 'step-4', version: 4, path: join(directory, 'step-4') })
+    for (const fake of fakes) {
+      expect(fake.loads).toEqual([1, 2, 3, 4].map((version) => `step-${version} ${join(directory, `step-${version}`)}`))
+      await expect.poll(() => fake.unloads).toEqual(['step-1', 'step-2'])
+    }
+    const models = (await (await fetch(`${servers[0]!.url}/models`)).json()) as { data: { id: string }[] }
+    expect(models.data.map((entry) => entry.id)).toEqual(['base', 'step-3', 'step-4'])
+    expect((await readdir(directory)).sort()).toEqual(['step-2', 'step-3', 'step-4'])
+    expect((await readdir(join(directory, 'step-4'))).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors'])
+    expect(publisher.unloadFailures).toEqual([])
+    model.dispose()
+  })
+
+  it('fails with a LoraPublishError naming the endpoint and the status; current stays the last good version', async () => {
+    const model = createTestModel(1)
+    const adapters = applyLora(model, { rank: 2 })
+    const fake = recordingLoader()
+    const server = await serveOpenAICompatible(createLocalPolicy({ model, tokenizer }), { modelId: 'base', lora: { loader: fake.loader } })
+    servers.push(server)
+    const good = createLoraAdapterPublisher({ endpoints: [server.url], directory: join(temporaryDirectory(), 'ok') })
+    await good.publish(adapters, 1)
+    const refusing = createLoraAdapterPublisher({ endpoints: [server.url], directory: join(temporaryDirectory(), 'refuse'), prefix: 'other' })
+    const error = await refusing.publish(adapters, 1).catch((caught: unknown) => caught)
+    expect(LoraPublishError.isInstance(error)).toBe(true)
+    expect(error).toMatchObject({ endpoint: server.url, status: 400, operation: 'load', adapter: 'other-1' })
+    expect((error as Error).message).toContain('is refused')
+    expect(refusing.current).toBeUndefined()
+    // Nothing listening: no status, the endpoint named.
+    const closed = await serveOpenAICompatible(createLocalPolicy({ model, tokenizer }))
+    await closed.close()
+    const unreachable = createLoraAdapterPublisher({ endpoints: [closed.url], directory: join(temporaryDirectory(), 'gone'), timeoutMs: 2000 })
+    await expect(unreachable.publish(adapters, 1)).rejects.toMatchObject({ name: 'LoraPublishError', endpoint: closed.url, status: undefined })
+    expect(() => createLoraAdapterPublisher({ endpoints: [], directory: 'x' })).toThrow(InvalidArgumentError)
+    model.dispose()
+  })
+})
+
+describe('createDisaggregatedRolloutSource', () => {
+  it('learns with generation on a server (its own model copy), LoRA adapters pushed after each update, staleness at most 1', async () => {
+    const model = createTestModel(2)
+    const examples = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) =>
+      ['a', 'b'].map((letter) => ({ promptIds: prompt(seed), responseIds: tokenizer.encode(letter, { addSpecialTokens: false }) })),
+    )
+    const sft = createSftTrainer({ model, examples, batchSize: 14, optimizer: { learningRate: 1e-2 }, seed: 1 })
+    await sft.run({ steps: 25 })
+    sft.dispose()
+    // The server's copy of the base weights; the trainer trains LoRA adapters on its own.
+    const serverModel = new CausalLanguageModel(model.config, model.parameters())
+    const local = createLocalLoraAdapters(serverModel, createLocalPolicy({ model: serverModel, tokenizer, maxBatch: 16 }))
+    const server = await serveOpenAICompatible(local.base, { modelId: 'base', tokenizer, lora: { loader: local.loader } })
+    servers.push(server)
+    const adapters = applyLora(model, { rank: 8, alpha: 64, targetModules: 'all-linear' })
+    const before = probabilityOfA(model)
+    const directory = join(temporaryDirectory(), 'adapters')
+    let source: DisaggregatedRolloutSource | undefined
+    const trainer = createRlTrainer(
+      {
+        model,
+        tokenizer,
+        optimizer: { learningRate: 5e-3 },
+        batch: { episodesPerStep: 16, miniBatchSize: 16, ppoEpochs: 2, maxTokens: 1 },
+        seed: 4,
+        environments: [() => createPickEnvironment()],
+        recomputeOldLogprobs: true,
+      },
+      { rolloutSource: (context) => (source = createDisaggregatedRolloutSource(context, adapters, { endpoints: [server.url], adapterDirectory: directory })) },
+    )
+    const history = await trainer.run({ steps: 12 })
+    const after = probabilityOfA(model)
+    // Learns as the synchronous loop does with the same LoRA settings (P(a) ≈ 0.49 → 0.7 in 12 steps).
+    expect(after).toBeGreaterThan(before + 0.1)
+    expect(history[0]!.staleness).toBe(0)
+    expect(history.every((metrics) => metrics.staleness! >= 0 && metrics.staleness! <= 1)).toBe(true)
+    expect(history.some((metrics) => metrics.staleness === 1)).toBe(true)
+    // Every update's adapter was published (versions 0 … 12); only the newest are kept on the server and on disk.
+    expect(source!.publisher.current?.version).toBe(12)
+    expect(source!.stats.batches).toBeGreaterThanOrEqual(12)
+    const models = (await (await fetch(`${server.url}/models`)).json()) as { data: { id: string }[] }
+    expect(models.data.map((entry) => entry.id)).toEqual(['base', 'step-11', 'step-12'])
+    expect((await readdir(directory)).sort()).toEqual(['step-10', 'step-11', 'step-12'])
+    expect(local.count).toBe(2)
+    trainer.dispose()
+    adapters.remove()
+    model.dispose()
+    await server.close()
+    local.dispose()
+    serverModel.dispose()
+  })
+
+  it('refuses a config without recomputeOldLogprobs', () => {
+    const model = createTestModel(2)
+    const adapters = applyLora(model, { rank: 2 })
+    expect(() =>
+      createRlTrainer(
+        { model, tokenizer, environments: [() => createPickEnvironment()], recomputeOldLogprobs: false },
+        { rolloutSource: (context) => createDisaggregatedRolloutSource(context, adapters, { endpoints: ['http://127.0.0.1:9/v1'], adapterDirectory: 'x' }) },
+      ),
+    ).toThrow(/recomputeOldLogprobs/)
+    model.dispose()
+  })
+})

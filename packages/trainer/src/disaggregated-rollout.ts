@@ -1,0 +1,254 @@
+import { deriveSeed, InvalidArgumentError, LudicError, parseArgument, type PolicyV1 } from '@ludic/core'
+import type { LoraAdapters } from '@ludic/model'
+import { collect, createOpenAICompatiblePolicy, type CollectResult } from '@ludic/rollout'
+import { z } from 'zod'
+import { createLoraAdapterPublisher, loraAdapterPublisherOptionsSchema, type LoraAdapterPublisher } from './lora-adapter-publisher.js'
+import { learnerPolicyId } from './rl-config.js'
+import type { RolloutBatch, RolloutSource, RolloutSourceContext } from './rollout-source.js'
+
+const publisherFields = loraAdapterPublisherOptionsSchema.shape
+
+export const disaggregatedRolloutOptionsSchema = z.strictObject({
+  /** The generation servers' base URLs (`http://host:port/v1`): vLLM with runtime LoRA updating, or `ludic serve --enable-lora`. */
+  endpoints: publisherFields.endpoints,
+  /** Sent as a bearer token to every endpoint. Default: none. */
+  apiKey: publisherFields.apiKey,
+  /** Where each version's adapter is written (`<directory>/step-<n>`); the servers read it from there. */
+  adapterDirectory: publisherFields.directory,
+  keepLoaded: publisherFields.keepLoaded,
+  keepLast: publisherFields.keepLast,
+  /** Deadline of one adapter load or unload, in ms. Default: 60 000. */
+  publishTimeoutMs: publisherFields.timeoutMs,
+  /** `base_model_name_or_path` in each adapter's `adapter_config.json`. Default: none. */
+  baseModel: publisherFields.baseModel,
+  /**
+   * The staleness bound, as the async collector's: the batch of step s is started only once the adapter of version
+   * ≥ s − maxStaleness is loaded everywhere, so every batch is used (none dropped). Default 1.
+   */
+  maxStaleness: z.number().int().min(0).max(64).default(1),
+  /** Truncation of the per-token importance ratio π_current / π_rollout (as `asyncRollout.importanceCap`). Default 2. */
+  importanceCap: z.number().min(1).default(2),
+  /**
+   * Episodes in flight over all endpoints (spread round-robin); each steps as soon as its own completion returns
+   * (`collect`'s `stepping: 'per-trajectory'`). Default: the config's `batch.concurrency`.
+   */
+  concurrency: z.number().int().min(1).max(100_000).optional(),
+  /** Deadline of one generation request, in ms. Default: 120 000. */
+  requestTimeoutMs: z.number().int().positive().default(120_000),
+  /** Retries of a generation request after a retryable failure. Default: 2. */
+  maxRetries: z.number().int().min(0).max(16).default(2),
+  /** A `fetch` for the generation requests and the adapter calls (tests, proxies). Default: the global one. */
+  fetch: publisherFields.fetch,
+})
+export type DisaggregatedRolloutOptions = z.input<typeof disaggregatedRolloutOptionsSchema>
+
+/** Where the time of disaggregated collection went, in seconds, summed over the run so far. */
+export interface DisaggregatedRolloutStats {
+  batches: number
+  /** Wall time the batches took on the collection side (generation on the servers, environments here). */
+  collectSeconds: number
+  /** Time the trainer waited in `next` for a batch. */
+  waitSeconds: number
+  /** Time saving adapters (on the trainer's path). */
+  saveSeconds: number
+  /** Time loading adapters on the endpoints (in the background). */
+  pushSeconds: number
+  /** The newest adapter version loaded everywhere. */
+  adapterVersion: number | undefined
+}
+
+export interface DisaggregatedRolloutSource extends RolloutSource {
+  readonly stats: DisaggregatedRolloutStats
+  /** The publisher (its `current` adapter, its `unloadFailures`). */
+  readonly publisher: LoraAdapterPublisher
+}
+
+/**
+ * Disaggregated rollouts (RollArc's fine-grained asynchrony on two kinds of process): generation is served by
+ * OpenAI-compatible servers in other processes, the trainer keeps the LoRA adapters. After each update the trainer
+ * saves the adapter (`<adapterDirectory>/step-<n>`) and, in the background, loads it on every endpoint through vLLM's
+ * runtime adapter API; later batches name it as `model`, and versions older than `keepLoaded` are unloaded. While
+ * the trainer updates on step s, the batch of step s + 1 is being played (once the adapter of version ≥ s + 1 −
+ * maxStaleness is loaded), each episode stepping as soon as its own completion returns. Every sample records the
+ * adapter version it was generated with (`policyVersion`); the update corrects for the staleness with the truncated
+ * importance ratio (so `recomputeOldLogprobs` must be true). Seeds are the synchronous source's: the episodes of
+ * step s are the same reset seeds and request seeds.
+ */
+export function createDisaggregatedRolloutSource(
+  context: RolloutSourceContext,
+  adapters: LoraAdapters,
+  options: DisaggregatedRolloutOptions,
+): DisaggregatedRolloutSource {
+  const settings = parseArgument(disaggregatedRolloutOptionsSchema, options, 'options')
+  const { config } = context
+  const { batch, seed } = config
+  if (config.environments === undefined) throw new InvalidArgumentError({ argument: 'config.environments', value: undefined, message: 'are needed' })
+  if (!config.recomputeOldLogprobs) {
+    throw new InvalidArgumentError({
+      argument: 'config.recomputeOldLogprobs',
+      value: false,
+      message: "must be true with disaggregated rollouts: the importance ratio needs the current weights' log-probs",
+    })
+  }
+  const publisher = createLoraAdapterPublisher({
+    endpoints: settings.endpoints,
+    directory: settings.adapterDirectory,
+    keepLoaded: settings.keepLoaded,
+    keepLast: settings.keepLast,
+    timeoutMs: settings.publishTimeoutMs,
+    ...(settings.apiKey === undefined ? {} : { apiKey: settings.apiKey }),
+    ...(settings.baseModel === undefined ? {} : { baseModel: settings.baseModel }),
+    ...(settings.fetch === undefined ? {} : { fetch: settings.fetch }),
+  })
+  const concurrency = settings.concurrency ?? batch.concurrency
+  const stats: DisaggregatedRolloutStats = { batches: 0, collectSeconds: 0, waitSeconds: 0, saveSeconds: 0, pushSeconds: 0, adapterVersion: undefined }
+
+  interface Played {
+    result: CollectResult
+    version: number
+    seconds: number
+  }
+  let running: { loop: Promise<void>; controller: AbortController } | undefined
+  const ready = new Map<number, Played>()
+  let requested = 0
+  let failure: unknown
+  let pushing: Promise<void> = Promise.resolve()
+  let wake: () => void = () => {}
+  let changed = new Promise<void>((resolve) => {
+    wake = resolve
+  })
+  const notify = () => {
+    const resolve = wake
+    changed = new Promise<void>((next) => {
+      wake = next
+    })
+    resolve()
+  }
+
+  const remotePolicies = (name: string): PolicyV1[] =>
+    settings.endpoints.map((endpoint) =>
+      createOpenAICompatiblePolicy({
+        baseURL: endpoint,
+        model: name,
+        id: learnerPolicyId,
+        concurrency,
+        timeoutMs: settings.requestTimeoutMs,
+        maxRetries: settings.maxRetries,
+        tokenizer: config.tokenizer,
+        ...(settings.apiKey === undefined ? {} : { apiKey: settings.apiKey }),
+        ...(settings.fetch === undefined ? {} : { fetch: settings.fetch }),
+      }),
+    )
+
+  const play = async (batchIndex: number, signal: AbortSignal): Promise<Played> => {
+    const adapter = publisher.current!
+    const policies = remotePolicies(adapter.name)
+    const started = performance.now()
+    const firstSeed = deriveSeed('ludic.episodes', seed, batchIndex) % 2 ** 30
+    const result = await collect({
+      environments: config.environments!,
+      policies: ({ episodeIndex }) => policies[episodeIndex % policies.length]!,
+      seeds: Array.from({ length: batch.episodesPerStep }, (_, index) => firstSeed + index),
+      groupSize: batch.groupSize,
+      concurrency,
+      maxTurns: batch.maxTurns,
+      stepping: 'per-trajectory',
+      ...(config.prompt === undefined ? {} : { prompt: config.prompt }),
+      generation: { maxTokens: batch.maxTokens, temperature: batch.temperature },
+      samplingSeed: deriveSeed('ludic.sampling', seed, batchIndex),
+      runId: `step-${batchIndex}`,
+      policyVersion: adapter.version,
+      signal,
+      ...(config.trainRoles === undefined ? {} : { trainRoles: config.trainRoles }),
+    })
+    return { result, version: adapter.version, seconds: (performance.now() - started) / 1000 }
+  }
+
+  /** Plays batch after batch: batch b once the trainer asked for b − 1 and an adapter of version ≥ b − maxStaleness is loaded. */
+  const loop = async (first: number, signal: AbortSignal) => {
+    for (let batchIndex = first; !signal.aborted; batchIndex++) {
+      while (!signal.aborted && !(batchIndex <= requested + 1 && (publisher.current?.version ?? -1) >= batchIndex - settings.maxStaleness)) await changed
+      if (signal.aborted) return
+      const played = await play(batchIndex, signal)
+      if (signal.aborted) return
+      stats.batches++
+      stats.collectSeconds += played.seconds
+      ready.set(batchIndex, played)
+      notify()
+    }
+  }
+
+  const publish = async (version: number) => {
+    const saveStarted = performance.now()
+    const saved = await publisher.save(adapters, version)
+    stats.saveSeconds += (performance.now() - saveStarted) / 1000
+    const pushStarted = performance.now()
+    pushing = pushing
+      .then(() => publisher.push(saved))
+      .then(
+        () => {
+          stats.pushSeconds += (performance.now() - pushStarted) / 1000
+          stats.adapterVersion = publisher.current?.version
+          notify()
+        },
+        (error: unknown) => {
+          failure ??= error
+          notify()
+        },
+      )
+  }
+
+  return {
+    stats,
+    publisher,
+    async next(stepIndex): Promise<RolloutBatch> {
+      requested = stepIndex
+      if (running === undefined) {
+        // The current weights as the first adapter (B = 0 at the start: the base model's answers).
+        await publish(stepIndex)
+        await pushing
+        if (failure !== undefined) throw failure
+        const controller = new AbortController()
+        running = {
+          controller,
+          loop: loop(stepIndex, controller.signal).catch((error: unknown) => {
+            failure ??= error
+            notify()
+          }),
+        }
+      }
+      notify()
+      const waitStarted = performance.now()
+      while (!ready.has(stepIndex) && failure === undefined) await changed
+      stats.waitSeconds += (performance.now() - waitStarted) / 1000
+      if (failure !== undefined) throw failure
+      const played = ready.get(stepIndex)!
+      ready.delete(stepIndex)
+      if (stepIndex - played.version > settings.maxStaleness)
+        throw new LudicError(`batch ${stepIndex} was played with adapter version ${played.version}, beyond maxStaleness ${settings.maxStaleness}`)
+      const { result } = played
+      if (result.failures.length > 0) throw result.failures[0]!.error
+      const samples = result.samples.filter((sample) => sample.responseTokenIds.length > 0)
+      if (samples.length === 0)
+        throw new InvalidArgumentError({ argument: 'config.environments', value: result.trajectories.length, message: 'gave no samples to train on' })
+      return {
+        trajectories: result.trajectories,
+        samples,
+        generationSeconds: played.seconds,
+        offPolicy: { policyVersion: played.version, dropped: 0, importanceCap: settings.importanceCap },
+      }
+    },
+    async updated(stepCount) {
+      await publish(stepCount)
+    },
+    async close() {
+      const stopping = running
+      running = undefined
+      await pushing // the last update's adapter reaches the servers (each load bounded by publishTimeoutMs)
+      stopping?.controller.abort(new LudicError('the rollout source closed'))
+      notify()
+      await stopping?.loop
+      ready.clear()
+    },
+  }
+}
