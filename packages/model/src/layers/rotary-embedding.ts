@@ -39,28 +39,53 @@ function llama3InverseFrequencies(inverse: Float32Array, scaling: Extract<RopeSc
   })
 }
 
-/** cos and sin of `positions · inverseFrequency`: each `[batch, 1, time, headDim / 2]`, broadcast over heads. */
+/**
+ * cos and sin of `positions · inverseFrequency`, full width for `applyRotary`: each `[batch, 1, time, headDim]`
+ * (broadcast over heads), `cos` repeated over the two halves and `sin` negated in the first half.
+ */
 export function rotaryTables(inverse: Float32Array, positions: Int32Array, batch: number, time: number): { cos: tf.Tensor4D; sin: tf.Tensor4D } {
   const half = inverse.length
-  const cos = new Float32Array(batch * time * half)
-  const sin = new Float32Array(batch * time * half)
+  const width = 2 * half
+  const cos = new Float32Array(batch * time * width)
+  const sin = new Float32Array(batch * time * width)
   for (let row = 0; row < batch * time; row++) {
     const position = positions[row]!
     for (let index = 0; index < half; index++) {
       const angle = Math.fround(position * inverse[index]!)
-      cos[row * half + index] = Math.cos(angle)
-      sin[row * half + index] = Math.sin(angle)
+      const c = Math.cos(angle)
+      const s = Math.sin(angle)
+      cos[row * width + index] = c
+      cos[row * width + half + index] = c
+      sin[row * width + index] = -s
+      sin[row * width + half + index] = s
     }
   }
-  return { cos: tf.tensor4d(cos, [batch, 1, time, half]), sin: tf.tensor4d(sin, [batch, 1, time, half]) }
+  return { cos: tf.tensor4d(cos, [batch, 1, time, width]), sin: tf.tensor4d(sin, [batch, 1, time, width]) }
 }
 
-/** Rotates each head's pairs `(x[i], x[i + headDim/2])` by the position's angles. `x`: `[batch, heads, time, headDim]`. */
+/**
+ * Rotates each head's pairs `(x[i], x[i + headDim/2])` by the position's angles: with the tables of
+ * `rotaryTables`, `x · cos + swap(x) · sin`, where `swap` exchanges the two halves of each head — one matmul
+ * by a permutation matrix (exact: one nonzero term per output), so four kernels forward and four backward
+ * instead of a split, six products and sums and a concatenation. The values are those of
+ * `(x₁ cos − x₂ sin, x₂ cos + x₁ sin)` to the bit. `x`: `[batch, heads, time, headDim]`; `cos`, `sin`:
+ * `[batch, 1, time, headDim]`.
+ */
 export function applyRotary(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor {
   return tf.tidy(() => {
-    const [first, second] = tf.split(x, 2, -1) as [tf.Tensor, tf.Tensor] // each [batch, heads, time, headDim / 2]
-    const rotatedFirst = tf.sub(tf.mul(first, cos), tf.mul(second, sin))
-    const rotatedSecond = tf.add(tf.mul(second, cos), tf.mul(first, sin))
-    return tf.concat([rotatedFirst, rotatedSecond], -1) // [batch, heads, time, headDim]
+    const width = x.shape[x.rank - 1]!
+    const swapped = tf.reshape(tf.matMul(tf.reshape(x, [-1, width]) as tf.Tensor2D, halfSwap(width)), x.shape) // [batch, heads, time, headDim]
+    return tf.add(tf.mul(x, cos), tf.mul(swapped, sin))
   })
+}
+
+/** The `[width, width]` permutation matrix that exchanges the two halves of a row: `x P = [x₂, x₁]`. */
+function halfSwap(width: number): tf.Tensor2D {
+  const half = width / 2
+  const values = new Float32Array(width * width)
+  for (let index = 0; index < half; index++) {
+    values[index * width + half + index] = 1 // x[index] → column half + index
+    values[(half + index) * width + index] = 1 // x[half + index] → column index
+  }
+  return tf.tensor2d(values, [width, width])
 }

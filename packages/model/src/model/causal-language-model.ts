@@ -4,6 +4,7 @@ import { z } from 'zod'
 import type { ModelConfig } from '../config/model-config.js'
 import { geluTanh, layerNorm } from '../layers/layer-norm.js'
 import { rmsNorm } from '../layers/rms-norm.js'
+import { swiGlu } from '../layers/swiglu.js'
 import { applyRotary, inverseFrequencies, rotaryTables } from '../layers/rotary-embedding.js'
 import { matchesParameterNamePattern, type ParameterNamePattern } from '../parameter-name-pattern.js'
 import { checkContextLength, ContextLengthError } from './context-length.js'
@@ -52,6 +53,12 @@ export interface LinearAdapter {
 }
 
 let modelCount = 0
+
+/**
+ * The rows (batch · time) from which `fusedLinear` projects q, k and v (and gate and up) with one matmul:
+ * concatenating the weights costs a copy of them, about `1 / rows` of the matmul's work.
+ */
+const fusedProjectionMinimumRows = 32
 
 /** Where each architecture keeps its embedding and norms. */
 interface ParameterNames {
@@ -373,17 +380,32 @@ export class CausalLanguageModel {
       return tf.reshape(this.linear(`${prefix}.c_proj`, attended, training), [batch, time, hiddenSize]) // [batch, time, hidden]
     }
     const prefix = `model.layers.${layer}.self_attn`
-    let query = tf.reshape(this.linear(`${prefix}.q_proj`, flat, training), [batch, time, heads, headDim]) // [batch, time, heads, headDim]
-    let key = tf.reshape(this.linear(`${prefix}.k_proj`, flat, training), [batch, time, keyValueHeads, headDim]) // [batch, time, kvHeads, headDim]
-    const value = tf.reshape(this.linear(`${prefix}.v_proj`, flat, training), [batch, time, keyValueHeads, headDim]) // [batch, time, kvHeads, headDim]
-    if (this.config.queryKeyNorm) {
-      query = rmsNorm(query, this.parameter(`${prefix}.q_norm.weight`), rmsNormEps)
-      key = rmsNorm(key, this.parameter(`${prefix}.k_norm.weight`), rmsNormEps)
-    }
     const { cos, sin } = rotary!
-    const rotatedQuery = applyRotary(tf.transpose(query, [0, 2, 1, 3]), cos, sin) // [batch, heads, time, headDim]
-    const rotatedKey = applyRotary(tf.transpose(key, [0, 2, 1, 3]), cos, sin) // [batch, kvHeads, time, headDim]
-    const attended = this.attend(layer, rotatedQuery, rotatedKey, tf.transpose(value, [0, 2, 1, 3]), context) // [batch · time, heads · headDim]
+    const projections = [`${prefix}.q_proj`, `${prefix}.k_proj`, `${prefix}.v_proj`]
+    const fused = this.fusedLinear(projections, flat) // [batch · time, (heads + 2 kvHeads) · headDim]
+    let attended: tf.Tensor2D // [batch · time, heads · headDim]
+    if (fused !== undefined && !this.config.queryKeyNorm) {
+      // One transpose for q, k and v, and one rotation for q and k together.
+      const allHeads = tf.transpose(tf.reshape(fused, [batch, time, heads + 2 * keyValueHeads, headDim]), [0, 2, 1, 3]) // [batch, heads + 2 kvHeads, time, headDim]
+      const [queryKey, value] = tf.split(allHeads, [heads + keyValueHeads, keyValueHeads], 1) as [tf.Tensor, tf.Tensor]
+      const [rotatedQuery, rotatedKey] = tf.split(applyRotary(queryKey, cos, sin), [heads, keyValueHeads], 1) as [tf.Tensor, tf.Tensor]
+      attended = this.attend(layer, rotatedQuery, rotatedKey, value, context)
+    } else {
+      const [queryRows, keyRows, valueRows] =
+        fused === undefined
+          ? projections.map((name) => this.linear(name, flat, training))
+          : (tf.split(fused, [heads * headDim, keyValueHeads * headDim, keyValueHeads * headDim], -1) as tf.Tensor2D[])
+      let query = tf.reshape(queryRows!, [batch, time, heads, headDim]) // [batch, time, heads, headDim]
+      let key = tf.reshape(keyRows!, [batch, time, keyValueHeads, headDim]) // [batch, time, kvHeads, headDim]
+      const value = tf.reshape(valueRows!, [batch, time, keyValueHeads, headDim]) // [batch, time, kvHeads, headDim]
+      if (this.config.queryKeyNorm) {
+        query = rmsNorm(query, this.parameter(`${prefix}.q_norm.weight`), rmsNormEps)
+        key = rmsNorm(key, this.parameter(`${prefix}.k_norm.weight`), rmsNormEps)
+      }
+      const rotatedQuery = applyRotary(tf.transpose(query, [0, 2, 1, 3]), cos, sin) // [batch, heads, time, headDim]
+      const rotatedKey = applyRotary(tf.transpose(key, [0, 2, 1, 3]), cos, sin) // [batch, kvHeads, time, headDim]
+      attended = this.attend(layer, rotatedQuery, rotatedKey, tf.transpose(value, [0, 2, 1, 3]), context)
+    }
     return tf.reshape(this.linear(`${prefix}.o_proj`, attended, training), [batch, time, hiddenSize]) // [batch, time, hidden]
   }
 
@@ -418,9 +440,14 @@ export class CausalLanguageModel {
       return tf.reshape(this.linear(`${prefix}.c_proj`, hidden, training), [batch, time, hiddenSize]) // [batch, time, hidden]
     }
     const prefix = `model.layers.${layer}.mlp`
-    const gate = this.linear(`${prefix}.gate_proj`, flat, training) // [batch · time, intermediate]
-    const up = this.linear(`${prefix}.up_proj`, flat, training) // [batch · time, intermediate]
-    const hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D
+    const fused = this.fusedLinear([`${prefix}.gate_proj`, `${prefix}.up_proj`], flat) // [batch · time, 2 · intermediate]
+    let hidden: tf.Tensor2D // [batch · time, intermediate]
+    if (fused !== undefined) hidden = swiGlu(fused)
+    else {
+      const gate = this.linear(`${prefix}.gate_proj`, flat, training) // [batch · time, intermediate]
+      const up = this.linear(`${prefix}.up_proj`, flat, training) // [batch · time, intermediate]
+      hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D
+    }
     return tf.reshape(this.linear(`${prefix}.down_proj`, hidden, training), [batch, time, hiddenSize]) // [batch, time, hidden]
   }
 
@@ -432,6 +459,27 @@ export class CausalLanguageModel {
     const [rows, columns] = this.parameter(`${name}.weight`).shape as [number, number]
     const inputMajor = this.config.architecture === 'gpt2' && name !== 'lm_head'
     return inputMajor ? { inputs: rows, outputs: columns, inputMajor } : { inputs: columns, outputs: rows, inputMajor }
+  }
+
+  /**
+   * `x [W₁; W₂; …]ᵀ + [b₁; b₂; …]`: the linear layers `names` (`[out, in]` weights reading the same input: q, k
+   * and v; gate and up) as one matmul over their concatenated weights — fewer, larger kernels forward and
+   * backward. The concatenation copies the weights on every call, so it is used only from
+   * `fusedProjectionMinimumRows` rows up (a training batch or a prompt, not a decode step), and not when a
+   * layer has an unmerged adapter or only some have a bias (then `undefined`: project them one by one).
+   */
+  private fusedLinear(names: readonly string[], x: tf.Tensor2D): tf.Tensor2D | undefined {
+    if (x.shape[0] < fusedProjectionMinimumRows || this.config.architecture === 'gpt2') return undefined
+    if (names.some((name) => this.adapters.get(name)?.merged === false)) return undefined
+    const biases = names.map((name) => this.weights.get(`${name}.bias`))
+    const biased = biases.filter((bias) => bias !== undefined)
+    if (biased.length !== 0 && biased.length !== names.length) return undefined
+    const weight = tf.concat(
+      names.map((name) => this.parameter(`${name}.weight`)),
+      0,
+    ) // [Σ out, in]
+    const y = tf.matMul(x, weight, false, true) as tf.Tensor2D // [rows, Σ out]
+    return biased.length === 0 ? y : (tf.add(y, tf.concat(biased, 0)) as tf.Tensor2D)
   }
 
   /** `x Wᵀ + b` (`x W + b` for `Conv1D`), plus an attached adapter's output; `x`: `[rows, in]` → `[rows, out]`. */
