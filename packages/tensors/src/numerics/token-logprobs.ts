@@ -37,13 +37,13 @@ export function tokenLogprobs(logits: tf.Tensor, tokenIds: tf.Tensor): tf.Tensor
     const flatLogits = tf.reshape(input, [rows * vocabulary])
     const flatIndex = tf.add(tf.mul(tf.range(0, rows, 1, 'int32'), tf.scalar(vocabulary, 'int32')), tf.reshape(ids, [rows]))
     const chosen = tf.reshape(tf.gather(flatLogits, flatIndex), batchShape)
-    const normaliser = logsumexp(input, -1)
-    ;(save as tf.GradSaveFunc)([input, ids])
+    const normaliser = logsumexp(input, -1, true) // [...batch, 1]: kept for the backward pass, not recomputed there
+    ;(save as tf.GradSaveFunc)([input, ids, normaliser])
     return {
-      value: tf.sub(chosen, normaliser),
+      value: tf.sub(chosen, tf.reshape(normaliser, batchShape)),
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const [savedLogits, savedIds] = saved as [tf.Tensor, tf.Tensor]
-        const probabilities = tf.exp(tf.sub(savedLogits, logsumexp(savedLogits, -1, true)))
+        const [savedLogits, savedIds, savedNormaliser] = saved as [tf.Tensor, tf.Tensor, tf.Tensor]
+        const probabilities = tf.exp(tf.sub(savedLogits, savedNormaliser))
         const oneHot = tf.oneHot(savedIds, vocabulary, 1, 0, 'float32')
         return [tf.mul(tf.sub(oneHot, probabilities), tf.expandDims(dy, -1)), tf.zerosLike(savedIds)]
       },
