@@ -5,6 +5,8 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createModel } from './model/create-model.js'
 import { generate } from './generation/generate.js'
 import type { CausalLanguageModel } from './model/causal-language-model.js'
+import { entropyFromLogits, tokenLogprobs } from '@ludic/tensors'
+import { applyLora } from './lora/apply-lora.js'
 import { sequenceLogprobs } from './sequence-logprobs.js'
 import { initTestBackend } from './test/init-test-backend.js'
 
@@ -157,5 +159,115 @@ describe('sequenceLogprobs', () => {
     expect(new TextDecoder().decode(Uint8Array.from([ids[0]!, ...result!.tokenIds]))).toBe(text)
     optimizer.dispose()
     model.dispose()
+  })
+
+  describe('scores the response in chunks of positions, equal to the whole logits', () => {
+    /** Log-probs, entropies and their gradients from the whole `[batch, responseLength, vocab]` logits (the reference). */
+    function wholeLogits(model: CausalLanguageModel) {
+      const responseLength = Math.max(...responseIds.map((ids) => ids.length))
+      const promptLength = Math.max(...promptIds.map((ids) => ids.length))
+      const inputIds = promptIds.map((prompt, row) => {
+        const response = responseIds[row]!
+        return [...Array(promptLength - prompt.length).fill(0), ...prompt, ...response, ...Array(responseLength - response.length).fill(0)]
+      })
+      const attentionMask = promptIds.map((prompt, row) => {
+        const response = responseIds[row]!.length
+        return [...Array(promptLength - prompt.length).fill(0), ...Array(prompt.length + response).fill(1), ...Array(responseLength - response).fill(0)]
+      })
+      const targets = tf.tensor2d(
+        inputIds.map((ids) => ids.slice(promptLength)),
+        [inputIds.length, responseLength],
+        'int32',
+      )
+      const mask = tf.tensor2d(
+        attentionMask.map((row) => row.slice(promptLength)),
+        [inputIds.length, responseLength],
+      )
+      return () => {
+        const hidden = model.hiddenStates(inputIds, { attentionMask })
+        const logits = model.logitsFromHidden(tf.slice(hidden, [0, promptLength - 1, 0], [inputIds.length, responseLength, hidden.shape[2]]) as tf.Tensor3D)
+        return {
+          logprobs: tf.mul(tokenLogprobs(logits, targets), mask),
+          entropies: tf.mul(entropyFromLogits(logits), mask),
+          dispose: () => tf.dispose([targets, mask]),
+        }
+      }
+    }
+
+    /** Values and gradients of Σ logprobs·w₁ + Σ entropies·w₂ with respect to the trainable parameters. */
+    function valuesAndGradients(model: CausalLanguageModel, scores: () => { logprobs: tf.Tensor; entropies: tf.Tensor }) {
+      const parameters = [...model.trainableParameters().values()]
+      const weights = tf.randomNormal([3, 4], 0, 1, 'float32', 9)
+      const { value, grads } = tf.variableGrads(() => {
+        const { logprobs, entropies } = scores()
+        return tf.add(tf.sum(tf.mul(logprobs, weights)), tf.sum(tf.mul(entropies, tf.reverse(weights)))) as tf.Scalar
+      }, parameters)
+      const result = tf.tidy(() => {
+        const { logprobs, entropies } = scores()
+        return { logprobs: logprobs.arraySync() as number[][], entropies: entropies.arraySync() as number[][] }
+      })
+      const gradients = parameters.map((parameter) => Array.from(grads[parameter.name]!.dataSync()))
+      tf.dispose([weights, value, ...Object.values(grads)])
+      return { ...result, gradients, names: parameters.map((parameter) => parameter.name) }
+    }
+
+    function expectClose(actual: ReturnType<typeof valuesAndGradients>, expected: ReturnType<typeof valuesAndGradients>) {
+      const close = (a: number[], b: number[]) => {
+        const scale = Math.max(1e-3, ...b.map(Math.abs))
+        a.forEach((value, index) => expect(Math.abs(value - b[index]!)).toBeLessThanOrEqual(2e-5 * scale))
+      }
+      close(actual.logprobs.flat(), expected.logprobs.flat())
+      close(actual.entropies.flat(), expected.entropies.flat())
+      expect(actual.names).toEqual(expected.names)
+      actual.gradients.forEach((gradient, index) => close(gradient, expected.gradients[index]!))
+    }
+
+    const cases = [
+      { name: 'LoRA on q and v, the tied embedding frozen', tied: true, lora: true },
+      { name: 'full fine-tuning, the tied embedding trained', tied: true, lora: false },
+      { name: 'full fine-tuning, an untied lm_head trained', tied: false, lora: false },
+    ]
+    for (const { name, tied, lora } of cases) {
+      it(name, () => {
+        const model = createModel(
+          {
+            model_type: 'qwen3',
+            vocab_size: 11,
+            hidden_size: 8,
+            intermediate_size: 12,
+            num_hidden_layers: 2,
+            num_attention_heads: 2,
+            num_key_value_heads: 1,
+            head_dim: 4,
+            tie_word_embeddings: tied,
+            initializer_range: 0.5,
+          },
+          { seed: 4 },
+        )
+        if (lora) {
+          const adapters = applyLora(model, { rank: 2, alpha: 4 })
+          for (const [parameter, variable] of adapters.parameters())
+            if (parameter.includes('lora_B')) variable.assign(tf.randomNormal(variable.shape, 0, 0.5, 'float32', 3))
+        }
+        const reference = wholeLogits(model)
+        const expected = valuesAndGradients(model, reference)
+        const before = tf.memory().numTensors
+        for (const logitsChunkSize of [1, 3, 100]) {
+          const chunked = valuesAndGradients(model, () => sequenceLogprobs(model, { promptIds, responseIds }, { withEntropy: true, logitsChunkSize }) as never)
+          expectClose(chunked, expected)
+        }
+        expect(tf.memory().numTensors).toBe(before)
+        if (lora) expect(expected.names.every((parameter) => parameter.includes('lora_'))).toBe(true)
+        else expect(expected.names.some((parameter) => parameter.endsWith(tied ? '/model.embed_tokens.weight' : '/lm_head.weight'))).toBe(true)
+        reference().dispose()
+        model.dispose()
+      })
+    }
+
+    it('refuses a chunk size that is not a positive integer', () => {
+      const model = tinyQwen3(1)
+      expect(() => sequenceLogprobs(model, { promptIds, responseIds }, { logitsChunkSize: 0 })).toThrow(/logitsChunkSize/)
+      model.dispose()
+    })
   })
 })

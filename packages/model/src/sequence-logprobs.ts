@@ -31,6 +31,12 @@ export const sequenceLogprobsOptionsSchema = z
     withEntropy: z.boolean().default(false),
     /** Training mode (LoRA dropout). Default: false. */
     training: z.boolean().default(false),
+    /**
+     * Response positions whose logits over the vocabulary are alive at once (forward and backward): the
+     * log-softmax is computed in chunks of this many rows, so the `[positions, vocab]` float32 block is never
+     * whole. Default: as many as make 2²² logits (16 MiB; 27 positions at a 151,936-token vocabulary).
+     */
+    logitsChunkSize: z.number().int().positive().optional(),
   })
   .strict()
 export type SequenceLogprobsOptions = z.input<typeof sequenceLogprobsOptionsSchema>
@@ -56,7 +62,7 @@ export function sequenceLogprobs(
   sequences: RaggedSequences | PaddedSequences,
   options: SequenceLogprobsOptions = {},
 ): SequenceLogprobs {
-  const { withEntropy, training } = parseArgument(sequenceLogprobsOptionsSchema, options, 'options')
+  const { withEntropy, training, logitsChunkSize } = parseArgument(sequenceLogprobsOptionsSchema, options, 'options')
   const batch = 'promptIds' in sequences ? padSequences(sequences, model.config.padTokenId ?? 0) : readPadded(sequences)
   const { inputIds, attentionMask, batchSize, promptLength, responseLength } = batch
   if (promptLength < 1) {
@@ -75,7 +81,6 @@ export function sequenceLogprobs(
     const width = hidden.shape[2]
     // The hidden state before each response token predicts it: positions promptLength - 1 … end - 1.
     const predicting = tf.slice(hidden, [0, promptLength - 1, 0], [batchSize, responseLength, width]) as tf.Tensor3D // [batch, responseLength, hidden]
-    const logits = model.logitsFromHidden(predicting, training) // [batch, responseLength, vocab]
     const responseIds = new Int32Array(batchSize * responseLength)
     const responseMask = new Float32Array(batchSize * responseLength)
     for (let row = 0; row < batchSize; row++) {
@@ -87,11 +92,124 @@ export function sequenceLogprobs(
       }
     }
     const mask = tf.tensor2d(responseMask, [batchSize, responseLength])
-    const logprobs = tf.mul(tokenLogprobs(logits, tf.tensor2d(responseIds, [batchSize, responseLength], 'int32')), mask) as tf.Tensor2D
+    const ids = tf.tensor2d(responseIds, [batchSize, responseLength], 'int32')
+    const head = plainHead(model)
+    let scores: { logprobs: tf.Tensor; entropies?: tf.Tensor }
+    if (head === undefined) {
+      // A head with an adapter or a bias: its logits whole.
+      const logits = model.logitsFromHidden(predicting, training) // [batch, responseLength, vocab]
+      scores = { logprobs: tokenLogprobs(logits, ids), ...(withEntropy ? { entropies: entropyFromLogits(logits) } : {}) }
+    } else {
+      const rows = batchSize * responseLength
+      const chunk = logitsChunkSize ?? Math.max(1, Math.floor(2 ** 22 / model.config.vocabSize))
+      const flat = tf.reshape(predicting, [rows, width]) as tf.Tensor2D
+      const scored = chunkedHeadScores(flat, tf.reshape(ids, [rows]) as tf.Tensor1D, head, { withEntropy, chunk })
+      scores = {
+        logprobs: tf.reshape(scored.logprobs, [batchSize, responseLength]),
+        ...(scored.entropies === undefined ? {} : { entropies: tf.reshape(scored.entropies, [batchSize, responseLength]) }),
+      }
+    }
+    const logprobs = tf.mul(scores.logprobs, mask) as tf.Tensor2D
     const result: SequenceLogprobs = { logprobs, responseMask: mask }
-    if (withEntropy) result.entropies = tf.mul(entropyFromLogits(logits), mask) as tf.Tensor2D
+    if (withEntropy) result.entropies = tf.mul(scores.entropies!, mask) as tf.Tensor2D
     return result as unknown as tf.TensorContainer
   }) as unknown as SequenceLogprobs
+}
+
+/** The output projection's weight `[vocab, hidden]` when the logits are `h Wᵀ` alone (no bias, no unmerged adapter). */
+function plainHead(model: CausalLanguageModel): tf.Variable | undefined {
+  const { tieWordEmbeddings, architecture } = model.config
+  if (!tieWordEmbeddings) {
+    const adapter = model.linearAdapters().get('lm_head')
+    if ((adapter !== undefined && !adapter.merged) || model.parameters().has('lm_head.bias')) return undefined
+    return model.parameter('lm_head.weight')
+  }
+  return model.parameter(architecture === 'gpt2' ? 'transformer.wte.weight' : 'model.embed_tokens.weight')
+}
+
+/**
+ * `log softmax(h Wᵀ)[id]` and, with `withEntropy`, the entropy of `softmax(h Wᵀ)`, for each row of `hidden`
+ * `[rows, width]` with `weight` `[vocab, width]`, `chunk` rows at a time: log p = logit − logsumexp(logits).
+ * Only `hidden` (and the ids) are saved for the gradient, which recomputes each chunk's logits:
+ * d log p / d logits = onehot(id) − p, d H / d logits = −p (log p + H), then d h = g W and, when `weight` is
+ * trainable, d W = Σ gᵀ h. A frozen weight (a tied, frozen embedding) gets no gradient.
+ */
+export function chunkedHeadScores(
+  hidden: tf.Tensor2D,
+  ids: tf.Tensor1D,
+  weight: tf.Variable,
+  options: { withEntropy: boolean; chunk: number },
+): { logprobs: tf.Tensor1D; entropies?: tf.Tensor1D } {
+  const { withEntropy, chunk } = options
+  const [rows, width] = hidden.shape
+  const vocabulary = weight.shape[0]!
+  const starts = Array.from({ length: Math.ceil(rows / chunk) }, (_, index) => index * chunk)
+  const sizeOf = (start: number) => Math.min(chunk, rows - start)
+  /** The chunk's logits, their log-softmax and what the forward pass needs. */
+  const pieces = (h: tf.Tensor2D, start: number) => {
+    const part = tf.slice(h, [start, 0], [sizeOf(start), width]) // [chunk, width]
+    const logits = tf.matMul(part, weight, false, true) // [chunk, vocab]
+    const logProbabilities = tf.sub(logits, tf.logSumExp(logits, -1, true)) // [chunk, vocab]
+    return { part, logProbabilities }
+  }
+  const trainable = weight.trainable
+  const compute = tf.customGrad((...args) => {
+    const [h, idsInput] = args as [tf.Tensor2D, tf.Tensor1D]
+    const save = args[args.length - 1] as tf.GradSaveFunc
+    const columns = starts.map((start) =>
+      tf.tidy(() => {
+        const size = sizeOf(start)
+        const { logProbabilities } = pieces(h, start)
+        const flatIndex = tf.add(tf.mul(tf.range(0, size, 1, 'int32'), tf.scalar(vocabulary, 'int32')), tf.slice(idsInput, [start], [size]))
+        const chosen = tf.gather(tf.reshape(logProbabilities, [size * vocabulary]), flatIndex) // [chunk]
+        if (!withEntropy) return tf.expandDims(chosen, 0)
+        const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logProbabilities), logProbabilities), -1)) // [chunk]
+        return tf.stack([chosen, entropy]) // [2, chunk]
+      }),
+    )
+    save([h, idsInput])
+    const value = tf.concat(columns, 1) // [1 or 2, rows]
+    tf.dispose(columns)
+    return {
+      value,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [savedHidden, savedIds] = saved as [tf.Tensor2D, tf.Tensor1D]
+        let weightGradient: tf.Tensor | undefined
+        const hiddenGradients = starts.map((start) => {
+          const size = sizeOf(start)
+          const { hiddenGradient, partWeightGradient } = tf.tidy(() => {
+            const { part, logProbabilities } = pieces(savedHidden, start)
+            const probabilities = tf.exp(logProbabilities)
+            const upstream = tf.slice(dy, [0, start], [dy.shape[0]!, size]) // [1 or 2, chunk]
+            const oneHot = tf.oneHot(tf.slice(savedIds, [start], [size]), vocabulary, 1, 0, 'float32')
+            let logitsGradient = tf.mul(tf.sub(oneHot, probabilities), tf.reshape(tf.slice(upstream, [0, 0], [1, size]), [size, 1]))
+            if (withEntropy) {
+              const entropy = tf.neg(tf.sum(tf.mul(probabilities, logProbabilities), -1, true)) // [chunk, 1]
+              const entropyGradient = tf.mul(tf.neg(probabilities), tf.add(logProbabilities, entropy))
+              logitsGradient = tf.add(logitsGradient, tf.mul(entropyGradient, tf.reshape(tf.slice(upstream, [1, 0], [1, size]), [size, 1])))
+            }
+            return {
+              hiddenGradient: tf.matMul(logitsGradient, weight), // [chunk, width]
+              partWeightGradient: trainable ? tf.matMul(logitsGradient, part, true, false) : undefined, // [vocab, width]
+            }
+          })
+          if (partWeightGradient !== undefined) {
+            const total: tf.Tensor = weightGradient === undefined ? partWeightGradient : tf.add(weightGradient, partWeightGradient)
+            if (weightGradient !== undefined) tf.dispose([weightGradient, partWeightGradient])
+            weightGradient = total
+          }
+          return hiddenGradient
+        })
+        const hiddenGradient = tf.concat(hiddenGradients, 0)
+        tf.dispose(hiddenGradients)
+        return weightGradient === undefined ? [hiddenGradient, tf.zerosLike(savedIds)] : [hiddenGradient, tf.zerosLike(savedIds), weightGradient]
+      },
+    }
+  })
+  const scored = (trainable ? compute(hidden, ids, weight) : compute(hidden, ids)) as tf.Tensor2D // [1 or 2, rows]
+  const logprobs = tf.reshape(tf.slice(scored, [0, 0], [1, rows]), [rows]) as tf.Tensor1D
+  if (!withEntropy) return { logprobs }
+  return { logprobs, entropies: tf.reshape(tf.slice(scored, [1, 0], [1, rows]), [rows]) as tf.Tensor1D }
 }
 
 interface HostBatch {
