@@ -2,14 +2,16 @@ import { InvalidArgumentError, parseInput } from '@ludic/core'
 import { parseBenchReport, type BenchReport } from './bench-report.js'
 import type { BenchContext, BenchSuite } from './bench-suite.js'
 import { gamesSuite, kuhnSuite, transferSuite } from './evaluation/evaluation-suites.js'
+import { disaggregatedSuite } from './disaggregated/disaggregated-suite.js'
 import { collectionSuite } from './perf/collection-suite.js'
 import { decodeSuite } from './perf/decode-suite.js'
 import { kernelsSuite } from './perf/kernels-suite.js'
 import { tokenizerSuite } from './perf/tokenizer-suite.js'
 import { trainStepSuite } from './perf/train-step-suite.js'
+import { scaleSuite } from './scale/scale-suite.js'
 
 /**
- * Every suite by name. Speed: `kernels`, `tokenizer`, `train-step`, `decode`, `collection` (ratios against peers
+ * Every suite by name. Speed: `kernels`, `tokenizer`, `train-step`, `decode`, `collection`, `disaggregated` (ratios against peers
  * measured side by side in one run). Evaluation: `games` (win rates with 95% Wilson intervals), `kuhn` (exact
  * exploitability), `transfer` (SPIRAL's transfer table).
  */
@@ -19,6 +21,8 @@ export const benchSuites: Readonly<Record<string, BenchSuite>> = Object.freeze({
   'train-step': trainStepSuite,
   decode: decodeSuite,
   collection: collectionSuite,
+  scale: scaleSuite,
+  disaggregated: disaggregatedSuite,
   games: gamesSuite,
   kuhn: kuhnSuite,
   transfer: transferSuite,

@@ -57,8 +57,14 @@ export { gamesSuite, kuhnSuite, transferSuite } from './evaluation/evaluation-su
 
 // Speed
 export { collectionOptionsSchema, collectionSuite, type CollectionOptions } from './perf/collection-suite.js'
+export { disaggregatedOptionsSchema, disaggregatedSuite, type DisaggregatedOptions } from './disaggregated/disaggregated-suite.js'
 export { decodeOptionsSchema, decodeSuite, type DecodeOptions } from './perf/decode-suite.js'
 export { kernelsOptionsSchema, kernelsSuite, type KernelsOptions } from './perf/kernels-suite.js'
 export { findPeerPython, type PeerPython } from './perf/python-peer.js'
 export { benchDocuments, referenceTokenizerNames, tokenizerOptionsSchema, tokenizerSuite, type TokenizerOptions } from './perf/tokenizer-suite.js'
 export { trainStepOptionsSchema, trainStepSuite, type TrainStepOptions } from './perf/train-step-suite.js'
+
+// Scale
+export { scaleOptionsSchema, scaleShape, scaleSuite, type ScaleOptions } from './scale/scale-suite.js'
+export { measureScale, peakResidentBytes, scaleWorks, type ScaleInputs, type ScaleMeasurement, type ScaleWork } from './scale/measure-scale.js'
+export { runScaleTask, type ScaleChildTask } from './scale/scale-child.js'

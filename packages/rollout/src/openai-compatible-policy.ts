@@ -210,10 +210,11 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
       settings.tokenizer?.encode(text, { addSpecialTokens: false })
     const promptPath = answer.prompt_token_ids == null ? ['choices', 0, 'prompt_token_ids'] : ['prompt_token_ids']
     const serverPromptIds = answer.prompt_token_ids ?? choice.prompt_token_ids
-    const template = settings.tokenizer?.applyChatTemplate?.(messages, { addGenerationPrompt: true })
+    // The tokenizer's template only when the server sent no prompt ids (a tokenizer without one may throw).
+    const rendered = serverPromptIds == null ? settings.tokenizer?.applyChatTemplate?.(messages, { addGenerationPrompt: true }) : undefined
     const promptTokenIds =
       (serverPromptIds == null ? undefined : checkedIds(serverPromptIds, (index) => [...promptPath, index])) ??
-      (template === undefined ? undefined : settings.tokenizer!.encode(template, { addSpecialTokens: false }))
+      (rendered === undefined ? undefined : settings.tokenizer!.encode(rendered, { addSpecialTokens: false }))
 
     const missing = [tokenIds === undefined && 'token ids', logprobs === undefined && 'log-probs', promptTokenIds === undefined && 'prompt token ids'].filter(
       Boolean,

@@ -1,0 +1,424 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createRae } from '@ludic/advantages'
+import { LudicError } from '@ludic/core'
+import { applyLora, createLocalPolicy, createModel, saveModel, type CausalLanguageModel, type LoraAdapters } from '@ludic/model'
+import { createPolicyLoss } from '@ludic/objectives'
+import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
+import type { Tokenizer } from '@ludic/tokenizer'
+import { createDisaggregatedRolloutSource, createRlTrainer, type DisaggregatedRolloutSource, type StepMetrics } from '@ludic/trainer'
+import * as tf from '@tensorflow/tfjs-core'
+import { z } from 'zod'
+import { numberCell, ratioCell, type BenchCell, type BenchReport } from '../bench-report.js'
+import { defineBenchSuite, startClock, type BenchContext } from '../bench-suite.js'
+import { describeMachine } from '../machine.js'
+import { builtEntryPath } from '../perf/package-paths.js'
+import { copyModel, gameChatTemplate, warmUp } from '../selfplay/game-selfplay.js'
+import {
+  evaluateNegotiation,
+  negotiationExamples,
+  negotiationPrompt,
+  negotiationTokenizer,
+  timedNegotiation,
+  type EnvironmentClock,
+  type NegotiationWorkload,
+} from './negotiation-workload.js'
+import { negotiationGame } from './negotiation-workload.js'
+import type { ServerChildSettings } from './server-child.js'
+
+export const disaggregatedOptionsSchema = z.strictObject({
+  /** A smoke run that finishes in well under a minute (tiny settings; the figures mean nothing). Default false. */
+  quick: z.boolean().default(false),
+  /** RL steps per configuration. Default 40. */
+  steps: z.number().int().positive().max(10_000).default(40),
+  /** Games per step. Default 32. */
+  episodesPerStep: z.number().int().positive().max(10_000).default(32),
+  /** Actions per game. Default 4. */
+  turns: z.number().int().min(2).max(50).default(4),
+  /** The LoRA adapters' snapshot is evaluated every k steps (after the run, the same way for both). Default 5. */
+  evaluateEvery: z.number().int().positive().default(5),
+  /** Games against the random player per evaluation (a fixed held-out set of seeds). Default 128. */
+  evaluationEpisodes: z.number().int().positive().max(100_000).default(128),
+  /** Mean reward against the random player whose first reach is the time to target. Default 0.3. */
+  target: z.number().min(-2).max(2).default(0.3),
+  /** Generation servers of configuration B (processes on loopback). Default 1. */
+  servers: z.number().int().min(1).max(8).default(1),
+  /** Episodes in flight against the servers. Default: episodesPerStep. */
+  concurrency: z.number().int().positive().max(100_000).optional(),
+  /** Configurations to run: `sync` (A, the single-process loop) and `disaggregated` (B). Default both. */
+  configurations: z
+    .array(z.enum(['sync', 'disaggregated']))
+    .min(1)
+    .default(['sync', 'disaggregated']),
+  /** Supervised warm-up steps on random legal play (before either run; shared). Default 60. */
+  sftSteps: z.number().int().min(0).max(100_000).default(60),
+  /** Random games for the warm-up states and the tokenizer. Default 64. */
+  warmupGames: z.number().int().positive().max(100_000).default(64),
+  /** LoRA rank (q and v projections). Default 8. */
+  loraRank: z.number().int().positive().max(256).default(8),
+  /** Self-play learning rate of the adapters. Default 3e-3. */
+  learningRate: z.number().positive().max(1).default(3e-3),
+  /** Training reward of an invalid move. Default −1.5. */
+  invalidPenalty: z.number().max(0).default(-1.5),
+  /** Most tokens per move. Default 16. */
+  maxTokens: z.number().int().positive().max(1024).default(16),
+  vocabSize: z.number().int().min(257).max(65_536).default(384),
+  seed: z.number().int().default(0),
+  /** Backend of the trainer and of each server. Default `wasm`. */
+  backend: z.string().default('wasm'),
+})
+export type DisaggregatedOptions = z.input<typeof disaggregatedOptionsSchema>
+type Settings = z.output<typeof disaggregatedOptionsSchema>
+
+/** Where one configuration's time went, in seconds. */
+interface Breakdown {
+  /** Generating (critical path in A; on the servers, overlapped, in B). */
+  generation: number
+  /** In `reset`/`step` of the games (on the trainer's process in both). */
+  environment: number
+  /** Advantages, PPO epochs (with the old log-probs recomputed). */
+  update: number
+  /** B: the trainer waiting for a batch; A: 0 (it generates itself). */
+  waiting: number
+  /** B: saving each adapter (on the trainer's path) and loading it on the servers (background). */
+  publish: number
+  push: number
+}
+
+interface ConfigurationResult {
+  configuration: 'sync' | 'disaggregated'
+  steps: number
+  /** Training wall time, evaluations excluded (they run after the run on snapshots). */
+  trainingSeconds: number
+  tokens: number
+  tokensPerSecond: number
+  timeToTargetSeconds: number | undefined
+  stepsToTarget: number | undefined
+  evaluations: { step: number; seconds: number; meanReward: number; winRate: number; invalidRate: number }[]
+  breakdown: Breakdown
+  serverStartSeconds: number | undefined
+}
+
+const sum = (history: readonly StepMetrics[], name: string) => history.reduce((total, record) => total + (record[name] ?? 0), 0)
+
+/** A running generation server: its URL and how to stop it. */
+interface ServerProcess {
+  url: string
+  child: ChildProcess
+}
+
+function startServer(settings: ServerChildSettings, signal: AbortSignal | undefined): Promise<ServerProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [builtEntryPath('disaggregated-server'), JSON.stringify(settings)], { stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    const timer = setTimeout(() => fail(new LudicError('a generation server did not start within 120 s')), 120_000)
+    const fail = (error: Error) => {
+      clearTimeout(timer)
+      child.kill('SIGKILL')
+      reject(error)
+    }
+    signal?.addEventListener('abort', () => fail(new LudicError('aborted')), { once: true })
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-4000)
+    })
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk
+      const line = stdout.split('\n').find((text) => text.startsWith('{"url"'))
+      if (line === undefined) return
+      clearTimeout(timer)
+      resolve({ url: (JSON.parse(line) as { url: string }).url, child })
+    })
+    child.once('exit', (code) => fail(new LudicError(`a generation server exited (${code}) before listening: ${stderr.trim()}`)))
+  })
+}
+
+async function stopServer(server: ServerProcess): Promise<void> {
+  if (server.child.exitCode !== null) return
+  const exited = new Promise<void>((resolve) => server.child.once('exit', () => resolve()))
+  server.child.stdin?.end()
+  server.child.kill('SIGTERM')
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))])
+  if (server.child.exitCode === null) server.child.kill('SIGKILL')
+}
+
+/** The values of the adapters' parameters now (a snapshot to evaluate later). */
+function snapshot(adapters: LoraAdapters): Map<string, Float32Array> {
+  return new Map([...adapters.parameters()].map(([name, variable]) => [name, variable.dataSync() as Float32Array]))
+}
+
+function restore(adapters: LoraAdapters, values: ReadonlyMap<string, Float32Array>): void {
+  for (const [name, variable] of adapters.parameters()) tf.tidy(() => variable.assign(tf.tensor(values.get(name)!, variable.shape)))
+}
+
+/**
+ * One configuration from the warmed-up weights: LoRA adapters trained by self-play (RAE, PPO clip), the same seeds
+ * and settings; snapshots of the adapters every `evaluateEvery` steps, evaluated after the run.
+ */
+async function runConfiguration(
+  configuration: 'sync' | 'disaggregated',
+  base: CausalLanguageModel,
+  tokenizer: Tokenizer,
+  baseDirectory: string,
+  workDirectory: string,
+  settings: Settings,
+  workload: NegotiationWorkload,
+  context: BenchContext,
+): Promise<ConfigurationResult> {
+  const log = context.log ?? (() => {})
+  const model = copyModel(base, settings.seed)
+  const adapters = applyLora(model, { rank: settings.loraRank, alpha: 2 * settings.loraRank, seed: settings.seed })
+  const clock: EnvironmentClock = { seconds: 0 }
+  const servers: ServerProcess[] = []
+  let source: DisaggregatedRolloutSource | undefined
+  let serverStartSeconds: number | undefined
+  try {
+    if (configuration === 'disaggregated') {
+      const started = performance.now()
+      const childSettings: ServerChildSettings = {
+        modelDirectory: baseDirectory,
+        workload,
+        backend: settings.backend,
+        maxBatch: Math.max(settings.concurrency ?? settings.episodesPerStep, 1),
+        seed: settings.seed,
+      }
+      servers.push(...(await Promise.all(Array.from({ length: settings.servers }, () => startServer(childSettings, context.signal)))))
+      serverStartSeconds = (performance.now() - started) / 1000
+      log(`[disaggregated] ${servers.length} server(s) up in ${serverStartSeconds.toFixed(1)} s: ${servers.map((server) => server.url).join(', ')}`)
+    }
+    const trainer = createRlTrainer(
+      {
+        model,
+        tokenizer,
+        environments: [timedNegotiation(workload, clock)],
+        prompt: negotiationPrompt,
+        chatTemplate: gameChatTemplate,
+        policyLoss: createPolicyLoss('ppo-clip', { clipLow: 0.2, clipHigh: 0.2 }),
+        optimizer: { learningRate: settings.learningRate },
+        batch: {
+          episodesPerStep: settings.episodesPerStep,
+          ppoEpochs: 2,
+          miniBatchSize: 64,
+          maxTokens: settings.maxTokens,
+          concurrency: settings.concurrency ?? settings.episodesPerStep,
+          maxGenerationBatch: 256,
+        },
+        advantage: createRae(),
+        seed: settings.seed,
+        notify: () => {},
+      },
+      configuration === 'sync'
+        ? {}
+        : {
+            rolloutSource: (sourceContext) =>
+              (source = createDisaggregatedRolloutSource(sourceContext, adapters, {
+                endpoints: servers.map((server) => server.url),
+                adapterDirectory: join(workDirectory, 'adapters'),
+                ...(settings.concurrency === undefined ? {} : { concurrency: settings.concurrency }),
+              })),
+          },
+    )
+    const snapshots: { step: number; seconds: number; values: Map<string, Float32Array> }[] = [{ step: 0, seconds: 0, values: snapshot(adapters) }]
+    const started = performance.now()
+    const history = await trainer.run({
+      steps: settings.steps,
+      ...(context.signal === undefined ? {} : { signal: context.signal }),
+      onStep: (metrics) => {
+        const seconds = (performance.now() - started) / 1000
+        if (metrics.step % settings.evaluateEvery === 0 || metrics.step === settings.steps)
+          snapshots.push({ step: metrics.step, seconds, values: snapshot(adapters) })
+        log(`[${configuration}] step ${metrics.step}: ${seconds.toFixed(1)} s, reward ${(metrics[`reward/${negotiationGame}/player0`] ?? 0).toFixed(2)}`)
+      },
+    })
+    const trainingSeconds = (performance.now() - started) / 1000
+    trainer.dispose()
+    // Evaluations: every snapshot the same way, after the run (their time is in neither configuration's).
+    const evaluations: ConfigurationResult['evaluations'] = []
+    for (const taken of snapshots) {
+      context.signal?.throwIfAborted()
+      restore(adapters, taken.values)
+      const learner = createLocalPolicy({ model, tokenizer, chatTemplate: gameChatTemplate, maxBatch: 128, seed: settings.seed, id: 'learner' })
+      const figures = await evaluateNegotiation(learner, workload, settings.evaluationEpisodes, 1_000_003 + settings.seed, settings.maxTokens)
+      evaluations.push({ step: taken.step, seconds: taken.seconds, meanReward: figures.meanReward, winRate: figures.winRate, invalidRate: figures.invalidRate })
+      log(`[${configuration}] eval step ${taken.step}: mean reward ${figures.meanReward.toFixed(3)}, win ${figures.winRate.toFixed(2)}`)
+    }
+    const reached = evaluations.find((evaluation) => evaluation.meanReward >= settings.target)
+    const stats = source?.stats
+    const rollout = sum(history, 'rolloutSeconds')
+    const breakdown: Breakdown =
+      configuration === 'sync'
+        ? { generation: rollout - clock.seconds, environment: clock.seconds, update: sum(history, 'updateSeconds'), waiting: 0, publish: 0, push: 0 }
+        : {
+            generation: (stats?.collectSeconds ?? 0) - clock.seconds,
+            environment: clock.seconds,
+            update: sum(history, 'updateSeconds'),
+            waiting: stats?.waitSeconds ?? rollout,
+            publish: stats?.saveSeconds ?? 0,
+            push: stats?.pushSeconds ?? 0,
+          }
+    const tokens = countTokens(history)
+    return {
+      configuration,
+      steps: history.length,
+      trainingSeconds,
+      tokens,
+      tokensPerSecond: tokens / Math.max(trainingSeconds, 1e-9),
+      timeToTargetSeconds: reached?.seconds,
+      stepsToTarget: reached?.step,
+      evaluations,
+      breakdown,
+      serverStartSeconds,
+    }
+  } finally {
+    await Promise.all(servers.map(stopServer))
+    adapters.remove()
+    model.dispose()
+  }
+}
+
+/** Response tokens trained on, from the steps' metrics (samples × mean response length). */
+function countTokens(history: readonly StepMetrics[]): number {
+  return history.reduce((total, record) => total + (record.samples ?? 0) * (record.responseLength ?? 0), 0)
+}
+
+/** `--quick`: tiny settings for a smoke run. */
+function quickSettings(settings: Settings): Settings {
+  return {
+    ...settings,
+    steps: 2,
+    episodesPerStep: 4,
+    turns: 2,
+    evaluateEvery: 1,
+    evaluationEpisodes: 4,
+    sftSteps: 2,
+    warmupGames: 4,
+    maxTokens: 8,
+    vocabSize: 300,
+  }
+}
+
+/**
+ * `disaggregated`: RL on Simple Negotiation (multi-turn) with a tiny model and LoRA adapters, the synchronous
+ * single-process loop (A: generate, then update, on one thread) against disaggregated rollouts (B: generation served
+ * by `servers` processes on loopback, the adapter pushed through vLLM's runtime LoRA API after each update, episodes
+ * stepping per trajectory, staleness ≤ 1). Same warmed-up weights, seeds and settings; adapter snapshots evaluated
+ * after each run against the random player on a fixed set of seeds. Per configuration: time and steps to the target,
+ * tokens/s, and where the time went.
+ */
+export const disaggregatedSuite = defineBenchSuite({
+  name: 'disaggregated',
+  description: 'Simple Negotiation RL with LoRA: the synchronous loop against disaggregated generation servers, time to a target reward.',
+  optionsSchema: disaggregatedOptionsSchema,
+  async run(options, context: BenchContext): Promise<BenchReport> {
+    const clockStarted = startClock()
+    const settings = options.quick ? quickSettings(options) : options
+    const log = context.log ?? (() => {})
+    const runtime = await initTensors({ backend: settings.backend as InitTensorsOptions['backend'], verbose: false })
+    const workload: NegotiationWorkload = {
+      turns: settings.turns,
+      warmupGames: settings.warmupGames,
+      vocabSize: settings.vocabSize,
+      invalidPenalty: settings.invalidPenalty,
+      seed: settings.seed,
+    }
+    const workDirectory = await mkdtemp(join(tmpdir(), 'ludic-bench-disaggregated-'))
+    const results: ConfigurationResult[] = []
+    const tokenizer = negotiationTokenizer(workload)
+    const base = createModel('tiny', { vocabSize: tokenizer.vocabSize, seed: settings.seed })
+    try {
+      const nll = await warmUp(base, tokenizer, negotiationExamples(workload), {
+        steps: settings.sftSteps,
+        batchSize: 32,
+        learningRate: 2e-3,
+        seed: settings.seed,
+      })
+      log(`warm-up: ${settings.sftSteps} steps, nll ${nll?.toFixed(3) ?? '—'}`)
+      const baseDirectory = join(workDirectory, 'base')
+      await saveModel(base, baseDirectory)
+      for (const [index, configuration] of settings.configurations.entries()) {
+        context.signal?.throwIfAborted()
+        results.push(await runConfiguration(configuration, base, tokenizer, baseDirectory, join(workDirectory, configuration), settings, workload, context))
+        context.onProgress?.(index + 1, settings.configurations.length, configuration)
+      }
+    } finally {
+      base.dispose()
+      await rm(workDirectory, { recursive: true, force: true })
+    }
+    const sync = results.find((result) => result.configuration === 'sync')
+    const missing = sync === undefined ? 'the sync configuration was not run' : undefined
+    const rows: BenchCell[][] = results.map((result) => [
+      result.configuration === 'sync' ? 'A: synchronous, one process' : `B: disaggregated, ${settings.servers} server(s)`,
+      numberCell(result.timeToTargetSeconds, 1) ?? `not reached in ${result.steps} steps`,
+      result.stepsToTarget ?? null,
+      result === sync
+        ? 1
+        : sync?.timeToTargetSeconds === undefined || result.timeToTargetSeconds === undefined
+          ? 'target not reached by both'
+          : ratioCell(sync.timeToTargetSeconds, result.timeToTargetSeconds, missing),
+      numberCell(result.trainingSeconds, 1),
+      result === sync ? 1 : ratioCell(sync?.trainingSeconds, result.trainingSeconds, missing),
+      numberCell(result.tokensPerSecond, 1),
+      numberCell(result.breakdown.generation, 1),
+      numberCell(result.breakdown.environment, 2),
+      numberCell(result.breakdown.update, 1),
+      numberCell(result.breakdown.waiting, 1),
+      numberCell(result.breakdown.publish + result.breakdown.push, 2),
+      numberCell(result.evaluations.at(-1)?.meanReward, 3),
+    ])
+    return {
+      suite: 'disaggregated',
+      title: 'Disaggregated rollouts against the synchronous loop (Simple Negotiation, LoRA)',
+      startedAt: clockStarted.startedAt,
+      durationSeconds: clockStarted.seconds(),
+      machine: describeMachine(runtime.backend),
+      peers: {
+        'synchronous loop':
+          sync === undefined ? { available: false, reason: 'not run' } : { available: true, reason: 'configuration A, the baseline of the ratios, same run' },
+      },
+      tables: [
+        {
+          title: `Simple Negotiation (${settings.turns} actions), ${settings.steps} steps of ${settings.episodesPerStep} games, LoRA r=${settings.loraRank}, seed ${settings.seed}, ${runtime.backend}${options.quick ? ' (quick: figures meaningless)' : ''}`,
+          columns: [
+            'configuration',
+            `time to mean reward ≥ ${settings.target} vs random (s)`,
+            'steps to target',
+            'speed-up to target (A / B)',
+            'training time (s)',
+            'speed-up per step (A / B)',
+            'tokens/s',
+            'generation (s)',
+            'environment (s)',
+            'update (s)',
+            'waiting (s)',
+            'adapter save + load (s)',
+            'final mean reward',
+          ],
+          rows,
+          notes: [
+            'Time to target: training wall time (evaluations excluded: adapter snapshots taken every evaluateEvery steps are evaluated after the run, the same way for both) until the evaluated mean reward against the random player (fixed held-out seeds) first reaches the target.',
+            "A generates, steps the games and updates on one thread: its time is generation + environment + update (+ small overheads). B generates on the servers while the trainer updates: generation is off the trainer's path (overlapped), and the trainer's time is waiting + update + adapter save. Adapter load on the servers runs in the background.",
+            'B plays with adapters at most one update old (staleness ≤ 1), importance-corrected as the asynchronous collector is; it may need more steps than A to reach the same target.',
+            `Server start-up (not counted): ${results.map((result) => (result.serverStartSeconds === undefined ? '' : `${result.serverStartSeconds.toFixed(1)} s`)).join('')}.`,
+          ],
+        },
+        {
+          title: 'Evaluations (mean reward against the random player)',
+          columns: ['configuration', 'step', 'training time (s)', 'mean reward', 'win rate', 'invalid rate'],
+          rows: results.flatMap((result) =>
+            result.evaluations.map((evaluation) => [
+              result.configuration,
+              evaluation.step,
+              numberCell(evaluation.seconds, 1),
+              numberCell(evaluation.meanReward, 3),
+              numberCell(evaluation.winRate, 3),
+              numberCell(evaluation.invalidRate, 3),
+            ]),
+          ),
+        },
+      ],
+      raw: { options: settings, results },
+    }
+  },
+})

@@ -1,0 +1,140 @@
+/**
+ * The `disaggregated` suite's workload, shared by the trainer and its generation servers (which rebuild the same
+ * tokenizer from the same settings, deterministically): Simple Negotiation, a multi-turn two-player trading game, as
+ * the tiny model reads it (the terse prompts of `game-selfplay.ts`) with a byte-level BPE trained on random legal play.
+ */
+import { createRandom, type ChatMessage, type EnvironmentV1, type PolicyV1, type StepOutcome, type TurnView } from '@ludic/core'
+import {
+  createGame,
+  createRandomPolicy,
+  evaluationInvalidRewards,
+  legalActionsFromObservation,
+  negotiationResources,
+  parseNegotiationObservation,
+  type NegotiationBundle,
+} from '@ludic/games'
+import { Tokenizer, trainBpe } from '@ludic/tokenizer'
+import { evaluateAgainst, type MatchFigures } from '@ludic/trainer'
+import { legalActionsPrompt } from '../evaluation/evaluate-games.js'
+import { endOfText, gameChatTemplate, gameOptionsFor } from '../selfplay/game-selfplay.js'
+
+export const negotiationGame = 'simple-negotiation-v1'
+
+/** What fixes the workload: the same settings give the same examples, tokenizer and games. */
+export interface NegotiationWorkload {
+  /** Actions per game (alternating, player0 first). */
+  turns: number
+  /** Random games whose states make the warm-up examples and the tokenizer's corpus. */
+  warmupGames: number
+  /** Ids of the byte-level BPE. */
+  vocabSize: number
+  /** Training reward of an invalid move. */
+  invalidPenalty: number
+  seed: number
+}
+
+const turnsOverride = (workload: NegotiationWorkload) => ({ [negotiationGame]: { turns: workload.turns, maxTurns: workload.turns } })
+
+/** The game's options in training: `turns` actions, the invalid-move penalty. */
+export function negotiationOptions(workload: NegotiationWorkload): Record<string, unknown> {
+  return gameOptionsFor(negotiationGame, { invalidPenalty: workload.invalidPenalty }, turnsOverride(workload))
+}
+
+const bundleText = (bundle: NegotiationBundle) =>
+  negotiationResources
+    .filter((resource) => bundle[resource] !== undefined)
+    .map((resource) => `${bundle[resource]} ${resource}`)
+    .join(', ')
+
+/** The state as the tiny model reads it: seat, turn, inventory, the offer open to it (`P1 turn 2/4 Wood 10 Gold 10\noffer 1 Wood -> 2 Gold`). */
+export function negotiationTerseText(observation: string): string {
+  const { player, inventory, offer } = parseNegotiationObservation(observation)
+  const turn = [...observation.matchAll(/\[GAME\] Turn (\d+) of (\d+)\./g)].at(-1)
+  const head = `P${player} turn ${turn?.[1] ?? '?'}/${turn?.[2] ?? '?'} Wood ${inventory.Wood} Gold ${inventory.Gold}`
+  return offer === undefined ? `${head}\nno offer` : `${head}\noffer ${bundleText(offer.offered)} -> ${bundleText(offer.requested)}`
+}
+
+/** The rollout's prompt: one user message with the terse state. */
+export const negotiationPrompt = (view: TurnView): ChatMessage[] => [{ role: 'user', content: negotiationTerseText(view.observation) }]
+
+/**
+ * Random legal play as supervised examples: at each distinct state visited by `warmupGames` random games, every move
+ * of the menu once (`[Accept]` and `[Deny]` 4 times, so that offers get answered).
+ */
+export function negotiationExamples(workload: NegotiationWorkload): { prompt: string; response: string }[] {
+  const random = createRandom(workload.seed)
+  const seen = new Set<string>()
+  const examples: { prompt: string; response: string }[] = []
+  for (let episode = 0; episode < workload.warmupGames; episode++) {
+    const environment = createGame(negotiationGame, negotiationOptions(workload))
+    let view: TurnView | undefined = environment.reset(workload.seed * 100_000 + episode)
+    while (view !== undefined) {
+      const menu = legalActionsFromObservation(view.observation)
+      const prompt = gameChatTemplate(negotiationPrompt(view))
+      if (!seen.has(prompt)) {
+        seen.add(prompt)
+        for (const move of menu) for (let copy = 0; copy < (move === '[Accept]' || move === '[Deny]' ? 4 : 1); copy++) examples.push({ prompt, response: move })
+      }
+      const outcome: StepOutcome = environment.step(random.choice(menu))
+      view = outcome.done || outcome.truncated ? undefined : outcome.next
+    }
+  }
+  return examples
+}
+
+/** The BPE over the examples' prompts and moves (deterministic in the settings). */
+export function negotiationTokenizer(workload: NegotiationWorkload): Tokenizer {
+  const corpus = [...new Set(negotiationExamples(workload).map((example) => `${example.prompt}${example.response}`))]
+  return Tokenizer.fromJSON(trainBpe(corpus, { vocabSize: workload.vocabSize, specialTokens: [endOfText] }), { eos_token: endOfText })
+}
+
+/**
+ * The learner against the uniform random legal player on `episodes` games of seeds fixed by `seed` (seats
+ * alternating, sampled at temperature 1, an invalid move a loss): the held-out evaluation of both configurations.
+ */
+export async function evaluateNegotiation(
+  learner: PolicyV1,
+  workload: NegotiationWorkload,
+  episodes: number,
+  seed: number,
+  maxTokens: number,
+): Promise<MatchFigures> {
+  const { byEnvironment } = await evaluateAgainst({
+    learner,
+    opponent: createRandomPolicy({ seed, id: 'random' }),
+    environments: [() => createGame(negotiationGame, gameOptionsFor(negotiationGame, evaluationInvalidRewards, turnsOverride(workload)))],
+    episodes,
+    seed,
+    prompt: negotiationPrompt,
+    opponentPrompt: legalActionsPrompt,
+    generation: { maxTokens, temperature: 1 },
+  })
+  return byEnvironment[negotiationGame]!
+}
+
+/** Time spent in environments (reset and step), in seconds, added up by `timedEnvironment`. */
+export interface EnvironmentClock {
+  seconds: number
+}
+
+/** A factory of the training game whose `reset` and `step` add their time to `clock`. */
+export function timedNegotiation(workload: NegotiationWorkload, clock: EnvironmentClock): () => EnvironmentV1 {
+  return () => {
+    const environment = createGame(negotiationGame, negotiationOptions(workload))
+    const timed = <T>(work: () => T): T => {
+      const started = performance.now()
+      try {
+        return work()
+      } finally {
+        clock.seconds += (performance.now() - started) / 1000
+      }
+    }
+    return {
+      specificationVersion: 'v1',
+      id: environment.id,
+      roles: environment.roles,
+      reset: (seed: number): TurnView => timed(() => environment.reset(seed)),
+      step: (action: string): StepOutcome => timed(() => environment.step(action)),
+    }
+  }
+}

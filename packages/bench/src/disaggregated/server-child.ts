@@ -1,0 +1,54 @@
+/**
+ * One generation server of the `disaggregated` suite, in its own process (`dist/disaggregated-server.js`): what
+ * `ludic serve <model> --enable-lora` does, with the workload's tokenizer and terse chat template. Argument: a JSON
+ * object `{ modelDirectory, workload, backend, maxBatch, seed }`. Prints `{"url": …}` once listening; stops at SIGTERM,
+ * SIGINT or when its standard input ends (the parent is gone).
+ */
+import { createLocalPolicy, loadModel } from '@ludic/model'
+import { serveOpenAICompatible } from '@ludic/rollout'
+import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
+import { createLocalLoraAdapters } from '@ludic/trainer'
+import { gameChatTemplate } from '../selfplay/game-selfplay.js'
+import { negotiationTokenizer, type NegotiationWorkload } from './negotiation-workload.js'
+
+export interface ServerChildSettings {
+  modelDirectory: string
+  workload: NegotiationWorkload
+  backend: string
+  maxBatch: number
+  seed: number
+}
+
+export async function runServerChild(settings: ServerChildSettings): Promise<void> {
+  await initTensors({ backend: settings.backend as InitTensorsOptions['backend'], verbose: false })
+  const tokenizer = negotiationTokenizer(settings.workload)
+  const model = await loadModel(settings.modelDirectory)
+  const policy = createLocalPolicy({ model, tokenizer, chatTemplate: gameChatTemplate, maxBatch: settings.maxBatch, seed: settings.seed, id: 'base' })
+  const lora = createLocalLoraAdapters(model, policy)
+  const server = await serveOpenAICompatible(lora.base, {
+    modelId: 'base',
+    tokenizer,
+    batching: { windowMs: 2, maxBatchSize: settings.maxBatch },
+    lora: { loader: lora.loader, maxAdapters: 8 },
+  })
+  process.stdout.write(`${JSON.stringify({ url: server.url })}\n`)
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve)
+    process.once('SIGINT', resolve)
+    process.stdin.once('end', resolve).resume()
+  })
+  await server.close()
+  lora.dispose()
+  model.dispose()
+}
+
+const argument = process.argv[2]
+if (argument !== undefined && process.argv[1]?.endsWith('disaggregated-server.js')) {
+  runServerChild(JSON.parse(argument) as ServerChildSettings).then(
+    () => process.exit(0),
+    (error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+      process.exit(1)
+    },
+  )
+}
