@@ -50,7 +50,8 @@ interface HostLayer {
  * the keys and values in preallocated buffers written in place. No op reaches the TensorFlow.js backend during
  * a step, so the per-op cost that dominates small models there (tens of microseconds a call on the native
  * backend) is gone. Sums run in float32 SIMD lanes or float64 scalars: results equal the TensorFlow.js paths
- * up to float32 rounding.
+ * up to float32 rounding. With `threads` > 1 the weight products are shared with worker threads (same results,
+ * bit for bit); attention and the rest stay on the calling thread.
  */
 export class HostDecoder {
   private readonly arena: MatmulArena
