@@ -49,9 +49,9 @@ export interface DisaggregatedRolloutStats {
   collectSeconds: number
   /** Time the trainer waited in `next` for a batch. */
   waitSeconds: number
-  /** Time saving adapters (on the trainer's path). */
+  /** Time copying the adapters' weights for saving (the only part on the trainer's path). */
   saveSeconds: number
-  /** Time loading adapters on the endpoints (in the background). */
+  /** Time writing the adapters' files and loading them on the endpoints (in the background). */
   pushSeconds: number
   /** The newest adapter version loaded everywhere. */
   adapterVersion: number | undefined
@@ -178,13 +178,16 @@ export function createDisaggregatedRolloutSource(
     }
   }
 
-  const publish = async (version: number) => {
+  /** Copies the adapter now (on the trainer's path: the only part), then writes and loads it in the background, in version order. */
+  const publish = (version: number) => {
     const saveStarted = performance.now()
-    const saved = await publisher.save(adapters, version)
+    const saving = publisher.save(adapters, version)
+    saving.catch(() => {}) // observed through pushing, below
     stats.saveSeconds += (performance.now() - saveStarted) / 1000
     const pushStarted = performance.now()
     pushing = pushing
-      .then(() => publisher.push(saved))
+      .then(() => saving)
+      .then((saved) => publisher.push(saved))
       .then(
         () => {
           stats.pushSeconds += (performance.now() - pushStarted) / 1000
@@ -205,7 +208,7 @@ export function createDisaggregatedRolloutSource(
       requested = stepIndex
       if (running === undefined) {
         // The current weights as the first adapter (B = 0 at the start: the base model's answers).
-        await publish(stepIndex)
+        publish(stepIndex)
         await pushing
         if (failure !== undefined) throw failure
         const controller = new AbortController()
@@ -238,8 +241,8 @@ export function createDisaggregatedRolloutSource(
         offPolicy: { policyVersion: played.version, dropped: 0, importanceCap: settings.importanceCap },
       }
     },
-    async updated(stepCount) {
-      await publish(stepCount)
+    updated(stepCount) {
+      publish(stepCount)
     },
     async close() {
       const stopping = running

@@ -2,6 +2,7 @@ import { rm } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { LudicError, parseArgument } from '@ludic/core'
 import { saveLoraAdapter, type LoraAdapters } from '@ludic/model'
+import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 
 const marker = Symbol.for('ludic.error.LoraPublishError')
@@ -71,7 +72,10 @@ export interface SavedLoraAdapter {
 }
 
 export interface LoraAdapterPublisher {
-  /** Writes the adapters' current weights as version `version` (PEFT files); the model may change once it resolves. */
+  /**
+   * Writes the adapters' current weights as version `version` (PEFT files). The weights are copied when it is called,
+   * so the model may change at once, while the files are written.
+   */
   save(adapters: LoraAdapters, version: number): Promise<SavedLoraAdapter>
   /**
    * Loads a saved version on every endpoint (in parallel), makes it `current`, then unloads the versions beyond
@@ -131,13 +135,29 @@ export function createLoraAdapterPublisher(options: LoraAdapterPublisherOptions)
     throw new LoraPublishError({ endpoint, operation, adapter: adapter.name, status: response.status, detail })
   }
 
-  const save = async (adapters: LoraAdapters, version: number): Promise<SavedLoraAdapter> => {
+  const save = (adapters: LoraAdapters, version: number): Promise<SavedLoraAdapter> => {
     const parsedVersion = parseArgument(z.number().int().min(0), version, 'version')
     const name = `${settings.prefix}-${parsedVersion}`
     const saved = { name, version: parsedVersion, path: join(directory, name) }
-    await saveLoraAdapter(adapters, saved.path, settings.baseModel === undefined ? {} : { baseModel: settings.baseModel })
-    onDisk.push(saved)
-    return saved
+    // Copies of the weights now (small: the adapters only), written while the trainer goes on.
+    const copies = new Map([...adapters.parameters()].map(([parameter, variable]) => [parameter, tf.variable(variable, false)]))
+    const release = () => tf.dispose([...copies.values()])
+    const frozen: LoraAdapters = {
+      config: adapters.config,
+      layers: adapters.layers,
+      scale: adapters.scale,
+      merged: false,
+      parameters: () => copies,
+      merge: () => {},
+      unmerge: () => {},
+      remove: release,
+    }
+    return saveLoraAdapter(frozen, saved.path, settings.baseModel === undefined ? {} : { baseModel: settings.baseModel })
+      .then(() => {
+        onDisk.push(saved)
+        return saved
+      })
+      .finally(release)
   }
 
   const push = async (saved: SavedLoraAdapter, signal?: AbortSignal): Promise<void> => {
