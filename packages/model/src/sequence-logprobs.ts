@@ -37,6 +37,11 @@ export const sequenceLogprobsOptionsSchema = z
      * whole. Default: as many as make 2²² logits (16 MiB; 27 positions at a 151,936-token vocabulary).
      */
     logitsChunkSize: z.number().int().positive().optional(),
+    /**
+     * Recompute each layer during the backward pass instead of keeping its activations (see the model's
+     * `ForwardOptions.recomputeLayers`): less memory for one more forward pass. Default: false.
+     */
+    recomputeLayers: z.boolean().default(false),
   })
   .strict()
 export type SequenceLogprobsOptions = z.input<typeof sequenceLogprobsOptionsSchema>
@@ -62,7 +67,7 @@ export function sequenceLogprobs(
   sequences: RaggedSequences | PaddedSequences,
   options: SequenceLogprobsOptions = {},
 ): SequenceLogprobs {
-  const { withEntropy, training, logitsChunkSize } = parseArgument(sequenceLogprobsOptionsSchema, options, 'options')
+  const { withEntropy, training, logitsChunkSize, recomputeLayers } = parseArgument(sequenceLogprobsOptionsSchema, options, 'options')
   const batch = 'promptIds' in sequences ? padSequences(sequences, model.config.padTokenId ?? 0) : readPadded(sequences)
   const { inputIds, attentionMask, batchSize, promptLength, responseLength } = batch
   if (promptLength < 1) {
@@ -77,7 +82,7 @@ export function sequenceLogprobs(
     checkContextLength(model, tokens, { argument: 'sequences', value: row, what: `sequence ${row}: its prompt + response (${tokens} tokens)` })
   })
   return tf.tidy(() => {
-    const hidden = model.hiddenStates(inputIds, { attentionMask, training }) // [batch, promptLength + responseLength, hidden]
+    const hidden = model.hiddenStates(inputIds, { attentionMask, training, recomputeLayers }) // [batch, promptLength + responseLength, hidden]
     const width = hidden.shape[2]
     // The hidden state before each response token predicts it: positions promptLength - 1 … end - 1.
     const predicting = tf.slice(hidden, [0, promptLength - 1, 0], [batchSize, responseLength, width]) as tf.Tensor3D // [batch, responseLength, hidden]

@@ -177,6 +177,7 @@ export function attachLora(model: CausalLanguageModel, plan: LoraPlan, values?: 
         a,
         b,
         merged: false,
+        stochastic: config.dropout > 0,
         apply(x, training) {
           return tf.tidy(() => {
             const input = training && config.dropout > 0 ? tf.dropout(x, config.dropout, undefined, deriveSeed(config.seed, 'dropout', dropoutCalls++)) : x

@@ -7,6 +7,7 @@ import { rmsNorm } from '../layers/rms-norm.js'
 import { swiGlu } from '../layers/swiglu.js'
 import { applyRotary, inverseFrequencies, rotaryTables } from '../layers/rotary-embedding.js'
 import { matchesParameterNamePattern, type ParameterNamePattern } from '../parameter-name-pattern.js'
+import { recomputed } from '../training/recompute.js'
 import { checkContextLength, ContextLengthError } from './context-length.js'
 import { KeyValueCache } from './key-value-cache.js'
 import { attentionBias, defaultPositions, readIntegerMatrix, type HostMatrix, type IntegerMatrix } from './model-inputs.js'
@@ -27,6 +28,13 @@ export interface ForwardOptions {
   cache?: KeyValueCache
   /** Training mode: LoRA dropout is applied. Default: false. */
   training?: boolean
+  /**
+   * Recompute each layer in the backward pass instead of keeping its intermediates for the gradient
+   * (activation checkpointing, see `recomputed`): a gradient's memory holds one layer's activations, not all
+   * of them, for one more forward pass of time. Not with a cache, nor with adapter dropout in training mode.
+   * Default: false.
+   */
+  recomputeLayers?: boolean
 }
 
 const integerMatrixSchema = z.custom<IntegerMatrix>(
@@ -41,6 +49,7 @@ export const forwardOptionsSchema = z
     positions: integerMatrixSchema.optional(),
     cache: z.instanceof(KeyValueCache, { message: 'must be a KeyValueCache (model.createCache())' }).optional(),
     training: z.boolean().default(false),
+    recomputeLayers: z.boolean().default(false),
   })
   .strict()
 
@@ -50,6 +59,8 @@ export interface LinearAdapter {
   apply(x: tf.Tensor2D, training: boolean): tf.Tensor2D
   /** Whether the adapter is currently merged into the base weight (then `apply` is skipped). */
   readonly merged: boolean
+  /** Whether `apply` draws randomness in training mode (dropout): then a layer cannot be recomputed. */
+  readonly stochastic?: boolean
 }
 
 let modelCount = 0
@@ -282,7 +293,18 @@ export class CausalLanguageModel {
     const { rows: batch, columns: time } = ids
     if (batch === 0 || time === 0)
       throw new ShapeError({ argument: 'inputIds', expected: [-1, -1], actual: [batch, time], message: 'needs at least one row and one token' })
-    const { attentionMask, positions: givenPositions, cache, training } = parseArgument(forwardOptionsSchema, options, 'options')
+    const { attentionMask, positions: givenPositions, cache, training, recomputeLayers } = parseArgument(forwardOptionsSchema, options, 'options')
+    if (recomputeLayers && cache !== undefined) {
+      throw new InvalidArgumentError({ argument: 'options.recomputeLayers', value: true, message: 'recomputes layers for a gradient: not with a cache' })
+    }
+    const stochastic = [...this.adapters].filter(([, adapter]) => !adapter.merged && adapter.stochastic === true).map(([name]) => name)
+    if (recomputeLayers && training && stochastic.length > 0) {
+      throw new InvalidArgumentError({
+        argument: 'options.recomputeLayers',
+        value: true,
+        message: `the adapters of ${stochastic.slice(0, 3).join(', ')}${stochastic.length > 3 ? ', …' : ''} draw dropout in training mode, which a recomputed layer would draw anew`,
+      })
+    }
     cache?.checkBatch(batch)
     const past = cache?.length ?? 0
     const mask = attentionMask === undefined ? undefined : readIntegerMatrix(attentionMask, 'attentionMask', [0, 2])
@@ -333,12 +355,22 @@ export class CausalLanguageModel {
       if (gpt2) x = tf.add(x, tf.gather(this.parameter('transformer.wpe.weight'), tf.tensor2d(positions, [batch, time], 'int32'))) // learned positions
       for (let layer = 0; layer < config.numHiddenLayers; layer++) {
         const prefix = this.names.layer(layer)
-        const input = x
         // One scope a layer: its intermediates that no gradient saved are freed before the next layer runs.
-        x = tf.tidy(() => {
-          const attended = tf.add(input, this.attention(layer, this.norm(input, `${prefix}.${this.names.attentionNorm}`), context))
-          return tf.add(attended, this.mlp(layer, this.norm(attended, `${prefix}.${this.names.mlpNorm}`), context))
-        }) as tf.Tensor3D
+        const step = (input: tf.Tensor, stepContext: AttentionContext) =>
+          tf.tidy(() => {
+            const attended = tf.add(input, this.attention(layer, this.norm(input, `${prefix}.${this.names.attentionNorm}`), stepContext))
+            return tf.add(attended, this.mlp(layer, this.norm(attended, `${prefix}.${this.names.mlpNorm}`), stepContext))
+          })
+        if (recomputeLayers) {
+          const parameters = [...this.weights].filter(([name, variable]) => variable.trainable && name.startsWith(`${prefix}.`)).map(([, variable]) => variable)
+          const tables = rotary === undefined ? [] : [rotary.cos, rotary.sin]
+          x = recomputed(
+            ([input, savedBias, cos, sin]) =>
+              step(input!, { ...context, bias: savedBias!, rotary: rotary === undefined ? undefined : { cos: cos!, sin: sin! } }),
+            [x, bias, ...tables],
+            parameters,
+          ) as tf.Tensor3D
+        } else x = step(x, context) as tf.Tensor3D
       }
       return this.norm(x, this.names.finalNorm) as tf.Tensor3D
     })

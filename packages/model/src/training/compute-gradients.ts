@@ -74,32 +74,71 @@ interface TapeEngine {
 function tapeGradients(f: () => tf.Scalar, xs: tf.Variable[]): { value: tf.Scalar; grads: (tf.Tensor | undefined)[] } {
   const engine = tf.engine() as unknown as Partial<TapeEngine>
   const trainable = xs.filter((x) => x.trainable)
-  if (typeof engine.startTape !== 'function' || typeof engine.endTape !== 'function' || engine.state?.gradientDepth !== 0 || trainable.length === 0) {
+  if (!canRecord(engine) || trainable.length === 0) {
     const { value, grads } = tf.variableGrads(f, xs)
     return { value, grads: xs.map((x) => grads[x.name] ?? undefined) }
   }
-  const tapeEngine = engine as TapeEngine
+  const { value, grads } = recordAndBackpropagate(engine, f, trainable, undefined)
+  if (value.rank !== 0) {
+    tf.dispose([value, ...grads.filter((gradient) => gradient !== undefined)])
+    throw new InvalidArgumentError({ argument: 'lossFunction', value: value.shape, message: 'must return a scalar tf.Tensor' })
+  }
+  const byId = new Map(trainable.map((x, index) => [x.id, grads[index]]))
+  return { value: value as tf.Scalar, grads: xs.map((x) => byId.get(x.id)) }
+}
+
+function canRecord(engine: Partial<TapeEngine>): engine is TapeEngine {
+  return typeof engine.startTape === 'function' && typeof engine.endTape === 'function' && engine.state?.gradientDepth === 0
+}
+
+/**
+ * Runs `f` on a fresh tape and walks it back from `dy` (ones when undefined) to `xs`. The engine's tape of an
+ * enclosing backward pass (when called from a gradient function) is put back afterwards.
+ */
+function recordAndBackpropagate(
+  engine: TapeEngine,
+  f: () => tf.Tensor,
+  xs: readonly tf.Tensor[],
+  dy: tf.Tensor | undefined,
+): { value: tf.Tensor; grads: (tf.Tensor | undefined)[] } {
+  const outer = engine.state.activeTape
   let value: tf.Tensor
   let tape: TapeNode[] = []
-  tapeEngine.startTape()
+  engine.startTape()
   try {
     value = tf.tidy('forward', f)
   } finally {
-    tapeEngine.endTape()
-    tape = tapeEngine.state.activeTape ?? []
-    tapeEngine.state.activeTape = null
+    engine.endTape()
+    tape = engine.state.activeTape ?? []
+    engine.state.activeTape = outer
   }
   try {
-    if (!(value instanceof tf.Tensor) || value.rank !== 0) {
-      const shape = value instanceof tf.Tensor ? value.shape : value
-      tf.dispose(value)
-      throw new InvalidArgumentError({ argument: 'lossFunction', value: shape, message: 'must return a scalar tf.Tensor' })
+    if (!(value instanceof tf.Tensor)) throw new InvalidArgumentError({ argument: 'lossFunction', value, message: 'must return a scalar tf.Tensor' })
+    let gradientOf: Map<number, tf.Tensor>
+    try {
+      gradientOf = backpropagate(tape, xs, value, dy)
+    } catch (error) {
+      value.dispose()
+      throw error
     }
-    const gradientOf = backpropagate(tape, trainable, value)
-    return { value: value as tf.Scalar, grads: xs.map((x) => (x.trainable ? gradientOf.get(x.id) : undefined)) }
+    return { value, grads: xs.map((x) => gradientOf.get(x.id)) }
   } finally {
     for (const node of tape) tf.dispose(node.saved ?? [])
   }
+}
+
+/**
+ * The gradients of `f()` with respect to `xs` (tensors or variables), seeded with `dy` — for a gradient
+ * function that recomputes its forward pass (`recomputed`). Freed as `computeGradients` frees; `value` is
+ * returned too (the caller disposes it). Unconnected `xs` get undefined.
+ */
+export function gradientsOf(f: () => tf.Tensor, xs: readonly tf.Tensor[], dy: tf.Tensor): { value: tf.Tensor; grads: (tf.Tensor | undefined)[] } {
+  const engine = tf.engine() as unknown as Partial<TapeEngine>
+  if (!canRecord(engine)) {
+    const { value, grads } = tf.engine().gradients(f, xs as tf.Tensor[], dy, true)
+    return { value, grads: grads.map((gradient) => gradient ?? undefined) }
+  }
+  return recordAndBackpropagate(engine, f, xs, dy)
 }
 
 /**
@@ -107,7 +146,7 @@ function tapeGradients(f: () => tf.Scalar, xs: tf.Variable[]): { value: tf.Scala
  * tensors and its outputs' gradients once its inputs' gradients are computed. Returns the gradients of `xs`
  * by tensor id.
  */
-function backpropagate(tape: readonly TapeNode[], xs: readonly tf.Tensor[], y: tf.Tensor): Map<number, tf.Tensor> {
+function backpropagate(tape: readonly TapeNode[], xs: readonly tf.Tensor[], y: tf.Tensor, dy: tf.Tensor | undefined): Map<number, tf.Tensor> {
   // Operations reachable from xs, then those that lead to y; only inputs reachable from xs get a gradient.
   const fromX = new Set(xs.map((x) => x.id))
   const reachable = tape.map((node) => {
@@ -127,7 +166,7 @@ function backpropagate(tape: readonly TapeNode[], xs: readonly tf.Tensor[], y: t
     if (!needed[index]) tf.dispose(node.saved ?? [])
   })
 
-  const gradientOf = new Map<number, tf.Tensor>([[y.id, tf.onesLike(y)]])
+  const gradientOf = new Map<number, tf.Tensor>([[y.id, dy === undefined ? tf.onesLike(y) : tf.clone(dy)]])
   try {
     walkBackward(tape, needed, fromX, gradientOf)
   } catch (error) {
