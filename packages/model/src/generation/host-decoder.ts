@@ -96,66 +96,71 @@ export class HostDecoder {
     const queryKeyValueWidth = (heads + 2 * keyValueHeads) * headDim
     this.projectedWidth = Math.max(queryKeyValueWidth, 2 * intermediateSize)
     const cacheFloats = batch * keyValueHeads * this.capacity * headDim
-    this.arena.reserve(hostDecoderFloats(config, batch, this.capacity))
-    const parameter = (name: string) => model.parameter(name).dataSync() as Float32Array
-    const bias = (name: string) => model.parameters().get(`${name}.bias`)?.dataSync() as Float32Array | undefined
-    /** The linear layers' weights (`[out, in]`, an unmerged adapter's update added), rows stacked. */
-    const stack = (names: string[]) => {
-      const parts = names.map((name) => this.linearWeight(name))
-      const stacked = this.arena.allocate(parts.reduce((total, part) => total + part.length, 0))
-      let offset = 0
-      for (const part of parts) {
-        stacked.set(part, offset)
-        offset += part.length
+    try {
+      this.arena.reserve(hostDecoderFloats(config, batch, this.capacity))
+      const parameter = (name: string) => model.parameter(name).dataSync() as Float32Array
+      const bias = (name: string) => model.parameters().get(`${name}.bias`)?.dataSync() as Float32Array | undefined
+      /** The linear layers' weights (`[out, in]`, an unmerged adapter's update added), rows stacked. */
+      const stack = (names: string[]) => {
+        const parts = names.map((name) => this.linearWeight(name))
+        const stacked = this.arena.allocate(parts.reduce((total, part) => total + part.length, 0))
+        let offset = 0
+        for (const part of parts) {
+          stacked.set(part, offset)
+          offset += part.length
+        }
+        return stacked
       }
-      return stacked
+      const joinBiases = (names: string[], widths: number[]) => {
+        const parts = names.map(bias)
+        if (parts.every((part) => part === undefined)) return undefined
+        const joined = this.arena.allocate(widths.reduce((total, width) => total + width, 0))
+        let offset = 0
+        parts.forEach((part, index) => {
+          if (part !== undefined) joined.set(part, offset)
+          offset += widths[index]!
+        })
+        return joined
+      }
+      const norm = (name: string) => {
+        const weight = this.arena.allocate(hiddenSize)
+        weight.set(parameter(name))
+        return weight
+      }
+      for (let layer = 0; layer < numHiddenLayers; layer++) {
+        const prefix = `model.layers.${layer}`
+        const attention = ['q_proj', 'k_proj', 'v_proj'].map((name) => `${prefix}.self_attn.${name}`)
+        const mlp = ['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)
+        this.layers.push({
+          attentionNorm: norm(`${prefix}.input_layernorm.weight`),
+          queryKeyValue: stack(attention),
+          queryKeyValueBias: joinBiases(attention, [heads * headDim, keyValueHeads * headDim, keyValueHeads * headDim]),
+          output: stack([`${prefix}.self_attn.o_proj`]),
+          outputBias: joinBiases([`${prefix}.self_attn.o_proj`], [hiddenSize]),
+          mlpNorm: norm(`${prefix}.post_attention_layernorm.weight`),
+          gateUp: stack(mlp),
+          gateUpBias: joinBiases(mlp, [intermediateSize, intermediateSize]),
+          down: stack([`${prefix}.mlp.down_proj`]),
+          downBias: joinBiases([`${prefix}.mlp.down_proj`], [hiddenSize]),
+          keys: this.arena.allocate(cacheFloats),
+          values: this.arena.allocate(cacheFloats),
+        })
+      }
+      this.finalNorm = norm('model.norm.weight')
+      this.embedding = stack(['model.embed_tokens'])
+      this.head = config.tieWordEmbeddings ? this.embedding : stack(['lm_head'])
+      this.headBias = config.tieWordEmbeddings ? undefined : joinBiases(['lm_head'], [vocabSize])
+      this.x = this.arena.allocate(batch * hiddenSize)
+      this.normed = this.arena.allocate(batch * Math.max(hiddenSize, intermediateSize))
+      this.projected = this.arena.allocate(batch * this.projectedWidth)
+      this.attended = this.arena.allocate(batch * heads * headDim)
+      this.delta = this.arena.allocate(batch * hiddenSize)
+      this.scores = this.arena.allocate(batch * heads * this.capacity)
+      this.logits = this.arena.allocate(batch * vocabSize)
+    } catch (error) {
+      this.arena.dispose() // its worker threads back to the pool
+      throw error
     }
-    const joinBiases = (names: string[], widths: number[]) => {
-      const parts = names.map(bias)
-      if (parts.every((part) => part === undefined)) return undefined
-      const joined = this.arena.allocate(widths.reduce((total, width) => total + width, 0))
-      let offset = 0
-      parts.forEach((part, index) => {
-        if (part !== undefined) joined.set(part, offset)
-        offset += widths[index]!
-      })
-      return joined
-    }
-    const norm = (name: string) => {
-      const weight = this.arena.allocate(hiddenSize)
-      weight.set(parameter(name))
-      return weight
-    }
-    for (let layer = 0; layer < numHiddenLayers; layer++) {
-      const prefix = `model.layers.${layer}`
-      const attention = ['q_proj', 'k_proj', 'v_proj'].map((name) => `${prefix}.self_attn.${name}`)
-      const mlp = ['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)
-      this.layers.push({
-        attentionNorm: norm(`${prefix}.input_layernorm.weight`),
-        queryKeyValue: stack(attention),
-        queryKeyValueBias: joinBiases(attention, [heads * headDim, keyValueHeads * headDim, keyValueHeads * headDim]),
-        output: stack([`${prefix}.self_attn.o_proj`]),
-        outputBias: joinBiases([`${prefix}.self_attn.o_proj`], [hiddenSize]),
-        mlpNorm: norm(`${prefix}.post_attention_layernorm.weight`),
-        gateUp: stack(mlp),
-        gateUpBias: joinBiases(mlp, [intermediateSize, intermediateSize]),
-        down: stack([`${prefix}.mlp.down_proj`]),
-        downBias: joinBiases([`${prefix}.mlp.down_proj`], [hiddenSize]),
-        keys: this.arena.allocate(cacheFloats),
-        values: this.arena.allocate(cacheFloats),
-      })
-    }
-    this.finalNorm = norm('model.norm.weight')
-    this.embedding = stack(['model.embed_tokens'])
-    this.head = config.tieWordEmbeddings ? this.embedding : stack(['lm_head'])
-    this.headBias = config.tieWordEmbeddings ? undefined : joinBiases(['lm_head'], [vocabSize])
-    this.x = this.arena.allocate(batch * hiddenSize)
-    this.normed = this.arena.allocate(batch * Math.max(hiddenSize, intermediateSize))
-    this.projected = this.arena.allocate(batch * this.projectedWidth)
-    this.attended = this.arena.allocate(batch * heads * headDim)
-    this.delta = this.arena.allocate(batch * hiddenSize)
-    this.scores = this.arena.allocate(batch * heads * this.capacity)
-    this.logits = this.arena.allocate(batch * vocabSize)
   }
 
   /** A linear layer's weight `[out, in]` as the model applies it: an attached, unmerged adapter's update added (its output for the identity). */
