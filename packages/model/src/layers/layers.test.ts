@@ -16,8 +16,8 @@ function relativeError(actual: tf.Tensor, expected: tf.Tensor): number {
 const random = (shape: number[], seed: number) => tf.randomNormal(shape, 0, 1, 'float32', seed)
 
 describe('layers with written-out gradients', () => {
-  it('rmsNorm: values and gradients equal autodiff of the formula', () => {
-    expectNoLeaks(() =>
+  it('rmsNorm: values and gradients equal autodiff of the formula', async () => {
+    await expectNoLeaks(() =>
       tf.tidy(() => {
         const x = random([3, 5, 8], 1)
         const weight = random([8], 2)
@@ -34,8 +34,8 @@ describe('layers with written-out gradients', () => {
     )
   })
 
-  it('swiGlu: silu(gate) · up of the fused projection, gradient equal to autodiff', () => {
-    expectNoLeaks(() =>
+  it('swiGlu: silu(gate) · up of the fused projection, gradient equal to autodiff', async () => {
+    await expectNoLeaks(() =>
       tf.tidy(() => {
         const gateUp = random([6, 10], 4) as tf.Tensor2D
         const upstream = random([6, 5], 5)
@@ -52,8 +52,8 @@ describe('layers with written-out gradients', () => {
     )
   })
 
-  it('applyRotary: (x₁ cos − x₂ sin, x₂ cos + x₁ sin) to the bit, and its gradient', () => {
-    expectNoLeaks(() =>
+  it('applyRotary: (x₁ cos − x₂ sin, x₂ cos + x₁ sin) to the bit, and its gradient', async () => {
+    await expectNoLeaks(() =>
       tf.tidy(() => {
         const [batch, heads, time, headDim] = [2, 3, 4, 8]
         const inverse = inverseFrequencies(headDim, 10_000, null)
