@@ -66,14 +66,13 @@ describe('generate: decodeThreads', () => {
     }
   })
 
-  it("'auto' takes two threads on a machine with two CPUs or more for large enough steps, one for a small one", () => {
-    const two = availableParallelism() >= 2 ? 2 : 1
-    expect(chooseDecodeThreads(model, 8)).toBe(two)
-    const small = createModel('tiny', { vocabSize: 64, seed: 1, overrides: { hiddenSize: 32, numAttentionHeads: 4, intermediateSize: 64 } })
+  it("'auto' takes two threads on a machine with two CPUs or more for a model of 2M weights or more, one for a smaller one", () => {
+    const wide = createModel('tiny', { vocabSize: 4096, seed: 1, overrides: { hiddenSize: 256, intermediateSize: 1024 } })
     try {
-      expect(chooseDecodeThreads(small, 1)).toBe(1)
+      expect(chooseDecodeThreads(wide)).toBe(availableParallelism() >= 2 ? 2 : 1)
+      expect(chooseDecodeThreads(model)).toBe(1)
     } finally {
-      small.dispose()
+      wide.dispose()
     }
   })
 })

@@ -173,7 +173,7 @@ export type DecodePath = 'auto' | 'fused' | 'host' | 'layers'
  * Threads the host decoder (`DecodePath` `'host'`) runs its weight products on: the calling thread plus
  * `n - 1` worker threads over a shared WebAssembly memory, each product's output rows split between them
  * (see `createMatmulArena`; the results are the same bit for bit at any count). `'auto'` (the default):
- * `chooseDecodeThreads` — 2 where the machine has at least 2 CPUs and a step's weight products are large
+ * `chooseDecodeThreads` — 2 where the machine has at least 2 CPUs and the model's weight products are large
  * enough that sharing them pays, else 1. Where shared memory or worker threads are unavailable, or the
  * process's workers are lent to another generation running at the same time, the products run on fewer
  * threads. The other paths ignore it.
@@ -272,7 +272,7 @@ export async function generateRows(
       decoder = new FusedDecoder(model)
       decoder.adoptCache(cache)
     } else if (path === 'host') {
-      const threads = decodeThreads === 'auto' ? chooseDecodeThreads(model, batch) : decodeThreads
+      const threads = decodeThreads === 'auto' ? chooseDecodeThreads(model) : decodeThreads
       hostDecoder = new HostDecoder(model, batch, contextLength, { threads })
       hostDecoder.adoptCache(cache)
     }
@@ -426,20 +426,22 @@ export function chooseDecodePath(model: CausalLanguageModel, batch: number, cont
 }
 
 /**
- * `DecodeThreads` `'auto'`'s choice for the host decoder: 2 where `availableParallelism()` is at least 2 and a
- * step's weight products — `batch` × the parameters of the linear layers and the output projection — come to
- * at least `sharedStepMinimum` multiply-adds, else 1. Below that, posting each product to a worker and waiting
- * for it costs about what the second thread saves (README: measured on the presets).
+ * `DecodeThreads` `'auto'`'s choice for the host decoder: 2 where `availableParallelism()` is at least 2 and the
+ * weights a step reads — the linear layers' and the output head's parameters — are at least
+ * `sharedWeightMinimum` floats (8 MB, past a core's L2 cache), else 1. Measured on a shared 2-core machine
+ * (README): the small preset (4.5M) decoded 1.1–1.4× faster with 2 threads at batch 1 and 8; the tiny preset
+ * (0.95M), whose products last only tens of microseconds, ran slower at batch 8, the worker's wake-ups costing
+ * more than its share.
  */
-export function chooseDecodeThreads(model: CausalLanguageModel, batch: number): number {
+export function chooseDecodeThreads(model: CausalLanguageModel): number {
   if (availableParallelism() < 2) return 1
   const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = model.config
   const perLayer = hiddenSize * ((heads + 2 * keyValueHeads) * headDim + heads * headDim + 3 * intermediateSize)
-  return batch * (numHiddenLayers * perLayer + vocabSize * hiddenSize) >= sharedStepMinimum ? 2 : 1
+  return numHiddenLayers * perLayer + vocabSize * hiddenSize >= sharedWeightMinimum ? 2 : 1
 }
 
 /** See `chooseDecodeThreads`. */
-const sharedStepMinimum = 2_000_000
+const sharedWeightMinimum = 2_000_000
 
 /** See `chooseDecodePath`: the host decoder copies the weights once per generation (4 bytes a parameter). */
 const hostDecodeParameterLimit = 64_000_000
