@@ -100,7 +100,10 @@ describe('serveOpenAICompatible: runtime LoRA adapters (vLLM API)', () => {
   it("answers vLLM's errors: missing fields, duplicates, unknown adapters, missing and broken files, limits", async () => {
     const { loader } = fakeLoader()
     const server = await serve(namedPolicy('base'), { lora: { loader, maxAdapters: 2, maxNameLength: 8, maxPathLength: 20 } })
-    const error = async (response: Response) => ({ status: response.status, ...((await response.json()) as { error: { code: string; param: string; message: string } }).error })
+    const error = async (response: Response) => ({
+      status: response.status,
+      ...((await response.json()) as { error: { code: string; param: string; message: string } }).error,
+    })
     expect(await error(await post(server, '/load_lora_adapter', { lora_name: 'a' }))).toMatchObject({
       status: 400,
       message: "Both 'lora_name' and 'lora_path' must be provided.",
