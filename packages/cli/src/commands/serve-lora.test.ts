@@ -3,8 +3,10 @@ import { applyLora, createLocalPolicy, loadLoraAdapter, loadModel, saveLoraAdapt
 import { loadTokenizer } from '@ludic/tokenizer'
 import * as tf from '@tensorflow/tfjs-core'
 import { describe, expect, it } from 'vitest'
+import { runCli } from '../cli.js'
+import { exitCodes } from '../errors.js'
 import { serve } from './serve.js'
-import { saveTinyModel, useBackendAndDirectory } from '../test/support.js'
+import { captureIo, saveTinyModel, useBackendAndDirectory } from '../test/support.js'
 
 const temporaryDirectory = useBackendAndDirectory('ludic-cli-serve-lora-')
 
@@ -90,5 +92,30 @@ describe('ludic serve --enable-lora', () => {
       await running.close()
     }
     expect(tf.memory().numTensors).toBe(tensors) // adapters and model freed
+  })
+
+  it('takes --enable-lora and --max-loras on the command line', async () => {
+    const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny-cli'))
+    const adapter = join(temporaryDirectory(), 'adapters-cli', 'a')
+    await saveAdapter(directory, adapter, 3)
+    const { io, controller } = captureIo()
+    let listening: (url: string) => void = () => {}
+    const url = new Promise<string>((resolve) => {
+      listening = resolve
+    })
+    io.onListening = (address) => listening(address)
+    const exit = runCli(['serve', directory, '--port', '0', '--model-id', 'tiny', '--enable-lora', '--max-loras', '1'], io)
+    const post = async (name: string) =>
+      (
+        await fetch(`${await url}/load_lora_adapter`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ lora_name: name, lora_path: adapter }),
+        })
+      ).status
+    expect(await post('a')).toBe(200)
+    expect(await post('b')).toBe(400) // --max-loras 1
+    controller.abort()
+    expect(await exit).toBe(exitCodes.ok)
   })
 })
