@@ -74,6 +74,23 @@ describe('createLoraAdapterPublisher', () => {
     model.dispose()
   })
 
+  it('keeps the newest versions however their background saves and pushes finish (out of order)', async () => {
+    const model = createTestModel(1)
+    const adapters = applyLora(model, { rank: 2 })
+    const fake = recordingLoader()
+    const server = await serveOpenAICompatible(createLocalPolicy({ model, tokenizer }), { modelId: 'base', lora: { loader: fake.loader } })
+    servers.push(server)
+    const directory = join(temporaryDirectory(), 'order')
+    const publisher = createLoraAdapterPublisher({ endpoints: [server.url], directory, keepLoaded: 2, keepLast: 2 })
+    // Saves complete 3, 1, 2; pushes arrive 1, 3, 2.
+    const [three, one, two] = [await publisher.save(adapters, 3), await publisher.save(adapters, 1), await publisher.save(adapters, 2)]
+    for (const saved of [one, three, two]) await publisher.push(saved)
+    expect(publisher.current?.version).toBe(3)
+    expect((await readdir(directory)).sort()).toEqual(['step-2', 'step-3'])
+    await expect.poll(() => fake.unloads).toEqual(['step-1'])
+    model.dispose()
+  })
+
   it('fails with a LoraPublishError naming the endpoint and the status; current stays the last good version', async () => {
     const model = createTestModel(1)
     const adapters = applyLora(model, { rank: 2 })

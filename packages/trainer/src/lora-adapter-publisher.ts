@@ -154,7 +154,8 @@ export function createLoraAdapterPublisher(options: LoraAdapterPublisherOptions)
     }
     return saveLoraAdapter(frozen, saved.path, settings.baseModel === undefined ? {} : { baseModel: settings.baseModel })
       .then(() => {
-        onDisk.push(saved)
+        // Saves finish in any order (they run in the background); pruning must see them by version.
+        insertByVersion(onDisk, saved)
         return saved
       })
       .finally(release)
@@ -164,8 +165,8 @@ export function createLoraAdapterPublisher(options: LoraAdapterPublisherOptions)
     const results = await Promise.allSettled(settings.endpoints.map((endpoint) => call(endpoint, 'load', saved, signal)))
     const failed = results.find((result) => result.status === 'rejected')
     if (failed !== undefined) throw (failed as PromiseRejectedResult).reason
-    current = saved
-    loaded.push(saved)
+    if (current === undefined || saved.version > current.version) current = saved
+    insertByVersion(loaded, saved)
     const retired = loaded.splice(0, Math.max(0, loaded.length - settings.keepLoaded))
     for (const old of retired) {
       const unloads = await Promise.allSettled(settings.endpoints.map((endpoint) => call(endpoint, 'unload', old, signal)))
@@ -188,4 +189,11 @@ export function createLoraAdapterPublisher(options: LoraAdapterPublisherOptions)
     },
     unloadFailures,
   }
+}
+
+/** Inserts `adapter` into `list`, which is kept in increasing version order. */
+function insertByVersion(list: SavedLoraAdapter[], adapter: SavedLoraAdapter): void {
+  let index = list.length
+  while (index > 0 && list[index - 1]!.version > adapter.version) index--
+  list.splice(index, 0, adapter)
 }
