@@ -284,9 +284,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       }
     }
     const badClient = async (index: number) => {
-      // Every kind in a random order, again and again: at random, yet each kind is sent even in a short run.
+      // Every kind in a random order, again and again: at random, yet each kind is sent even in a short run
+      // (past the end if need be: on a loaded machine one round of slow kinds can outlast a short run).
       const order: string[] = []
-      while (Date.now() < endAt) {
+      while (Date.now() < endAt || Object.keys(bad).length < kinds.length) {
         if (order.length === 0) order.push(...shuffle(kinds))
         const kind = order.pop()!
         const record = (bad[kind] ??= { sent: 0, outcomes: {} })
