@@ -94,7 +94,11 @@ export async function loadModel(directory: string, options: LoadModelOptions = {
     for (let index = 0; index < names.length; index++) {
       const tensor = await pending.shift()!
       startRead(index + readAhead)
-      weights.set(names[index]!, tf.tensor(tensor.data as Float32Array, tensor.shape, 'float32'))
+      const weight = tf.tensor(tensor.data as Float32Array, tensor.shape, 'float32')
+      weights.set(names[index]!, weight)
+      // The native backend keeps the array and copies it into TensorFlow at the weight's first use, so a model
+      // would hold every weight twice until then; one no-op reshape copies it now and lets the array go.
+      if (tf.getBackend() === 'tensorflow' || tf.getBackend() === 'tensorflow-gpu') tf.reshape(weight, weight.shape).dispose()
     }
     return new CausalLanguageModel(config, weights, { sourceConfig: json as Record<string, unknown>, maxContextTokens })
   } finally {
