@@ -49,8 +49,11 @@ export const scaleOptionsSchema = z.strictObject({
   repetitions: z.number().int().positive().max(100).optional(),
   /** Fewer tokens and repetitions (a smoke run: figures are noisier). Default false. */
   quick: z.boolean().default(false),
-  /** Thread counts of the PyTorch peer; the fastest counts. Default 2 (one count: a full run takes minutes per count). */
-  peerThreads: z.array(z.number().int().positive().max(256)).min(1).default([2]),
+  /**
+   * Thread counts of the PyTorch peer; the fastest counts (on a busy 2-core machine PyTorch's OpenMP barriers can make
+   * 2 threads many times slower than 1). Default 2 and 1.
+   */
+  peerThreads: z.array(z.number().int().positive().max(256)).min(1).default([2, 1]),
   /** The peer's Python (torch, transformers, peft). Default: `LUDIC_PEER_PYTHON`, else `.venv-peer/bin/python` here or above. */
   peerPython: z.string().min(1).optional(),
   /**
