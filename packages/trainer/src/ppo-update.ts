@@ -19,6 +19,8 @@ export interface PpoSettings {
   /** The KL term to the reference policy, when the batch has reference log-probs. */
   kl: { coefficient: number; estimator: KlEstimator } | undefined
   maxGradNorm: number
+  /** Recompute each layer's activations in the backward pass (`sequenceLogprobs`' `recomputeLayers`). Default false. */
+  recomputeLayers?: boolean
 }
 
 /** Per sample (row): its tokens and per-token values, all of the response's length. */
@@ -88,7 +90,7 @@ export async function ppoUpdate(settings: PpoSettings, batch: PpoBatch, learning
         const { logprobs, entropies, responseMask } = sequenceLogprobs(
           model,
           { promptIds: sequences.map((s) => s.promptIds), responseIds: sequences.map((s) => s.responseIds) },
-          { withEntropy: true },
+          { withEntropy: true, recomputeLayers: settings.recomputeLayers ?? false },
         ) // [rows, columns]
         const pg = settings.policyLoss({
           logprobs,

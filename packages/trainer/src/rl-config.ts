@@ -119,6 +119,13 @@ export const rlTrainerConfigSchema = z
      * Default: none excluded (every response token).
      */
     entropyExcludeTokenIds: z.array(z.number().int().min(0)).optional(),
+    /**
+     * Recompute each layer's activations in the backward pass instead of keeping them (activation checkpointing,
+     * `sequenceLogprobs`' `recomputeLayers`): one more forward pass per update for a much lower peak — a
+     * Qwen3-0.6B-shaped LoRA step on 4 × 128 tokens peaks at 5.4 GiB instead of 9.0 GiB. Refused with LoRA dropout.
+     * Default false.
+     */
+    recomputeLayers: z.boolean().default(false),
     optimizer: optimizerConfigSchema.prefault({}),
     /** Learning-rate multiplier per trainer step. Default: constant. */
     schedule: z.union([scheduleConfigSchema, functionOf<LearningRateSchedule>('must be a function')]).optional(),

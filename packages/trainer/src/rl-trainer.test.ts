@@ -5,7 +5,7 @@ import { InvalidArgumentError } from '@ludic/core'
 import { createScriptedPolicy } from '@ludic/core/test'
 import { createGrpo } from '@ludic/advantages'
 import { sequenceLogprobs } from '@ludic/model'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { entropyKeep } from './ppo-update.js'
 import { learnerPolicyId, type RlTrainerConfig } from './rl-config.js'
 import { createRlTrainer } from './rl-trainer.js'
@@ -64,6 +64,32 @@ describe('createRlTrainer', () => {
     expect(lines.map((line) => line.step)).toEqual([1, 2])
     trainer.dispose()
     model.dispose()
+  })
+
+  it('recomputeLayers reaches the forward pass and gives the same update as keeping the activations, without a leak', async () => {
+    const run = async (recomputeLayers: boolean) => {
+      const model = createTestModel(1)
+      const forward = vi.spyOn(model, 'hiddenStates')
+      const trainer = createRlTrainer(baseConfig(model, { recomputeLayers, entropyCoefficient: 0.01 }))
+      await trainer.step()
+      const tensors = tf.memory().numTensors
+      const metrics = await trainer.step()
+      expect(tf.memory().numTensors).toBe(tensors)
+      const recomputedCalls = forward.mock.calls.filter(([, options]) => options?.recomputeLayers === true).length
+      const weights = snapshot(model)
+      trainer.dispose()
+      model.dispose()
+      return { metrics, weights, recomputedCalls }
+    }
+    const kept = await run(false)
+    const recomputed = await run(true)
+    expect(kept.recomputedCalls).toBe(0)
+    expect(recomputed.recomputedCalls).toBeGreaterThan(0)
+    for (const name of ['loss', 'pgLoss', 'entropy', 'gradNorm']) expect(recomputed.metrics[name], name).toBeCloseTo(kept.metrics[name]!, 5)
+    let largest = 0
+    for (const [name, values] of kept.weights)
+      values.forEach((value, index) => (largest = Math.max(largest, Math.abs(value - recomputed.weights.get(name)![index]!))))
+    expect(largest).toBeLessThan(1e-5)
   })
 
   it('resumes from the latest checkpoint exactly as an uninterrupted run (bit for bit)', async () => {

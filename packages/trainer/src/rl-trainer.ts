@@ -80,6 +80,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     entropyExcluded: new Set(parsed.entropyExcludeTokenIds ?? []),
     kl,
     maxGradNorm,
+    recomputeLayers: parsed.recomputeLayers,
   }
   const source = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
   const notify = parsed.notify ?? ((message: string) => console.warn(`[ludic trainer] ${message}`))

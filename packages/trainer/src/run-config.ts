@@ -121,6 +121,8 @@ const rlFields = {
     .default({ name: 'ppo-clip' }),
   kl: klConfigSchema.optional(),
   entropyCoefficient: z.number().min(0).optional(),
+  /** Recompute layer activations in the backward pass (less memory, one more forward pass). Default false. */
+  recomputeLayers: z.boolean().optional(),
   optimizer: optimizerConfigSchema.optional(),
   schedule: scheduleConfigSchema.optional(),
   batch: rlBatchConfigSchema.optional(),
@@ -604,7 +606,19 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
           })),
         }),
   }
-  for (const key of ['kl', 'entropyCoefficient', 'optimizer', 'schedule', 'batch', 'seed', 'checkpointEvery', 'keepLast', 'resume', 'trainRoles'] as const) {
+  for (const key of [
+    'kl',
+    'entropyCoefficient',
+    'recomputeLayers',
+    'optimizer',
+    'schedule',
+    'batch',
+    'seed',
+    'checkpointEvery',
+    'keepLast',
+    'resume',
+    'trainRoles',
+  ] as const) {
     if (file[key] !== undefined) (config as Record<string, unknown>)[key] = file[key]
   }
   if (file.evaluation !== undefined) {
