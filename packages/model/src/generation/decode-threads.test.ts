@@ -1,11 +1,10 @@
-import { availableParallelism } from 'node:os'
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError } from '@ludic/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createModel } from '../model/create-model.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { initTestBackend } from '../test/init-test-backend.js'
-import { chooseDecodeThreads, generate, type ModelGenerateOptions } from './generate.js'
+import { generate, type ModelGenerateOptions } from './generate.js'
 
 beforeAll(initTestBackend)
 
@@ -63,16 +62,6 @@ describe('generate: decodeThreads', () => {
   it('refuses a thread count that is not a whole number from 1 to 64', async () => {
     for (const decodeThreads of [0, 65, 1.5, 'many']) {
       await expect(generate(model, { ...options, decodeThreads: decodeThreads as number })).rejects.toThrow(InvalidArgumentError)
-    }
-  })
-
-  it("'auto' takes two threads on a machine with two CPUs or more for a model of 2M weights or more, one for a smaller one", () => {
-    const wide = createModel('tiny', { vocabSize: 4096, seed: 1, overrides: { hiddenSize: 256, intermediateSize: 1024 } })
-    try {
-      expect(chooseDecodeThreads(wide)).toBe(availableParallelism() >= 2 ? 2 : 1)
-      expect(chooseDecodeThreads(model)).toBe(1)
-    } finally {
-      wide.dispose()
     }
   })
 })

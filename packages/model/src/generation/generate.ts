@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os'
 import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason, type Random, type TokenizerV1 } from '@ludic/core'
 import { createStreamDecoder } from '@ludic/tokenizer'
@@ -172,9 +171,9 @@ export type DecodePath = 'auto' | 'fused' | 'host' | 'layers'
 /**
  * Threads the host decoder (`DecodePath` `'host'`) runs its weight products on: the calling thread plus
  * `n - 1` worker threads over a shared WebAssembly memory, each product's output rows split between them
- * (see `createMatmulArena`; the results are the same bit for bit at any count). `'auto'` (the default):
- * `chooseDecodeThreads` — 2 where the machine has at least 2 CPUs and the model's weight products are large
- * enough that sharing them pays, else 1. Where shared memory or worker threads are unavailable, or the
+ * (see `createMatmulArena`; the results are the same bit for bit at any count). `'auto'` (the default) is 1
+ * for now: on the 2-core machine measured (README) two threads decoded the small preset 0.76–0.80× as fast at
+ * load average 2.5 and faster only when other processes crowded the cores. Where shared memory or worker threads are unavailable, or the
  * process's workers are lent to another generation running at the same time, the products run on fewer
  * threads. The other paths ignore it.
  */
@@ -272,7 +271,7 @@ export async function generateRows(
       decoder = new FusedDecoder(model)
       decoder.adoptCache(cache)
     } else if (path === 'host') {
-      const threads = decodeThreads === 'auto' ? chooseDecodeThreads(model) : decodeThreads
+      const threads = decodeThreads === 'auto' ? 1 : decodeThreads
       hostDecoder = new HostDecoder(model, batch, contextLength, { threads })
       hostDecoder.adoptCache(cache)
     }
@@ -424,24 +423,6 @@ export function chooseDecodePath(model: CausalLanguageModel, batch: number, cont
   const small = model.numParameters <= hostDecodeParameterLimit && hostDecoderFloats(model.config, batch, contextLength) <= hostDecodeFloatLimit
   return cpu && small ? 'host' : 'fused'
 }
-
-/**
- * `DecodeThreads` `'auto'`'s choice for the host decoder: 2 where `availableParallelism()` is at least 2 and the
- * weights a step reads — the linear layers' and the output head's parameters — are at least
- * `sharedWeightMinimum` floats (8 MB, past a core's L2 cache), else 1. Measured on a shared 2-core machine
- * (README): the small preset (4.5M) decoded 1.1–1.4× faster with 2 threads at batch 1 and 8; the tiny preset
- * (0.95M), whose products last only tens of microseconds, ran slower at batch 8, the worker's wake-ups costing
- * more than its share.
- */
-export function chooseDecodeThreads(model: CausalLanguageModel): number {
-  if (availableParallelism() < 2) return 1
-  const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = model.config
-  const perLayer = hiddenSize * ((heads + 2 * keyValueHeads) * headDim + heads * headDim + 3 * intermediateSize)
-  return numHiddenLayers * perLayer + vocabSize * hiddenSize >= sharedWeightMinimum ? 2 : 1
-}
-
-/** See `chooseDecodeThreads`. */
-const sharedWeightMinimum = 2_000_000
 
 /** See `chooseDecodePath`: the host decoder copies the weights once per generation (4 bytes a parameter). */
 const hostDecodeParameterLimit = 64_000_000
