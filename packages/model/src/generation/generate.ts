@@ -49,7 +49,8 @@ export const modelGenerateOptionsSchema = z
     decodePath: z.enum(['auto', 'fused', 'host', 'layers']).default('auto'),
     /**
      * Threads of the host decoder's weight products (see `DecodeThreads`): a count from 1 (this thread alone)
-     * to 64, or `'auto'`. Default: `'auto'`.
+     * to 64, or `'auto'`. Default: `'auto'` (one thread). Above 1, each generation's shared memory is freed only by a
+     * full garbage collection V8 is not prompted to run (see the README): resident memory grows with many short ones.
      */
     decodeThreads: decodeThreadsSchema.default('auto'),
   })
