@@ -13,7 +13,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { median, tokenBatch } from '../perf/measure-model.js'
 
 /** The kinds of work the suite measures, each in its own process. */
-export const scaleWorks = ['load', 'prefill', 'decode', 'lora'] as const
+export const scaleWorks = ['load', 'prefill', 'decode', 'lora', 'lora-recompute'] as const
 export type ScaleWork = (typeof scaleWorks)[number]
 
 /** The token ids every measurement of both sides uses (`inputs.json` beside the checkpoint). */
@@ -148,7 +148,8 @@ export async function measureScale(settings: ScaleMeasureSettings): Promise<Scal
 /**
  * LoRA r=16 (alpha 32) on `q_proj` and `v_proj`, then AdamW steps on the `[4, 128]` batch as the trainer takes them:
  * `sequenceLogprobs` over the response (the last 64 tokens), loss −mean(advantage · Σ log p), `computeGradients`
- * over the adapters, `optimizer.step`.
+ * over the adapters, `optimizer.step`. `lora-recompute`: the same with `recomputeLayers` (activations recomputed
+ * in the backward pass, the trainer's `recomputeLayers` option).
  */
 async function measureLoraStep(
   model: CausalLanguageModel,
@@ -170,7 +171,7 @@ async function measureLoraStep(
         const { loss, gradients } = computeGradients(
           () =>
             tf.tidy(() => {
-              const { logprobs } = sequenceLogprobs(model, sequences, { training: true })
+              const { logprobs } = sequenceLogprobs(model, sequences, { training: true, recomputeLayers: settings.what === 'lora-recompute' })
               const advantages = tf.tensor1d(inputs.advantages)
               return tf.neg(tf.mean(tf.mul(advantages, tf.sum(logprobs, 1)))) as tf.Scalar
             }),

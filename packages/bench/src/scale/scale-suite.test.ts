@@ -45,7 +45,9 @@ describe('the scale suite, tiny checkpoint', () => {
       'prefill 1 × 128, s',
       'decode batch 2, 4 new tokens, tokens/s',
       'LoRA r=16 on q, v: one AdamW step on 4 × 128 tokens, s',
+      'the same LoRA step, Ludic with recomputeLayers, s',
       'peak resident memory of the LoRA step process, GiB',
+      'peak resident memory, LoRA step with recomputeLayers, GiB',
     ])
     for (const value of cells(report, 'Ludic wasm')) expect(value).toBeGreaterThan(0)
     for (const value of cells(report, 'wasm vs PyTorch')) expect(value).toBe(`peer unavailable: ${reason}`)
@@ -54,7 +56,7 @@ describe('the scale suite, tiny checkpoint', () => {
   }, 120_000)
 
   it('with the peer this machine has (LUDIC_PEER_PYTHON or .venv-peer with transformers and peft): ratios and the same model, or a plain reason', async () => {
-    const report = await runBenchSuite('scale', { ...tiny, works: ['prefill', 'lora'], cacheDirectory: join(cacheDirectory, 'peer') })
+    const report = await runBenchSuite('scale', { ...tiny, works: ['prefill', 'lora', 'lora-recompute'], cacheDirectory: join(cacheDirectory, 'peer') })
     const ratios = cells(report, 'wasm vs PyTorch')
     if (report.peers['PyTorch + PEFT']!.available) {
       for (const ratio of ratios) expect(ratio).toBeGreaterThan(0)

@@ -11,7 +11,7 @@ import { isChildError, runJsonProcess, type ChildAnswer } from '../perf/child-pr
 import { builtEntryPath, peersDirectory } from '../perf/package-paths.js'
 import { findPeerPython, type PeerPython } from '../perf/python-peer.js'
 import { speedChart } from '../perf/train-step-suite.js'
-import type { ScaleMeasurement, ScaleShape, ScaleWork } from './measure-scale.js'
+import { scaleWorks, type ScaleMeasurement, type ScaleShape, type ScaleWork } from './measure-scale.js'
 import { scaleChildProgram, type ScaleChildTask } from './scale-child.js'
 
 const scaleBackends = ['tensorflow', 'wasm', 'cpu'] as const
@@ -36,11 +36,14 @@ export const scaleOptionsSchema = z.strictObject({
   vocabSize: z.number().int().min(256).max(262_144).default(151_936),
   /** Seed of the random bf16 weights and of the token ids. Default 0. */
   seed: z.number().int().nonnegative().default(0),
-  /** Which work to measure (each in its own process, Ludic and PyTorch). Default all four. */
+  /**
+   * Which work to measure (each in its own process, Ludic and PyTorch). `lora-recompute` is Ludic's LoRA step with
+   * `recomputeLayers`, beside the same PyTorch + PEFT step as `lora` (measured once). Default all five.
+   */
   works: z
-    .array(z.enum(['load', 'prefill', 'decode', 'lora']))
+    .array(z.enum(scaleWorks))
     .min(1)
-    .default(['load', 'prefill', 'decode', 'lora']),
+    .default([...scaleWorks]),
   /** Batch sizes of the generation. Default 1 and 8. */
   decodeBatchSizes: z.array(z.number().int().min(1).max(8)).min(1).default([1, 8]),
   /** New tokens per generated sequence. Default 32 (`quick`: 4). */
@@ -204,18 +207,19 @@ export const scaleSuite = defineBenchSuite({
         })
         context.onProgress?.(++done, total, `Ludic ${backend} ${job.key}`)
       }
-      if ('python' in peer) {
+      const peerKey = job.what === 'lora-recompute' ? 'lora' : job.key
+      if ('python' in peer && peerRuns[peerKey] === undefined) {
         for (const threads of options.peerThreads) {
           context.signal?.throwIfAborted()
           log(`PyTorch (${threads} threads): ${job.key}…`)
-          peerRuns[job.key] ??= {}
-          peerRuns[job.key]![String(threads)] = await run<ScaleMeasurement>(peer.python, [
+          peerRuns[peerKey] ??= {}
+          peerRuns[peerKey]![String(threads)] = await run<ScaleMeasurement>(peer.python, [
             peerScript,
             'measure',
             '--directory',
             directory,
             '--what',
-            job.what,
+            job.what === 'lora-recompute' ? 'lora' : job.what,
             '--batch',
             String(job.batch),
             '--new-tokens',
@@ -242,14 +246,14 @@ export const scaleSuite = defineBenchSuite({
     }
     /** The peer's fastest run of a job (least seconds; most tokens/s for decoding). */
     const peerOf = (key: string): ScaleMeasurement | undefined => {
-      const runs = Object.values(peerRuns[key] ?? {}).filter((answer): answer is ScaleMeasurement => !isChildError(answer))
+      const runs = Object.values(peerRuns[key === 'lora-recompute' ? 'lora' : key] ?? {}).filter((answer): answer is ScaleMeasurement => !isChildError(answer))
       const better = (a: ScaleMeasurement, b: ScaleMeasurement) =>
         a.tokensPerSecond !== undefined ? a.tokensPerSecond > b.tokensPerSecond! : a.seconds < b.seconds
       return runs.reduce<ScaleMeasurement | undefined>((best, answer) => (best === undefined || better(answer, best) ? answer : best), undefined)
     }
     const peerMissing = (key: string): string => {
       if ('unavailable' in peer) return `peer unavailable: ${peer.unavailable}`
-      const failure = Object.values(peerRuns[key] ?? {}).find(isChildError)
+      const failure = Object.values(peerRuns[key === 'lora-recompute' ? 'lora' : key] ?? {}).find(isChildError)
       return `peer unavailable: PyTorch failed (${failure?.error.slice(-200) ?? 'not run'})`
     }
 
@@ -258,6 +262,7 @@ export const scaleSuite = defineBenchSuite({
       load: 'load (bf16 safetensors → float32), s',
       prefill: `prefill 1 × ${128}, s`,
       lora: 'LoRA r=16 on q, v: one AdamW step on 4 × 128 tokens, s',
+      'lora-recompute': 'the same LoRA step, Ludic with recomputeLayers, s',
     }
     const label = (key: string) => labels[key] ?? `decode batch ${key.slice('decode-'.length)}, ${newTokens} new tokens, tokens/s`
     const row = (
@@ -295,6 +300,8 @@ export const scaleSuite = defineBenchSuite({
     )
     const memoryRows: BenchCell[][] = jobs.map((job) => row(job.key, (m) => gib(m.peakRssBytes), job.key, faster, 2))
     if (options.works.includes('lora')) rows.push(row('peak resident memory of the LoRA step process, GiB', (m) => gib(m.peakRssBytes), 'lora', faster, 2))
+    if (options.works.includes('lora-recompute'))
+      rows.push(row('peak resident memory, LoRA step with recomputeLayers, GiB', (m) => gib(m.peakRssBytes), 'lora-recompute', faster, 2))
 
     const prefillCheck = (() => {
       const peerEntry = peerOf('prefill')
