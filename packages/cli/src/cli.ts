@@ -181,7 +181,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
   program
     .command('bench')
     .description('run a benchmark suite of @ludic/bench and write its report (JSON, Markdown, chart)')
-    .argument('<suite>', 'kernels, tokenizer, train-step, decode, collection (speed against peers); games, kuhn, transfer (evaluation)')
+    .argument('<suite>', 'kernels, tokenizer, train-step, decode, collection, scale, disaggregated (speed against peers); games, kuhn, transfer (evaluation)')
     .option('--quick', 'the short form of the suite')
     .option('--set <option=value>', "set one of the suite's options, e.g. --set presets=[tiny] (repeatable; values are YAML)", collect)
     .option('--out <dir>', 'where the report files go', 'bench-results')
