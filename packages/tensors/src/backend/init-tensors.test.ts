@@ -86,7 +86,7 @@ describe('initTensors', () => {
   })
 
   it.runIf(isInstalled('@tensorflow/tfjs-node'))(
-    "[opt-in: @tensorflow/tfjs-node installed] nativeThreads sizes TensorFlow's pools on its first start",
+    "[opt-in] nativeThreads sizes TensorFlow's pools on its first start (runs where @tensorflow/tfjs-node is installed)",
     async () => {
       delete process.env.LUDIC_BACKEND
       const saved = [process.env.TF_NUM_INTRAOP_THREADS, process.env.TF_NUM_INTEROP_THREADS] as const
