@@ -177,6 +177,8 @@ export const scaleSuite = defineBenchSuite({
     if ('python' in peer && buildError !== undefined) peer = { unavailable: buildError }
     const parameters = countParameters(directory)
 
+    /** Where a job's (or a work's) peer runs are kept: `lora-recompute` has no PyTorch twin of its own; it is set beside `lora`'s. */
+    const peerKeyOf = (key: string) => (key === 'lora-recompute' ? 'lora' : key)
     // Every measurement: one process per side, work and backend (and peer thread count).
     interface Job {
       key: string
@@ -207,7 +209,7 @@ export const scaleSuite = defineBenchSuite({
         })
         context.onProgress?.(++done, total, `Ludic ${backend} ${job.key}`)
       }
-      const peerKey = job.what === 'lora-recompute' ? 'lora' : job.key
+      const peerKey = peerKeyOf(job.key)
       if ('python' in peer && peerRuns[peerKey] === undefined) {
         for (const threads of options.peerThreads) {
           context.signal?.throwIfAborted()
@@ -219,7 +221,7 @@ export const scaleSuite = defineBenchSuite({
             '--directory',
             directory,
             '--what',
-            job.what === 'lora-recompute' ? 'lora' : job.what,
+            peerKeyOf(job.what),
             '--batch',
             String(job.batch),
             '--new-tokens',
@@ -246,14 +248,14 @@ export const scaleSuite = defineBenchSuite({
     }
     /** The peer's fastest run of a job (least seconds; most tokens/s for decoding). */
     const peerOf = (key: string): ScaleMeasurement | undefined => {
-      const runs = Object.values(peerRuns[key === 'lora-recompute' ? 'lora' : key] ?? {}).filter((answer): answer is ScaleMeasurement => !isChildError(answer))
+      const runs = Object.values(peerRuns[peerKeyOf(key)] ?? {}).filter((answer): answer is ScaleMeasurement => !isChildError(answer))
       const better = (a: ScaleMeasurement, b: ScaleMeasurement) =>
         a.tokensPerSecond !== undefined ? a.tokensPerSecond > b.tokensPerSecond! : a.seconds < b.seconds
       return runs.reduce<ScaleMeasurement | undefined>((best, answer) => (best === undefined || better(answer, best) ? answer : best), undefined)
     }
     const peerMissing = (key: string): string => {
       if ('unavailable' in peer) return `peer unavailable: ${peer.unavailable}`
-      const failure = Object.values(peerRuns[key === 'lora-recompute' ? 'lora' : key] ?? {}).find(isChildError)
+      const failure = Object.values(peerRuns[peerKeyOf(key)] ?? {}).find(isChildError)
       return `peer unavailable: PyTorch failed (${failure?.error.slice(-200) ?? 'not run'})`
     }
 
