@@ -4,7 +4,7 @@ import { collect, createOpenAICompatiblePolicy, type CollectResult } from '@ludi
 import { z } from 'zod'
 import { createLoraAdapterPublisher, loraAdapterPublisherOptionsSchema, type LoraAdapterPublisher } from './lora-adapter-publisher.js'
 import { learnerPolicyId } from './rl-config.js'
-import type { RolloutBatch, RolloutSource, RolloutSourceContext } from './rollout-source.js'
+import { episodeSeeds, trainableSamples, type RolloutBatch, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
 
 const publisherFields = loraAdapterPublisherOptionsSchema.shape
 
@@ -144,11 +144,10 @@ export function createDisaggregatedRolloutSource(
     const adapter = publisher.current!
     const policies = remotePolicies(adapter.name)
     const started = performance.now()
-    const firstSeed = deriveSeed('ludic.episodes', seed, batchIndex) % 2 ** 30
     const result = await collect({
       environments: config.environments!,
       policies: ({ episodeIndex }) => policies[episodeIndex % policies.length]!,
-      seeds: Array.from({ length: batch.episodesPerStep }, (_, index) => firstSeed + index),
+      seeds: episodeSeeds(seed, batchIndex, batch.episodesPerStep),
       groupSize: batch.groupSize,
       concurrency,
       maxTurns: batch.maxTurns,
@@ -230,13 +229,9 @@ export function createDisaggregatedRolloutSource(
       if (stepIndex - played.version > settings.maxStaleness)
         throw new LudicError(`batch ${stepIndex} was played with adapter version ${played.version}, beyond maxStaleness ${settings.maxStaleness}`)
       const { result } = played
-      if (result.failures.length > 0) throw result.failures[0]!.error
-      const samples = result.samples.filter((sample) => sample.responseTokenIds.length > 0)
-      if (samples.length === 0)
-        throw new InvalidArgumentError({ argument: 'config.environments', value: result.trajectories.length, message: 'gave no samples to train on' })
       return {
         trajectories: result.trajectories,
-        samples,
+        samples: trainableSamples(result),
         generationSeconds: played.seconds,
         offPolicy: { policyVersion: played.version, dropped: 0, importanceCap: settings.importanceCap },
       }

@@ -64,12 +64,11 @@ function synchronousSource({ config, model }: RolloutSourceContext): RolloutSour
         id: learnerPolicyId,
         ...chatTemplate,
       })
-      const firstSeed = deriveSeed('ludic.episodes', seed, stepIndex) % 2 ** 30
       const result = await collect({
         environments: config.environments!,
         policies: seatPolicies(policy, { opponents, rolePolicies, seed, stepIndex }),
         ...(mixed ? { learnerPolicyIds: [learnerPolicyId] } : {}),
-        seeds: Array.from({ length: batch.episodesPerStep }, (_, index) => firstSeed + index),
+        seeds: episodeSeeds(seed, stepIndex, batch.episodesPerStep),
         groupSize: batch.groupSize,
         concurrency: batch.concurrency,
         maxTurns: batch.maxTurns,
@@ -160,8 +159,14 @@ function asynchronousSource({ config, model, reference }: RolloutSourceContext):
   }
 }
 
+/** The reset seeds of step `stepIndex`'s episodes: consecutive from one derived from the run's seed (every source alike). */
+export function episodeSeeds(seed: number, stepIndex: number, count: number): number[] {
+  const first = deriveSeed('ludic.episodes', seed, stepIndex) % 2 ** 30
+  return Array.from({ length: count }, (_, index) => first + index)
+}
+
 /** The samples with a response; a failed episode fails the step, and a step with nothing to train on is an error. */
-function trainableSamples(result: Pick<CollectResult, 'samples' | 'failures' | 'trajectories'>): Sample[] {
+export function trainableSamples(result: Pick<CollectResult, 'samples' | 'failures' | 'trajectories'>): Sample[] {
   if (result.failures.length > 0) throw result.failures[0]!.error
   const samples = result.samples.filter((sample) => sample.responseTokenIds.length > 0)
   if (samples.length === 0)
