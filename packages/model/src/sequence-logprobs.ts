@@ -98,7 +98,7 @@ export function sequenceLogprobs(
     }
     const mask = tf.tensor2d(responseMask, [batchSize, responseLength])
     const ids = tf.tensor2d(responseIds, [batchSize, responseLength], 'int32')
-    const head = plainHead(model)
+    const head = model.plainHeadWeight()
     let scores: { logprobs: tf.Tensor; entropies?: tf.Tensor }
     if (head === undefined) {
       // A head with an adapter or a bias: its logits whole.
@@ -119,17 +119,6 @@ export function sequenceLogprobs(
     if (withEntropy) result.entropies = tf.mul(scores.entropies!, mask) as tf.Tensor2D
     return result as unknown as tf.TensorContainer
   }) as unknown as SequenceLogprobs
-}
-
-/** The output projection's weight `[vocab, hidden]` when the logits are `h Wᵀ` alone (no bias, no unmerged adapter). */
-function plainHead(model: CausalLanguageModel): tf.Variable | undefined {
-  const { tieWordEmbeddings, architecture } = model.config
-  if (!tieWordEmbeddings) {
-    const adapter = model.linearAdapters().get('lm_head')
-    if ((adapter !== undefined && !adapter.merged) || model.parameters().has('lm_head.bias')) return undefined
-    return model.parameter('lm_head.weight')
-  }
-  return model.parameter(architecture === 'gpt2' ? 'transformer.wte.weight' : 'model.embed_tokens.weight')
 }
 
 /**

@@ -387,6 +387,17 @@ export class CausalLanguageModel {
   }
 
   /** Logits `[batch, time, vocab]` from final-normed hidden states `[batch, time, hidden]`. */
+  /**
+   * The output projection's weight `[vocab, hidden]` when `logitsFromHidden` is `h Wᵀ` alone — the tied embedding,
+   * or `lm_head` without a bias or an unmerged adapter — else undefined (the logits need `logitsFromHidden`).
+   */
+  plainHeadWeight(): tf.Variable | undefined {
+    if (this.config.tieWordEmbeddings) return this.parameter(this.names.embedding)
+    const adapter = this.linearAdapters().get('lm_head')
+    if ((adapter !== undefined && !adapter.merged) || this.parameters().has('lm_head.bias')) return undefined
+    return this.parameter('lm_head.weight')
+  }
+
   logitsFromHidden(hidden: tf.Tensor3D, training = false): tf.Tensor3D {
     const [batch, time, width] = hidden.shape
     return tf.tidy(() => {
