@@ -12,6 +12,7 @@ export { parseArgument, parseInput } from './validation.js'
 export { jsonLinesLimitsSchema, parseJsonLines, type JsonLinesLimits } from './json-lines.js'
 export { isPolicy, isTokenizer, policySchema, tokenizerSchema } from './interface-checks.js'
 export { createRandom, deriveSeed, type Random, type RandomSeed } from './random.js'
+export { yieldToEventLoop } from './event-loop.js'
 export {
   advantageBatchSchema,
   chatMessageSchema,

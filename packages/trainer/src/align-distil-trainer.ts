@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, preferencePairSchema, tokenizerSchema, type PreferencePair } from '@ludic/core'
+import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, preferencePairSchema, tokenizerSchema, type PreferencePair, yieldToEventLoop } from '@ludic/core'
 import { CausalLanguageModel, checkVocabularyFits, clipGradientsByGlobalNorm, computeGradients, createAdamW, type AdamW } from '@ludic/model'
 import { alignDistilLossOptionsSchema, createAlignDistilLoss, dpoLossTypes, readLossMetrics, type AlignDistilLossMetricTensors } from '@ludic/objectives'
 import { z } from 'zod'
@@ -254,7 +254,7 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
         const fields: Record<string, number> = { loss: metrics.loss, kl: metrics.teacherKl }
         if (metrics['eval/accuracy'] !== undefined) fields['eval.accuracy'] = metrics['eval/accuracy']
         bar?.update(index + 1, fields)
-        await new Promise((resolve) => setImmediate(resolve)) // let the terminal and signals through
+        await yieldToEventLoop() // let the terminal and signals through
       }
       bar?.finish()
       return history

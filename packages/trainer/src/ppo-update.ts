@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core'
-import type { Random, Sample } from '@ludic/core'
+import { yieldToEventLoop, type Random, type Sample } from '@ludic/core'
 import { clipGradientsByGlobalNorm, computeGradients, sequenceLogprobs, type AdamW, type CausalLanguageModel } from '@ludic/model'
 import { klLoss, readLossMetrics, type KlEstimator, type KlLossMetricTensors, type PolicyLoss, type PolicyLossMetricTensors } from '@ludic/objectives'
 import { maskedMean } from '@ludic/tensors'
@@ -37,8 +37,8 @@ export interface PpoBatch {
 
 /**
  * PPO epochs (Schulman et al. 2017, as verl's actor update): `epochs` passes over the batch in mini-batches of
- * `miniBatchSize` rows, in a fresh order drawn from `random` each pass; one `ppoUpdate` per mini-batch. Returns
- * each loss term's mean over the updates.
+ * `miniBatchSize` rows, in a fresh order drawn from `random` each pass; one `ppoUpdate` per mini-batch, the event
+ * loop given a turn after each (`yieldToEventLoop`). Returns each loss term's mean over the updates.
  */
 export async function ppoEpochs(
   settings: PpoSettings,
@@ -62,6 +62,7 @@ export async function ppoEpochs(
       }
       for (const [name, value] of Object.entries(await ppoUpdate(settings, miniBatch, options.learningRate))) sums[name] = (sums[name] ?? 0) + value
       updates++
+      await yieldToEventLoop() // concurrent work on this thread (a disaggregated source's episodes) goes on between updates
     }
   }
   return Object.fromEntries(Object.entries(sums).map(([name, total]) => [name, total / updates]))

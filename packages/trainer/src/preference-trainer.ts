@@ -9,6 +9,7 @@ import {
   tokenizerSchema,
   type ChatTemplateFunction,
   type PreferencePair,
+  yieldToEventLoop,
 } from '@ludic/core'
 import {
   CausalLanguageModel,
@@ -432,7 +433,7 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
         const fields: Record<string, number> = { loss: metrics.loss, accuracy: metrics['rewards/accuracies'] }
         if (metrics['eval/accuracy'] !== undefined) fields['eval.accuracy'] = metrics['eval/accuracy']
         bar?.update(index + 1, fields)
-        await new Promise((resolve) => setImmediate(resolve)) // let the terminal and signals through
+        await yieldToEventLoop() // let the terminal and signals through
       }
       bar?.finish()
       return history

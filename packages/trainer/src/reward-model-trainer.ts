@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, preferencePairSchema, tokenizerSchema, type PreferencePair } from '@ludic/core'
+import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, preferencePairSchema, tokenizerSchema, type PreferencePair, yieldToEventLoop } from '@ludic/core'
 import { CausalLanguageModel, clipGradientsByGlobalNorm, computeGradients, createAdamW, saveModel, type AdamW, type LearningRateSchedule } from '@ludic/model'
 import {
   createRewardModel,
@@ -258,7 +258,7 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
         }
         await metricsLog?.append(logged as RewardModelStepMetrics & Record<string, number>)
         bar?.update(index + 1, { loss: metrics.loss, accuracy: metrics.accuracy })
-        await new Promise((resolve) => setImmediate(resolve)) // let the terminal and signals through
+        await yieldToEventLoop() // let the terminal and signals through
       }
       bar?.finish()
       const evaluation = heldOutPairs.length > 0 ? await evaluate() : undefined

@@ -1,3 +1,4 @@
+import { yieldToEventLoop } from '@ludic/core'
 import * as tf from '@tensorflow/tfjs-core'
 import { sequenceLogprobs, type CausalLanguageModel } from '@ludic/model'
 
@@ -34,6 +35,7 @@ export async function responseLogprobs(model: CausalLanguageModel, sequences: re
     const values = (await logprobs.data()) as Float32Array
     logprobs.dispose()
     chunk.forEach((sequence, row) => result.push(values.slice(row * columns, row * columns + sequence.responseIds.length)))
+    if (start + chunkSize < sequences.length) await yieldToEventLoop()
   }
   return result
 }

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema } from '@ludic/core'
+import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, yieldToEventLoop } from '@ludic/core'
 import { maskedMean } from '@ludic/tensors'
 import {
   CausalLanguageModel,
@@ -143,7 +143,7 @@ export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
         history.push(metrics)
         onStep?.(metrics)
         bar?.update(index + 1, { nll: metrics.nll })
-        await new Promise((resolve) => setImmediate(resolve)) // let the terminal and signals through
+        await yieldToEventLoop() // let the terminal and signals through
       }
       bar?.finish()
       return history
