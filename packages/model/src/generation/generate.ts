@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason, type Random, type TokenizerV1 } from '@ludic/core'
+import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason, type Random, type TokenizerV1, yieldToEventLoop } from '@ludic/core'
 import { createStreamDecoder } from '@ludic/tokenizer'
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
@@ -151,11 +151,13 @@ export function defaultStopTokenIds(model: CausalLanguageModel, tokenizer: Token
 const yieldIntervalMs = 10
 
 /**
- * How the decode steps after the prompt's prefill run (the prefill always runs `model.hiddenStates`):
+ * How the decode steps after the prompt's prefill run (the prefill runs `model.hiddenStates`, but for one short
+ * prompt on the host path, see `hostPrefills`):
  *
- * - `'host'`: `HostDecoder` — the weights copied to the host once per generation and each step computed there:
- *   every product in one small WebAssembly SIMD kernel, the rest in JavaScript, keys and values in
- *   preallocated buffers. No op reaches the backend during a step.
+ * - `'host'`: `HostDecoder` — the weights copied to the host (kept for the model's next generations while its
+ *   parameters and adapters are unchanged) and each step computed there: every product in one small WebAssembly
+ *   SIMD kernel, the rest in JavaScript, keys and values in preallocated buffers. No op reaches the backend
+ *   during a step.
  * - `'fused'`: `FusedDecoder` — the step rearranged for one token into about 60% of the ops, none of them a
  *   transposed product or a broadcast over heads (fused input-major weights built once per generation, norms
  *   and 1/√headDim folded in, RoPE as two products, keys kept transposed).
@@ -267,14 +269,21 @@ export async function generateRows(
   let hostDecoder: HostDecoder | undefined
   let lastYield = performance.now()
   try {
-    let logits = await lastLogits(model, inputRows, maskRows, cache)
-    if (path === 'fused') {
-      decoder = new FusedDecoder(model)
-      decoder.adoptCache(cache)
-    } else if (path === 'host') {
+    let logits: Float32Array
+    if (path === 'host' && hostPrefills(model, batch, promptLength)) {
       const threads = decodeThreads === 'auto' ? 1 : decodeThreads
-      hostDecoder = new HostDecoder(model, batch, contextLength, { threads })
-      hostDecoder.adoptCache(cache)
+      hostDecoder = new HostDecoder(model, batch, contextLength, { threads, prefillLength: promptLength })
+      logits = hostDecoder.prefill(inputRows, maskRows)
+    } else {
+      logits = await lastLogits(model, inputRows, maskRows, cache)
+      if (path === 'fused') {
+        decoder = new FusedDecoder(model)
+        decoder.adoptCache(cache)
+      } else if (path === 'host') {
+        const threads = decodeThreads === 'auto' ? 1 : decodeThreads
+        hostDecoder = new HostDecoder(model, batch, contextLength, { threads })
+        hostDecoder.adoptCache(cache)
+      }
     }
     for (;;) {
       const next = new Int32Array(batch).fill(padId)
@@ -302,7 +311,7 @@ export async function generateRows(
       })
       if (finishReasons.every((reason) => reason !== undefined)) break
       if (performance.now() - lastYield >= yieldIntervalMs) {
-        await new Promise<void>((resolve) => setImmediate(resolve)) // timers, I/O and other requests run here
+        await yieldToEventLoop() // timers, I/O and other requests run here
         lastYield = performance.now()
       }
       signal?.throwIfAborted()
@@ -425,7 +434,22 @@ export function chooseDecodePath(model: CausalLanguageModel, batch: number, cont
   return cpu && small ? 'host' : 'fused'
 }
 
-/** See `chooseDecodePath`: the host decoder copies the weights once per generation (4 bytes a parameter). */
+/**
+ * Whether the host path prefills the prompt on the host too (`HostDecoder.prefill`) rather than with
+ * `model.hiddenStates`: for one row whose prompt tokens × the layers' parameters are at most 150M multiply-adds.
+ * There the backend's per-op cost dominates (measured: tiny and small presets, 8–128 tokens, 1.0–10× faster on
+ * WebAssembly and native TensorFlow); for several rows or long prompts its products run faster than the
+ * host's row-by-row prefill (0.3–0.96×), so they keep `model.hiddenStates`.
+ */
+function hostPrefills(model: CausalLanguageModel, batch: number, promptLength: number): boolean {
+  const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, numHiddenLayers } = model.config
+  const layerParameters = (2 * heads + 2 * keyValueHeads) * headDim * hiddenSize + 3 * intermediateSize * hiddenSize
+  return batch === 1 && promptLength * layerParameters * numHiddenLayers <= hostPrefillWorkLimit
+}
+
+const hostPrefillWorkLimit = 150_000_000
+
+/** See `chooseDecodePath`: the host decoder keeps a copy of the weights (4 bytes a parameter). */
 const hostDecodeParameterLimit = 64_000_000
 /** The most floats (weights, preallocated keys and values, scratch) `'auto'` lets the host decoder hold: 1 GiB. */
 const hostDecodeFloatLimit = 2 ** 28

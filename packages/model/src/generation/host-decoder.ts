@@ -5,23 +5,37 @@ import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import type { KeyValueCache } from '../model/key-value-cache.js'
 import { createMatmulArena, type MatmulArena } from './simd-matmul.js'
 
-/** The floats a `HostDecoder` holds for `batch` rows of `capacity` positions: weights, biases, norms, keys, values and scratch (each buffer rounded up to 4 floats). */
-export function hostDecoderFloats(config: ModelConfig, batch: number, capacity: number): number {
+/**
+ * The floats a `HostDecoder` holds for `batch` rows of `capacity` positions, prefilling prompts of `prefillLength`
+ * tokens on the host (0: not): weights, biases, norms, keys, values and scratch (each buffer rounded up to 4 floats).
+ */
+export function hostDecoderFloats(config: ModelConfig, batch: number, capacity: number, prefillLength = 0): number {
+  return hostWeightFloats(config) + generationFloats(config, batch, capacity, prefillLength)
+}
+
+/** The floats of the weights, biases and norms a `HostDecoder` copies (each buffer rounded up to 4 floats). */
+function hostWeightFloats(config: ModelConfig): number {
   const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = config
-  const positions = Math.ceil(capacity / 4) * 4
   const queryKeyValueWidth = (heads + 2 * keyValueHeads) * headDim
-  const projectedWidth = Math.max(queryKeyValueWidth, 2 * intermediateSize)
-  const cacheFloats = batch * keyValueHeads * positions * headDim
   const weights = queryKeyValueWidth * hiddenSize + hiddenSize * heads * headDim + 3 * intermediateSize * hiddenSize
   const biasesAndNorms = queryKeyValueWidth + hiddenSize + 2 * intermediateSize + hiddenSize + 2 * hiddenSize
-  const perLayer = weights + biasesAndNorms + 2 * cacheFloats + 10 * 4
-  const scratch = batch * (2 * hiddenSize + Math.max(hiddenSize, intermediateSize) + projectedWidth + heads * headDim + heads * positions + vocabSize) + 7 * 4
   const outputs = 2 * vocabSize * hiddenSize + vocabSize + hiddenSize + 4 * 4 // embedding, untied head, its bias, final norm
-  return numHiddenLayers * perLayer + outputs + scratch
+  return numHiddenLayers * (weights + biasesAndNorms + 8 * 4) + outputs
+}
+
+/** The floats of one generation's keys, values and scratch for `batch` rows of `capacity` positions (a prefill of `prefillLength` tokens). */
+function generationFloats(config: ModelConfig, batch: number, capacity: number, prefillLength: number): number {
+  const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = config
+  const positions = Math.ceil(capacity / 4) * 4
+  const projectedWidth = Math.max((heads + 2 * keyValueHeads) * headDim, 2 * intermediateSize)
+  const cacheFloats = batch * keyValueHeads * positions * headDim
+  const rows = Math.max(batch, prefillLength)
+  const scratch = rows * (2 * hiddenSize + Math.max(hiddenSize, intermediateSize) + projectedWidth + heads * headDim) + Math.max(batch * heads, prefillLength) * positions + batch * vocabSize + 7 * 4
+  return numHiddenLayers * (2 * cacheFloats + 2 * 4) + scratch
 }
 
 /** One layer's weights on the host, as the model stores them (`[out, in]`, row-major), q, k, v and gate, up stacked. */
-interface HostLayer {
+interface HostLayerWeights {
   attentionNorm: Float32Array
   /** `[(heads + 2 · kvHeads) · headDim, hidden]`: q, k and v. */
   queryKeyValue: Float32Array
@@ -36,26 +50,184 @@ interface HostLayer {
   /** `[hidden, intermediate]`. */
   down: Float32Array
   downBias: Float32Array | undefined
+}
+
+/** One layer's keys and values for one generation. */
+interface HostLayerCache {
   /** `[batch, kvHeads, capacity, headDim]`: each position's key, a row. */
   keys: Float32Array
   /** `[batch, kvHeads, headDim, capacity]`: values transposed, so attention's weighted sum is a product too. */
   values: Float32Array
 }
 
+/** A model's weights copied to the host into the front of an arena; the rest of the arena is one generation's room. */
+interface HostWeights {
+  arena: MatmulArena
+  layers: HostLayerWeights[]
+  /** `[vocab, hidden]` input embedding. */
+  embedding: Float32Array
+  /** `[vocab, hidden]`: the output projection (the embedding when tied). */
+  head: Float32Array
+  finalNorm: Float32Array
+  headBias: Float32Array | undefined
+  /** The arena's bytes up to the end of the weights (where each generation's buffers begin). */
+  weightsEnd: number
+  /** The floats of room reserved after the weights for a generation. */
+  roomFloats: number
+  /** What the weights were copied from (`weightSource`): they are reused while it is unchanged. */
+  source: unknown[]
+  /** Whether a generation is using the arena now. */
+  busy: boolean
+}
+
 /**
- * Single-token decode steps computed on the host, for small models: the same function as `FusedDecoder` (the
- * weights copied to the host once per generation, q, k, v and gate, up stacked) with every product — the
- * projections for all rows at once, attention's scores and weighted sums — in one small WebAssembly SIMD
- * kernel (`createMatmulArena`), the rest (norms, RoPE, softmax, SiLU) in JavaScript over `Float32Array`s, and
- * the keys and values in preallocated buffers written in place. No op reaches the TensorFlow.js backend during
- * a step, so the per-op cost that dominates small models there (tens of microseconds a call on the native
- * backend) is gone. Sums run in float32 SIMD lanes or float64 scalars: results equal the TensorFlow.js paths
- * up to float32 rounding. With `threads` > 1 the weight products are shared with worker threads (same results,
- * bit for bit); attention and the rest stay on the calling thread.
+ * The host copy of each model's weights, kept between generations (one thread, SIMD kernel): it is reused while
+ * the model's parameters hold the same data (a training step, a merge or an adapter's new values each make new
+ * tensors, so new data ids) and its adapters are the same objects, merged alike — so a run of short generations
+ * copies the weights once, not once a call. It lives as long as the model object (a `WeakMap`): the model's
+ * float32 parameters again, on the host (`'auto'` picks the host path for models up to 64M parameters).
+ */
+const hostWeightsCache = new WeakMap<CausalLanguageModel, HostWeights>()
+
+/**
+ * What the host copy of the weights depends on: the data id of every parameter (adapters' included) and each
+ * attached adapter with whether it is merged. An adapter's `apply` depends on its input and the model's
+ * parameters only (`LinearAdapter`), so equal sources mean equal weights.
+ */
+function weightSource(model: CausalLanguageModel): unknown[] {
+  const source: unknown[] = []
+  for (const [name, tensor] of model.parameters()) source.push(name, tensor.dataId)
+  for (const [name, adapter] of model.linearAdapters()) source.push(name, adapter, adapter.merged)
+  return source
+}
+
+const sameSource = (a: readonly unknown[], b: readonly unknown[]) => a.length === b.length && a.every((item, index) => item === b[index])
+
+/**
+ * The model's weights on the host, with room for `roomFloats` more: the cached copy when it is current, free
+ * and large enough (`cache`), else a new one (cached when `cache`, replacing the old).
+ */
+function acquireHostWeights(model: CausalLanguageModel, roomFloats: number, options: { simd?: boolean; threads?: number }, cache: boolean): HostWeights {
+  const source = weightSource(model)
+  const cached = cache ? hostWeightsCache.get(model) : undefined
+  if (cached !== undefined && !cached.busy && sameSource(cached.source, source) && cached.roomFloats >= roomFloats) {
+    cached.busy = true
+    return cached
+  }
+  // A new copy: when cached, with the old copy's room, or twice it when that was too small (fewer copies as sizes grow).
+  const previousRoom = cached?.roomFloats ?? 0
+  const room = !cache ? roomFloats : roomFloats <= previousRoom ? previousRoom : Math.max(roomFloats, Math.min(2 * previousRoom, hostDecodeRoomLimit))
+  const weights = copyHostWeights(model, room, options, source)
+  if (cache && (cached === undefined || !cached.busy)) hostWeightsCache.set(model, weights)
+  return weights
+}
+
+/** The most floats of generation room the cache doubles to beyond what a generation asks: 64M (256 MB). */
+const hostDecodeRoomLimit = 2 ** 26
+
+let hostWeightCopies = 0
+
+/** How many times the weights were copied to the host in this process (tests of the cache). */
+export function hostWeightCopyCount(): number {
+  return hostWeightCopies
+}
+
+function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options: { simd?: boolean; threads?: number }, source: unknown[]): HostWeights {
+  hostWeightCopies++
+  const { config } = model
+  const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = config
+  const arena = createMatmulArena(options)
+  try {
+    arena.reserve(hostWeightFloats(config) + roomFloats)
+    const parameter = (name: string) => model.parameter(name).dataSync() as Float32Array
+    const bias = (name: string) => model.parameters().get(`${name}.bias`)?.dataSync() as Float32Array | undefined
+    /** The linear layers' weights (`[out, in]`, an unmerged adapter's update added), rows stacked. */
+    const stack = (names: string[]) => {
+      const parts = names.map((name) => linearWeight(model, name))
+      const stacked = arena.allocate(parts.reduce((total, part) => total + part.length, 0))
+      let offset = 0
+      for (const part of parts) {
+        stacked.set(part, offset)
+        offset += part.length
+      }
+      return stacked
+    }
+    const joinBiases = (names: string[], widths: number[]) => {
+      const parts = names.map(bias)
+      if (parts.every((part) => part === undefined)) return undefined
+      const joined = arena.allocate(widths.reduce((total, width) => total + width, 0))
+      let offset = 0
+      parts.forEach((part, index) => {
+        if (part !== undefined) joined.set(part, offset)
+        offset += widths[index]!
+      })
+      return joined
+    }
+    const norm = (name: string) => {
+      const weight = arena.allocate(hiddenSize)
+      weight.set(parameter(name))
+      return weight
+    }
+    const layers: HostLayerWeights[] = []
+    for (let layer = 0; layer < numHiddenLayers; layer++) {
+      const prefix = `model.layers.${layer}`
+      const attention = ['q_proj', 'k_proj', 'v_proj'].map((name) => `${prefix}.self_attn.${name}`)
+      const mlp = ['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)
+      layers.push({
+        attentionNorm: norm(`${prefix}.input_layernorm.weight`),
+        queryKeyValue: stack(attention),
+        queryKeyValueBias: joinBiases(attention, [heads * headDim, keyValueHeads * headDim, keyValueHeads * headDim]),
+        output: stack([`${prefix}.self_attn.o_proj`]),
+        outputBias: joinBiases([`${prefix}.self_attn.o_proj`], [hiddenSize]),
+        mlpNorm: norm(`${prefix}.post_attention_layernorm.weight`),
+        gateUp: stack(mlp),
+        gateUpBias: joinBiases(mlp, [intermediateSize, intermediateSize]),
+        down: stack([`${prefix}.mlp.down_proj`]),
+        downBias: joinBiases([`${prefix}.mlp.down_proj`], [hiddenSize]),
+      })
+    }
+    const finalNorm = norm('model.norm.weight')
+    const embedding = stack(['model.embed_tokens'])
+    const head = config.tieWordEmbeddings ? embedding : stack(['lm_head'])
+    const headBias = config.tieWordEmbeddings ? undefined : joinBiases(['lm_head'], [vocabSize])
+    return { arena, layers, embedding, head, finalNorm, headBias, weightsEnd: arena.used, roomFloats, source, busy: true }
+  } catch (error) {
+    arena.dispose() // its worker threads back to the pool
+    throw error
+  }
+}
+
+/** A linear layer's weight `[out, in]` as the model applies it: an attached, unmerged adapter's update added (its output for the identity). */
+function linearWeight(model: CausalLanguageModel, name: string): Float32Array {
+  const weight = model.parameter(`${name}.weight`)
+  const adapter = model.linearAdapters().get(name)
+  if (adapter === undefined || adapter.merged) return weight.dataSync() as Float32Array
+  const effective = tf.tidy(() => tf.add(weight, tf.transpose(adapter.apply(tf.eye(weight.shape[1]!), false))))
+  try {
+    return effective.dataSync() as Float32Array
+  } finally {
+    effective.dispose()
+  }
+}
+
+/**
+ * Single-token decode steps computed on the host, for small models: the same function as `FusedDecoder` (q, k, v
+ * and gate, up stacked) with every product — the projections for all rows at once, attention's scores and
+ * weighted sums — in one small WebAssembly SIMD kernel (`createMatmulArena`), the rest (norms, RoPE, softmax,
+ * SiLU) in JavaScript over `Float32Array`s, and the keys and values in preallocated buffers written in place. No
+ * op reaches the TensorFlow.js backend during a step, so the per-op cost that dominates small models there (tens
+ * of microseconds a call on the native backend) is gone. The weights are copied to the host once and reused by
+ * later decoders of the same model while its parameters and adapters are unchanged (`hostWeightsCache`; one
+ * thread only). Sums run in float32 SIMD lanes or float64 scalars: results equal the TensorFlow.js paths up to
+ * float32 rounding. With `threads` > 1 the weight products are shared with worker threads (same results, bit for
+ * bit); attention and the rest stay on the calling thread.
  */
 export class HostDecoder {
+  private readonly weights: HostWeights
+  private readonly cached: boolean
+  private disposed = false
   private readonly arena: MatmulArena
-  private readonly layers: HostLayer[] = []
+  private readonly layers: (HostLayerWeights & HostLayerCache)[]
   /** `[vocab, hidden]` input embedding. */
   private readonly embedding: Float32Array
   /** `[vocab, hidden]`: the output projection (the embedding when tied). */
@@ -75,104 +247,50 @@ export class HostDecoder {
   private readonly scores: Float32Array
   private readonly logits: Float32Array
   private readonly projectedWidth: number
+  private readonly prefillLength: number
 
   /**
    * `capacity`: the most positions a row will hold (prompt, padding included, plus new tokens); `batch`: rows.
    * `options.simd: false` runs the products in JavaScript (for tests; the kernel is used where available);
-   * `options.threads` (default 1): threads sharing the weight products (see `createMatmulArena`) — call
-   * `dispose` when done so the worker threads go back to their pool.
+   * `options.threads` (default 1): threads sharing the weight products (see `createMatmulArena`);
+   * `options.prefillLength` (default 0): the prompt length (padding included) `prefill` will take. Call `dispose`
+   * when done: the weights go back to the cache (or the worker threads to their pool).
    */
   constructor(
     private readonly model: CausalLanguageModel,
     private readonly batch: number,
     capacity: number,
-    options: { simd?: boolean; threads?: number } = {},
+    options: { simd?: boolean; threads?: number; prefillLength?: number } = {},
   ) {
     const { config } = model
-    const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = config
+    const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize } = config
     this.capacity = Math.ceil(capacity / 4) * 4
     this.inverseFrequency = inverseFrequencies(headDim, config.ropeTheta, config.ropeScaling)
-    this.arena = createMatmulArena(options)
+    this.cached = options.simd !== false && (options.threads ?? 1) <= 1
+    this.prefillLength = options.prefillLength ?? 0
+    this.weights = acquireHostWeights(model, generationFloats(config, batch, this.capacity, this.prefillLength), options, this.cached)
+    const { arena } = this.weights
+    this.arena = arena
+    this.embedding = this.weights.embedding
+    this.head = this.weights.head
+    this.finalNorm = this.weights.finalNorm
+    this.headBias = this.weights.headBias
     const queryKeyValueWidth = (heads + 2 * keyValueHeads) * headDim
     this.projectedWidth = Math.max(queryKeyValueWidth, 2 * intermediateSize)
     const cacheFloats = batch * keyValueHeads * this.capacity * headDim
+    const rows = Math.max(batch, this.prefillLength)
     try {
-      this.arena.reserve(hostDecoderFloats(config, batch, this.capacity))
-      const parameter = (name: string) => model.parameter(name).dataSync() as Float32Array
-      const bias = (name: string) => model.parameters().get(`${name}.bias`)?.dataSync() as Float32Array | undefined
-      /** The linear layers' weights (`[out, in]`, an unmerged adapter's update added), rows stacked. */
-      const stack = (names: string[]) => {
-        const parts = names.map((name) => this.linearWeight(name))
-        const stacked = this.arena.allocate(parts.reduce((total, part) => total + part.length, 0))
-        let offset = 0
-        for (const part of parts) {
-          stacked.set(part, offset)
-          offset += part.length
-        }
-        return stacked
-      }
-      const joinBiases = (names: string[], widths: number[]) => {
-        const parts = names.map(bias)
-        if (parts.every((part) => part === undefined)) return undefined
-        const joined = this.arena.allocate(widths.reduce((total, width) => total + width, 0))
-        let offset = 0
-        parts.forEach((part, index) => {
-          if (part !== undefined) joined.set(part, offset)
-          offset += widths[index]!
-        })
-        return joined
-      }
-      const norm = (name: string) => {
-        const weight = this.arena.allocate(hiddenSize)
-        weight.set(parameter(name))
-        return weight
-      }
-      for (let layer = 0; layer < numHiddenLayers; layer++) {
-        const prefix = `model.layers.${layer}`
-        const attention = ['q_proj', 'k_proj', 'v_proj'].map((name) => `${prefix}.self_attn.${name}`)
-        const mlp = ['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)
-        this.layers.push({
-          attentionNorm: norm(`${prefix}.input_layernorm.weight`),
-          queryKeyValue: stack(attention),
-          queryKeyValueBias: joinBiases(attention, [heads * headDim, keyValueHeads * headDim, keyValueHeads * headDim]),
-          output: stack([`${prefix}.self_attn.o_proj`]),
-          outputBias: joinBiases([`${prefix}.self_attn.o_proj`], [hiddenSize]),
-          mlpNorm: norm(`${prefix}.post_attention_layernorm.weight`),
-          gateUp: stack(mlp),
-          gateUpBias: joinBiases(mlp, [intermediateSize, intermediateSize]),
-          down: stack([`${prefix}.mlp.down_proj`]),
-          downBias: joinBiases([`${prefix}.mlp.down_proj`], [hiddenSize]),
-          keys: this.arena.allocate(cacheFloats),
-          values: this.arena.allocate(cacheFloats),
-        })
-      }
-      this.finalNorm = norm('model.norm.weight')
-      this.embedding = stack(['model.embed_tokens'])
-      this.head = config.tieWordEmbeddings ? this.embedding : stack(['lm_head'])
-      this.headBias = config.tieWordEmbeddings ? undefined : joinBiases(['lm_head'], [vocabSize])
-      this.x = this.arena.allocate(batch * hiddenSize)
-      this.normed = this.arena.allocate(batch * Math.max(hiddenSize, intermediateSize))
-      this.projected = this.arena.allocate(batch * this.projectedWidth)
-      this.attended = this.arena.allocate(batch * heads * headDim)
-      this.delta = this.arena.allocate(batch * hiddenSize)
-      this.scores = this.arena.allocate(batch * heads * this.capacity)
-      this.logits = this.arena.allocate(batch * vocabSize)
+      this.layers = this.weights.layers.map((layer) => ({ ...layer, keys: arena.allocate(cacheFloats), values: arena.allocate(cacheFloats) }))
+      this.x = arena.allocate(rows * hiddenSize)
+      this.normed = arena.allocate(rows * Math.max(hiddenSize, intermediateSize))
+      this.projected = arena.allocate(rows * this.projectedWidth)
+      this.attended = arena.allocate(rows * heads * headDim)
+      this.delta = arena.allocate(rows * hiddenSize)
+      this.scores = arena.allocate(Math.max(batch * heads, this.prefillLength) * this.capacity)
+      this.logits = arena.allocate(batch * vocabSize)
     } catch (error) {
-      this.arena.dispose() // its worker threads back to the pool
+      this.dispose()
       throw error
-    }
-  }
-
-  /** A linear layer's weight `[out, in]` as the model applies it: an attached, unmerged adapter's update added (its output for the identity). */
-  private linearWeight(name: string): Float32Array {
-    const weight = this.model.parameter(`${name}.weight`)
-    const adapter = this.model.linearAdapters().get(name)
-    if (adapter === undefined || adapter.merged) return weight.dataSync() as Float32Array
-    const effective = tf.tidy(() => tf.add(weight, tf.transpose(adapter.apply(tf.eye(weight.shape[1]!), false))))
-    try {
-      return effective.dataSync() as Float32Array
-    } finally {
-      effective.dispose()
     }
   }
 
@@ -186,9 +304,17 @@ export class HostDecoder {
     return this.arena.threads
   }
 
-  /** Hands the worker threads back to their pool (the decoder still works, on the calling thread alone). */
+  /**
+   * Ends this decoder: its keys, values and scratch are freed and the weights go back to the cache for the next
+   * generation of the model (uncached: the worker threads go back to their pool). Not to be stepped after.
+   */
   dispose(): void {
-    this.arena.dispose()
+    if (this.disposed) return
+    this.disposed = true
+    if (this.cached) {
+      this.arena.rewind(this.weights.weightsEnd)
+      this.weights.busy = false
+    } else this.arena.dispose()
   }
 
   /** Copies the keys and values of a prefilled `cache` into the host buffers; the cache's tensors are freed. */
@@ -218,59 +344,101 @@ export class HostDecoder {
   }
 
   /**
+   * Prefills the prompts on the host instead of `model.hiddenStates` + `adoptCache`: `inputRows[row]` left-padded
+   * to one length (at most the `prefillLength` given), `maskRows[row]` 1 on its tokens (a run of 0s first, then
+   * 1s). Each row's tokens take positions 0, 1, … (as `model.hiddenStates` counts them under left padding); their
+   * keys and values are written at their slots, the padding slots left zero (masked in the steps after). Every
+   * product of a row's tokens runs as one kernel call (the tokens are the product's batch), attention causal over
+   * the row's own tokens. Returns the last position's next-token logits `[batch · vocab]` (a new array).
+   */
+  prefill(inputRows: readonly Int32Array[], maskRows: readonly Int32Array[]): Float32Array {
+    const { config } = this.model
+    const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, vocabSize, rmsNormEps } = config
+    const { arena, x, normed, projected, attended, scores, capacity, projectedWidth } = this
+    const length = inputRows[0]!.length
+    if (inputRows.length !== this.batch || length > this.prefillLength || length > capacity)
+      throw new RangeError(`HostDecoder.prefill: ${inputRows.length} rows of ${length} tokens, for ${this.batch} rows of at most ${Math.min(this.prefillLength, capacity)}`)
+    const groups = heads / keyValueHeads
+    const queryWidth = heads * headDim
+    const lengthPadded = Math.ceil(length / 4) * 4
+    const scale = 1 / Math.sqrt(headDim)
+    inputRows.forEach((tokens, row) => {
+      const mask = maskRows[row]!
+      const start = mask.indexOf(1)
+      if (start < 0 || mask.subarray(start).includes(0)) throw new RangeError(`HostDecoder.prefill: row ${row}'s mask is not left padding`)
+      const count = length - start
+      for (let index = 0; index < count; index++) {
+        const token = tokens[start + index]!
+        x.set(this.embedding.subarray(token * hiddenSize, (token + 1) * hiddenSize), index * hiddenSize)
+      }
+      const { cos, sin } = this.rotations(Int32Array.from({ length: count }, (_, index) => index))
+      for (const layer of this.layers) {
+        this.projectQueryKeyValue(layer, count)
+        for (let index = 0; index < count; index++) this.rotateAndStore(layer, index, row, start + index, cos, sin)
+        for (let group = 0; group < keyValueHeads; group++) {
+          const block = row * keyValueHeads + group
+          for (let member = 0; member < groups; member++) {
+            const head = group * groups + member
+            // scores[t, j] = q_t · k_j over every slot j < length (padding keys are zero, masked below).
+            arena.matmul(layer.keys.subarray(block * capacity * headDim), projected.subarray(head * headDim), scores, length, headDim, count, headDim, projectedWidth, capacity)
+            for (let index = 0; index < count; index++) {
+              const position = start + index
+              const offset = index * capacity
+              let max = -Infinity
+              for (let slot = start; slot <= position; slot++) {
+                const score = Math.fround(scores[offset + slot]! * scale)
+                scores[offset + slot] = score
+                if (score > max) max = score
+              }
+              let total = 0
+              for (let slot = start; slot <= position; slot++) {
+                const weight = Math.exp(scores[offset + slot]! - max)
+                scores[offset + slot] = weight
+                total += weight
+              }
+              for (let slot = 0; slot < lengthPadded; slot++)
+                scores[offset + slot] = slot >= start && slot <= position ? scores[offset + slot]! / total : 0
+            }
+            // attended_t = Σ_j p[t, j] v_j (values stored transposed: a product).
+            arena.matmul(layer.values.subarray(block * headDim * capacity), scores, attended.subarray(head * headDim), headDim, lengthPadded, count, capacity, capacity, queryWidth)
+          }
+        }
+        this.outputAndMlp(layer, count)
+      }
+      // The last token's logits.
+      const last = x.subarray((count - 1) * hiddenSize, count * hiddenSize)
+      rmsNormalise(last, this.finalNorm, normed, 1, hiddenSize, rmsNormEps)
+      arena.matmul(this.head, normed, this.logits.subarray(row * vocabSize), vocabSize, hiddenSize, 1, hiddenSize, hiddenSize, vocabSize)
+    })
+    addBias(this.logits, this.headBias, this.batch, vocabSize, vocabSize)
+    this.length = length
+    return this.logits.slice()
+  }
+
+  /**
    * One decode step (see `FusedDecoder.step`): `tokens[row]` at `positions[row]`, `padding` the additive bias
    * `[batch · (length + 1)]` or undefined. Returns the next-token logits `[batch · vocab]` (a new array).
    */
   step(tokens: Int32Array, positions: Int32Array, padding: Float32Array | undefined): Float32Array {
     const { config } = this.model
-    const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, rmsNormEps } = config
-    const { arena, x, normed, projected, attended, delta, scores, capacity, batch, projectedWidth } = this
+    const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, vocabSize, rmsNormEps } = config
+    const { arena, x, normed, projected, attended, scores, capacity, batch, projectedWidth } = this
     const length = this.length + 1
     if (length > capacity) throw new RangeError(`HostDecoder: ${length} positions exceed its capacity of ${capacity}`)
     const groups = heads / keyValueHeads
-    const half = headDim / 2
     const scale = 1 / Math.sqrt(headDim)
     const queryWidth = heads * headDim
-    const keyWidth = keyValueHeads * headDim
-    const queryKeyValueWidth = queryWidth + 2 * keyWidth
-    const cos = new Float64Array(batch * half)
-    const sin = new Float64Array(batch * half)
     for (let row = 0; row < batch; row++) {
       const token = tokens[row]!
       x.set(this.embedding.subarray(token * hiddenSize, (token + 1) * hiddenSize), row * hiddenSize)
-      for (let index = 0; index < half; index++) {
-        const angle = Math.fround(positions[row]! * this.inverseFrequency[index]!)
-        cos[row * half + index] = Math.fround(Math.cos(angle))
-        sin[row * half + index] = Math.fround(Math.sin(angle))
-      }
     }
+    const { cos, sin } = this.rotations(positions)
     const lengthPadded = Math.ceil(length / 4) * 4
     for (const layer of this.layers) {
-      rmsNormalise(x, layer.attentionNorm, normed, batch, hiddenSize, rmsNormEps)
-      arena.matmul(layer.queryKeyValue, normed, projected, queryKeyValueWidth, hiddenSize, batch, hiddenSize, hiddenSize, projectedWidth)
-      addBias(projected, layer.queryKeyValueBias, batch, queryKeyValueWidth, projectedWidth)
+      this.projectQueryKeyValue(layer, batch)
       for (let row = 0; row < batch; row++) {
         const base = row * projectedWidth
-        // RoPE on every q and k head (rotate-half layout).
-        for (let head = 0; head < heads + keyValueHeads; head++) {
-          const start = base + head * headDim
-          for (let index = 0; index < half; index++) {
-            const first = projected[start + index]!
-            const second = projected[start + index + half]!
-            const c = cos[row * half + index]!
-            const s = sin[row * half + index]!
-            projected[start + index] = first * c - second * s
-            projected[start + index + half] = second * c + first * s
-          }
-        }
-        for (let group = 0; group < keyValueHeads; group++) {
-          const block = row * keyValueHeads + group
-          const key = base + queryWidth + group * headDim
-          layer.keys.set(projected.subarray(key, key + headDim), (block * capacity + length - 1) * headDim)
-          const value = key + keyWidth
-          for (let dimension = 0; dimension < headDim; dimension++)
-            layer.values[(block * headDim + dimension) * capacity + length - 1] = projected[value + dimension]!
-        }
+        this.rotateAndStore(layer, row, row, length - 1, cos, sin)
         for (let group = 0; group < keyValueHeads; group++) {
           const block = row * keyValueHeads + group
           const query = projected.subarray(base + group * groups * headDim)
@@ -309,28 +477,90 @@ export class HostDecoder {
           )
         }
       }
-      arena.matmul(layer.output, attended, delta, hiddenSize, queryWidth, batch, queryWidth, queryWidth, hiddenSize)
-      addBias(delta, layer.outputBias, batch, hiddenSize, hiddenSize)
-      for (let index = 0; index < batch * hiddenSize; index++) x[index] = x[index]! + delta[index]!
-      rmsNormalise(x, layer.mlpNorm, normed, batch, hiddenSize, rmsNormEps)
-      arena.matmul(layer.gateUp, normed, projected, 2 * intermediateSize, hiddenSize, batch, hiddenSize, hiddenSize, projectedWidth)
-      addBias(projected, layer.gateUpBias, batch, 2 * intermediateSize, projectedWidth)
-      for (let row = 0; row < batch; row++) {
-        const base = row * projectedWidth
-        for (let index = 0; index < intermediateSize; index++) {
-          const gate = projected[base + index]!
-          normed[row * intermediateSize + index] = (gate / (1 + Math.exp(-gate))) * projected[base + intermediateSize + index]!
-        }
-      }
-      arena.matmul(layer.down, normed, delta, hiddenSize, intermediateSize, batch, intermediateSize, intermediateSize, hiddenSize)
-      addBias(delta, layer.downBias, batch, hiddenSize, hiddenSize)
-      for (let index = 0; index < batch * hiddenSize; index++) x[index] = x[index]! + delta[index]!
+      this.outputAndMlp(layer, batch)
     }
     rmsNormalise(x, this.finalNorm, normed, batch, hiddenSize, rmsNormEps)
     arena.matmul(this.head, normed, this.logits, vocabSize, hiddenSize, batch, hiddenSize, hiddenSize, vocabSize)
     addBias(this.logits, this.headBias, batch, vocabSize, vocabSize)
     this.length = length
     return this.logits.slice()
+  }
+
+  /** RoPE's cos and sin for each of `positions` (`[positions.length · headDim / 2]` each, float32 values). */
+  private rotations(positions: Int32Array): { cos: Float64Array; sin: Float64Array } {
+    const half = this.model.config.headDim / 2
+    const cos = new Float64Array(positions.length * half)
+    const sin = new Float64Array(positions.length * half)
+    positions.forEach((position, row) => {
+      for (let index = 0; index < half; index++) {
+        const angle = Math.fround(position * this.inverseFrequency[index]!)
+        cos[row * half + index] = Math.fround(Math.cos(angle))
+        sin[row * half + index] = Math.fround(Math.sin(angle))
+      }
+    })
+    return { cos, sin }
+  }
+
+  /** RMSNorm of `rows` rows of `x`, then q, k and v of each (`projected`, biases added). */
+  private projectQueryKeyValue(layer: HostLayerWeights, rows: number): void {
+    const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, rmsNormEps } = this.model.config
+    const width = (heads + 2 * keyValueHeads) * headDim
+    rmsNormalise(this.x, layer.attentionNorm, this.normed, rows, hiddenSize, rmsNormEps)
+    this.arena.matmul(layer.queryKeyValue, this.normed, this.projected, width, hiddenSize, rows, hiddenSize, hiddenSize, this.projectedWidth)
+    addBias(this.projected, layer.queryKeyValueBias, rows, width, this.projectedWidth)
+  }
+
+  /**
+   * RoPE (rotate-half layout) on every q and k head of `projected` row `index` (its angles at `index` of
+   * `cos`/`sin`), then its key and value written into the cache of `row` at `slot`.
+   */
+  private rotateAndStore(layer: HostLayerWeights & HostLayerCache, index: number, row: number, slot: number, cos: Float64Array, sin: Float64Array): void {
+    const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = this.model.config
+    const { projected, capacity } = this
+    const half = headDim / 2
+    const base = index * this.projectedWidth
+    for (let head = 0; head < heads + keyValueHeads; head++) {
+      const start = base + head * headDim
+      for (let dimension = 0; dimension < half; dimension++) {
+        const first = projected[start + dimension]!
+        const second = projected[start + dimension + half]!
+        const c = cos[index * half + dimension]!
+        const s = sin[index * half + dimension]!
+        projected[start + dimension] = first * c - second * s
+        projected[start + dimension + half] = second * c + first * s
+      }
+    }
+    const keyWidth = keyValueHeads * headDim
+    for (let group = 0; group < keyValueHeads; group++) {
+      const block = row * keyValueHeads + group
+      const key = base + heads * headDim + group * headDim
+      layer.keys.set(projected.subarray(key, key + headDim), (block * capacity + slot) * headDim)
+      const value = key + keyWidth
+      for (let dimension = 0; dimension < headDim; dimension++) layer.values[(block * headDim + dimension) * capacity + slot] = projected[value + dimension]!
+    }
+  }
+
+  /** The rest of a layer for `rows` rows: the output projection of `attended` added to `x`, then the MLP's output added. */
+  private outputAndMlp(layer: HostLayerWeights, rows: number): void {
+    const { hiddenSize, headDim, numAttentionHeads: heads, intermediateSize, rmsNormEps } = this.model.config
+    const { arena, x, normed, projected, attended, delta, projectedWidth } = this
+    const queryWidth = heads * headDim
+    arena.matmul(layer.output, attended, delta, hiddenSize, queryWidth, rows, queryWidth, queryWidth, hiddenSize)
+    addBias(delta, layer.outputBias, rows, hiddenSize, hiddenSize)
+    for (let index = 0; index < rows * hiddenSize; index++) x[index] = x[index]! + delta[index]!
+    rmsNormalise(x, layer.mlpNorm, normed, rows, hiddenSize, rmsNormEps)
+    arena.matmul(layer.gateUp, normed, projected, 2 * intermediateSize, hiddenSize, rows, hiddenSize, hiddenSize, projectedWidth)
+    addBias(projected, layer.gateUpBias, rows, 2 * intermediateSize, projectedWidth)
+    for (let row = 0; row < rows; row++) {
+      const base = row * projectedWidth
+      for (let index = 0; index < intermediateSize; index++) {
+        const gate = projected[base + index]!
+        normed[row * intermediateSize + index] = (gate / (1 + Math.exp(-gate))) * projected[base + intermediateSize + index]!
+      }
+    }
+    arena.matmul(layer.down, normed, delta, hiddenSize, intermediateSize, rows, intermediateSize, intermediateSize, hiddenSize)
+    addBias(delta, layer.downBias, rows, hiddenSize, hiddenSize)
+    for (let index = 0; index < rows * hiddenSize; index++) x[index] = x[index]! + delta[index]!
   }
 }
 

@@ -16,8 +16,14 @@ import { controlBytes, controlSlots, lendMatmulHelpers, maximumChunks, type Matm
 
 /** Float32 buffers in one memory and the product over them. */
 export interface MatmulArena {
-  /** A zeroed `Float32Array` of `length` in the arena (16-byte aligned). Valid for the arena's life. */
+  /** A zeroed `Float32Array` of `length` in the arena (16-byte aligned). Valid until a `rewind` before it. */
   allocate(length: number): Float32Array
+  /** Bytes allocated so far (a mark for `rewind`). */
+  readonly used: number
+  /** Bytes the arena holds (0 before `reserve`). */
+  readonly capacity: number
+  /** Frees everything allocated after `mark` (a value `used` had): the room is allocated again, zeroed. */
+  rewind(mark: number): void
   /** Sets up the memory for `floats` more floats; call once before the first `allocate`. */
   reserve(floats: number): void
   /** `y[b·yStride + r] = Σ_i w[r·wStride + i] · x[b·xStride + i]` (strides in floats; views from `allocate`). */
@@ -355,6 +361,8 @@ export function createMatmulArena(options: { simd?: boolean; threads?: number } 
   let generation = 0
   let helperChunks = 0
   let used = 0
+  /** The most bytes ever allocated: memory below it may hold old values. */
+  let highWater = 0
   let capacity = 0
 
   /** The product over all blocked rows, cut into chunks that this thread and the helpers claim. */
@@ -412,6 +420,16 @@ export function createMatmulArena(options: { simd?: boolean; threads?: number } 
     get helperChunks() {
       return helperChunks
     },
+    get used() {
+      return used
+    },
+    get capacity() {
+      return capacity
+    },
+    rewind(mark) {
+      if (!(mark >= 0 && mark <= used)) throw new RangeError(`rewind(${mark}): the arena has ${used} bytes allocated`)
+      used = mark
+    },
     reserve(floats) {
       const bytes = floats * 4 + 64 + (shared ? controlBytes : 0)
       let reserved: ArrayBuffer
@@ -433,8 +451,14 @@ export function createMatmulArena(options: { simd?: boolean; threads?: number } 
       if (buffer === undefined) throw new Error('reserve() comes before allocate()')
       const offset = used
       used += Math.ceil((length * 4) / 16) * 16
-      if (used > capacity) throw new RangeError(`the arena holds ${capacity} bytes; ${used} asked`)
-      return new Float32Array(buffer, offset, length)
+      if (used > capacity) {
+        used = offset
+        throw new RangeError(`the arena holds ${capacity} bytes; ${offset + Math.ceil((length * 4) / 16) * 16} asked`)
+      }
+      const array = new Float32Array(buffer, offset, length)
+      if (offset < highWater) array.fill(0)
+      highWater = Math.max(highWater, used)
+      return array
     },
     matmul(w, x, y, rows, columns, batch, wStride, xStride, yStride) {
       if (module === null || columns % 4 !== 0 || wStride % 4 !== 0 || xStride % 4 !== 0) {

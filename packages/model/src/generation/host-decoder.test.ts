@@ -1,0 +1,133 @@
+import * as tf from '@tensorflow/tfjs-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { applyLora } from '../lora/apply-lora.js'
+import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { createModel } from '../model/create-model.js'
+import { initTestBackend } from '../test/init-test-backend.js'
+import { generate, type ModelGenerateOptions } from './generate.js'
+import { HostDecoder, hostWeightCopyCount } from './host-decoder.js'
+
+beforeAll(initTestBackend)
+
+const prompts = [[5, 9, 13, 2, 44], [7], [100, 3, 8]].map((row) => Int32Array.from(row))
+const greedy: Omit<ModelGenerateOptions, 'decodePath'> = { inputIds: prompts, maxNewTokens: 6, temperature: 0, stopTokenIds: [] }
+
+/** The host path's tokens and log-probs, checked against the layer-by-layer path on the model as it is now. */
+async function hostAgreesWithLayers(model: CausalLanguageModel, options = greedy): Promise<number[][]> {
+  const reference = await generate(model, { ...options, decodePath: 'layers' })
+  const host = await generate(model, { ...options, decodePath: 'host' })
+  expect(host.map((sequence) => [...sequence.tokenIds])).toEqual(reference.map((sequence) => [...sequence.tokenIds]))
+  host.forEach((sequence, row) => sequence.logprobs.forEach((logprob, index) => expect(Math.abs(logprob - reference[row]!.logprobs[index]!)).toBeLessThan(1e-4)))
+  return host.map((sequence) => [...sequence.tokenIds])
+}
+
+function randomize(model: CausalLanguageModel, pattern: RegExp, seed: number): void {
+  for (const [name, variable] of model.parameters()) {
+    if (pattern.test(name)) tf.tidy(() => variable.assign(tf.randomNormal(variable.shape, 0, 0.3, 'float32', seed++)))
+  }
+}
+
+describe("the host decoder's weights, kept between generations", () => {
+  let model: CausalLanguageModel
+  beforeAll(() => {
+    model = createModel('tiny', { vocabSize: 259, seed: 3, overrides: { hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, intermediateSize: 64, initializerRange: 0.3 } })
+  })
+  afterAll(() => model.dispose())
+
+  it('are copied once for a run of generations, and again when a parameter changes (an optimizer step assigns new data)', async () => {
+    const before = tf.memory().numTensors
+    await hostAgreesWithLayers(model)
+    const copies = hostWeightCopyCount()
+    for (let index = 0; index < 3; index++) await generate(model, { ...greedy, decodePath: 'host' })
+    expect(hostWeightCopyCount()).toBe(copies)
+    const old = await hostAgreesWithLayers(model)
+    randomize(model, /layers\.1\.mlp\.down_proj/, 7)
+    const changed = await hostAgreesWithLayers(model)
+    expect(hostWeightCopyCount()).toBe(copies + 1)
+    expect(changed).not.toEqual(old)
+    expect(tf.memory().numTensors).toBe(before)
+  })
+
+  it('follow an adapter attached, trained, merged, unmerged and removed', async () => {
+    const plain = await hostAgreesWithLayers(model)
+    const adapters = applyLora(model, { rank: 2, targetModules: ['q_proj', 'v_proj', 'gate_proj'] })
+    expect(await hostAgreesWithLayers(model)).toEqual(plain) // B starts at zero
+    randomize(model, /lora_B/, 11)
+    const adapted = await hostAgreesWithLayers(model)
+    expect(adapted).not.toEqual(plain)
+    adapters.merge()
+    expect(await hostAgreesWithLayers(model)).toEqual(adapted)
+    adapters.unmerge()
+    expect(await hostAgreesWithLayers(model)).toEqual(adapted)
+    adapters.remove()
+    expect(await hostAgreesWithLayers(model)).toEqual(plain)
+  })
+
+  it('are copied again into a larger arena when a generation needs more room, and stay right for smaller ones after', async () => {
+    await hostAgreesWithLayers(model)
+    const copies = hostWeightCopyCount()
+    const wide = { ...greedy, inputIds: Array.from({ length: 24 }, (_, row) => Int32Array.from({ length: 30 + row }, (_, index) => (row * 31 + index) % 259)), maxNewTokens: 40 }
+    await hostAgreesWithLayers(model, wide)
+    expect(hostWeightCopyCount()).toBe(copies + 1)
+    await hostAgreesWithLayers(model)
+    await hostAgreesWithLayers(model, wide)
+    expect(hostWeightCopyCount()).toBe(copies + 1)
+  })
+
+  it('serve one generation at a time: a concurrent one gets its own copy, and both are right', async () => {
+    const long = { ...greedy, maxNewTokens: 200 }
+    const reference = await generate(model, { ...long, decodePath: 'layers' })
+    const copies = hostWeightCopyCount()
+    const results = await Promise.all([generate(model, { ...long, decodePath: 'host' }), generate(model, { ...long, decodePath: 'host' })])
+    for (const result of results) expect(result.map((sequence) => [...sequence.tokenIds])).toEqual(reference.map((sequence) => [...sequence.tokenIds]))
+    expect(hostWeightCopyCount()).toBeLessThanOrEqual(copies + 1)
+  })
+})
+
+describe('HostDecoder.prefill', () => {
+  it("gives the logits, keys and values of model.hiddenStates' prefill: left padding, grouped-query attention, biases, an unmerged adapter", async () => {
+    const model = createModel('tiny', {
+      vocabSize: 259,
+      seed: 5,
+      overrides: { hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, intermediateSize: 64, initializerRange: 0.3, attentionBias: true },
+    })
+    applyLora(model, { rank: 2, targetModules: ['q_proj', 'down_proj'] })
+    randomize(model, /bias|lora_B/, 21)
+    const before = tf.memory().numTensors
+    const rows = [[5, 9, 13, 2, 44, 7, 1], [7], [100, 3, 8], [258, 0, 4, 4, 4, 4]]
+    const length = Math.max(...rows.map((row) => row.length))
+    const inputRows = rows.map((row) => Int32Array.from([...Array(length - row.length).fill(0), ...row]))
+    const maskRows = rows.map((row) => Int32Array.from({ length }, (_, index) => (index >= length - row.length ? 1 : 0)))
+    const capacity = length + 3
+    // The reference: the model's own prefill, its cache adopted by a host decoder.
+    const cache = model.createCache()
+    const logits = tf.tidy(() => {
+      const hidden = model.hiddenStates(inputRows, { attentionMask: maskRows, cache })
+      return model.logitsFromHidden(tf.slice(hidden, [0, length - 1, 0], [rows.length, 1, 32]) as tf.Tensor3D)
+    })
+    const expected = (await logits.data()) as Float32Array
+    logits.dispose()
+    const adopted = new HostDecoder(model, rows.length, capacity)
+    adopted.adoptCache(cache)
+    cache.dispose()
+    const prefilled = new HostDecoder(model, rows.length, capacity, { prefillLength: length })
+    try {
+      const got = prefilled.prefill(inputRows, maskRows)
+      got.forEach((value, index) => expect(Math.abs(value - expected[index]!)).toBeLessThan(1e-4))
+      // A step after each: the same logits, so the same keys and values were left behind (padding slots masked).
+      const tokens = Int32Array.from([3, 250, 17, 9])
+      const positions = Int32Array.from(rows, (row) => row.length)
+      const padding = new Float32Array(rows.length * (length + 1))
+      maskRows.forEach((mask, row) => mask.forEach((value, index) => (padding[row * (length + 1) + index] = value === 0 ? -1e9 : 0)))
+      const next = prefilled.step(tokens, positions, padding)
+      const reference = adopted.step(tokens, positions, padding)
+      next.forEach((value, index) => expect(Math.abs(value - reference[index]!)).toBeLessThan(1e-4))
+      expect(() => prefilled.prefill(inputRows.map((row) => Int32Array.from([...row, 1])), maskRows)).toThrow(RangeError)
+    } finally {
+      adopted.dispose()
+      prefilled.dispose()
+    }
+    expect(tf.memory().numTensors).toBe(before)
+    model.dispose()
+  })
+})
