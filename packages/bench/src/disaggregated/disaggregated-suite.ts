@@ -92,6 +92,8 @@ interface Breakdown {
   /** B: copying each adapter's weights (on the trainer's path), writing and loading it on the servers (background). */
   publish: number
   push: number
+  /** B: the servers' own time in `generate` (summed over servers), their calls and rows (`GET /stats`). */
+  server: { generateSeconds: number; generateCalls: number; generateRows: number } | undefined
 }
 
 interface ConfigurationResult {
@@ -149,6 +151,17 @@ async function stopServer(server: ServerProcess): Promise<void> {
   server.child.kill('SIGTERM')
   await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))])
   if (server.child.exitCode === null) server.child.kill('SIGKILL')
+}
+
+/** The servers' generation figures (`GET /stats`, from `server-child`), summed. */
+async function serverGeneration(servers: readonly ServerProcess[]): Promise<NonNullable<Breakdown['server']>> {
+  const total = { generateSeconds: 0, generateCalls: 0, generateRows: 0 }
+  for (const server of servers) {
+    const response = await fetch(new URL('/stats', server.url))
+    const figures = (await response.json()) as Partial<typeof total>
+    for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += figures[key] ?? 0
+  }
+  return total
 }
 
 /** The values of the adapters' parameters now (a snapshot to evaluate later). */
@@ -241,6 +254,7 @@ async function runConfiguration(
     })
     const trainingSeconds = (performance.now() - started) / 1000
     trainer.dispose()
+    const server = servers.length === 0 ? undefined : await serverGeneration(servers)
     // Evaluations: every snapshot the same way, after the run (their time is in neither configuration's).
     const evaluations: ConfigurationResult['evaluations'] = []
     for (const taken of snapshots) {
@@ -256,7 +270,7 @@ async function runConfiguration(
     const rollout = sum(history, 'rolloutSeconds')
     const breakdown: Breakdown =
       configuration === 'sync'
-        ? { generation: rollout - clock.seconds, environment: clock.seconds, update: sum(history, 'updateSeconds'), waiting: 0, publish: 0, push: 0 }
+        ? { generation: rollout - clock.seconds, environment: clock.seconds, update: sum(history, 'updateSeconds'), waiting: 0, publish: 0, push: 0, server: undefined }
         : {
             generation: (stats?.collectSeconds ?? 0) - clock.seconds,
             environment: clock.seconds,
@@ -264,6 +278,7 @@ async function runConfiguration(
             waiting: stats?.waitSeconds ?? rollout,
             publish: stats?.saveSeconds ?? 0,
             push: stats?.pushSeconds ?? 0,
+            server,
           }
     const tokens = countTokens(history)
     return {
@@ -373,6 +388,8 @@ export const disaggregatedSuite = defineBenchSuite({
       numberCell(result.breakdown.waiting, 1),
       numberCell(result.breakdown.publish, 2),
       numberCell(result.breakdown.push, 1),
+      numberCell(result.breakdown.server?.generateSeconds, 1),
+      numberCell(result.breakdown.server === undefined ? undefined : result.breakdown.server.generateRows / Math.max(result.breakdown.server.generateCalls, 1), 1),
       numberCell(result.evaluations.at(-1)?.meanReward, 3),
     ])
     return {
@@ -402,12 +419,15 @@ export const disaggregatedSuite = defineBenchSuite({
             'waiting (s)',
             'adapter copy, on the path (s)',
             'adapter write + load, background (s)',
+            'server busy generating (s)',
+            'rows per server call',
             'final mean reward',
           ],
           rows,
           notes: [
             'Time to target: training wall time (evaluations excluded: adapter snapshots taken every evaluateEvery steps are evaluated after the run, the same way for both) until the evaluated mean reward against the random player (fixed held-out seeds) first reaches the target.',
             "A generates, steps the games and updates on one thread: its time is generation + environment + update (+ small overheads). B generates on the servers while the trainer updates: generation is off the trainer's path (overlapped), and the trainer's time is waiting + update + the adapter copy. Writing the adapter and loading it on the servers runs in the background.",
+            "B's generation is the collection's wall time less the environments' (requests in flight, answers waiting for the trainer's thread between its mini-batches included); server busy generating is the servers' own time in generate, and rows per server call how well the servers' batching window re-formed batches from the episodes' separate requests.",
             'B plays with adapters at most one update old (staleness ≤ 1), importance-corrected as the asynchronous collector is; it may need more steps than A to reach the same target.',
             `Server start-up (not counted): ${results.map((result) => (result.serverStartSeconds === undefined ? '' : `${result.serverStartSeconds.toFixed(1)} s`)).join('')}.`,
           ],

@@ -4,6 +4,7 @@
  * object `{ modelDirectory, workload, backend, maxBatch, seed }`. Prints `{"url": …}` once listening; stops at SIGTERM,
  * SIGINT or when its standard input ends (the parent is gone).
  */
+import type { PolicyV1 } from '@ludic/core'
 import { createLocalPolicy, loadModel } from '@ludic/model'
 import { serveOpenAICompatible } from '@ludic/rollout'
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
@@ -23,13 +24,29 @@ export async function runServerChild(settings: ServerChildSettings): Promise<voi
   await initTensors({ backend: settings.backend as InitTensorsOptions['backend'], verbose: false })
   const tokenizer = negotiationTokenizer(settings.workload)
   const model = await loadModel(settings.modelDirectory)
-  const policy = createLocalPolicy({ model, tokenizer, chatTemplate: gameChatTemplate, maxBatch: settings.maxBatch, seed: settings.seed, id: 'base' })
+  const local = createLocalPolicy({ model, tokenizer, chatTemplate: gameChatTemplate, maxBatch: settings.maxBatch, seed: settings.seed, id: 'base' })
+  /** The server's own generation time (the model busy), and its calls and rows, for `GET /stats`. */
+  const busy = { generateSeconds: 0, generateCalls: 0, generateRows: 0 }
+  const policy: PolicyV1 = {
+    ...local,
+    generate: async (requests, options) => {
+      const started = performance.now()
+      try {
+        return await local.generate(requests, options)
+      } finally {
+        busy.generateSeconds += (performance.now() - started) / 1000
+        busy.generateCalls++
+        busy.generateRows += requests.length
+      }
+    },
+  }
   const lora = createLocalLoraAdapters(model, policy)
   const server = await serveOpenAICompatible(lora.base, {
     modelId: 'base',
     tokenizer,
     batching: { windowMs: 2, maxBatchSize: settings.maxBatch },
     lora: { loader: lora.loader, maxAdapters: 8 },
+    extraStats: () => ({ ...busy }),
   })
   process.stdout.write(`${JSON.stringify({ url: server.url })}\n`)
   await new Promise<void>((resolve) => {
