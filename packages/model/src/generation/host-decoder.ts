@@ -85,7 +85,9 @@ interface HostWeights {
  * the model's parameters hold the same data (a training step, a merge or an adapter's new values each make new
  * tensors, so new data ids) and its adapters are the same objects, merged alike — so a run of short generations
  * copies the weights once, not once a call. It lives as long as the model object (a `WeakMap`): the model's
- * float32 parameters again, on the host (`'auto'` picks the host path for models up to 64M parameters).
+ * float32 parameters again, on the host (`'auto'` picks the host path for models up to 64M parameters), and room
+ * for one generation's keys, values and scratch of at most `hostDecodeRoomLimit` floats (a larger generation makes
+ * a copy of its own, dropped after it).
  */
 const hostWeightsCache = new WeakMap<CausalLanguageModel, HostWeights>()
 
@@ -107,8 +109,9 @@ const sameSource = (a: readonly unknown[], b: readonly unknown[]) => a.length ==
  * The model's weights on the host, with room for `roomFloats` more: the cached copy when it is current, free
  * and large enough (`cache`), else a new one (cached when `cache`, replacing the old).
  */
-function acquireHostWeights(model: CausalLanguageModel, roomFloats: number, options: { simd?: boolean; threads?: number }, cache: boolean): HostWeights {
+function acquireHostWeights(model: CausalLanguageModel, roomFloats: number, options: { simd?: boolean; threads?: number }, cacheable: boolean): HostWeights {
   const source = weightSource(model)
+  const cache = cacheable && roomFloats <= hostDecodeRoomLimit // a generation larger than the limit is not kept after it
   const cached = cache ? hostWeightsCache.get(model) : undefined
   if (cached !== undefined && !cached.busy && sameSource(cached.source, source) && cached.roomFloats >= roomFloats) {
     cached.busy = true
@@ -116,13 +119,13 @@ function acquireHostWeights(model: CausalLanguageModel, roomFloats: number, opti
   }
   // A new copy: when cached, with the old copy's room, or twice it when that was too small (fewer copies as sizes grow).
   const previousRoom = cached?.roomFloats ?? 0
-  const room = !cache ? roomFloats : roomFloats <= previousRoom ? previousRoom : Math.max(roomFloats, Math.min(2 * previousRoom, hostDecodeRoomLimit))
+  const room = !cache ? roomFloats : roomFloats <= previousRoom ? previousRoom : Math.min(Math.max(roomFloats, 2 * previousRoom), hostDecodeRoomLimit)
   const weights = copyHostWeights(model, room, options, source)
   if (cache && (cached === undefined || !cached.busy)) hostWeightsCache.set(model, weights)
   return weights
 }
 
-/** The most floats of generation room the cache doubles to beyond what a generation asks: 64M (256 MB). */
+/** The most floats of generation room (keys, values, scratch) the cache keeps beside the weights: 64M (256 MB). */
 const hostDecodeRoomLimit = 2 ** 26
 
 let hostWeightCopies = 0
