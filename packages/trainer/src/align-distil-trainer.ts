@@ -1,6 +1,15 @@
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, preferencePairSchema, tokenizerSchema, type PreferencePair, yieldToEventLoop } from '@ludic/core'
+import {
+  createRandom,
+  deriveSeed,
+  InvalidArgumentError,
+  parseArgument,
+  preferencePairSchema,
+  tokenizerSchema,
+  type PreferencePair,
+  yieldToEventLoop,
+} from '@ludic/core'
 import { CausalLanguageModel, checkVocabularyFits, clipGradientsByGlobalNorm, computeGradients, createAdamW, type AdamW } from '@ludic/model'
 import { alignDistilLossOptionsSchema, createAlignDistilLoss, dpoLossTypes, readLossMetrics, type AlignDistilLossMetricTensors } from '@ludic/objectives'
 import { z } from 'zod'

@@ -1,6 +1,15 @@
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, preferencePairSchema, tokenizerSchema, type PreferencePair, yieldToEventLoop } from '@ludic/core'
+import {
+  createRandom,
+  deriveSeed,
+  InvalidArgumentError,
+  parseArgument,
+  preferencePairSchema,
+  tokenizerSchema,
+  type PreferencePair,
+  yieldToEventLoop,
+} from '@ludic/core'
 import { CausalLanguageModel, clipGradientsByGlobalNorm, computeGradients, createAdamW, saveModel, type AdamW, type LearningRateSchedule } from '@ludic/model'
 import {
   createRewardModel,

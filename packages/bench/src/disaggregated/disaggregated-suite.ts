@@ -270,7 +270,15 @@ async function runConfiguration(
     const rollout = sum(history, 'rolloutSeconds')
     const breakdown: Breakdown =
       configuration === 'sync'
-        ? { generation: rollout - clock.seconds, environment: clock.seconds, update: sum(history, 'updateSeconds'), waiting: 0, publish: 0, push: 0, server: undefined }
+        ? {
+            generation: rollout - clock.seconds,
+            environment: clock.seconds,
+            update: sum(history, 'updateSeconds'),
+            waiting: 0,
+            publish: 0,
+            push: 0,
+            server: undefined,
+          }
         : {
             generation: (stats?.collectSeconds ?? 0) - clock.seconds,
             environment: clock.seconds,
@@ -389,7 +397,10 @@ export const disaggregatedSuite = defineBenchSuite({
       numberCell(result.breakdown.publish, 2),
       numberCell(result.breakdown.push, 1),
       numberCell(result.breakdown.server?.generateSeconds, 1),
-      numberCell(result.breakdown.server === undefined ? undefined : result.breakdown.server.generateRows / Math.max(result.breakdown.server.generateCalls, 1), 1),
+      numberCell(
+        result.breakdown.server === undefined ? undefined : result.breakdown.server.generateRows / Math.max(result.breakdown.server.generateCalls, 1),
+        1,
+      ),
       numberCell(result.evaluations.at(-1)?.meanReward, 3),
     ])
     return {

@@ -1,5 +1,15 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason, type Random, type TokenizerV1, yieldToEventLoop } from '@ludic/core'
+import {
+  createRandom,
+  deriveSeed,
+  InvalidArgumentError,
+  parseArgument,
+  tokenizerSchema,
+  type FinishReason,
+  type Random,
+  type TokenizerV1,
+  yieldToEventLoop,
+} from '@ludic/core'
 import { createStreamDecoder } from '@ludic/tokenizer'
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'

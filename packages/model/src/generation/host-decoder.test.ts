@@ -17,7 +17,9 @@ async function hostAgreesWithLayers(model: CausalLanguageModel, options = greedy
   const reference = await generate(model, { ...options, decodePath: 'layers' })
   const host = await generate(model, { ...options, decodePath: 'host' })
   expect(host.map((sequence) => [...sequence.tokenIds])).toEqual(reference.map((sequence) => [...sequence.tokenIds]))
-  host.forEach((sequence, row) => sequence.logprobs.forEach((logprob, index) => expect(Math.abs(logprob - reference[row]!.logprobs[index]!)).toBeLessThan(1e-4)))
+  host.forEach((sequence, row) =>
+    sequence.logprobs.forEach((logprob, index) => expect(Math.abs(logprob - reference[row]!.logprobs[index]!)).toBeLessThan(1e-4)),
+  )
   return host.map((sequence) => [...sequence.tokenIds])
 }
 
@@ -30,7 +32,11 @@ function randomize(model: CausalLanguageModel, pattern: RegExp, seed: number): v
 describe("the host decoder's weights, kept between generations", () => {
   let model: CausalLanguageModel
   beforeAll(() => {
-    model = createModel('tiny', { vocabSize: 259, seed: 3, overrides: { hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, intermediateSize: 64, initializerRange: 0.3 } })
+    model = createModel('tiny', {
+      vocabSize: 259,
+      seed: 3,
+      overrides: { hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, intermediateSize: 64, initializerRange: 0.3 },
+    })
   })
   afterAll(() => model.dispose())
 
@@ -66,7 +72,11 @@ describe("the host decoder's weights, kept between generations", () => {
   it('are copied again into a larger arena when a generation needs more room, and stay right for smaller ones after', async () => {
     await hostAgreesWithLayers(model)
     const copies = hostWeightCopyCount()
-    const wide = { ...greedy, inputIds: Array.from({ length: 24 }, (_, row) => Int32Array.from({ length: 30 + row }, (_, index) => (row * 31 + index) % 259)), maxNewTokens: 40 }
+    const wide = {
+      ...greedy,
+      inputIds: Array.from({ length: 24 }, (_, row) => Int32Array.from({ length: 30 + row }, (_, index) => (row * 31 + index) % 259)),
+      maxNewTokens: 40,
+    }
     await hostAgreesWithLayers(model, wide)
     expect(hostWeightCopyCount()).toBe(copies + 1)
     await hostAgreesWithLayers(model)
@@ -122,7 +132,12 @@ describe('HostDecoder.prefill', () => {
       const next = prefilled.step(tokens, positions, padding)
       const reference = adopted.step(tokens, positions, padding)
       next.forEach((value, index) => expect(Math.abs(value - reference[index]!)).toBeLessThan(1e-4))
-      expect(() => prefilled.prefill(inputRows.map((row) => Int32Array.from([...row, 1])), maskRows)).toThrow(RangeError)
+      expect(() =>
+        prefilled.prefill(
+          inputRows.map((row) => Int32Array.from([...row, 1])),
+          maskRows,
+        ),
+      ).toThrow(RangeError)
     } finally {
       adopted.dispose()
       prefilled.dispose()

@@ -30,7 +30,11 @@ function generationFloats(config: ModelConfig, batch: number, capacity: number, 
   const projectedWidth = Math.max((heads + 2 * keyValueHeads) * headDim, 2 * intermediateSize)
   const cacheFloats = batch * keyValueHeads * positions * headDim
   const rows = Math.max(batch, prefillLength)
-  const scratch = rows * (2 * hiddenSize + Math.max(hiddenSize, intermediateSize) + projectedWidth + heads * headDim) + Math.max(batch * heads, prefillLength) * positions + batch * vocabSize + 7 * 4
+  const scratch =
+    rows * (2 * hiddenSize + Math.max(hiddenSize, intermediateSize) + projectedWidth + heads * headDim) +
+    Math.max(batch * heads, prefillLength) * positions +
+    batch * vocabSize +
+    7 * 4
   return numHiddenLayers * (2 * cacheFloats + 2 * 4) + scratch
 }
 
@@ -360,7 +364,9 @@ export class HostDecoder {
     const { arena, x, normed, projected, attended, scores, capacity, projectedWidth } = this
     const length = inputRows[0]!.length
     if (inputRows.length !== this.batch || length > this.prefillLength || length > capacity)
-      throw new RangeError(`HostDecoder.prefill: ${inputRows.length} rows of ${length} tokens, for ${this.batch} rows of at most ${Math.min(this.prefillLength, capacity)}`)
+      throw new RangeError(
+        `HostDecoder.prefill: ${inputRows.length} rows of ${length} tokens, for ${this.batch} rows of at most ${Math.min(this.prefillLength, capacity)}`,
+      )
     const groups = heads / keyValueHeads
     const queryWidth = heads * headDim
     const lengthPadded = Math.ceil(length / 4) * 4
@@ -383,7 +389,17 @@ export class HostDecoder {
           for (let member = 0; member < groups; member++) {
             const head = group * groups + member
             // scores[t, j] = q_t · k_j over every slot j < length (padding keys are zero, masked below).
-            arena.matmul(layer.keys.subarray(block * capacity * headDim), projected.subarray(head * headDim), scores, length, headDim, count, headDim, projectedWidth, capacity)
+            arena.matmul(
+              layer.keys.subarray(block * capacity * headDim),
+              projected.subarray(head * headDim),
+              scores,
+              length,
+              headDim,
+              count,
+              headDim,
+              projectedWidth,
+              capacity,
+            )
             for (let index = 0; index < count; index++) {
               const position = start + index
               const offset = index * capacity
@@ -399,11 +415,20 @@ export class HostDecoder {
                 scores[offset + slot] = weight
                 total += weight
               }
-              for (let slot = 0; slot < lengthPadded; slot++)
-                scores[offset + slot] = slot >= start && slot <= position ? scores[offset + slot]! / total : 0
+              for (let slot = 0; slot < lengthPadded; slot++) scores[offset + slot] = slot >= start && slot <= position ? scores[offset + slot]! / total : 0
             }
             // attended_t = Σ_j p[t, j] v_j (values stored transposed: a product).
-            arena.matmul(layer.values.subarray(block * headDim * capacity), scores, attended.subarray(head * headDim), headDim, lengthPadded, count, capacity, capacity, queryWidth)
+            arena.matmul(
+              layer.values.subarray(block * headDim * capacity),
+              scores,
+              attended.subarray(head * headDim),
+              headDim,
+              lengthPadded,
+              count,
+              capacity,
+              capacity,
+              queryWidth,
+            )
           }
         }
         this.outputAndMlp(layer, count)
