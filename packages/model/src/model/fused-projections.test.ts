@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { initTestBackend } from '../test/init-test-backend.js'
+import { applyLora } from '../lora/apply-lora.js'
 import { createModel } from './create-model.js'
 
 beforeAll(initTestBackend)
@@ -41,4 +42,30 @@ describe('fused projections', () => {
       }
     })
   }
+
+  it('are not fused in training when every weight is frozen (LoRA elsewhere): the tape would keep the concatenated copy', async () => {
+    const model = createModel('tiny', { vocabSize: 40, seed: 5, overrides: { numHiddenLayers: 2 } })
+    const rows = [Int32Array.from({ length: 20 }, (_, index) => (index * 7) % 40), Int32Array.from({ length: 20 }, (_, index) => (index * 11 + 3) % 40)]
+    /** Concatenations of weights in one training forward and backward (fused q/k/v and gate/up each make one). */
+    const concats = async () => {
+      const profile = await tf.profile(() => {
+        const { value, grads } = tf.variableGrads(() => tf.sum(model.forward(rows, { training: true })) as tf.Scalar, [...model.trainableParameters().values()])
+        tf.dispose([value, ...Object.values(grads)])
+      })
+      const weightShapes = ['384,128', '768,128'] // [q; k; v] and [gate; up] of tiny
+      return profile.kernels.filter((kernel) => kernel.name.startsWith('Concat') && weightShapes.includes(String(kernel.outputShapes[0]))).length
+    }
+    try {
+      const fuses = tf.getBackend() !== 'wasm'
+      // All trainable: q/k/v and gate/up fused in both layers (each concatenates its weights).
+      expect(await concats()).toBe(fuses ? 4 : 0)
+      // LoRA on q and v, the base frozen: neither is fused (q/v have adapters; gate/up are frozen).
+      const adapters = applyLora(model, { rank: 2, targetModules: ['q_proj', 'v_proj'] })
+      expect(await concats()).toBe(0)
+      adapters.remove()
+      expect(await concats()).toBe(fuses ? 4 : 0)
+    } finally {
+      model.dispose()
+    }
+  })
 })
