@@ -116,7 +116,11 @@ describe('createLoraAdapterPublisher', () => {
 })
 
 describe('createDisaggregatedRolloutSource', () => {
-  it('learns with generation on a server (its own model copy), LoRA adapters pushed after each update, staleness at most 1', async () => {
+  /**
+   * A warmed-up model's LoRA adapters trained through a `ludic serve`-like server (its own copy of the base
+   * weights) for `steps`; checks that it learns and that staleness stays within `maxStaleness`.
+   */
+  async function learnThroughServer(options: { maxStaleness?: number }, steps: number) {
     const model = createTestModel(2)
     const examples = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) =>
       ['a', 'b'].map((letter) => ({ promptIds: prompt(seed), responseIds: tokenizer.encode(letter, { addSpecialTokens: false }) })),
@@ -143,28 +147,67 @@ describe('createDisaggregatedRolloutSource', () => {
         environments: [() => createPickEnvironment()],
         recomputeOldLogprobs: true,
       },
-      { rolloutSource: (context) => (source = createDisaggregatedRolloutSource(context, adapters, { endpoints: [server.url], adapterDirectory: directory })) },
+      {
+        rolloutSource: (context) =>
+          (source = createDisaggregatedRolloutSource(context, adapters, { endpoints: [server.url], adapterDirectory: directory, ...options })),
+      },
     )
-    const history = await trainer.run({ steps: 12 })
+    const history = await trainer.run({ steps })
     const after = probabilityOfA(model)
-    // Learns as the synchronous loop does with the same LoRA settings (P(a) ≈ 0.49 → 0.7 in 12 steps).
-    expect(after).toBeGreaterThan(before + 0.1)
+    const maxStaleness = options.maxStaleness ?? 1
     expect(history[0]!.staleness).toBe(0)
-    expect(history.every((metrics) => metrics.staleness! >= 0 && metrics.staleness! <= 1)).toBe(true)
-    expect(history.some((metrics) => metrics.staleness === 1)).toBe(true)
-    // Every update's adapter was published (versions 0 … 12); only the newest are kept on the server and on disk.
-    expect(source!.publisher.current?.version).toBe(12)
-    expect(source!.stats.batches).toBeGreaterThanOrEqual(12)
+    expect(history.every((metrics) => metrics.staleness! >= 0 && metrics.staleness! <= maxStaleness)).toBe(true)
+    expect(source!.publisher.current?.version).toBe(steps)
+    expect(source!.stats.batches).toBeGreaterThanOrEqual(steps)
     const models = (await (await fetch(`${server.url}/models`)).json()) as { data: { id: string }[] }
-    expect(models.data.map((entry) => entry.id)).toEqual(['base', 'step-11', 'step-12'])
-    expect((await readdir(directory)).sort()).toEqual(['step-10', 'step-11', 'step-12'])
-    expect(local.count).toBe(2)
+    const loaded = models.data.map((entry) => entry.id)
+    const files = (await readdir(directory)).sort()
+    const count = local.count
     trainer.dispose()
     adapters.remove()
     model.dispose()
     await server.close()
     local.dispose()
     serverModel.dispose()
+    return { before, after, history, loaded, files, count }
+  }
+
+  it('learns with generation on a server (its own model copy), LoRA adapters pushed after each update, staleness at most 1', async () => {
+    const { before, after, history, loaded, files, count } = await learnThroughServer({}, 12)
+    // Learns as the synchronous loop does with the same LoRA settings (P(a) ≈ 0.49 → 0.7 in 12 steps).
+    expect(after).toBeGreaterThan(before + 0.1)
+    expect(history.some((metrics) => metrics.staleness === 1)).toBe(true)
+    // Every update's adapter was published (versions 0 … 12); only the newest are kept on the server and on disk.
+    expect(loaded).toEqual(['base', 'step-11', 'step-12'])
+    expect(files).toEqual(['step-10', 'step-11', 'step-12'])
+    expect(count).toBe(2)
+  })
+
+  it('keeps maxStaleness + 1 adapters loaded, so a batch two updates old still finds its adapter (maxStaleness 2)', async () => {
+    const { before, after, loaded } = await learnThroughServer({ maxStaleness: 2 }, 8)
+    expect(after).toBeGreaterThan(before)
+    expect(loaded).toEqual(['base', 'step-6', 'step-7', 'step-8'])
+  })
+
+  it('refuses keepLoaded below maxStaleness + 1, naming it', () => {
+    const model = createTestModel(2)
+    const adapters = applyLora(model, { rank: 2 })
+    const refused = () =>
+      createRlTrainer(
+        { model, tokenizer, environments: [() => createPickEnvironment()], recomputeOldLogprobs: true },
+        {
+          rolloutSource: (context) =>
+            createDisaggregatedRolloutSource(context, adapters, {
+              endpoints: ['http://127.0.0.1:9/v1'],
+              adapterDirectory: 'x',
+              maxStaleness: 2,
+              keepLoaded: 2,
+            }),
+        },
+      )
+    expect(refused).toThrow(InvalidArgumentError)
+    expect(refused).toThrow(/options\.keepLoaded.*maxStaleness \+ 1 \(3\)/)
+    model.dispose()
   })
 
   it('refuses a config without recomputeOldLogprobs', () => {

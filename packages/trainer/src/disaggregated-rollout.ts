@@ -15,7 +15,11 @@ export const disaggregatedRolloutOptionsSchema = z.strictObject({
   apiKey: publisherFields.apiKey,
   /** Where each version's adapter is written (`<directory>/step-<n>`); the servers read it from there. */
   adapterDirectory: publisherFields.directory,
-  keepLoaded: publisherFields.keepLoaded,
+  /**
+   * Adapters left loaded on the servers: a batch may play an adapter `maxStaleness` updates old, so at least
+   * `maxStaleness + 1` (fewer is an `InvalidArgumentError`). Default: `maxStaleness + 1`.
+   */
+  keepLoaded: z.number().int().min(1).max(64).optional(),
   keepLast: publisherFields.keepLast,
   /** Deadline of one adapter load or unload, in ms. Default: 60 000. */
   publishTimeoutMs: publisherFields.timeoutMs,
@@ -90,10 +94,18 @@ export function createDisaggregatedRolloutSource(
       message: "must be true with disaggregated rollouts: the importance ratio needs the current weights' log-probs",
     })
   }
+  const keepLoaded = settings.keepLoaded ?? settings.maxStaleness + 1
+  if (keepLoaded < settings.maxStaleness + 1) {
+    throw new InvalidArgumentError({
+      argument: 'options.keepLoaded',
+      value: keepLoaded,
+      message: `must be at least maxStaleness + 1 (${settings.maxStaleness + 1}): a batch may play an adapter ${settings.maxStaleness} update(s) old, which must stay loaded until it ends`,
+    })
+  }
   const publisher = createLoraAdapterPublisher({
     endpoints: settings.endpoints,
     directory: settings.adapterDirectory,
-    keepLoaded: settings.keepLoaded,
+    keepLoaded,
     keepLast: settings.keepLast,
     timeoutMs: settings.publishTimeoutMs,
     ...(settings.apiKey === undefined ? {} : { apiKey: settings.apiKey }),

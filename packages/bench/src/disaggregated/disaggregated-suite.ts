@@ -48,6 +48,8 @@ export const disaggregatedOptionsSchema = z.strictObject({
   target: z.number().min(-2).max(2).default(-0.1),
   /** Generation servers of configuration B (processes on loopback). Default 1. */
   servers: z.number().int().min(1).max(8).default(1),
+  /** B's staleness bound (`createDisaggregatedRolloutSource`'s `maxStaleness`): batches played with adapters at most this many updates old. Default 1. */
+  maxStaleness: z.number().int().min(0).max(8).default(1),
   /** Episodes in flight against the servers. Default: episodesPerStep. */
   concurrency: z.number().int().positive().max(100_000).optional(),
   /** Configurations to run, in this order: `sync` (A, the single-process loop) and `disaggregated` (B). Default both, A first. */
@@ -236,6 +238,7 @@ async function runConfiguration(
               (source = createDisaggregatedRolloutSource(sourceContext, adapters, {
                 endpoints: servers.map((server) => server.url),
                 adapterDirectory: join(workDirectory, 'adapters'),
+                maxStaleness: settings.maxStaleness,
                 ...(settings.concurrency === undefined ? {} : { concurrency: settings.concurrency }),
               })),
           },
