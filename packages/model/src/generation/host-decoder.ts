@@ -230,17 +230,10 @@ function linearWeight(model: CausalLanguageModel, name: string): Float32Array {
  * bit); attention and the rest stay on the calling thread.
  */
 export class HostDecoder {
+  /** The weights (kept or this decoder's own) and the arena holding them and this generation's buffers. */
   private readonly weights: HostWeights
-  private readonly cached: boolean
   private disposed = false
-  private readonly arena: MatmulArena
   private readonly layers: (HostLayerWeights & HostLayerCache)[]
-  /** `[vocab, hidden]` input embedding. */
-  private readonly embedding: Float32Array
-  /** `[vocab, hidden]`: the output projection (the embedding when tied). */
-  private readonly head: Float32Array
-  private readonly finalNorm: Float32Array
-  private readonly headBias: Float32Array | undefined
   private readonly inverseFrequency: Float32Array
   /** Positions a row can hold, rounded up to a multiple of 4 (the kernel's column block). */
   private readonly capacity: number
@@ -273,15 +266,10 @@ export class HostDecoder {
     const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize } = config
     this.capacity = Math.ceil(capacity / 4) * 4
     this.inverseFrequency = inverseFrequencies(headDim, config.ropeTheta, config.ropeScaling)
-    this.cached = options.simd !== false && (options.threads ?? 1) <= 1
     this.prefillLength = options.prefillLength ?? 0
-    this.weights = acquireHostWeights(model, generationFloats(config, batch, this.capacity, this.prefillLength), options, this.cached)
+    const cacheable = options.simd !== false && (options.threads ?? 1) <= 1
+    this.weights = acquireHostWeights(model, generationFloats(config, batch, this.capacity, this.prefillLength), options, cacheable)
     const { arena } = this.weights
-    this.arena = arena
-    this.embedding = this.weights.embedding
-    this.head = this.weights.head
-    this.finalNorm = this.weights.finalNorm
-    this.headBias = this.weights.headBias
     const queryKeyValueWidth = (heads + 2 * keyValueHeads) * headDim
     this.projectedWidth = Math.max(queryKeyValueWidth, 2 * intermediateSize)
     const cacheFloats = batch * keyValueHeads * this.capacity * headDim
@@ -301,6 +289,10 @@ export class HostDecoder {
     }
   }
 
+  private get arena(): MatmulArena {
+    return this.weights.arena
+  }
+
   /** Whether the products run in the WebAssembly SIMD kernel (else JavaScript). */
   get simd(): boolean {
     return this.arena.simd
@@ -318,10 +310,9 @@ export class HostDecoder {
   dispose(): void {
     if (this.disposed) return
     this.disposed = true
-    if (this.cached) {
-      this.arena.rewind(this.weights.weightsEnd)
-      this.weights.busy = false
-    } else this.arena.dispose()
+    this.arena.rewind(this.weights.weightsEnd)
+    this.weights.busy = false
+    this.arena.dispose() // lent worker threads back to their pool (a kept copy has none)
   }
 
   /** Copies the keys and values of a prefilled `cache` into the host buffers; the cache's tensors are freed. */
@@ -378,7 +369,7 @@ export class HostDecoder {
       const count = length - start
       for (let index = 0; index < count; index++) {
         const token = tokens[start + index]!
-        x.set(this.embedding.subarray(token * hiddenSize, (token + 1) * hiddenSize), index * hiddenSize)
+        x.set(this.weights.embedding.subarray(token * hiddenSize, (token + 1) * hiddenSize), index * hiddenSize)
       }
       const { cos, sin } = this.rotations(Int32Array.from({ length: count }, (_, index) => index))
       for (const layer of this.layers) {
@@ -400,23 +391,8 @@ export class HostDecoder {
               projectedWidth,
               capacity,
             )
-            for (let index = 0; index < count; index++) {
-              const position = start + index
-              const offset = index * capacity
-              let max = -Infinity
-              for (let slot = start; slot <= position; slot++) {
-                const score = Math.fround(scores[offset + slot]! * scale)
-                scores[offset + slot] = score
-                if (score > max) max = score
-              }
-              let total = 0
-              for (let slot = start; slot <= position; slot++) {
-                const weight = Math.exp(scores[offset + slot]! - max)
-                scores[offset + slot] = weight
-                total += weight
-              }
-              for (let slot = 0; slot < lengthPadded; slot++) scores[offset + slot] = slot >= start && slot <= position ? scores[offset + slot]! / total : 0
-            }
+            // Causal over the row's own tokens: token t attends to slots start … start + t.
+            for (let index = 0; index < count; index++) attentionSoftmax(scores, index * capacity, start, start + index + 1, lengthPadded, scale, undefined, 0)
             // attended_t = Σ_j p[t, j] v_j (values stored transposed: a product).
             arena.matmul(
               layer.values.subarray(block * headDim * capacity),
@@ -435,10 +411,10 @@ export class HostDecoder {
       }
       // The last token's logits.
       const last = x.subarray((count - 1) * hiddenSize, count * hiddenSize)
-      rmsNormalise(last, this.finalNorm, normed, 1, hiddenSize, rmsNormEps)
-      arena.matmul(this.head, normed, this.logits.subarray(row * vocabSize), vocabSize, hiddenSize, 1, hiddenSize, hiddenSize, vocabSize)
+      rmsNormalise(last, this.weights.finalNorm, normed, 1, hiddenSize, rmsNormEps)
+      arena.matmul(this.weights.head, normed, this.logits.subarray(row * vocabSize), vocabSize, hiddenSize, 1, hiddenSize, hiddenSize, vocabSize)
     })
-    addBias(this.logits, this.headBias, this.batch, vocabSize, vocabSize)
+    addBias(this.logits, this.weights.headBias, this.batch, vocabSize, vocabSize)
     this.length = length
     return this.logits.slice()
   }
@@ -458,7 +434,7 @@ export class HostDecoder {
     const queryWidth = heads * headDim
     for (let row = 0; row < batch; row++) {
       const token = tokens[row]!
-      x.set(this.embedding.subarray(token * hiddenSize, (token + 1) * hiddenSize), row * hiddenSize)
+      x.set(this.weights.embedding.subarray(token * hiddenSize, (token + 1) * hiddenSize), row * hiddenSize)
     }
     const { cos, sin } = this.rotations(positions)
     const lengthPadded = Math.ceil(length / 4) * 4
@@ -473,24 +449,7 @@ export class HostDecoder {
           const rowScores = scores.subarray(row * heads * capacity + group * groups * capacity)
           // scores[j, t] = q_j · k_t for the `groups` query heads sharing this key/value head.
           arena.matmul(layer.keys.subarray(block * capacity * headDim), query, rowScores, length, headDim, groups, headDim, headDim, capacity)
-          for (let member = 0; member < groups; member++) {
-            const offset = member * capacity
-            let max = -Infinity
-            for (let position = 0; position < length; position++) {
-              let score = Math.fround(rowScores[offset + position]! * scale)
-              if (padding !== undefined) score += padding[row * length + position]!
-              rowScores[offset + position] = score
-              if (score > max) max = score
-            }
-            let total = 0
-            for (let position = 0; position < length; position++) {
-              const weight = Math.exp(rowScores[offset + position]! - max)
-              rowScores[offset + position] = weight
-              total += weight
-            }
-            for (let position = 0; position < length; position++) rowScores[offset + position] = rowScores[offset + position]! / total
-            for (let position = length; position < lengthPadded; position++) rowScores[offset + position] = 0
-          }
+          for (let member = 0; member < groups; member++) attentionSoftmax(rowScores, member * capacity, 0, length, lengthPadded, scale, padding, row * length)
           // attended_j = Σ_t p[j, t] v_t: values are stored transposed, so this is a product too.
           arena.matmul(
             layer.values.subarray(block * headDim * capacity),
@@ -507,9 +466,9 @@ export class HostDecoder {
       }
       this.outputAndMlp(layer, batch)
     }
-    rmsNormalise(x, this.finalNorm, normed, batch, hiddenSize, rmsNormEps)
-    arena.matmul(this.head, normed, this.logits, vocabSize, hiddenSize, batch, hiddenSize, hiddenSize, vocabSize)
-    addBias(this.logits, this.headBias, batch, vocabSize, vocabSize)
+    rmsNormalise(x, this.weights.finalNorm, normed, batch, hiddenSize, rmsNormEps)
+    arena.matmul(this.weights.head, normed, this.logits, vocabSize, hiddenSize, batch, hiddenSize, hiddenSize, vocabSize)
+    addBias(this.logits, this.weights.headBias, batch, vocabSize, vocabSize)
     this.length = length
     return this.logits.slice()
   }
@@ -590,6 +549,37 @@ export class HostDecoder {
     addBias(delta, layer.downBias, rows, hiddenSize, hiddenSize)
     for (let index = 0; index < rows * hiddenSize; index++) x[index] = x[index]! + delta[index]!
   }
+}
+
+/**
+ * Attention weights in place over one row of raw scores `scores[offset + slot]`: `softmax(score · scale + bias)`
+ * over the slots `from … to - 1` (`bias[biasOffset + slot]` added when given), 0 on the other slots below `end`
+ * (the product that follows reads up to the next multiple of 4).
+ */
+function attentionSoftmax(
+  scores: Float32Array,
+  offset: number,
+  from: number,
+  to: number,
+  end: number,
+  scale: number,
+  bias: Float32Array | undefined,
+  biasOffset: number,
+): void {
+  let max = -Infinity
+  for (let slot = from; slot < to; slot++) {
+    let score = Math.fround(scores[offset + slot]! * scale)
+    if (bias !== undefined) score += bias[biasOffset + slot]!
+    scores[offset + slot] = score
+    if (score > max) max = score
+  }
+  let total = 0
+  for (let slot = from; slot < to; slot++) {
+    const weight = Math.exp(scores[offset + slot]! - max)
+    scores[offset + slot] = weight
+    total += weight
+  }
+  for (let slot = 0; slot < end; slot++) scores[offset + slot] = slot >= from && slot < to ? scores[offset + slot]! / total : 0
 }
 
 /** RMSNorm of each row of `x` (`[batch, width]`): `weight · x / sqrt(mean(x²) + epsilon)`. */
