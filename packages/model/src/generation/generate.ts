@@ -279,21 +279,19 @@ export async function generateRows(
   let hostDecoder: HostDecoder | undefined
   let lastYield = performance.now()
   try {
-    let logits: Float32Array
-    if (path === 'host' && hostPrefills(model, batch, promptLength)) {
+    const prefillOnHost = path === 'host' && hostPrefills(model, batch, promptLength)
+    if (path === 'host') {
       const threads = decodeThreads === 'auto' ? 1 : decodeThreads
-      hostDecoder = new HostDecoder(model, batch, contextLength, { threads, prefillLength: promptLength })
-      logits = hostDecoder.prefill(inputRows, maskRows)
-    } else {
+      hostDecoder = new HostDecoder(model, batch, contextLength, { threads, ...(prefillOnHost ? { prefillLength: promptLength } : {}) })
+    }
+    let logits: Float32Array
+    if (prefillOnHost) logits = hostDecoder!.prefill(inputRows, maskRows)
+    else {
       logits = await lastLogits(model, inputRows, maskRows, cache)
       if (path === 'fused') {
         decoder = new FusedDecoder(model)
         decoder.adoptCache(cache)
-      } else if (path === 'host') {
-        const threads = decodeThreads === 'auto' ? 1 : decodeThreads
-        hostDecoder = new HostDecoder(model, batch, contextLength, { threads })
-        hostDecoder.adoptCache(cache)
-      }
+      } else hostDecoder?.adoptCache(cache)
     }
     for (;;) {
       const next = new Int32Array(batch).fill(padId)
