@@ -305,8 +305,9 @@ export class CausalLanguageModel {
     if (recomputeLayers && cache !== undefined) {
       throw new InvalidArgumentError({ argument: 'options.recomputeLayers', value: true, message: 'recomputes layers for a gradient: not with a cache' })
     }
-    const stochastic = [...this.adapters].filter(([, adapter]) => !adapter.merged && adapter.stochastic === true).map(([name]) => name)
-    if (recomputeLayers && training && stochastic.length > 0) {
+    const stochastic =
+      recomputeLayers && training ? [...this.adapters].filter(([, adapter]) => !adapter.merged && adapter.stochastic === true).map(([name]) => name) : []
+    if (stochastic.length > 0) {
       throw new InvalidArgumentError({
         argument: 'options.recomputeLayers',
         value: true,
@@ -386,18 +387,18 @@ export class CausalLanguageModel {
     return hidden
   }
 
-  /** Logits `[batch, time, vocab]` from final-normed hidden states `[batch, time, hidden]`. */
   /**
    * The output projection's weight `[vocab, hidden]` when `logitsFromHidden` is `h Wᵀ` alone — the tied embedding,
    * or `lm_head` without a bias or an unmerged adapter — else undefined (the logits need `logitsFromHidden`).
    */
   plainHeadWeight(): tf.Variable | undefined {
     if (this.config.tieWordEmbeddings) return this.parameter(this.names.embedding)
-    const adapter = this.linearAdapters().get('lm_head')
-    if ((adapter !== undefined && !adapter.merged) || this.parameters().has('lm_head.bias')) return undefined
+    const adapter = this.adapters.get('lm_head')
+    if ((adapter !== undefined && !adapter.merged) || this.weights.has('lm_head.bias')) return undefined
     return this.parameter('lm_head.weight')
   }
 
+  /** Logits `[batch, time, vocab]` from final-normed hidden states `[batch, time, hidden]`. */
   logitsFromHidden(hidden: tf.Tensor3D, training = false): tf.Tensor3D {
     const [batch, time, width] = hidden.shape
     return tf.tidy(() => {
