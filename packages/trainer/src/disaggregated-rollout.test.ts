@@ -51,6 +51,16 @@ function recordingLoader() {
   return { loader, loads, unloads }
 }
 
+/** A one-layer model with LoRA adapters, and a server for it whose adapter loader only records (`recordingLoader`). */
+async function adapterServer() {
+  const model = createTestModel(1)
+  const adapters = applyLora(model, { rank: 2 })
+  const fake = recordingLoader()
+  const server = await serveOpenAICompatible(createLocalPolicy({ model, tokenizer }), { modelId: 'base', lora: { loader: fake.loader } })
+  servers.push(server)
+  return { model, adapters, fake, server }
+}
+
 describe('createLoraAdapterPublisher', () => {
   it('saves versioned PEFT folders, loads them on every endpoint, unloads beyond keepLoaded and deletes beyond keepLast', async () => {
     const model = createTestModel(1)
@@ -75,11 +85,7 @@ describe('createLoraAdapterPublisher', () => {
   })
 
   it('keeps the newest versions however their background saves and pushes finish (out of order)', async () => {
-    const model = createTestModel(1)
-    const adapters = applyLora(model, { rank: 2 })
-    const fake = recordingLoader()
-    const server = await serveOpenAICompatible(createLocalPolicy({ model, tokenizer }), { modelId: 'base', lora: { loader: fake.loader } })
-    servers.push(server)
+    const { model, adapters, fake, server } = await adapterServer()
     const directory = join(temporaryDirectory(), 'order')
     const publisher = createLoraAdapterPublisher({ endpoints: [server.url], directory, keepLoaded: 2, keepLast: 2 })
     // Saves complete 3, 1, 2; pushes arrive 1, 3, 2.
@@ -92,11 +98,7 @@ describe('createLoraAdapterPublisher', () => {
   })
 
   it('fails with a LoraPublishError naming the endpoint and the status; current stays the last good version', async () => {
-    const model = createTestModel(1)
-    const adapters = applyLora(model, { rank: 2 })
-    const fake = recordingLoader()
-    const server = await serveOpenAICompatible(createLocalPolicy({ model, tokenizer }), { modelId: 'base', lora: { loader: fake.loader } })
-    servers.push(server)
+    const { model, adapters, server } = await adapterServer()
     const good = createLoraAdapterPublisher({ endpoints: [server.url], directory: join(temporaryDirectory(), 'ok') })
     await good.publish(adapters, 1)
     const refusing = createLoraAdapterPublisher({ endpoints: [server.url], directory: join(temporaryDirectory(), 'refuse'), prefix: 'other' })
