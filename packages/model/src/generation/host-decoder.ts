@@ -38,7 +38,10 @@ function generationFloats(config: ModelConfig, batch: number, capacity: number, 
   return numHiddenLayers * (2 * cacheFloats + 2 * 4) + scratch
 }
 
-/** One layer's weights on the host, as the model stores them (`[out, in]`, row-major), q, k, v and gate, up stacked. */
+/**
+ * One layer's weights on the host (`[out, in]` as the model stores them, q, k, v and gate, up stacked), each matrix in
+ * the arena's weight layout (`allocateWeights`: 4 × 4 tiles where the kernel runs), read by `weightProduct`.
+ */
 interface HostLayerWeights {
   attentionNorm: Float32Array
   /** `[(heads + 2 · kvHeads) · headDim, hidden]`: q, k and v. */
@@ -148,16 +151,17 @@ function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options
     arena.reserve(hostWeightFloats(config) + roomFloats)
     const parameter = (name: string) => model.parameter(name).dataSync() as Float32Array
     const bias = (name: string) => model.parameters().get(`${name}.bias`)?.dataSync() as Float32Array | undefined
-    /** The linear layers' weights (`[out, in]`, an unmerged adapter's update added), rows stacked. */
-    const stack = (names: string[]) => {
+    /** The linear layers' weights (`[out, in]`, an unmerged adapter's update added), rows stacked, in the arena's weight layout. */
+    const stack = (names: string[], columns: number) => {
       const parts = names.map((name) => linearWeight(model, name))
-      const stacked = arena.allocate(parts.reduce((total, part) => total + part.length, 0))
+      if (parts.length === 1) return arena.allocateWeights(parts[0]!, parts[0]!.length / columns, columns)
+      const stacked = new Float32Array(parts.reduce((total, part) => total + part.length, 0))
       let offset = 0
       for (const part of parts) {
         stacked.set(part, offset)
         offset += part.length
       }
-      return stacked
+      return arena.allocateWeights(stacked, stacked.length / columns, columns)
     }
     const joinBiases = (names: string[], widths: number[]) => {
       const parts = names.map(bias)
@@ -182,20 +186,20 @@ function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options
       const mlp = ['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)
       layers.push({
         attentionNorm: norm(`${prefix}.input_layernorm.weight`),
-        queryKeyValue: stack(attention),
+        queryKeyValue: stack(attention, hiddenSize),
         queryKeyValueBias: joinBiases(attention, [heads * headDim, keyValueHeads * headDim, keyValueHeads * headDim]),
-        output: stack([`${prefix}.self_attn.o_proj`]),
+        output: stack([`${prefix}.self_attn.o_proj`], heads * headDim),
         outputBias: joinBiases([`${prefix}.self_attn.o_proj`], [hiddenSize]),
         mlpNorm: norm(`${prefix}.post_attention_layernorm.weight`),
-        gateUp: stack(mlp),
+        gateUp: stack(mlp, hiddenSize),
         gateUpBias: joinBiases(mlp, [intermediateSize, intermediateSize]),
-        down: stack([`${prefix}.mlp.down_proj`]),
+        down: stack([`${prefix}.mlp.down_proj`], intermediateSize),
         downBias: joinBiases([`${prefix}.mlp.down_proj`], [hiddenSize]),
       })
     }
     const finalNorm = norm('model.norm.weight')
-    const embedding = stack(['model.embed_tokens'])
-    const head = config.tieWordEmbeddings ? embedding : stack(['lm_head'])
+    const embedding = stack(['model.embed_tokens'], hiddenSize)
+    const head = config.tieWordEmbeddings ? embedding : stack(['lm_head'], hiddenSize)
     const headBias = config.tieWordEmbeddings ? undefined : joinBiases(['lm_head'], [vocabSize])
     return { arena, layers, embedding, head, finalNorm, headBias, weightsEnd: arena.used, roomFloats, source, busy: true }
   } catch (error) {
@@ -368,8 +372,7 @@ export class HostDecoder {
       if (start < 0 || mask.subarray(start).includes(0)) throw new RangeError(`HostDecoder.prefill: row ${row}'s mask is not left padding`)
       const count = length - start
       for (let index = 0; index < count; index++) {
-        const token = tokens[start + index]!
-        x.set(this.weights.embedding.subarray(token * hiddenSize, (token + 1) * hiddenSize), index * hiddenSize)
+        arena.copyWeightRow(this.weights.embedding, tokens[start + index]!, hiddenSize, x, index * hiddenSize)
       }
       const { cos, sin } = this.rotations(Int32Array.from({ length: count }, (_, index) => index))
       for (const layer of this.layers) {
@@ -412,7 +415,7 @@ export class HostDecoder {
       // The last token's logits.
       const last = x.subarray((count - 1) * hiddenSize, count * hiddenSize)
       rmsNormalise(last, this.weights.finalNorm, normed, 1, hiddenSize, rmsNormEps)
-      arena.matmul(this.weights.head, normed, this.logits.subarray(row * vocabSize), vocabSize, hiddenSize, 1, hiddenSize, hiddenSize, vocabSize)
+      arena.weightProduct(this.weights.head, normed, this.logits.subarray(row * vocabSize), vocabSize, hiddenSize, 1, hiddenSize, vocabSize)
     })
     addBias(this.logits, this.weights.headBias, this.batch, vocabSize, vocabSize)
     this.length = length
@@ -433,8 +436,7 @@ export class HostDecoder {
     const scale = 1 / Math.sqrt(headDim)
     const queryWidth = heads * headDim
     for (let row = 0; row < batch; row++) {
-      const token = tokens[row]!
-      x.set(this.weights.embedding.subarray(token * hiddenSize, (token + 1) * hiddenSize), row * hiddenSize)
+      arena.copyWeightRow(this.weights.embedding, tokens[row]!, hiddenSize, x, row * hiddenSize)
     }
     const { cos, sin } = this.rotations(positions)
     const lengthPadded = Math.ceil(length / 4) * 4
@@ -467,7 +469,7 @@ export class HostDecoder {
       this.outputAndMlp(layer, batch)
     }
     rmsNormalise(x, this.weights.finalNorm, normed, batch, hiddenSize, rmsNormEps)
-    arena.matmul(this.weights.head, normed, this.logits, vocabSize, hiddenSize, batch, hiddenSize, hiddenSize, vocabSize)
+    arena.weightProduct(this.weights.head, normed, this.logits, vocabSize, hiddenSize, batch, hiddenSize, vocabSize)
     addBias(this.logits, this.weights.headBias, batch, vocabSize, vocabSize)
     this.length = length
     return this.logits.slice()
@@ -493,7 +495,7 @@ export class HostDecoder {
     const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, rmsNormEps } = this.model.config
     const width = (heads + 2 * keyValueHeads) * headDim
     rmsNormalise(this.x, layer.attentionNorm, this.normed, rows, hiddenSize, rmsNormEps)
-    this.arena.matmul(layer.queryKeyValue, this.normed, this.projected, width, hiddenSize, rows, hiddenSize, hiddenSize, this.projectedWidth)
+    this.arena.weightProduct(layer.queryKeyValue, this.normed, this.projected, width, hiddenSize, rows, hiddenSize, this.projectedWidth)
     addBias(this.projected, layer.queryKeyValueBias, rows, width, this.projectedWidth)
   }
 
@@ -532,11 +534,11 @@ export class HostDecoder {
     const { hiddenSize, headDim, numAttentionHeads: heads, intermediateSize, rmsNormEps } = this.model.config
     const { arena, x, normed, projected, attended, delta, projectedWidth } = this
     const queryWidth = heads * headDim
-    arena.matmul(layer.output, attended, delta, hiddenSize, queryWidth, rows, queryWidth, queryWidth, hiddenSize)
+    arena.weightProduct(layer.output, attended, delta, hiddenSize, queryWidth, rows, queryWidth, hiddenSize)
     addBias(delta, layer.outputBias, rows, hiddenSize, hiddenSize)
     for (let index = 0; index < rows * hiddenSize; index++) x[index] = x[index]! + delta[index]!
     rmsNormalise(x, layer.mlpNorm, normed, rows, hiddenSize, rmsNormEps)
-    arena.matmul(layer.gateUp, normed, projected, 2 * intermediateSize, hiddenSize, rows, hiddenSize, hiddenSize, projectedWidth)
+    arena.weightProduct(layer.gateUp, normed, projected, 2 * intermediateSize, hiddenSize, rows, hiddenSize, projectedWidth)
     addBias(projected, layer.gateUpBias, rows, 2 * intermediateSize, projectedWidth)
     for (let row = 0; row < rows; row++) {
       const base = row * projectedWidth
@@ -545,7 +547,7 @@ export class HostDecoder {
         normed[row * intermediateSize + index] = (gate / (1 + Math.exp(-gate))) * projected[base + intermediateSize + index]!
       }
     }
-    arena.matmul(layer.down, normed, delta, hiddenSize, intermediateSize, rows, intermediateSize, intermediateSize, hiddenSize)
+    arena.weightProduct(layer.down, normed, delta, hiddenSize, intermediateSize, rows, intermediateSize, hiddenSize)
     addBias(delta, layer.downBias, rows, hiddenSize, hiddenSize)
     for (let index = 0; index < rows * hiddenSize; index++) x[index] = x[index]! + delta[index]!
   }

@@ -77,6 +77,47 @@ describe('createMatmulArena with worker threads', () => {
     }
   })
 
+  it('shares products over packed weights too: bit for bit the single-thread kernel over row-major ones', async () => {
+    const [rows, columns, batch] = [1026, 256, 8]
+    const random = createRandom(4)
+    const source = Float32Array.from({ length: rows * columns }, () => random.nextFloat() * 2 - 1)
+    const input = Float32Array.from({ length: batch * columns }, () => random.nextFloat() * 2 - 1)
+    const single = createMatmulArena()
+    single.reserve(rows * columns + batch * (columns + rows) + 12)
+    const w = single.allocate(rows * columns)
+    w.set(source)
+    const x = single.allocate(batch * columns)
+    x.set(input)
+    const expected = single.allocate(batch * rows)
+    single.matmul(w, x, expected, rows, columns, batch, columns, columns, rows)
+    const shared = createMatmulArena({ threads: 2 })
+    shared.reserve(2 * rows * columns + batch * (columns + rows) + 12)
+    try {
+      const packed = shared.allocateWeights(source, rows, columns)
+      const plain = shared.allocate(rows * columns)
+      plain.set(source)
+      const sharedX = shared.allocate(batch * columns)
+      sharedX.set(input)
+      const y = shared.allocate(batch * rows)
+      for (let round = 0; round < 500 && shared.helperChunks === 0; round++) {
+        shared.weightProduct(packed, sharedX, y, rows, columns, batch, columns, rows)
+        await sleep(5)
+      }
+      expect(shared.helperChunks).toBeGreaterThan(0)
+      for (let round = 0; round < 10; round++) {
+        y.fill(Number.NaN)
+        shared.weightProduct(packed, sharedX, y, rows, columns, batch, columns, rows)
+        expect(y).toEqual(expected)
+        // A row-major product right after, on the same workers: they switch kernels with the product.
+        y.fill(Number.NaN)
+        shared.matmul(plain, sharedX, y, rows, columns, batch, columns, columns, rows)
+        expect(y).toEqual(expected)
+      }
+    } finally {
+      shared.dispose()
+    }
+  })
+
   it('runs on this thread alone for one thread, in JavaScript, and after dispose — same results', async () => {
     expect(createMatmulArena({ threads: 1 }).threads).toBe(1)
     const javascript = createMatmulArena({ simd: false, threads: 2 })

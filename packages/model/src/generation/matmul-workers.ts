@@ -28,6 +28,8 @@ export const controlSlots = {
   rowsPerChunk: 4,
   /** The kernel's nine arguments (`w, x, y, rows, columns, batch, wStride, xStride, yStride`, bytes), rows = all blocked rows. */
   arguments: 5,
+  /** 1: the product runs `matmulPacked` (weights in `packWeights`' layout), 0: `matmul`. */
+  packed: 14,
 } as const
 /** Bytes of the control block. */
 export const controlBytes = 64
@@ -42,7 +44,7 @@ const workerSource = `
 const { parentPort } = require('node:worker_threads')
 const spins = 20000
 parentPort.on('message', ({ module, memory, control }) => {
-  const matmul = new WebAssembly.Instance(module, { env: { memory } }).exports.matmul
+  const { matmul, matmulPacked } = new WebAssembly.Instance(module, { env: { memory } }).exports
   const slots = new Int32Array(memory.buffer, control, 16)
   let seen = -1
   for (;;) {
@@ -68,7 +70,7 @@ parentPort.on('message', ({ module, memory, control }) => {
       const perChunk = slots[${controlSlots.rowsPerChunk}]
       const from = chunk * perChunk
       const rows = Math.min(perChunk, slots[a + 3] - from)
-      matmul(slots[a] + from * slots[a + 6], slots[a + 1], slots[a + 2] + from * 4, rows, slots[a + 4], slots[a + 5], slots[a + 6], slots[a + 7], slots[a + 8])
+      ;(slots[${controlSlots.packed}] === 1 ? matmulPacked : matmul)(slots[a] + from * slots[a + 6], slots[a + 1], slots[a + 2] + from * 4, rows, slots[a + 4], slots[a + 5], slots[a + 6], slots[a + 7], slots[a + 8])
       Atomics.add(slots, ${controlSlots.done}, 1)
       Atomics.notify(slots, ${controlSlots.done})
     }

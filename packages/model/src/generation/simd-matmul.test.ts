@@ -1,6 +1,6 @@
 import { createRandom } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
-import { createMatmulArena, simdAvailable } from './simd-matmul.js'
+import { createMatmulArena, relaxedSimdAvailable, simdAvailable } from './simd-matmul.js'
 
 /** `y[b·yStride + r] = Σ_i w[r·wStride + i] · x[b·xStride + i]` in float64. */
 function reference(w: Float32Array, x: Float32Array, rows: number, columns: number, batch: number, wStride: number, xStride: number): number[][] {
@@ -20,6 +20,13 @@ describe('createMatmulArena', () => {
     expect(createMatmulArena({ simd: false }).simd).toBe(false)
   })
 
+  it('multiplies and adds in one fused instruction where relaxed SIMD is available (Node 20: turned on; LUDIC_RELAXED_SIMD=0: off)', () => {
+    expect(relaxedSimdAvailable()).toBe(process.env.LUDIC_RELAXED_SIMD !== '0')
+    expect(createMatmulArena().fused).toBe(relaxedSimdAvailable())
+    expect(createMatmulArena({ fused: false }).fused).toBe(false)
+    expect(createMatmulArena({ simd: false }).fused).toBe(false)
+  })
+
   // Shapes: rows not a multiple of 4 (the last ones in JavaScript), odd batches (the kernel's single-row tail),
   // columns not a multiple of 4 (all in JavaScript), strides wider than the columns (a cache's rows).
   const shapes = [
@@ -29,11 +36,15 @@ describe('createMatmulArena', () => {
     { rows: 9, columns: 6, batch: 2, wStride: 6, xStride: 6, yStride: 9 },
     { rows: 64, columns: 128, batch: 7, wStride: 128, xStride: 128, yStride: 64 },
   ]
-  for (const simd of [true, false]) {
-    it(`matches a float64 product to float32 rounding (${simd ? 'SIMD kernel' : 'JavaScript'})`, () => {
+  for (const [kind, options] of [
+    ['fused SIMD kernel', {}],
+    ['SIMD kernel, multiply then add', { fused: false }],
+    ['JavaScript', { simd: false }],
+  ] as const) {
+    it(`matches a float64 product to float32 rounding (${kind})`, () => {
       const random = createRandom(5)
       for (const { rows, columns, batch, wStride, xStride, yStride } of shapes) {
-        const arena = createMatmulArena({ simd })
+        const arena = createMatmulArena(options)
         arena.reserve(rows * wStride + batch * xStride + batch * yStride + 12)
         const w = arena.allocate(rows * wStride)
         const x = arena.allocate(batch * xStride)
@@ -50,6 +61,63 @@ describe('createMatmulArena', () => {
       }
     })
   }
+
+  it('the fused kernel rounds once where the other rounds twice: the sums differ, by float32 rounding only', () => {
+    const [rows, columns, batch] = [64, 256, 8]
+    const results = [{}, { fused: false }].map((options) => {
+      const arena = createMatmulArena(options)
+      arena.reserve(rows * columns + batch * columns + batch * rows)
+      const w = arena.allocate(rows * columns)
+      const x = arena.allocate(batch * columns)
+      const y = arena.allocate(batch * rows)
+      const seeded = createRandom(8)
+      w.forEach((_, index) => (w[index] = seeded.nextFloat() * 2 - 1))
+      x.forEach((_, index) => (x[index] = seeded.nextFloat() * 2 - 1))
+      arena.matmul(w, x, y, rows, columns, batch, columns, columns, rows)
+      return Array.from(y)
+    })
+    const differing = results[0]!.filter((value, index) => value !== results[1]![index]).length
+    if (relaxedSimdAvailable()) expect(differing).toBeGreaterThan(0)
+    else expect(differing).toBe(0)
+    for (let index = 0; index < results[0]!.length; index++) expect(Math.abs(results[0]![index]! - results[1]![index]!)).toBeLessThan(1e-4)
+  })
+
+  it('weights in the packed layout: the same products as row-major weights bit for bit, and their rows read back', () => {
+    const random = createRandom(9)
+    // Rows with a row-major tail (not a multiple of 4), columns the kernel skips (not a multiple of 4), odd batches, strides.
+    const cases = [
+      { rows: 64, columns: 128, batch: 8, xStride: 128, yStride: 64 },
+      { rows: 37, columns: 32, batch: 3, xStride: 36, yStride: 40 },
+      { rows: 3, columns: 16, batch: 2, xStride: 16, yStride: 3 },
+      { rows: 9, columns: 6, batch: 2, xStride: 6, yStride: 9 },
+      { rows: 12, columns: 8, batch: 1, xStride: 10, yStride: 12 },
+    ]
+    for (const options of [{}, { fused: false }, { simd: false }]) {
+      for (const { rows, columns, batch, xStride, yStride } of cases) {
+        const arena = createMatmulArena(options)
+        arena.reserve(3 * rows * columns + batch * (xStride + 2 * yStride) + 20)
+        const source = Float32Array.from({ length: rows * columns }, () => random.nextFloat() * 2 - 1)
+        const plain = arena.allocate(rows * columns)
+        plain.set(source)
+        const packed = arena.allocateWeights(source, rows, columns)
+        const x = arena.allocate(batch * xStride)
+        x.forEach((_, index) => (x[index] = random.nextFloat() * 2 - 1))
+        const expected = arena.allocate(batch * yStride)
+        const y = arena.allocate(batch * yStride)
+        arena.matmul(plain, x, expected, rows, columns, batch, columns, xStride, yStride)
+        arena.weightProduct(packed, x, y, rows, columns, batch, xStride, yStride)
+        expect(Array.from(y)).toEqual(Array.from(expected))
+        const tiled = arena.simd && columns % 4 === 0 && rows >= 4
+        expect(Array.from(packed).some((value, index) => value !== source[index])).toBe(tiled)
+        const row = new Float32Array(columns + 2)
+        for (let index = 0; index < rows; index++) {
+          arena.copyWeightRow(packed, index, columns, row, 2)
+          expect(Array.from(row.subarray(2))).toEqual(Array.from(source.subarray(index * columns, (index + 1) * columns)))
+        }
+      }
+    }
+    expect(() => createMatmulArena().allocateWeights(new Float32Array(6), 2, 4)).toThrow(RangeError)
+  })
 
   it('refuses to allocate past what was reserved, and before reserving', () => {
     const arena = createMatmulArena()

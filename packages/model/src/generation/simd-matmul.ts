@@ -1,3 +1,4 @@
+import { setFlagsFromString } from 'node:v8'
 import { controlBytes, controlSlots, lendMatmulHelpers, maximumChunks, type MatmulHelpers } from './matmul-workers.js'
 
 /**
@@ -8,9 +9,10 @@ import { controlBytes, controlSlots, lendMatmulHelpers, maximumChunks, type Matm
  *     y[b·yStride + r] = Σ_{i < columns} w[r·wStride + i] · x[b·xStride + i]
  *
  * Four rows of `w` at a time, each SIMD load of them serving two batch rows (and the rows staying in the L1
- * cache for the next two), four columns per lane: 10–13 G multiply-adds a second on one core of a 2020s x86 machine, about ten times a
- * JavaScript loop and on par with the WebAssembly backend's XNNPACK for these shapes — with no per-call cost
- * beyond the call itself. Rows beyond a multiple of 4 and column counts that are not a multiple of 4 run in
+ * cache for the next two), four columns per lane: 10–13 G multiply-adds a second on one core of a 2020s x86
+ * machine with a separate multiply and add, 13–16 G with relaxed SIMD's fused `f32x4.relaxed_madd` (a 1.3×
+ * faster small-preset batch-8 step; `relaxedSimdAvailable`), about ten times a JavaScript loop and on par with
+ * the WebAssembly backend's XNNPACK for these shapes — with no per-call cost beyond the call itself. Rows beyond a multiple of 4 and column counts that are not a multiple of 4 run in
  * JavaScript. Where WebAssembly SIMD is missing, everything runs in JavaScript (`simdAvailable()` says which).
  */
 
@@ -38,8 +40,19 @@ export interface MatmulArena {
     xStride: number,
     yStride: number,
   ): void
+  /**
+   * Copies a weight matrix (`source`, `[rows, columns]` row-major) into the arena in the layout `weightProduct`
+   * reads: `packWeights`' tiles where the kernel runs and `columns` is a multiple of 4, else row-major.
+   */
+  allocateWeights(source: Float32Array, rows: number, columns: number): Float32Array
+  /** `y[b·yStride + r] = Σ_i W[r, i] · x[b·xStride + i]` over weights `w` from `allocateWeights` (same sums as `matmul`, bit for bit). */
+  weightProduct(w: Float32Array, x: Float32Array, y: Float32Array, rows: number, columns: number, batch: number, xStride: number, yStride: number): void
+  /** Row `row` of weights from `allocateWeights` (`columns` wide), written to `out` from `offset`. */
+  copyWeightRow(w: Float32Array, row: number, columns: number, out: Float32Array, offset: number): void
   /** Whether the SIMD kernel runs (else JavaScript). */
   readonly simd: boolean
+  /** Whether it multiplies and adds in one fused instruction (relaxed SIMD, `relaxedSimdAvailable`). */
+  readonly fused: boolean
   /** Threads the products run on: 1, or 1 + the worker threads lent to this arena. */
   readonly threads: number
   /** Chunks of shared products that worker threads ran so far (0 on one thread). */
@@ -75,9 +88,11 @@ const signedLeb = (value: number): number[] => {
 /**
  * The module: `matmul(w, x, y, rows, columns, batch, wStride, xStride, yStride)` (pointers and strides in
  * bytes) over the imported memory `env.memory` — a shared one (limits 1 … 65 536 pages) when `shared`, so
- * that worker threads run the same function on the same buffers.
+ * that worker threads run the same function on the same buffers — and `matmulPacked`, the same product over
+ * weights in `packWeights`' layout (`wStride` = the columns' bytes), whose four rows are one sequential stream. `fused`: each multiply-add is one
+ * `f32x4.relaxed_madd` (a fused multiply-add where the CPU has one, one rounding instead of two).
  */
-function moduleBytes(shared: boolean): Uint8Array {
+function moduleBytes(shared: boolean, fused: boolean): Uint8Array {
   const section = (id: number, bytes: number[]) => [id, ...unsignedLeb(bytes.length), ...bytes]
   const vector = (items: number[][]) => [...unsignedLeb(items.length), ...items.flat()]
   const name = (text: string) => [...unsignedLeb(text.length), ...Array.from(text, (character) => character.charCodeAt(0))]
@@ -90,9 +105,11 @@ function moduleBytes(shared: boolean): Uint8Array {
   const br = (depth: number) => [0x0c, depth]
   const brIf = (depth: number) => [0x0d, depth]
   const load128 = [0xfd, 0x00, 0x02, 0x00] // v128.load align=4 offset=0
+  const loadAt = (offset: number) => [0xfd, 0x00, 0x02, ...unsignedLeb(offset)] // v128.load align=4 offset
   const zero128 = [0xfd, 0x0c, ...new Array<number>(16).fill(0)] // v128.const 0
   const add4 = [0xfd, ...unsignedLeb(228)] // f32x4.add
   const mul4 = [0xfd, ...unsignedLeb(230)] // f32x4.mul
+  const relaxedMadd4 = [0xfd, ...unsignedLeb(0x105)] // f32x4.relaxed_madd (relaxed SIMD): a · b + c
   const lane = (index: number) => [0xfd, 0x1f, index] // f32x4.extract_lane
   const addScalar = [0x92] // f32.add
   const store = (offset: number) => [0x38, 0x02, ...unsignedLeb(offset)] // f32.store align=4
@@ -100,149 +117,152 @@ function moduleBytes(shared: boolean): Uint8Array {
   const [W, X, Y, ROWS, COLUMNS, BATCH, WSTRIDE, XSTRIDE, YSTRIDE] = [0, 1, 2, 3, 4, 5, 6, 7, 8]
   const [ROW, B, I, ROWBYTES, W0, W1, W2, W3, XP, XQ, YP] = [9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
   const [A0, A1, A2, A3, A4, A5, A6, A7, XV, XW, WV] = [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30]
-  const weightRows = [W0, W1, W2, W3]
-  /** Stores the horizontal sums of four accumulators at `YP + offset`, `+ 4`, `+ 8`, `+ 12`. */
-  const storeSums = (accumulators: number[], offset: number) =>
-    accumulators.flatMap((accumulator, index) => [
-      ...get(YP),
-      ...get(accumulator),
-      ...lane(0),
-      ...get(accumulator),
-      ...lane(1),
-      ...addScalar,
-      ...get(accumulator),
-      ...lane(2),
-      ...addScalar,
-      ...get(accumulator),
-      ...lane(3),
-      ...addScalar,
-      ...store(offset + 4 * index),
-    ])
-  /** The loop over batch rows, `pair` rows at once (1 or 2): the four weight rows are loaded once for both. */
-  const batchLoop = (pair: 1 | 2) => [
-    ...block,
-    ...loop,
-    ...get(B),
-    ...i32(pair - 1),
-    ...add,
-    ...get(BATCH),
-    ...geU,
-    ...brIf(1),
-    ...get(X),
-    ...get(B),
-    ...get(XSTRIDE),
-    ...mul,
-    ...add,
-    ...tee(XP),
-    ...get(XSTRIDE),
-    ...add,
-    ...set(XQ),
-    ...zero128,
-    ...tee(A0),
-    ...tee(A1),
-    ...tee(A2),
-    ...tee(A3),
-    ...tee(A4),
-    ...tee(A5),
-    ...tee(A6),
-    ...set(A7),
-    ...i32(0),
-    ...set(I),
-    ...block,
-    ...loop, // columns, four per lane
-    ...get(I),
-    ...get(ROWBYTES),
-    ...geU,
-    ...brIf(1),
-    ...get(XP),
-    ...get(I),
-    ...add,
-    ...load128,
-    ...set(XV),
-    ...(pair === 2 ? [...get(XQ), ...get(I), ...add, ...load128, ...set(XW)] : []),
-    ...weightRows.flatMap((row, index) => [
-      ...get(row),
+  /** One function's code: rows of `w` read as four streams, or (`packed`) as one stream of 4 × 4 tiles. */
+  const codeFor = (packed: boolean) => {
+    const weightRows = [W0, W1, W2, W3]
+    /** `accumulator += x · WV`: one fused `f32x4.relaxed_madd` (x, WV, accumulator) where `fused`, else `f32x4.mul` then `f32x4.add`. */
+    const multiplyAdd = (accumulator: number, x: number) =>
+      fused
+        ? [...get(x), ...get(WV), ...get(accumulator), ...relaxedMadd4, ...set(accumulator)]
+        : [...get(accumulator), ...get(x), ...get(WV), ...mul4, ...add4, ...set(accumulator)]
+    /** Stores the horizontal sums of four accumulators at `YP + offset`, `+ 4`, `+ 8`, `+ 12`. */
+    const storeSums = (accumulators: number[], offset: number) =>
+      accumulators.flatMap((accumulator, index) => [
+        ...get(YP),
+        ...get(accumulator),
+        ...lane(0),
+        ...get(accumulator),
+        ...lane(1),
+        ...addScalar,
+        ...get(accumulator),
+        ...lane(2),
+        ...addScalar,
+        ...get(accumulator),
+        ...lane(3),
+        ...addScalar,
+        ...store(offset + 4 * index),
+      ])
+    /** The loop over batch rows, `pair` rows at once (1 or 2): the four weight rows are loaded once for both. */
+    const batchLoop = (pair: 1 | 2) => [
+      ...block,
+      ...loop,
+      ...get(B),
+      ...i32(pair - 1),
+      ...add,
+      ...get(BATCH),
+      ...geU,
+      ...brIf(1),
+      ...get(X),
+      ...get(B),
+      ...get(XSTRIDE),
+      ...mul,
+      ...add,
+      ...tee(XP),
+      ...get(XSTRIDE),
+      ...add,
+      ...set(XQ),
+      ...zero128,
+      ...tee(A0),
+      ...tee(A1),
+      ...tee(A2),
+      ...tee(A3),
+      ...tee(A4),
+      ...tee(A5),
+      ...tee(A6),
+      ...set(A7),
+      ...i32(0),
+      ...set(I),
+      ...(packed ? [...get(W0), ...set(W1)] : []), // W1: the packed block's next four columns
+      ...block,
+      ...loop, // columns, four per lane
+      ...get(I),
+      ...get(ROWBYTES),
+      ...geU,
+      ...brIf(1),
+      ...get(XP),
       ...get(I),
       ...add,
       ...load128,
-      ...set(WV),
-      ...get(A0 + index),
-      ...get(XV),
-      ...get(WV),
-      ...mul4,
-      ...add4,
-      ...set(A0 + index),
-      ...(pair === 2 ? [...get(A4 + index), ...get(XW), ...get(WV), ...mul4, ...add4, ...set(A4 + index)] : []),
-    ]),
-    ...get(I),
-    ...i32(16),
-    ...add,
-    ...set(I),
-    ...br(0),
-    ...end,
-    ...end,
-    ...get(Y),
-    ...get(B),
-    ...get(YSTRIDE),
-    ...mul,
-    ...add,
-    ...get(ROW),
-    ...i32(2),
-    ...shl,
-    ...add,
-    ...set(YP),
-    ...storeSums([A0, A1, A2, A3], 0),
-    ...(pair === 2 ? [...get(YP), ...get(YSTRIDE), ...add, ...set(YP), ...storeSums([A4, A5, A6, A7], 0)] : []),
-    ...get(B),
-    ...i32(pair),
-    ...add,
-    ...set(B),
-    ...br(0),
-    ...end,
-    ...end,
-  ]
-  const body = [
-    ...get(COLUMNS),
-    ...i32(2),
-    ...shl,
-    ...set(ROWBYTES),
-    ...block,
-    ...loop, // rows of w, four at a time
-    ...get(ROW),
-    ...i32(4),
-    ...add,
-    ...get(ROWS),
-    ...gtU,
-    ...brIf(1),
-    ...get(W),
-    ...get(ROW),
-    ...get(WSTRIDE),
-    ...mul,
-    ...add,
-    ...tee(W0),
-    ...get(WSTRIDE),
-    ...add,
-    ...tee(W1),
-    ...get(WSTRIDE),
-    ...add,
-    ...tee(W2),
-    ...get(WSTRIDE),
-    ...add,
-    ...set(W3),
-    ...i32(0),
-    ...set(B),
-    ...batchLoop(2),
-    ...batchLoop(1), // the last batch row when their number is odd
-    ...get(ROW),
-    ...i32(4),
-    ...add,
-    ...set(ROW),
-    ...br(0),
-    ...end,
-    ...end,
-    ...end,
-  ]
-  const code = [2, 11, 0x7f, 11, 0x7b, ...body] // locals: 11 × i32, 11 × v128
+      ...set(XV),
+      ...(pair === 2 ? [...get(XQ), ...get(I), ...add, ...load128, ...set(XW)] : []),
+      ...weightRows.flatMap((row, index) => [
+        ...(packed ? [...get(W1), ...loadAt(16 * index)] : [...get(row), ...get(I), ...add, ...load128]),
+        ...set(WV),
+        ...multiplyAdd(A0 + index, XV),
+        ...(pair === 2 ? multiplyAdd(A4 + index, XW) : []),
+      ]),
+      ...get(I),
+      ...i32(16),
+      ...add,
+      ...set(I),
+      ...(packed ? [...get(W1), ...i32(64), ...add, ...set(W1)] : []),
+      ...br(0),
+      ...end,
+      ...end,
+      ...get(Y),
+      ...get(B),
+      ...get(YSTRIDE),
+      ...mul,
+      ...add,
+      ...get(ROW),
+      ...i32(2),
+      ...shl,
+      ...add,
+      ...set(YP),
+      ...storeSums([A0, A1, A2, A3], 0),
+      ...(pair === 2 ? [...get(YP), ...get(YSTRIDE), ...add, ...set(YP), ...storeSums([A4, A5, A6, A7], 0)] : []),
+      ...get(B),
+      ...i32(pair),
+      ...add,
+      ...set(B),
+      ...br(0),
+      ...end,
+      ...end,
+    ]
+    const body = [
+      ...get(COLUMNS),
+      ...i32(2),
+      ...shl,
+      ...set(ROWBYTES),
+      ...block,
+      ...loop, // rows of w, four at a time
+      ...get(ROW),
+      ...i32(4),
+      ...add,
+      ...get(ROWS),
+      ...gtU,
+      ...brIf(1),
+      ...get(W),
+      ...get(ROW),
+      ...get(WSTRIDE),
+      ...mul,
+      ...add,
+      ...tee(W0),
+      ...get(WSTRIDE),
+      ...add,
+      ...tee(W1),
+      ...get(WSTRIDE),
+      ...add,
+      ...tee(W2),
+      ...get(WSTRIDE),
+      ...add,
+      ...set(W3),
+      ...i32(0),
+      ...set(B),
+      ...batchLoop(2),
+      ...batchLoop(1), // the last batch row when their number is odd
+      ...get(ROW),
+      ...i32(4),
+      ...add,
+      ...set(ROW),
+      ...br(0),
+      ...end,
+      ...end,
+      ...end,
+    ]
+    return [2, 11, 0x7f, 11, 0x7b, ...body] // locals: 11 × i32, 11 × v128
+  }
+  const codes = [codeFor(false), codeFor(true)]
   return Uint8Array.from([
     0x00,
     0x61,
@@ -255,9 +275,15 @@ function moduleBytes(shared: boolean): Uint8Array {
     ...section(1, vector([[0x60, ...vector(new Array<number[]>(9).fill([0x7f])), 0x00]])), // type: (i32 × 9) → ()
     // import env.memory: at least one page; shared ones need a maximum (the whole 32-bit space)
     ...section(2, vector([[...name('env'), ...name('memory'), 0x02, ...(shared ? [0x03, 0x01, ...unsignedLeb(65_536)] : [0x00, 0x01])]])),
-    ...section(3, vector([[0x00]])), // function 0 has type 0
-    ...section(7, vector([[...name('matmul'), 0x00, 0x00]])),
-    ...section(10, vector([[...unsignedLeb(code.length), ...code]])),
+    ...section(3, vector([[0x00], [0x00]])), // functions 0 and 1 have type 0
+    ...section(
+      7,
+      vector([
+        [...name('matmul'), 0x00, 0x00],
+        [...name('matmulPacked'), 0x00, 0x01],
+      ]),
+    ),
+    ...section(10, vector(codes.map((code) => [...unsignedLeb(code.length), ...code]))),
   ])
 }
 
@@ -266,7 +292,7 @@ interface WasmMemory {
   readonly buffer: ArrayBuffer
 }
 interface WasmInstance {
-  readonly exports: { matmul: (...args: number[]) => void }
+  readonly exports: { matmul: (...args: number[]) => void; matmulPacked: (...args: number[]) => void }
 }
 type WasmModule = object
 interface WasmApi {
@@ -277,16 +303,47 @@ interface WasmApi {
 }
 const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly
 
-const compiled: { plain?: WasmModule | null; shared?: WasmModule | null } = {}
+const compiled = new Map<string, WasmModule | null>()
 
-/** The compiled kernel over a plain or a shared memory, or null where WebAssembly SIMD (or shared memory) is not available. */
-function kernelModule(shared = false): WasmModule | null {
-  const key = shared ? 'shared' : 'plain'
-  const known = compiled[key]
+/** `f32x4.relaxed_madd` alone in a function: whether the runtime accepts relaxed SIMD. */
+const relaxedProbe = Uint8Array.from([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x01, 0x60, 0x03, 0x7b, 0x7b, 0x7b, 0x01, 0x7b, 0x03, 0x02, 0x01, 0x00, 0x0a, 0x0d, 0x01, 0x0b,
+  0x00, 0x20, 0x00, 0x20, 0x01, 0x20, 0x02, 0xfd, 0x85, 0x02, 0x0b,
+])
+let relaxed: boolean | undefined
+
+/**
+ * Whether WebAssembly relaxed SIMD (a standard feature since 2023) is available: on by default in Node ≥ 22;
+ * in Node 20 it sits behind V8's `--experimental-wasm-relaxed-simd`, which is turned on here (once, with
+ * `v8.setFlagsFromString`) when the runtime does not accept it yet — the flag only lets modules use the
+ * feature, and nothing else in the process changes. `LUDIC_RELAXED_SIMD=0` keeps it off (the kernels then
+ * multiply and add in two roundings, as before).
+ */
+export function relaxedSimdAvailable(): boolean {
+  if (relaxed !== undefined) return relaxed
+  relaxed = false
+  if (wasm === undefined || process.env.LUDIC_RELAXED_SIMD === '0') return relaxed
+  try {
+    if (!wasm.validate(relaxedProbe)) setFlagsFromString('--experimental-wasm-relaxed-simd')
+    relaxed = wasm.validate(relaxedProbe)
+  } catch {
+    relaxed = false
+  }
+  return relaxed
+}
+
+/**
+ * The compiled kernel over a plain or a shared memory — the fused multiply-add one where relaxed SIMD is
+ * available and `fused` is not false — or null where WebAssembly SIMD (or shared memory) is not available.
+ */
+function kernelModule(shared = false, fused = true): WasmModule | null {
+  const fuse = fused && relaxedSimdAvailable()
+  const key = `${shared}:${fuse}`
+  const known = compiled.get(key)
   if (known !== undefined) return known
   let module: WasmModule | null = null
   try {
-    const bytes = moduleBytes(shared)
+    const bytes = moduleBytes(shared, fuse)
     if (wasm?.validate(bytes)) {
       module = new wasm.Module(bytes)
       if (shared) new wasm.Instance(module, { env: { memory: new wasm.Memory({ initial: 1, maximum: 1, shared: true }) } })
@@ -294,7 +351,7 @@ function kernelModule(shared = false): WasmModule | null {
   } catch {
     module = null
   }
-  compiled[key] = module
+  compiled.set(key, module)
   return module
 }
 
@@ -332,6 +389,32 @@ function matmulJs(
   }
 }
 
+/** Rows of a `rows`-row weight matrix that `packWeights` tiles: all but the last `rows % 4`. */
+const rows4 = (rows: number) => rows - (rows % 4)
+
+/**
+ * Writes `source` (`[rows, columns]`, row-major; `columns` a multiple of 4) into `target` in the kernel's packed
+ * layout: the rows four at a time, each group of four as 4 × 4 tiles column block by column block — element
+ * (r, i) of the first `rows - rows % 4` rows at `(r >> 2) · 4 · columns + (i >> 2) · 16 + (r & 3) · 4 + (i & 3)`
+ * — and the last `rows % 4` rows row-major after them (where row-major puts them too). The kernel then reads a
+ * row block's weights as one sequential stream instead of four streams a row apart.
+ */
+export function packWeights(source: Float32Array, target: Float32Array, rows: number, columns: number): void {
+  const blocked = rows4(rows)
+  for (let row = 0; row < blocked; row++) {
+    const base = (row >> 2) * 4 * columns + (row & 3) * 4
+    const from = row * columns
+    for (let column = 0; column < columns; column += 4) {
+      const to = base + column * 4
+      target[to] = source[from + column]!
+      target[to + 1] = source[from + column + 1]!
+      target[to + 2] = source[from + column + 2]!
+      target[to + 3] = source[from + column + 3]!
+    }
+  }
+  target.set(source.subarray(blocked * columns, rows * columns), blocked * columns)
+}
+
 /**
  * Products smaller than this many multiply-adds run on the calling thread alone (posting one costs a few
  * microseconds; below this the helper would not pay for it).
@@ -348,13 +431,16 @@ const waitSpins = 4_000
  * (`matmul-workers.ts`) run the kernel on it beside the calling thread, each product of at least
  * `sharedProductMinimum` multiply-adds split between them by output rows; where shared memory or workers are
  * unavailable (or the pool is lent elsewhere) the arena runs on this thread alone. Results are the same
- * either way, bit for bit. `dispose` hands the workers back (the arena still works, on this thread).
+ * either way, bit for bit. `fused` (default: where relaxed SIMD is available) picks the fused multiply-add
+ * kernel. `dispose` hands the workers back (the arena still works, on this thread).
  */
-export function createMatmulArena(options: { simd?: boolean; threads?: number } = {}): MatmulArena {
+export function createMatmulArena(options: { simd?: boolean; fused?: boolean; threads?: number } = {}): MatmulArena {
   const wantHelpers = options.simd === false ? 0 : Math.max(0, Math.floor(options.threads ?? 1) - 1)
   const shared = wantHelpers > 0 && sharedMemoryAvailable()
-  const module = options.simd === false ? null : kernelModule(shared)
+  const fused = options.simd !== false && options.fused !== false && relaxedSimdAvailable()
+  const module = options.simd === false ? null : kernelModule(shared, fused)
   let kernel: ((...args: number[]) => void) | undefined
+  let packedKernel: ((...args: number[]) => void) | undefined
   let buffer: ArrayBuffer | undefined
   let slots: Int32Array | undefined
   let helpers: MatmulHelpers | undefined
@@ -366,9 +452,21 @@ export function createMatmulArena(options: { simd?: boolean; threads?: number } 
   let capacity = 0
 
   /** The product over all blocked rows, cut into chunks that this thread and the helpers claim. */
-  const sharedMatmul = (w: number, x: number, y: number, rows: number, columns: number, batch: number, wStride: number, xStride: number, yStride: number) => {
-    const run = kernel!
+  const sharedMatmul = (
+    packed: boolean,
+    w: number,
+    x: number,
+    y: number,
+    rows: number,
+    columns: number,
+    batch: number,
+    wStride: number,
+    xStride: number,
+    yStride: number,
+  ) => {
+    const run = packed ? packedKernel! : kernel!
     const control = slots!
+    control[controlSlots.packed] = packed ? 1 : 0
     const blocks = rows / 4
     const chunks = Math.min(maximumChunks, blocks, Math.max(2, Math.round((rows * columns * batch) / chunkWork)))
     const perChunk = Math.ceil(blocks / chunks) * 4
@@ -414,6 +512,7 @@ export function createMatmulArena(options: { simd?: boolean; threads?: number } 
 
   return {
     simd: module !== null,
+    fused: module !== null && fused,
     get threads() {
       return 1 + (helpers?.count ?? 0)
     },
@@ -436,7 +535,9 @@ export function createMatmulArena(options: { simd?: boolean; threads?: number } 
       if (module !== null) {
         const pages = Math.max(1, Math.ceil(bytes / 65_536))
         const memory = new wasm!.Memory(shared ? { initial: pages, maximum: pages, shared: true } : { initial: pages })
-        kernel = new wasm!.Instance(module, { env: { memory } }).exports.matmul
+        const { exports } = new wasm!.Instance(module, { env: { memory } })
+        kernel = exports.matmul
+        packedKernel = exports.matmulPacked
         reserved = memory.buffer
         if (shared) {
           slots = new Int32Array(reserved, 0, controlBytes / 4)
@@ -468,10 +569,53 @@ export function createMatmulArena(options: { simd?: boolean; threads?: number } 
       const blocked = rows - (rows % 4)
       if (blocked > 0) {
         const args = [w.byteOffset, x.byteOffset, y.byteOffset, blocked, columns, batch, wStride * 4, xStride * 4, yStride * 4] as const
-        if (helpers !== undefined && helpers.count > 0 && blocked >= 8 && blocked * columns * batch >= sharedProductMinimum) sharedMatmul(...args)
+        if (helpers !== undefined && helpers.count > 0 && blocked >= 8 && blocked * columns * batch >= sharedProductMinimum) sharedMatmul(false, ...args)
         else kernel!(...args)
       }
       if (blocked < rows) matmulJs(w, x, y, blocked, rows, columns, batch, wStride, xStride, yStride)
+    },
+    allocateWeights(source, rows, columns) {
+      if (source.length !== rows * columns) throw new RangeError(`allocateWeights: ${source.length} values for ${rows} × ${columns}`)
+      const weights = this.allocate(rows * columns)
+      if (module === null || columns % 4 !== 0) weights.set(source)
+      else packWeights(source, weights, rows, columns)
+      return weights
+    },
+    weightProduct(w, x, y, rows, columns, batch, xStride, yStride) {
+      if (module === null || columns % 4 !== 0) {
+        this.matmul(w, x, y, rows, columns, batch, columns, xStride, yStride)
+        return
+      }
+      const blocked = rows - (rows % 4)
+      if (xStride % 4 !== 0) {
+        for (let row = 0; row < rows; row++) {
+          const target = new Float32Array(columns)
+          this.copyWeightRow(w, row, columns, target, 0)
+          matmulJs(target, x, y.subarray(row), 0, 1, columns, batch, columns, xStride, yStride)
+        }
+        return
+      }
+      if (blocked > 0) {
+        const args = [w.byteOffset, x.byteOffset, y.byteOffset, blocked, columns, batch, columns * 4, xStride * 4, yStride * 4] as const
+        if (helpers !== undefined && helpers.count > 0 && blocked >= 8 && blocked * columns * batch >= sharedProductMinimum) sharedMatmul(true, ...args)
+        else packedKernel!(...args)
+      }
+      // The last rows are stored row-major after the tiles, at their row-major offsets.
+      if (blocked < rows) matmulJs(w, x, y, blocked, rows, columns, batch, columns, xStride, yStride)
+    },
+    copyWeightRow(w, row, columns, out, offset) {
+      if (module === null || columns % 4 !== 0 || row >= rows4(w.length / columns)) {
+        out.set(w.subarray(row * columns, (row + 1) * columns), offset)
+        return
+      }
+      const base = (row >> 2) * 4 * columns + (row & 3) * 4
+      for (let group = 0; group < columns; group += 4) {
+        const from = base + group * 4
+        out[offset + group] = w[from]!
+        out[offset + group + 1] = w[from + 1]!
+        out[offset + group + 2] = w[from + 2]!
+        out[offset + group + 3] = w[from + 3]!
+      }
     },
     dispose() {
       helpers?.release()
