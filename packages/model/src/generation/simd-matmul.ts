@@ -2,18 +2,21 @@ import { setFlagsFromString } from 'node:v8'
 import { controlBytes, controlSlots, lendMatmulHelpers, maximumChunks, type MatmulHelpers } from './matmul-workers.js'
 
 /**
- * A matrix–vector-batch product for the host decoder, as one small WebAssembly function with 128-bit SIMD
- * (`f32x4`), written out here byte by byte (the module is ~400 bytes; no toolchain). For `b < batch`,
+ * A matrix–vector-batch product for the host decoder, as a small WebAssembly module with 128-bit SIMD
+ * (`f32x4`), written out here byte by byte (the module is ~1.9 KB, two functions; no toolchain). For `b < batch`,
  * `r < rows`:
  *
  *     y[b·yStride + r] = Σ_{i < columns} w[r·wStride + i] · x[b·xStride + i]
  *
  * Four rows of `w` at a time, each SIMD load of them serving two batch rows (and the rows staying in the L1
- * cache for the next two), four columns per lane: 10–13 G multiply-adds a second on one core of a 2020s x86
- * machine with a separate multiply and add, 13–16 G with relaxed SIMD's fused `f32x4.relaxed_madd` (a 1.3×
- * faster small-preset batch-8 step; `relaxedSimdAvailable`), about ten times a JavaScript loop and on par with
- * the WebAssembly backend's XNNPACK for these shapes — with no per-call cost beyond the call itself. Rows beyond a multiple of 4 and column counts that are not a multiple of 4 run in
- * JavaScript. Where WebAssembly SIMD is missing, everything runs in JavaScript (`simdAvailable()` says which).
+ * cache for the next two), four columns per lane, with relaxed SIMD's fused `f32x4.relaxed_madd` where the
+ * runtime has it (`relaxedSimdAvailable`). Weights stored by `allocateWeights` in 4 × 4 tiles (`packWeights`) are
+ * read as one sequential stream per four rows (`weightProduct`); row-major ones (attention's keys and values) as
+ * four. A small-preset batch-8 step's weight products (17 MB): 3.8–4.0 ms with a multiply and an add over
+ * row-major weights, 2.6–3.0 ms fused, 1.7 ms fused over tiles on one core of a 2-core AMD EPYC — many times a
+ * JavaScript loop, with no per-call cost beyond the call itself. Rows beyond a multiple of 4 and column counts
+ * that are not a multiple of 4 run in JavaScript. Where WebAssembly SIMD is missing, everything runs in
+ * JavaScript (`simdAvailable()` says which).
  */
 
 /** Float32 buffers in one memory and the product over them. */
@@ -89,8 +92,9 @@ const signedLeb = (value: number): number[] => {
  * The module: `matmul(w, x, y, rows, columns, batch, wStride, xStride, yStride)` (pointers and strides in
  * bytes) over the imported memory `env.memory` — a shared one (limits 1 … 65 536 pages) when `shared`, so
  * that worker threads run the same function on the same buffers — and `matmulPacked`, the same product over
- * weights in `packWeights`' layout (`wStride` = the columns' bytes), whose four rows are one sequential stream. `fused`: each multiply-add is one
- * `f32x4.relaxed_madd` (a fused multiply-add where the CPU has one, one rounding instead of two).
+ * weights in `packWeights`' layout (`wStride` = the columns' bytes), whose four rows are one sequential stream.
+ * `fused`: each multiply-add is one `f32x4.relaxed_madd` (a fused multiply-add where the CPU has one, one
+ * rounding instead of two).
  */
 function moduleBytes(shared: boolean, fused: boolean): Uint8Array {
   const section = (id: number, bytes: number[]) => [id, ...unsignedLeb(bytes.length), ...bytes]
