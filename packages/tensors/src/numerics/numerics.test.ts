@@ -81,7 +81,20 @@ describe('logsumexp and logSoftmax', () => {
 })
 
 describe('tokenLogprobs', () => {
-  it('matches logSoftmax gathered at the ids, forward and gradient', () => {
+  /** Runs `body` with the backend's TensorScatterUpdate kernel unregistered (tokenLogprobs' one-hot path), then registers it again. */
+  const withoutScatter = (body: () => void) => {
+    const config = tf.getKernel('TensorScatterUpdate', tf.getBackend())!
+    tf.unregisterKernel('TensorScatterUpdate', tf.getBackend())
+    try {
+      body()
+    } finally {
+      tf.registerKernel(config)
+    }
+  }
+
+  for (const path of ['scatter', 'one-hot'] as const)
+    it(`matches logSoftmax gathered at the ids, forward and gradient (${path} backward)`, () => (path === 'scatter' ? check() : withoutScatter(check)))
+  function check(): void {
     const [batch, time, vocabulary] = [2, 5, 11]
     const logits = randomTensor([batch, time, vocabulary], 2, 4)
     const random = createRandom(3)
@@ -102,6 +115,26 @@ describe('tokenLogprobs', () => {
     })
     expectClose(gradient.dataSync(), expectedGradient, 1e-4, 1e-6)
     tf.dispose([logits, tokenIds, result, weights, gradient])
+  }
+
+  it('the two backward passes agree to float32 rounding, and masked (-Infinity) logits get a zero gradient', () => {
+    const logits = tf.tidy(() =>
+      tf.where(tf.less(randomTensor([3, 4, 9], 8, 3), -2), tf.fill([3, 4, 9], Number.NEGATIVE_INFINITY), randomTensor([3, 4, 9], 8, 3)),
+    )
+    const ids = tf.argMax(logits, -1)
+    const weights = randomTensor([3, 4], 9, 1)
+    const run = () => tf.valueAndGrad((input: tf.Tensor) => tf.sum(tf.mul(tokenLogprobs(input, ids), weights)))(logits)
+    const scattered = run()
+    let plain: ReturnType<typeof run> | undefined
+    withoutScatter(() => {
+      plain = run()
+    })
+    expect(scattered.value.dataSync()).toEqual(plain!.value.dataSync())
+    expectClose(scattered.grad.dataSync(), Array.from(plain!.grad.dataSync()), 1e-6, 1e-7)
+    const masked = Array.from(logits.dataSync()).map((value) => value === Number.NEGATIVE_INFINITY)
+    expect(masked.some(Boolean)).toBe(true)
+    scattered.grad.dataSync().forEach((value, index) => (masked[index] ? expect(Math.abs(value)).toBe(0) : expect(Number.isFinite(value)).toBe(true)))
+    tf.dispose([logits, ids, weights, scattered.value, scattered.grad, plain!.value, plain!.grad])
   })
 
   it('keeps the ids alive for the backward pass even when the caller disposed them', () => {
