@@ -11,6 +11,7 @@ export {
   type TensorsRuntime,
 } from './backend/init-tensors.js'
 export {
+  addAtIds,
   entropyFromLogits,
   logSoftmax,
   logsumexp,

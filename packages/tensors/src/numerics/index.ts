@@ -1,6 +1,6 @@
 import '../backend/register-gradients.js'
 export { logsumexp, logSoftmax } from './log-softmax.js'
-export { tokenLogprobs } from './token-logprobs.js'
+export { addAtIds, tokenLogprobs } from './token-logprobs.js'
 export { entropyFromLogits } from './entropy.js'
 export { maskedMean, maskedSum, maskedVariance, maskedWhiten } from './masked.js'
 export { stopGradient } from './stop-gradient.js'

@@ -4,7 +4,7 @@ import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { InvalidArgumentError, ShapeError, createRandom } from '@ludic/core'
 import { initTensors } from '../backend/init-tensors.js'
 import { expectNoLeaks } from '../memory/no-leaks.js'
-import { entropyFromLogits, logSoftmax, logsumexp, maskedMean, maskedSum, maskedVariance, maskedWhiten, tokenLogprobs } from './index.js'
+import { addAtIds, entropyFromLogits, logSoftmax, logsumexp, maskedMean, maskedSum, maskedVariance, maskedWhiten, tokenLogprobs } from './index.js'
 
 // Naive float64 references, written the textbook way.
 function naiveLogsumexp(row: number[]): number {
@@ -116,6 +116,25 @@ describe('tokenLogprobs', () => {
     expectClose(gradient.dataSync(), expectedGradient, 1e-4, 1e-6)
     tf.dispose([logits, tokenIds, result, weights, gradient])
   }
+
+  it('addAtIds adds one value a row at its id, with the scatter kernel and without (one-hot), leaving the input as it was', () => {
+    const matrix = tf.tensor2d([1, 2, 3, 4, 5, 6, 7, 8], [2, 4])
+    const ids = tf.tensor1d([3, 0], 'int32')
+    const values = tf.tensor1d([0.5, -2])
+    const expected = [1, 2, 3, 4.5, 3, 6, 7, 8]
+    const before = tf.memory().numTensors
+    const scattered = addAtIds(matrix, ids, values)
+    expect(Array.from(scattered.dataSync())).toEqual(expected)
+    withoutScatter(() => {
+      const plain = addAtIds(matrix, ids, values)
+      expect(Array.from(plain.dataSync())).toEqual(expected)
+      plain.dispose()
+    })
+    scattered.dispose()
+    expect(tf.memory().numTensors).toBe(before)
+    expect(Array.from(matrix.dataSync())).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+    tf.dispose([matrix, ids, values])
+  })
 
   it('the two backward passes agree to float32 rounding, and masked (-Infinity) logits get a zero gradient', () => {
     const logits = tf.tidy(() =>

@@ -10,8 +10,7 @@ import { assertFloat, assertTensor } from './checks.js'
  * out: the forward pass keeps `exp(logits − max)` and its row sums (the softmax's numerator and denominator,
  * which logsumexp computes anyway), so the backward pass is one dense product `−dy · e / Σe` and `dy` added at
  * the chosen ids (`tensorScatterUpdate` of one value a row) — no `exp` again and no one-hot over the
- * vocabulary. Forward values are logsumexp's bit for bit. Backends without `TensorScatterUpdate` recompute
- * the softmax from the logits and subtract it from a one-hot.
+ * vocabulary (`addAtIds`). Forward values are logsumexp's bit for bit.
  */
 export function tokenLogprobs(logits: tf.Tensor, tokenIds: tf.Tensor): tf.Tensor {
   assertTensor(logits, 'logits', 'tokenLogprobs')
@@ -31,7 +30,6 @@ export function tokenLogprobs(logits: tf.Tensor, tokenIds: tf.Tensor): tf.Tensor
   }
   const vocabulary = logits.shape[logits.rank - 1]!
   assertIdsInRange(tokenIds, vocabulary)
-  const scatter = tf.getKernel('TensorScatterUpdate', tf.getBackend()) !== undefined
   // tokenIds goes through customGrad as an input (with no gradient of its own) rather than a closure,
   // so the backward pass keeps it alive even when the caller disposes it after the forward pass.
   const compute = tf.customGrad((logitsInput, idsInput, save) => {
@@ -45,26 +43,37 @@ export function tokenLogprobs(logits: tf.Tensor, tokenIds: tf.Tensor): tf.Tensor
     const shift = tf.where(tf.isFinite(maximum), maximum, tf.zerosLike(maximum))
     const exponentials = tf.exp(tf.sub(input, shift)) // [...batch, vocab]
     const total = tf.sum(exponentials, -1, true) // [...batch, 1]
-    const normaliser = tf.add(tf.log(total), shift)
-    ;(save as tf.GradSaveFunc)(scatter ? [exponentials, total, flatIndex, ids] : [input, normaliser, flatIndex, ids])
+    ;(save as tf.GradSaveFunc)([exponentials, total, ids])
     return {
-      value: tf.sub(chosen, tf.reshape(normaliser, batchShape)),
+      value: tf.sub(chosen, tf.reshape(tf.add(tf.log(total), shift), batchShape)),
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const [first, second, savedIndex, savedIds] = saved as [tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]
-        if (!scatter) {
-          const probabilities = tf.exp(tf.sub(first, second))
-          const oneHot = tf.oneHot(savedIds, vocabulary, 1, 0, 'float32')
-          return [tf.mul(tf.sub(oneHot, probabilities), tf.expandDims(dy, -1)), tf.zerosLike(savedIds)]
-        }
+        const [savedExponentials, savedTotal, savedIds] = saved as [tf.Tensor, tf.Tensor, tf.Tensor]
         // −dy · softmax everywhere, then dy added at each row's chosen id.
-        const dense = tf.reshape(tf.mul(first, tf.div(tf.neg(tf.expandDims(dy, -1)), second)), [rows * vocabulary])
-        const atChosen = tf.add(tf.gather(dense, savedIndex), tf.reshape(dy, [rows]))
-        const gradient = tf.tensorScatterUpdate(dense, tf.reshape(savedIndex, [rows, 1]), atChosen)
-        return [tf.reshape(gradient, first.shape), tf.zerosLike(savedIds)]
+        const dense = tf.reshape(tf.mul(savedExponentials, tf.div(tf.neg(tf.expandDims(dy, -1)), savedTotal)), [rows, vocabulary]) as tf.Tensor2D
+        const gradient = addAtIds(dense, tf.reshape(savedIds, [rows]) as tf.Tensor1D, tf.reshape(dy, [rows]) as tf.Tensor1D)
+        return [tf.reshape(gradient, savedExponentials.shape), tf.zerosLike(savedIds)]
       },
     }
   })
   return compute(logits, tokenIds)
+}
+
+/**
+ * `matrix` (`[rows, vocab]`) with `values[r]` added at `(r, ids[r])` for every row: the sparse half of a softmax
+ * gradient (`dy · oneHot(id)`). One `tensorScatterUpdate` of one value a row where the backend has the kernel
+ * (a copy of the matrix, no one-hot over the vocabulary); else `matrix + oneHot(ids) · values`. Not differentiable
+ * (for gradient functions). `ids` int32 `[rows]` in `[0, vocab)`, `values` float32 `[rows]`.
+ */
+export function addAtIds(matrix: tf.Tensor2D, ids: tf.Tensor1D, values: tf.Tensor1D): tf.Tensor2D {
+  const [rows, vocabulary] = matrix.shape
+  return tf.tidy(() => {
+    if (tf.getKernel('TensorScatterUpdate', tf.getBackend()) === undefined) {
+      return tf.add(matrix, tf.mul(tf.oneHot(ids, vocabulary, 1, 0, 'float32'), tf.reshape(values, [rows, 1])))
+    }
+    const flatIndex = tf.add(tf.mul(tf.range(0, rows, 1, 'int32'), tf.scalar(vocabulary, 'int32')), ids)
+    const flat = tf.reshape(matrix, [rows * vocabulary])
+    return tf.reshape(tf.tensorScatterUpdate(flat, tf.reshape(flatIndex, [rows, 1]), tf.add(tf.gather(flat, flatIndex), values)), [rows, vocabulary])
+  })
 }
 
 function assertIdsInRange(tokenIds: tf.Tensor, vocabulary: number): void {
