@@ -121,6 +121,10 @@ function moduleBytes(shared: boolean, fused: boolean): Uint8Array {
   const [W, X, Y, ROWS, COLUMNS, BATCH, WSTRIDE, XSTRIDE, YSTRIDE] = [0, 1, 2, 3, 4, 5, 6, 7, 8]
   const [ROW, B, I, ROWBYTES, W0, W1, W2, W3, XP, XQ, YP] = [9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
   const [A0, A1, A2, A3, A4, A5, A6, A7, XV, XW, WV] = [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30]
+  /** Leaves the enclosing loop's block when `counter + step > limit` (fewer than `step` left). */
+  const exitWhenPast = (counter: number, step: number, limit: number) => [...get(counter), ...i32(step), ...add, ...get(limit), ...gtU, ...brIf(1)]
+  /** `base + index · stride` on the stack. */
+  const address = (base: number, index: number, stride: number) => [...get(base), ...get(index), ...get(stride), ...mul, ...add]
   /** One function's code: rows of `w` read as four streams, or (`packed`) as one stream of 4 × 4 tiles. */
   const codeFor = (packed: boolean) => {
     const weightRows = [W0, W1, W2, W3]
@@ -150,17 +154,8 @@ function moduleBytes(shared: boolean, fused: boolean): Uint8Array {
     const batchLoop = (pair: 1 | 2) => [
       ...block,
       ...loop,
-      ...get(B),
-      ...i32(pair - 1),
-      ...add,
-      ...get(BATCH),
-      ...geU,
-      ...brIf(1),
-      ...get(X),
-      ...get(B),
-      ...get(XSTRIDE),
-      ...mul,
-      ...add,
+      ...exitWhenPast(B, pair, BATCH),
+      ...address(X, B, XSTRIDE),
       ...tee(XP),
       ...get(XSTRIDE),
       ...add,
@@ -203,11 +198,7 @@ function moduleBytes(shared: boolean, fused: boolean): Uint8Array {
       ...br(0),
       ...end,
       ...end,
-      ...get(Y),
-      ...get(B),
-      ...get(YSTRIDE),
-      ...mul,
-      ...add,
+      ...address(Y, B, YSTRIDE),
       ...get(ROW),
       ...i32(2),
       ...shl,
@@ -230,17 +221,8 @@ function moduleBytes(shared: boolean, fused: boolean): Uint8Array {
       ...set(ROWBYTES),
       ...block,
       ...loop, // rows of w, four at a time
-      ...get(ROW),
-      ...i32(4),
-      ...add,
-      ...get(ROWS),
-      ...gtU,
-      ...brIf(1),
-      ...get(W),
-      ...get(ROW),
-      ...get(WSTRIDE),
-      ...mul,
-      ...add,
+      ...exitWhenPast(ROW, 4, ROWS),
+      ...address(W, ROW, WSTRIDE),
       ...tee(W0),
       ...get(WSTRIDE),
       ...add,
@@ -396,6 +378,9 @@ function matmulJs(
 /** Rows of a `rows`-row weight matrix that `packWeights` tiles: all but the last `rows % 4`. */
 const rows4 = (rows: number) => rows - (rows % 4)
 
+/** Where row `row`'s first four columns lie in `packWeights`' tiles (the next four are 16 further on). */
+const tileRowStart = (row: number, columns: number) => (row >> 2) * 4 * columns + (row & 3) * 4
+
 /**
  * Writes `source` (`[rows, columns]`, row-major; `columns` a multiple of 4) into `target` in the kernel's packed
  * layout: the rows four at a time, each group of four as 4 × 4 tiles column block by column block — element
@@ -406,7 +391,7 @@ const rows4 = (rows: number) => rows - (rows % 4)
 export function packWeights(source: Float32Array, target: Float32Array, rows: number, columns: number): void {
   const blocked = rows4(rows)
   for (let row = 0; row < blocked; row++) {
-    const base = (row >> 2) * 4 * columns + (row & 3) * 4
+    const base = tileRowStart(row, columns)
     const from = row * columns
     for (let column = 0; column < columns; column += 4) {
       const to = base + column * 4
@@ -514,6 +499,13 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
     }
   }
 
+  /** The product over `rows` blocked rows (a multiple of 4; arguments in bytes): shared with the helpers when it pays, else on this thread. */
+  const blockedProduct = (packed: boolean, ...args: [number, number, number, number, number, number, number, number, number]) => {
+    const [, , , rows, columns, batch] = args
+    if (helpers !== undefined && helpers.count > 0 && rows >= 8 && rows * columns * batch >= sharedProductMinimum) sharedMatmul(packed, ...args)
+    else (packed ? packedKernel! : kernel!)(...args)
+  }
+
   return {
     simd: module !== null,
     fused: module !== null && fused,
@@ -570,12 +562,8 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
         matmulJs(w, x, y, 0, rows, columns, batch, wStride, xStride, yStride)
         return
       }
-      const blocked = rows - (rows % 4)
-      if (blocked > 0) {
-        const args = [w.byteOffset, x.byteOffset, y.byteOffset, blocked, columns, batch, wStride * 4, xStride * 4, yStride * 4] as const
-        if (helpers !== undefined && helpers.count > 0 && blocked >= 8 && blocked * columns * batch >= sharedProductMinimum) sharedMatmul(false, ...args)
-        else kernel!(...args)
-      }
+      const blocked = rows4(rows)
+      if (blocked > 0) blockedProduct(false, w.byteOffset, x.byteOffset, y.byteOffset, blocked, columns, batch, wStride * 4, xStride * 4, yStride * 4)
       if (blocked < rows) matmulJs(w, x, y, blocked, rows, columns, batch, wStride, xStride, yStride)
     },
     allocateWeights(source, rows, columns) {
@@ -590,20 +578,16 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
         this.matmul(w, x, y, rows, columns, batch, columns, xStride, yStride)
         return
       }
-      const blocked = rows - (rows % 4)
       if (xStride % 4 !== 0) {
-        for (let row = 0; row < rows; row++) {
-          const target = new Float32Array(columns)
-          this.copyWeightRow(w, row, columns, target, 0)
-          matmulJs(target, x, y.subarray(row), 0, 1, columns, batch, columns, xStride, yStride)
+        const row = new Float32Array(columns)
+        for (let index = 0; index < rows; index++) {
+          this.copyWeightRow(w, index, columns, row, 0)
+          matmulJs(row, x, y.subarray(index), 0, 1, columns, batch, columns, xStride, yStride)
         }
         return
       }
-      if (blocked > 0) {
-        const args = [w.byteOffset, x.byteOffset, y.byteOffset, blocked, columns, batch, columns * 4, xStride * 4, yStride * 4] as const
-        if (helpers !== undefined && helpers.count > 0 && blocked >= 8 && blocked * columns * batch >= sharedProductMinimum) sharedMatmul(true, ...args)
-        else packedKernel!(...args)
-      }
+      const blocked = rows4(rows)
+      if (blocked > 0) blockedProduct(true, w.byteOffset, x.byteOffset, y.byteOffset, blocked, columns, batch, columns * 4, xStride * 4, yStride * 4)
       // The last rows are stored row-major after the tiles, at their row-major offsets.
       if (blocked < rows) matmulJs(w, x, y, blocked, rows, columns, batch, columns, xStride, yStride)
     },
@@ -612,7 +596,7 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
         out.set(w.subarray(row * columns, (row + 1) * columns), offset)
         return
       }
-      const base = (row >> 2) * 4 * columns + (row & 3) * 4
+      const base = tileRowStart(row, columns)
       for (let group = 0; group < columns; group += 4) {
         const from = base + group * 4
         out[offset + group] = w[from]!

@@ -11,13 +11,23 @@ export function logsumexp(x: tf.Tensor, axis = -1, keepDims = false): tf.Tensor 
   assertFloat(x, 'x', 'logsumexp')
   const resolved = resolveAxis(axis, x.rank, 'logsumexp')
   return tf.tidy(() => {
-    const maximum = tf.max(x, resolved, true)
-    // All -Infinity (or +Infinity) slices would give NaN from x - max: shift by 0 there instead.
-    const shift = stopGradient(tf.where(tf.isFinite(maximum), maximum, tf.zerosLike(maximum)))
-    const summed = tf.log(tf.sum(tf.exp(tf.sub(x, shift)), resolved, true))
-    const result = tf.add(summed, shift)
+    const { shift, total } = shiftedExponentials(x, resolved)
+    const result = tf.add(tf.log(total), shift)
     return keepDims ? result : tf.squeeze(result, [resolved])
   })
+}
+
+/**
+ * logsumexp's terms along `axis` (a resolved axis; dimensions kept): the shift `m = max(x)` (0 where a slice's
+ * maximum is not finite), `exp(x − m)` and its sum — the softmax's numerator and denominator, for callers that
+ * keep them (`tokenLogprobs`). `logsumexp = log(total) + shift`.
+ */
+export function shiftedExponentials(x: tf.Tensor, axis: number): { shift: tf.Tensor; exponentials: tf.Tensor; total: tf.Tensor } {
+  const maximum = tf.max(x, axis, true)
+  // All -Infinity (or +Infinity) slices would give NaN from x - max: shift by 0 there instead.
+  const shift = stopGradient(tf.where(tf.isFinite(maximum), maximum, tf.zerosLike(maximum)))
+  const exponentials = tf.exp(tf.sub(x, shift))
+  return { shift, exponentials, total: tf.sum(exponentials, axis, true) }
 }
 
 /** `x - logsumexp(x)` along `axis`: log-probabilities from logits, stable for any magnitude. */

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, ShapeError } from '@ludic/core'
 import { assertFloat, assertTensor } from './checks.js'
+import { shiftedExponentials } from './log-softmax.js'
 
 /**
  * Log-probability of each chosen token: `logits[..., t, tokenIds[..., t]] - logsumexp(logits[..., t, :])`.
@@ -36,13 +37,9 @@ export function tokenLogprobs(logits: tf.Tensor, tokenIds: tf.Tensor): tf.Tensor
     const input = logitsInput as tf.Tensor
     const ids = idsInput as tf.Tensor
     const rows = tokenIds.size
-    const flatIndex = tf.add(tf.mul(tf.range(0, rows, 1, 'int32'), tf.scalar(vocabulary, 'int32')), tf.reshape(ids, [rows]))
-    const chosen = tf.reshape(tf.gather(tf.reshape(input, [rows * vocabulary]), flatIndex), batchShape)
-    // logsumexp's arithmetic (log-softmax.ts), its terms kept: all -Infinity rows shift by 0, not by -Infinity.
-    const maximum = tf.max(input, -1, true)
-    const shift = tf.where(tf.isFinite(maximum), maximum, tf.zerosLike(maximum))
-    const exponentials = tf.exp(tf.sub(input, shift)) // [...batch, vocab]
-    const total = tf.sum(exponentials, -1, true) // [...batch, 1]
+    const chosen = tf.reshape(tf.gather(tf.reshape(input, [rows * vocabulary]), flatIds(tf.reshape(ids, [rows]) as tf.Tensor1D, vocabulary)), batchShape)
+    // logsumexp's arithmetic, its terms kept: exp(x − shift) [...batch, vocab] and its sums [...batch, 1].
+    const { shift, exponentials, total } = shiftedExponentials(input, input.rank - 1)
     ;(save as tf.GradSaveFunc)([exponentials, total, ids])
     return {
       value: tf.sub(chosen, tf.reshape(tf.add(tf.log(total), shift), batchShape)),
@@ -70,10 +67,15 @@ export function addAtIds(matrix: tf.Tensor2D, ids: tf.Tensor1D, values: tf.Tenso
     if (tf.getKernel('TensorScatterUpdate', tf.getBackend()) === undefined) {
       return tf.add(matrix, tf.mul(tf.oneHot(ids, vocabulary, 1, 0, 'float32'), tf.reshape(values, [rows, 1])))
     }
-    const flatIndex = tf.add(tf.mul(tf.range(0, rows, 1, 'int32'), tf.scalar(vocabulary, 'int32')), ids)
+    const flatIndex = flatIds(ids, vocabulary)
     const flat = tf.reshape(matrix, [rows * vocabulary])
     return tf.reshape(tf.tensorScatterUpdate(flat, tf.reshape(flatIndex, [rows, 1]), tf.add(tf.gather(flat, flatIndex), values)), [rows, vocabulary])
   })
+}
+
+/** Each row's id as an index into the flattened `[rows, vocab]` matrix: `r · vocab + ids[r]`. */
+function flatIds(ids: tf.Tensor1D, vocabulary: number): tf.Tensor1D {
+  return tf.add(tf.mul(tf.range(0, ids.size, 1, 'int32'), tf.scalar(vocabulary, 'int32')), ids)
 }
 
 function assertIdsInRange(tokenIds: tf.Tensor, vocabulary: number): void {
