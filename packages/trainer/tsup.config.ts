@@ -1,8 +1,9 @@
 import { defineConfig } from 'tsup'
 
 export default defineConfig({
-  // The rollout worker module is its own file: the asynchronous mode's worker threads import it by path.
-  entry: { index: 'src/index.ts', 'rollout-worker': 'src/rollout-worker.ts' },
+  // The worker modules are their own files: the asynchronous mode's rollout workers and the disaggregated source's
+  // collection thread import them by path.
+  entry: { index: 'src/index.ts', 'rollout-worker': 'src/rollout-worker.ts', 'disaggregated-worker': 'src/disaggregated-worker.ts' },
   format: ['esm'],
   dts: true,
   sourcemap: true,

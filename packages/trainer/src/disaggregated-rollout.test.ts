@@ -1,18 +1,22 @@
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { InvalidArgumentError, type PolicyV1 } from '@ludic/core'
 import { applyLora, CausalLanguageModel, createLocalPolicy, sequenceLogprobs } from '@ludic/model'
 import { serveOpenAICompatible, type LoraAdapterLoader, type OpenAICompatibleServer } from '@ludic/rollout'
 import * as tf from '@tensorflow/tfjs-core'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createDisaggregatedRolloutSource, type DisaggregatedRolloutSource } from './disaggregated-rollout.js'
+import { createDisaggregatedRolloutSource, type DisaggregatedRolloutOptions, type DisaggregatedRolloutSource } from './disaggregated-rollout.js'
 import { createLocalLoraAdapters } from './local-lora-adapters.js'
 import { createLoraAdapterPublisher, LoraPublishError } from './lora-adapter-publisher.js'
 import { createRlTrainer } from './rl-trainer.js'
+import type { RolloutBatch } from './rollout-source.js'
 import { createSftTrainer } from './sft-trainer.js'
 import { createPickEnvironment, createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
 
 const temporaryDirectory = useBackendAndDirectory('ludic-disaggregated-')
+// The collection thread runs the built worker entry (dist/) and loads this TypeScript setup through tsx.
+const setupModule = fileURLToPath(new URL('./test/async-setup.ts', import.meta.url))
 const servers: OpenAICompatibleServer[] = []
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.close()))
@@ -122,7 +126,7 @@ describe('createDisaggregatedRolloutSource', () => {
    * A warmed-up model's LoRA adapters trained through a `ludic serve`-like server (its own copy of the base
    * weights) for `steps`; checks that it learns and that staleness stays within `maxStaleness`.
    */
-  async function learnThroughServer(options: { maxStaleness?: number }, steps: number) {
+  async function learnThroughServer(options: { maxStaleness?: number; setupModule?: string; setupData?: unknown }, steps: number) {
     const model = createTestModel(2)
     const examples = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) =>
       ['a', 'b'].map((letter) => ({ promptIds: prompt(seed), responseIds: tokenizer.encode(letter, { addSpecialTokens: false }) })),
@@ -139,6 +143,7 @@ describe('createDisaggregatedRolloutSource', () => {
     const before = probabilityOfA(model)
     const directory = join(temporaryDirectory(), 'adapters')
     let source: DisaggregatedRolloutSource | undefined
+    const batches: RolloutBatch[] = []
     const trainer = createRlTrainer(
       {
         model,
@@ -150,8 +155,12 @@ describe('createDisaggregatedRolloutSource', () => {
         recomputeOldLogprobs: true,
       },
       {
-        rolloutSource: (context) =>
-          (source = createDisaggregatedRolloutSource(context, adapters, { endpoints: [server.url], adapterDirectory: directory, ...options })),
+        rolloutSource: (context) => {
+          source = createDisaggregatedRolloutSource(context, adapters, { endpoints: [server.url], adapterDirectory: directory, ...options })
+          const next = source.next.bind(source)
+          // The batches as the trainer got them, to compare the two ways of playing them.
+          return { ...source, next: async (stepIndex: number) => batches[batches.push(await next(stepIndex)) - 1]! }
+        },
       },
     )
     const history = await trainer.run({ steps })
@@ -171,8 +180,12 @@ describe('createDisaggregatedRolloutSource', () => {
     await server.close()
     local.dispose()
     serverModel.dispose()
-    return { before, after, history, loaded, files, count }
+    return { before, after, history, loaded, files, count, batches }
   }
+
+  /** Each step's episodes: reset seed and first observation, in plan order. */
+  const episodes = (batches: readonly RolloutBatch[]) =>
+    batches.map((batch) => batch.trajectories.map((trajectory) => `${trajectory.seed} ${trajectory.turns[0]?.observation}`))
 
   it('learns with generation on a server (its own model copy), LoRA adapters pushed after each update, staleness at most 1', async () => {
     const { before, after, history, loaded, files, count } = await learnThroughServer({}, 12)
@@ -185,6 +198,68 @@ describe('createDisaggregatedRolloutSource', () => {
     expect(count).toBe(2)
   })
 
+  it("plays the episodes in a collection thread (setupModule): the same episodes as on the trainer's thread, and it learns", async () => {
+    const threaded = await learnThroughServer({ setupModule, setupData: { roles: ['player0'], environmentId: 'pick-in-thread' } }, 12)
+    expect(threaded.after).toBeGreaterThan(threaded.before + 0.1)
+    expect(threaded.history.every((metrics) => metrics.staleness! >= 0 && metrics.staleness! <= 1)).toBe(true)
+    expect(threaded.loaded).toEqual(['base', 'step-11', 'step-12'])
+    const local = await learnThroughServer({}, 2)
+    // The same reset seeds and games, step by step (the completions may differ: the server batches them as they come).
+    expect(episodes(threaded.batches.slice(0, 2))).toEqual(episodes(local.batches))
+    // The setup module's games were played (its environment id), not the config's.
+    expect(threaded.batches.flatMap((batch) => batch.trajectories.map((trajectory) => trajectory.environmentId))).toEqual(Array(12 * 16).fill('pick-in-thread'))
+    expect(local.batches[0]!.trajectories[0]!.environmentId).toBe('pick-v1')
+    expect(threaded.batches.every((batch) => batch.samples.every((sample) => sample.responseTokenIds.length === 1))).toBe(true)
+  })
+
+  it("fails the run with the setup module's own error when the collection thread cannot load it", async () => {
+    const { model, adapters, server } = await adapterServer()
+    const trainer = createRlTrainer(
+      {
+        model,
+        tokenizer,
+        batch: { episodesPerStep: 4, miniBatchSize: 4, maxTokens: 1 },
+        environments: [() => createPickEnvironment()],
+        recomputeOldLogprobs: true,
+      },
+      {
+        rolloutSource: (context) =>
+          createDisaggregatedRolloutSource(context, adapters, {
+            endpoints: [server.url],
+            adapterDirectory: join(temporaryDirectory(), 'refused'),
+            setupModule,
+            setupData: { roles: ['player0'], fail: true },
+          }),
+      },
+    )
+    await expect(trainer.run({ steps: 2 })).rejects.toThrow('setup refused for this test')
+    trainer.dispose()
+    adapters.remove()
+    model.dispose()
+  })
+
+  /** A trainer whose disaggregated source gets `options` (an endpoint nobody listens on), made by `create`: for what it refuses. */
+  function refusing(options: Partial<DisaggregatedRolloutOptions>) {
+    const model = createTestModel(2)
+    const adapters = applyLora(model, { rank: 2 })
+    const create = () =>
+      createRlTrainer(
+        { model, tokenizer, environments: [() => createPickEnvironment()], recomputeOldLogprobs: true },
+        {
+          rolloutSource: (context) =>
+            createDisaggregatedRolloutSource(context, adapters, { endpoints: ['http://127.0.0.1:9/v1'], adapterDirectory: 'x', ...options }),
+        },
+      )
+    return { model, create }
+  }
+
+  it('refuses a fetch with a setupModule (a function cannot cross to the thread), naming it', () => {
+    const { model, create } = refusing({ setupModule, fetch })
+    expect(create).toThrow(InvalidArgumentError)
+    expect(create).toThrow(/options\.fetch.*setupModule/)
+    model.dispose()
+  })
+
   it('keeps maxStaleness + 1 adapters loaded, so a batch two updates old still finds its adapter (maxStaleness 2)', async () => {
     const { before, after, loaded } = await learnThroughServer({ maxStaleness: 2 }, 8)
     expect(after).toBeGreaterThan(before)
@@ -192,23 +267,9 @@ describe('createDisaggregatedRolloutSource', () => {
   })
 
   it('refuses keepLoaded below maxStaleness + 1, naming it', () => {
-    const model = createTestModel(2)
-    const adapters = applyLora(model, { rank: 2 })
-    const refused = () =>
-      createRlTrainer(
-        { model, tokenizer, environments: [() => createPickEnvironment()], recomputeOldLogprobs: true },
-        {
-          rolloutSource: (context) =>
-            createDisaggregatedRolloutSource(context, adapters, {
-              endpoints: ['http://127.0.0.1:9/v1'],
-              adapterDirectory: 'x',
-              maxStaleness: 2,
-              keepLoaded: 2,
-            }),
-        },
-      )
-    expect(refused).toThrow(InvalidArgumentError)
-    expect(refused).toThrow(/options\.keepLoaded.*maxStaleness \+ 1 \(3\)/)
+    const { model, create } = refusing({ maxStaleness: 2, keepLoaded: 2 })
+    expect(create).toThrow(InvalidArgumentError)
+    expect(create).toThrow(/options\.keepLoaded.*maxStaleness \+ 1 \(3\)/)
     model.dispose()
   })
 

@@ -1,10 +1,12 @@
-import { deriveSeed, InvalidArgumentError, LudicError, parseArgument, type PolicyV1 } from '@ludic/core'
+import { InvalidArgumentError, LudicError, parseArgument } from '@ludic/core'
 import type { LoraAdapters } from '@ludic/model'
-import { collect, createOpenAICompatiblePolicy, type CollectResult } from '@ludic/rollout'
+import type { CollectResult } from '@ludic/rollout'
 import { z } from 'zod'
+import { playDisaggregatedBatch, type DisaggregatedPlan, type PlayedAdapter } from './disaggregated-play.js'
+import { startDisaggregatedThread, type DisaggregatedThread } from './disaggregated-thread.js'
 import { createLoraAdapterPublisher, loraAdapterPublisherOptionsSchema, type LoraAdapterPublisher } from './lora-adapter-publisher.js'
 import { learnerPolicyId } from './rl-config.js'
-import { episodeSeeds, trainableSamples, type RolloutBatch, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
+import { trainableSamples, type RolloutBatch, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
 
 const publisherFields = loraAdapterPublisherOptionsSchema.shape
 
@@ -41,8 +43,21 @@ export const disaggregatedRolloutOptionsSchema = z.strictObject({
   requestTimeoutMs: z.number().int().positive().default(120_000),
   /** Retries of a generation request after a retryable failure. Default: 2. */
   maxRetries: z.number().int().min(0).max(16).default(2),
-  /** A `fetch` for the generation requests and the adapter calls (tests, proxies). Default: the global one. */
+  /** A `fetch` for the generation requests and the adapter calls (tests, proxies). Default: the global one. Not with `setupModule`. */
   fetch: publisherFields.fetch,
+  /**
+   * Plays the episodes in a collection thread of this process instead of the trainer's thread: a module (absolute
+   * path or URL) exporting `createRolloutSetup(data)` that returns `{ environments, tokenizer, prompt? }` — the
+   * asynchronous mode's setup module, the same environments, tokenizer and prompt as the config's. The trainer's
+   * update (synchronous kernels, a mini-batch at a time) then no longer holds the episodes back: they step, and the
+   * servers generate, while it computes. A TypeScript module is loaded through tsx. Default: none (the trainer's
+   * thread plays them, between its mini-batches).
+   */
+  setupModule: z.union([z.string().min(1), z.instanceof(URL)]).optional(),
+  /** Given to `createRolloutSetup` (structured-cloned: plain data). */
+  setupData: z.unknown().optional(),
+  /** Node options of the collection thread. Default: the process's, less the `@ludic/source` export condition. */
+  execArgv: z.array(z.string()).optional(),
 })
 export type DisaggregatedRolloutOptions = z.input<typeof disaggregatedRolloutOptionsSchema>
 
@@ -76,7 +91,8 @@ export interface DisaggregatedRolloutSource extends RolloutSource {
  * maxStaleness is loaded), each episode stepping as soon as its own completion returns. Every sample records the
  * adapter version it was generated with (`policyVersion`); the update corrects for the staleness with the truncated
  * importance ratio (so `recomputeOldLogprobs` must be true). Seeds are the synchronous source's: the episodes of
- * step s are the same reset seeds and request seeds.
+ * step s are the same reset seeds and request seeds. With `setupModule` the episodes run in a collection thread
+ * (`disaggregated-worker.ts`), playing the same batches while the trainer's thread computes.
  */
 export function createDisaggregatedRolloutSource(
   context: RolloutSourceContext,
@@ -112,7 +128,30 @@ export function createDisaggregatedRolloutSource(
     ...(settings.baseModel === undefined ? {} : { baseModel: settings.baseModel }),
     ...(settings.fetch === undefined ? {} : { fetch: settings.fetch }),
   })
+  if (settings.setupModule !== undefined && settings.fetch !== undefined) {
+    throw new InvalidArgumentError({
+      argument: 'options.fetch',
+      value: 'a function',
+      message: 'cannot cross to the collection thread of options.setupModule: give one or the other',
+    })
+  }
   const concurrency = settings.concurrency ?? batch.concurrency
+  const plan: DisaggregatedPlan = {
+    endpoints: settings.endpoints,
+    policyId: learnerPolicyId,
+    apiKey: settings.apiKey,
+    requestTimeoutMs: settings.requestTimeoutMs,
+    maxRetries: settings.maxRetries,
+    concurrency,
+    seed,
+    episodesPerStep: batch.episodesPerStep,
+    groupSize: batch.groupSize,
+    maxTurns: batch.maxTurns,
+    maxTokens: batch.maxTokens,
+    temperature: batch.temperature,
+    trainRoles: config.trainRoles,
+  }
+  let thread: Promise<DisaggregatedThread> | undefined
   const stats: DisaggregatedRolloutStats = { batches: 0, collectSeconds: 0, waitSeconds: 0, saveSeconds: 0, pushSeconds: 0, adapterVersion: undefined }
 
   interface Played {
@@ -137,42 +176,19 @@ export function createDisaggregatedRolloutSource(
     resolve()
   }
 
-  const remotePolicies = (name: string): PolicyV1[] =>
-    settings.endpoints.map((endpoint) =>
-      createOpenAICompatiblePolicy({
-        baseURL: endpoint,
-        model: name,
-        id: learnerPolicyId,
-        concurrency,
-        timeoutMs: settings.requestTimeoutMs,
-        maxRetries: settings.maxRetries,
-        tokenizer: config.tokenizer,
-        ...(settings.apiKey === undefined ? {} : { apiKey: settings.apiKey }),
-        ...(settings.fetch === undefined ? {} : { fetch: settings.fetch }),
-      }),
-    )
-
   const play = async (batchIndex: number, signal: AbortSignal): Promise<Played> => {
-    const adapter = publisher.current!
-    const policies = remotePolicies(adapter.name)
-    const started = performance.now()
-    const result = await collect({
-      environments: config.environments!,
-      policies: ({ episodeIndex }) => policies[episodeIndex % policies.length]!,
-      seeds: episodeSeeds(seed, batchIndex, batch.episodesPerStep),
-      groupSize: batch.groupSize,
-      concurrency,
-      maxTurns: batch.maxTurns,
-      stepping: 'per-trajectory',
-      ...(config.prompt === undefined ? {} : { prompt: config.prompt }),
-      generation: { maxTokens: batch.maxTokens, temperature: batch.temperature },
-      samplingSeed: deriveSeed('ludic.sampling', seed, batchIndex),
-      runId: `step-${batchIndex}`,
-      policyVersion: adapter.version,
-      signal,
-      ...(config.trainRoles === undefined ? {} : { trainRoles: config.trainRoles }),
-    })
-    return { result, version: adapter.version, seconds: (performance.now() - started) / 1000 }
+    const adapter: PlayedAdapter = { name: publisher.current!.name, version: publisher.current!.version }
+    const { result, seconds } =
+      thread === undefined
+        ? await playDisaggregatedBatch(
+            plan,
+            { environments: config.environments!, tokenizer: config.tokenizer, prompt: config.prompt, fetch: settings.fetch },
+            adapter,
+            batchIndex,
+            signal,
+          )
+        : await (await thread).play(batchIndex, adapter, signal)
+    return { result, version: adapter.version, seconds }
   }
 
   /** Plays batch after batch: batch b once the trainer asked for b − 1 and an adapter of version ≥ b − maxStaleness is loaded. */
@@ -218,9 +234,22 @@ export function createDisaggregatedRolloutSource(
     async next(stepIndex): Promise<RolloutBatch> {
       requested = stepIndex
       if (running === undefined) {
+        if (settings.setupModule !== undefined && thread === undefined) {
+          const { setupModule } = settings
+          thread = startDisaggregatedThread(
+            {
+              setupModule: setupModule instanceof URL ? setupModule.href : setupModule,
+              setupData: settings.setupData,
+              vocabSize: config.tokenizer.vocabSize,
+              plan,
+            },
+            settings.execArgv,
+          )
+          thread.catch(() => {}) // observed where it is awaited
+        }
         // The current weights as the first adapter (B = 0 at the start: the base model's answers).
         publish(stepIndex)
-        await pushing
+        await Promise.all([pushing, thread])
         if (failure !== undefined) throw failure
         const controller = new AbortController()
         running = {
@@ -259,6 +288,12 @@ export function createDisaggregatedRolloutSource(
       notify()
       await stopping?.loop
       ready.clear()
+      const started = thread
+      thread = undefined
+      await started?.then(
+        (running) => running.close(),
+        () => {},
+      )
     },
   }
 }

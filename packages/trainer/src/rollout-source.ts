@@ -3,6 +3,7 @@ import { deriveSeed, InvalidArgumentError, LudicError, type Sample, type Traject
 import { createLocalPolicy, type CausalLanguageModel } from '@ludic/model'
 import { collect, createAsyncCollector, type AsyncCollector, type CollectResult } from '@ludic/rollout'
 import { builtModulePath } from '@ludic/rollout/worker'
+import { episodeSeeds } from './disaggregated-play.js'
 import { seatPolicies } from './opponents.js'
 import { learnerPolicyId, type ParsedRlTrainerConfig } from './rl-config.js'
 import { weightsPayload, type ModelRolloutWorkerData, type RolloutAnnotation } from './rollout-worker.js'
@@ -157,12 +158,6 @@ function asynchronousSource({ config, model, reference }: RolloutSourceContext):
       await running?.close()
     },
   }
-}
-
-/** The reset seeds of step `stepIndex`'s episodes: consecutive from one derived from the run's seed (every source alike). */
-export function episodeSeeds(seed: number, stepIndex: number, count: number): number[] {
-  const first = deriveSeed('ludic.episodes', seed, stepIndex) % 2 ** 30
-  return Array.from({ length: count }, (_, index) => first + index)
 }
 
 /** The samples with a response; a failed episode fails the step, and a step with nothing to train on is an error. */

@@ -4,26 +4,15 @@
  * of the model from the weights the trainer sent, and plays the environments of the user's setup module with
  * a local policy; pushed weights are assigned to that copy between batches.
  */
-import { isTokenizer, type ChatMessage, type EnvironmentV1, type Sample, type TokenizerV1 } from '@ludic/core'
+import type { Sample } from '@ludic/core'
 import { CausalLanguageModel, createLocalPolicy, type ModelConfig } from '@ludic/model'
-import type { PromptTemplate, RolloutWorkerContext, RolloutWorkerSetup } from '@ludic/rollout'
-import { exportedFunction, importModule } from '@ludic/rollout/worker'
+import type { RolloutWorkerContext, RolloutWorkerSetup } from '@ludic/rollout'
 import { initTensors } from '@ludic/tensors'
 import * as tf from '@tensorflow/tfjs-core'
+import { loadRolloutSetup } from './rollout-setup.js'
 import { responseLogprobs } from './sequences.js'
 
-/** What the setup module gives every rollout worker: the same environments, tokenizer and prompts as the trainer. */
-export interface RlRolloutSetup {
-  environments: readonly (() => EnvironmentV1)[]
-  tokenizer: TokenizerV1
-  /** The prompt of a turn (rollout's). Default `'{observation}'`. */
-  prompt?: PromptTemplate
-  /** How messages become prompt text. Default: the tokenizer's chat template. */
-  chatTemplate?: string | ((messages: readonly ChatMessage[]) => string)
-}
-
-/** A module exporting `createRolloutSetup(data)` (or a default function) that returns an `RlRolloutSetup`. */
-export type CreateRlRolloutSetup = (data: unknown) => RlRolloutSetup | Promise<RlRolloutSetup>
+export type { CreateRlRolloutSetup, RlRolloutSetup } from './rollout-setup.js'
 
 /** Weights as plain data (one entry per parameter): what crosses to the worker threads. */
 export interface WeightsPayload {
@@ -67,15 +56,6 @@ export function weightsPayload(parameters: ReadonlyMap<string, tf.Variable>): We
     payload.values.push(Float32Array.from(variable.dataSync() as Float32Array))
   }
   return payload
-}
-
-export async function loadRolloutSetup(module: string, data: unknown): Promise<RlRolloutSetup> {
-  const factory = exportedFunction<CreateRlRolloutSetup>(await importModule(module), 'createRolloutSetup', module)
-  const setup = (await factory(data)) as Partial<RlRolloutSetup> | undefined
-  if (setup === undefined || setup === null || !Array.isArray(setup.environments) || !isTokenizer(setup.tokenizer)) {
-    throw new TypeError(`createRolloutSetup of ${module} must return { environments, tokenizer, prompt?, chatTemplate? }`)
-  }
-  return setup as RlRolloutSetup
 }
 
 export async function createRolloutWorker(data: ModelRolloutWorkerData, context: RolloutWorkerContext): Promise<RolloutWorkerSetup> {

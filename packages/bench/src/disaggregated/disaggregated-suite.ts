@@ -50,6 +50,17 @@ export const disaggregatedOptionsSchema = z.strictObject({
   servers: z.number().int().min(1).max(8).default(1),
   /** B's staleness bound (`createDisaggregatedRolloutSource`'s `maxStaleness`): batches played with adapters at most this many updates old. Default 1. */
   maxStaleness: z.number().int().min(0).max(8).default(1),
+  /**
+   * B plays its episodes in a collection thread (`createDisaggregatedRolloutSource`'s `setupModule`), so that they
+   * step while the trainer computes an update; false: on the trainer's thread, between its mini-batches. Default true.
+   */
+  collectionThread: z.boolean().default(true),
+  /**
+   * The generation servers' batching window in ms (`serveOpenAICompatible`'s `batching.windowMs`): how long a request
+   * waits for company. Longer windows re-form larger batches from the episodes' separate requests (less server time)
+   * at the cost of that wait on every turn. Default 2.
+   */
+  serverBatchWindowMs: z.number().min(0).max(1000).default(2),
   /** Episodes in flight against the servers. Default: episodesPerStep. */
   concurrency: z.number().int().positive().max(100_000).optional(),
   /** Configurations to run, in this order: `sync` (A, the single-process loop) and `disaggregated` (B). Default both, A first. */
@@ -85,8 +96,8 @@ type Settings = z.output<typeof disaggregatedOptionsSchema>
 interface Breakdown {
   /** Generating (critical path in A; on the servers, overlapped, in B). */
   generation: number
-  /** In `reset`/`step` of the games (on the trainer's process in both). */
-  environment: number
+  /** In `reset`/`step` of the games (on the trainer's thread; B with a collection thread: there, not measured, in generation). */
+  environment: number | undefined
   /** Advantages, PPO epochs (with the old log-probs recomputed). */
   update: number
   /** B: the trainer waiting for a batch; A: 0 (it generates itself). */
@@ -204,6 +215,7 @@ async function runConfiguration(
         workload,
         backend: settings.backend,
         maxBatch: Math.max(settings.concurrency ?? settings.episodesPerStep, 1),
+        batchWindowMs: settings.serverBatchWindowMs,
         seed: settings.seed,
       }
       servers.push(...(await Promise.all(Array.from({ length: settings.servers }, () => startServer(childSettings, context.signal)))))
@@ -240,6 +252,7 @@ async function runConfiguration(
                 adapterDirectory: join(workDirectory, 'adapters'),
                 maxStaleness: settings.maxStaleness,
                 ...(settings.concurrency === undefined ? {} : { concurrency: settings.concurrency }),
+                ...(settings.collectionThread ? { setupModule: builtEntryPath('negotiation-rollout-setup'), setupData: workload } : {}),
               })),
           },
     )
@@ -284,7 +297,7 @@ async function runConfiguration(
           }
         : {
             generation: (stats?.collectSeconds ?? 0) - clock.seconds,
-            environment: clock.seconds,
+            environment: settings.collectionThread ? undefined : clock.seconds,
             update: sum(history, 'updateSeconds'),
             waiting: stats?.waitSeconds ?? rollout,
             publish: stats?.saveSeconds ?? 0,
@@ -382,7 +395,9 @@ export const disaggregatedSuite = defineBenchSuite({
     const sync = results.find((result) => result.configuration === 'sync')
     const missing = sync === undefined ? 'the sync configuration was not run' : undefined
     const rows: BenchCell[][] = results.map((result) => [
-      result.configuration === 'sync' ? 'A: synchronous, one process' : `B: disaggregated, ${settings.servers} server(s)`,
+      result.configuration === 'sync'
+        ? 'A: synchronous, one process'
+        : `B: disaggregated, ${settings.servers} server(s), episodes on ${settings.collectionThread ? 'a collection thread' : "the trainer's thread"}`,
       numberCell(result.timeToTargetSeconds, 1) ?? `not reached in ${result.steps} steps`,
       result.stepsToTarget ?? null,
       result === sync
@@ -441,7 +456,7 @@ export const disaggregatedSuite = defineBenchSuite({
           notes: [
             'Time to target: training wall time (evaluations excluded: adapter snapshots taken every evaluateEvery steps are evaluated after the run, the same way for both) until the evaluated mean reward against the random player (fixed held-out seeds) first reaches the target.',
             "A generates, steps the games and updates on one thread: its time is generation + environment + update (+ small overheads). B generates on the servers while the trainer updates: generation is off the trainer's path (overlapped), and the trainer's time is waiting + update + the adapter copy. Writing the adapter and loading it on the servers runs in the background.",
-            "B's generation is the collection's wall time less the environments' (requests in flight, answers waiting for the trainer's thread between its mini-batches included); server busy generating is the servers' own time in generate, and rows per server call how well the servers' batching window re-formed batches from the episodes' separate requests.",
+            `B's generation is the collection's wall time less the environments' (requests in flight included; ${settings.collectionThread ? 'the episodes run in a collection thread, whose environment time is not measured apart and is counted here' : "answers waiting for the trainer's thread between its mini-batches included"}); server busy generating is the servers' own time in generate, and rows per server call how well the servers' batching window re-formed batches from the episodes' separate requests.`,
             'B plays with adapters at most one update old (staleness ≤ 1), importance-corrected as the asynchronous collector is; it may need more steps than A to reach the same target.',
             `Server start-up (not counted): ${results.map((result) => (result.serverStartSeconds === undefined ? '' : `${result.serverStartSeconds.toFixed(1)} s`)).join('')}.`,
           ],

@@ -1,7 +1,7 @@
 /**
  * One generation server of the `disaggregated` suite, in its own process (`dist/disaggregated-server.js`): what
  * `ludic serve <model> --enable-lora` does, with the workload's tokenizer and terse chat template. Argument: a JSON
- * object `{ modelDirectory, workload, backend, maxBatch, seed }`. Prints `{"url": …}` once listening; stops at SIGTERM,
+ * object `{ modelDirectory, workload, backend, maxBatch, batchWindowMs, seed }`. Prints `{"url": …}` once listening; stops at SIGTERM,
  * SIGINT or when its standard input ends (the parent is gone).
  */
 import type { PolicyV1 } from '@ludic/core'
@@ -17,6 +17,8 @@ export interface ServerChildSettings {
   workload: NegotiationWorkload
   backend: string
   maxBatch: number
+  /** The server's batching window (`serveOpenAICompatible`'s `batching.windowMs`), in ms. */
+  batchWindowMs: number
   seed: number
 }
 
@@ -44,7 +46,7 @@ export async function runServerChild(settings: ServerChildSettings): Promise<voi
   const server = await serveOpenAICompatible(lora.base, {
     modelId: 'base',
     tokenizer,
-    batching: { windowMs: 2, maxBatchSize: settings.maxBatch },
+    batching: { windowMs: settings.batchWindowMs, maxBatchSize: settings.maxBatch },
     lora: { loader: lora.loader, maxAdapters: 8 },
     extraStats: () => ({ ...busy }),
   })

@@ -1,9 +1,14 @@
-/** The rollout setup of the asynchronous-mode tests: loaded in each worker thread (through tsx). */
+/** The rollout setup of the asynchronous-mode and collection-thread tests: loaded in each thread (through tsx). */
 import { createByteTokenizer } from '@ludic/core/test'
 import type { RlRolloutSetup } from '../rollout-worker.js'
 import { createPickEnvironment } from './support.js'
 
-export function createRolloutSetup(data: { roles: string[]; fail?: boolean }): RlRolloutSetup {
+/** `environmentId` renames the game, so that a test can tell the episodes this setup played from the trainer's own. */
+export function createRolloutSetup(data: { roles: string[]; fail?: boolean; environmentId?: string }): RlRolloutSetup {
   if (data.fail === true) throw new Error('setup refused for this test')
-  return { environments: [() => createPickEnvironment(data.roles)], tokenizer: createByteTokenizer() }
+  const { environmentId } = data
+  return {
+    environments: [() => (environmentId === undefined ? createPickEnvironment(data.roles) : { ...createPickEnvironment(data.roles), id: environmentId })],
+    tokenizer: createByteTokenizer(),
+  }
 }
