@@ -59,9 +59,11 @@ export { applyLora, loraOptionsSchema, type LoraAdapters, type LoraConfig, type 
 export {
   loadLoraAdapter,
   loadLoraAdapterOptionsSchema,
+  encodeLoraAdapter,
   saveLoraAdapter,
   saveLoraAdapterOptionsSchema,
   type LoadLoraAdapterOptions,
+  type LoraAdapterFiles,
   type SaveLoraAdapterOptions,
 } from './lora/lora-adapter-files.js'
 

@@ -57,18 +57,19 @@ export type ToWorker =
 
 export type SerializedFailure = Omit<EpisodeFailure, 'error'> & { error: SerializedError }
 
+/** A batch played in a worker as it crosses back: its episodes, the policy version played, its wall time, failures serialized. */
+export interface SerializedBatch {
+  batchIndex: number
+  version: number
+  seconds: number
+  trajectories: Trajectory[]
+  samples: Sample[]
+  failures: SerializedFailure[]
+}
+
 export type FromWorker =
   | { type: 'ready' }
-  | {
-      type: 'batch'
-      batchIndex: number
-      version: number
-      seconds: number
-      trajectories: Trajectory[]
-      samples: Sample[]
-      failures: SerializedFailure[]
-      annotation?: unknown
-    }
+  | ({ type: 'batch'; annotation?: unknown } & SerializedBatch)
   | { type: 'error'; stage: 'setup' | 'weights' | 'collect'; batchIndex?: number; error: SerializedError }
   | { type: 'closed' }
 

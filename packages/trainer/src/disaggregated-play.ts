@@ -29,6 +29,8 @@ export interface DisaggregatedPlan {
   maxTokens: number
   temperature: number
   trainRoles?: string[] | undefined
+  /** Batch b is started once an adapter of version ≥ b − maxStaleness is loaded (and the trainer asked for b − 1). */
+  maxStaleness: number
 }
 
 /** What plays the episodes: the config's (trainer's thread) or the setup module's (collection thread). */
@@ -87,4 +89,66 @@ export async function playDisaggregatedBatch(
     ...(plan.trainRoles === undefined ? {} : { trainRoles: plan.trainRoles }),
   })
   return { result, seconds: (performance.now() - started) / 1000 }
+}
+
+/** A batch played: its result, the adapter version it was played with, its wall time. */
+export interface PlayedBatch {
+  result: CollectResult
+  version: number
+  seconds: number
+}
+
+/** Wakes whoever waits for a change (a batch played, an adapter loaded, a step asked for). */
+export interface Changes {
+  notify(): void
+  /** Resolves at the next `notify`. */
+  next(): Promise<void>
+}
+
+export function createChanges(): Changes {
+  let wake: () => void = () => {}
+  let changed = new Promise<void>((resolve) => {
+    wake = resolve
+  })
+  return {
+    notify() {
+      const resolve = wake
+      changed = new Promise<void>((next) => {
+        wake = next
+      })
+      resolve()
+    },
+    next: () => changed,
+  }
+}
+
+/**
+ * Plays batch after batch from `first` until `signal` aborts: batch b once the trainer asked for b − 1 and an adapter
+ * of version ≥ b − maxStaleness is loaded (`state()`, re-read at every `changes.notify()`), with the newest one
+ * loaded. The same loop runs on the trainer's thread and in the collection thread, beside whichever loads the adapters.
+ */
+export async function playDisaggregatedBatches(
+  plan: DisaggregatedPlan,
+  players: DisaggregatedPlayers,
+  state: () => { requested: number; adapter: PlayedAdapter | undefined },
+  changes: Changes,
+  first: number,
+  signal: AbortSignal,
+  onPlayed: (batchIndex: number, played: PlayedBatch) => void,
+): Promise<void> {
+  const startable = (batchIndex: number): PlayedAdapter | undefined => {
+    const { requested, adapter } = state()
+    return batchIndex <= requested + 1 && adapter !== undefined && adapter.version >= batchIndex - plan.maxStaleness ? adapter : undefined
+  }
+  for (let batchIndex = first; !signal.aborted; batchIndex++) {
+    let adapter = startable(batchIndex)
+    while (!signal.aborted && adapter === undefined) {
+      await changes.next()
+      adapter = startable(batchIndex)
+    }
+    if (signal.aborted || adapter === undefined) return
+    const { result, seconds } = await playDisaggregatedBatch(plan, players, { name: adapter.name, version: adapter.version }, batchIndex, signal)
+    if (signal.aborted) return
+    onPlayed(batchIndex, { result, version: adapter.version, seconds })
+  }
 }

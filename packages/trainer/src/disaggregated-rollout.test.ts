@@ -202,7 +202,10 @@ describe('createDisaggregatedRolloutSource', () => {
     const threaded = await learnThroughServer({ setupModule, setupData: { roles: ['player0'], environmentId: 'pick-in-thread' } }, 12)
     expect(threaded.after).toBeGreaterThan(threaded.before + 0.1)
     expect(threaded.history.every((metrics) => metrics.staleness! >= 0 && metrics.staleness! <= 1)).toBe(true)
+    // The thread loaded every version (0 … 12), unloaded and deleted the old ones.
     expect(threaded.loaded).toEqual(['base', 'step-11', 'step-12'])
+    expect(threaded.files).toEqual(['step-10', 'step-11', 'step-12'])
+    expect(threaded.count).toBe(2)
     const local = await learnThroughServer({}, 2)
     // The same reset seeds and games, step by step (the completions may differ: the server batches them as they come).
     expect(episodes(threaded.batches.slice(0, 2))).toEqual(episodes(local.batches))
@@ -212,7 +215,8 @@ describe('createDisaggregatedRolloutSource', () => {
     expect(threaded.batches.every((batch) => batch.samples.every((sample) => sample.responseTokenIds.length === 1))).toBe(true)
   })
 
-  it("fails the run with the setup module's own error when the collection thread cannot load it", async () => {
+  /** Runs two steps with a collection thread against a server whose loader records (paths under `refuse/` refused); the run's error. */
+  async function failingThreadRun(setupData: unknown, adapterFolder: string) {
     const { model, adapters, server } = await adapterServer()
     const trainer = createRlTrainer(
       {
@@ -226,16 +230,32 @@ describe('createDisaggregatedRolloutSource', () => {
         rolloutSource: (context) =>
           createDisaggregatedRolloutSource(context, adapters, {
             endpoints: [server.url],
-            adapterDirectory: join(temporaryDirectory(), 'refused'),
+            adapterDirectory: join(temporaryDirectory(), adapterFolder),
             setupModule,
-            setupData: { roles: ['player0'], fail: true },
+            setupData,
           }),
       },
     )
-    await expect(trainer.run({ steps: 2 })).rejects.toThrow('setup refused for this test')
+    const error = await trainer.run({ steps: 2 }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    )
     trainer.dispose()
     adapters.remove()
     model.dispose()
+    return { error, server }
+  }
+
+  it("fails the run with the setup module's own error when the collection thread cannot load it", async () => {
+    const { error } = await failingThreadRun({ roles: ['player0'], fail: true }, 'unused')
+    expect((error as Error).message).toContain('setup refused for this test')
+  })
+
+  it('fails the run with a LoraPublishError naming the endpoint and the status when a server refuses the adapter the collection thread loads', async () => {
+    const { error, server } = await failingThreadRun({ roles: ['player0'] }, 'refuse')
+    expect(LoraPublishError.isInstance(error)).toBe(true) // rebuilt on this side of the thread, every field kept
+    expect(error).toMatchObject({ endpoint: server.url, status: 400, operation: 'load', adapter: 'step-0' })
+    expect((error as Error).message).toContain('is refused')
   })
 
   /** A trainer whose disaggregated source gets `options` (an endpoint nobody listens on), made by `create`: for what it refuses. */

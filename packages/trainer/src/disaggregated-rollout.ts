@@ -1,10 +1,17 @@
 import { InvalidArgumentError, LudicError, parseArgument } from '@ludic/core'
 import type { LoraAdapters } from '@ludic/model'
-import type { CollectResult } from '@ludic/rollout'
 import { z } from 'zod'
-import { playDisaggregatedBatch, type DisaggregatedPlan, type PlayedAdapter } from './disaggregated-play.js'
+import { createChanges, playDisaggregatedBatches, type DisaggregatedPlan, type PlayedBatch } from './disaggregated-play.js'
 import { startDisaggregatedThread, type DisaggregatedThread } from './disaggregated-thread.js'
-import { createLoraAdapterPublisher, loraAdapterPublisherOptionsSchema, type LoraAdapterPublisher } from './lora-adapter-publisher.js'
+import type { LoraAdapterLoaderSettings, LoraPublishError, SavedLoraAdapter } from './lora-adapter-loader.js'
+import {
+  createLoraAdapterPublisher,
+  loaderSettings,
+  loraAdapterPublisherOptionsSchema,
+  savingTo,
+  type LoraAdapterPublisher,
+  type LoraAdapterPublisherSettings,
+} from './lora-adapter-publisher.js'
 import { learnerPolicyId } from './rl-config.js'
 import { trainableSamples, type RolloutBatch, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
 
@@ -68,9 +75,9 @@ export interface DisaggregatedRolloutStats {
   collectSeconds: number
   /** Time the trainer waited in `next` for a batch. */
   waitSeconds: number
-  /** Time copying the adapters' weights for saving (the only part on the trainer's path). */
+  /** Time writing the adapters' files (on the trainer's path, synchronously: the only part there). */
   saveSeconds: number
-  /** Time writing the adapters' files and loading them on the endpoints (in the background). */
+  /** Time from an adapter's files written to its load on every endpoint seen by the trainer (in the background). */
   pushSeconds: number
   /** The newest adapter version loaded everywhere. */
   adapterVersion: number | undefined
@@ -118,16 +125,6 @@ export function createDisaggregatedRolloutSource(
       message: `must be at least maxStaleness + 1 (${settings.maxStaleness + 1}): a batch may play an adapter ${settings.maxStaleness} update(s) old, which must stay loaded until it ends`,
     })
   }
-  const publisher = createLoraAdapterPublisher({
-    endpoints: settings.endpoints,
-    directory: settings.adapterDirectory,
-    keepLoaded,
-    keepLast: settings.keepLast,
-    timeoutMs: settings.publishTimeoutMs,
-    ...(settings.apiKey === undefined ? {} : { apiKey: settings.apiKey }),
-    ...(settings.baseModel === undefined ? {} : { baseModel: settings.baseModel }),
-    ...(settings.fetch === undefined ? {} : { fetch: settings.fetch }),
-  })
   if (settings.setupModule !== undefined && settings.fetch !== undefined) {
     throw new InvalidArgumentError({
       argument: 'options.fetch',
@@ -135,6 +132,20 @@ export function createDisaggregatedRolloutSource(
       message: 'cannot cross to the collection thread of options.setupModule: give one or the other',
     })
   }
+  const publisherSettings = parseArgument(
+    loraAdapterPublisherOptionsSchema,
+    {
+      endpoints: settings.endpoints,
+      directory: settings.adapterDirectory,
+      keepLoaded,
+      keepLast: settings.keepLast,
+      timeoutMs: settings.publishTimeoutMs,
+      ...(settings.apiKey === undefined ? {} : { apiKey: settings.apiKey }),
+      ...(settings.baseModel === undefined ? {} : { baseModel: settings.baseModel }),
+      ...(settings.fetch === undefined ? {} : { fetch: settings.fetch }),
+    },
+    'options',
+  )
   const concurrency = settings.concurrency ?? batch.concurrency
   const plan: DisaggregatedPlan = {
     endpoints: settings.endpoints,
@@ -150,62 +161,48 @@ export function createDisaggregatedRolloutSource(
     maxTokens: batch.maxTokens,
     temperature: batch.temperature,
     trainRoles: config.trainRoles,
+    maxStaleness: settings.maxStaleness,
   }
-  let thread: Promise<DisaggregatedThread> | undefined
   const stats: DisaggregatedRolloutStats = { batches: 0, collectSeconds: 0, waitSeconds: 0, saveSeconds: 0, pushSeconds: 0, adapterVersion: undefined }
-
-  interface Played {
-    result: CollectResult
-    version: number
-    seconds: number
-  }
-  let running: { loop: Promise<void>; controller: AbortController } | undefined
-  const ready = new Map<number, Played>()
+  const ready = new Map<number, PlayedBatch>()
+  const changes = createChanges()
   let requested = 0
   let failure: unknown
+  const fail = (error: unknown) => {
+    failure ??= error
+    changes.notify()
+  }
+  const played = (batchIndex: number, batch: PlayedBatch) => {
+    stats.batches++
+    stats.collectSeconds += batch.seconds
+    ready.set(batchIndex, batch)
+    changes.notify()
+  }
+
+  // Where the adapters are loaded and the batches played: here (the loop below), or in the collection thread.
+  let thread: Promise<DisaggregatedThread> | undefined
+  const startThread = (setupModule: string | URL): Promise<DisaggregatedThread> => {
+    thread ??= startDisaggregatedThread(
+      {
+        setupModule: setupModule instanceof URL ? setupModule.href : setupModule,
+        setupData: settings.setupData,
+        vocabSize: config.tokenizer.vocabSize,
+        plan,
+        loader: withoutFetch(loaderSettings(publisherSettings)),
+      },
+      settings.execArgv,
+      { played, failed: fail },
+    )
+    return thread
+  }
+  const publisher: LoraAdapterPublisher =
+    settings.setupModule === undefined
+      ? createLoraAdapterPublisher(publisherSettings)
+      : threadPublisher(publisherSettings, () => startThread(settings.setupModule!))
+  let running: { loop: Promise<void>; controller: AbortController } | undefined
   let pushing: Promise<void> = Promise.resolve()
-  let wake: () => void = () => {}
-  let changed = new Promise<void>((resolve) => {
-    wake = resolve
-  })
-  const notify = () => {
-    const resolve = wake
-    changed = new Promise<void>((next) => {
-      wake = next
-    })
-    resolve()
-  }
 
-  const play = async (batchIndex: number, signal: AbortSignal): Promise<Played> => {
-    const adapter: PlayedAdapter = { name: publisher.current!.name, version: publisher.current!.version }
-    const { result, seconds } =
-      thread === undefined
-        ? await playDisaggregatedBatch(
-            plan,
-            { environments: config.environments!, tokenizer: config.tokenizer, prompt: config.prompt, fetch: settings.fetch },
-            adapter,
-            batchIndex,
-            signal,
-          )
-        : await (await thread).play(batchIndex, adapter, signal)
-    return { result, version: adapter.version, seconds }
-  }
-
-  /** Plays batch after batch: batch b once the trainer asked for b − 1 and an adapter of version ≥ b − maxStaleness is loaded. */
-  const loop = async (first: number, signal: AbortSignal) => {
-    for (let batchIndex = first; !signal.aborted; batchIndex++) {
-      while (!signal.aborted && !(batchIndex <= requested + 1 && (publisher.current?.version ?? -1) >= batchIndex - settings.maxStaleness)) await changed
-      if (signal.aborted) return
-      const played = await play(batchIndex, signal)
-      if (signal.aborted) return
-      stats.batches++
-      stats.collectSeconds += played.seconds
-      ready.set(batchIndex, played)
-      notify()
-    }
-  }
-
-  /** Copies the adapter now (on the trainer's path: the only part), then writes and loads it in the background, in version order. */
+  /** Writes the adapter now (on the trainer's path: the only part), then loads it in the background, in version order. */
   const publish = (version: number) => {
     const saveStarted = performance.now()
     const saving = publisher.save(adapters, version)
@@ -215,17 +212,11 @@ export function createDisaggregatedRolloutSource(
     pushing = pushing
       .then(() => saving)
       .then((saved) => publisher.push(saved))
-      .then(
-        () => {
-          stats.pushSeconds += (performance.now() - pushStarted) / 1000
-          stats.adapterVersion = publisher.current?.version
-          notify()
-        },
-        (error: unknown) => {
-          failure ??= error
-          notify()
-        },
-      )
+      .then(() => {
+        stats.pushSeconds += (performance.now() - pushStarted) / 1000
+        stats.adapterVersion = publisher.current?.version
+        changes.notify()
+      }, fail)
   }
 
   return {
@@ -234,47 +225,36 @@ export function createDisaggregatedRolloutSource(
     async next(stepIndex): Promise<RolloutBatch> {
       requested = stepIndex
       if (running === undefined) {
-        if (settings.setupModule !== undefined && thread === undefined) {
-          const { setupModule } = settings
-          thread = startDisaggregatedThread(
-            {
-              setupModule: setupModule instanceof URL ? setupModule.href : setupModule,
-              setupData: settings.setupData,
-              vocabSize: config.tokenizer.vocabSize,
-              plan,
-            },
-            settings.execArgv,
-          )
-          thread.catch(() => {}) // observed where it is awaited
-        }
         // The current weights as the first adapter (B = 0 at the start: the base model's answers).
         publish(stepIndex)
-        await Promise.all([pushing, thread])
+        await pushing
         if (failure !== undefined) throw failure
         const controller = new AbortController()
-        running = {
-          controller,
-          loop: loop(stepIndex, controller.signal).catch((error: unknown) => {
-            failure ??= error
-            notify()
-          }),
+        if (thread === undefined) {
+          const players = { environments: config.environments!, tokenizer: config.tokenizer, prompt: config.prompt, fetch: settings.fetch }
+          const state = () => ({ requested, adapter: publisher.current })
+          running = { controller, loop: playDisaggregatedBatches(plan, players, state, changes, stepIndex, controller.signal, played).catch(fail) }
+        } else {
+          ;(await thread).start(stepIndex)
+          running = { controller, loop: Promise.resolve() }
         }
       }
-      notify()
+      thread?.then((started) => started.request(stepIndex)).catch(() => {}) // a failed start is observed through pushing
+      changes.notify()
       const waitStarted = performance.now()
-      while (!ready.has(stepIndex) && failure === undefined) await changed
+      while (!ready.has(stepIndex) && failure === undefined) await changes.next()
       stats.waitSeconds += (performance.now() - waitStarted) / 1000
       if (failure !== undefined) throw failure
-      const played = ready.get(stepIndex)!
+      const batchPlayed = ready.get(stepIndex)!
       ready.delete(stepIndex)
-      if (stepIndex - played.version > settings.maxStaleness)
-        throw new LudicError(`batch ${stepIndex} was played with adapter version ${played.version}, beyond maxStaleness ${settings.maxStaleness}`)
-      const { result } = played
+      if (stepIndex - batchPlayed.version > settings.maxStaleness)
+        throw new LudicError(`batch ${stepIndex} was played with adapter version ${batchPlayed.version}, beyond maxStaleness ${settings.maxStaleness}`)
+      const { result } = batchPlayed
       return {
         trajectories: result.trajectories,
         samples: trainableSamples(result),
-        generationSeconds: played.seconds,
-        offPolicy: { policyVersion: played.version, dropped: 0, importanceCap: settings.importanceCap },
+        generationSeconds: batchPlayed.seconds,
+        offPolicy: { policyVersion: batchPlayed.version, dropped: 0, importanceCap: settings.importanceCap },
       }
     },
     updated(stepCount) {
@@ -285,7 +265,7 @@ export function createDisaggregatedRolloutSource(
       running = undefined
       await pushing // the last update's adapter reaches the servers (each load bounded by publishTimeoutMs)
       stopping?.controller.abort(new LudicError('the rollout source closed'))
-      notify()
+      changes.notify()
       await stopping?.loop
       ready.clear()
       const started = thread
@@ -296,4 +276,41 @@ export function createDisaggregatedRolloutSource(
       )
     },
   }
+}
+
+/**
+ * The publisher of a source with a collection thread: it saves here (synchronously, on the trainer's path) and loads
+ * there, where the batches wait for the adapters; `current` and `unloadFailures` follow the thread's answers.
+ */
+function threadPublisher(settings: LoraAdapterPublisherSettings, thread: () => Promise<DisaggregatedThread>): LoraAdapterPublisher {
+  const save = savingTo(settings)
+  let current: SavedLoraAdapter | undefined
+  const unloadFailures: LoraPublishError[] = []
+  const push = async (saved: SavedLoraAdapter, signal?: AbortSignal) => {
+    signal?.throwIfAborted()
+    const loading = (await thread()).load(saved)
+    const { unloadFailures: failed } = await (signal === undefined
+      ? loading
+      : Promise.race([loading, new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]))
+    if (current === undefined || saved.version > current.version) current = saved
+    unloadFailures.push(...failed)
+  }
+  return {
+    save,
+    push,
+    async publish(adapters, version, signal) {
+      const saved = await save(adapters, version)
+      await push(saved, signal)
+      return saved
+    },
+    get current() {
+      return current
+    },
+    unloadFailures,
+  }
+}
+
+/** A loader's settings that can cross to a thread (the source refuses `fetch` with `setupModule`). */
+function withoutFetch({ fetch: _fetch, ...settings }: LoraAdapterLoaderSettings): Omit<LoraAdapterLoaderSettings, 'fetch'> {
+  return settings
 }

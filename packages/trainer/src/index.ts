@@ -13,6 +13,7 @@ export {
   loraAdapterPublisherOptionsSchema,
   type LoraAdapterPublisher,
   type LoraAdapterPublisherOptions,
+  type LoraPublishFailure,
   type SavedLoraAdapter,
 } from './lora-adapter-publisher.js'
 export { createLocalLoraAdapters, type LocalLoraAdapters } from './local-lora-adapters.js'

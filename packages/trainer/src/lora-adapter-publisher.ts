@@ -1,36 +1,11 @@
-import { rm } from 'node:fs/promises'
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { LudicError, parseArgument } from '@ludic/core'
-import { saveLoraAdapter, type LoraAdapters } from '@ludic/model'
-import * as tf from '@tensorflow/tfjs-core'
+import { parseArgument } from '@ludic/core'
+import { encodeLoraAdapter, type LoraAdapterFiles, type LoraAdapters } from '@ludic/model'
 import { z } from 'zod'
+import { createLoraAdapterLoader, type LoraAdapterLoaderSettings, type LoraPublishError, type SavedLoraAdapter } from './lora-adapter-loader.js'
 
-const marker = Symbol.for('ludic.error.LoraPublishError')
-
-/** An endpoint refused (or never answered) a LoRA adapter load or unload. */
-export class LoraPublishError extends LudicError {
-  private readonly [marker] = true
-  override readonly name = 'LoraPublishError'
-  /** The endpoint's base URL, as given in `endpoints`. */
-  readonly endpoint: string
-  readonly operation: 'load' | 'unload'
-  readonly adapter: string
-  /** The HTTP status (undefined: no answer — connection refused, timeout). */
-  readonly status: number | undefined
-
-  constructor(options: { endpoint: string; operation: 'load' | 'unload'; adapter: string; status?: number | undefined; detail: string; cause?: unknown }) {
-    const status = options.status === undefined ? 'no answer' : `HTTP ${options.status}`
-    super(`${options.endpoint} refused to ${options.operation} LoRA adapter '${options.adapter}' (${status}): ${options.detail}`, { cause: options.cause })
-    this.endpoint = options.endpoint
-    this.operation = options.operation
-    this.adapter = options.adapter
-    this.status = options.status
-  }
-
-  static override isInstance(value: unknown): value is LoraPublishError {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[marker] === true
-  }
-}
+export { LoraPublishError, type LoraPublishFailure, type SavedLoraAdapter } from './lora-adapter-loader.js'
 
 export const loraAdapterPublisherOptionsSchema = z.strictObject({
   /** The servers' base URLs, e.g. `http://127.0.0.1:8000/v1` (vLLM with runtime LoRA updating, or `ludic serve --enable-lora`). */
@@ -63,24 +38,18 @@ export const loraAdapterPublisherOptionsSchema = z.strictObject({
 })
 export type LoraAdapterPublisherOptions = z.input<typeof loraAdapterPublisherOptionsSchema>
 
-/** An adapter version written to disk (and, once pushed, loaded on every endpoint under `name`). */
-export interface SavedLoraAdapter {
-  name: string
-  version: number
-  /** Absolute folder. */
-  path: string
-}
-
 export interface LoraAdapterPublisher {
   /**
-   * Writes the adapters' current weights as version `version` (PEFT files). The weights are copied when it is called,
-   * so the model may change at once, while the files are written.
+   * Writes the adapters' current weights as version `version` (PEFT files). The weights are read and the files
+   * written before it returns (synchronously: an adapter is small, and a trainer's thread busy with its next update
+   * would otherwise hold the writing back), so the model may change at once.
    */
   save(adapters: LoraAdapters, version: number): Promise<SavedLoraAdapter>
   /**
    * Loads a saved version on every endpoint (in parallel), makes it `current`, then unloads the versions beyond
-   * `keepLoaded` and deletes the folders beyond `keepLast`. A failed load is a `LoraPublishError` naming the endpoint
-   * (`current` stays the previous version); unloads that fail are collected in `unloadFailures`, not thrown.
+   * `keepLoaded` and deletes the folders of pushed versions beyond `keepLast`. A failed load is a `LoraPublishError`
+   * naming the endpoint (`current` stays the previous version); unloads that fail are collected in `unloadFailures`,
+   * not thrown.
    */
   push(saved: SavedLoraAdapter, signal?: AbortSignal): Promise<void>
   /** `save` then `push`. */
@@ -100,100 +69,56 @@ export interface LoraAdapterPublisher {
  */
 export function createLoraAdapterPublisher(options: LoraAdapterPublisherOptions): LoraAdapterPublisher {
   const settings = parseArgument(loraAdapterPublisherOptionsSchema, options, 'options')
-  const directory = resolve(settings.directory)
-  const send = settings.fetch ?? globalThis.fetch
-  const loaded: SavedLoraAdapter[] = []
-  const onDisk: SavedLoraAdapter[] = []
-  const unloadFailures: LoraPublishError[] = []
-  let current: SavedLoraAdapter | undefined
-
-  const call = async (endpoint: string, operation: 'load' | 'unload', adapter: SavedLoraAdapter, signal: AbortSignal | undefined) => {
-    const url = `${endpoint.replace(/\/+$/, '')}/${operation}_lora_adapter`
-    const body = operation === 'load' ? { lora_name: adapter.name, lora_path: adapter.path } : { lora_name: adapter.name }
-    const deadline = AbortSignal.timeout(settings.timeoutMs)
-    let response: Response
-    try {
-      response = await send(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(settings.apiKey === undefined ? {} : { authorization: `Bearer ${settings.apiKey}` }) },
-        body: JSON.stringify(body),
-        signal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]),
-      })
-    } catch (error) {
-      signal?.throwIfAborted()
-      const detail = deadline.aborted ? `no answer within ${settings.timeoutMs} ms (timeoutMs)` : error instanceof Error ? error.message : String(error)
-      throw new LoraPublishError({ endpoint, operation, adapter: adapter.name, detail, cause: error })
-    }
-    const text = (await response.text().catch(() => '')).slice(0, 2000)
-    if (response.ok) return
-    let detail = text
-    try {
-      detail = (JSON.parse(text) as { error?: { message?: string }; message?: string }).error?.message ?? detail
-    } catch {
-      // a plain-text answer
-    }
-    throw new LoraPublishError({ endpoint, operation, adapter: adapter.name, status: response.status, detail })
-  }
-
-  const save = (adapters: LoraAdapters, version: number): Promise<SavedLoraAdapter> => {
-    const parsedVersion = parseArgument(z.number().int().min(0), version, 'version')
-    const name = `${settings.prefix}-${parsedVersion}`
-    const saved = { name, version: parsedVersion, path: join(directory, name) }
-    // Copies of the weights now (small: the adapters only), written while the trainer goes on.
-    const copies = new Map([...adapters.parameters()].map(([parameter, variable]) => [parameter, tf.variable(variable, false)]))
-    const release = () => tf.dispose([...copies.values()])
-    const frozen: LoraAdapters = {
-      config: adapters.config,
-      layers: adapters.layers,
-      scale: adapters.scale,
-      merged: false,
-      parameters: () => copies,
-      merge: () => {},
-      unmerge: () => {},
-      remove: release,
-    }
-    return saveLoraAdapter(frozen, saved.path, settings.baseModel === undefined ? {} : { baseModel: settings.baseModel })
-      .then(() => {
-        // Saves finish in any order (they run in the background); pruning must see them by version.
-        insertByVersion(onDisk, saved)
-        return saved
-      })
-      .finally(release)
-  }
-
-  const push = async (saved: SavedLoraAdapter, signal?: AbortSignal): Promise<void> => {
-    const results = await Promise.allSettled(settings.endpoints.map((endpoint) => call(endpoint, 'load', saved, signal)))
-    const failed = results.find((result) => result.status === 'rejected')
-    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason
-    if (current === undefined || saved.version > current.version) current = saved
-    insertByVersion(loaded, saved)
-    const retired = loaded.splice(0, Math.max(0, loaded.length - settings.keepLoaded))
-    for (const old of retired) {
-      const unloads = await Promise.allSettled(settings.endpoints.map((endpoint) => call(endpoint, 'unload', old, signal)))
-      for (const result of unloads) if (result.status === 'rejected' && LoraPublishError.isInstance(result.reason)) unloadFailures.push(result.reason)
-    }
-    const keep = Math.max(settings.keepLast, settings.keepLoaded)
-    for (const old of onDisk.splice(0, Math.max(0, onDisk.length - keep))) await rm(old.path, { recursive: true, force: true })
-  }
-
+  const loader = createLoraAdapterLoader(loaderSettings(settings))
+  const save = savingTo(settings)
   return {
     save,
-    push,
+    push: (saved, signal) => loader.push(saved, signal),
     async publish(adapters, version, signal) {
       const saved = await save(adapters, version)
-      await push(saved, signal)
+      await loader.push(saved, signal)
       return saved
     },
     get current() {
-      return current
+      return loader.current
     },
-    unloadFailures,
+    unloadFailures: loader.unloadFailures,
   }
 }
 
-/** Inserts `adapter` into `list`, which is kept in increasing version order. */
-function insertByVersion(list: SavedLoraAdapter[], adapter: SavedLoraAdapter): void {
-  let index = list.length
-  while (index > 0 && list[index - 1]!.version > adapter.version) index--
-  list.splice(index, 0, adapter)
+export type LoraAdapterPublisherSettings = z.output<typeof loraAdapterPublisherOptionsSchema>
+
+/** The loading half's settings. */
+export function loaderSettings(settings: LoraAdapterPublisherSettings): LoraAdapterLoaderSettings {
+  return {
+    endpoints: settings.endpoints,
+    apiKey: settings.apiKey,
+    keepLoaded: settings.keepLoaded,
+    keepLast: settings.keepLast,
+    timeoutMs: settings.timeoutMs,
+    fetch: settings.fetch,
+  }
+}
+
+/** The saving half: `<directory>/<prefix>-<version>`, written synchronously. */
+export function savingTo(settings: LoraAdapterPublisherSettings): (adapters: LoraAdapters, version: number) => Promise<SavedLoraAdapter> {
+  const directory = resolve(settings.directory)
+  return async (adapters, version) => {
+    const parsedVersion = parseArgument(z.number().int().min(0), version, 'version')
+    const name = `${settings.prefix}-${parsedVersion}`
+    const saved = { name, version: parsedVersion, path: join(directory, name) }
+    writeFolderSync(saved.path, encodeLoraAdapter(adapters, settings.baseModel === undefined ? {} : { baseModel: settings.baseModel }))
+    return saved
+  }
+}
+
+/** Writes each file under a temporary name, then renames it: a server never reads a partial file. */
+function writeFolderSync(folder: string, files: LoraAdapterFiles): void {
+  mkdirSync(folder, { recursive: true })
+  for (const name of ['adapter_model.safetensors', 'adapter_config.json'] as const) {
+    const content = files[name]
+    const temporary = join(folder, `.${name}.${process.pid}.tmp`)
+    writeFileSync(temporary, content)
+    renameSync(temporary, join(folder, name))
+  }
 }

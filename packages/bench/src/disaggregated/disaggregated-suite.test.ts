@@ -8,7 +8,7 @@ describe('disaggregated suite', () => {
       configuration: string
       steps: number
       timeToTargetSeconds: number
-      breakdown: Record<string, number | undefined>
+      breakdown: Record<string, number | undefined> & { server?: { threads?: number } }
       evaluations: { step: number }[]
     }[]
   }
@@ -36,21 +36,32 @@ describe('disaggregated suite', () => {
     checkBoth(report.raw as Raw)
     // The games ran in the collection thread: their time is not measured apart there.
     expect((report.raw as Raw).results[1]!.breakdown.environment).toBeUndefined()
+    expect((report.raw as Raw).results[1]!.breakdown.server?.threads).toBe(1) // WebAssembly's default
     expect(evaluations!.rows).toHaveLength(6)
   }, 120_000)
 
-  it("--quick with collectionThread false: B's episodes on the trainer's thread, their environment time measured", async () => {
-    const report = await runBenchSuite('disaggregated', { quick: true, target: -2, collectionThread: false, configurations: ['sync', 'disaggregated'] })
+  it("--quick with collectionThread false: B's episodes on the trainer's thread, their environment time measured; serverThreads reaches the servers", async () => {
+    const report = await runBenchSuite('disaggregated', {
+      quick: true,
+      target: -2,
+      collectionThread: false,
+      serverThreads: 2,
+      configurations: ['sync', 'disaggregated'],
+    })
     expect(report.tables[0]!.rows[1]![0]).toBe("B: disaggregated, 1 server(s), episodes on the trainer's thread")
     checkBoth(report.raw as Raw)
     expect((report.raw as Raw).results[1]!.breakdown.environment).toBeGreaterThan(0)
+    expect((report.raw as Raw).results[1]!.breakdown.server?.threads).toBe(2) // the server's WebAssembly backend, two threads
+    expect(report.tables[0]!.notes!.join(' ')).toContain('computes with 2 thread(s)')
   }, 120_000)
 
-  it('takes --quick from the command line', () => {
+  it('takes --quick from the command line', async () => {
     expect(benchOptionsFromArguments('disaggregated', ['--quick', '--servers', '2'])).toMatchObject({ quick: true, servers: 2 })
-    expect(benchOptionsFromArguments('disaggregated', ['--collectionThread', 'false', '--serverBatchWindowMs', '20'])).toMatchObject({
+    expect(benchOptionsFromArguments('disaggregated', ['--collectionThread', 'false', '--serverBatchWindowMs', '20', '--serverThreads', '1'])).toMatchObject({
       collectionThread: false,
       serverBatchWindowMs: 20,
+      serverThreads: 1,
     })
+    await expect(runBenchSuite('disaggregated', benchOptionsFromArguments('disaggregated', ['--serverThreads', '0']))).rejects.toThrow(/serverThreads/)
   })
 })

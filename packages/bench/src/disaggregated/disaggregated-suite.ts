@@ -61,6 +61,13 @@ export const disaggregatedOptionsSchema = z.strictObject({
    * at the cost of that wait on every turn. Default 2.
    */
   serverBatchWindowMs: z.number().min(0).max(1000).default(2),
+  /**
+   * Threads of each server process's backend: the native intra-op pool (`initTensors`' `nativeThreads.intraOp`;
+   * `TF_NUM_INTRAOP_THREADS` wins where set) or WebAssembly's (`wasmThreads`, up to 8). Where the trainer and the
+   * servers share the cores, fewer keep a generating server from stalling the trainer's multi-threaded kernels.
+   * Default: the backend's (native: one a core; WebAssembly: 1).
+   */
+  serverThreads: z.number().int().min(1).max(256).optional(),
   /** Episodes in flight against the servers. Default: episodesPerStep. */
   concurrency: z.number().int().positive().max(100_000).optional(),
   /** Configurations to run, in this order: `sync` (A, the single-process loop) and `disaggregated` (B). Default both, A first. */
@@ -106,7 +113,7 @@ interface Breakdown {
   publish: number
   push: number
   /** B: the servers' own time in `generate` (summed over servers), their calls and rows (`GET /stats`). */
-  server: { generateSeconds: number; generateCalls: number; generateRows: number } | undefined
+  server: { generateSeconds: number; generateCalls: number; generateRows: number; threads: number | undefined } | undefined
 }
 
 interface ConfigurationResult {
@@ -166,15 +173,17 @@ async function stopServer(server: ServerProcess): Promise<void> {
   if (server.child.exitCode === null) server.child.kill('SIGKILL')
 }
 
-/** The servers' generation figures (`GET /stats`, from `server-child`), summed. */
+/** The servers' generation figures (`GET /stats`, from `server-child`), summed; the first one's backend threads. */
 async function serverGeneration(servers: readonly ServerProcess[]): Promise<NonNullable<Breakdown['server']>> {
   const total = { generateSeconds: 0, generateCalls: 0, generateRows: 0 }
+  let threads: number | undefined
   for (const server of servers) {
     const response = await fetch(new URL('/stats', server.url))
-    const figures = (await response.json()) as Partial<typeof total>
+    const figures = (await response.json()) as Partial<typeof total> & { threads?: number }
     for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += figures[key] ?? 0
+    threads ??= figures.threads
   }
-  return total
+  return { ...total, threads }
 }
 
 /** The values of the adapters' parameters now (a snapshot to evaluate later). */
@@ -217,6 +226,7 @@ async function runConfiguration(
         maxBatch: Math.max(settings.concurrency ?? settings.episodesPerStep, 1),
         batchWindowMs: settings.serverBatchWindowMs,
         seed: settings.seed,
+        threads: settings.serverThreads,
       }
       servers.push(...(await Promise.all(Array.from({ length: settings.servers }, () => startServer(childSettings, context.signal)))))
       serverStartSeconds = (performance.now() - started) / 1000
@@ -446,8 +456,8 @@ export const disaggregatedSuite = defineBenchSuite({
             'environment (s)',
             'update (s)',
             'waiting (s)',
-            'adapter copy, on the path (s)',
-            'adapter write + load, background (s)',
+            'adapter write, on the path (s)',
+            'adapter load, background (s)',
             'server busy generating (s)',
             'rows per server call',
             'final mean reward',
@@ -455,10 +465,10 @@ export const disaggregatedSuite = defineBenchSuite({
           rows,
           notes: [
             'Time to target: training wall time (evaluations excluded: adapter snapshots taken every evaluateEvery steps are evaluated after the run, the same way for both) until the evaluated mean reward against the random player (fixed held-out seeds) first reaches the target.',
-            "A generates, steps the games and updates on one thread: its time is generation + environment + update (+ small overheads). B generates on the servers while the trainer updates: generation is off the trainer's path (overlapped), and the trainer's time is waiting + update + the adapter copy. Writing the adapter and loading it on the servers runs in the background.",
+            "A generates, steps the games and updates on one thread: its time is generation + environment + update (+ small overheads). B generates on the servers while the trainer updates: generation is off the trainer's path (overlapped), and the trainer's time is waiting + update + writing the adapter's files. Loading it on the servers runs in the background (in the collection thread when there is one; its time as the trainer saw it).",
             `B's generation is the collection's wall time less the environments' (requests in flight included; ${settings.collectionThread ? 'the episodes run in a collection thread, whose environment time is not measured apart and is counted here' : "answers waiting for the trainer's thread between its mini-batches included"}); server busy generating is the servers' own time in generate, and rows per server call how well the servers' batching window re-formed batches from the episodes' separate requests.`,
-            'B plays with adapters at most one update old (staleness ≤ 1), importance-corrected as the asynchronous collector is; it may need more steps than A to reach the same target.',
-            `Server start-up (not counted): ${results.map((result) => (result.serverStartSeconds === undefined ? '' : `${result.serverStartSeconds.toFixed(1)} s`)).join('')}.`,
+            `B plays with adapters at most ${settings.maxStaleness} update(s) old (staleness ≤ ${settings.maxStaleness}), importance-corrected as the asynchronous collector is; it may need more steps than A to reach the same target.`,
+            `Server start-up (not counted): ${results.map((result) => (result.serverStartSeconds === undefined ? '' : `${result.serverStartSeconds.toFixed(1)} s`)).join('')}; each server's backend computes with ${results.find((result) => result.breakdown.server !== undefined)?.breakdown.server?.threads ?? '—'} thread(s).`,
           ],
         },
         {

@@ -1,7 +1,7 @@
 /**
  * One generation server of the `disaggregated` suite, in its own process (`dist/disaggregated-server.js`): what
  * `ludic serve <model> --enable-lora` does, with the workload's tokenizer and terse chat template. Argument: a JSON
- * object `{ modelDirectory, workload, backend, maxBatch, batchWindowMs, seed }`. Prints `{"url": …}` once listening; stops at SIGTERM,
+ * object `{ modelDirectory, workload, backend, maxBatch, batchWindowMs, seed, threads? }`. Prints `{"url": …}` once listening; stops at SIGTERM,
  * SIGINT or when its standard input ends (the parent is gone).
  */
 import type { PolicyV1 } from '@ludic/core'
@@ -20,14 +20,22 @@ export interface ServerChildSettings {
   /** The server's batching window (`serveOpenAICompatible`'s `batching.windowMs`), in ms. */
   batchWindowMs: number
   seed: number
+  /** Threads of the backend: the native intra-op pool's, or WebAssembly's (undefined: the backend's default). */
+  threads?: number | undefined
 }
 
 export async function runServerChild(settings: ServerChildSettings): Promise<void> {
-  await initTensors({ backend: settings.backend as InitTensorsOptions['backend'], verbose: false })
+  const backend = settings.backend as InitTensorsOptions['backend']
+  const threads = settings.threads
+  const runtime = await initTensors({
+    backend,
+    verbose: false,
+    ...(threads === undefined ? {} : backend === 'wasm' ? { wasmThreads: threads } : { nativeThreads: { intraOp: threads } }),
+  })
   const tokenizer = negotiationTokenizer(settings.workload)
   const model = await loadModel(settings.modelDirectory)
   const local = createLocalPolicy({ model, tokenizer, chatTemplate: gameChatTemplate, maxBatch: settings.maxBatch, seed: settings.seed, id: 'base' })
-  /** The server's own generation time (the model busy), and its calls and rows, for `GET /stats`. */
+  /** The server's own generation time (the model busy), its calls and rows, and its backend's threads, for `GET /stats`. */
   const busy = { generateSeconds: 0, generateCalls: 0, generateRows: 0 }
   const policy: PolicyV1 = {
     ...local,
@@ -48,7 +56,7 @@ export async function runServerChild(settings: ServerChildSettings): Promise<voi
     tokenizer,
     batching: { windowMs: settings.batchWindowMs, maxBatchSize: settings.maxBatch },
     lora: { loader: lora.loader, maxAdapters: 8 },
-    extraStats: () => ({ ...busy }),
+    extraStats: () => ({ ...busy, threads: runtime.threads }),
   })
   process.stdout.write(`${JSON.stringify({ url: server.url })}\n`)
   await new Promise<void>((resolve) => {

@@ -10,7 +10,7 @@ import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { sequenceLogprobs } from '../sequence-logprobs.js'
 import { initTestBackend } from '../test/init-test-backend.js'
 import { applyLora, type LoraOptions } from './apply-lora.js'
-import { loadLoraAdapter, saveLoraAdapter } from './lora-adapter-files.js'
+import { encodeLoraAdapter, loadLoraAdapter, saveLoraAdapter } from './lora-adapter-files.js'
 
 beforeAll(initTestBackend)
 let directory: string
@@ -125,6 +125,14 @@ describe('applyLora', () => {
     expect(file.names).toContain('base_model.model.model.layers.1.mlp.down_proj.lora_B.weight')
     expect(file.info('base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight').shape).toEqual([4, 32])
     await file.close()
+    // The same two files encoded in memory, byte for byte (the weights read synchronously).
+    const encoded = encodeLoraAdapter(adapters, { baseModel: 'base' })
+    const named = join(directory, 'adapter-named')
+    await saveLoraAdapter(adapters, named, { baseModel: 'base' })
+    expect(Buffer.from(encoded['adapter_model.safetensors']).equals(await readFile(join(named, 'adapter_model.safetensors')))).toBe(true)
+    expect(encoded['adapter_config.json']).toBe(await readFile(join(named, 'adapter_config.json'), 'utf8'))
+    expect(JSON.parse(encoded['adapter_config.json'])).toMatchObject({ base_model_name_or_path: 'base', r: 4 })
+    expect(() => encodeLoraAdapter(adapters, { baseModel: '' })).toThrow(/options\.baseModel/)
     adapters.remove()
 
     const loaded = await loadLoraAdapter(model, path)

@@ -1,7 +1,7 @@
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { InvalidArgumentError, LudicError, ParseError, parseArgument, parseInput } from '@ludic/core'
-import { openSafetensors, writeJsonFileAtomically, writeSafetensorsFile, type SafetensorsTensorInput } from '@ludic/tensors'
+import { openSafetensors, serializeSafetensors, writeJsonFileAtomically, writeSafetensorsFile, type SafetensorsTensorInput } from '@ludic/tensors'
 import { z } from 'zod'
 import { CheckpointMismatchError, type MisshapedTensor } from '../checkpoint/checkpoint-mismatch-error.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
@@ -64,6 +64,41 @@ export type LoadLoraAdapterOptions = z.input<typeof loadLoraAdapterOptionsSchema
 export async function saveLoraAdapter(adapters: LoraAdapters, directory: string, options: SaveLoraAdapterOptions = {}): Promise<void> {
   const folder = parseArgument(z.string().min(1), directory, 'directory')
   const { baseModel } = parseArgument(saveLoraAdapterOptionsSchema, options, 'options')
+  const config = peftAdapterConfig(adapters, baseModel)
+  const tensors = new Map<string, SafetensorsTensorInput>()
+  for (const [name, variable] of adapters.parameters())
+    tensors.set(`${peftPrefix}${name}`, { shape: variable.shape, data: (await variable.data()) as Float32Array })
+  await mkdir(folder, { recursive: true })
+  await writeSafetensorsFile(join(folder, 'adapter_model.safetensors'), tensors, { metadata: { format: 'pt' } })
+  await writeJsonFileAtomically(join(folder, 'adapter_config.json'), config)
+}
+
+/** The two files of a PEFT adapter folder, in memory. */
+export interface LoraAdapterFiles {
+  'adapter_model.safetensors': Uint8Array
+  'adapter_config.json': string
+}
+
+/**
+ * `saveLoraAdapter`'s two files, byte for byte, encoded in memory at once: the weights are read synchronously
+ * (`dataSync`), so the adapters may change as soon as it returns. For a writer that must not wait for the event loop
+ * (a trainer publishing its adapter to generation servers between two updates); small adapters only — the bytes are
+ * held in memory whole (use `saveLoraAdapter`, which streams, for large ones).
+ */
+export function encodeLoraAdapter(adapters: LoraAdapters, options: SaveLoraAdapterOptions = {}): LoraAdapterFiles {
+  const { baseModel } = parseArgument(saveLoraAdapterOptionsSchema, options, 'options')
+  const config = peftAdapterConfig(adapters, baseModel)
+  const tensors = new Map<string, SafetensorsTensorInput>()
+  for (const [name, variable] of adapters.parameters())
+    tensors.set(`${peftPrefix}${name}`, { shape: variable.shape, data: variable.dataSync() as Float32Array })
+  return {
+    'adapter_model.safetensors': serializeSafetensors(tensors, { metadata: { format: 'pt' } }),
+    'adapter_config.json': `${JSON.stringify(config, null, 2)}\n`,
+  }
+}
+
+/** PEFT's `adapter_config.json` for `adapters`. */
+function peftAdapterConfig(adapters: LoraAdapters, baseModel: string | undefined): Record<string, unknown> {
   const { config } = adapters
   if (config.targetModules instanceof RegExp && config.targetModules.flags !== '') {
     throw new InvalidArgumentError({
@@ -72,12 +107,7 @@ export async function saveLoraAdapter(adapters: LoraAdapters, directory: string,
       message: 'a pattern with flags cannot be written for PEFT',
     })
   }
-  const tensors = new Map<string, SafetensorsTensorInput>()
-  for (const [name, variable] of adapters.parameters())
-    tensors.set(`${peftPrefix}${name}`, { shape: variable.shape, data: (await variable.data()) as Float32Array })
-  await mkdir(folder, { recursive: true })
-  await writeSafetensorsFile(join(folder, 'adapter_model.safetensors'), tensors, { metadata: { format: 'pt' } })
-  await writeJsonFileAtomically(join(folder, 'adapter_config.json'), {
+  return {
     peft_type: 'LORA',
     task_type: 'CAUSAL_LM',
     base_model_name_or_path: baseModel ?? null,
@@ -101,7 +131,7 @@ export async function saveLoraAdapter(adapters: LoraAdapters, directory: string,
     layers_pattern: null,
     rank_pattern: {},
     alpha_pattern: {},
-  })
+  }
 }
 
 /**
