@@ -5,7 +5,7 @@ import { z } from 'zod'
 import { AsyncCollectorError } from './async-collector-error.js'
 import { builtModulePath } from './built-module-path.js'
 import { generationOptionsSchema, type CollectResult } from './collect.js'
-import { deserializeError, type FromWorker, type SerializedError, type ToWorker, type WorkerStartData } from './async-protocol.js'
+import { deserializeError, deserializeFailures, type FromWorker, type SerializedError, type ToWorker, type WorkerStartData } from './async-protocol.js'
 
 export const asyncCollectorOptionsSchema = z.strictObject({
   /**
@@ -173,7 +173,7 @@ export function createAsyncCollector(options: AsyncCollectorOptions): AsyncColle
         slot.busy = false
         stats.batchesReceived++
         stats.workerSeconds += message.seconds
-        const failures = message.failures.map((failure) => ({ ...failure, error: deserializeError(failure.error) }))
+        const failures = deserializeFailures(message.failures)
         ready.push({
           kind: 'batch',
           batch: {

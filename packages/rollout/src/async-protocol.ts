@@ -57,6 +57,16 @@ export type ToWorker =
 
 export type SerializedFailure = Omit<EpisodeFailure, 'error'> & { error: SerializedError }
 
+/** A batch's failed episodes as they cross a thread boundary (their errors serialized). */
+export function serializeFailures(failures: readonly EpisodeFailure[]): SerializedFailure[] {
+  return failures.map((failure) => ({ ...failure, error: serializeError(failure.error) }))
+}
+
+/** Failed episodes that crossed a thread boundary, their errors as `Error`s again. */
+export function deserializeFailures(failures: readonly SerializedFailure[]): EpisodeFailure[] {
+  return failures.map((failure) => ({ ...failure, error: deserializeError(failure.error) }))
+}
+
 /** A batch played in a worker as it crosses back: its episodes, the policy version played, its wall time, failures serialized. */
 export interface SerializedBatch {
   batchIndex: number

@@ -8,7 +8,15 @@ import { parentPort, workerData } from 'node:worker_threads'
 import { isPolicy } from '@ludic/core'
 import { collect } from './collect.js'
 import { exportedFunction, importModule } from './import-module.js'
-import { serializeError, type CreateRolloutWorker, type FromWorker, type RolloutWorkerSetup, type ToWorker, type WorkerStartData } from './async-protocol.js'
+import {
+  serializeError,
+  serializeFailures,
+  type CreateRolloutWorker,
+  type FromWorker,
+  type RolloutWorkerSetup,
+  type ToWorker,
+  type WorkerStartData,
+} from './async-protocol.js'
 
 if (parentPort === null) throw new Error('@ludic/rollout async-worker.js must run in a worker thread (createAsyncCollector starts it)')
 const port = parentPort
@@ -74,7 +82,7 @@ async function handle(setup: RolloutWorkerSetup, message: ToWorker): Promise<voi
       seconds: (performance.now() - started) / 1000,
       trajectories: result.trajectories,
       samples: result.samples,
-      failures: result.failures.map((failure) => ({ ...failure, error: serializeError(failure.error) })),
+      failures: serializeFailures(result.failures),
       ...(annotation === undefined ? {} : { annotation }),
     })
   } catch (error) {

@@ -4,6 +4,14 @@
  * `RolloutWorkerSetup` a worker module returns stay there).
  */
 export { withoutSourceCondition } from './async-collector.js'
-export { deserializeError, serializeError, type SerializedBatch, type SerializedError, type SerializedFailure } from './async-protocol.js'
+export {
+  deserializeError,
+  deserializeFailures,
+  serializeError,
+  serializeFailures,
+  type SerializedBatch,
+  type SerializedError,
+  type SerializedFailure,
+} from './async-protocol.js'
 export { builtModulePath } from './built-module-path.js'
 export { exportedFunction, importModule } from './import-module.js'

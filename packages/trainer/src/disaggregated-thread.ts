@@ -6,7 +6,14 @@
  */
 import { Worker } from 'node:worker_threads'
 import { LudicError } from '@ludic/core'
-import { builtModulePath, deserializeError, withoutSourceCondition, type SerializedBatch, type SerializedError } from '@ludic/rollout/worker'
+import {
+  builtModulePath,
+  deserializeError,
+  deserializeFailures,
+  withoutSourceCondition,
+  type SerializedBatch,
+  type SerializedError,
+} from '@ludic/rollout/worker'
 import type { DisaggregatedPlan, PlayedBatch } from './disaggregated-play.js'
 import { LoraPublishError, type LoraAdapterLoaderSettings, type LoraPublishFailure, type SavedLoraAdapter } from './lora-adapter-loader.js'
 
@@ -98,7 +105,7 @@ export function startDisaggregatedThread(
             result: {
               trajectories: reply.trajectories,
               samples: reply.samples,
-              failures: reply.failures.map((failure) => ({ ...failure, error: deserializeError(failure.error) })),
+              failures: deserializeFailures(reply.failures),
             },
             version: reply.version,
             seconds: reply.seconds,

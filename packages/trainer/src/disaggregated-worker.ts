@@ -6,7 +6,7 @@
  * no TensorFlow.js: the servers generate.
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import { serializeError } from '@ludic/rollout/worker'
+import { serializeError, serializeFailures } from '@ludic/rollout/worker'
 import { createChanges, playDisaggregatedBatches } from './disaggregated-play.js'
 import type { DisaggregatedThreadMessage, DisaggregatedThreadReply, DisaggregatedThreadStart } from './disaggregated-thread.js'
 import { createLoraAdapterLoader, LoraPublishError } from './lora-adapter-loader.js'
@@ -78,7 +78,7 @@ try {
               seconds,
               trajectories: result.trajectories,
               samples: result.samples,
-              failures: result.failures.map((failure) => ({ ...failure, error: serializeError(failure.error) })),
+              failures: serializeFailures(result.failures),
             }),
         ).catch((error: unknown) => {
           if (!controller.signal.aborted) send({ type: 'error', stage: 'play', error: serializeError(error) })
