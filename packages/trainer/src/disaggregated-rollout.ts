@@ -3,14 +3,14 @@ import type { LoraAdapters } from '@ludic/model'
 import { z } from 'zod'
 import { createChanges, playDisaggregatedBatches, type DisaggregatedPlan, type PlayedBatch } from './disaggregated-play.js'
 import { startDisaggregatedThread, type DisaggregatedThread } from './disaggregated-thread.js'
-import type { LoraAdapterLoaderSettings, LoraPublishError, SavedLoraAdapter } from './lora-adapter-loader.js'
+import type { LoraAdapterLoader, LoraAdapterLoaderSettings, LoraPublishError, SavedLoraAdapter } from './lora-adapter-loader.js'
 import {
   createLoraAdapterPublisher,
   loaderSettings,
   loraAdapterPublisherOptionsSchema,
+  publisherOf,
   savingTo,
   type LoraAdapterPublisher,
-  type LoraAdapterPublisherSettings,
 } from './lora-adapter-publisher.js'
 import { learnerPolicyId } from './rl-config.js'
 import { trainableSamples, type RolloutBatch, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
@@ -198,7 +198,10 @@ export function createDisaggregatedRolloutSource(
   const publisher: LoraAdapterPublisher =
     settings.setupModule === undefined
       ? createLoraAdapterPublisher(publisherSettings)
-      : threadPublisher(publisherSettings, () => startThread(settings.setupModule!))
+      : publisherOf(
+          savingTo(publisherSettings),
+          threadLoader(() => startThread(settings.setupModule!)),
+        )
   let running: { loop: Promise<void>; controller: AbortController } | undefined
   let pushing: Promise<void> = Promise.resolve()
 
@@ -279,29 +282,21 @@ export function createDisaggregatedRolloutSource(
 }
 
 /**
- * The publisher of a source with a collection thread: it saves here (synchronously, on the trainer's path) and loads
- * there, where the batches wait for the adapters; `current` and `unloadFailures` follow the thread's answers.
+ * The loading half of a source with a collection thread: the thread loads each adapter (where the batches wait for
+ * them); `current` and `unloadFailures` follow its answers. The saving half stays on the trainer's thread.
  */
-function threadPublisher(settings: LoraAdapterPublisherSettings, thread: () => Promise<DisaggregatedThread>): LoraAdapterPublisher {
-  const save = savingTo(settings)
+function threadLoader(thread: () => Promise<DisaggregatedThread>): LoraAdapterLoader {
   let current: SavedLoraAdapter | undefined
   const unloadFailures: LoraPublishError[] = []
-  const push = async (saved: SavedLoraAdapter, signal?: AbortSignal) => {
-    signal?.throwIfAborted()
-    const loading = (await thread()).load(saved)
-    const { unloadFailures: failed } = await (signal === undefined
-      ? loading
-      : Promise.race([loading, new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]))
-    if (current === undefined || saved.version > current.version) current = saved
-    unloadFailures.push(...failed)
-  }
   return {
-    save,
-    push,
-    async publish(adapters, version, signal) {
-      const saved = await save(adapters, version)
-      await push(saved, signal)
-      return saved
+    async push(saved, signal) {
+      signal?.throwIfAborted()
+      const loading = (await thread()).load(saved)
+      const { unloadFailures: failed } = await (signal === undefined
+        ? loading
+        : Promise.race([loading, new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]))
+      if (current === undefined || saved.version > current.version) current = saved
+      unloadFailures.push(...failed)
     },
     get current() {
       return current

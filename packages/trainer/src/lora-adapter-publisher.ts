@@ -3,7 +3,13 @@ import { join, resolve } from 'node:path'
 import { parseArgument } from '@ludic/core'
 import { encodeLoraAdapter, type LoraAdapterFiles, type LoraAdapters } from '@ludic/model'
 import { z } from 'zod'
-import { createLoraAdapterLoader, type LoraAdapterLoaderSettings, type LoraPublishError, type SavedLoraAdapter } from './lora-adapter-loader.js'
+import {
+  createLoraAdapterLoader,
+  type LoraAdapterLoader,
+  type LoraAdapterLoaderSettings,
+  type LoraPublishError,
+  type SavedLoraAdapter,
+} from './lora-adapter-loader.js'
 
 export { LoraPublishError, type LoraPublishFailure, type SavedLoraAdapter } from './lora-adapter-loader.js'
 
@@ -69,8 +75,11 @@ export interface LoraAdapterPublisher {
  */
 export function createLoraAdapterPublisher(options: LoraAdapterPublisherOptions): LoraAdapterPublisher {
   const settings = parseArgument(loraAdapterPublisherOptionsSchema, options, 'options')
-  const loader = createLoraAdapterLoader(loaderSettings(settings))
-  const save = savingTo(settings)
+  return publisherOf(savingTo(settings), createLoraAdapterLoader(loaderSettings(settings)))
+}
+
+/** A publisher made of its two halves: a saving one and a loading one (here, or in a disaggregated source's thread). */
+export function publisherOf(save: (adapters: LoraAdapters, version: number) => Promise<SavedLoraAdapter>, loader: LoraAdapterLoader): LoraAdapterPublisher {
   return {
     save,
     push: (saved, signal) => loader.push(saved, signal),
@@ -82,7 +91,9 @@ export function createLoraAdapterPublisher(options: LoraAdapterPublisherOptions)
     get current() {
       return loader.current
     },
-    unloadFailures: loader.unloadFailures,
+    get unloadFailures() {
+      return loader.unloadFailures
+    },
   }
 }
 
