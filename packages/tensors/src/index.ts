@@ -24,6 +24,8 @@ export {
 } from './numerics/index.js'
 // Kernel fixes: `initTensors` applies them; a benchmark removes and re-applies them to measure the stock kernels beside the fixed ones
 export { applyKernelFixes, removeKernelFixes } from './kernels/index.js'
+// TensorFlow's own ops on the native backend (resource variables and the fused Adam that createAdamW uses)
+export { NativeVariable, hasNativeOps } from './kernels/native-ops.js'
 // Memory (the test helper expectNoLeaks is at '@ludic/tensors/test')
 export { createTensorScope, withTensorScope, type TensorScope } from './memory/tensor-scope.js'
 

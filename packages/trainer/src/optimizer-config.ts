@@ -9,6 +9,11 @@ export const optimizerConfigSchema = z.strictObject({
   epsilon: z.number().positive().finite().default(1e-8),
   /** Decoupled weight decay. Default 0. */
   weightDecay: z.number().min(0).finite().default(0),
+  /**
+   * TensorFlow's fused Adam on the native backend (`createAdamW`'s `fused`: the same update with float32 rates);
+   * `false` for the composed ops (torch's update to a few ulp), `true` to require it. Default: where the backend has it.
+   */
+  fused: z.boolean().optional(),
   /** Gradients are scaled to this global L2 norm at most (torch `clip_grad_norm_`). Default 1. */
   maxGradNorm: z.number().positive().default(1),
 })
