@@ -34,6 +34,8 @@ export interface TrainStepSettings {
   warmup: number
   /** Timed repetitions per preset (`base` takes `Math.max(1, ⌈repetitions · 3/5⌉)`). */
   repetitions: number
+  /** `createAdamW`'s `fused` (absent: its default, fused on the native backend). */
+  fusedOptimizer?: boolean
 }
 
 export interface TrainStepMeasurement {
@@ -44,6 +46,8 @@ export interface TrainStepMeasurement {
   stepMs: number[]
   tokensPerSecond: number
   tensorsStable: boolean
+  /** Whether AdamW ran as TensorFlow's fused ops (Ludic only; the peer's is torch's single-tensor AdamW). */
+  fusedOptimizer?: boolean
 }
 
 export interface BackendMeasurements<Entry> {
@@ -79,7 +83,11 @@ export async function measureTrainSteps(backend: string, settings: TrainStepSett
     const targets = tf.tensor2d(Int32Array.from(targetRows.flatMap((row) => [...row])), [settings.batchSize, settings.sequenceLength], 'int32')
     try {
       const parameters = model.trainableParameters()
-      const optimizer = createAdamW(parameters, { learningRate: settings.learningRate, weightDecay: settings.weightDecay })
+      const optimizer = createAdamW(parameters, {
+        learningRate: settings.learningRate,
+        weightDecay: settings.weightDecay,
+        ...(settings.fusedOptimizer === undefined ? {} : { fused: settings.fusedOptimizer }),
+      })
       // Mean next-token cross-entropy: −mean log p(target).
       const lossOf = () => tf.tidy(() => tf.neg(tf.mean(tokenLogprobs(model.forward(inputIds), targets))) as tf.Scalar)
       const initialLoss = tf.tidy(() => lossOf().dataSync()[0]!)
@@ -107,6 +115,7 @@ export async function measureTrainSteps(backend: string, settings: TrainStepSett
         stepMs,
         tokensPerSecond: tokensPerStep / (medianStepMs / 1000),
         tensorsStable: tf.memory().numTensors === before,
+        fusedOptimizer: optimizer.fused,
       }
       optimizer.dispose()
     } catch (error) {

@@ -50,6 +50,22 @@ describe('the speed suites, smallest options', () => {
     expect(column(report, 'wasm / PyTorch')[0]).toBe(`peer unavailable: ${report.peers.PyTorch!.reason}`)
     expect(column(report, 'wasm loss before step 1')[0]).toBeGreaterThan(0)
     expect(report.tables[0]!.notes!.join(' ')).toContain('numTensors unchanged')
+    expect(report.tables[0]!.notes!.join(' ')).toMatch(/wasm: CPU \(WebAssembly[^)]*\), 1 thread\(s\), AdamW as composed TensorFlow.js ops;/)
+  })
+
+  it("train-step with fusedOptimizer: true on WebAssembly: that backend's column names the refused option", async () => {
+    const report = await runBenchSuite('train-step', {
+      presets: ['tiny'],
+      backends: ['wasm'],
+      quick: true,
+      repetitions: 1,
+      batchSize: 2,
+      sequenceLength: 8,
+      vocabSize: 64,
+      peerPython: '/no/such/python',
+      fusedOptimizer: true,
+    })
+    expect(column(report, 'wasm tokens/s')[0]).toMatch(/^not measured: .*'options\.fused' \(value: true\).*needs the native TensorFlow backend/)
   })
 
   it('train-step with the peer this machine has (LUDIC_PEER_PYTHON or .venv-peer): the same first loss, or a plain reason', async () => {

@@ -62,6 +62,12 @@ export const trainStepOptionsSchema = z.strictObject({
   batchSize: z.number().int().positive().max(1024).default(8),
   /** Tokens per sequence. Default 128. */
   sequenceLength: z.number().int().min(2).max(8192).default(128),
+  /**
+   * AdamW as TensorFlow's fused ops (`createAdamW`'s `fused`): `false` measures the composed ops beside a default run;
+   * `true` on a backend without them fails that backend's column with the optimizer's error. Default: `createAdamW`'s
+   * (fused on the native backend).
+   */
+  fusedOptimizer: z.boolean().optional(),
 })
 export type TrainStepOptions = z.input<typeof trainStepOptionsSchema>
 
@@ -100,6 +106,7 @@ export const trainStepSuite = defineBenchSuite({
       weightDecay,
       warmup: options.quick ? 1 : 2,
       repetitions: options.repetitions ?? (options.quick ? 2 : 5),
+      ...(options.fusedOptimizer === undefined ? {} : { fusedOptimizer: options.fusedOptimizer }),
     }
     const tokensPerStep = settings.batchSize * settings.sequenceLength
     const total = options.backends.length + options.presets.length + 1
@@ -216,7 +223,9 @@ export const trainStepSuite = defineBenchSuite({
         const unstable = Object.entries(result.presets)
           .filter(([, entry]) => !isChildError(entry) && !entry.tensorsStable)
           .map(([preset]) => preset)
-        return `${backend}: ${result.device}, ${result.threads} thread(s); ${unstable.length > 0 ? `numTensors grew during ${unstable.join(', ')}` : 'numTensors unchanged across the timed steps'}.`
+        const fused = Object.values(result.presets).some((entry) => !isChildError(entry) && entry.fusedOptimizer === true)
+        const optimizer = fused ? "AdamW as TensorFlow's fused ops (ResourceApplyAdam)" : 'AdamW as composed TensorFlow.js ops'
+        return `${backend}: ${result.device}, ${result.threads} thread(s), ${optimizer}; ${unstable.length > 0 ? `numTensors grew during ${unstable.join(', ')}` : 'numTensors unchanged across the timed steps'}.`
       })
       const measuredBackends = options.backends.filter((backend) => {
         const result = backends[backend]

@@ -155,6 +155,7 @@ describe('createAdamW', () => {
         const parameters = makeParameters()
         const before = tf.memory().numTensors
         const optimizer = createAdamW(parameters, { learningRate: 0.05, weightDecay: 0.1, excludeFromWeightDecay: ['*.bias'], ...options })
+        expect(optimizer.fused).toBe(options.fused ?? true)
         for (let step = 1; step <= 4; step++) {
           // Between steps 2 and 3 every parameter is assigned from outside (as loading a checkpoint does).
           if (step === 3) {
@@ -191,7 +192,10 @@ describe('createAdamW', () => {
       expect(() => createAdamW(parameters, { fused: true })).toThrow(InvalidArgumentError)
       expect(() => createAdamW(parameters, { fused: true })).toThrow(/'options\.fused' \(value: true\).*needs the native TensorFlow backend/)
       const composed = createAdamW(parameters, { fused: false })
+      const byDefault = createAdamW(parameters)
+      expect([composed.fused, byDefault.fused]).toEqual([false, false])
       composed.dispose()
+      byDefault.dispose()
       tf.dispose([...parameters.values()])
     })
   }

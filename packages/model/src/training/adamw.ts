@@ -65,6 +65,8 @@ export interface AdamW {
   /** Updates taken so far (torch `state['step']`). */
   readonly stepCount: number
   readonly hyperparameters: Readonly<AdamWHyperparameters>
+  /** Whether each update runs as TensorFlow's fused ops (`options.fused`, or its default: the native backend). */
+  readonly fused: boolean
   /** Whether the named parameter gets weight decay (false for `excludeFromWeightDecay` matches). */
   decays(name: string): boolean
   /**
@@ -161,7 +163,7 @@ class AdamWOptimizer implements AdamW {
   constructor(
     private readonly parameters: Map<string, tf.Variable>,
     readonly hyperparameters: Readonly<AdamWHyperparameters>,
-    private readonly fused: boolean,
+    readonly fused: boolean,
   ) {
     this.parameterNames = Object.freeze([...parameters.keys()])
     // Inside tidy: the zeros tensors go, their data stays with the variables.
