@@ -33,15 +33,20 @@ describe('the speed suites, smallest options', () => {
     expect(benchReportMarkdown(report)).toContain('## Ours / peer, MB/s ratio')
   })
 
+  /** The smallest train-step run: one `tiny` step of 2 × 8 tokens on WebAssembly. */
+  const quickTrainStep = {
+    presets: ['tiny' as const],
+    backends: ['wasm' as const],
+    quick: true,
+    repetitions: 1,
+    batchSize: 2,
+    sequenceLength: 8,
+    vocabSize: 64,
+  }
+
   it('train-step: the backend measured, the ratio column says why when the peer cannot run', async () => {
     const report = await runBenchSuite('train-step', {
-      presets: ['tiny'],
-      backends: ['wasm'],
-      quick: true,
-      repetitions: 1,
-      batchSize: 2,
-      sequenceLength: 8,
-      vocabSize: 64,
+      ...quickTrainStep,
       peerPython: '/no/such/python',
     })
     expect(report.peers.PyTorch!.available).toBe(false)
@@ -55,13 +60,7 @@ describe('the speed suites, smallest options', () => {
 
   it("train-step with fusedOptimizer: true on WebAssembly: that backend's column names the refused option", async () => {
     const report = await runBenchSuite('train-step', {
-      presets: ['tiny'],
-      backends: ['wasm'],
-      quick: true,
-      repetitions: 1,
-      batchSize: 2,
-      sequenceLength: 8,
-      vocabSize: 64,
+      ...quickTrainStep,
       peerPython: '/no/such/python',
       fusedOptimizer: true,
     })
@@ -70,13 +69,7 @@ describe('the speed suites, smallest options', () => {
 
   it('train-step with the peer this machine has (LUDIC_PEER_PYTHON or .venv-peer): the same first loss, or a plain reason', async () => {
     const report = await runBenchSuite('train-step', {
-      presets: ['tiny'],
-      backends: ['wasm'],
-      quick: true,
-      repetitions: 1,
-      batchSize: 2,
-      sequenceLength: 8,
-      vocabSize: 64,
+      ...quickTrainStep,
       peerThreads: [1],
     })
     const [ratio] = column(report, 'wasm / PyTorch')
