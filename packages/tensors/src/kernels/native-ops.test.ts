@@ -41,7 +41,16 @@ describe(`NativeVariable (${backendUnderTest()})`, () => {
     expect(Array.from(third.dataSync())).toEqual([7, 7, 7, 7, 7, 7])
     const misshaped = tf.zeros([3, 2])
     expect(() => variable.assign(misshaped)).toThrow(/'value' \(value: "float32 \[3, 2\]"\).*must be float32 \[2, 3\]/)
-    misshaped.dispose()
+    const alpha = tf.scalar(1)
+    expect(() => variable.applyGradientDescent(alpha, misshaped)).toThrow(/'delta' \(value: "float32 \[3, 2\]"\).*must be float32 \[2, 3\]/)
+    const vector = tf.ones([1])
+    expect(() => variable.applyGradientDescent(vector as tf.Scalar, alpha)).toThrow(/'alpha' \(value: "float32 \[1\]"\).*must be a float32 scalar/)
+    const moment = NativeVariable.zeros([6])
+    expect(() => variable.applyAdam(moment, moment, { zero: alpha, learningRate: alpha, beta1: alpha, beta2: alpha, epsilon: alpha }, misshaped)).toThrow(
+      /'firstMoment' \(value: "\[6\]"\).*must have the variable's shape \[2, 3\]/,
+    )
+    moment.dispose()
+    tf.dispose([misshaped, alpha, vector])
     variable.dispose()
     variable.dispose()
     expect(() => variable.read()).toThrow(/disposed/)

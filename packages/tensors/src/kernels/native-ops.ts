@@ -123,6 +123,7 @@ export class NativeVariable {
 
   /** `θ ← θ − alpha · delta` in place (TensorFlow's `ResourceApplyGradientDescent`). */
   applyGradientDescent(alpha: tf.Scalar, delta: tf.Tensor): void {
+    this.checkOperands({ alpha }, { delta })
     this.run('ResourceApplyGradientDescent', [this.handle, alpha, delta], [])
   }
 
@@ -139,6 +140,16 @@ export class NativeVariable {
   ): void {
     firstMoment.checkAlive()
     secondMoment.checkAlive()
+    for (const [argument, moment] of Object.entries({ firstMoment, secondMoment })) {
+      if (!tf.util.arraysEqual([...moment.shape], [...this.shape])) {
+        throw new InvalidArgumentError({
+          argument,
+          value: `[${moment.shape.join(', ')}]`,
+          message: `must have the variable's shape [${this.shape.join(', ')}]`,
+        })
+      }
+    }
+    this.checkOperands(scalars, { gradient })
     const { zero, learningRate, beta1, beta2, epsilon } = scalars
     const { TF_ATTR_BOOL } = this.backend.binding
     this.run(
@@ -166,6 +177,28 @@ export class NativeVariable {
       inputs,
       0,
     )
+  }
+
+  /** float32 scalars, and float32 tensors of the variable's shape: named errors before TensorFlow's own. */
+  private checkOperands(scalars: Record<string, tf.Tensor>, tensors: Record<string, tf.Tensor>): void {
+    for (const [argument, tensor] of Object.entries(scalars)) {
+      if (!(tensor instanceof tf.Tensor) || tensor.dtype !== 'float32' || tensor.rank !== 0) {
+        throw new InvalidArgumentError({
+          argument,
+          value: tensor instanceof tf.Tensor ? `${tensor.dtype} [${tensor.shape.join(', ')}]` : tensor,
+          message: 'must be a float32 scalar',
+        })
+      }
+    }
+    for (const [argument, tensor] of Object.entries(tensors)) {
+      if (!(tensor instanceof tf.Tensor) || tensor.dtype !== 'float32' || !tf.util.arraysEqual(tensor.shape, [...this.shape])) {
+        throw new InvalidArgumentError({
+          argument,
+          value: tensor instanceof tf.Tensor ? `${tensor.dtype} [${tensor.shape.join(', ')}]` : tensor,
+          message: `must be float32 [${this.shape.join(', ')}], the variable's shape`,
+        })
+      }
+    }
   }
 
   private checkAlive(): void {
