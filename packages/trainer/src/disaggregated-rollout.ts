@@ -292,11 +292,18 @@ function threadLoader(thread: () => Promise<DisaggregatedThread>): LoraAdapterLo
     async push(saved, signal) {
       signal?.throwIfAborted()
       const loading = (await thread()).load(saved)
-      const { unloadFailures: failed } = await (signal === undefined
-        ? loading
-        : Promise.race([loading, new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]))
-      if (current === undefined || saved.version > current.version) current = saved
-      unloadFailures.push(...failed)
+      let onAbort = () => {}
+      const aborted = new Promise<never>((_, reject) => {
+        onAbort = () => reject(signal!.reason)
+      })
+      signal?.addEventListener('abort', onAbort, { once: true })
+      try {
+        const { unloadFailures: failed } = await (signal === undefined ? loading : Promise.race([loading, aborted]))
+        if (current === undefined || saved.version > current.version) current = saved
+        unloadFailures.push(...failed)
+      } finally {
+        signal?.removeEventListener('abort', onAbort) // a long-lived signal keeps no listener per push
+      }
     },
     get current() {
       return current

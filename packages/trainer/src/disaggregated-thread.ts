@@ -36,7 +36,7 @@ export type DisaggregatedThreadMessage =
 
 export type DisaggregatedThreadReply =
   | { type: 'ready' }
-  | { type: 'loaded'; version: number; seconds: number; unloadFailures: LoraPublishFailure[] }
+  | { type: 'loaded'; version: number; unloadFailures: LoraPublishFailure[] }
   | ({ type: 'played' } & SerializedBatch)
   | { type: 'error'; stage: 'setup' | 'load' | 'play'; error: SerializedError; publish?: LoraPublishFailure }
 
@@ -53,7 +53,7 @@ export interface DisaggregatedThread {
   /** The trainer asked for the batch of `stepIndex`. */
   request(stepIndex: number): void
   /** Loads a saved adapter on every endpoint, after the ones sent before it; resolves once it is loaded everywhere. */
-  load(adapter: SavedLoraAdapter): Promise<{ seconds: number; unloadFailures: LoraPublishError[] }>
+  load(adapter: SavedLoraAdapter): Promise<{ unloadFailures: LoraPublishError[] }>
   /** Aborts the batch in flight and stops the thread (the loads sent are finished first by the caller). */
   close(): Promise<void>
 }
@@ -68,7 +68,7 @@ export function startDisaggregatedThread(
     workerData: start,
     execArgv: [...(execArgv ?? withoutSourceCondition(process.execArgv))],
   })
-  const loads: { version: number; resolve: (value: { seconds: number; unloadFailures: LoraPublishError[] }) => void; reject: (error: Error) => void }[] = []
+  const loads: { version: number; resolve: (value: { unloadFailures: LoraPublishError[] }) => void; reject: (error: Error) => void }[] = []
   let failed: Error | undefined
   let exited = false
   const fail = (error: Error) => {
@@ -96,8 +96,7 @@ export function startDisaggregatedThread(
         }
         case 'loaded': {
           const index = loads.findIndex((load) => load.version === reply.version)
-          if (index >= 0)
-            loads.splice(index, 1)[0]!.resolve({ seconds: reply.seconds, unloadFailures: reply.unloadFailures.map((failure) => new LoraPublishError(failure)) })
+          if (index >= 0) loads.splice(index, 1)[0]!.resolve({ unloadFailures: reply.unloadFailures.map((failure) => new LoraPublishError(failure)) })
           return
         }
         case 'played':

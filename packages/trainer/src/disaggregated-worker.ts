@@ -47,7 +47,6 @@ try {
         const { adapter } = message
         // In the order sent; a batch waiting for this version starts as soon as it is loaded everywhere.
         loading = loading.then(async () => {
-          const started = performance.now()
           try {
             await loader.push(adapter, controller.signal)
           } catch (error) {
@@ -58,7 +57,7 @@ try {
           changes.notify()
           const unloadFailures = loader.unloadFailures.slice(reportedUnloadFailures).map((failure) => failure.toFailure())
           reportedUnloadFailures = loader.unloadFailures.length
-          send({ type: 'loaded', version: adapter.version, seconds: (performance.now() - started) / 1000, unloadFailures })
+          send({ type: 'loaded', version: adapter.version, unloadFailures })
         })
         return
       }
