@@ -157,8 +157,9 @@ class AdamWOptimizer implements AdamW {
   private readonly slots: Slot[]
   private steps = 0
   private disposed = false
-  /** float32 constants shared by every step. */
-  private readonly constants: { oneMinusBeta1: tf.Scalar; beta2: tf.Scalar; oneMinusBeta2: tf.Scalar; epsilon: tf.Scalar }
+  /** float32 constants shared by every step, made for the path taken. */
+  private readonly composedConstants?: { oneMinusBeta1: tf.Scalar; beta2: tf.Scalar; oneMinusBeta2: tf.Scalar; epsilon: tf.Scalar }
+  private readonly fusedConstants?: { zero: tf.Scalar; beta1: tf.Scalar; beta2: tf.Scalar }
 
   constructor(
     private readonly parameters: Map<string, tf.Variable>,
@@ -187,11 +188,14 @@ class AdamWOptimizer implements AdamW {
       return { name, parameter, decays, native }
     })
     const { beta1, beta2, epsilon } = hyperparameters
-    this.constants = {
-      oneMinusBeta1: tf.scalar(1 - beta1),
-      beta2: tf.scalar(beta2),
-      oneMinusBeta2: tf.scalar(1 - beta2),
-      epsilon: tf.scalar(epsilon),
+    if (fused) this.fusedConstants = { zero: tf.scalar(0), beta1: tf.scalar(beta1), beta2: tf.scalar(beta2) }
+    else {
+      this.composedConstants = {
+        oneMinusBeta1: tf.scalar(1 - beta1),
+        beta2: tf.scalar(beta2),
+        oneMinusBeta2: tf.scalar(1 - beta2),
+        epsilon: tf.scalar(epsilon),
+      }
     }
   }
 
@@ -227,7 +231,7 @@ class AdamWOptimizer implements AdamW {
     const biasCorrection1 = 1 - beta1 ** step
     const biasCorrection2Root = Math.sqrt(1 - beta2 ** step)
     const stepSize = learningRate / biasCorrection1
-    const { oneMinusBeta1, beta2: beta2Scalar, oneMinusBeta2, epsilon } = this.constants
+    const { oneMinusBeta1, beta2: beta2Scalar, oneMinusBeta2, epsilon } = this.composedConstants!
     tf.tidy(() => {
       const negativeStepSize = tf.scalar(-stepSize)
       const rootCorrection = tf.scalar(biasCorrection2Root)
@@ -260,10 +264,8 @@ class AdamWOptimizer implements AdamW {
     const biasCorrection2Root = Math.sqrt(1 - beta2 ** step)
     tf.tidy(() => {
       const scalars = {
-        zero: tf.scalar(0),
+        ...this.fusedConstants!,
         learningRate: tf.scalar((learningRate / (1 - beta1 ** step)) * biasCorrection2Root),
-        beta1: tf.scalar(beta1),
-        beta2: tf.scalar(beta2),
         epsilon: tf.scalar(epsilon * biasCorrection2Root),
       }
       const decay = tf.scalar(learningRate * weightDecay)
@@ -353,7 +355,7 @@ class AdamWOptimizer implements AdamW {
       tf.dispose([slot.firstMoment, slot.secondMoment].filter((moment) => moment !== undefined))
       if (slot.native !== undefined) for (const variable of [slot.native.parameter, slot.native.firstMoment, slot.native.secondMoment]) variable.dispose()
     }
-    tf.dispose(Object.values(this.constants))
+    tf.dispose([...Object.values(this.composedConstants ?? {}), ...Object.values(this.fusedConstants ?? {})])
   }
 
   private checkAlive(): void {
