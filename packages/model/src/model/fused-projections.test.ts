@@ -3,6 +3,7 @@ import { expectNoLeaks } from '@ludic/tensors/test'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { initTestBackend } from '../test/init-test-backend.js'
 import { applyLora } from '../lora/apply-lora.js'
+import type { CausalLanguageModel } from './causal-language-model.js'
 import { createModel } from './create-model.js'
 
 beforeAll(initTestBackend)
@@ -43,29 +44,46 @@ describe('fused projections', () => {
     })
   }
 
+  const rows = [Int32Array.from({ length: 20 }, (_, index) => (index * 7) % 40), Int32Array.from({ length: 20 }, (_, index) => (index * 11 + 3) % 40)]
+  /** Concatenations of weights of these shapes in one training forward and backward (a fused q/k/v or gate/up makes one). */
+  const concats = async (model: CausalLanguageModel, weightShapes: string[]) => {
+    const profile = await tf.profile(() => {
+      const { value, grads } = tf.variableGrads(() => tf.sum(model.forward(rows, { training: true })) as tf.Scalar, [...model.trainableParameters().values()])
+      tf.dispose([value, ...Object.values(grads)])
+    })
+    return profile.kernels.filter((kernel) => kernel.name.startsWith('Concat') && weightShapes.includes(String(kernel.outputShapes[0]))).length
+  }
+  const fuses = () => tf.getBackend() !== 'wasm'
+
   it('are not fused in training when every weight is frozen (LoRA elsewhere): the tape would keep the concatenated copy', async () => {
     const model = createModel('tiny', { vocabSize: 40, seed: 5, overrides: { numHiddenLayers: 2 } })
-    const rows = [Int32Array.from({ length: 20 }, (_, index) => (index * 7) % 40), Int32Array.from({ length: 20 }, (_, index) => (index * 11 + 3) % 40)]
-    /** Concatenations of weights in one training forward and backward (fused q/k/v and gate/up each make one). */
-    const concats = async () => {
-      const profile = await tf.profile(() => {
-        const { value, grads } = tf.variableGrads(() => tf.sum(model.forward(rows, { training: true })) as tf.Scalar, [...model.trainableParameters().values()])
-        tf.dispose([value, ...Object.values(grads)])
-      })
-      const weightShapes = ['384,128', '768,128'] // [q; k; v] and [gate; up] of tiny
-      return profile.kernels.filter((kernel) => kernel.name.startsWith('Concat') && weightShapes.includes(String(kernel.outputShapes[0]))).length
-    }
+    const weightShapes = ['384,128', '768,128'] // [q; k; v] and [gate; up] of tiny
     try {
-      const fuses = tf.getBackend() !== 'wasm'
       // All trainable: q/k/v and gate/up fused in both layers (each concatenates its weights).
-      expect(await concats()).toBe(fuses ? 4 : 0)
+      expect(await concats(model, weightShapes)).toBe(fuses() ? 4 : 0)
       // LoRA on q and v, the base frozen: neither is fused (q/v have adapters; gate/up are frozen).
       const adapters = applyLora(model, { rank: 2, targetModules: ['q_proj', 'v_proj'] })
-      expect(await concats()).toBe(0)
+      expect(await concats(model, weightShapes)).toBe(0)
       adapters.remove()
-      expect(await concats()).toBe(fuses ? 4 : 0)
+      expect(await concats(model, weightShapes)).toBe(fuses() ? 4 : 0)
     } finally {
       model.dispose()
+    }
+  })
+
+  it('are fused for weights of at most 2^19 floats together: gate/up of 2 × 2048 × 128 are, of 2 × 2052 × 128 are not', async () => {
+    // q/k/v (3 × 128 × 128 floats) stay fused in both; gate/up cross the limit (524,288 against 525,312 floats).
+    for (const [intermediateSize, gateUpFused] of [
+      [2048, true],
+      [2052, false],
+    ] as const) {
+      const model = createModel('tiny', { vocabSize: 40, seed: 5, overrides: { numHiddenLayers: 1, intermediateSize } })
+      try {
+        expect(await concats(model, ['384,128']), `q/k/v, intermediate ${intermediateSize}`).toBe(fuses() ? 1 : 0)
+        expect(await concats(model, [`${2 * intermediateSize},128`]), `gate/up, intermediate ${intermediateSize}`).toBe(fuses() && gateUpFused ? 1 : 0)
+      } finally {
+        model.dispose()
+      }
     }
   })
 })
