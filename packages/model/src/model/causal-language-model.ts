@@ -536,15 +536,13 @@ export class CausalLanguageModel {
   private fusedLinear(names: readonly string[], x: tf.Tensor2D, training: boolean): tf.Tensor2D | undefined {
     if (x.shape[0] < fusedProjectionMinimumRows || this.config.architecture === 'gpt2' || !fusesProjections()) return undefined
     if (names.some((name) => this.adapters.get(name)?.merged === false)) return undefined
-    if (training && names.every((name) => !this.parameter(`${name}.weight`).trainable)) return undefined
-    if (names.reduce((floats, name) => floats + this.parameter(`${name}.weight`).size, 0) > fusedProjectionMaximumWeightFloats) return undefined
+    const weights = names.map((name) => this.parameter(`${name}.weight`))
+    if (training && weights.every((weight) => !weight.trainable)) return undefined
+    if (weights.reduce((floats, weight) => floats + weight.size, 0) > fusedProjectionMaximumWeightFloats) return undefined
     const biases = names.map((name) => this.weights.get(`${name}.bias`))
     const biased = biases.filter((bias) => bias !== undefined)
     if (biased.length !== 0 && biased.length !== names.length) return undefined
-    const weight = tf.concat(
-      names.map((name) => this.parameter(`${name}.weight`)),
-      0,
-    ) // [Σ out, in]
+    const weight = tf.concat(weights, 0) // [Σ out, in]
     const y = tf.matMul(x, weight, false, true) as tf.Tensor2D // [rows, Σ out]
     return biased.length === 0 ? y : (tf.add(y, tf.concat(biased, 0)) as tf.Tensor2D)
   }
