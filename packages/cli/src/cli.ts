@@ -217,9 +217,22 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .option('--api-key <key>', 'require Authorization: Bearer <key> (default: LUDIC_API_KEY, else none)')
     .option('--chat-template <file>', "a Jinja chat template file, instead of the tokenizer's")
     .option('--max-batch <n>', 'requests generated together', integer('--max-batch', 1), 16)
-    .option('--enable-lora', "take LoRA adapters at run time (vLLM's POST /v1/load_lora_adapter and /v1/unload_lora_adapter)")
+    .option('--enable-lora', "take LoRA adapters at run time (vLLM's POST /v1/load_lora_adapter and /v1/unload_lora_adapter); needs --lora-root")
+    .option('--lora-root <dir>', 'a directory clients may load LoRA adapters from, symbolic links resolved (repeatable; required with --enable-lora)', collect)
     .option('--max-loras <n>', 'LoRA adapters held at once, with --enable-lora', integer('--max-loras', 1), 8)
-    .addHelpText('after', examples(['ludic serve runs/kuhn/model', 'ludic serve HuggingFaceTB/SmolLM2-135M-Instruct --port 8080']))
+    .option(
+      '--allowed-host <name>',
+      "a Host header name to accept besides IP addresses and localhost ('.example.com': its subdomains; '*': any; repeatable)",
+      collect,
+    )
+    .addHelpText(
+      'after',
+      examples([
+        'ludic serve runs/kuhn/model',
+        'ludic serve HuggingFaceTB/SmolLM2-135M-Instruct --port 8080',
+        'ludic serve runs/kuhn/model --enable-lora --lora-root runs/kuhn/adapters',
+      ]),
+    )
     .action(
       async (
         checkpoint: string,
@@ -232,7 +245,9 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
           chatTemplate?: string
           maxBatch: number
           enableLora?: boolean
+          loraRoot?: string[]
           maxLoras: number
+          allowedHost?: string[]
         },
         command: Command,
       ) => {
@@ -249,7 +264,8 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
             host: options.host,
             maxTokens: options.maxTokens,
             maxBatch: options.maxBatch,
-            ...(options.enableLora === true ? { enableLora: true, maxLoras: options.maxLoras } : {}),
+            ...(options.enableLora === true ? { enableLora: true, maxLoras: options.maxLoras, loraRoots: options.loraRoot ?? [] } : {}),
+            ...(options.allowedHost === undefined ? {} : { allowedHosts: options.allowedHost }),
             ...(options.modelId === undefined ? {} : { modelId: options.modelId }),
             ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
             ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }),

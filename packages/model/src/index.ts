@@ -55,17 +55,21 @@ export {
   type ScalarHeadOptions,
   type ValueHead,
 } from './heads/scalar-heads.js'
-export { applyLora, loraOptionsSchema, type LoraAdapters, type LoraConfig, type LoraOptions } from './lora/apply-lora.js'
+export { applyLora, loraOptionsSchema, type LoraAdapters, type LoraConfig, type LoraOptions, type LoraPlan } from './lora/apply-lora.js'
 export {
+  attachLoraAdapter,
   loadLoraAdapter,
   loadLoraAdapterOptionsSchema,
   encodeLoraAdapter,
+  readLoraAdapter,
   saveLoraAdapter,
   saveLoraAdapterOptionsSchema,
   type LoadLoraAdapterOptions,
   type LoraAdapterFiles,
   type SaveLoraAdapterOptions,
+  type StoredLoraAdapter,
 } from './lora/lora-adapter-files.js'
+export { ConfinedPathError } from './lora/confined-files.js'
 
 // Policy
 export { checkVocabularyFits } from './policy/check-vocabulary-fits.js'

@@ -21,7 +21,7 @@ describe('createBatchingPolicy', () => {
     ])
     // 6 requests with batches of at most 5: the first 5 go at once (full), the last one after them.
     expect(inner.calls).toBe(2)
-    expect(policy.stats()).toEqual({ requests: 6, batches: 2, largestBatch: 5, queued: 0, inFlightBatches: 0 })
+    expect(policy.stats()).toEqual({ requests: 6, batches: 2, largestBatch: 5, queued: 0, inFlightBatches: 0, longestRunningBatchMs: 0 })
     expect(await policy.generate([])).toEqual([])
   })
 

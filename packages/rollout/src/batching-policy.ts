@@ -25,6 +25,11 @@ export interface BatchingStats {
   queued: number
   /** Underlying calls running now. */
   inFlightBatches: number
+  /**
+   * How long the oldest underlying call still running has run, in ms (0: none). It runs until the wrapped policy
+   * settles it, even after its callers left: a call that never settles (a policy stuck on a lock) shows here.
+   */
+  longestRunningBatchMs: number
 }
 
 export interface BatchingPolicy extends PolicyV1 {
@@ -58,6 +63,8 @@ export function createBatchingPolicy(policy: PolicyV1, options: BatchingPolicyOp
   const queue: Waiting[] = []
   const stats = { requests: 0, batches: 0, largestBatch: 0 }
   let inFlight = 0
+  /** When each underlying call still running started (`performance.now()`). */
+  const running = new Set<{ startedAt: number }>()
   let timer: ReturnType<typeof setTimeout> | undefined
 
   /** One underlying call for `batch`, aborted when all its callers have left. */
@@ -69,6 +76,8 @@ export function createBatchingPolicy(policy: PolicyV1, options: BatchingPolicyOp
         if (--present === 0) controller.abort(new Error('every caller of this batch has left'))
       }
     }
+    const call = { startedAt: performance.now() }
+    running.add(call)
     const streaming = batch.some((waiting) => waiting.onText !== undefined)
     const options: GenerateOptions = {
       signal: controller.signal,
@@ -79,6 +88,7 @@ export function createBatchingPolicy(policy: PolicyV1, options: BatchingPolicyOp
       batch.map((waiting) => waiting.request),
       options,
     ).finally(() => {
+      running.delete(call)
       for (const waiting of batch) waiting.leave = undefined
     })
   }
@@ -121,7 +131,12 @@ export function createBatchingPolicy(policy: PolicyV1, options: BatchingPolicyOp
   return {
     specificationVersion: 'v1',
     id: policy.id,
-    stats: () => ({ ...stats, queued: queue.length, inFlightBatches: inFlight }),
+    stats: () => {
+      let oldest = Number.POSITIVE_INFINITY
+      for (const call of running) oldest = Math.min(oldest, call.startedAt)
+      const longestRunningBatchMs = running.size === 0 ? 0 : Math.round(performance.now() - oldest)
+      return { ...stats, queued: queue.length, inFlightBatches: inFlight, longestRunningBatchMs }
+    },
     async generate(requests: readonly GenerationRequest[], options: GenerateOptions = {}): Promise<Completion[]> {
       const { signal, onText } = options
       signal?.throwIfAborted()

@@ -112,11 +112,13 @@ describe('serveOpenAICompatible limits', () => {
   }, async () => {
     const server = await serve(createEcho(), { headersTimeoutMs: 300, requestTimeoutMs: 600 })
     const headers = rawConnection(server)
-    headers.socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n') // never ends the headers
+    headers.socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n') // never ends the headers
     const body = rawConnection(server)
-    body.socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model": ')
+    body.socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model": ')
     const refused = rawConnection(server) // answered 413 at once, then its body never ends
-    refused.socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000000\r\n\r\n{"model": ')
+    refused.socket.write(
+      'POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000000000\r\n\r\n{"model": ',
+    )
     const [headersClosed, bodyClosed, refusedClosed] = await Promise.all([headers.closed, body.closed, refused.closed])
     expect(refusedClosed.text).toMatch(/^HTTP\/1\.1 413/)
     expect(refusedClosed.afterMs).toBeLessThan(3_000)
@@ -148,7 +150,7 @@ describe('serveOpenAICompatible limits', () => {
     await Promise.all([first, second].map(({ socket }) => new Promise((resolve) => socket.once('connect', resolve))))
     await new Promise((resolve) => setTimeout(resolve, 50))
     const third = rawConnection(server)
-    third.socket.write('GET /health HTTP/1.1\r\nhost: x\r\n\r\n')
+    third.socket.write('GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n')
     expect((await third.closed).text).toBe('')
     first.socket.destroy()
     await first.closed
@@ -189,14 +191,14 @@ describe('serveOpenAICompatible limits', () => {
       const { socket, closed } = rawConnection(server)
       const size = 256 * 1024
       socket.write(
-        `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: ${type}\r\nauthorization: ${authorization}\r\ncontent-length: ${size}\r\n\r\n`,
+        `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: ${type}\r\nauthorization: ${authorization}\r\ncontent-length: ${size}\r\n\r\n`,
       )
       for (let sent = 0; sent < size; sent += 32 * 1024) {
         socket.write('x'.repeat(32 * 1024))
         await new Promise((resolve) => setTimeout(resolve, 20)) // still sending after the answer went out
       }
       // The same connection still serves the next request.
-      socket.end('GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n')
+      socket.end('GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n')
       const { text } = await closed
       expect(text).toMatch(new RegExp(`^HTTP/1\\.1 ${status}`))
       expect(text).toMatch(/HTTP\/1\.1 200 OK[\s\S]*"status":"ok"/)

@@ -84,7 +84,9 @@ describe('serveOpenAICompatible: runtime LoRA adapters (vLLM API)', () => {
     expect(answer.model).toBe('step-1')
     const models = await client.models.list()
     expect(models.data.map((model) => model.id)).toEqual(['base', 'step-1'])
-    expect(models.data[1]).toMatchObject({ parent: 'base', root: 'adapters/step-1' })
+    // The adapter's name, not its path: the server's file system stays its own.
+    expect(models.data[1]).toMatchObject({ parent: 'base', root: 'step-1' })
+    expect(JSON.stringify(models.data)).not.toContain('adapters/step-1')
     expect(await client.models.retrieve('step-1')).toMatchObject({ parent: 'base' })
     expect(server.stats().loraAdapters).toBe(1)
 

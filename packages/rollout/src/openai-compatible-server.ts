@@ -1,6 +1,6 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { type AddressInfo, isIP } from 'node:net'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import {
   BackendError,
@@ -104,6 +104,28 @@ export const serveOptionsSchema = z
      * the limits. Default: none (both routes answer 404, as vLLM's do without the variable).
      */
     lora: loraAdapterServeOptionsSchema.optional(),
+    /**
+     * Host names a request's `Host` header may carry besides IP addresses and `localhost` (which always may): a web page
+     * that rebinds its own DNS name to this machine (DNS rebinding) then gets 403 instead of the model. A name with a
+     * leading dot allows its subdomains too (`.example.com`); `'*'` allows any Host. Default: none.
+     */
+    allowedHosts: z.array(z.string().min(1).max(253)).max(256).default([]),
+    /**
+     * Bytes a streaming answer may have waiting for its client to read: a client that stops reading while keeping its
+     * connection open is cut (its generation aborted) once this much is buffered, instead of the server holding the
+     * rest in memory. Default: 1 MiB.
+     */
+    maxStreamBufferBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1 << 20),
+    /**
+     * `/health` answers 503 `stalled` while a `generate` call or an adapter load has run longer than this many ms (it
+     * should have ended at `generationTimeoutMs`: its policy is stuck, e.g. on a lock), and 200 again once it ends.
+     * Default: `generationTimeoutMs` + 10 000.
+     */
+    stalledAfterMs: z.number().int().positive().optional(),
   })
   .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
     path: ['headersTimeoutMs'],
@@ -118,8 +140,11 @@ export interface OpenAICompatibleServer {
   readonly modelId: string
   /** Batching counters (requests, `generate` calls, largest batch, queued now), answers by status, open connections. */
   stats(): ServerStats
-  /** Unhealthy after a fatal policy error (see `onFatalError`), with that error's message. */
-  health(): { healthy: true } | { healthy: false; error: string }
+  /**
+   * Unhealthy after a fatal policy error (see `onFatalError`), with that error's message; `stalled` while a call runs
+   * past `stalledAfterMs` (healthy again when it ends).
+   */
+  health(): { healthy: true } | { healthy: false; stalled?: true; error: string }
   /** Stops listening and drops open connections (requests in flight get no answer). */
   close(): Promise<void>
 }
@@ -131,6 +156,10 @@ export interface ServerStats extends BatchingStats {
   answers: Record<string, number>
   /** Connections open now. */
   connections: number
+  /** Streaming clients cut since the start for not reading (see `maxStreamBufferBytes`). */
+  slowClientsCut: number
+  /** Requests refused since the start for their `Host` header (see `allowedHosts`). */
+  hostsRefused: number
 }
 
 /** A request failed in a way the client should hear about: an OpenAI-style error answer. */
@@ -187,7 +216,8 @@ interface ServedModel {
  * choices differ yet repeat. Concurrent requests are batched into one `generate` call (`batching`).
  * Errors are OpenAI-shaped (`{ error: { message, type, param, code } }`): 400 with the offending
  * `param` (and for a request the policy refuses with an `InvalidArgumentError`), 401 without `apiKey`,
- * 404 for an unknown route or model, 405, 413 above `maxBodyBytes`, 415 for a body that is not JSON,
+ * 403 for a `Host` header that is not allowed (`allowedHosts`), 404 for an unknown route or model, 405, 413 above
+ * `maxBodyBytes`, 415 for a body that is not JSON,
  * 500 when the policy fails (only the requests it failed, when it throws a `GenerationBatchError`), 503
  * once a fatal fault made the server unhealthy, 504 past `generationTimeoutMs`. Each generation is
  * aborted (through `generate`'s signal) when its client leaves or at its deadline. See the options for
@@ -213,12 +243,13 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   const adapters = new Map<string, ServedModel>()
   const loading = new Set<string>()
   const lifetime = new AbortController()
+  // `root` is the adapter's name, not its path: the server's file system is not its clients' business.
   const adapterCard = (served: ServedModel) => ({
     id: served.name,
     object: 'model',
     created: served.created,
     owned_by: 'ludic',
-    root: served.path,
+    root: served.name,
     parent: modelId,
   })
   /** The model a request names: the base or a loaded adapter (404 otherwise), held until `release`. */
@@ -247,7 +278,32 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   let fatal: { error: unknown; message: string } | undefined
   const answers: Record<string, number> = {}
   let connections = 0
-  const stats = (): ServerStats => ({ ...batching.stats(), loraAdapters: adapters.size, answers: { ...answers }, connections })
+  let slowClientsCut = 0
+  let hostsRefused = 0
+  const stats = (): ServerStats => ({
+    ...batching.stats(),
+    loraAdapters: adapters.size,
+    answers: { ...answers },
+    connections,
+    slowClientsCut,
+    hostsRefused,
+  })
+  const stalledAfterMs = settings.stalledAfterMs ?? settings.generationTimeoutMs + 10_000
+  /** When each adapter load under way started (`performance.now()`). */
+  const loadsStarted = new Set<{ startedAt: number }>()
+  /** What is stuck now, if anything: a generate call or an adapter load past `stalledAfterMs`. */
+  const stalled = (): string | undefined => {
+    const longest = Math.max(0, ...[base, ...adapters.values()].map((served) => served.batching.stats().longestRunningBatchMs))
+    if (longest > stalledAfterMs) {
+      return `a generate call has run for ${Math.round(longest / 1000)} s, past the generation timeout (${settings.generationTimeoutMs} ms): the policy does not answer`
+    }
+    const now = performance.now()
+    for (const load of loadsStarted) {
+      if (now - load.startedAt > stalledAfterMs) return `an adapter load has run for ${Math.round((now - load.startedAt) / 1000)} s: the loader does not answer`
+    }
+    return undefined
+  }
+  const hostAllowed = hostRule(settings.allowedHosts)
   // How long the event loop was held (a policy that computes without yielding stalls every client).
   const eventLoopDelay = monitorEventLoopDelay({ resolution: 10 })
   eventLoopDelay.enable()
@@ -255,6 +311,16 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '/').split('?')[0]!
     const method = request.method ?? 'GET'
+    if (!hostAllowed(request.headers.host)) {
+      hostsRefused++
+      discardBody(request)
+      throw new HttpError(
+        403,
+        `Blocked request: the Host ${JSON.stringify((request.headers.host ?? '').slice(0, 100))} is not allowed (only IP addresses, localhost and the allowedHosts option of serveOpenAICompatible; ludic serve --allowed-host).`,
+        'invalid_request_error',
+        'host_not_allowed',
+      )
+    }
     if (expectedKey !== undefined && path !== '/health') checkApiKey(request, expectedKey)
     if (path.startsWith('/v1/models/') && method === 'GET') {
       const id = decodePathPart(path.slice('/v1/models/'.length))
@@ -275,8 +341,11 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
         { allow: allowed.join(', ') },
       )
     }
-    if (path === '/health')
-      return sendJson(response, fatal === undefined ? 200 : 503, fatal === undefined ? { status: 'ok' } : { status: 'unhealthy', error: fatal.message })
+    if (path === '/health') {
+      if (fatal !== undefined) return sendJson(response, 503, { status: 'unhealthy', error: fatal.message })
+      const stuck = stalled()
+      return sendJson(response, stuck === undefined ? 200 : 503, stuck === undefined ? { status: 'ok' } : { status: 'stalled', error: stuck })
+    }
     if (path === '/v1/models') return sendJson(response, 200, { object: 'list', data: [model, ...[...adapters.values()].map(adapterCard)] })
     if (path === '/stats') {
       const memory = process.memoryUsage()
@@ -399,6 +468,8 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       )
     }
     loading.add(name)
+    const load = { startedAt: performance.now() }
+    loadsStarted.add(load)
     let loaded: PolicyV1
     try {
       loaded = await lora.loader.load({ name, path, signal: lifetime.signal })
@@ -409,6 +480,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       throw new HttpError(400, detail, 'BadRequestError', 'lora_adapter_invalid', 'lora_path')
     } finally {
       loading.delete(name)
+      loadsStarted.delete(load)
     }
     const served: ServedModel = {
       name,
@@ -577,8 +649,17 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       created: Math.floor(Date.now() / 1000),
       model: served.name,
     }
+    const sendChecked = (data: unknown) => {
+      sendEvent(response, data)
+      // A client that does not read keeps its socket open while the answer piles up here: cut it (its generation is
+      // aborted when the response closes) rather than buffer without limit.
+      if (!response.destroyed && response.writableLength > settings.maxStreamBufferBytes) {
+        slowClientsCut++
+        response.destroy()
+      }
+    }
     const send = (choices: Record<string, unknown>[], extra: Record<string, unknown> = {}) =>
-      sendEvent(response, { ...base, choices, ...(includeUsage ? { usage: null } : {}), ...extra })
+      sendChecked({ ...base, choices, ...(includeUsage ? { usage: null } : {}), ...extra })
     const textChoice = (index: number, text: string) =>
       kind === 'chat' ? { index, delta: { content: text }, logprobs: null, finish_reason: null } : { index, text, logprobs: null, finish_reason: null }
     response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' })
@@ -608,7 +689,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       const ids = index === 0 && whole.prompt_token_ids !== undefined ? { prompt_token_ids: whole.prompt_token_ids } : {}
       send([kind === 'chat' ? { ...last, delta: {} } : { ...last, text: '' }], ids)
     })
-    if (includeUsage) sendEvent(response, { ...base, choices: [], usage: whole.usage })
+    if (includeUsage) sendChecked({ ...base, choices: [], usage: whole.usage })
     endEvents(response)
   }
 
@@ -700,7 +781,11 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     port,
     modelId,
     stats,
-    health: () => (fatal === undefined ? { healthy: true } : { healthy: false, error: fatal.message }),
+    health: () => {
+      if (fatal !== undefined) return { healthy: false, error: fatal.message }
+      const stuck = stalled()
+      return stuck === undefined ? { healthy: true } : { healthy: false, stalled: true, error: stuck }
+    },
     close() {
       closing ??= new Promise<void>((resolve) => {
         eventLoopDelay.disable()
@@ -710,6 +795,24 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       })
       return closing
     },
+  }
+}
+
+/**
+ * Whether a `Host` header may reach the server: an IP address (v4, or v6 in brackets) or `localhost` with any port, or
+ * a name of `allowed` (`.name` also its subdomains; `'*'` anything). A DNS name an attacker rebinds to this machine is
+ * neither, so a page of theirs cannot talk to a server on loopback.
+ */
+function hostRule(allowed: readonly string[]): (host: string | undefined) => boolean {
+  if (allowed.includes('*')) return () => true
+  const names = allowed.map((name) => name.toLowerCase())
+  return (header) => {
+    if (header === undefined) return true // HTTP/1.0 without Host: not a browser
+    const match = /^(\[[0-9a-f:.]+\]|[^:]+)(?::\d{1,5})?$/i.exec(header.trim())
+    if (match === null) return false
+    const host = match[1]!.toLowerCase()
+    if (host.startsWith('[') || isIP(host) !== 0 || host === 'localhost' || host.endsWith('.localhost')) return true
+    return names.some((name) => (name.startsWith('.') ? host === name.slice(1) || host.endsWith(name) : host === name))
   }
 }
 

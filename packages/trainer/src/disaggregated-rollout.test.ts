@@ -1,4 +1,4 @@
-import { readdir } from 'node:fs/promises'
+import { mkdir, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { InvalidArgumentError, type PolicyV1 } from '@ludic/core'
@@ -136,12 +136,13 @@ describe('createDisaggregatedRolloutSource', () => {
     sft.dispose()
     // The server's copy of the base weights; the trainer trains LoRA adapters on its own.
     const serverModel = new CausalLanguageModel(model.config, model.parameters())
-    const local = createLocalLoraAdapters(serverModel, createLocalPolicy({ model: serverModel, tokenizer, maxBatch: 16 }))
+    const directory = join(temporaryDirectory(), 'adapters')
+    await mkdir(directory, { recursive: true })
+    const local = createLocalLoraAdapters(serverModel, createLocalPolicy({ model: serverModel, tokenizer, maxBatch: 16 }), { roots: [directory] })
     const server = await serveOpenAICompatible(local.base, { modelId: 'base', tokenizer, lora: { loader: local.loader } })
     servers.push(server)
     const adapters = applyLora(model, { rank: 8, alpha: 64, targetModules: 'all-linear' })
     const before = probabilityOfA(model)
-    const directory = join(temporaryDirectory(), 'adapters')
     let source: DisaggregatedRolloutSource | undefined
     const batches: RolloutBatch[] = []
     const trainer = createRlTrainer(

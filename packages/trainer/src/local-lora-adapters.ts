@@ -1,13 +1,27 @@
-import { LudicError, type Completion, type GenerateOptions, type GenerationRequest, type PolicyV1 } from '@ludic/core'
-import { applyLora, loadLoraAdapter, type CausalLanguageModel, type LoraAdapters, type LoraConfig } from '@ludic/model'
+import { LudicError, parseArgument, type Completion, type GenerateOptions, type GenerationRequest, type PolicyV1 } from '@ludic/core'
+import { attachLoraAdapter, readLoraAdapter, type CausalLanguageModel, type LoraAdapters, type StoredLoraAdapter } from '@ludic/model'
 import type { LoraAdapterLoader } from '@ludic/rollout'
-import * as tf from '@tensorflow/tfjs-core'
+import { z } from 'zod'
 
-/** An adapter read from disk: its configuration and its weights by parameter name (with their shapes). */
-interface StoredAdapter {
-  config: LoraConfig
-  weights: Map<string, { shape: number[]; values: Float32Array }>
-}
+export const localLoraAdaptersOptionsSchema = z.strictObject({
+  /**
+   * The directories adapters may be loaded from (`ludic serve --lora-root`): a client's `lora_path` must resolve, its
+   * symbolic links followed, inside one of them (a relative one is taken from the first); anything else is refused
+   * without saying whether something is there. Required: runtime loading reads files a client names.
+   */
+  roots: z.array(z.string().min(1)).min(1),
+  /** A load (reading and checking both files) taking longer than this many ms is refused. Default: 60 000. */
+  loadTimeoutMs: z.number().int().positive().default(60_000),
+  /** Largest `adapter_config.json`, in bytes. Default: 1 MiB. */
+  maxConfigBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(1 << 20),
+  /** The budget of the model's and one adapter's parameters together (see `applyLora`). Default: `applyLora`'s. */
+  maxParameterBytes: z.number().positive().optional(),
+})
+export type LocalLoraAdaptersOptions = z.input<typeof localLoraAdaptersOptionsSchema>
 
 /** A `LoraAdapterLoader` over one local model, and the base policy wrapped to take its turn with the adapters. */
 export interface LocalLoraAdapters {
@@ -23,17 +37,19 @@ export interface LocalLoraAdapters {
 }
 
 /**
- * LoRA adapters for a local model (`ludic serve --enable-lora`): many adapters over one set of base weights. `load` reads a PEFT adapter
- * (`loadLoraAdapter` of `@ludic/model`: every file checked before the model is touched) and keeps its weights in
- * memory; each adapter's policy, and the base's, generates under one lock, attaching its adapter first when another
- * is attached (a swap between generations: adapters are swapped only while no generation runs, so no request sees
- * half-loaded or mixed weights). Requests to the adapter the model holds cost nothing extra; a swap costs one
- * detach and one attach (the adapter's weights copied in). `policyOf` makes the generating policy (the same local
- * policy for every adapter: the adapter is in the model).
+ * LoRA adapters for a local model (`ludic serve --enable-lora --lora-root <dir>`): many adapters over one set of base
+ * weights. `load` reads a PEFT adapter (`readLoraAdapter` of `@ludic/model`: confined to `roots`, regular files only,
+ * bounded in size and time, every file checked) and keeps its weights in memory, without taking the model's lock: files
+ * are read while the model generates, and a slow or hostile file holds up nothing but its own load. Each adapter's
+ * policy, and the base's, generates under one lock, attaching its adapter first when another is attached (a swap
+ * between generations: adapters are swapped only while no generation runs, so no request sees half-loaded or mixed
+ * weights). Requests to the adapter the model holds cost nothing extra; a swap costs one detach and one attach (the
+ * adapter's weights copied in). `generating` is the policy every adapter generates with (the adapter is in the model).
  */
-export function createLocalLoraAdapters(model: CausalLanguageModel, generating: PolicyV1): LocalLoraAdapters {
+export function createLocalLoraAdapters(model: CausalLanguageModel, generating: PolicyV1, options: LocalLoraAdaptersOptions): LocalLoraAdapters {
+  const { roots, loadTimeoutMs, maxConfigBytes, maxParameterBytes } = parseArgument(localLoraAdaptersOptionsSchema, options, 'options')
   /** By load: a name loaded again in place is a new entry, and the old one is freed on its own `unload`. */
-  const stored = new Map<string, StoredAdapter>()
+  const stored = new Map<string, StoredLoraAdapter>()
   const keys = new WeakMap<PolicyV1, string>()
   let loads = 0
   let attached: { name: string; adapters: LoraAdapters } | undefined
@@ -55,17 +71,7 @@ export function createLocalLoraAdapters(model: CausalLanguageModel, generating: 
     if (key === undefined) return
     const adapter = stored.get(key)
     if (adapter === undefined) throw new LudicError(`LoRA adapter '${key}' is not loaded`)
-    const adapters = applyLora(model, { ...adapter.config, freezeBase: false })
-    try {
-      for (const [parameter, variable] of adapters.parameters()) {
-        const weight = adapter.weights.get(parameter)
-        if (weight === undefined) throw new LudicError(`LoRA adapter '${key}' has no weight ${parameter}`)
-        tf.tidy(() => variable.assign(tf.tensor(weight.values, weight.shape)))
-      }
-    } catch (error) {
-      adapters.remove()
-      throw error
-    }
+    const adapters = attachLoraAdapter(model, adapter)
     attached = { name: key, adapters }
   }
   const policyFor = (key: string | undefined, id: string): PolicyV1 => {
@@ -82,18 +88,23 @@ export function createLocalLoraAdapters(model: CausalLanguageModel, generating: 
     return policy
   }
   const loader: LoraAdapterLoader = {
-    load: ({ name, path }) =>
-      exclusive(async () => {
-        detach() // loadLoraAdapter attaches to a model without adapters
-        const adapters = await loadLoraAdapter(model, path, { freezeBase: false })
-        const weights = new Map<string, { shape: number[]; values: Float32Array }>()
-        for (const [parameter, variable] of adapters.parameters())
-          weights.set(parameter, { shape: [...variable.shape], values: variable.dataSync() as Float32Array })
-        const key = `${name}#${++loads}`
-        stored.set(key, { config: adapters.config, weights })
-        attached = { name: key, adapters }
-        return policyFor(key, name)
-      }),
+    async load({ name, path, signal }) {
+      // Read and checked outside the lock (no model weights change here); bounded in time as well as in size.
+      const deadline = AbortSignal.timeout(loadTimeoutMs)
+      const adapter = await readLoraAdapter(model, path, {
+        roots,
+        maxConfigBytes,
+        freezeBase: false,
+        signal: AbortSignal.any([signal, deadline]),
+        ...(maxParameterBytes === undefined ? {} : { maxParameterBytes }),
+      }).catch((error: unknown) => {
+        if (deadline.aborted) throw new LudicError(`reading the adapter took longer than ${loadTimeoutMs} ms (the loadTimeoutMs option)`, { cause: error })
+        throw error
+      })
+      const key = `${name}#${++loads}`
+      stored.set(key, adapter)
+      return policyFor(key, name)
+    },
     unload: (_name, policy) =>
       exclusive(() => {
         const key = keys.get(policy)

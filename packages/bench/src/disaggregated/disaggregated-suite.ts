@@ -221,6 +221,7 @@ async function runConfiguration(
       const started = performance.now()
       const childSettings: ServerChildSettings = {
         modelDirectory: baseDirectory,
+        adapterDirectory: join(workDirectory, 'adapters'),
         workload,
         backend: settings.backend,
         maxBatch: Math.max(settings.concurrency ?? settings.episodesPerStep, 1),

@@ -1,9 +1,10 @@
 /**
  * One generation server of the `disaggregated` suite, in its own process (`dist/disaggregated-server.js`): what
  * `ludic serve <model> --enable-lora` does, with the workload's tokenizer and terse chat template. Argument: a JSON
- * object `{ modelDirectory, workload, backend, maxBatch, batchWindowMs, seed, threads? }`. Prints `{"url": …}` once listening; stops at SIGTERM,
+ * object `{ modelDirectory, adapterDirectory, workload, backend, maxBatch, batchWindowMs, seed, threads? }`. Prints `{"url": …}` once listening; stops at SIGTERM,
  * SIGINT or when its standard input ends (the parent is gone).
  */
+import { mkdir } from 'node:fs/promises'
 import type { PolicyV1 } from '@ludic/core'
 import { createLocalPolicy, loadModel } from '@ludic/model'
 import { serveOpenAICompatible } from '@ludic/rollout'
@@ -14,6 +15,8 @@ import { negotiationTokenizer, type NegotiationWorkload } from './negotiation-wo
 
 export interface ServerChildSettings {
   modelDirectory: string
+  /** Where the trainer writes its adapters: the only directory the server loads them from (`ludic serve --lora-root`). */
+  adapterDirectory: string
   workload: NegotiationWorkload
   backend: string
   maxBatch: number
@@ -50,7 +53,8 @@ export async function runServerChild(settings: ServerChildSettings): Promise<voi
       }
     },
   }
-  const lora = createLocalLoraAdapters(model, policy)
+  await mkdir(settings.adapterDirectory, { recursive: true })
+  const lora = createLocalLoraAdapters(model, policy, { roots: [settings.adapterDirectory] })
   const server = await serveOpenAICompatible(lora.base, {
     modelId: 'base',
     tokenizer,

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process'
+import { copyFile, mkdir, mkdtemp, readFile, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { applyLora, createLocalPolicy, loadLoraAdapter, loadModel, saveLoraAdapter } from '@ludic/model'
 import { loadTokenizer } from '@ludic/tokenizer'
@@ -52,7 +54,7 @@ describe('ludic serve --enable-lora', () => {
     expect(expected.first.tokenIds).not.toEqual(expected.base.tokenIds) // the adapters change the model
 
     const tensors = tf.memory().numTensors
-    const running = await serve(directory, { port: 0, modelId: 'tiny', enableLora: true, maxLoras: 2 })
+    const running = await serve(directory, { port: 0, modelId: 'tiny', enableLora: true, maxLoras: 2, loraRoots: [join(temporaryDirectory(), 'adapters')] })
     const url = running.server.url
     const post = (path: string, body: unknown) =>
       fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
@@ -94,7 +96,7 @@ describe('ludic serve --enable-lora', () => {
     expect(tf.memory().numTensors).toBe(tensors) // adapters and model freed
   })
 
-  it('takes --enable-lora and --max-loras on the command line', async () => {
+  it('takes --enable-lora, --lora-root and --max-loras on the command line; --enable-lora alone is a usage error', async () => {
     const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny-cli'))
     const adapter = join(temporaryDirectory(), 'adapters-cli', 'a')
     await saveAdapter(directory, adapter, 3)
@@ -104,7 +106,11 @@ describe('ludic serve --enable-lora', () => {
       listening = resolve
     })
     io.onListening = (address) => listening(address)
-    const exit = runCli(['serve', directory, '--port', '0', '--model-id', 'tiny', '--enable-lora', '--max-loras', '1'], io)
+    const refused = captureIo()
+    expect(await runCli(['serve', directory, '--port', '0', '--enable-lora'], refused.io)).toBe(exitCodes.usage)
+    expect(refused.stderr()).toContain('--enable-lora needs --lora-root <dir>')
+    const root = join(temporaryDirectory(), 'adapters-cli')
+    const exit = runCli(['serve', directory, '--port', '0', '--model-id', 'tiny', '--enable-lora', '--lora-root', root, '--max-loras', '1'], io)
     const post = async (name: string) =>
       (
         await fetch(`${await url}/load_lora_adapter`, {
@@ -117,5 +123,113 @@ describe('ludic serve --enable-lora', () => {
     expect(await post('b')).toBe(400) // --max-loras 1
     controller.abort()
     expect(await exit).toBe(exitCodes.ok)
+  })
+})
+
+describe('ludic serve --enable-lora against hostile adapter paths (issue 34)', () => {
+  /** A server with a LoRA root holding one good adapter and the hostile entries of the third attack round. */
+  async function hostileSetup() {
+    const base = await mkdtemp(join(temporaryDirectory(), 'hostile-'))
+    const directory = await saveTinyModel(join(base, 'tiny-hostile'))
+    const root = join(base, 'lora-root')
+    await saveAdapter(directory, join(root, 'good'), 4)
+    const secret = join(base, 'secret.txt')
+    await writeFile(secret, 'hf_SECRETtoken1234567890')
+    const outside = join(base, 'outside-adapter')
+    await saveAdapter(directory, outside, 5)
+    // A folder whose config is a link to the secret; one whose weights are; one linking out whole; a FIFO config; /dev/zero.
+    await mkdir(join(root, 'config-link'), { recursive: true })
+    await symlink(secret, join(root, 'config-link', 'adapter_config.json'))
+    await mkdir(join(root, 'weights-link'), { recursive: true })
+    await copyFile(join(root, 'good', 'adapter_config.json'), join(root, 'weights-link', 'adapter_config.json'))
+    await symlink(secret, join(root, 'weights-link', 'adapter_model.safetensors'))
+    await symlink(outside, join(root, 'folder-link'))
+    await mkdir(join(root, 'fifo'), { recursive: true })
+    execFileSync('mkfifo', [join(root, 'fifo', 'adapter_config.json')])
+    await mkdir(join(root, 'zero'), { recursive: true })
+    await symlink('/dev/zero', join(root, 'zero', 'adapter_config.json')) // a device: read in full, 670 MB in 3.6 s before
+    await mkdir(join(root, 'not-json'), { recursive: true })
+    await writeFile(join(root, 'not-json', 'adapter_config.json'), 'hf_SECRET_IN_ROOT and more text')
+    const running = await serve(directory, { port: 0, modelId: 'tiny', enableLora: true, maxLoras: 8, loraRoots: [root] })
+    const post = (path: string, body: unknown) =>
+      fetch(`${running.server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const load = async (name: string, path: string) => {
+      const response = await post('/load_lora_adapter', { lora_name: name, lora_path: path })
+      return { status: response.status, text: await response.text() }
+    }
+    return { running, root, base, secret, outside, load, post }
+  }
+
+  it('loads only under --lora-root, follows no link out of it, and never echoes what a file holds', async () => {
+    const { running, root, base, secret, outside, load } = await hostileSetup()
+    try {
+      expect((await load('good', join(root, 'good'))).status).toBe(200)
+      expect((await load('relative', 'good')).status).toBe(200) // relative to the root
+      const answers = {
+        // Outside the root, by path: refused before the disk is touched, the same answer whether anything is there.
+        outside: await load('a', outside),
+        etc: await load('b', '/etc'),
+        missingOutside: await load('c', join(base, 'no-such-folder')),
+        notDirectoryOutside: await load('d', join(secret, 'sub')),
+        dotDot: await load('e', join(root, '..', 'outside-adapter')),
+        // Inside the root by name, out of it through a link: one "nothing usable there" answer (404), as for a missing path.
+        folderLink: await load('f', join(root, 'folder-link')),
+        missingInside: await load('g', join(root, 'no-such-adapter')),
+        configLink: await load('h', join(root, 'config-link')),
+        weightsLink: await load('i', join(root, 'weights-link')),
+        notJson: await load('j', join(root, 'not-json')),
+      }
+      for (const answer of [answers.outside, answers.etc, answers.missingOutside, answers.notDirectoryOutside, answers.dotDot]) {
+        expect(answer.status).toBe(400)
+        expect(answer.text).toContain('is not under a directory this server takes adapters from')
+      }
+      for (const answer of [answers.folderLink, answers.missingInside, answers.configLink, answers.weightsLink]) {
+        expect(answer.status).toBe(404)
+        expect(answer.text).toContain('nothing usable is there within the allowed directories')
+      }
+      expect(answers.notJson.status).toBe(400)
+      expect(answers.notJson.text).toContain('is not valid UTF-8 JSON')
+      for (const [name, answer] of Object.entries(answers)) {
+        expect(answer.text, name).not.toMatch(/SECRET|hf_|root:x|token1234/)
+        expect(answer.text, name).not.toMatch(/header length is \d/)
+      }
+      expect(running.lora!.count).toBe(2)
+    } finally {
+      await running.close()
+    }
+  })
+
+  it('refuses a FIFO or a device at once, while the model keeps generating, and /health stays truthful', async () => {
+    const { running, root, load, post } = await hostileSetup()
+    try {
+      const [fifo, zero] = await Promise.all([load('fifo', join(root, 'fifo')), load('zero', join(root, 'zero'))])
+      expect(fifo.status).toBe(400)
+      expect(fifo.text).toContain('is a FIFO (named pipe), not a regular file')
+      expect(zero.status).toBe(404) // /dev/zero is outside the root: the link leads nowhere usable
+      expect(zero.text).toContain('nothing usable is there within the allowed directories')
+      const chat = await post('/chat/completions', { model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: 3 })
+      expect(chat.status).toBe(200)
+      expect((await fetch(`${running.server.url.replace(/\/v1$/, '')}/health`)).status).toBe(200)
+    } finally {
+      await running.close()
+    }
+  })
+
+  it('a load that is refused for its regex does not block the server (ReDoS through target_modules)', async () => {
+    const { running, root, load, post } = await hostileSetup()
+    try {
+      await mkdir(join(root, 'redos'), { recursive: true })
+      await copyFile(join(root, 'good', 'adapter_model.safetensors'), join(root, 'redos', 'adapter_model.safetensors'))
+      const config = JSON.parse(await readFile(join(root, 'good', 'adapter_config.json'), 'utf8')) as Record<string, unknown>
+      await writeFile(join(root, 'redos', 'adapter_config.json'), JSON.stringify({ ...config, target_modules: '(.+)+X' }))
+      const [redos, chat] = await Promise.all([
+        load('redos', join(root, 'redos')),
+        post('/chat/completions', { model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: 3 }),
+      ])
+      expect(redos.status).toBe(400)
+      expect(chat.status).toBe(200)
+    } finally {
+      await running.close()
+    }
   })
 })

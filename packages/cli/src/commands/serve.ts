@@ -7,6 +7,7 @@ import { loadTokenizer } from '@ludic/tokenizer'
 import * as tf from '@tensorflow/tfjs-core'
 import { type CommandContext, commandContext, log } from '../context.js'
 import { createLocalLoraAdapters, type LocalLoraAdapters } from '@ludic/trainer'
+import { CliError, exitCodes } from '../errors.js'
 import { localModelDirectory } from '../sources.js'
 
 export interface ServeOptions {
@@ -26,11 +27,18 @@ export interface ServeOptions {
   maxBatch?: number
   /**
    * Take LoRA adapters at run time through vLLM's API (`POST /v1/load_lora_adapter`, `/v1/unload_lora_adapter`;
-   * PEFT directories, see `createLocalLoraAdapters`). Default false.
+   * PEFT directories, see `createLocalLoraAdapters`), from the `loraRoots` directories only. Default false.
    */
   enableLora?: boolean
+  /**
+   * The directories adapters may be loaded from (relative to the working directory), required with `enableLora`: a
+   * client's `lora_path` must resolve inside one of them, symbolic links followed (a relative one: inside the first).
+   */
+  loraRoots?: readonly string[]
   /** Adapters held at once with `enableLora`. Default 8. */
   maxLoras?: number
+  /** Host names a request's `Host` header may carry besides IP addresses and localhost (`'*'`: any). Default: none. */
+  allowedHosts?: readonly string[]
 }
 
 /** A running `ludic serve`: its server and a `close` that stops it and frees the model. */
@@ -57,6 +65,12 @@ export async function serve(
   onFatalError?: (error: unknown) => void,
 ): Promise<RunningServer> {
   const context = commandContext(partialContext)
+  if (options.enableLora === true && (options.loraRoots === undefined || options.loraRoots.length === 0)) {
+    throw new CliError(
+      '--enable-lora needs --lora-root <dir>: the directories clients may load adapters from (a client names files on this machine)',
+      exitCodes.usage,
+    )
+  }
   const runtime = await initTensors({ ...(context.backend === undefined ? {} : { backend: context.backend as InitTensorsOptions['backend'] }), verbose: false })
   const directory = await localModelDirectory(source, { base: context.cwd, signal: context.signal })
   log(context, `backend ${runtime.backend}; loading ${directory}`)
@@ -74,7 +88,10 @@ export async function serve(
       ...(chatTemplate === undefined ? {} : { chatTemplate }),
     })
     const apiKey = options.apiKey ?? process.env.LUDIC_API_KEY
-    const lora = options.enableLora === true ? createLocalLoraAdapters(model, policy) : undefined
+    const lora =
+      options.enableLora === true
+        ? createLocalLoraAdapters(model, policy, { roots: (options.loraRoots ?? []).map((root) => resolve(context.cwd, root)) })
+        : undefined
     const server = await serveOpenAICompatible(lora?.base ?? policy, {
       port: options.port ?? 8000,
       host: options.host ?? '127.0.0.1',
@@ -87,6 +104,7 @@ export async function serve(
       ...(apiKey === undefined || apiKey === '' ? {} : { apiKey }),
       ...(onFatalError === undefined ? {} : { onFatalError }),
       ...(lora === undefined ? {} : { lora: { loader: lora.loader, maxAdapters: options.maxLoras ?? 8 } }),
+      ...(options.allowedHosts === undefined ? {} : { allowedHosts: [...options.allowedHosts] }),
     })
     return {
       server,

@@ -88,9 +88,10 @@ export interface LoraPlan {
 
 /**
  * Checks LoRA options against a model and sizes the adapters, allocating nothing: the targets match linear
- * layers without adapters, the rank is at most `min(in, out)` of each, and the parameters fit the budget.
+ * layers without adapters (with `attachLater`, adapters attached now are left for `attachLora` to find), the rank
+ * is at most `min(in, out)` of each, and the parameters fit the budget.
  */
-export function planLora(model: CausalLanguageModel, options: LoraOptions = {}): LoraPlan {
+export function planLora(model: CausalLanguageModel, options: LoraOptions = {}, timing: { attachLater?: boolean } = {}): LoraPlan {
   const { maxParameterBytes, ...parsed } = parseArgument(loraOptionsSchema, options, 'options')
   const config: LoraConfig = { ...parsed, targetModules: parsed.targetModules ?? (model.config.architecture === 'gpt2' ? ['c_attn'] : ['q_proj', 'v_proj']) }
   const candidates = model.linearNames()
@@ -103,7 +104,8 @@ export function planLora(model: CausalLanguageModel, options: LoraOptions = {}):
       message: `matches no linear layer; the model's are ${modules.join(', ')}`,
     })
   }
-  for (const layer of names) {
+  // A plan for later (an adapter read while another is attached, to be swapped in) is checked again when attached.
+  for (const layer of timing.attachLater === true ? [] : names) {
     if (model.linearAdapters().has(layer)) throw new InvalidArgumentError({ argument: 'model', value: layer, message: 'already has an adapter on this layer' })
   }
   const layers = names.map((layer) => ({ layer, ...model.linearLayout(layer) }))

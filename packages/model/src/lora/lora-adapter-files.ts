@@ -1,11 +1,19 @@
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { InvalidArgumentError, LudicError, ParseError, parseArgument, parseInput } from '@ludic/core'
-import { openSafetensors, serializeSafetensors, writeJsonFileAtomically, writeSafetensorsFile, type SafetensorsTensorInput } from '@ludic/tensors'
+import {
+  maxHeaderByteLength,
+  parseSafetensors,
+  serializeSafetensors,
+  writeJsonFileAtomically,
+  writeSafetensorsFile,
+  type SafetensorsTensorInput,
+} from '@ludic/tensors'
 import { z } from 'zod'
 import { CheckpointMismatchError, type MisshapedTensor } from '../checkpoint/checkpoint-mismatch-error.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
-import { attachLora, planLora, type LoraAdapters } from './apply-lora.js'
+import { attachLora, planLora, type LoraAdapters, type LoraPlan } from './apply-lora.js'
+import { confineToDirectories, readLocalFile } from './confined-files.js'
 
 /** PEFT's prefix of tensor names in `adapter_model.safetensors` (`PeftModel` → `LoraModel` → the base model). */
 const peftPrefix = 'base_model.model.'
@@ -52,6 +60,21 @@ export const loadLoraAdapterOptionsSchema = z
     freezeBase: z.boolean().default(true),
     /** The budget of the model's and the adapter's parameters together (see `applyLora`). Default: `defaultMaxParameterBytes()`. */
     maxParameterBytes: z.number().positive().optional(),
+    /**
+     * Directories the adapter must lie in, for a path that comes from outside (a server's client): the directory and
+     * both files must resolve inside one of them with their symbolic links followed, a relative `directory` is taken
+     * from the first, and every other path is refused without saying whether anything is there (`ludic serve
+     * --lora-root`). Default: none (any path: the program's own user named it).
+     */
+    roots: z.array(z.string().min(1)).min(1).optional(),
+    /** Largest `adapter_config.json`, in bytes. Default: 1 MiB. */
+    maxConfigBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1 << 20),
+    /** Stops the reading between files (a server closing). */
+    signal: z.custom<AbortSignal>((value) => value instanceof AbortSignal, 'must be an AbortSignal').optional(),
   })
   .strict()
 export type LoadLoraAdapterOptions = z.input<typeof loadLoraAdapterOptionsSchema>
@@ -134,27 +157,87 @@ function peftAdapterConfig(adapters: LoraAdapters, baseModel: string | undefined
   }
 }
 
+/** A PEFT adapter read from disk and checked against a model, not attached yet (`readLoraAdapter`). */
+export interface StoredLoraAdapter {
+  readonly plan: LoraPlan
+  /** A and B of each adapted layer, by LoRA parameter name (`…q_proj.lora_A.weight`), as float32. */
+  readonly values: ReadonlyMap<string, Float32Array>
+}
+
 /**
  * Loads a PEFT LoRA adapter (`adapter_config.json` + `adapter_model.safetensors`) onto a model: applies LoRA
  * with the saved rank, alpha, dropout and target modules, then sets A and B from the file. Names that do not
  * fit the model are one `CheckpointMismatchError`; PEFT options Ludic does not implement (DoRA, biases,
  * per-layer ranks, `modules_to_save`) are a `ParseError` naming the field. All-or-nothing: the configuration is
  * checked (rank and size limits as `applyLora`'s) and every weight read before the model is touched, so a
- * missing, truncated or mismatched file leaves it as it was (nothing attached, nothing frozen).
+ * missing, truncated or mismatched file leaves it as it was (nothing attached, nothing frozen). `readLoraAdapter`
+ * and `attachLoraAdapter` are its two halves.
  */
 export async function loadLoraAdapter(model: CausalLanguageModel, directory: string, options: LoadLoraAdapterOptions = {}): Promise<LoraAdapters> {
+  return attachLoraAdapter(model, await readLoraAdapter(model, directory, options))
+}
+
+/** Attaches an adapter `readLoraAdapter` read to the model it was read for; its layers must hold no adapter by then. */
+export function attachLoraAdapter(model: CausalLanguageModel, adapter: StoredLoraAdapter): LoraAdapters {
+  for (const { layer } of adapter.plan.layers) {
+    if (model.linearAdapters().has(layer)) throw new InvalidArgumentError({ argument: 'model', value: layer, message: 'already has an adapter on this layer' })
+  }
+  return attachLora(model, adapter.plan, adapter.values)
+}
+
+/**
+ * Reads and checks a PEFT adapter for `model` without touching the model (so a server can read files while its
+ * model generates). Only regular files are read, opened without blocking (a FIFO or a device is refused at once) and
+ * bounded in size before they are read: the configuration by `maxConfigBytes`, the weights by what the checked
+ * configuration needs. Errors never quote the files' contents (a server tells its clients what went wrong with a
+ * file they named, not what the file holds); with `roots`, paths are confined to those directories (see the option).
+ */
+export async function readLoraAdapter(model: CausalLanguageModel, directory: string, options: LoadLoraAdapterOptions = {}): Promise<StoredLoraAdapter> {
   const folder = parseArgument(z.string().min(1), directory, 'directory')
-  const { freezeBase, maxParameterBytes } = parseArgument(loadLoraAdapterOptionsSchema, options, 'options')
-  const configPath = join(folder, 'adapter_config.json')
+  const parsed = parseArgument(loadLoraAdapterOptionsSchema, options, 'options')
+  const { signal } = parsed
+  if (signal === undefined) return readAdapterFiles(model, folder, parsed)
+  signal.throwIfAborted()
+  // Settles as soon as the signal aborts; a read under way finishes on its own and is dropped.
+  let onAbort: () => void = () => {}
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    return await Promise.race([readAdapterFiles(model, folder, parsed), aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
+}
+
+async function readAdapterFiles(
+  model: CausalLanguageModel,
+  folder: string,
+  { freezeBase, maxParameterBytes, roots, maxConfigBytes, signal }: z.output<typeof loadLoraAdapterOptionsSchema>,
+): Promise<StoredLoraAdapter> {
+  const confined = roots === undefined ? undefined : await confineToDirectories(roots)
+  const base = confined === undefined ? folder : await confined.resolveDirectory(folder, 'directory')
+  const readFile = (name: string, maxBytes: number) => {
+    signal?.throwIfAborted()
+    const reading =
+      confined === undefined
+        ? readLocalFile(base, name, { argument: 'directory', maxBytes })
+        : confined.readFile(base, name, { argument: 'directory', maxBytes })
+    return reading.catch((error: unknown) => {
+      if (LudicError.isInstance(error)) throw error
+      // Node's own (ENOENT, EACCES…), kept as the cause: a server answers 404 for ENOENT.
+      throw new InvalidArgumentError({ argument: 'directory', value: folder, message: `holds no readable ${name}`, cause: error })
+    })
+  }
+  const configPath = join(base, 'adapter_config.json')
+  const configBytes = await readFile('adapter_config.json', maxConfigBytes)
   let json: unknown
   try {
-    json = JSON.parse(await readFile(configPath, 'utf8'))
-  } catch (error) {
-    throw new ParseError({
-      source: configPath,
-      message: `cannot read adapter_config.json (${error instanceof Error ? error.message : String(error)})`,
-      cause: error,
-    })
+    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(configBytes))
+  } catch {
+    // JSON.parse quotes the text around the fault: the file's contents stay out of the message (and its cause).
+    throw new ParseError({ source: configPath, message: 'is not valid UTF-8 JSON' })
   }
   const config = parseInput(adapterConfigSchema, json, { source: configPath })
   if (config.fan_in_fan_out && model.config.architecture !== 'gpt2') {
@@ -165,49 +248,52 @@ export async function loadLoraAdapter(model: CausalLanguageModel, directory: str
     })
   }
   // Everything is checked and read before the model is touched: a bad or truncated file leaves it as it was.
-  const plan = planLora(model, {
-    rank: config.r,
-    alpha: config.lora_alpha,
-    dropout: config.lora_dropout,
-    targetModules: typeof config.target_modules === 'string' ? fromPeftFullMatchSource(config.target_modules) : config.target_modules,
-    useRslora: config.use_rslora,
-    freezeBase,
-    ...(maxParameterBytes === undefined ? {} : { maxParameterBytes }),
-  })
+  // Planned for a later attach: the model may hold another adapter while this one is read (`attachLoraAdapter` checks).
+  const plan = planLora(
+    model,
+    {
+      rank: config.r,
+      alpha: config.lora_alpha,
+      dropout: config.lora_dropout,
+      targetModules: typeof config.target_modules === 'string' ? fromPeftFullMatchSource(config.target_modules) : config.target_modules,
+      useRslora: config.use_rslora,
+      freezeBase,
+      ...(maxParameterBytes === undefined ? {} : { maxParameterBytes }),
+    },
+    { attachLater: true },
+  )
   const expected = new Map<string, readonly [number, number]>()
+  let expectedBytes = 0
   for (const { layer, inputs, outputs } of plan.layers) {
     expected.set(`${layer}.lora_A.weight`, [plan.config.rank, inputs])
     expected.set(`${layer}.lora_B.weight`, [outputs, plan.config.rank])
+    expectedBytes += 4 * plan.config.rank * (inputs + outputs)
   }
+  const weightsPath = join(base, 'adapter_model.safetensors')
+  // The weights the configuration asks for (float32 at most), a header of at most its format's limit.
+  const bytes = await readFile('adapter_model.safetensors', 8 + maxHeaderByteLength + expectedBytes)
+  const file = parseSafetensors(bytes, { source: weightsPath }).tensors
+  const fileName = (name: string) => `${peftPrefix}${name}`
+  const missing = [...expected.keys()].map(fileName).filter((name) => !file.has(name))
+  const known = new Set([...expected.keys()].map(fileName))
+  const unexpected = [...file.keys()].filter((name) => !known.has(name))
+  const misshaped: MisshapedTensor[] = []
+  for (const [name, shape] of expected) {
+    const actual = file.get(fileName(name))?.shape
+    if (actual === undefined) continue
+    if (actual.length !== 2 || actual[0] !== shape[0] || actual[1] !== shape[1]) misshaped.push({ name: fileName(name), expected: shape, actual })
+  }
+  if (missing.length > 0 || unexpected.length > 0 || misshaped.length > 0)
+    throw new CheckpointMismatchError({ source: folder, missing, unexpected, misshaped, summary: 'the adapter does not fit the model' })
   const values = new Map<string, Float32Array>()
-  const file = await openSafetensors(join(folder, 'adapter_model.safetensors')).catch((error: unknown) => {
-    if (LudicError.isInstance(error)) throw error
-    throw new InvalidArgumentError({ argument: 'directory', value: folder, message: 'holds no readable adapter_model.safetensors', cause: error })
-  })
-  try {
-    const fileName = (name: string) => `${peftPrefix}${name}`
-    const missing = [...expected.keys()].map(fileName).filter((name) => !file.has(name))
-    const known = new Set([...expected.keys()].map(fileName))
-    const unexpected = file.names.filter((name) => !known.has(name))
-    const misshaped: MisshapedTensor[] = []
-    for (const [name, shape] of expected) {
-      if (!file.has(fileName(name))) continue
-      const actual = file.info(fileName(name)).shape
-      if (actual.length !== 2 || actual[0] !== shape[0] || actual[1] !== shape[1]) misshaped.push({ name: fileName(name), expected: shape, actual })
+  for (const name of expected.keys()) {
+    const tensor = file.get(fileName(name))!
+    if (tensor.dtype !== 'F32' && tensor.dtype !== 'F16' && tensor.dtype !== 'BF16') {
+      throw new ParseError({ source: folder, path: [fileName(name)], message: `has dtype ${tensor.dtype}; adapter weights must be F32, F16 or BF16` })
     }
-    if (missing.length > 0 || unexpected.length > 0 || misshaped.length > 0)
-      throw new CheckpointMismatchError({ source: folder, missing, unexpected, misshaped, summary: 'the adapter does not fit the model' })
-    for (const name of expected.keys()) {
-      const tensor = await file.read(fileName(name))
-      if (tensor.dtype !== 'F32' && tensor.dtype !== 'F16' && tensor.dtype !== 'BF16') {
-        throw new ParseError({ source: folder, path: [fileName(name)], message: `has dtype ${tensor.dtype}; adapter weights must be F32, F16 or BF16` })
-      }
-      values.set(name, tensor.data)
-    }
-  } finally {
-    await file.close()
+    values.set(name, tensor.data)
   }
-  return attachLora(model, plan, values)
+  return { plan, values }
 }
 
 /**

@@ -177,11 +177,11 @@ export const badRequests: Readonly<Record<string, BadRequest>> = {
     answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('hi')), { ...authorized, authorization: 'Bearer wrong' }), '401'),
   'body over 8 MiB': async (server) =>
     answer(await postStatus(server, '/chat/completions', (hugeBody ??= JSON.stringify(chatBody('x'.repeat(9 * 1024 * 1024))))).catch(() => 'reset'), '413'),
-  'half-sent headers': (server) => halfSent(server, 'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n'),
+  'half-sent headers': (server) => halfSent(server, 'POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n'),
   'half-sent body': (server) =>
     halfSent(
       server,
-      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model": `,
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model": `,
     ),
   'client leaves mid-generation': async (server) => {
     const leave = new AbortController()

@@ -1,5 +1,6 @@
-import { open, type FileHandle } from 'node:fs/promises'
+import type { FileHandle } from 'node:fs/promises'
 import { InvalidArgumentError, LudicError, ParseError, parseArgument } from '@ludic/core'
+import { openRegularFile } from '@ludic/core/node'
 import { z } from 'zod'
 import { allocateOrFail, checkReadableDtype } from './parse-safetensors.js'
 import { dtypeBytes } from './safetensors-dtype.js'
@@ -24,22 +25,22 @@ const maxReadBytes = 1 << 28
  * in place. So the file is never held twice, and a checkpoint larger than memory can be loaded tensor by tensor.
  *
  * A malformed file throws `ParseError` (`source` is the path, `path` names the tensor and field); a missing
- * file throws Node's own error. Call `close()` when done.
+ * file throws Node's own error; a FIFO, device or directory an `InvalidArgumentError` (`openRegularFile` of
+ * `@ludic/core/node`), without waiting on it. Call `close()` when done.
  */
 export async function openSafetensors(path: string): Promise<SafetensorsFile> {
   const filePath = parseArgument(z.string().min(1), path, 'path')
-  const handle = await open(filePath, 'r')
+  // A regular file only, opened without blocking: a FIFO or a device named as a checkpoint is refused at once.
+  const { handle, size } = await openRegularFile(filePath)
   try {
-    const stats = await handle.stat()
-    if (!stats.isFile()) throw new InvalidArgumentError({ argument: 'path', value: filePath, message: 'is not a regular file' })
-    const prefix = new Uint8Array(Math.min(8, stats.size))
+    const prefix = new Uint8Array(Math.min(8, size))
     await readFully(handle, prefix, 0, filePath, ['header'])
-    const headerByteLength = readHeaderByteLength(prefix, stats.size, filePath)
+    const headerByteLength = readHeaderByteLength(prefix, size, filePath)
     const headerBytes = new Uint8Array(headerByteLength)
     await readFully(handle, headerBytes, 8, filePath, ['header'])
     const dataStart = 8 + headerByteLength
-    const header = parseSafetensorsHeader(headerBytes, { source: filePath, dataByteLength: stats.size - dataStart })
-    return new OpenedSafetensorsFile(filePath, handle, header, dataStart, stats.size)
+    const header = parseSafetensorsHeader(headerBytes, { source: filePath, dataByteLength: size - dataStart })
+    return new OpenedSafetensorsFile(filePath, handle, header, dataStart, size)
   } catch (error) {
     await handle.close()
     throw error

@@ -43,7 +43,8 @@ export function readHeaderByteLength(prefix: Uint8Array, totalByteLength: number
     throw new ParseError({
       source,
       path: ['header'],
-      message: `the header length is ${length} bytes, more than the ${maxHeaderByteLength}-byte limit (this is not a safetensors file, or it is corrupt)`,
+      // The length is not echoed: it is the file's first 8 bytes, which must not leak through an error (any file can be named).
+      message: `the header length (the first 8 bytes) is more than the ${maxHeaderByteLength}-byte limit (this is not a safetensors file, or it is corrupt)`,
     })
   }
   const headerByteLength = Number(length)
@@ -51,7 +52,7 @@ export function readHeaderByteLength(prefix: Uint8Array, totalByteLength: number
     throw new ParseError({
       source,
       path: ['header'],
-      message: `the header length is ${headerByteLength} bytes, past the end of the input (${totalByteLength} bytes in all): the file is truncated or not a safetensors file`,
+      message: `the header length (the first 8 bytes) reaches past the end of the input (${totalByteLength} bytes in all): the file is truncated or not a safetensors file`,
     })
   }
   return headerByteLength
