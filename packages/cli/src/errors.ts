@@ -67,6 +67,8 @@ export function exitCodeOf(error: unknown): ExitCode {
   const hub = chain.find((item) => (item as { name?: string })?.name === 'HubError') as { reason?: string } | undefined
   if (hub !== undefined) return hub.reason === 'missing' ? exitCodes.notFound : exitCodes.network
   if (chain.some((item) => (item as { code?: string })?.code === 'ENOENT')) return exitCodes.notFound
+  // A run directory whose checkpoints or KL reference cannot be read: an input that is there but unusable.
+  if (chain.some((item) => (item as { name?: string })?.name === 'ResumeError')) return exitCodes.notFound
   if (chain.some((item) => networkCodes.has((item as { code?: string })?.code ?? ''))) return exitCodes.network
   if (ParseError.isInstance(error) || InvalidArgumentError.isInstance(error)) return exitCodes.usage
   return exitCodes.failed

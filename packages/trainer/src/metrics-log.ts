@@ -11,7 +11,10 @@ export type StepMetrics = { step: number } & Record<string, number>
 export interface MetricsLog {
   readonly path: string
   append(metrics: StepMetrics): Promise<void>
-  truncateAfter(step: number): Promise<void>
+  /** Keeps the lines of steps up to `step` (those before a line cut short), and returns them. */
+  truncateAfter(step: number): Promise<StepMetrics[]>
+  /** Replaces the whole log with `records` (rebuilding it from a checkpoint's history). */
+  rewrite(records: readonly StepMetrics[]): Promise<void>
   read(): Promise<StepMetrics[]>
 }
 
@@ -35,17 +38,24 @@ export function createMetricsLog(path: string): MetricsLog {
     }
     return records
   }
+  const line = (metrics: StepMetrics) =>
+    `${JSON.stringify(metrics, (_, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? null : value))}\n`
+  const rewrite = async (records: readonly StepMetrics[]) => {
+    await mkdir(dirname(path), { recursive: true })
+    await writeFile(path, records.map(line).join(''))
+  }
   return {
     path,
     async append(metrics) {
       await mkdir(dirname(path), { recursive: true })
-      await appendFile(path, `${JSON.stringify(metrics, (_, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? null : value))}\n`)
+      await appendFile(path, line(metrics))
     },
     async truncateAfter(step) {
       const kept = (await read()).filter((record) => record.step <= step)
-      await mkdir(dirname(path), { recursive: true })
-      await writeFile(path, kept.map((record) => `${JSON.stringify(record)}\n`).join(''))
+      await rewrite(kept)
+      return kept
     },
+    rewrite,
     read,
   }
 }

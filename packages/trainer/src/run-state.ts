@@ -1,6 +1,6 @@
 import { mkdir, rename } from 'node:fs/promises'
 import { join } from 'node:path'
-import { InvalidArgumentError, ParseError, type AdvantageEstimatorV1, type Random } from '@ludic/core'
+import { InvalidArgumentError, LudicError, ParseError, type AdvantageEstimatorV1, type Random } from '@ludic/core'
 import {
   latestCheckpoint,
   listCheckpoints,
@@ -11,6 +11,31 @@ import {
   type LoadedTrainingCheckpoint,
 } from '@ludic/model'
 import { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
+
+const resumeMarker = Symbol.for('ludic.error.ResumeError')
+
+/**
+ * A run asked to resume cannot continue from what its directory holds: checkpoints that none can be read
+ * (`no-readable-checkpoint`), or the KL term's reference weights missing or unreadable (`reference-missing`,
+ * `reference-unreadable`). Nothing was trained and nothing written: training on as if resumed would start from the
+ * wrong weights and overwrite the run's good ones. `ludic train` exits 3 (an input it needs cannot be read).
+ */
+export class ResumeError extends LudicError {
+  private readonly [resumeMarker] = true
+  override readonly name = 'ResumeError'
+  readonly reason: 'no-readable-checkpoint' | 'reference-missing' | 'reference-unreadable'
+  readonly directory: string
+
+  constructor(options: { reason: ResumeError['reason']; directory: string; message: string; cause?: unknown }) {
+    super(options.message, options.cause === undefined ? {} : { cause: options.cause })
+    this.reason = options.reason
+    this.directory = options.directory
+  }
+
+  static override isInstance(error: unknown): error is ResumeError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[resumeMarker] === true
+  }
+}
 
 /** What a trainer continues from: the step reached, its generator and the metrics of every step so far. */
 export interface RunProgress {
@@ -26,8 +51,10 @@ export interface RunProgress {
  *
  * Faults: a checkpoint that cannot be read (a file cut short by a crash, a missing tensor) is set aside as
  * `broken-checkpoint-<step>-<time>` and the run resumes from the newest one that loads, saying so through
- * `notify`; `metrics.jsonl` never holds a step twice (the first line a process writes drops every line from
- * that step on, so a run killed before its first checkpoint starts its log over).
+ * `notify`; when none loads, or the KL reference (`reference/`) is missing or unreadable, `resume` throws a
+ * `ResumeError` and leaves the directory as it was. `metrics.jsonl` never holds a step twice (the first line a
+ * process writes drops every line from that step on, so a run killed before its first checkpoint starts its log
+ * over), and a log cut short or deleted is rebuilt on resume from the checkpoint's history, saying so.
  */
 export interface RunState {
   readonly directory: string | undefined
@@ -59,19 +86,62 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
     return directory
   }
   let logChecked = false
-  /** The newest checkpoint that loads; those that do not are renamed out of the way. */
+  /**
+   * The newest checkpoint that loads; the newer ones that do not are then renamed out of the way. Undefined when there
+   * is none; a `ResumeError` when there are some and none loads (they stay where they are, for the user to look at).
+   */
   const loadNewest = async (runDirectory: string): Promise<LoadedTrainingCheckpoint | undefined> => {
-    for (const { step, path } of (await listCheckpoints(runDirectory)).reverse()) {
+    const checkpoints = await listCheckpoints(runDirectory)
+    const broken: { step: number; path: string; error: Error }[] = []
+    for (const { step, path } of [...checkpoints].reverse()) {
       try {
-        return await loadTrainingCheckpoint(path, { parameters: model.parameters(), optimizer })
+        const loaded = await loadTrainingCheckpoint(path, { parameters: model.parameters(), optimizer })
+        for (const newer of broken) {
+          const aside = join(runDirectory, `broken-checkpoint-${newer.step}-${Date.now()}`)
+          await rename(newer.path, aside)
+          notify(`checkpoint-${newer.step} cannot be read (${newer.error.message}); set aside as ${aside}, resuming from checkpoint-${step}`)
+        }
+        return loaded
       } catch (error) {
         if (!ParseError.isInstance(error)) throw error
-        const aside = join(runDirectory, `broken-checkpoint-${step}-${Date.now()}`)
-        await rename(path, aside)
-        notify(`checkpoint-${step} cannot be read (${(error as Error).message}); set aside as ${aside}, resuming from the previous checkpoint if any`)
+        broken.push({ step, path, error })
       }
     }
-    return undefined
+    if (broken.length === 0) return undefined
+    // The failed loads may have written into the model and optimizer: the caller must not train on (and does not).
+    throw new ResumeError({
+      reason: 'no-readable-checkpoint',
+      directory: runDirectory,
+      message:
+        `cannot resume: none of the ${broken.length} checkpoint(s) in ${runDirectory} can be read ` +
+        `(${broken.map(({ step, error }) => `checkpoint-${step}: ${error.message}`).join('; ')}); nothing was trained or overwritten`,
+      cause: broken[0]!.error,
+    })
+  }
+  /** The KL reference's weights, saved once under `reference/`: missing or unreadable is a `ResumeError`. */
+  const loadReference = async (runDirectory: string, model: CausalLanguageModel) => {
+    const folder = join(runDirectory, 'reference')
+    const saved = await latestCheckpoint(folder)
+    if (saved === undefined) {
+      throw new ResumeError({
+        reason: 'reference-missing',
+        directory: runDirectory,
+        message:
+          `cannot resume: ${folder} is missing, and the KL term's reference (the weights the run started from) cannot be rebuilt from a ` +
+          'checkpoint; restore it, or start a new run (a run without the kl term needs none)',
+      })
+    }
+    try {
+      await loadTrainingCheckpoint(saved, { parameters: model.parameters() })
+    } catch (error) {
+      if (!LudicError.isInstance(error)) throw error
+      throw new ResumeError({
+        reason: 'reference-unreadable',
+        directory: runDirectory,
+        message: `cannot resume: the KL term's reference in ${saved} cannot be read (${(error as Error).message})`,
+        cause: error,
+      })
+    }
   }
   return {
     directory,
@@ -86,13 +156,18 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
       const loaded = await loadNewest(runDirectory)
       if (loaded === undefined) return undefined
       const extra = (loaded.extra ?? {}) as { estimatorState?: unknown; history?: StepMetrics[] }
+      if (reference !== undefined) await loadReference(runDirectory, reference)
       if (extra.estimatorState !== undefined && extra.estimatorState !== null) estimator.setState?.(extra.estimatorState)
-      if (reference !== undefined) {
-        const referenceCheckpoint = await latestCheckpoint(join(runDirectory, 'reference'))
-        if (referenceCheckpoint !== undefined) await loadTrainingCheckpoint(referenceCheckpoint, { parameters: reference.parameters() })
+      const history = extra.history ?? []
+      if (metricsLog !== undefined) {
+        const logged = await metricsLog.truncateAfter(loaded.step)
+        const missing = history.filter((record) => !logged.some((line) => line.step === record.step)).map((record) => record.step)
+        if (missing.length > 0) {
+          await metricsLog.rewrite(history)
+          notify(`metrics.jsonl lacked step(s) ${formatSteps(missing)} of checkpoint-${loaded.step}; rebuilt it from the checkpoint's history`)
+        }
       }
-      await metricsLog?.truncateAfter(loaded.step)
-      return { step: loaded.step, random: loaded.random, history: extra.history ?? [] }
+      return { step: loaded.step, random: loaded.random, history }
     },
     async checkpoint({ step, random, history }) {
       const runDirectory = needDirectory('to save checkpoints')
@@ -107,4 +182,16 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
       if (directory !== undefined) await mkdir(directory, { recursive: true })
     },
   }
+}
+
+/** Steps as ranges: `3-5, 8`. */
+function formatSteps(steps: readonly number[]): string {
+  const ranges: string[] = []
+  for (let index = 0; index < steps.length; ) {
+    let end = index
+    while (end + 1 < steps.length && steps[end + 1] === steps[end]! + 1) end++
+    ranges.push(end === index ? String(steps[index]) : `${steps[index]}-${steps[end]}`)
+    index = end + 1
+  }
+  return ranges.join(', ')
 }

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadModel } from '@ludic/model'
@@ -175,5 +175,100 @@ describe('ludic train', () => {
     expect(resumed).toMatchObject({ interrupted: false, steps: 3 })
     expect(resumed.warmUp).toBeUndefined() // a resumed run is past its warm-up
     expect(existsSync(join(directory, 'stop-run', 'model', 'model.safetensors'))).toBe(true)
+  })
+
+  describe('--resume never trains as if resumed from what cannot be read (issue 34)', () => {
+    /** A 2-step run with a KL reference and a checkpoint each step, and what its files held. */
+    async function trainedRun(name: string) {
+      const directory = join(temporaryDirectory(), name)
+      await mkdir(directory, { recursive: true })
+      const path = join(directory, 'run.yaml')
+      await writeFile(
+        path,
+        rlConfig('kuhn-poker-v1', ['prompt: kuhn-terse', 'runDirectory: run', 'checkpointEvery: 1', 'kl: { coefficient: 0.1 }']).replace(
+          '\nsteps: 2\n',
+          '\nsteps: 2\n',
+        ),
+      )
+      const first = captureIo()
+      expect(await runCli(['--json', '--quiet', 'train', path], first.io), first.stderr()).toBe(exitCodes.ok)
+      const run = join(directory, 'run')
+      const modelBytes = await readFile(join(run, 'model', 'model.safetensors'))
+      return { path, run, modelBytes }
+    }
+    const resume = async (path: string, steps = 3) => {
+      const io = captureIo()
+      const code = await runCli(['--json', '--quiet', 'train', path, '--resume', '--steps', String(steps)], io.io)
+      return { code, stderr: io.stderr(), stdout: io.stdout() }
+    }
+
+    it('every checkpoint cut short: exit 3 naming each, no step trained, model/ and the checkpoints left as they were', async () => {
+      const { path, run, modelBytes } = await trainedRun('all-broken')
+      for (const checkpoint of ['checkpoint-1', 'checkpoint-2']) await truncate(join(run, checkpoint, 'model.safetensors'), 100)
+      const before = await readdir(run)
+      const metricsBefore = await readFile(join(run, 'metrics.jsonl'), 'utf8')
+      const outcome = await resume(path)
+      expect(outcome.code).toBe(exitCodes.notFound)
+      expect(outcome.stderr).toMatch(/cannot resume: none of the 2 checkpoint\(s\) in .* can be read \(checkpoint-2: .*; checkpoint-1: /)
+      expect(outcome.stderr).toContain('nothing was trained or overwritten')
+      expect(await readFile(join(run, 'model', 'model.safetensors'))).toEqual(modelBytes)
+      expect(await readdir(run)).toEqual(before) // nothing set aside: a second --resume says the same
+      expect(await readFile(join(run, 'metrics.jsonl'), 'utf8')).toBe(metricsBefore)
+      expect((await resume(path)).code).toBe(exitCodes.notFound)
+    })
+
+    it('the newest checkpoint cut short: set aside, and the run resumes from the one before', async () => {
+      const { path, run } = await trainedRun('newest-broken')
+      await truncate(join(run, 'checkpoint-2', 'model.safetensors'), 100)
+      const outcome = await resume(path)
+      expect(outcome.code, outcome.stderr).toBe(exitCodes.ok)
+      expect(JSON.parse(outcome.stdout)).toMatchObject({ steps: 3, interrupted: false })
+      expect((await readdir(run)).some((name) => name.startsWith('broken-checkpoint-2-'))).toBe(true)
+      const steps = (await readFile(join(run, 'metrics.jsonl'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { step: number }).step)
+      expect(steps).toEqual([1, 2, 3])
+    })
+
+    it('reference/ missing or cut short: exit 3 saying the KL reference cannot be restored, nothing overwritten', async () => {
+      const { path, run, modelBytes } = await trainedRun('reference')
+      const saved = join(run, 'reference', 'checkpoint-0', 'model.safetensors')
+      const referenceBytes = await readFile(saved)
+      await truncate(saved, 64)
+      const cut = await resume(path)
+      expect(cut.code).toBe(exitCodes.notFound)
+      expect(cut.stderr).toMatch(/cannot resume: the KL term's reference in .*reference.*checkpoint-0 cannot be read/)
+      await writeFile(saved, referenceBytes)
+      await rm(join(run, 'reference'), { recursive: true })
+      const missing = await resume(path)
+      expect(missing.code).toBe(exitCodes.notFound)
+      expect(missing.stderr).toMatch(
+        /cannot resume: .*reference is missing, and the KL term's reference \(the weights the run started from\) cannot be rebuilt/,
+      )
+      expect(await readFile(join(run, 'model', 'model.safetensors'))).toEqual(modelBytes)
+      expect(existsSync(join(run, 'reference'))).toBe(false) // not saved again from the wrong weights
+    })
+
+    it('metrics.jsonl cut mid-line or deleted: rebuilt from the checkpoint, saying so, with no step lost', async () => {
+      const { path, run } = await trainedRun('metrics')
+      const metricsPath = join(run, 'metrics.jsonl')
+      const lines = (await readFile(metricsPath, 'utf8')).trim().split('\n')
+      await writeFile(metricsPath, `${lines[0]!.slice(0, 20)}`) // the first line cut mid-write
+      const cut = await resume(path, 3)
+      expect(cut.code, cut.stderr).toBe(exitCodes.ok)
+      expect(cut.stderr).toContain("warning: metrics.jsonl lacked step(s) 1-2 of checkpoint-2; rebuilt it from the checkpoint's history")
+      const steps = async () =>
+        (await readFile(metricsPath, 'utf8'))
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as { step: number })
+      expect((await steps()).map((record) => record.step)).toEqual([1, 2, 3])
+      expect((await steps())[1]).toEqual(JSON.parse(lines[1]!))
+      await rm(metricsPath)
+      const deleted = await resume(path, 4)
+      expect(deleted.code, deleted.stderr).toBe(exitCodes.ok)
+      expect((await steps()).map((record) => record.step)).toEqual([1, 2, 3, 4])
+    })
   })
 })

@@ -132,7 +132,12 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
           return
         }
       }
-      const trainer = run.kind === 'cpo' ? createCpoTrainer(run.config as Parameters<typeof createCpoTrainer>[0]) : createRlTrainer(run.config)
+      // What the trainer did that the user must know (a checkpoint set aside, a metrics log rebuilt): on stderr, even with --quiet.
+      const notify = (message: string) => context.stderr.write(`warning: ${message}\n`)
+      const trainer =
+        run.kind === 'cpo'
+          ? createCpoTrainer({ ...(run.config as Parameters<typeof createCpoTrainer>[0]), notify })
+          : createRlTrainer({ ...run.config, notify })
       try {
         await trainer.run({ steps: run.steps, progress, signal })
         if (signal.aborted && trainer.stepCount < run.steps) {
