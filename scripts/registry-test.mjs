@@ -2,8 +2,12 @@
 // Proves the packages install one by one from a real registry, as a new user would get them. Run after `npm run build`:
 //   1. starts verdaccio on 127.0.0.1 (a free port, a temporary config and storage): `@ludic/*` is served only from
 //      what is published to it, everything else is proxied to the npm registry this machine's npm uses;
-//   2. publishes every publishable package (packages/*/package.json without "private": true), packed with `npm pack`,
-//      as a user registered through the registry's own `adduser` API;
+//   2. packs every publishable package (packages/*/package.json without "private": true) into one folder, as
+//      `npm run pack:all` does (scripts/pack-all.mjs), and, before anything is published (so @ludic/* answer 404, as on
+//      npm today), installs each `npm install …tgz` line of docs/getting-started.md into a fresh project of its own: the
+//      tarballs it names must be a package with its @ludic dependencies, and the example marked
+//      `<!-- tarball-install-test expect="…" -->` (the ```ts block after it) runs in the last line's project; then
+//      publishes the tarballs, as a user registered through the registry's own `adduser` API;
 //   3. for every package whose README marks an example `<!-- registry-test expect="…" -->` (the ```ts block after
 //      it; advantages, games, tokenizer and model at least): makes a fresh project in the system's temporary
 //      directory, outside the repository (`npm init -y`, "type": "module"), runs the README's `npm install` line
@@ -18,9 +22,10 @@ import { spawn, spawnSync } from 'node:child_process'
 import { appendFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
+import { basename, dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { publishablePackages } from './check-packages.mjs'
+import { ludicClosure, packPackages } from './pack-all.mjs'
 
 const repository = fileURLToPath(new URL('..', import.meta.url))
 const required = ['advantages', 'games', 'tokenizer', 'model']
@@ -169,6 +174,43 @@ function readmeParts(pkg) {
   return { install: installLine.split(/\s+/).slice(2), expect: marker[1].replaceAll('&quot;', '"'), example: `${marker[2]}\n` }
 }
 
+/**
+ * getting-started's tarball install lines (`npm install ../ludic/tarballs/ludic-x-1.0.0.tgz … peer@range`), and its
+ * example marked `<!-- tarball-install-test expect="…" -->` with the text it must print.
+ */
+function gettingStartedTarballParts() {
+  const guide = readFileSync(join(repository, 'docs/getting-started.md'), 'utf8')
+  const lines = guide
+    .split('\n')
+    .map((line) => line.replace(/#.*$/, '').trim())
+    .filter((line) => line.startsWith('npm install ') && line.includes('.tgz'))
+    .map((line) => line.split(/\s+/).slice(2))
+  const marker = /<!--\s*tarball-install-test\s+expect="([^"]+)"\s*-->\s*\n```(?:ts|typescript)\n([\s\S]*?)\n```/.exec(guide)
+  if (lines.length === 0) throw new Error('docs/getting-started.md has no `npm install …tgz` line')
+  if (marker === null) throw new Error('docs/getting-started.md has no <!-- tarball-install-test expect="…" --> example')
+  return { lines, expect: marker[1].replaceAll('&quot;', '"'), example: `${marker[2]}\n` }
+}
+
+/** Problems of one tarball install line: a tarball not in tarballs/ or not packed, or a @ludic dependency left out. */
+function tarballLineProblems(line, packed) {
+  const problems = []
+  const named = []
+  for (const argument of line.filter((argument) => argument.endsWith('.tgz'))) {
+    const entry = packed.find((candidate) => candidate.filename === basename(argument))
+    if (basename(dirname(argument)) !== 'tarballs') problems.push(`${argument} is not in the folder \`npm run pack:all\` writes (tarballs/)`)
+    if (entry === undefined)
+      problems.push(`${argument}: \`npm run pack:all\` writes no such tarball (${packed.map((candidate) => candidate.filename).join(', ')})`)
+    else named.push(entry.name)
+  }
+  for (const name of named) {
+    for (const needed of ludicClosure(packed, name)) {
+      if (!named.includes(needed.name))
+        problems.push(`${name} needs ${needed.filename} in the same command (npm looks ${needed.name} up on the registry: E404)`)
+    }
+  }
+  return problems
+}
+
 const formatBytes = (bytes) => (bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MiB` : `${(bytes / 1024).toFixed(0)} KiB`)
 
 async function main() {
@@ -247,25 +289,80 @@ async function main() {
   writeFileSync(join(scratch, 'npmrc-global'), '')
   const npm = (args, cwd, timeoutMs) => run('npm', [...args, '--registry', registry], { cwd, timeoutMs, env })
 
-  // 2. Publish every publishable package.
+  // 2. Pack every publishable package, as `npm run pack:all` does.
   const publishStarted = performance.now()
   const tarballs = join(scratch, 'tarballs')
-  mkdirSync(tarballs)
-  const published = {}
-  for (const pkg of packages) {
-    const packed = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', tarballs], { cwd: pkg.directory, timeoutMs: 120_000, env })
-    if (packed.code !== 0) throw new Error(`npm pack ${pkg.manifest.name} failed:\n${packed.output}`)
-    const [info] = JSON.parse(packed.output.slice(packed.output.indexOf('[')))
-    const publish = await npm(['publish', join(tarballs, info.filename), '--ignore-scripts', '--access', 'public', '--tag', 'latest'], scratch, 120_000)
-    if (publish.code !== 0) throw new Error(`npm publish ${pkg.manifest.name} failed:\n${publish.output.slice(-3000)}`)
-    published[pkg.manifest.name] = { version: info.version, files: info.entryCount, size: info.size, unpackedSize: info.unpackedSize }
-  }
-  const publishSeconds = seconds(publishStarted)
-  console.log(`published ${packages.length} packages in ${publishSeconds} s: ${Object.keys(published).join(', ')}`)
-
-  // 3. One fresh project per package, outside the repository.
+  const packed = packPackages(tarballs, { env, skip: skipped })
   const tsxVersion = JSON.parse(readFileSync(join(repository, 'node_modules/tsx/package.json'), 'utf8')).version
   const results = []
+
+  // 2a. getting-started's tarball install lines, in fresh projects, while no @ludic package is on the registry.
+  if (skipped.length === 0 && only.length === 0) {
+    const guide = gettingStartedTarballParts()
+    for (const [index, line] of guide.lines.entries()) {
+      const install = `npm install ${line.join(' ')}`
+      const result = { package: `getting-started tarball line ${index + 1}`, version: '-', install, ok: false }
+      results.push(result)
+      const fail = (why) => {
+        result.error = why
+        console.log(`FAIL ${result.package} (${install}): ${why}`)
+      }
+      const problems = tarballLineProblems(line, packed)
+      if (problems.length > 0) {
+        fail(problems.join('; '))
+        continue
+      }
+      const project = join(scratch, 'projects', `tarball-line-${index + 1}`)
+      mkdirSync(project, { recursive: true })
+      const init = await npm(['init', '-y'], project, 60_000)
+      if (init.code !== 0) {
+        fail(`npm init -y failed:\n${init.output}`)
+        continue
+      }
+      const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8'))
+      writeFileSync(join(project, 'package.json'), `${JSON.stringify({ ...manifest, private: true, type: 'module' }, null, 2)}\n`)
+      const args = line.map((argument) => (argument.endsWith('.tgz') ? join(tarballs, basename(argument)) : argument))
+      const installStarted = performance.now()
+      const installed = await npm(['install', ...args, '--no-audit', '--no-fund'], project, 300_000)
+      result.installSeconds = seconds(installStarted)
+      if (installed.code !== 0) {
+        fail(`${install} failed:\n${installed.output.slice(-3000)}`)
+        continue
+      }
+      const size = directorySize(join(project, 'node_modules'))
+      Object.assign(result, { installedBytes: size.bytes, installedFiles: size.files, installedPackages: countPackages(join(project, 'node_modules')) })
+      if (index < guide.lines.length - 1) {
+        result.ok = true
+        continue
+      }
+      const tsx = await npm(['install', '--save-dev', `tsx@${tsxVersion}`, '--no-audit', '--no-fund'], project, 300_000)
+      if (tsx.code !== 0) {
+        fail(`npm install tsx failed:\n${tsx.output.slice(-3000)}`)
+        continue
+      }
+      writeFileSync(join(project, 'example.ts'), guide.example)
+      const exampleStarted = performance.now()
+      const example = await run(join(project, 'node_modules/.bin/tsx'), ['example.ts'], { cwd: project, timeoutMs: 300_000, env })
+      result.exampleSeconds = seconds(exampleStarted)
+      result.exampleOutput = example.output.trim().split('\n').slice(-8).join('\n')
+      if (example.code !== 0) fail(`getting-started's example exited with ${example.code}:\n${example.output.slice(-3000)}`)
+      else if (!example.output.includes(guide.expect))
+        fail(`getting-started's example did not print ${JSON.stringify(guide.expect)}:\n${example.output.slice(-3000)}`)
+      else result.ok = true
+    }
+  }
+
+  // 2b. Publish them.
+  const published = {}
+  for (const entry of packed) {
+    const publish = await npm(['publish', entry.path, '--ignore-scripts', '--access', 'public', '--tag', 'latest'], scratch, 120_000)
+    if (publish.code !== 0) throw new Error(`npm publish ${entry.name} failed:\n${publish.output.slice(-3000)}`)
+    published[entry.name] = { version: entry.version, files: entry.files, size: entry.size, unpackedSize: entry.unpackedSize }
+  }
+  const publishSeconds = seconds(publishStarted)
+  console.log(`packed and published ${packages.length} packages in ${publishSeconds} s: ${Object.keys(published).join(', ')}`)
+
+  // 3. One fresh project per package, outside the repository.
   for (const pkg of targets) {
     const name = pkg.manifest.name
     const project = join(scratch, 'projects', pkg.folder)
@@ -332,7 +429,7 @@ async function main() {
       String(result.packageFiles ?? '-'),
       result.packageUnpackedBytes === undefined ? '-' : formatBytes(result.packageUnpackedBytes),
       result.require ?? '-',
-      result.ok ? `ok (${result.exampleSeconds} s)` : 'FAILED',
+      result.ok ? (result.exampleSeconds === undefined ? 'installed' : `ok (${result.exampleSeconds} s)`) : 'FAILED',
     ]),
   ]
   const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)))
@@ -353,7 +450,7 @@ async function main() {
   mkdirSync(join(repository, '.ci-results'), { recursive: true })
   writeFileSync(join(repository, '.ci-results/registry-test.json'), `${JSON.stringify(report, null, 2)}\n`)
   console.log(
-    `\nregistry test: ${packages.length} packages published in ${publishSeconds} s; ${results.length - failed} of ${results.length} installed alone and ran their README example (${seconds(started)} s in all)`,
+    `\nregistry test: ${packages.length} packages packed and published in ${publishSeconds} s; ${results.length - failed} of ${results.length} projects installed and ran their example (each package's README line alone, from the registry; getting-started's tarball lines before publishing) (${seconds(started)} s in all)`,
   )
   return failed === 0
 }

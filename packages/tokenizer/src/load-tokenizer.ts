@@ -61,6 +61,9 @@ export async function loadTokenizer(pathOrObject: string | TokenizerFiles, optio
     throw new InvalidArgumentError({ argument: 'pathOrObject', value: pathOrObject, message: 'no tokenizer.json there' })
   }
   const configPath = join(directory, 'tokenizer_config.json')
-  const [tokenizer, config] = await Promise.all([readJson(tokenizerPath), (await isFile(configPath)) ? readJson(configPath) : undefined])
+  // Both reads start before either is awaited, and `Promise.all` handles both from the start: an `await` inside
+  // its array would leave the first read's rejection unhandled while it waits (scripts/biome/no-await-in-promise-combinator.grit).
+  const readConfig = async () => ((await isFile(configPath)) ? readJson(configPath) : undefined)
+  const [tokenizer, config] = await Promise.all([readJson(tokenizerPath), readConfig()])
   return Tokenizer.fromJSON(tokenizer, config, { source: tokenizerPath, configSource: configPath, ...limits })
 }

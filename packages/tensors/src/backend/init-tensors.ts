@@ -181,8 +181,12 @@ export async function activateBackend(
   }
   let ok: boolean
   try {
-    ok = await tf.setBackend(registered.tfBackend)
-    await tf.ready()
+    const start = async () => {
+      const started = await tf.setBackend(registered.tfBackend)
+      await tf.ready()
+      return started
+    }
+    ok = await (backend === 'wasm' ? withoutProcessListenersAdded(start) : start())
   } catch (error) {
     throw new BackendError({ backend, message: `failed to start (${errorMessage(error)}): ${installHints[backend]}`, cause: error })
   }
@@ -202,6 +206,24 @@ export async function activateBackend(
   const threads = backend === 'wasm' ? wasmThreads() : registered.threads
   const device = backend === 'wasm' ? `CPU (WebAssembly${wasmSimd() ? ', SIMD' : ''})` : registered.device
   return { backend, tfBackend: registered.tfBackend, device, threads }
+}
+
+/**
+ * Runs `start`, then removes the process 'uncaughtException' and 'unhandledRejection' listeners added meanwhile.
+ * tfjs-backend-wasm's Emscripten glue adds one of each under Node when its module starts, and both rethrow what they
+ * get: a user's own error, thrown anywhere later, then printed the glue's line of minified source (about 38 KB)
+ * instead of the error's stack, and Node exited 7 ("internal exception handler failure") instead of 1. The glue's
+ * own clean-up removes them only when the backend is disposed (and its filter of the listeners it added keeps all).
+ */
+async function withoutProcessListenersAdded<T>(start: () => Promise<T>): Promise<T> {
+  const uncaught = new Set(process.listeners('uncaughtException'))
+  const unhandled = new Set(process.listeners('unhandledRejection'))
+  try {
+    return await start()
+  } finally {
+    for (const listener of process.listeners('uncaughtException')) if (!uncaught.has(listener)) process.removeListener('uncaughtException', listener)
+    for (const listener of process.listeners('unhandledRejection')) if (!unhandled.has(listener)) process.removeListener('unhandledRejection', listener)
+  }
 }
 
 async function nativeSeesGpu(): Promise<boolean> {
