@@ -5,11 +5,12 @@ import { fileURLToPath } from 'node:url'
 import OpenAI from 'openai'
 
 /**
- * A soak test of the OpenAI-compatible server in its own process (`bench/tiny-model-server.ts`: a tiny local
- * model on the WebAssembly backend): `clients` concurrent clients for `durationMs`, a `badFraction` of them
- * sending, at random, one of the bad requests of issue 13 (each with the answer it must get), the others
- * ordinary requests (chat, streamed chat, completions) that must all be answered 200. Samples the server's
- * `GET /stats` (RSS, tensors) as it goes. Used by `bench/soak.ts` (2 minutes) and by a 10-second test.
+ * A soak test of an OpenAI-compatible server in its own process (by default `bench/tiny-model-server.ts`: a tiny
+ * local model on the WebAssembly backend; `server` starts another, e.g. `ludic serve`): `clients` concurrent clients
+ * for `durationMs`, a `badFraction` of them sending, at random, one of the bad requests (`badRequests`, each with
+ * the answer it must get), the others ordinary requests (chat, streamed chat, completions) that must all be answered
+ * 200. Samples the server's `GET /stats` (RSS, tensors) and `/health` as it goes. Used by `bench/soak.ts` (2 minutes),
+ * by a 10-second test, and by `ludic serve`'s hostile soak.
  */
 export interface SoakOptions {
   durationMs: number
@@ -23,6 +24,30 @@ export interface SoakOptions {
   levelWindowMs?: number
   /** Prints progress lines. */
   log?: (line: string) => void
+  /** The server process to start. Default: the repository's tiny-model server (bench/tiny-model-server.ts). */
+  server?: SoakServer
+  /** The bad requests the bad clients send. Default: `badRequests`. */
+  badRequests?: Readonly<Record<string, BadRequest>>
+  /** The models good requests name, in turn. Default: the server's model. */
+  goodModels?: readonly string[]
+  /** Runs once the server listens, before any client (e.g. loads the adapters `goodModels` name). */
+  prepare?: (server: ServerProcess) => Promise<void>
+}
+
+/**
+ * How to start a server process: `command` with `args`; it must print one JSON line with its `url` (`…/v1`) on stdout
+ * once listening, answer `GET /stats` with `memory.rssBytes` and `eventLoopDelayMs` (and `tensors` when it has them),
+ * and stop at SIGTERM.
+ */
+export interface SoakServer {
+  command: string
+  args: readonly string[]
+  /** The model name clients send. */
+  model: string
+  /** The key clients send as `Authorization: Bearer`. */
+  apiKey: string
+  /** The server's `requestTimeoutMs` (half-sent requests wait for it). */
+  requestTimeoutMs: number
 }
 
 export interface MemorySample {
@@ -32,6 +57,8 @@ export interface MemorySample {
   tensors: number
   /** Longest the server's event loop was held since the previous sample. */
   eventLoopDelayMaxMs: number
+  /** What `/health` answered then. */
+  healthStatus: number
 }
 
 export interface SoakReport {
@@ -61,40 +88,48 @@ export interface SoakReport {
   passed: boolean
 }
 
-const apiKey = 'soak-key'
-const model = 'tiny'
-const serverScript = fileURLToPath(new URL('../../bench/tiny-model-server.ts', import.meta.url))
-// Shorter than the defaults (10 s, 30 s), so that half-sent requests are cheap for the bad clients.
-const headersTimeoutMs = 5_000
-const requestTimeoutMs = 10_000
-
-interface ServerProcess {
-  url: string
-  origin: string
-  child: ChildProcess
-  exited: () => string | undefined
-  stderr: () => string
-}
-
-/** Starts the server process (built packages, loaded through tsx) and waits for its URL. */
-async function startServer(log: (line: string) => void): Promise<ServerProcess> {
-  const child = spawn(
-    process.execPath,
-    [
+/** The repository's tiny-model server, with header and body timeouts shorter than the defaults (10 s, 30 s), so that half-sent requests are cheap for the bad clients. */
+export function tinyModelServer(): SoakServer {
+  const requestTimeoutMs = 10_000
+  const script = fileURLToPath(new URL('../../bench/tiny-model-server.ts', import.meta.url))
+  return {
+    command: process.execPath,
+    args: [
       '--import',
       'tsx',
-      serverScript,
+      script,
       '--api-key',
-      apiKey,
+      'soak-key',
       '--headers-timeout-ms',
-      String(headersTimeoutMs),
+      '5000',
       '--request-timeout-ms',
       String(requestTimeoutMs),
       '--generation-timeout-ms',
       '60000',
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  )
+    model: 'tiny',
+    apiKey: 'soak-key',
+    requestTimeoutMs,
+  }
+}
+
+/** A server started for a soak: where it listens, what clients send, and its process. */
+export interface ServerProcess {
+  url: string
+  origin: string
+  model: string
+  /** `authorization` and `content-type` headers for a JSON request. */
+  headers: Record<string, string>
+  apiKey: string
+  requestTimeoutMs: number
+  child: ChildProcess
+  exited: () => string | undefined
+  stderr: () => string
+}
+
+/** Starts the server process and waits for its URL. */
+async function startServer(settings: SoakServer, log: (line: string) => void): Promise<ServerProcess> {
+  const child = spawn(settings.command, [...settings.args], { stdio: ['ignore', 'pipe', 'pipe'] })
   let stderr = ''
   let exit: string | undefined
   child.stderr!.on('data', (chunk: Buffer) => {
@@ -108,32 +143,59 @@ async function startServer(log: (line: string) => void): Promise<ServerProcess> 
     const timer = setTimeout(() => reject(new Error(`the server did not start in 60 s: ${stderr}`)), 60_000)
     child.stdout!.on('data', (chunk: Buffer) => {
       stdout += chunk.toString()
-      const line = stdout.split('\n')[0]
-      if (!stdout.includes('\n') || line === undefined) return
+      // One JSON line, or a pretty-printed document (`ludic --json serve`): whichever parses first.
+      const url = [stdout.split('\n')[0]!, stdout].map(parseUrl).find((found) => found !== undefined)
+      if (url === undefined) return
       clearTimeout(timer)
-      resolve((JSON.parse(line) as { url: string }).url)
+      resolve(url)
     })
     child.once('exit', () => {
       clearTimeout(timer)
       reject(new Error(`the server exited before listening: ${stderr}`))
     })
   })
-  return { url, origin: url.replace(/\/v1$/, ''), child, exited: () => exit, stderr: () => stderr }
+  return {
+    url,
+    origin: url.replace(/\/v1$/, ''),
+    model: settings.model,
+    headers: { authorization: `Bearer ${settings.apiKey}`, 'content-type': 'application/json' },
+    apiKey: settings.apiKey,
+    requestTimeoutMs: settings.requestTimeoutMs,
+    child,
+    exited: () => exit,
+    stderr: () => stderr,
+  }
 }
 
-const authorized = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
-const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: 'user', content }], max_tokens: 16, ...extra })
+/** The `url` of a JSON document, if the text is one. */
+function parseUrl(text: string): string | undefined {
+  try {
+    const url = (JSON.parse(text) as { url?: unknown }).url
+    return typeof url === 'string' ? url : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const chatBody = (server: ServerProcess, content: string, extra: Record<string, unknown> = {}) => ({
+  model: server.model,
+  messages: [{ role: 'user', content }],
+  max_tokens: 16,
+  ...extra,
+})
 
 /** One bad request: sends it and says what came back ('400', 'closed with 408', 'left'…), and whether that is right. */
-type BadRequest = (server: ServerProcess) => Promise<{ outcome: string; expected: boolean }>
+export type BadRequest = (server: ServerProcess) => Promise<{ outcome: string; expected: boolean }>
 
-async function postStatus(server: ServerProcess, path: string, body: string, headers: Record<string, string> = authorized): Promise<string> {
+/** POSTs `body` to `path` (under `/v1`) and says the status. */
+export async function postStatus(server: ServerProcess, path: string, body: string, headers: Record<string, string> = server.headers): Promise<string> {
   const response = await fetch(`${server.url}${path}`, { method: 'POST', headers, body })
   await response.arrayBuffer()
   return String(response.status)
 }
 
-const answer = (outcome: string, ...expected: string[]) => ({ outcome, expected: expected.includes(outcome) })
+/** An outcome, and whether it is one of `expected`. */
+export const answer = (outcome: string, ...expected: string[]) => ({ outcome, expected: expected.includes(outcome) })
 
 /** The 9 MiB body, built once: building it for each request would stall this process (the clients), not the server. */
 let hugeBody: string | undefined
@@ -143,7 +205,7 @@ function halfSent(server: ServerProcess, text: string): Promise<{ outcome: strin
   return new Promise((resolve) => {
     const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
     let received = ''
-    const limitMs = requestTimeoutMs + 5_000 // Node checks the timeouts every second
+    const limitMs = server.requestTimeoutMs + 5_000 // Node checks the timeouts every second
     const timer = setTimeout(() => {
       socket.destroy()
       resolve({ outcome: `still open after ${limitMs / 1000} s`, expected: false })
@@ -161,49 +223,55 @@ function halfSent(server: ServerProcess, text: string): Promise<{ outcome: strin
 /** The bad requests of issue 13 that reach the server (items 1, 2 and 11), each with the answer it must get. */
 export const badRequests: Readonly<Record<string, BadRequest>> = {
   'long prompt (21 KB, past the context)': async (server) =>
-    answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('x'.repeat(21_000), { max_tokens: 1 }))), '400'),
-  'max_tokens 1e9': async (server) => answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('hi', { max_tokens: 1e9 }))), '400'),
+    answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody(server, 'x'.repeat(21_000), { max_tokens: 1 }))), '400'),
+  'max_tokens 1e9': async (server) => answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody(server, 'hi', { max_tokens: 1e9 }))), '400'),
   '200 prompts × n 128': async (server) =>
-    answer(await postStatus(server, '/completions', JSON.stringify({ model, prompt: Array.from({ length: 200 }, () => 'p'), n: 128, max_tokens: 4 })), '400'),
+    answer(
+      await postStatus(server, '/completions', JSON.stringify({ model: server.model, prompt: Array.from({ length: 200 }, () => 'p'), n: 128, max_tokens: 4 })),
+      '400',
+    ),
   'text/plain body': async (server) =>
-    answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('hi')), { ...authorized, 'content-type': 'text/plain' }), '415'),
+    answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody(server, 'hi')), { ...server.headers, 'content-type': 'text/plain' }), '415'),
   'malformed percent-encoding': async (server) => {
-    const response = await fetch(`${server.url}/models/%E0%A4%A`, { headers: authorized })
+    const response = await fetch(`${server.url}/models/%E0%A4%A`, { headers: server.headers })
     await response.arrayBuffer()
     return answer(String(response.status), '400')
   },
   'broken JSON': async (server) => answer(await postStatus(server, '/chat/completions', '{"model": "tiny", "messages": ['), '400'),
   'wrong API key': async (server) =>
-    answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody('hi')), { ...authorized, authorization: 'Bearer wrong' }), '401'),
+    answer(await postStatus(server, '/chat/completions', JSON.stringify(chatBody(server, 'hi')), { ...server.headers, authorization: 'Bearer wrong' }), '401'),
   'body over 8 MiB': async (server) =>
-    answer(await postStatus(server, '/chat/completions', (hugeBody ??= JSON.stringify(chatBody('x'.repeat(9 * 1024 * 1024))))).catch(() => 'reset'), '413'),
+    answer(
+      await postStatus(server, '/chat/completions', (hugeBody ??= JSON.stringify(chatBody(server, 'x'.repeat(9 * 1024 * 1024))))).catch(() => 'reset'),
+      '413',
+    ),
   'half-sent headers': (server) => halfSent(server, 'POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n'),
   'half-sent body': (server) =>
     halfSent(
       server,
-      `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model": `,
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${server.apiKey}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model": `,
     ),
   'client leaves mid-generation': async (server) => {
     const leave = new AbortController()
     setTimeout(() => leave.abort(), 100)
-    const body = JSON.stringify(chatBody('go on', { max_tokens: 1500 }))
-    const outcome = await fetch(`${server.url}/chat/completions`, { method: 'POST', headers: authorized, body, signal: leave.signal }).then(
+    const body = JSON.stringify(chatBody(server, 'go on', { max_tokens: 1500 }))
+    const outcome = await fetch(`${server.url}/chat/completions`, { method: 'POST', headers: server.headers, body, signal: leave.signal }).then(
       async (response) => String(response.status),
       () => 'left',
     )
     return answer(outcome, 'left', '200')
   },
   'streaming client leaves': async (server) => {
-    const client = new OpenAI({ baseURL: server.url, apiKey, maxRetries: 0 })
-    const stream = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'go on' }], max_tokens: 1500, stream: true })
+    const client = new OpenAI({ baseURL: server.url, apiKey: server.apiKey, maxRetries: 0 })
+    const stream = await client.chat.completions.create({ model: server.model, messages: [{ role: 'user', content: 'go on' }], max_tokens: 1500, stream: true })
     let chunks = 0
     for await (const _ of stream) if (++chunks === 3) break
     return answer('left', 'left')
   },
 }
 
-/** One ordinary request, of a kind picked by the counter; throws unless it is answered in full. */
-async function goodRequest(client: OpenAI, count: number, seed: number): Promise<string> {
+/** One ordinary request to `model`, of a kind picked by the counter; throws unless it is answered in full. */
+async function goodRequest(client: OpenAI, model: string, count: number, seed: number): Promise<string> {
   const kind = ['chat', 'streamed chat', 'completions'][count % 3]!
   const maxTokens = 8 + (seed % 17)
   if (kind === 'chat') {
@@ -234,21 +302,41 @@ async function goodRequest(client: OpenAI, count: number, seed: number): Promise
 
 /** The server's figures; asked twice if the first connection fails (a measurement, not what is tested). */
 async function readStats(server: ServerProcess): Promise<Record<string, unknown>> {
-  const read = async () => (await (await fetch(`${server.origin}/stats`, { headers: authorized })).json()) as Record<string, unknown>
+  const read = async () => (await (await fetch(`${server.origin}/stats`, { headers: server.headers })).json()) as Record<string, unknown>
   return read().catch(read)
 }
 
-const sampleOf = (stats: Record<string, unknown>, atMs: number): MemorySample => {
+/** `/health`'s status (0 when it could not be asked). */
+async function readHealth(server: ServerProcess): Promise<number> {
+  return fetch(`${server.origin}/health`).then(
+    async (response) => {
+      await response.arrayBuffer()
+      return response.status
+    },
+    () => 0,
+  )
+}
+
+const sampleOf = (stats: Record<string, unknown>, atMs: number, healthStatus: number): MemorySample => {
   const memory = stats.memory as { rssBytes: number; heapUsedBytes: number }
   const delay = stats.eventLoopDelayMs as { max: number }
-  return { atMs, rssBytes: memory.rssBytes, heapUsedBytes: memory.heapUsedBytes, tensors: stats.tensors as number, eventLoopDelayMaxMs: delay.max }
+  return {
+    atMs,
+    rssBytes: memory.rssBytes,
+    heapUsedBytes: memory.heapUsedBytes,
+    tensors: stats.tensors as number,
+    eventLoopDelayMaxMs: delay.max,
+    healthStatus,
+  }
 }
 
 const percentile = (sorted: readonly number[], fraction: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? 0
 
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const log = options.log ?? (() => {})
-  const server = await startServer(log)
+  const server = await startServer(options.server ?? tinyModelServer(), log)
+  const requests = options.badRequests ?? badRequests
+  const models = options.goodModels ?? [server.model]
   try {
     const badClients = Math.round(options.clients * options.badFraction)
     const goodClients = options.clients - badClients
@@ -256,12 +344,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const bad: SoakReport['bad'] = {}
     const unexpected: string[] = []
     const samples: MemorySample[] = []
-    const kinds = Object.keys(badRequests)
+    const kinds = Object.keys(requests)
 
     // One request first (the backend's first call), then the idle tensor count.
-    const warm = new OpenAI({ baseURL: server.url, apiKey, maxRetries: 0 })
-    await goodRequest(warm, 0, 1)
-    const before = sampleOf(await readStats(server), 0)
+    await options.prepare?.(server)
+    const warm = new OpenAI({ baseURL: server.url, apiKey: server.apiKey, maxRetries: 0 })
+    for (const model of models) await goodRequest(warm, model, 0, 1)
+    const before = sampleOf(await readStats(server), 0, await readHealth(server))
     log(`server ${server.url}: ${goodClients} good and ${badClients} bad clients for ${options.durationMs / 1000} s; idle: ${describeSample(before)}`)
 
     const clientDelay = monitorEventLoopDelay({ resolution: 10 })
@@ -269,12 +358,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const started = Date.now()
     const endAt = started + options.durationMs
     const goodClient = async (index: number) => {
-      const client = new OpenAI({ baseURL: server.url, apiKey, maxRetries: 0, timeout: 120_000 })
+      const client = new OpenAI({ baseURL: server.url, apiKey: server.apiKey, maxRetries: 0, timeout: 120_000 })
       for (let count = 0; Date.now() < endAt; count++) {
         good.sent++
         const sentAt = Date.now()
         try {
-          const kind = await goodRequest(client, count + index, index * 100_003 + count)
+          const kind = await goodRequest(client, models[(count + index) % models.length]!, count + index, index * 100_003 + count)
           good.ok++
           good.byKind[kind] = (good.byKind[kind] ?? 0) + 1
           good.latencies.push(Date.now() - sentAt)
@@ -292,7 +381,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         const kind = order.pop()!
         const record = (bad[kind] ??= { sent: 0, outcomes: {} })
         record.sent++
-        const result = await badRequests[kind]!(server).catch((error: unknown) => ({ outcome: `threw ${String(error)}`, expected: false }))
+        const result = await requests[kind]!(server).catch((error: unknown) => ({ outcome: `threw ${String(error)}`, expected: false }))
         record.outcomes[result.outcome] = (record.outcomes[result.outcome] ?? 0) + 1
         if (!result.expected && unexpected.length < 20) unexpected.push(`${kind} (client ${index}): ${result.outcome}`)
       }
@@ -301,7 +390,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       const every = options.sampleEveryMs ?? 5_000
       while (Date.now() < endAt) {
         await new Promise((resolve) => setTimeout(resolve, Math.min(every, Math.max(0, endAt - Date.now()))))
-        const sample = sampleOf(await readStats(server), Date.now() - started)
+        const sample = sampleOf(await readStats(server), Date.now() - started, await readHealth(server))
         samples.push(sample)
         log(`${(sample.atMs / 1000).toFixed(0)} s: ${describeSample(sample)}; good ${good.ok}/${good.sent}, bad ${sum(bad)}`)
       }
@@ -317,7 +406,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const healthResponse = await fetch(`${server.origin}/health`)
     const health = { status: healthResponse.status, body: (await healthResponse.json()) as unknown }
     const stats = await readStats(server)
-    const after = sampleOf(stats, Date.now() - started)
+    const after = sampleOf(stats, Date.now() - started, health.status)
     const window = options.levelWindowMs ?? 20_000
     const loadEnd = samples.at(-1)!.atMs
     const afterWarmupBytes = median(
@@ -337,6 +426,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       ...(good.ok === 0 ? ['no good request was answered'] : []),
       ...(unexpected.length > 0 ? [`${unexpected.length} bad requests answered wrongly`] : []),
       ...(health.status !== 200 ? [`/health answered ${health.status}`] : []),
+      ...(samples.some((sample) => sample.healthStatus !== 200)
+        ? [
+            `/health answered ${samples
+              .filter((sample) => sample.healthStatus !== 200)
+              .map((sample) => sample.healthStatus)
+              .join(', ')} under load`,
+          ]
+        : []),
       ...(after.tensors !== before.tensors ? [`idle tensors went from ${before.tensors} to ${after.tensors}`] : []),
       ...(Math.abs(rss.change) > 0.2 ? [`RSS changed by ${(rss.change * 100).toFixed(1)} % after the warm-up (limit 20 %)`] : []),
       ...(server.exited() !== undefined ? [`the server ${server.exited()}`] : []),
@@ -390,7 +487,7 @@ function sum(bad: SoakReport['bad']): number {
 }
 
 function describeSample(sample: MemorySample): string {
-  return `RSS ${(sample.rssBytes / 2 ** 20).toFixed(0)} MiB, heap ${(sample.heapUsedBytes / 2 ** 20).toFixed(0)} MiB, ${sample.tensors} tensors, event loop held ${sample.eventLoopDelayMaxMs} ms at most`
+  return `health ${sample.healthStatus}, RSS ${(sample.rssBytes / 2 ** 20).toFixed(0)} MiB, heap ${(sample.heapUsedBytes / 2 ** 20).toFixed(0)} MiB, ${sample.tensors} tensors, event loop held ${sample.eventLoopDelayMaxMs} ms at most`
 }
 
 async function stopServer(server: ServerProcess): Promise<void> {
