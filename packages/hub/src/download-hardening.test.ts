@@ -137,6 +137,52 @@ describe('downloadRepo between processes: the blob lock Python huggingface_hub t
     expect(cdnGets()).toEqual([])
   })
 
+  // Opt-in: LUDIC_HUB_PYTHON=/path/to/python (with huggingface_hub, hence filelock) takes the lock with Python's own filelock.
+  const python = process.env.LUDIC_HUB_PYTHON
+  it.runIf(python !== undefined)(
+    '[opt-in] a lock held by Python filelock blocks the download until released, and Python cannot take one Ludic holds',
+    async () => {
+      const cacheDir = newCache()
+      const lockPath = join(cacheDir, '.locks', 'models--ludic--tiny', `${weights().sha256}.lock`)
+      await mkdir(join(cacheDir, '.locks', 'models--ludic--tiny'), { recursive: true })
+      const holder = spawn(
+        python!,
+        ['-c', 'import sys\nfrom filelock import FileLock\nwith FileLock(sys.argv[1]):\n    print("held", flush=True)\n    sys.stdin.read()', lockPath],
+        { stdio: 'pipe' },
+      )
+      await untilOutput(holder, 'held')
+      let waiting!: () => void
+      const startedWaiting = new Promise<string>((resolve) => {
+        waiting = () => resolve('waiting')
+      })
+      const download = downloadRepo('ludic/tiny', { ...online(cacheDir), onWait: () => waiting() })
+      expect(await Promise.race([startedWaiting, download.then(() => 'finished without waiting')])).toBe('waiting')
+      expect(cdnGets()).toEqual([])
+      const released = new Promise((resolve) => holder.once('close', resolve))
+      holder.stdin.end()
+      await released
+      const snapshot = await download
+      expect(sha256(await readFile(join(snapshot, 'model.safetensors')))).toBe(weights().sha256)
+      // The other way round: while Ludic holds the lock, Python's filelock cannot take it.
+      const { acquireFileLock } = await import('./file-lock.js')
+      const lock = await acquireFileLock(lockPath)
+      try {
+        const probe = spawn(
+          python!,
+          [
+            '-c',
+            'import sys\nfrom filelock import FileLock, Timeout\ntry:\n    FileLock(sys.argv[1]).acquire(timeout=0)\n    print("taken")\nexcept Timeout:\n    print("busy")',
+            lockPath,
+          ],
+          { stdio: 'pipe' },
+        )
+        await untilOutput(probe, 'busy')
+      } finally {
+        await lock.release()
+      }
+    },
+  )
+
   it('downloads the blob itself once a lock holder released it without finishing', async () => {
     const cacheDir = newCache()
     const python = await holdWithFlockProgram(join(cacheDir, '.locks', 'models--ludic--tiny', `${weights().sha256}.lock`))
