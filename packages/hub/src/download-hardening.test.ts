@@ -277,6 +277,37 @@ describe('downloadRepo bounds each file in time as a whole (fileTimeoutMs)', () 
     expect(cdnGets()).toHaveLength(1)
   })
 
+  it('bounds the repository listing the same way', async () => {
+    const dripping = (async (url: string | URL | Request, init?: RequestInit) => {
+      if (!String(url).includes('/api/models/')) return fetch(url, init)
+      // A body that gets a space every 20 ms and, as fetch's do, fails when the request's signal aborts.
+      let timer: ReturnType<typeof setInterval> | undefined
+      const body = new ReadableStream<Uint8Array>({
+        start: (controller) => {
+          controller.enqueue(new TextEncoder().encode('{'))
+          timer = setInterval(() => controller.enqueue(new TextEncoder().encode(' ')), 20)
+          init?.signal?.addEventListener(
+            'abort',
+            () => {
+              clearInterval(timer)
+              controller.error(init.signal?.reason)
+            },
+            { once: true },
+          )
+        },
+        cancel: () => clearInterval(timer),
+      })
+      return new Response(body, { status: 200, headers: { 'content-type': 'application/json' } })
+    }) as typeof fetch
+    const error = await downloadRepo('ludic/tiny', { ...online(newCache()), fetch: dripping, timeoutMs: 10_000, fileTimeoutMs: 300 }).catch(
+      (caught: unknown) => caught,
+    )
+    expect(error).toMatchObject({ reason: 'network', repoId: 'ludic/tiny' })
+    expect((error as HubError).message).toMatch(
+      /^The request to read http:\/\/127\.0\.0\.1:\d+\/api\/models\/ludic\/tiny\/revision\/main took longer than fileTimeoutMs \(300 ms\)\.$/,
+    )
+  })
+
   it('counts a wait for another process downloading the file, and says which lock it waited for', async () => {
     const cacheDir = newCache()
     const lockPath = join(cacheDir, '.locks', 'models--ludic--tiny', `${weights().sha256}.lock`)

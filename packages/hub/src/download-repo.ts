@@ -18,7 +18,7 @@ import { downloadBlob, fetchFileMetadata, type FileMetadata } from './file-downl
 import { type FileSelection, filePresets, parseShardIndex, singleWeightsFile, weightsIndexFile } from './file-selection.js'
 import { HubError } from './hub-error.js'
 import { defaultCacheDir, defaultEndpointUrl, defaultOffline, defaultToken } from './hub-environment.js'
-import { type HubRequestContext, hubRequest, parseJson, readBody, responseError } from './hub-http.js'
+import { type HubRequestContext, hubRequest, parseJson, readBody, responseError, startDeadline } from './hub-http.js'
 import { isValidRevision, parseRepoArgument, repoFilePathProblem } from './repo-id.js'
 
 /** Progress of one file of a download; `bytesDone` grows to `bytesTotal`. */
@@ -74,8 +74,8 @@ export const downloadRepoOptionsSchema = z
     timeoutMs: z.number().int().positive().max(3_600_000).default(30_000),
     /**
      * Longest time one file may take, all its attempts within the call and any wait for another process that
-     * downloads the same file included: a server that sends a byte now and then, never silent for `timeoutMs`, is cut
-     * there. The partial file is kept and the next call resumes it. Default: 3,600,000 ms (one hour); at most
+     * downloads the same file included (and the repository listing, read the same way): a server that sends a byte
+     * now and then, never silent for `timeoutMs`, is cut there. The partial file is kept and the next call resumes it. Default: 3,600,000 ms (one hour); at most
      * 2,147,483,647 (about 24.8 days, the longest timer Node has).
      */
     fileTimeoutMs: z.number().int().positive().max(2_147_483_647).default(3_600_000),
@@ -306,17 +306,24 @@ function chooseWeights(listed: ReadonlySet<string>, repoId: string, revision: st
 }
 
 /** `GET /api/models/<id>/revision/<revision>`: the commit the revision points to and the repository's files. */
-async function fetchRepoListing(context: HubRequestContext, options: ParsedOptions): Promise<{ commit: string; files: Set<string> }> {
-  const url = `${context.endpoint}/api/models/${context.repoId}/revision/${encodeURIComponent(context.revision)}`
-  const { response, timeout } = await hubRequest(context, url, { method: 'GET' }, `list ${context.repoId}`)
-  if (!response.ok) {
-    timeout.dispose()
-    await response.body?.cancel()
-    throw responseError(context, response)
+async function fetchRepoListing(repoContext: HubRequestContext, options: ParsedOptions): Promise<{ commit: string; files: Set<string> }> {
+  // Bounded as a file is: a listing dripped a byte at a time must not hold the call forever.
+  const deadline = startDeadline(options.fileTimeoutMs)
+  const context: HubRequestContext = { ...repoContext, deadline }
+  try {
+    const url = `${context.endpoint}/api/models/${context.repoId}/revision/${encodeURIComponent(context.revision)}`
+    const { response, timeout } = await hubRequest(context, url, { method: 'GET' }, `list ${context.repoId}`)
+    if (!response.ok) {
+      timeout.dispose()
+      await response.body?.cancel()
+      throw responseError(context, response)
+    }
+    const body = await readBody(context, response, timeout, url, options.maxJsonBytes)
+    const info = parseInput(repoInfoSchema, parseJson(body.toString('utf8'), url), { source: url })
+    return { commit: info.sha, files: new Set(info.siblings.map((sibling) => sibling.rfilename)) }
+  } finally {
+    deadline.dispose()
   }
-  const body = await readBody(context, response, timeout, url, options.maxJsonBytes)
-  const info = parseInput(repoInfoSchema, parseJson(body.toString('utf8'), url), { source: url })
-  return { commit: info.sha, files: new Set(info.siblings.map((sibling) => sibling.rfilename)) }
 }
 
 /** The files of one snapshot being fetched, with the progress count and the total-size bound across them. */

@@ -152,7 +152,7 @@ export async function downloadBlob(context: HubRequestContext, storage: string, 
       lock = await acquireFileLock(lockPath, { signal: stop, onWait: () => options.onWait?.(lockPath) })
     } catch (error) {
       context.signal?.throwIfAborted()
-      if (deadline.expired()) throw deadlineError(fileContext, metadata.file, `Waiting for another process downloading ${metadata.file} (it holds ${lockPath})`)
+      if (deadline.expired()) throw deadlineError(fileContext, `Waiting for another process downloading ${metadata.file} (it holds ${lockPath})`, metadata.file)
       throw FileSystemError.wrap(error, lockPath, 'lock')
     }
     try {
@@ -214,7 +214,7 @@ async function transfer(
           await backOff(attempt, stop)
         } catch (error) {
           context.signal?.throwIfAborted()
-          if (context.deadline.expired()) throw kept(deadlineError(context, metadata.file))
+          if (context.deadline.expired()) throw kept(deadlineError(context, `The download of ${metadata.file}`, metadata.file))
           throw error
         }
       }

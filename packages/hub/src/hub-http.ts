@@ -29,14 +29,14 @@ export function startDeadline(ms: number): Deadline {
   return { signal: controller.signal, ms, expired: () => controller.signal.aborted, dispose: () => clearTimeout(timer) }
 }
 
-/** The `network` error of a file whose download (waiting for another process included) took longer than `fileTimeoutMs`. */
-export function deadlineError(context: HubRequestContext, file: string, what = `The download of ${file}`): HubError {
+/** The `network` error of a download or request that took longer than `fileTimeoutMs` (waiting for another process included): `subject` says which. */
+export function deadlineError(context: HubRequestContext, subject: string, file?: string): HubError {
   return new HubError({
     reason: 'network',
     repoId: context.repoId,
     revision: context.revision,
-    file,
-    message: `${what} took longer than fileTimeoutMs (${context.deadline?.ms ?? '?'} ms).`,
+    ...(file === undefined ? {} : { file }),
+    message: `${subject} took longer than fileTimeoutMs (${context.deadline?.ms ?? '?'} ms).`,
   })
 }
 
@@ -82,7 +82,8 @@ export function idleTimeout(context: HubRequestContext): { signal: AbortSignal; 
 /** The error for a request that threw: the caller's abort reason as it is, else a `network` `HubError` (the deadline's, when it passed). */
 export function requestFailure(context: HubRequestContext, error: unknown, timedOut: boolean, what: string, file?: string): unknown {
   if (context.signal?.aborted) return context.signal.reason
-  if (context.deadline?.expired() && file !== undefined) return deadlineError(context, file)
+  if (context.deadline?.expired())
+    return deadlineError(context, file !== undefined && what === `download ${file}` ? `The download of ${file}` : `The request to ${what}`, file)
   const detail = timedOut ? `no answer for ${context.timeoutMs} ms` : describeCause(error)
   return new HubError({
     reason: 'network',
