@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { mkdir, readdir } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createFakeHub, type FakeHub, filesFromDirectory } from '@ludic/hub/testing'
 import { loadModel } from '@ludic/model'
@@ -113,5 +114,32 @@ describe('ludic download', () => {
     } finally {
       process.env.HF_ENDPOINT = endpoint
     }
+  })
+
+  it('says when another process (Python huggingface_hub or Ludic) is downloading the same file, waits for it, then finishes', async () => {
+    const cacheDir = join(temporaryDirectory(), 'waiting-cache')
+    const sha256 = createHash('sha256').update(tinyFiles['model.safetensors']!).digest('hex')
+    const lockPath = join(cacheDir, '.locks', 'models--ludic-test--tiny', `${sha256}.lock`)
+    await mkdir(dirname(lockPath), { recursive: true })
+    // Holds the lock as Python's filelock does: an exclusive BSD flock on that file.
+    const holder = spawn('flock', ['-x', lockPath, '-c', 'printf held; exec cat >/dev/null'], { stdio: 'pipe' })
+    await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()))
+    const quiet = await createFakeHub({ repos: [{ id: 'ludic-test/tiny', files: tinyFiles }] })
+    const endpoint = process.env.HF_ENDPOINT
+    process.env.HF_ENDPOINT = quiet.endpoint
+    const { io, stderr } = captureIo()
+    let settled = false
+    const running = runCli(['download', 'ludic-test/tiny', '--cache-dir', cacheDir], io).finally(() => {
+      settled = true
+    })
+    try {
+      for (let round = 0; round < 1500 && !settled && !stderr().includes('waiting for it'); round++) await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(stderr()).toContain(`model.safetensors: another process is downloading it; waiting for it (lock ${lockPath})`)
+    } finally {
+      holder.stdin.end()
+      process.env.HF_ENDPOINT = endpoint
+    }
+    expect(await running, stderr()).toBe(exitCodes.ok)
+    await quiet.close()
   })
 })
