@@ -1,15 +1,17 @@
 #!/usr/bin/env node
 import { runCli } from './cli.js'
+import { InterruptedError } from './errors.js'
 
 // Ctrl+C (or SIGTERM) aborts the command's signal: training stops after its step and saves a checkpoint, a server
-// shuts down. A second Ctrl+C exits at once.
+// shuts down. A second Ctrl+C exits at once. The abort reason is an InterruptedError, so a command that ends with
+// it (a download rethrows its signal's reason) exits 130, not 1 as a plain Error would.
 const controller = new AbortController()
 let interrupts = 0
 const stop = (signal: NodeJS.Signals) => {
   interrupts++
   if (interrupts > 1) process.exit(130)
   process.stderr.write(`\n${signal}: stopping (again to quit at once)\n`)
-  controller.abort(new Error(signal))
+  controller.abort(new InterruptedError(`interrupted (${signal})`))
 }
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)

@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { isRepoId, resolveModelSource, type DownloadProgress } from '@ludic/hub'
+import { type DownloadProgress, parseRepoReference, resolveModelSource } from '@ludic/hub'
 import { CliError, exitCodes } from './errors.js'
 
 /**
  * The local directory of a model given as a path (relative to `base`) or a Hugging Face repo id (`owner/name`,
  * `owner/name@revision`), downloaded into the Hub cache when not there. A path that exists wins over a repo of the
- * same name; neither is a `CliError` with exit code 3.
+ * same name; neither is exit code 3: a `CliError` for a path that cannot be a repo id, else `resolveModelSource`'s
+ * `missing` `HubError`, which says what was tried (the local path, then the Hub) and what the Hub answered.
  */
 export async function localModelDirectory(
   text: string,
@@ -14,10 +15,11 @@ export async function localModelDirectory(
 ): Promise<string> {
   const local = resolve(options.base, text)
   if (existsSync(local)) return local
-  if (isRepoId(text))
+  if (parseRepoReference(text) !== undefined)
     return resolveModelSource(text, {
+      base: options.base,
       ...(options.signal === undefined ? {} : { signal: options.signal }),
       ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
     })
-  throw new CliError(`no such file or directory, and not a Hugging Face repo id (owner/name): ${text}`, exitCodes.notFound)
+  throw new CliError(`no such file or directory (${local}), and not a Hugging Face repo id (owner/name): ${text}`, exitCodes.notFound)
 }

@@ -9,7 +9,7 @@ describe('error classes', () => {
       exportedErrorClasses(core)
         .map((errorClass) => errorClass.name)
         .sort(),
-    ).toEqual(['BackendError', 'InvalidArgumentError', 'LudicError', 'ParseError', 'ShapeError'])
+    ).toEqual(['BackendError', 'FileSystemError', 'InvalidArgumentError', 'LudicError', 'ParseError', 'ShapeError'])
     checkErrorClasses([core], {})
   })
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { BackendError, InvalidArgumentError, LudicError, ParseError, ShapeError, describeValue, formatPath } from './errors.js'
+import { BackendError, FileSystemError, InvalidArgumentError, LudicError, ParseError, ShapeError, describeValue, formatPath } from './errors.js'
 import { parseArgument } from './validation.js'
 
 describe('errors', () => {
@@ -68,5 +68,17 @@ describe('errors', () => {
       expect(invalid.value).toBe(3)
       expect(invalid.message).toContain("'options.sampling.topP' (value: 3)")
     }
+  })
+
+  it('FileSystemError.wrap names the file of a system error (ENOSPC on a write names none) and keeps its code; other errors pass', () => {
+    const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' })
+    const wrapped = FileSystemError.wrap(enospc, '/runs/a/model.safetensors', 'write')
+    expect(FileSystemError.isInstance(wrapped)).toBe(true)
+    expect((wrapped as FileSystemError).message).toBe('Cannot write /runs/a/model.safetensors: ENOSPC: no space left on device, write')
+    expect(wrapped).toMatchObject({ path: '/runs/a/model.safetensors', operation: 'write', code: 'ENOSPC', cause: enospc })
+    const parse = new ParseError({ source: 'x', message: 'y' })
+    expect(FileSystemError.wrap(parse, '/x', 'write')).toBe(parse)
+    const bug = new TypeError('not a system error')
+    expect(FileSystemError.wrap(bug, '/x', 'write')).toBe(bug)
   })
 })

@@ -153,3 +153,43 @@ export class ShapeError extends LudicError {
     return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[shapeMarker] === true
   }
 }
+
+const fileSystemMarker = Symbol.for('ludic.error.FileSystemError')
+
+/**
+ * The operating system refused an operation on a file (a full disk, a missing permission, a read-only file
+ * system…), naming the file: Node's own errors for a write, flush or close on an open file name none
+ * (`ENOSPC: no space left on device, write`). `code` is the system's (`ENOSPC`, `EACCES`…), `path` the file,
+ * `operation` what was being done to it; the original error is the `cause`.
+ */
+export class FileSystemError extends LudicError {
+  private readonly [fileSystemMarker] = true
+  override readonly name = 'FileSystemError'
+  readonly path: string
+  readonly operation: string
+  readonly code: string | undefined
+
+  constructor(options: { path: string; operation: string; cause?: unknown; code?: string }) {
+    const cause = options.cause as { code?: unknown; message?: unknown } | undefined
+    const code = options.code ?? (typeof cause?.code === 'string' ? cause.code : undefined)
+    const detail = typeof cause?.message === 'string' ? cause.message : (code ?? 'failed')
+    super(`Cannot ${options.operation} ${options.path}: ${detail}`, options)
+    this.path = options.path
+    this.operation = options.operation
+    this.code = code
+  }
+
+  /**
+   * `error` as a `FileSystemError` naming `path` when it is a system error (one with a string `code`, as Node's
+   * are); any other error (a `LudicError` already, a bug) is returned as it is.
+   */
+  static wrap(error: unknown, path: string, operation: string): unknown {
+    if (LudicError.isInstance(error)) return error
+    const code = (error as { code?: unknown } | undefined)?.code
+    return typeof code === 'string' ? new FileSystemError({ path, operation, cause: error, code }) : error
+  }
+
+  static override isInstance(error: unknown): error is FileSystemError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[fileSystemMarker] === true
+  }
+}

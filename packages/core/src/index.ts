@@ -1,5 +1,6 @@
 export {
   BackendError,
+  FileSystemError,
   InvalidArgumentError,
   LudicError,
   ParseError,

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { copyFile, lstat, mkdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises'
-import { dirname, join, relative } from 'node:path'
+import { basename, dirname, join, relative } from 'node:path'
 import { getRepoFolderName } from '@huggingface/hub'
+import { FileSystemError } from '@ludic/core'
 
 /**
  * The cache layout Python's `huggingface_hub` writes (and reads), one folder per repository:
@@ -14,7 +15,10 @@ import { getRepoFolderName } from '@huggingface/hub'
  *   refs/<revision>                     the commit hash a branch or tag pointed to when last resolved
  *   .no_exist/<commit>/<file>           empty file: the Hub has no such file at that commit
  *   <cache>/CACHEDIR.TAG                marks the folder as a cache for backup tools (https://bford.info/cachedir/)
+ *   <cache>/.locks/models--owner--name/<etag>.lock   the lock a download of the blob holds (Python's `filelock`, BSD flock)
  * ```
+ *
+ * Every write names its file when the file system refuses it (a full disk): a `FileSystemError`.
  */
 
 /** A full commit hash: 40 lowercase hexadecimal digits. */
@@ -31,6 +35,20 @@ export function snapshotFolder(storage: string, commit: string): string {
 
 export function blobPath(storage: string, etag: string): string {
   return join(storage, 'blobs', etag)
+}
+
+/** `<cache>/.locks/models--owner--name/<etag>.lock`: the file Python's `huggingface_hub` locks while it downloads the blob. */
+export function blobLockPath(storage: string, etag: string): string {
+  return join(dirname(storage), '.locks', basename(storage), `${etag}.lock`)
+}
+
+/** `writeFile`, whose failure (a full disk: Node's error names no file) is a `FileSystemError` naming `path`. */
+async function writeNamedFile(path: string, data: string, flag?: string): Promise<void> {
+  try {
+    await writeFile(path, data, flag === undefined ? {} : { flag })
+  } catch (error) {
+    throw FileSystemError.wrap(error, path, 'write')
+  }
 }
 
 async function isFile(path: string): Promise<boolean> {
@@ -55,7 +73,7 @@ export function isMarkedMissing(storage: string, commit: string, file: string): 
 export async function markMissing(storage: string, commit: string, file: string): Promise<void> {
   const path = join(storage, '.no_exist', commit, file)
   await mkdir(dirname(path), { recursive: true })
-  await writeFile(path, '')
+  await writeNamedFile(path, '')
 }
 
 /** The commit `refs/<revision>` holds; `undefined` when there is none or it is not a commit hash. */
@@ -87,8 +105,13 @@ export async function writeRef(storage: string, revision: string, commit: string
   const path = join(storage, 'refs', revision)
   await mkdir(dirname(path), { recursive: true })
   const temporary = `${path}.${randomBytes(4).toString('hex')}.tmp`
-  await writeFile(temporary, commit)
-  await rename(temporary, path)
+  try {
+    await writeFile(temporary, commit)
+    await rename(temporary, path)
+  } catch (error) {
+    await rm(temporary, { force: true })
+    throw FileSystemError.wrap(error, path, 'write')
+  }
 }
 
 /**
@@ -110,6 +133,8 @@ export async function linkSnapshotFile(storage: string, commit: string, file: st
     await symlink(relative(dirname(pointer), blob), pointer)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return
-    await copyFile(blob, pointer)
+    await copyFile(blob, pointer).catch((copyError: unknown) => {
+      throw FileSystemError.wrap(copyError, pointer, 'copy the blob to')
+    })
   }
 }

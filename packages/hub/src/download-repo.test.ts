@@ -319,7 +319,7 @@ describe('downloadRepo resumes interrupted downloads', () => {
     hub.injectFault({ kind: 'corrupt', file: 'model.safetensors' })
     const error = await downloadRepo('ludic/tiny', online(cacheDir)).catch((caught: unknown) => caught)
     expect(error).toMatchObject({ reason: 'integrity', file: 'model.safetensors' })
-    expect((error as HubError).message).toMatch(/has SHA-256 [0-9a-f]{64}, the Hub announced [0-9a-f]{64}; the partial file was deleted/)
+    expect((error as HubError).message).toMatch(/has SHA-256 [0-9a-f]{64} on disk, the Hub announced [0-9a-f]{64}; the partial file was deleted/)
     const blobs = await readdir(join(cacheDir, 'models--ludic--tiny', 'blobs'))
     expect(blobs.some((name) => name.endsWith('.incomplete'))).toBe(false)
     await expect(downloadRepo('ludic/tiny', online(cacheDir))).resolves.toContain('snapshots')

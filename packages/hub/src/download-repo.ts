@@ -18,7 +18,7 @@ import { downloadBlob, fetchFileMetadata, type FileMetadata } from './file-downl
 import { type FileSelection, filePresets, parseShardIndex, singleWeightsFile, weightsIndexFile } from './file-selection.js'
 import { HubError } from './hub-error.js'
 import { defaultCacheDir, defaultEndpointUrl, defaultOffline, defaultToken } from './hub-environment.js'
-import { type HubRequestContext, hubRequest, parseJson, readBody, responseError } from './hub-http.js'
+import { type HubRequestContext, hubRequest, parseJson, readBody, responseError, startDeadline } from './hub-http.js'
 import { isValidRevision, parseRepoArgument, repoFilePathProblem } from './repo-id.js'
 
 /** Progress of one file of a download; `bytesDone` grows to `bytesTotal`. */
@@ -30,6 +30,13 @@ export interface DownloadProgress {
   /** Position of the file among those to download (from 0), and their count: known files only (shards join once the index is read). */
   fileIndex: number
   fileCount: number
+}
+
+/** Another process is downloading `file` (it holds `lockPath`): this call waits for it. */
+export interface DownloadWait {
+  repoId: string
+  file: string
+  lockPath: string
 }
 
 export const downloadRepoOptionsSchema = z
@@ -65,6 +72,18 @@ export const downloadRepoOptionsSchema = z
     fetch: z.custom<typeof fetch>((value) => typeof value === 'function', 'must be a fetch function').optional(),
     /** Longest silence of the Hub (waiting for an answer or for the next bytes of one) before the request fails. Default: 30,000 ms. */
     timeoutMs: z.number().int().positive().max(3_600_000).default(30_000),
+    /**
+     * Longest time one file may take, all its attempts within the call and any wait for another process that
+     * downloads the same file included (and the repository listing, read the same way): a server that sends a byte
+     * now and then, never silent for `timeoutMs`, is cut there. The partial file is kept and the next call resumes it. Default: 3,600,000 ms (one hour); at most
+     * 2,147,483,647 (about 24.8 days, the longest timer Node has).
+     */
+    fileTimeoutMs: z.number().int().positive().max(2_147_483_647).default(3_600_000),
+    /**
+     * Called when another process (Ludic, or Python's `huggingface_hub`) is downloading a file this call needs: the
+     * call waits for it (it holds the file's lock, `lockPath`), then uses its blob or resumes its partial file.
+     */
+    onWait: z.custom<(event: DownloadWait) => void>((value) => typeof value === 'function', 'must be a function (event) => void').optional(),
     /** Times a cut, stalled, refused or 429/5xx transfer is resumed within the call (pausing 0.5 s, 1 s, 2 s… when one brought no bytes). Default: 3. */
     retries: z.number().int().nonnegative().max(100).default(3),
     /** Most shard files an index may list. Default: 4096. */
@@ -287,17 +306,24 @@ function chooseWeights(listed: ReadonlySet<string>, repoId: string, revision: st
 }
 
 /** `GET /api/models/<id>/revision/<revision>`: the commit the revision points to and the repository's files. */
-async function fetchRepoListing(context: HubRequestContext, options: ParsedOptions): Promise<{ commit: string; files: Set<string> }> {
-  const url = `${context.endpoint}/api/models/${context.repoId}/revision/${encodeURIComponent(context.revision)}`
-  const { response, timeout } = await hubRequest(context, url, { method: 'GET' }, `list ${context.repoId}`)
-  if (!response.ok) {
-    timeout.dispose()
-    await response.body?.cancel()
-    throw responseError(context, response)
+async function fetchRepoListing(repoContext: HubRequestContext, options: ParsedOptions): Promise<{ commit: string; files: Set<string> }> {
+  // Bounded as a file is: a listing dripped a byte at a time must not hold the call forever.
+  const deadline = startDeadline(options.fileTimeoutMs)
+  const context: HubRequestContext = { ...repoContext, deadline }
+  try {
+    const url = `${context.endpoint}/api/models/${context.repoId}/revision/${encodeURIComponent(context.revision)}`
+    const { response, timeout } = await hubRequest(context, url, { method: 'GET' }, `list ${context.repoId}`)
+    if (!response.ok) {
+      timeout.dispose()
+      await response.body?.cancel()
+      throw responseError(context, response)
+    }
+    const body = await readBody(context, response, timeout, url, options.maxJsonBytes)
+    const info = parseInput(repoInfoSchema, parseJson(body.toString('utf8'), url), { source: url })
+    return { commit: info.sha, files: new Set(info.siblings.map((sibling) => sibling.rfilename)) }
+  } finally {
+    deadline.dispose()
   }
-  const body = await readBody(context, response, timeout, url, options.maxJsonBytes)
-  const info = parseInput(repoInfoSchema, parseJson(body.toString('utf8'), url), { source: url })
-  return { commit: info.sha, files: new Set(info.siblings.map((sibling) => sibling.rfilename)) }
 }
 
 /** The files of one snapshot being fetched, with the progress count and the total-size bound across them. */
@@ -345,7 +371,12 @@ class RepoDownload {
     }
     for (const info of metadata) {
       this.options.signal?.throwIfAborted()
-      const downloaded = await downloadBlob(this.context, this.storage, info, this.options.retries, (bytesDone) => this.report(info.file, bytesDone, info.size))
+      const downloaded = await downloadBlob(this.context, this.storage, info, {
+        retries: this.options.retries,
+        fileTimeoutMs: this.options.fileTimeoutMs,
+        onBytes: (bytesDone) => this.report(info.file, bytesDone, info.size),
+        onWait: (lockPath) => this.options.onWait?.({ repoId: this.context.repoId, file: info.file, lockPath }),
+      })
       await linkSnapshotFile(this.storage, this.commit, info.file, info.etag)
       if (!downloaded) this.report(info.file, info.size, info.size)
       this.fileIndex++

@@ -11,13 +11,44 @@ export interface HubRequestContext {
   signal: AbortSignal | undefined
   /** Longest wait for an answer, and between two pieces of a body. */
   timeoutMs: number
+  /** The overall limit of one file's download (`fileTimeoutMs`), when a request belongs to one. */
+  deadline?: Deadline
+}
+
+/** An overall time limit: `signal` aborts once `ms` have passed since `startDeadline`; `dispose()` stops the clock. */
+export interface Deadline {
+  signal: AbortSignal
+  ms: number
+  expired: () => boolean
+  dispose: () => void
+}
+
+export function startDeadline(ms: number): Deadline {
+  const controller = new AbortController()
+  const timer = setTimeout(() => controller.abort(new Error(`past the deadline of ${ms} ms`)), ms)
+  return { signal: controller.signal, ms, expired: () => controller.signal.aborted, dispose: () => clearTimeout(timer) }
+}
+
+/** The `network` error of a download or request that took longer than `fileTimeoutMs` (waiting for another process included): `subject` says which. */
+export function deadlineError(context: HubRequestContext, subject: string, file?: string): HubError {
+  return new HubError({
+    reason: 'network',
+    repoId: context.repoId,
+    revision: context.revision,
+    ...(file === undefined ? {} : { file }),
+    message: `${subject} took longer than fileTimeoutMs (${context.deadline?.ms ?? '?'} ms).`,
+  })
 }
 
 const userAgent = 'ludic-hub; node'
 
-/** Whether `url` is on the Hub's own host: only there is the token sent (never to a CDN a download is redirected to). */
-function isHubHost(context: HubRequestContext, url: string): boolean {
-  return new URL(url).hostname.toLowerCase() === new URL(context.endpoint).hostname.toLowerCase()
+/**
+ * Whether `url` is on the Hub's own origin (scheme, host and port, compared as browsers compare them): only there
+ * is the token sent, never to a CDN a download is redirected to, another port of the same host, or the same host
+ * over plain `http` when the Hub is `https`.
+ */
+export function isHubOrigin(endpoint: string, url: string): boolean {
+  return new URL(url).origin === new URL(endpoint).origin
 }
 
 function describeCause(error: unknown): string {
@@ -28,7 +59,7 @@ function describeCause(error: unknown): string {
 }
 
 /**
- * An `AbortSignal` for one request: aborted by the caller's signal, or by `timeoutMs` of silence. `touch()`
+ * An `AbortSignal` for one request: aborted by the caller's signal, the file's deadline, or `timeoutMs` of silence. `touch()`
  * restarts the clock (call it for each piece of a body); `dispose()` stops it.
  */
 export function idleTimeout(context: HubRequestContext): { signal: AbortSignal; touch: () => void; dispose: () => void; timedOut: () => boolean } {
@@ -43,13 +74,16 @@ export function idleTimeout(context: HubRequestContext): { signal: AbortSignal; 
     }, context.timeoutMs)
   }
   touch()
-  const signal = context.signal === undefined ? controller.signal : AbortSignal.any([context.signal, controller.signal])
+  const others = [context.signal, context.deadline?.signal].filter((signal) => signal !== undefined)
+  const signal = others.length === 0 ? controller.signal : AbortSignal.any([...others, controller.signal])
   return { signal, touch, dispose: () => clearTimeout(timer), timedOut: () => timedOut }
 }
 
-/** The error for a request that threw: the caller's abort reason as it is, else a `network` `HubError`. */
+/** The error for a request that threw: the caller's abort reason as it is, else a `network` `HubError` (the deadline's, when it passed). */
 export function requestFailure(context: HubRequestContext, error: unknown, timedOut: boolean, what: string, file?: string): unknown {
   if (context.signal?.aborted) return context.signal.reason
+  if (context.deadline?.expired())
+    return deadlineError(context, file !== undefined && what === `download ${file}` ? `The download of ${file}` : `The request to ${what}`, file)
   const detail = timedOut ? `no answer for ${context.timeoutMs} ms` : describeCause(error)
   return new HubError({
     reason: 'network',
@@ -74,7 +108,7 @@ export async function hubRequest(
   file?: string,
 ): Promise<{ response: Response; timeout: ReturnType<typeof idleTimeout> }> {
   const headers: Record<string, string> = { 'user-agent': userAgent, 'accept-encoding': 'identity' }
-  if (context.token !== undefined && isHubHost(context, url)) headers.authorization = `Bearer ${context.token}`
+  if (context.token !== undefined && isHubOrigin(context.endpoint, url)) headers.authorization = `Bearer ${context.token}`
   if (init.range !== undefined && init.range > 0) headers.range = `bytes=${init.range}-`
   const timeout = idleTimeout(context)
   try {

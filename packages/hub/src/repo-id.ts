@@ -11,6 +11,8 @@ const repoIdPattern = new RegExp(`^${part}/${part}$`)
 const maxRepoIdLength = 96
 const maxRevisionLength = 256
 const maxFilePathLength = 1024
+/** The longest file name most file systems take (Linux's NAME_MAX, macOS's, Windows' NTFS), in UTF-8 bytes. */
+const maxSegmentBytes = 255
 
 /** A repository id and, when one was given (`owner/name@revision`), its revision: a branch, a tag or a commit. */
 export interface RepoReference {
@@ -55,14 +57,18 @@ export function isRepoId(text: string): boolean {
 /**
  * Checks a file path inside a repository (from the caller, a Hub listing or a shard index) before it is joined
  * onto the cache: relative, `/`-separated, no empty, `.` or `..` segment, no backslash or control character,
- * 1024 characters at most. Returns `undefined` when it is fine, else what is wrong.
+ * 1024 characters at most, each name at most 255 bytes (longer ones fail with `ENAMETOOLONG` once written). Returns `undefined` when it is fine, else what is wrong.
  */
 export function repoFilePathProblem(path: string): string | undefined {
   if (path.length === 0) return 'is empty'
   if (path.length > maxFilePathLength) return `is longer than ${maxFilePathLength} characters`
   if (/[\u0000-\u001f\u007f\\]/.test(path)) return 'holds a backslash or a control character'
   if (path.startsWith('/')) return 'is absolute'
-  if (path.split('/').some((segment) => segment === '' || segment === '.' || segment === '..')) return "has an empty, '.' or '..' segment"
+  const segments = path.split('/')
+  if (segments.some((segment) => segment === '' || segment === '.' || segment === '..')) return "has an empty, '.' or '..' segment"
+  const long = segments.find((segment) => Buffer.byteLength(segment, 'utf8') > maxSegmentBytes)
+  if (long !== undefined)
+    return `has a name of ${Buffer.byteLength(long, 'utf8')} bytes (${JSON.stringify(long.slice(0, 40))}…), more than the ${maxSegmentBytes} a file name may have`
   return undefined
 }
 

@@ -45,4 +45,17 @@ describe('loadTokenizer', () => {
       await rm(cacheDir, { recursive: true, force: true })
     }
   })
+
+  it("says that no local folder exists and what was tried for a missing path shaped like owner/name (the role-play guide's, offline)", async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), 'ludic-tokenizer-empty-'))
+    try {
+      const error = await loadTokenizer('models/SmolLM2-135M-Instruct', {
+        hub: { cacheDir, offline: true, fetch: () => Promise.reject(new Error('no network in this test')) },
+      }).catch((caught: unknown) => caught)
+      expect(error).toMatchObject({ name: 'HubError', reason: 'missing', cause: { reason: 'offline' } })
+      expect((error as Error).message).toMatch(/^No model at 'models\/SmolLM2-135M-Instruct': tried the local path .*, which does not exist/)
+    } finally {
+      await rm(cacheDir, { recursive: true, force: true })
+    }
+  })
 })

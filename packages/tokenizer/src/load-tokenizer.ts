@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { InvalidArgumentError, ParseError } from '@ludic/core'
-import { downloadRepo, type HubOptions, isRepoId } from '@ludic/hub'
+import { type HubOptions, isRepoId, resolveModelSource } from '@ludic/hub'
 import { Tokenizer } from './tokenizer.js'
 import type { TokenizerLimitsOptions } from './tokenizer-limits.js'
 
@@ -54,7 +54,7 @@ export async function loadTokenizer(pathOrObject: string | TokenizerFiles, optio
   if (typeof pathOrObject !== 'string') {
     throw new InvalidArgumentError({ argument: 'pathOrObject', value: pathOrObject, message: 'must be a path or { tokenizer, config? }' })
   }
-  if (isRepoId(pathOrObject)) return loadTokenizer(await downloadRepo(pathOrObject, { ...options.hub, files: 'tokenizer' }), options)
+  if (isRepoId(pathOrObject)) return loadTokenizer(await resolveModelSource(pathOrObject, { ...options.hub, files: 'tokenizer' }), options)
   const directory = (await isFile(pathOrObject)) ? join(pathOrObject, '..') : pathOrObject
   const tokenizerPath = (await isFile(pathOrObject)) ? pathOrObject : join(directory, 'tokenizer.json')
   if (!(await isFile(tokenizerPath))) {

@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import { downloadRepo, type DownloadProgress } from '@ludic/hub'
+import { type DownloadProgress, type DownloadWait, downloadRepo } from '@ludic/hub'
 import { createProgressBar, type ProgressBar } from '@ludic/trainer'
 import { type CommandContext, commandContext, progressStream } from '../context.js'
 
@@ -63,6 +63,13 @@ export async function download(repo: string, options: DownloadOptions = {}, part
     }
     current.bar.update(event.bytesDone)
   }
+  // Another process (Ludic, or Python's huggingface_hub) is downloading the same file: say so, or the wait looks like a hang.
+  const onWait = (event: DownloadWait) => {
+    if (stream === false) return
+    bar?.bar.finish()
+    bar = undefined
+    stream.write(`${event.file}: another process is downloading it; waiting for it (lock ${event.lockPath})\n`)
+  }
   let directory: string
   try {
     directory = await downloadRepo(repo, {
@@ -73,6 +80,7 @@ export async function download(repo: string, options: DownloadOptions = {}, part
       ...(options.refresh === undefined ? {} : { refresh: options.refresh }),
       signal: context.signal,
       onProgress,
+      onWait,
     })
   } finally {
     bar?.bar.finish()

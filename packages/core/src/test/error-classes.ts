@@ -1,4 +1,4 @@
-import { BackendError, InvalidArgumentError, LudicError, ParseError, ShapeError } from '../errors.js'
+import { BackendError, FileSystemError, InvalidArgumentError, LudicError, ParseError, ShapeError } from '../errors.js'
 
 /** An error class as a package exports it: a constructor whose instances are `Error`s, with `isInstance` when it is a `LudicError`. */
 type ErrorClass = (abstract new (...args: never[]) => Error) & { isInstance?: (error: unknown) => boolean }
@@ -10,9 +10,10 @@ export const coreErrorExamples: Readonly<Record<string, () => Error>> = {
   ParseError: () => new ParseError({ source: 'example.json', path: ['field'], message: 'example' }),
   BackendError: () => new BackendError({ backend: 'example', message: 'example' }),
   ShapeError: () => new ShapeError({ argument: 'example', expected: [1], actual: [2] }),
+  FileSystemError: () => new FileSystemError({ path: 'example.bin', operation: 'write', code: 'ENOSPC' }),
 }
 
-const coreErrorClasses: readonly ErrorClass[] = [LudicError, InvalidArgumentError, ParseError, BackendError, ShapeError]
+const coreErrorClasses: readonly ErrorClass[] = [LudicError, InvalidArgumentError, ParseError, BackendError, ShapeError, FileSystemError]
 
 /** The error classes among a module's exports: functions whose prototype chain includes `Error.prototype`. */
 export function exportedErrorClasses(module: object): ErrorClass[] {

@@ -19,8 +19,8 @@ import { join, relative, sep } from 'node:path'
  *   a token, 403 with a token not granted access), and 401 `Invalid credentials in Authorization header` for a
  *   token it does not know.
  *
- * Faults can be injected (a connection cut or stalled part-way through a file, a corrupted byte, a range ignored,
- * an error status) and every request is recorded.
+ * Faults can be injected (a connection cut, stalled or paused part-way through a file, a body sent a byte at a
+ * time, a corrupted byte, a range ignored, an error status) and every request is recorded.
  */
 
 export type FakeHubContent = string | Uint8Array
@@ -48,6 +48,11 @@ export interface FakeHubOptions {
   lfs?: (path: string, size: number) => boolean
   /** Host name of the CDN route. Default: `'localhost'` (the server listens on `127.0.0.1`, so clients take it for another host). */
   cdnHost?: string
+  /**
+   * The origin LFS files are redirected to, e.g. another fake Hub's `endpoint` (which serves the same blobs on its
+   * `/cdn/<sha256>` route). Default: `http://<cdnHost>:<this server's port>`.
+   */
+  cdnOrigin?: string
 }
 
 export type FakeHubFault =
@@ -59,6 +64,10 @@ export type FakeHubFault =
   | { kind: 'corrupt'; file: string; times?: number }
   /** A `Range` request for the file gets the whole file (200). */
   | { kind: 'ignore-range'; file: string; times?: number }
+  /** The body stops after `afterBytes` bytes, the connection open, until `releasePaused()` sends the rest. */
+  | { kind: 'pause'; file: string; afterBytes: number; times?: number }
+  /** The body comes `bytes` bytes (default 1) every `intervalMs`: never silent long, never done soon. */
+  | { kind: 'drip'; file: string; intervalMs: number; bytes?: number; times?: number }
   /** A route answers `status` (for all files, or one). */
   | { kind: 'status'; route: 'api' | 'resolve' | 'cdn'; status: number; file?: string; times?: number }
 
@@ -90,6 +99,8 @@ export interface FakeHub {
   commitOf(repoId: string, revision?: string): string
   fileInfo(repoId: string, file: string, revision?: string): FakeHubFileInfo
   injectFault(fault: FakeHubFault): void
+  /** Sends the rest of every body a `pause` fault stopped; returns how many there were. */
+  releasePaused(): number
   close(): Promise<void>
 }
 
@@ -163,6 +174,7 @@ export async function createFakeHub(options: FakeHubOptions): Promise<FakeHub> {
   }
 
   const faults: (FakeHubFault & { left: number })[] = []
+  const pausedBodies: (() => void)[] = []
   const requests: FakeHubRequest[] = []
   const takeFault = (match: (fault: FakeHubFault) => boolean): FakeHubFault | undefined => {
     const fault = faults.find((candidate) => candidate.left > 0 && match(candidate))
@@ -181,7 +193,7 @@ export async function createFakeHub(options: FakeHubOptions): Promise<FakeHub> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const port = (server.address() as AddressInfo).port
   const endpoint = `http://127.0.0.1:${port}`
-  const cdnHost = options.cdnHost ?? 'localhost'
+  const cdnOrigin = (options.cdnOrigin ?? `http://${options.cdnHost ?? 'localhost'}:${port}`).replace(/\/+$/, '')
 
   function record(request: IncomingMessage, path: string, status: number): void {
     requests.push({
@@ -307,6 +319,29 @@ export async function createFakeHub(options: FakeHubOptions): Promise<FakeHub> {
       return
     }
     if (takeFault((fault) => fault.kind === 'corrupt' && fault.file === file.path) !== undefined && body.byteLength > 0) body[0] = body[0]! ^ 0xff
+    const paused = takeFault((fault) => fault.kind === 'pause' && fault.file === file.path)
+    if (paused?.kind === 'pause') {
+      response.flushHeaders()
+      response.write(body.subarray(0, Math.min(paused.afterBytes, body.byteLength)))
+      pausedBodies.push(() => response.end(body.subarray(Math.min(paused.afterBytes, body.byteLength))))
+      return
+    }
+    const drip = takeFault((fault) => fault.kind === 'drip' && fault.file === file.path)
+    if (drip?.kind === 'drip') {
+      response.flushHeaders()
+      let sent = 0
+      const timer = setInterval(() => {
+        const next = Math.min(sent + (drip.bytes ?? 1), body.byteLength)
+        response.write(body.subarray(sent, next))
+        sent = next
+        if (sent === body.byteLength) {
+          clearInterval(timer)
+          response.end()
+        }
+      }, drip.intervalMs)
+      response.on('close', () => clearInterval(timer))
+      return
+    }
     const cut = takeFault((fault) => (fault.kind === 'cut' || fault.kind === 'stall') && fault.file === file.path)
     if (cut !== undefined && (cut.kind === 'cut' || cut.kind === 'stall')) {
       response.flushHeaders()
@@ -386,7 +421,7 @@ export async function createFakeHub(options: FakeHubOptions): Promise<FakeHub> {
         return
       }
       if (file.lfs) {
-        const location = `http://${cdnHost}:${port}/cdn/${file.sha256}`
+        const location = `${cdnOrigin}/cdn/${file.sha256}`
         const body = `Found. Redirecting to ${location}`
         response.writeHead(302, {
           location,
@@ -424,6 +459,11 @@ export async function createFakeHub(options: FakeHubOptions): Promise<FakeHub> {
     },
     injectFault: (fault) => {
       faults.push({ ...fault, left: fault.times ?? 1 })
+    },
+    releasePaused: () => {
+      const bodies = pausedBodies.splice(0)
+      for (const send of bodies) send()
+      return bodies.length
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -92,4 +92,15 @@ describe('loadModel from a Hugging Face Hub repository id', () => {
     })
     await expect(loadModel('ludic-test/tiny-qwen3', { hub: { retries: -1 } })).rejects.toThrow(/options\.hub\.retries/)
   })
+
+  it("says that no local folder exists and what was tried, as not found, for a missing folder shaped like owner/name (the role-play guide's path, offline)", async () => {
+    const error = await loadModel('models/SmolLM2-135M-Instruct', {
+      hub: { cacheDir: join(directory, 'cache-empty'), offline: true, fetch: () => Promise.reject(new Error('no network in this test')) },
+    }).catch((caught: unknown) => caught)
+    expect(error).toMatchObject({ name: 'HubError', reason: 'missing', repoId: 'models/SmolLM2-135M-Instruct', cause: { reason: 'offline' } })
+    expect((error as Error).message).toContain(
+      `No model at 'models/SmolLM2-135M-Instruct': tried the local path ${join(process.cwd(), 'models', 'SmolLM2-135M-Instruct')}, which does not exist`,
+    )
+    expect((error as Error).message).toContain('then the Hugging Face Hub: the Hub cache has no copy of a repository of that name')
+  })
 })

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, ParseError, parseArgument } from '@ludic/core'
-import { downloadRepo, hubOptionsSchema, isRepoId } from '@ludic/hub'
+import { hubOptionsSchema, isRepoId, resolveModelSource } from '@ludic/hub'
 import { readShardedSafetensors, type SafetensorsTensor, type ShardedSafetensors } from '@ludic/tensors'
 import { z } from 'zod'
 import { huggingFaceSizeFields, parseHuggingFaceConfig } from '../config/hugging-face-config.js'
@@ -55,7 +55,7 @@ export type LoadModelOptions = z.input<typeof loadModelOptionsSchema>
 export async function loadModel(directory: string, options: LoadModelOptions = {}): Promise<CausalLanguageModel> {
   const source = parseArgument(z.string().min(1), directory, 'directory')
   const { maxContextTokens, maxParameterBytes, hub } = parseArgument(loadModelOptionsSchema, options, 'options')
-  const folder = isRepoId(source) ? await downloadRepo(source, { ...hub, files: 'model' }) : source
+  const folder = isRepoId(source) ? await resolveModelSource(source, { ...hub, files: 'model' }) : source
   const configPath = join(folder, 'config.json')
   const configText = await readFile(configPath, 'utf8').catch((error: unknown) => {
     throw new InvalidArgumentError({ argument: 'directory', value: folder, message: 'holds no readable config.json', cause: error })
