@@ -1,5 +1,6 @@
 import { mkdir, readFile, appendFile, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
+import { FileSystemError } from '@ludic/core'
 
 /** One step's metrics: plain numbers by name (JSON-serialisable), `step` first. */
 export type StepMetrics = { step: number } & Record<string, number>
@@ -40,16 +41,19 @@ export function createMetricsLog(path: string): MetricsLog {
   }
   const line = (metrics: StepMetrics) =>
     `${JSON.stringify(metrics, (_, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? null : value))}\n`
-  const rewrite = async (records: readonly StepMetrics[]) => {
-    await mkdir(dirname(path), { recursive: true })
-    await writeFile(path, records.map(line).join(''))
+  /** A write whose failure (a full disk: Node's error names no file) names the log. */
+  const writing = async (write: () => Promise<unknown>) => {
+    try {
+      await mkdir(dirname(path), { recursive: true })
+      await write()
+    } catch (error) {
+      throw FileSystemError.wrap(error, path, 'write')
+    }
   }
+  const rewrite = (records: readonly StepMetrics[]) => writing(() => writeFile(path, records.map(line).join('')))
   return {
     path,
-    async append(metrics) {
-      await mkdir(dirname(path), { recursive: true })
-      await appendFile(path, line(metrics))
-    },
+    append: (metrics) => writing(() => appendFile(path, line(metrics))),
     async truncateAfter(step) {
       const kept = (await read()).filter((record) => record.step <= step)
       await rewrite(kept)
