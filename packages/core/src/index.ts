@@ -14,6 +14,13 @@ export { isPolicy, isTokenizer, policySchema, tokenizerSchema } from './interfac
 export { createRandom, deriveSeed, type Random, type RandomSeed } from './random.js'
 export { yieldToEventLoop } from './event-loop.js'
 export {
+  catastrophicRepetitionMessage,
+  defaultMaxRegExpPaths,
+  findRegExpBacktrackingHazard,
+  repetitionIsCatastrophic,
+  type RegExpBacktrackingOptions,
+} from './regex-backtracking.js'
+export {
   advantageBatchSchema,
   chatMessageSchema,
   chatRoleSchema,
