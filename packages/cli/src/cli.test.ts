@@ -70,6 +70,22 @@ describe('ludic', () => {
     expect(wrongKind.stderr()).toContain('kind: not an allowed value (got "ppo") (allowed: rl | cpo | sft | preference | reward-model)')
   })
 
+  it('bounds --set paths into lists on train and bench, and config files by size and depth, naming the path (exit code 2)', async () => {
+    const path = join(temporaryDirectory(), 'lists.yaml')
+    await writeFile(path, 'environments: [{ game: kuhn-poker-v1 }]\n')
+    const train = captureIo()
+    expect(await runCli(['train', path, '--set', 'environments.4294967294.game=x'], train.io)).toBe(exitCodes.usage) // grew memory ~100 MB/s
+    expect(train.stderr()).toContain('cannot set environments.4294967294: environments has 1 item, so its index is at most 1')
+    const bench = captureIo()
+    expect(await runCli(['bench', 'kuhn', '--set', 'samples.4294967294=4'], bench.io)).toBe(exitCodes.usage)
+    expect(bench.stderr()).toContain('cannot set samples.4294967294: samples has 0 items')
+    const deep = join(temporaryDirectory(), 'deep.json')
+    await writeFile(deep, `{"environments": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`)
+    const nested = captureIo()
+    expect(await runCli(['train', deep], nested.io)).toBe(exitCodes.usage) // was exit 1, 'Maximum call stack size exceeded' naming no file
+    expect(nested.stderr()).toContain(`Cannot parse ${deep} at environments${'[0]'.repeat(63)}: is nested more than 64 objects and arrays deep`)
+  })
+
   it('builds a program tests can drive with exitOverride', async () => {
     const { io } = captureIo()
     const program = createProgram(io)

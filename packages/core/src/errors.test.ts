@@ -55,6 +55,22 @@ describe('errors', () => {
     expect(describeValue(10n)).toBe('10n')
   })
 
+  it('describeValue shows what JSON writes as {}: a RegExp by its source, a Map, a Set, an Error, at any depth', () => {
+    // An unmatched LoRA target printed `value: {}`.
+    expect(describeValue(/q_proj|v_proj/i)).toBe('/q_proj|v_proj/i')
+    expect(describeValue(new Map([['a', 1]]))).toBe('Map(1)')
+    expect(describeValue(new Set([1, 2]))).toBe('Set(2)')
+    expect(describeValue(new RangeError('too far'))).toBe('RangeError: too far')
+    expect(describeValue(new ArrayBuffer(3))).toBe('ArrayBuffer(3)')
+    expect(describeValue(Promise.resolve(1))).toBe('Promise')
+    expect(describeValue({ targetModules: /proj$/, ids: new Int32Array(2), count: 10n, map: () => 1 }, 200)).toBe(
+      '{"targetModules":"/proj$/","ids":"Int32Array(2)","count":"10n","map":"[function map]"}',
+    )
+    expect(describeValue([/a/, new Set()])).toBe('["/a/","Set(0)"]')
+    expect(describeValue(new Date(0))).toBe('"1970-01-01T00:00:00.000Z"')
+    expect(describeValue(null)).toBe('null')
+  })
+
   it('parseArgument names the field and its value', () => {
     const schema = z.object({ sampling: z.object({ topP: z.number().max(1) }) })
     expect(parseArgument(schema, { sampling: { topP: 0.5 } }, 'options')).toEqual({ sampling: { topP: 0.5 } })

@@ -10,26 +10,44 @@ export interface LudicErrorOptions {
   cause?: unknown
 }
 
-/** Formats a value for an error message: short, unambiguous, never throws. */
+/**
+ * Formats a value for an error message: short, unambiguous, never throws. Values JSON cannot show (it writes a RegExp,
+ * a Map, a Set or an Error as `{}`) are described by what they are, `/q_proj/`, `Map(2)`, `RangeError: …`, at any depth.
+ */
 export function describeValue(value: unknown, maxLength = 80): string {
   let text: string
   try {
     if (typeof value === 'string') text = JSON.stringify(value)
-    else if (typeof value === 'bigint') text = `${value}n`
     else if (typeof value === 'number') text = Object.is(value, -0) ? '-0' : String(value)
     else if (value === undefined) text = 'undefined'
-    else if (typeof value === 'function') text = `[function ${value.name || 'anonymous'}]`
-    else if (typeof value === 'symbol') text = value.toString()
-    else if (ArrayBuffer.isView(value)) {
-      const name = value.constructor.name
-      const length = 'length' in value ? (value as unknown as { length: number }).length : value.byteLength
-      text = `${name}(${length})`
-    } else if (Array.isArray(value) && value.every((item) => typeof item === 'number')) text = `[${value.join(', ')}]`
-    else text = JSON.stringify(value) ?? String(value)
+    else if (Array.isArray(value) && value.every((item) => typeof item === 'number')) text = `[${value.join(', ')}]`
+    else {
+      const special = describeSpecial(value)
+      text = special ?? JSON.stringify(value, (_key, item: unknown) => describeSpecial(item) ?? item) ?? String(value)
+    }
   } catch {
     text = Object.prototype.toString.call(value)
   }
   return text.length > maxLength ? `${text.slice(0, maxLength - 1)}…` : text
+}
+
+/** How `describeValue` writes a value that JSON would lose or misstate; undefined for the others. */
+function describeSpecial(value: unknown): string | undefined {
+  if (typeof value === 'bigint') return `${value}n`
+  if (typeof value === 'function') return `[function ${value.name || 'anonymous'}]`
+  if (typeof value === 'symbol') return value.toString()
+  if (typeof value !== 'object' || value === null) return undefined
+  if (ArrayBuffer.isView(value)) {
+    const length = 'length' in value ? (value as unknown as { length: number }).length : value.byteLength
+    return `${value.constructor.name}(${length})`
+  }
+  const kind = Object.prototype.toString.call(value).slice(8, -1)
+  if (kind === 'RegExp') return String(value)
+  if (kind === 'Map' || kind === 'Set') return `${kind}(${(value as { size: number }).size})`
+  if (kind === 'WeakMap' || kind === 'WeakSet' || kind === 'Promise') return kind
+  if (kind === 'ArrayBuffer') return `ArrayBuffer(${(value as ArrayBuffer).byteLength})`
+  if (kind === 'Error' || value instanceof Error) return `${(value as Error).name}: ${(value as Error).message}`
+  return undefined
 }
 
 export class LudicError extends Error {

@@ -14,6 +14,14 @@ export { jsonLinesLimitsSchema, parseJsonLines, type JsonLinesLimits } from './j
 export { isPolicy, isTokenizer, policySchema, tokenizerSchema } from './interface-checks.js'
 export { createRandom, deriveSeed, type Random, type RandomSeed } from './random.js'
 export { yieldToEventLoop } from './event-loop.js'
+export { pathBeyondDepth } from './nesting-depth.js'
+export {
+  catastrophicRepetitionMessage,
+  defaultMaxRegExpPaths,
+  findRegExpBacktrackingHazard,
+  repetitionIsCatastrophic,
+  type RegExpBacktrackingOptions,
+} from './regex-backtracking.js'
 export {
   advantageBatchSchema,
   chatMessageSchema,

@@ -1,3 +1,4 @@
+import { createRandom } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { matchesParameterNamePattern, parameterNamePatternSchema, type ParameterNamePattern } from './parameter-name-pattern.js'
 
@@ -40,6 +41,24 @@ describe('matchesParameterNamePattern', () => {
     expect(names.filter((name) => matchesParameterNamePattern(name, pattern))).toEqual(matches) // stateless
   })
 
+  it('matches a glob without backtracking: `**` × 20 on a layer name answers at once (as a RegExp it backtracked for minutes)', () => {
+    // PEFT's list form of target_modules is read from adapter_config.json as '**.' + module: a file chooses the glob.
+    expect(matchesParameterNamePattern('model.layers.10.self_attn.q_proj', `**.${'**'.repeat(20)}X`)).toBe(false)
+    expect(matchesParameterNamePattern('model.layers.10.self_attn.q_proj', `**.${'*'.repeat(40)}j`)).toBe(true)
+    expect(matchesParameterNamePattern('model.layers.10.self_attn.q_proj', '**.**.**.**.**.**.**.**.**.**.**.**.**.X')).toBe(false)
+  })
+
+  it('matches as the glob read as a RegExp would, on random globs and names', () => {
+    const random = createRandom(34)
+    const pieces = ['*', '**', '.', 'a', 'b', '.**.', '**.', '.**']
+    const characters = ['a', 'b', '.', '_']
+    for (let trial = 0; trial < 2_000; trial++) {
+      const glob = Array.from({ length: 1 + random.nextInt(5) }, () => random.choice(pieces)).join('')
+      const name = Array.from({ length: random.nextInt(8) }, () => random.choice(characters)).join('')
+      expect(matchesParameterNamePattern(name, glob), `${glob} on ${JSON.stringify(name)}`).toBe(referenceGlob(glob).test(`.${name}`))
+    }
+  })
+
   it('validates patterns: a non-empty string or a RegExp', () => {
     expect(parameterNamePatternSchema.safeParse('**.bias').success).toBe(true)
     expect(parameterNamePatternSchema.safeParse(/bias/).success).toBe(true)
@@ -47,3 +66,17 @@ describe('matchesParameterNamePattern', () => {
     expect(parameterNamePatternSchema.safeParse(() => true).success).toBe(false)
   })
 })
+
+/** The glob as a RegExp over `'.' + name` (how it was matched before: right, but backtracking). */
+function referenceGlob(glob: string): RegExp {
+  const escapeText = (text: string) => text.replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+  const segments = glob.split('.').map((segment) =>
+    segment === '**'
+      ? '(?:\\.[^.]*)*'
+      : `\\.${segment
+          .split('**')
+          .map((part) => part.split('*').map(escapeText).join('[^.]*'))
+          .join('.*')}`,
+  )
+  return new RegExp(`^${segments.join('')}$`)
+}

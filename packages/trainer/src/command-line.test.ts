@@ -53,4 +53,47 @@ describe('applyConfigOverrides', () => {
     expect(() => applyConfigOverrides({}, ['__proto__.polluted=1'])).toThrow(InvalidArgumentError)
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
+
+  it('bounds an index into an array by its length (one past appends): environments.4294967294 grew memory ~100 MB/s', () => {
+    const config = { environments: [{ game: 'kuhn-poker-v1' }] }
+    expect(applyConfigOverrides(config, ['environments.1.game=tic-tac-toe-v1'])).toEqual({
+      environments: [{ game: 'kuhn-poker-v1' }, { game: 'tic-tac-toe-v1' }],
+    })
+    const refusal = (override: string) => {
+      try {
+        applyConfigOverrides(config, [override])
+      } catch (error) {
+        expect(InvalidArgumentError.isInstance(error)).toBe(true)
+        expect((error as InvalidArgumentError).argument).toBe('overrides[0]')
+        expect((error as InvalidArgumentError).value).toBe(override)
+        return (error as Error).message
+      }
+      throw new Error(`${override} was accepted`)
+    }
+    expect(refusal('environments.4294967294.game=x')).toMatch(/cannot set environments\.4294967294: environments has 1 item, so its index is at most 1/)
+    expect(refusal('environments.2=x')).toMatch(/index is at most 1/)
+    expect(refusal('environments.length=4294967295')).toMatch(/cannot set environments\.length: environments is a list, indexed by 0, 1, 2/)
+    expect(refusal('environments.01.game=x')).toMatch(/is a list/)
+    expect(refusal('environments.-1.game=x')).toMatch(/is a list/)
+    expect(refusal('list.3=x')).toMatch(/cannot set list\.3: list has 0 items, so its index is at most 0/) // a new list starts at 0
+    expect(applyConfigOverrides({}, ['list.0.0=x', 'list.0.1=y'])).toEqual({ list: [['x', 'y']] })
+  })
+
+  it('refuses prototype keys anywhere in the path, and keeps a __proto__ key of a value as plain data', () => {
+    for (const override of ['a.__proto__.polluted=1', 'constructor.prototype.polluted=1', 'environments.0.constructor=1', 'a.prototype=1'])
+      expect(() => applyConfigOverrides({ environments: [{}] }, [override])).toThrow(/cannot set/)
+    const changed = applyConfigOverrides({}, ['a={__proto__: {polluted: 1}}']) as { a: Record<string, unknown> }
+    expect(Object.getPrototypeOf(changed.a)).toBe(Object.prototype)
+    expect(changed.a.polluted).toBeUndefined()
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+  })
+
+  it('refuses a value that is not YAML, expands aliases past 100, or nests past 64, and a config nested past 64', () => {
+    expect(() => applyConfigOverrides({}, ['a=[1, 2'])).toThrow(/overrides\[0\].*has a value that is not YAML/)
+    const laughs = `[${Array.from({ length: 5 }, (_, level) => `&l${level} [${Array.from({ length: 10 }, () => (level === 0 ? 'x' : `*l${level - 1}`)).join(',')}]`).join(',')}]`
+    expect(() => applyConfigOverrides({}, [`a=${laughs}`])).toThrow(/not YAML \(Excessive alias count/)
+    expect(() => applyConfigOverrides({}, [`a=${'['.repeat(65)}${']'.repeat(65)}`])).toThrow(/nested more than 64/)
+    const deep = JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) as unknown
+    expect(() => applyConfigOverrides({ deep }, ['steps=1'])).toThrow(/'config'.*nested more than 64/) // was: Maximum call stack size exceeded
+  })
 })

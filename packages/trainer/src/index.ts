@@ -53,11 +53,13 @@ export {
   preferenceRunConfigFileSchema,
   readRunConfigFile,
   rewardModelRunConfigFileSchema,
+  runConfigFileLimitsSchema,
   runConfigFileSchema,
   runKinds,
   sftRunConfigFileSchema,
   type EnvironmentRegistry,
   type LoadRunConfigOptions,
+  type RunConfigFileLimits,
   type OpponentRegistry,
   type PreferenceRun,
   type RewardModelRun,
@@ -71,7 +73,7 @@ export {
 export { createProgressBar, type ProgressBar, type ProgressBarOptions, type ProgressStream } from './progress-bar.js'
 export { renderRunChart, runChartSpecification, type ChartSeries, type RunChartOptions } from './run-chart.js'
 export { renderVegaLite, type VegaLiteSpec } from './vega-chart.js'
-export { applyConfigOverrides, parseCommandLineOptions } from './command-line.js'
+export { applyConfigOverrides, parseCommandLineOptions, runConfigMaxDepth } from './command-line.js'
 export {
   evaluateAgainst,
   evaluateAgainstOptionsSchema,

@@ -5,7 +5,7 @@ import { gamePrompts, games } from '@ludic/games'
 import { describe, expect, it } from 'vitest'
 import { createRlTrainer } from './rl-trainer.js'
 import { createPreferenceTrainer } from './preference-trainer.js'
-import { loadRunConfig, loadTrainingRun } from './run-config.js'
+import { loadRunConfig, loadTrainingRun, readRunConfigFile, type RunConfigFileLimits } from './run-config.js'
 import { createSftTrainer } from './sft-trainer.js'
 import { createPickEnvironment, tokenizer, useBackendAndDirectory } from './test/support.js'
 
@@ -232,5 +232,43 @@ batchSize: 2
       },
     ).catch((caught: unknown) => caught)
     expect((wrong as Error).message).toContain('loss.type')
+  })
+})
+
+describe('readRunConfigFile limits', () => {
+  const refusal = async (path: string, limits?: RunConfigFileLimits) => {
+    const error = await readRunConfigFile(path, limits).catch((caught: unknown) => caught)
+    expect(ParseError.isInstance(error)).toBe(true)
+    expect((error as ParseError).source).toBe(path)
+    return error as ParseError
+  }
+
+  it('refuses a file larger than limits.maxBytes before reading it (a 50 MB YAML took 18.7 s and 1.4 GB)', async () => {
+    const path = await write('large.yaml', `steps: 1\nnotes: ${'x'.repeat(5 * 1024 * 1024)}\n`)
+    expect((await refusal(path)).message).toMatch(/is 5242\d{3} bytes, more than the limit of 4194304 \(limits\.maxBytes\)/)
+    expect(await readRunConfigFile(path, { maxBytes: 6 * 1024 * 1024 })).toMatchObject({ steps: 1 }) // the limit is the caller's
+    expect((await refusal(await write('small.json', '{"steps": 100}'), { maxBytes: 10 })).message).toMatch(/more than the limit of 10/)
+    expect((await refusal(temporaryDirectory())).message).toMatch(/is not a regular file/)
+  })
+
+  it('refuses nesting past limits.maxDepth as a ParseError naming the file and the path (was: Maximum call stack size exceeded, no file)', async () => {
+    const json = await write('deep.json', `{"steps": 1, "environments": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`)
+    const error = await refusal(json)
+    expect(error.message).toContain(`Cannot parse ${json} at environments[0]`)
+    expect(error.message).toMatch(/is nested more than 64 objects and arrays deep \(limits\.maxDepth\)/)
+    const yaml = await write('deep.yaml', `steps: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`)
+    expect((await refusal(yaml)).message).toMatch(/is nested too deeply for the YAML parser|nested more than 64/)
+    expect(
+      (await refusal(await write('deep-block.yaml', `${Array.from({ length: 70 }, (_, depth) => `${'  '.repeat(depth)}a${depth}:`).join('\n')} 1\n`))).message,
+    ).toMatch(/at a0\.a1\..*is nested more than 64/)
+    await expect(loadTrainingRun(json, registries)).rejects.toThrow(/deep\.json at environments\[0\].*nested more than 64/)
+  })
+
+  it("refuses YAML aliases that expand past 100 (the yaml package's maxAliasCount)", async () => {
+    const levels = Array.from(
+      { length: 5 },
+      (_, level) => `l${level}: &l${level} [${Array.from({ length: 10 }, () => (level === 0 ? 'x' : `*l${level - 1}`)).join(', ')}]`,
+    )
+    expect((await refusal(await write('laughs.yaml', `${levels.join('\n')}\n`))).message).toMatch(/not YAML \(Excessive alias count/)
   })
 })

@@ -212,6 +212,7 @@ describe('applyLora', () => {
     expect(() => applyLora(model, { targetModules: ['query'] })).toThrow(
       /options\.targetModules.*the model's are q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj/,
     )
+    expect(() => applyLora(model, { targetModules: /^query$/ })).toThrow("Invalid argument 'options.targetModules' (value: /^query$/): matches no linear layer") // was `value: {}`
     model.dispose()
   })
 })

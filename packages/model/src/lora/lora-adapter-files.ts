@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { InvalidArgumentError, LudicError, ParseError, parseArgument, parseInput } from '@ludic/core'
+import { describeValue, findRegExpBacktrackingHazard, InvalidArgumentError, LudicError, ParseError, parseArgument, parseInput } from '@ludic/core'
 import {
   maxHeaderByteLength,
   parseSafetensors,
@@ -255,7 +255,8 @@ async function readAdapterFiles(
       rank: config.r,
       alpha: config.lora_alpha,
       dropout: config.lora_dropout,
-      targetModules: typeof config.target_modules === 'string' ? fromPeftFullMatchSource(config.target_modules) : config.target_modules,
+      targetModules:
+        typeof config.target_modules === 'string' ? fromPeftFullMatchSource(config.target_modules, configPath, model.linearNames()) : config.target_modules,
       useRslora: config.use_rslora,
       freezeBase,
       ...(maxParameterBytes === undefined ? {} : { maxParameterBytes }),
@@ -300,9 +301,26 @@ async function readAdapterFiles(
  * PEFT reads a string `target_modules` with `re.fullmatch`; Ludic tests a `RegExp` against the name (it
  * searches). A string read from a file becomes `^(?:source)$`, and such a RegExp is written back as `source`;
  * any other is written as `.*(?:source).*`, which `fullmatch` reads as a search.
+ *
+ * The file is outside input and V8 cannot interrupt a running RegExp (`(.+)+X` blocked the event loop for 2 min 13 s
+ * on the layer names): a pattern that does not compile, or that `findRegExpBacktrackingHazard` refuses on names as
+ * long as the model's, is a `ParseError` at `target_modules`, before anything is matched.
  */
-function fromPeftFullMatchSource(source: string): RegExp | 'all-linear' {
-  return source === 'all-linear' ? source : new RegExp(`^(?:${source})$`)
+function fromPeftFullMatchSource(source: string, configPath: string, layerNames: readonly string[]): RegExp | 'all-linear' {
+  if (source === 'all-linear') return source
+  const fullMatch = `^(?:${source})$`
+  const refuse = (message: string, cause?: unknown): ParseError =>
+    new ParseError({ source: configPath, path: ['target_modules'], message: `${describeValue(source)} ${message}`, cause })
+  let pattern: RegExp
+  try {
+    pattern = new RegExp(fullMatch)
+  } catch (error) {
+    throw refuse(`is not a regular expression (${error instanceof Error ? error.message : String(error)})`, error)
+  }
+  const textLength = layerNames.reduce((longest, name) => Math.max(longest, name.length), 0)
+  const hazard = findRegExpBacktrackingHazard(fullMatch, { textLength })
+  if (hazard !== undefined) throw refuse(`is refused: ${hazard}`)
+  return pattern
 }
 
 function peftFullMatchSource(pattern: RegExp): string {

@@ -117,3 +117,38 @@ describe('LoRA limits and all-or-nothing', () => {
     model.dispose()
   })
 })
+
+describe('target_modules read from adapter_config.json is outside input', () => {
+  /** A folder with a valid adapter_config.json but for `target_modules` (no weights: the config is refused first). */
+  async function adapterFolder(name: string, targetModules: unknown): Promise<string> {
+    const folder = join(directory, name)
+    await mkdir(folder, { recursive: true })
+    await writeFile(join(folder, 'adapter_config.json'), JSON.stringify({ peft_type: 'LORA', r: 2, lora_alpha: 4, target_modules: targetModules }))
+    return folder
+  }
+
+  it.each([
+    ['(.+)+X', /exponentially/], // blocked the event loop for 2 min 13 s
+    [`${'.*'.repeat(10)}X`, /polynomially: up to .* ways to try a match on a text of 31 characters/],
+    ['(q_proj', /is not a regular expression/], // was a raw SyntaxError
+  ])('refuses %s before matching, as a ParseError naming target_modules, leaving the model as it was', async (pattern, reason) => {
+    const model = base()
+    const before = snapshot(model)
+    const folder = await adapterFolder(`pattern-${before.numTensors}-${pattern.length}`, pattern)
+    const error = await loadLoraAdapter(model, folder).catch((caught: unknown) => caught)
+    expect(ParseError.isInstance(error)).toBe(true)
+    expect((error as ParseError).path).toEqual(['target_modules'])
+    expect((error as Error).message).toContain(`at target_modules: ${JSON.stringify(pattern)}`)
+    expect((error as Error).message).toMatch(reason)
+    expect(snapshot(model)).toEqual(before)
+    model.dispose()
+  })
+
+  it('still reads the full-match patterns real adapters carry (PEFT, LLaMA-Factory)', async () => {
+    const model = base()
+    const folder = await adapterFolder('llama-factory', '^(?!.*visual).*(?:q_proj|k_proj|v_proj).*')
+    // The config is accepted: the load goes on to the (missing) weights.
+    await expect(loadLoraAdapter(model, folder)).rejects.toThrow(/adapter_model\.safetensors/)
+    model.dispose()
+  })
+})

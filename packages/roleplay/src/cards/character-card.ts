@@ -15,6 +15,16 @@ export const characterCardLimitsSchema = z.strictObject({
     .int()
     .positive()
     .default(64 * 1024),
+  /**
+   * Most characters of the name and V3's nickname: each `{{char}}` placeholder becomes the name, so a long one
+   * multiplies the prompt (see `renderCharacterPrompt`'s `maxCharacters`). Default 8 Ki, which is also the most a
+   * `Character`'s name holds whatever this limit.
+   */
+  maxNameCharacters: z
+    .number()
+    .int()
+    .positive()
+    .default(8 * 1024),
   /** Most items of one list (tags, greetings, sources, assets, a book entry's keys). Default 1,000. */
   maxListItems: z.number().int().positive().default(1000),
   /** Most entries of the character book. Default 1,000. */
@@ -34,6 +44,7 @@ type ResolvedLimits = z.output<typeof characterCardLimitsSchema>
 /** Builds the Character Card V2 and V3 schemas under the given limits. Unknown fields pass through everywhere. */
 export function createCharacterCardSchemas(limits: ResolvedLimits) {
   const text = z.string().max(limits.maxTextCharacters, `must be at most ${limits.maxTextCharacters} characters (limits.maxTextCharacters)`)
+  const name = z.string().max(limits.maxNameCharacters, `must be at most ${limits.maxNameCharacters} characters (limits.maxNameCharacters)`)
   const list = <Item extends z.ZodType>(item: Item) =>
     z.array(item).max(limits.maxListItems, `must have at most ${limits.maxListItems} items (limits.maxListItems)`)
   /** Arbitrary JSON key-value pairs, namespaced by application (`extensions.ludic` is ours). */
@@ -77,7 +88,7 @@ export function createCharacterCardSchemas(limits: ResolvedLimits) {
   })
 
   const dataV2Shape = {
-    name: text.min(1, 'must not be empty'),
+    name: name.min(1, 'must not be empty'),
     description: text,
     personality: text,
     scenario: text,
@@ -105,7 +116,7 @@ export function createCharacterCardSchemas(limits: ResolvedLimits) {
       ...dataV2Shape,
       character_book: characterBookV3.optional(),
       assets: list(z.looseObject({ type: text, uri: z.string(), name: text, ext: text })).optional(),
-      nickname: text.optional(),
+      nickname: name.optional(),
       creator_notes_multilingual: z.record(z.string().max(16), text).optional(),
       source: list(text).optional(),
       group_only_greetings: list(text),

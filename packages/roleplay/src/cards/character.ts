@@ -76,7 +76,11 @@ export const ludicCardExtensionSchema = z.looseObject({
  */
 export const characterSchema = z.strictObject({
   id: ludicCardExtensionShape.id,
-  name: text.min(1, 'must not be empty'),
+  /** At most 8 Ki characters: every `{{char}}` placeholder of the card's texts becomes the name. */
+  name: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(8 * 1024, `must be at most ${8 * 1024} characters`),
   description: text.default(''),
   personality: text.default(''),
   /** The default scenario (the environment's `scenario` option overrides it). */

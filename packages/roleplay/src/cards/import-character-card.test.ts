@@ -200,6 +200,15 @@ describe('importCharacterCard', () => {
     const long = cardV2()
     long.data.description = 'x'.repeat(65 * 1024)
     expect(() => importCharacterCard(long)).toThrow(/data\.description: must be at most 65536 characters \(limits\.maxTextCharacters\)/)
+    // The 98 KB card: a 65,536-character name that {{char}} × 4,000 multiplied into 262 million characters.
+    const named = cardV2()
+    named.data.name = 'n'.repeat(65_536)
+    named.data.description = '{{char}}'.repeat(4000)
+    expect(() => importCharacterCard(named)).toThrow(/at data\.name: must be at most 8192 characters \(limits\.maxNameCharacters\)/)
+    expect(() => importCharacterCard({ ...cardV3(), data: { ...cardV3().data, nickname: 'n'.repeat(9000) } })).toThrow(
+      /at data\.nickname.*limits\.maxNameCharacters/,
+    )
+    expect(() => importCharacterCard(cardV2(), { limits: { maxNameCharacters: 2 } })).toThrow(/at data\.name.*at most 2 characters/)
     const book = cardV2()
     book.data.character_book.entries = Array.from({ length: 1001 }, () => ({ ...cardV2().data.character_book.entries[0]! }))
     expect(() => importCharacterCard(book)).toThrow(/limits\.maxBookEntries/)

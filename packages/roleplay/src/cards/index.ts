@@ -28,7 +28,13 @@ export {
   type ImportCharacterCardOptions,
 } from './import-character-card.js'
 export { personaSchema, type Persona } from './persona.js'
-export { characterPromptOptionsSchema, renderCharacterPrompt, replaceCardPlaceholders, type CharacterPromptOptions } from './character-prompt.js'
+export {
+  characterPromptOptionsSchema,
+  renderCharacterPrompt,
+  replaceCardPlaceholders,
+  replacedCardPlaceholdersLength,
+  type CharacterPromptOptions,
+} from './character-prompt.js'
 export { personaPromptOptionsSchema, renderPersonaPrompt, type PersonaPromptOptions } from './persona-prompt.js'
 export { loadCharacters, loadPersonas, shippedCharacterIds } from './shipped-data.js'
 export { rubricInputSchema, rubricSchema, type Rubric, type RubricInput } from './rubric.js'

@@ -118,3 +118,12 @@ describe('roleplay-v1', () => {
     expect(() => create({ unknown: 1 } as Partial<RoleplayEnvironmentOptions>)).toThrow(InvalidArgumentError)
   })
 })
+
+describe('roleplay-v1 prompt size', () => {
+  it("refuses a card whose placeholders would multiply the prompt past maxPromptCharacters, naming the field; the limit is the caller's", () => {
+    const amplified: CharacterInput = { id: 'n', name: 'N'.repeat(1000), description: '{{char}}'.repeat(2000) }
+    expect(() => createRoleplayEnvironment({ character: amplified, persona })).toThrow(/'character\.description'.*renders to 2000000 characters/)
+    expect(() => createRoleplayEnvironment({ character: amplified, persona, maxPromptCharacters: 3_000_000 })).not.toThrow()
+    expect(() => create({ maxPromptCharacters: 0 })).toThrow(InvalidArgumentError)
+  })
+})

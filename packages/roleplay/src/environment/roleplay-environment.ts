@@ -33,6 +33,8 @@ export const roleplayEnvironmentOptionsSchema = z.strictObject({
   stopPhrases: z.array(z.string().min(1).max(200)).max(100).default(['[end]']),
   /** The character's prompt style (`renderCharacterPrompt`). Default: `'full'`. */
   promptStyle: z.enum(['full', 'compact']).default('full'),
+  /** The most characters of the character's prompt, placeholders replaced (`renderCharacterPrompt`'s `maxCharacters`). Default: 1 Mi. */
+  maxPromptCharacters: z.number().int().positive().optional(),
 })
 export type RoleplayEnvironmentOptions = z.input<typeof roleplayEnvironmentOptionsSchema>
 
@@ -63,7 +65,11 @@ export function createRoleplayEnvironment(options: RoleplayEnvironmentOptions): 
   const { character, persona, maxTurns, firstSpeaker, maxUtteranceCharacters, promptStyle } = settings
   const scenario = settings.scenario ?? character.scenario
   const stopPhrases = settings.stopPhrases.map((phrase) => phrase.toLowerCase())
-  const characterPrompt = renderCharacterPrompt(character, { style: promptStyle, scenario })
+  const characterPrompt = renderCharacterPrompt(character, {
+    style: promptStyle,
+    scenario,
+    ...(settings.maxPromptCharacters === undefined ? {} : { maxCharacters: settings.maxPromptCharacters }),
+  })
   const transcript: { role: RoleplayRole; utterance: string }[] = []
   let opening = ''
   let replies = 0

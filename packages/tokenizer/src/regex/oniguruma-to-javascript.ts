@@ -14,7 +14,8 @@
  * Unsupported constructs (back-references, `\G`, `\K`, `\X`, `\R`, nested classes and `&&`, extended
  * mode) throw an `UnsupportedPatternError` naming the construct.
  *
- * Catastrophic backtracking is refused too, statically, when the pattern loads: a quantifier that repeats
+ * Catastrophic backtracking is refused too, statically, when the pattern loads (the rule is `@ludic/core`'s
+ * `repetitionIsCatastrophic`, shared with every pattern Ludic reads from outside): a quantifier that repeats
  * (its maximum is above 1: `*`, `+`, `{2,}`, `{3}`…) may not apply to a part that can itself match in
  * more than one way, that is one holding a quantifier of variable count (`a+`, `a?`, `a{1,3}`) or an
  * alternation, unless that part is atomic (`(?>…)`, a possessive `a++`) or a lookaround. `(a+)+$`,
@@ -28,7 +29,7 @@
  * `RegExp` either, and has no linear-time engine without a V8 flag.
  */
 
-import { LudicError } from '@ludic/core'
+import { catastrophicRepetitionMessage, LudicError, repetitionIsCatastrophic } from '@ludic/core'
 
 const unsupportedPatternMarker = Symbol.for('ludic.error.UnsupportedPatternError')
 
@@ -394,12 +395,7 @@ export function translateOnigurumaPattern(pattern: string): string {
     const atom = frame.parts.pop()!
     const atomIsAmbiguous = frame.ambiguous.pop()!
     const [minimum, maximum] = quantifierBounds(quantifier)
-    if (atomIsAmbiguous && maximum > 1) {
-      throw new UnsupportedPatternError(
-        `the quantifier ${quantifier} at offset ${offset} repeats a part that can itself match in more than one way ` +
-          '(a nested quantifier or an alternation, as in (a+)+ or (a|b)*), which can backtrack exponentially; make that part atomic, (?>…), or its quantifier possessive, a++',
-      )
-    }
+    if (repetitionIsCatastrophic(atomIsAmbiguous, maximum)) throw new UnsupportedPatternError(catastrophicRepetitionMessage(quantifier, `at offset ${offset}`))
     let suffix = ''
     const isInterval = quantifier.startsWith('{')
     if (peek() === '?') {
