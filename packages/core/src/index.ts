@@ -54,6 +54,7 @@ export {
 export { splitPreferencePair, type ExplicitPreferencePair } from './preference-pair.js'
 export type {
   AdvantageEstimatorV1,
+  ChatEncodeOptions,
   ChatTemplateFunction,
   ChatTemplateOptions,
   DecodeOptions,
