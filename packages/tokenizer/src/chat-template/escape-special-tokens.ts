@@ -50,9 +50,9 @@ export function escapeSpecialTokens(messages: readonly ChatMessage[], vocabulary
         value: found.size,
         message: 'hold more kinds of special tokens than there are free private-use characters to escape them',
       })
-    const escape = String.fromCodePoint(next.value)
-    escapeOf.set(content, escape)
-    escapes.set(escape, content)
+    const character = String.fromCodePoint(next.value)
+    escapeOf.set(content, character)
+    escapes.set(character, content)
   }
 
   const escapeText = (text: string): string => {
