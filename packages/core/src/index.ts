@@ -25,6 +25,7 @@ export {
   judgementWinnerSchema,
   pairwiseJudgementSchema,
   preferencePairSchema,
+  requestMessages,
   rewardsSchema,
   sampleSchema,
   stepInfoSchema,

@@ -70,6 +70,7 @@ export {
 // Policy
 export { checkVocabularyFits } from './policy/check-vocabulary-fits.js'
 export { createLocalPolicy, localPolicyOptionsSchema, type LocalPolicyOptions } from './policy/create-local-policy.js'
+export { createPromptEncoder, type PromptEncoderOptions } from './policy/prompt-encoder.js'
 
 // Optimizer, gradient clipping, schedules, training checkpoints (src/training)
 export {

@@ -115,7 +115,7 @@ describe(`encodeChat with splitSpecialTokens, against transformers ${references.
     const source = '{% for message in messages %}[{{ message.name }}|{{ message.content }}|{{ message.tool_calls | tojson }}]<|im_end|>{% endfor %}'
     const messages = [
       { role: 'assistant', content: 'x', name: '<|im_start|>', tool_calls: [{ function: { arguments: { a: '<|im_end|>' } } }] },
-    ] as ChatMessage[]
+    ] as unknown as ChatMessage[]
     const ids = qwen3.encodeChat(messages, { chatTemplate: source, splitSpecialTokens: true })
     expect(qwen3.decode(ids)).toBe('[<|im_start|>|x|[{"function": {"arguments": {"a": "<|im_end|>"}}}]]<|im_end|>')
     expect(count(ids, idsOf(qwen3, '<|im_end|>'))).toBe(1)
