@@ -153,6 +153,15 @@ describe('createLocalPolicy', () => {
       await expect(policy.generate([{ prompt: '', maxTokens: 1 }])).rejects.toThrow(/requests\[0\]\.prompt.*empty/)
     })
 
+    it('refuses a chat the template refuses (raise_exception) at its request, naming it, as vLLM answers 400', async () => {
+      const template =
+        "{% if messages[0]['role'] != 'system' %}{{ raise_exception('a system message must come first') }}{% endif %}{{ messages[0]['content'] }}"
+      const policy = createLocalPolicy({ model, tokenizer: chatTokenizer, chatTemplate: template })
+      const refused = policy.generate([{ messages: question('hi'), maxTokens: 1 }])
+      await expect(refused).rejects.toThrow(InvalidArgumentError)
+      await expect(refused).rejects.toThrow(/requests\[0\]\.messages.*cannot be rendered with the chat template.*a system message must come first/)
+    })
+
     it('refuses, when built, splitSpecialTokens with a tokenizer that cannot keep special-token text plain (no encodeChat)', async () => {
       const { encodeChat: _, ...withoutEncodeChat } = createByteTokenizer()
       expect(() => createLocalPolicy({ model, tokenizer: withoutEncodeChat, splitSpecialTokens: true })).toThrow(/options\.splitSpecialTokens.*encodeChat/)

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type ChatMessage, type GenerationRequest, type TokenizerV1 } from '@ludic/core'
+import { InvalidArgumentError, LudicError, type ChatMessage, type GenerationRequest, type TokenizerV1 } from '@ludic/core'
 import { MissingChatTemplateError, renderChatTemplate } from '@ludic/tokenizer'
 
 export interface PromptEncoderOptions {
@@ -28,7 +28,8 @@ export interface PromptEncoderOptions {
  *   `splitSpecialTokens`, so that text from outside (a server's clients, a user simulator, a character card) cannot
  *   write the template's control tokens. With no template (none given, the tokenizer has none), a chat is refused at
  *   its request with an `InvalidArgumentError` naming `requests[i].messages`: a configuration to complete, which
- *   a server answers with 400;
+ *   a server answers with 400; so is a chat the template refuses (its `raise_exception`, such as "roles must
+ *   alternate", or a rendering past the tokenizer's limits: a `LudicError` of the tokenizer), as vLLM answers 400;
  * - a raw `prompt` is encoded as it is, as vLLM's `/v1/completions` does by default: special-token text is read as
  *   special tokens (the prompt is all the client's) and the post-processor's special tokens (BOS) are added.
  *
@@ -46,25 +47,26 @@ export function createPromptEncoder(tokenizer: TokenizerV1, options: PromptEncod
     })
   }
   const render = typeof chatTemplate === 'string' ? jinjaRenderer(tokenizer, chatTemplate) : chatTemplate
-  const noTemplate = (index: number, messages: readonly ChatMessage[], cause?: unknown) =>
-    new InvalidArgumentError({
-      argument: `requests[${index}].messages`,
-      value: messages,
-      message: `${who} has no chat template (the tokenizer has none and none was given): send a raw prompt, or give a chat template`,
-      cause,
-    })
-  const encodeChat = (messages: readonly ChatMessage[], index: number): Int32Array => {
-    if (tokenizer.encodeChat !== undefined) {
-      try {
-        return tokenizer.encodeChat(messages, { addGenerationPrompt: true, splitSpecialTokens, ...(render === undefined ? {} : { chatTemplate: render }) })
-      } catch (error) {
-        if (MissingChatTemplateError.isInstance(error)) throw noTemplate(index, messages, error)
-        throw error
-      }
-    }
+  const refused = (index: number, messages: readonly ChatMessage[], message: string, cause?: unknown) =>
+    new InvalidArgumentError({ argument: `requests[${index}].messages`, value: messages, message, cause })
+  const noTemplate = `${who} has no chat template (the tokenizer has none and none was given): send a raw prompt, or give a chat template`
+  const encode = (messages: readonly ChatMessage[], index: number): Int32Array => {
+    if (tokenizer.encodeChat !== undefined)
+      return tokenizer.encodeChat(messages, { addGenerationPrompt: true, splitSpecialTokens, ...(render === undefined ? {} : { chatTemplate: render }) })
     if (render !== undefined) return tokenizer.encode(render(messages), { addSpecialTokens: false })
-    if (tokenizer.applyChatTemplate === undefined) throw noTemplate(index, messages)
+    if (tokenizer.applyChatTemplate === undefined) throw refused(index, messages, noTemplate)
     return tokenizer.encode(tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true }), { addSpecialTokens: false })
+  }
+  const encodeChat = (messages: readonly ChatMessage[], index: number): Int32Array => {
+    try {
+      return encode(messages, index)
+    } catch (error) {
+      if (InvalidArgumentError.isInstance(error)) throw error
+      if (MissingChatTemplateError.isInstance(error)) throw refused(index, messages, noTemplate, error)
+      // The template refused these messages, or rendering them passed a limit: the request's doing, not a fault.
+      if (LudicError.isInstance(error)) throw refused(index, messages, `cannot be rendered with the chat template: ${error.message}`, error)
+      throw error
+    }
   }
   return (request, index) => (request.messages === undefined ? tokenizer.encode(request.prompt ?? '') : encodeChat(request.messages, index))
 }
