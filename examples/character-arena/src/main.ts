@@ -145,7 +145,7 @@ export function createCardLineBaseline(seed: number): PolicyV1 {
     id: 'baseline',
     async generate(requests): Promise<Completion[]> {
       return requests.map((request) => {
-        const character = byPrompt.get(request.messages.find((message) => message.role === 'system')?.content ?? '')
+        const character = byPrompt.get(request.messages?.find((message) => message.role === 'system')?.content ?? '')
         const lines = character?.sampleLines ?? ['...']
         const text = createRandom(deriveSeed('ludic.card-line-baseline', seed, request.seed ?? 0)).choice(lines)
         return { text, promptTokenIds: new Int32Array(0), tokenIds: new Int32Array(0), logprobs: new Float32Array(0), finishReason: 'stop' }

@@ -83,7 +83,7 @@ export function createRoleplayMix(settings: { maxTurns: number }): EnvironmentV1
 export function createUserSimulator(seed: number): PolicyV1 {
   const users = personas.map((persona) => ({ marker: `You are ${persona.name}.`, policy: createScriptedUser(persona, { seed }) }))
   const userOf = (request: GenerationRequest) => {
-    const system = request.messages.find((message) => message.role === 'system')?.content ?? ''
+    const system = request.messages?.find((message) => message.role === 'system')?.content ?? ''
     return (users.find((user) => system.includes(user.marker)) ?? users[0]!).policy
   }
   return {

@@ -5,6 +5,7 @@ import {
   generationRequestSchema,
   groupJudgementSchema,
   pairwiseJudgementSchema,
+  requestMessages,
   sampleSchema,
   stepOutcomeSchema,
   trajectorySchema,
@@ -16,6 +17,18 @@ describe('data schemas', () => {
     expect(generationRequestSchema.safeParse({ messages: [], maxTokens: 8 }).success).toBe(false)
     expect(generationRequestSchema.safeParse({ messages: [{ role: 'robot', content: 'hi' }], maxTokens: 8 }).success).toBe(false)
     expect(generationRequestSchema.safeParse({ messages: [{ role: 'user', content: 'hi' }], maxTokens: 8, topP: 0 }).success).toBe(false)
+  })
+
+  it('a generation request has messages (a chat) or a prompt (raw text), exactly one; a chat-only policy refuses a prompt by name', () => {
+    expect(generationRequestSchema.safeParse({ prompt: 'Once upon a time', maxTokens: 8 }).success).toBe(true)
+    const both = generationRequestSchema.safeParse({ messages: [{ role: 'user', content: 'hi' }], prompt: 'hi', maxTokens: 8 })
+    expect(both.error?.issues[0]).toMatchObject({ path: ['prompt'], message: 'a request takes messages or a prompt, not both' })
+    expect(generationRequestSchema.safeParse({ maxTokens: 8 }).error?.issues[0]).toMatchObject({ path: ['messages'] })
+    const messages = [{ role: 'user' as const, content: 'hi' }]
+    expect(requestMessages({ messages, maxTokens: 1 }, 0)).toBe(messages)
+    expect(() => requestMessages({ prompt: 'go on', maxTokens: 1 }, 3, 'the opponent')).toThrow(
+      /Invalid argument 'requests\[3\]\.prompt' \(value: "go on"\): the opponent continues chats only/,
+    )
   })
 
   it('completion needs one log-probability per token', () => {

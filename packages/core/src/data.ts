@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { InvalidArgumentError } from './errors.js'
 
 /**
  * The plain data that crosses package boundaries. Each type has a zod schema; packages parse
@@ -21,24 +22,54 @@ export const chatMessageSchema = z.object({
 })
 export type ChatMessage = z.infer<typeof chatMessageSchema>
 
-export const generationRequestSchema = z.object({
-  messages: z.array(chatMessageSchema).min(1, 'needs at least one message'),
-  /** Most tokens to generate. */
-  maxTokens: z.number().int().positive(),
-  /** Sampling temperature; 0 is greedy. Default (policy's): 1. */
-  temperature: z.number().min(0).refine(Number.isFinite, 'must be finite').optional(),
-  /** Nucleus sampling mass in (0, 1]. */
-  topP: z.number().gt(0).max(1).optional(),
-  /** Keep only the k most likely tokens; 0 disables. */
-  topK: z.number().int().min(0).optional(),
-  /** Drop tokens whose probability is below minP times the most likely one's. */
-  minP: z.number().min(0).max(1).optional(),
-  /** Strings that end the completion (not included in it). */
-  stop: z.array(z.string().min(1)).optional(),
-  /** Seed for this request's sampling. */
-  seed: z.number().int().optional(),
-})
+export const generationRequestSchema = z
+  .object({
+    /** The conversation to continue, rendered with the policy's chat template. Exactly one of `messages` and `prompt`. */
+    messages: z.array(chatMessageSchema).min(1, 'needs at least one message').optional(),
+    /**
+     * A text to continue as it is, with no chat template (vLLM's `/v1/completions`): a local model encodes it as its
+     * tokenizer does by default (special-token text read as special tokens, the post-processor's BOS added). A policy
+     * that continues chats only refuses it (`requestMessages`). Exactly one of `messages` and `prompt`.
+     */
+    prompt: z.string().optional(),
+    /** Most tokens to generate. */
+    maxTokens: z.number().int().positive(),
+    /** Sampling temperature; 0 is greedy. Default (policy's): 1. */
+    temperature: z.number().min(0).refine(Number.isFinite, 'must be finite').optional(),
+    /** Nucleus sampling mass in (0, 1]. */
+    topP: z.number().gt(0).max(1).optional(),
+    /** Keep only the k most likely tokens; 0 disables. */
+    topK: z.number().int().min(0).optional(),
+    /** Drop tokens whose probability is below minP times the most likely one's. */
+    minP: z.number().min(0).max(1).optional(),
+    /** Strings that end the completion (not included in it). */
+    stop: z.array(z.string().min(1)).optional(),
+    /** Seed for this request's sampling. */
+    seed: z.number().int().optional(),
+  })
+  .superRefine((request, context) => {
+    if ((request.messages === undefined) === (request.prompt === undefined)) {
+      context.addIssue({
+        code: 'custom',
+        path: [request.messages === undefined ? 'messages' : 'prompt'],
+        message: request.messages === undefined ? 'a request needs messages (a chat) or a prompt (a text)' : 'a request takes messages or a prompt, not both',
+      })
+    }
+  })
 export type GenerationRequest = z.infer<typeof generationRequestSchema>
+
+/**
+ * The messages of `requests[index]`, for a policy that continues chats only: a raw `prompt` is refused with an
+ * `InvalidArgumentError` naming `requests[index].prompt` (`who` says which policy, e.g. `'the opponent policy'`).
+ */
+export function requestMessages(request: GenerationRequest, index: number, who = 'this policy'): ChatMessage[] {
+  if (request.messages !== undefined) return request.messages
+  throw new InvalidArgumentError({
+    argument: `requests[${index}].prompt`,
+    value: request.prompt,
+    message: `${who} continues chats only (messages), not raw text`,
+  })
+}
 
 export const finishReasonSchema = z.enum(['stop', 'length'])
 export type FinishReason = z.infer<typeof finishReasonSchema>

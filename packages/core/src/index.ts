@@ -34,6 +34,7 @@ export {
   judgementWinnerSchema,
   pairwiseJudgementSchema,
   preferencePairSchema,
+  requestMessages,
   rewardsSchema,
   sampleSchema,
   stepInfoSchema,
@@ -63,6 +64,7 @@ export {
 export { splitPreferencePair, type ExplicitPreferencePair } from './preference-pair.js'
 export type {
   AdvantageEstimatorV1,
+  ChatEncodeOptions,
   ChatTemplateFunction,
   ChatTemplateOptions,
   DecodeOptions,

@@ -28,7 +28,7 @@ describe('isPolicy / policySchema', () => {
 describe('isTokenizer / tokenizerSchema', () => {
   it('accepts a TokenizerV1', () => {
     expect(isTokenizer(createByteTokenizer())).toBe(true)
-    const { applyChatTemplate: _template, createStreamDecoder: _decoder, ...withoutOptional } = createByteTokenizer()
+    const { applyChatTemplate: _template, encodeChat: _encodeChat, createStreamDecoder: _decoder, ...withoutOptional } = createByteTokenizer()
     expect(isTokenizer(withoutOptional)).toBe(true)
     expect(isTokenizer({ ...createByteTokenizer(), bosTokenId: undefined, eosTokenId: undefined, padTokenId: undefined })).toBe(true)
   })
@@ -44,6 +44,7 @@ describe('isTokenizer / tokenizerSchema', () => {
     ['tokenToId', { tokenToId: undefined }],
     ['idToToken', { idToToken: {} }],
     ['applyChatTemplate', { applyChatTemplate: 'template' }],
+    ['encodeChat', { encodeChat: 'encode' }],
     ['createStreamDecoder', { createStreamDecoder: null }],
   ])('rejects a tokenizer with a wrong %s', (_member, change) => {
     expect(isTokenizer({ ...createByteTokenizer(), ...change })).toBe(false)

@@ -21,7 +21,7 @@ export function isPolicy(value: unknown): value is PolicyV1 {
 /**
  * Whether `value` is a `TokenizerV1`: `specificationVersion` `'v1'`, a numeric `vocabSize`, integer or
  * undefined `bosTokenId` / `eosTokenId` / `padTokenId`, the functions `encode`, `decode`, `tokenToId` and
- * `idToToken`, and `applyChatTemplate` / `createStreamDecoder` functions where present.
+ * `idToToken`, and `applyChatTemplate` / `encodeChat` / `createStreamDecoder` functions where present.
  */
 export function isTokenizer(value: unknown): value is TokenizerV1 {
   if (!isObject(value)) return false
@@ -36,6 +36,7 @@ export function isTokenizer(value: unknown): value is TokenizerV1 {
     isFunction(value.tokenToId) &&
     isFunction(value.idToToken) &&
     isOptionalFunction(value.applyChatTemplate) &&
+    isOptionalFunction(value.encodeChat) &&
     isOptionalFunction(value.createStreamDecoder)
   )
 }

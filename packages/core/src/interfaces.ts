@@ -100,6 +100,12 @@ export interface PairwiseJudgeV1 {
 export interface EncodeOptions {
   /** Add the special tokens of the post-processor (BOS, EOS…). Default: true. */
   addSpecialTokens?: boolean
+  /**
+   * Encode the text of special tokens (`<|im_start|>`, `<|endoftext|>`…) as the plain text it is, not as those
+   * tokens, as Hugging Face's `split_special_tokens`: for text from outside, which must not write control tokens.
+   * Non-special added tokens still match. Default: false.
+   */
+  splitSpecialTokens?: boolean
 }
 
 export interface DecodeOptions {
@@ -120,6 +126,21 @@ export interface ChatTemplateOptions {
  */
 export type ChatTemplateFunction = (messages: readonly ChatMessage[], options: { addGenerationPrompt: boolean }) => string
 
+export interface ChatEncodeOptions extends ChatTemplateOptions {
+  /**
+   * Special-token text inside the messages (contents, names…) is encoded as plain text, while the special tokens the
+   * chat template writes stay special: as if Hugging Face's `split_special_tokens` held for the messages' text
+   * alone. For messages from outside (a server's clients, a user simulator, a character card). Default: false (as
+   * transformers' `apply_chat_template(…, tokenize=True)`, which reads special tokens anywhere).
+   */
+  splitSpecialTokens?: boolean
+  /**
+   * Renders with this template instead of the tokenizer's own: a Jinja source (as transformers' `chat_template`
+   * argument) or a function. Default: the tokenizer's.
+   */
+  chatTemplate?: string | ChatTemplateFunction
+}
+
 /** A tokenizer: text ↔ token ids, with special tokens and (optionally) a chat template. */
 export interface TokenizerV1 {
   readonly specificationVersion: 'v1'
@@ -133,6 +154,11 @@ export interface TokenizerV1 {
   idToToken(id: number): string | undefined
   /** Renders chat messages to the prompt text the model was trained on. */
   applyChatTemplate?(messages: readonly ChatMessage[], options?: ChatTemplateOptions): string
+  /**
+   * The ids of the rendered chat, no special tokens added (as transformers' `apply_chat_template(…, tokenize=True)`);
+   * with `splitSpecialTokens`, the messages' own special-token text stays text (see `ChatEncodeOptions`).
+   */
+  encodeChat?(messages: readonly ChatMessage[], options?: ChatEncodeOptions): Int32Array
   /**
    * Incremental decoding for streamed generation: `push(id)` returns the text that id completes
    * (never half of a multi-byte character, possibly ''); `flush()` returns what is left at the end.

@@ -1,4 +1,4 @@
-import { createRandom, type Completion, type PolicyV1, type Random } from '@ludic/core'
+import { createRandom, requestMessages, type Completion, type PolicyV1, type Random } from '@ludic/core'
 import { observationFromMessages } from './game-prompts.js'
 
 export interface OpponentPolicyOptions {
@@ -27,9 +27,9 @@ export function createOpponentPolicy(options: OpponentPolicyOptions): PolicyV1 {
     specificationVersion: 'v1',
     id: options.id,
     async generate(requests) {
-      return requests.map((request) => {
+      return requests.map((request, index) => {
         const random = request.seed === undefined ? stream : createRandom(request.seed)
-        return opponentCompletion(options.decide(observationFromMessages(request.messages), random))
+        return opponentCompletion(options.decide(observationFromMessages(requestMessages(request, index, `the opponent policy '${options.id}'`)), random))
       })
     },
   }

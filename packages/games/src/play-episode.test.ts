@@ -12,7 +12,7 @@ describe('playEpisode', () => {
     const result = await playEpisode(createTicTacToe(), { player0, player1 }, { seed: 0, prompt: 'spiral', maxTokens: 64 })
     expect(result).toMatchObject({ rewards: { player0: 1, player1: -1 }, turns: 5, truncated: false, invalidAction: false })
     expect(result.actions.map((action) => action.role)).toEqual(['player0', 'player1', 'player0', 'player1', 'player0'])
-    expect(player0.requests[0]!.messages[0]!.content.startsWith(gamePrompts.spiral.slice(0, 40))).toBe(true)
+    expect(player0.requests[0]!.messages![0]!.content.startsWith(gamePrompts.spiral.slice(0, 40))).toBe(true)
     expect(player0.requests[0]!.maxTokens).toBe(64)
   })
 

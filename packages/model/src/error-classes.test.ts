@@ -3,7 +3,14 @@ import * as tensors from '@ludic/tensors'
 import * as tensorsTest from '@ludic/tensors/test'
 import { TensorLeakError } from '@ludic/tensors/test'
 import * as tokenizer from '@ludic/tokenizer'
-import { defaultTokenizerLimits, MergeOutOfVocabularyError, PrecompiledCharsmapError, TokenizerLimitError, UnsupportedPatternError } from '@ludic/tokenizer'
+import {
+  defaultTokenizerLimits,
+  MergeOutOfVocabularyError,
+  MissingChatTemplateError,
+  PrecompiledCharsmapError,
+  TokenizerLimitError,
+  UnsupportedPatternError,
+} from '@ludic/tokenizer'
 import { describe, it } from 'vitest'
 import { CheckpointMismatchError } from './checkpoint/checkpoint-mismatch-error.js'
 import { ContextLengthError } from './model/context-length.js'
@@ -20,6 +27,7 @@ describe('error classes', () => {
       MergeOutOfVocabularyError: () => new MergeOutOfVocabularyError({ index: 0, token: 'ab' }),
       PrecompiledCharsmapError: () => new PrecompiledCharsmapError({ message: 'example', location: { source: 'tokenizer.json', path: [] } }),
       UnsupportedPatternError: () => new UnsupportedPatternError('example'),
+      MissingChatTemplateError: () => new MissingChatTemplateError('example'),
       TokenizerLimitError: () => new TokenizerLimitError({ limit: 'maxSequenceGrowth', value: 100, limits: defaultTokenizerLimits, what: 'the growth' }),
     })
   })

@@ -74,6 +74,7 @@ export { ConfinedPathError } from './lora/confined-files.js'
 // Policy
 export { checkVocabularyFits } from './policy/check-vocabulary-fits.js'
 export { createLocalPolicy, localPolicyOptionsSchema, type LocalPolicyOptions } from './policy/create-local-policy.js'
+export { createPromptEncoder, type PromptEncoderOptions } from './policy/prompt-encoder.js'
 
 // Optimizer, gradient clipping, schedules, training checkpoints (src/training)
 export {

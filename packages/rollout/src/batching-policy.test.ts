@@ -9,7 +9,7 @@ const request = (content: string) => ({ messages: [{ role: 'user' as const, cont
 
 describe('createBatchingPolicy', () => {
   it('merges calls made together into one generate call and gives each caller its own completions', async () => {
-    const inner = createScriptedPolicy({ replies: (r) => `echo ${r.messages[0]!.content}` })
+    const inner = createScriptedPolicy({ replies: (r) => `echo ${r.messages![0]!.content}` })
     const policy = createBatchingPolicy(inner, { windowMs: 1000, maxBatchSize: 5 })
     const answers = await Promise.all([0, 1, 2, 3, 4].map((index) => policy.generate(index === 2 ? [request('2a'), request('2b')] : [request(String(index))])))
     expect(answers.map((completions) => completions.map((completion) => completion.text))).toEqual([
@@ -55,7 +55,7 @@ describe('createBatchingPolicy', () => {
       id: 'picky',
       async generate(requests) {
         const completions = await inner.generate(requests)
-        const errors = requests.map((r) => (r.messages[0]!.content === 'bad' ? new LudicError('bad request') : undefined))
+        const errors = requests.map((r) => (r.messages![0]!.content === 'bad' ? new LudicError('bad request') : undefined))
         throw new GenerationBatchError({ policyId: 'picky', completions: completions.map((c, i) => (errors[i] ? undefined : c)), errors })
       },
     }
@@ -85,10 +85,10 @@ describe('createBatchingPolicy', () => {
       specificationVersion: 'v1',
       id: 'streaming',
       async generate(requests, options = {}) {
-        seen.push({ contents: requests.map((r) => r.messages[0]!.content), signal: options.signal })
+        seen.push({ contents: requests.map((r) => r.messages![0]!.content), signal: options.signal })
         if (seen.length === 1) await new Promise<void>((resolve) => (release = resolve))
-        requests.forEach((r, index) => options.onText?.(index, `<${r.messages[0]!.content}>`))
-        return createScriptedPolicy({ replies: (r) => `<${r.messages[0]!.content}>` }).generate(requests)
+        requests.forEach((r, index) => options.onText?.(index, `<${r.messages![0]!.content}>`))
+        return createScriptedPolicy({ replies: (r) => `<${r.messages![0]!.content}>` }).generate(requests)
       },
     }
     const policy = createBatchingPolicy(streaming, { windowMs: 0 })

@@ -18,7 +18,7 @@ const threeTurns = () =>
 
 describe('collect', () => {
   it('plays self-play episodes with every waiting request of a policy in one generate call', async () => {
-    const policy = createScriptedPolicy({ id: 'self', replies: (request) => `reply to ${request.messages[0]!.content}` })
+    const policy = createScriptedPolicy({ id: 'self', replies: (request) => `reply to ${request.messages![0]!.content}` })
     const { trajectories, samples, failures } = await collect({
       environments: [threeTurns],
       policies: policy,
@@ -205,7 +205,7 @@ describe('collect', () => {
       },
     })
     expect(seen).toEqual([0, 1])
-    expect(withHistory.requests[1]?.messages.map((message) => message.content)).toEqual([
+    expect(withHistory.requests[1]!.messages!.map((message) => message.content)).toEqual([
       'random-walk-v1 seed 1, turn 1',
       '[left]',
       'seed 1, turn 1, position 0',

@@ -121,6 +121,29 @@ describe('createOpenAICompatiblePolicy against serveOpenAICompatible', () => {
     })
   })
 
+  it('sends a raw prompt to /v1/completions (continued as it is) beside chats, with ids from the server, the token strings or the tokenizer', async () => {
+    const tokenizer = createByteTokenizer()
+    const served = createSeededPolicy('seeded')
+    const server = await serve(served)
+    const remote = createOpenAICompatiblePolicy({ baseURL: server.url, model: 'seeded' })
+    const requests: GenerationRequest[] = [{ prompt: 'user: raw\nassistant:', maxTokens: 16, seed: 5, stop: ['\n'] }, request('chat', { seed: 5 })]
+    const completions = await remote.generate(requests)
+    expect(completions).toEqual(await createSeededPolicy().generate(requests))
+    expect(completions[0]!.promptTokenIds).toEqual(tokenizer.encode('user: raw\nassistant:')) // as a local model: BOS added
+    expect(served.requests).toEqual(requests)
+
+    const stringsOnly = createOpenAICompatiblePolicy({ baseURL: server.url, model: 'seeded', returnTokenIds: false, requireTokenIds: false })
+    const [fromStrings] = await stringsOnly.generate([requests[0]!])
+    expect([fromStrings!.tokenIds, fromStrings!.logprobs, fromStrings!.promptTokenIds]).toEqual([
+      completions[0]!.tokenIds,
+      completions[0]!.logprobs,
+      new Int32Array(0),
+    ])
+    const withTokenizer = createOpenAICompatiblePolicy({ baseURL: server.url, model: 'seeded', returnTokenIds: false, tokenizer })
+    const [fromTokenizer] = await withTokenizer.generate([requests[0]!])
+    expect(fromTokenizer!.promptTokenIds).toEqual(tokenizer.encode('user: raw\nassistant:'))
+  })
+
   it('keeps at most `concurrency` requests in flight and answers all of them', async () => {
     const served = createSeededPolicy('seeded')
     const server = await serve(served)

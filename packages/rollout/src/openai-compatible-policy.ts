@@ -4,7 +4,6 @@ import {
   parseArgument,
   parseInput,
   tokenizerSchema,
-  type ChatMessage,
   type Completion,
   type GenerateOptions,
   type GenerationRequest,
@@ -72,12 +71,16 @@ export const openAICompatiblePolicyOptionsSchema = z.strictObject({
 export type OpenAICompatiblePolicyOptions = z.input<typeof openAICompatiblePolicyOptionsSchema>
 
 const idsSchema = z.array(z.number())
+const choiceIdsFields = {
+  finish_reason: z.string().nullable().optional(),
+  token_ids: idsSchema.nullable().optional(),
+  prompt_token_ids: idsSchema.nullable().optional(),
+}
 const responseSchema = z.object({
   choices: z
     .array(
       z.object({
         message: z.object({ content: z.string().nullable().optional() }),
-        finish_reason: z.string().nullable().optional(),
         logprobs: z
           .object({
             content: z
@@ -87,24 +90,54 @@ const responseSchema = z.object({
           })
           .nullable()
           .optional(),
-        token_ids: idsSchema.nullable().optional(),
-        prompt_token_ids: idsSchema.nullable().optional(),
+        ...choiceIdsFields,
       }),
     )
     .min(1, 'has no choices'),
   prompt_token_ids: idsSchema.nullable().optional(),
 })
-type ChatResponse = z.output<typeof responseSchema>
+/** A `/v1/completions` answer: legacy log-probs (`tokens`, `token_logprobs`); vLLM puts `prompt_token_ids` on the choice. */
+const textResponseSchema = z.object({
+  choices: z
+    .array(
+      z.object({
+        text: z.string().nullable().optional(),
+        logprobs: z
+          .object({ tokens: z.array(z.string()).nullable().optional(), token_logprobs: z.array(z.number()).nullable().optional() })
+          .nullable()
+          .optional(),
+        ...choiceIdsFields,
+      }),
+    )
+    .min(1, 'has no choices'),
+  prompt_token_ids: idsSchema.nullable().optional(),
+})
+
+/** What a completion is read from, whichever endpoint answered. */
+interface AnswerFields {
+  text: string
+  finishReason: string | null | undefined
+  /** The sampled tokens' strings and log-probs, when the server sent them. */
+  tokens: { text: string[]; logprobs: number[] } | undefined
+  tokenIds: number[] | null | undefined
+  /** Where the choice's ids are, in errors. */
+  choicePath: (string | number)[]
+  tokensPath: (string | number)[]
+  promptTokenIds: number[] | null | undefined
+  promptPath: (string | number)[]
+}
 
 /**
  * A `PolicyV1` backed by an OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, Ludic's own
- * `serveOpenAICompatible`) through the official `openai` SDK: one chat-completions request per
- * generation request, with `logprobs: true`, at most `concurrency` in flight, each with its own timeout
- * and retries (exponential backoff; `retry-after` honoured).
+ * `serveOpenAICompatible`) through the official `openai` SDK: one chat-completions request per chat request
+ * (`messages`), one `/v1/completions` request per raw-text request (`prompt`, continued as it is, as vLLM does),
+ * with log-probabilities, at most `concurrency` in flight, each with its own timeout and retries (exponential
+ * backoff; `retry-after` honoured).
  *
  * Token ids come from, in order: the server's `token_ids` / `prompt_token_ids` (vLLM's
- * `return_token_ids`), `token_id:<id>` token strings in the log-probs, then `tokenizer`. Log-probs
- * always come from the server. `finish_reason` other than 'length' reads as 'stop'.
+ * `return_token_ids`), `token_id:<id>` token strings in the log-probs, then `tokenizer` (a chat's prompt rendered
+ * with its template, a raw prompt encoded as vLLM does: special tokens read, BOS added). Log-probs always come
+ * from the server. `finish_reason` other than 'length' reads as 'stop'.
  *
  * Token ids are checked: integers in [0, vocabSize) with a `tokenizer`, else non-negative int32s.
  *
@@ -121,8 +154,10 @@ type ChatResponse = z.output<typeof responseSchema>
 export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOptions): PolicyV1 {
   const settings = parseArgument(openAICompatiblePolicyOptionsSchema, options, 'options')
   const id = settings.id ?? settings.model
-  const url = `${settings.baseURL.replace(/\/+$/, '')}/chat/completions`
-  const source = `the answer of ${url}`
+  const base = settings.baseURL.replace(/\/+$/, '')
+  const chatUrl = `${base}/chat/completions`
+  const textUrl = `${base}/completions`
+  const urlOf = (request: GenerationRequest) => (request.messages === undefined ? textUrl : chatUrl)
   const baseFetch = settings.fetch ?? globalThis.fetch
   // Every body the SDK or this policy reads, error answers included, goes through the size limit.
   const limitedFetch: typeof fetch = async (input, init) => limitResponseBody(await baseFetch(input, init), settings.maxResponseBytes)
@@ -137,15 +172,9 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
   const limit = createConcurrencyLimit(settings.concurrency)
 
   const requestOnce = async (request: GenerationRequest, callerSignal: AbortSignal | undefined): Promise<Completion> => {
-    const body: Record<string, unknown> = {
+    const sampling: Record<string, unknown> = {
       model: settings.model,
-      messages: request.messages.map((message) => ({
-        role: message.role,
-        content: message.content,
-        ...(message.name === undefined ? {} : { name: message.name }),
-      })),
       max_tokens: request.maxTokens,
-      logprobs: true,
       ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
       ...(request.topP === undefined ? {} : { top_p: request.topP }),
       ...(request.topK === undefined ? {} : { top_k: request.topK }), // vLLM extension
@@ -154,16 +183,69 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
       ...(request.seed === undefined ? {} : { seed: request.seed }),
       ...(settings.returnTokenIds ? { return_token_ids: true } : {}),
     }
+    const source = `the answer of ${urlOf(request)}`
+    const { messages, prompt } = request
+    if (messages === undefined) {
+      // A raw text, continued as it is (vLLM's /v1/completions); `logprobs: 1` is the legacy form (the sampled token's).
+      const body = { ...sampling, prompt: prompt ?? '', logprobs: 1 }
+      return withDeadline(settings.timeoutMs, callerSignal, async (signal) => {
+        const response = await client.completions.create(body as unknown as OpenAI.CompletionCreateParamsNonStreaming, { signal }).asResponse()
+        const answer = parseInput(textResponseSchema, parseJson(await readBody(response, signal, source), source), { source })
+        const choice = answer.choices[0]!
+        const logprobs = choice.logprobs
+        return toCompletion(
+          {
+            text: choice.text ?? '',
+            finishReason: choice.finish_reason,
+            tokens: logprobs?.tokens == null || logprobs.token_logprobs == null ? undefined : { text: logprobs.tokens, logprobs: logprobs.token_logprobs },
+            tokenIds: choice.token_ids,
+            choicePath: ['choices', 0],
+            tokensPath: ['choices', 0, 'logprobs', 'tokens'],
+            ...serverPromptIds(answer),
+          },
+          source,
+          () => settings.tokenizer?.encode(prompt ?? ''),
+        )
+      })
+    }
+    const body = {
+      ...sampling,
+      messages: messages.map((message) => ({
+        role: message.role,
+        content: message.content,
+        ...(message.name === undefined ? {} : { name: message.name }),
+      })),
+      logprobs: true,
+    }
     // One deadline for the whole attempt, the answer's body included (the SDK's own timeout ends with the headers).
     return withDeadline(settings.timeoutMs, callerSignal, async (signal) => {
       const response = await client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal }).asResponse()
-      const answer = parseJson(await readBody(response, signal))
-      return toCompletion(parseInput(responseSchema, answer, { source }), request.messages)
+      const answer = parseInput(responseSchema, parseJson(await readBody(response, signal, source), source), { source })
+      const choice = answer.choices[0]!
+      const content = choice.logprobs?.content ?? undefined
+      // The tokenizer's template only when the server sent no prompt ids (a tokenizer without one may throw).
+      const rendered = () => {
+        const text = settings.tokenizer?.applyChatTemplate?.(messages, { addGenerationPrompt: true })
+        return text === undefined ? undefined : settings.tokenizer!.encode(text, { addSpecialTokens: false })
+      }
+      return toCompletion(
+        {
+          text: choice.message.content ?? '',
+          finishReason: choice.finish_reason,
+          tokens: content === undefined ? undefined : { text: content.map((token) => token.token), logprobs: content.map((token) => token.logprob) },
+          tokenIds: choice.token_ids,
+          choicePath: ['choices', 0],
+          tokensPath: ['choices', 0, 'logprobs', 'content'],
+          ...serverPromptIds(answer),
+        },
+        source,
+        rendered,
+      )
     })
   }
 
   /** The answer's text; a connection dropped while reading it is a (retryable) connection error. */
-  const readBody = async (response: Response, signal: AbortSignal): Promise<string> => {
+  const readBody = async (response: Response, signal: AbortSignal, source: string): Promise<string> => {
     try {
       return await response.text()
     } catch (error) {
@@ -178,7 +260,7 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
     }
   }
 
-  const parseJson = (text: string): unknown => {
+  const parseJson = (text: string, source: string): unknown => {
     try {
       return JSON.parse(text) as unknown
     } catch (error) {
@@ -187,7 +269,7 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
   }
 
   /** Ids as sent, checked: integers in [0, vocabSize) with a tokenizer, else non-negative int32s (`pathOf` locates id i in the answer). */
-  const checkedIds = (ids: readonly number[], pathOf: (index: number) => (string | number)[]): Int32Array => {
+  const checkedIds = (ids: readonly number[], source: string, pathOf: (index: number) => (string | number)[]): Int32Array => {
     const limit = settings.tokenizer?.vocabSize ?? 2 ** 31
     for (const [index, tokenId] of ids.entries()) {
       if (Number.isInteger(tokenId) && tokenId >= 0 && tokenId < limit) continue
@@ -197,24 +279,19 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
     return Int32Array.from(ids)
   }
 
-  const toCompletion = (answer: ChatResponse, messages: readonly ChatMessage[]): Completion => {
-    const choice = answer.choices[0]!
-    const text = choice.message.content ?? ''
-    const finishReason = choice.finish_reason === 'length' ? 'length' : 'stop'
-    const tokens = choice.logprobs?.content ?? undefined
-    const logprobs = tokens === undefined ? undefined : Float32Array.from(tokens, (token) => token.logprob)
-    const idsFromText = tokens === undefined ? undefined : tokenIdsFromText(tokens.map((token) => token.token))
+  /** `fallbackPromptIds` is asked only when the server sent no prompt ids. */
+  const toCompletion = (answer: AnswerFields, source: string, fallbackPromptIds: () => Int32Array | undefined): Completion => {
+    const { text, tokens, choicePath, tokensPath, promptPath } = answer
+    const finishReason = answer.finishReason === 'length' ? 'length' : 'stop'
+    const logprobs = tokens === undefined ? undefined : Float32Array.from(tokens.logprobs)
+    const idsFromText = tokens === undefined ? undefined : tokenIdsFromText(tokens.text)
     const tokenIds =
-      (choice.token_ids == null ? undefined : checkedIds(choice.token_ids, (index) => ['choices', 0, 'token_ids', index])) ??
-      (idsFromText === undefined ? undefined : checkedIds(idsFromText, (index) => ['choices', 0, 'logprobs', 'content', index, 'token'])) ??
+      (answer.tokenIds == null ? undefined : checkedIds(answer.tokenIds, source, (index) => [...choicePath, 'token_ids', index])) ??
+      (idsFromText === undefined
+        ? undefined
+        : checkedIds(idsFromText, source, (index) => [...tokensPath, index, ...(tokensPath.at(-1) === 'content' ? ['token'] : [])])) ??
       settings.tokenizer?.encode(text, { addSpecialTokens: false })
-    const promptPath = answer.prompt_token_ids == null ? ['choices', 0, 'prompt_token_ids'] : ['prompt_token_ids']
-    const serverPromptIds = answer.prompt_token_ids ?? choice.prompt_token_ids
-    // The tokenizer's template only when the server sent no prompt ids (a tokenizer without one may throw).
-    const rendered = serverPromptIds == null ? settings.tokenizer?.applyChatTemplate?.(messages, { addGenerationPrompt: true }) : undefined
-    const promptTokenIds =
-      (serverPromptIds == null ? undefined : checkedIds(serverPromptIds, (index) => [...promptPath, index])) ??
-      (rendered === undefined ? undefined : settings.tokenizer!.encode(rendered, { addSpecialTokens: false }))
+    const promptTokenIds = answer.promptTokenIds == null ? fallbackPromptIds() : checkedIds(answer.promptTokenIds, source, (index) => [...promptPath, index])
 
     const missing = [tokenIds === undefined && 'token ids', logprobs === undefined && 'log-probs', promptTokenIds === undefined && 'prompt token ids'].filter(
       Boolean,
@@ -222,15 +299,15 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
     if (missing.length > 0 && settings.requireTokenIds) {
       throw new ParseError({
         source,
-        path: ['choices', 0],
+        path: choicePath,
         message: `has no ${missing.join(', ')}; use a server that returns them (vLLM with return_token_ids), pass a tokenizer, or set requireTokenIds: false`,
       })
     }
     if (tokenIds !== undefined && logprobs !== undefined && tokenIds.length !== logprobs.length) {
-      const how = choice.token_ids == null ? ' (ids re-tokenised with the tokenizer, which need not reproduce the sampled tokens)' : ''
+      const how = answer.tokenIds == null ? ' (ids re-tokenised with the tokenizer, which need not reproduce the sampled tokens)' : ''
       throw new ParseError({
         source,
-        path: ['choices', 0, 'logprobs'],
+        path: [...choicePath, 'logprobs'],
         message: `has ${logprobs.length} log-probs for ${tokenIds.length} token ids${how}`,
       })
     }
@@ -258,10 +335,10 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
         signal,
       )
       .catch((error: unknown) => {
-        throw error instanceof RetriesExhausted ? toTypedError(error.error, error.attempts) : error
+        throw error instanceof RetriesExhausted ? toTypedError(error.error, error.attempts, urlOf(request)) : error
       })
 
-  const toTypedError = (error: unknown, attempts: number): unknown => {
+  const toTypedError = (error: unknown, attempts: number, url: string): unknown => {
     if (!(error instanceof OpenAI.APIError) || error instanceof OpenAI.APIUserAbortError) return error
     const retryable = retryDecision(error) !== false
     if (error instanceof OpenAI.APIConnectionError) {
@@ -359,4 +436,11 @@ function retryDecision(error: unknown): boolean | { delayMs: number } {
     if (Number.isFinite(delayMs)) return { delayMs }
   }
   return true
+}
+
+/** The prompt ids a server sent (on the answer, as vLLM's chat, or on the first choice, as its completions) and where. */
+function serverPromptIds(answer: { prompt_token_ids?: number[] | null | undefined; choices: { prompt_token_ids?: number[] | null | undefined }[] }) {
+  return answer.prompt_token_ids == null
+    ? { promptTokenIds: answer.choices[0]!.prompt_token_ids, promptPath: ['choices', 0, 'prompt_token_ids'] }
+    : { promptTokenIds: answer.prompt_token_ids, promptPath: ['prompt_token_ids'] }
 }

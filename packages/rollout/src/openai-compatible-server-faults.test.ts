@@ -17,7 +17,7 @@ async function serve(policy: PolicyV1, options: ServeOptions = {}) {
   return server
 }
 
-const echo = () => createScriptedPolicy({ id: 'echo', replies: (request: GenerationRequest) => `echo: ${request.messages.at(-1)!.content}` })
+const echo = () => createScriptedPolicy({ id: 'echo', replies: (request: GenerationRequest) => `echo: ${request.messages!.at(-1)!.content}` })
 const chat = (content = 'hi', extra: Record<string, unknown> = {}) => ({ model: 'echo', messages: [{ role: 'user', content }], ...extra })
 const post = (server: OpenAICompatibleServer, body: unknown, init: RequestInit = {}) =>
   fetch(`${server.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...init })
@@ -89,7 +89,7 @@ describe('serveOpenAICompatible under faults', () => {
         calls.push(requests.length)
         // Like createLocalPolicy: every request is checked before anything is generated, and one bad one refuses the batch.
         for (const request of requests) {
-          const content = request.messages.at(-1)!.content
+          const content = request.messages!.at(-1)!.content
           if (content.length > 100) throw contextLengthError(content.length, 100)
           if (content === 'bad') throw new InvalidArgumentError({ argument: 'requests[0]', value: content, message: 'is bad' })
         }

@@ -14,7 +14,7 @@ afterEach(async () => {
 })
 
 function createEcho(): ScriptedPolicy {
-  return createScriptedPolicy({ id: 'echo', replies: (request: GenerationRequest) => `echo: ${request.messages.at(-1)!.content}` })
+  return createScriptedPolicy({ id: 'echo', replies: (request: GenerationRequest) => `echo: ${request.prompt ?? request.messages!.at(-1)!.content}` })
 }
 
 async function serve(policy: PolicyV1, options: ServeOptions = {}) {

@@ -12,7 +12,7 @@ afterEach(async () => {
 
 /** Answers `<name>: <last message>`. */
 const namedPolicy = (name: string) =>
-  createScriptedPolicy({ id: name, replies: (request: GenerationRequest) => `${name}: ${request.messages.at(-1)!.content}` })
+  createScriptedPolicy({ id: name, replies: (request: GenerationRequest) => `${name}: ${request.messages!.at(-1)!.content}` })
 
 /** A policy whose generations wait until `open()`; `started` resolves at the first call. */
 function gatedPolicy(name: string) {

@@ -20,7 +20,10 @@ async function serve(policy: PolicyV1, options: ServeOptions = {}) {
 const echo = () =>
   createScriptedPolicy({
     id: 'echo',
-    replies: (request: GenerationRequest) => ({ text: `echo: ${request.messages.at(-1)!.content}`, finishReason: request.maxTokens < 10 ? 'length' : 'stop' }),
+    replies: (request: GenerationRequest) => ({
+      text: `echo: ${request.prompt ?? request.messages!.at(-1)!.content}`,
+      finishReason: request.maxTokens < 10 ? 'length' : 'stop',
+    }),
   })
 
 /** Streams each reply word by word through onText, waiting for `gate` (when given) after the first word. */

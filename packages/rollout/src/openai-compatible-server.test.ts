@@ -1,4 +1,4 @@
-import { deriveSeed, LudicError, type GenerationRequest, type PolicyV1 } from '@ludic/core'
+import { deriveSeed, LudicError, requestMessages, type GenerationRequest, type PolicyV1 } from '@ludic/core'
 import { createByteTokenizer, createScriptedPolicy, type ScriptedPolicy } from '@ludic/core/test'
 import { request as httpRequest } from 'node:http'
 import OpenAI from 'openai'
@@ -16,7 +16,7 @@ function createEcho(): ScriptedPolicy {
   return createScriptedPolicy({
     id: 'echo',
     replies: (request: GenerationRequest) => {
-      const text = `echo: ${request.messages.at(-1)!.content}`
+      const text = `echo: ${request.prompt ?? request.messages!.at(-1)!.content}`
       return {
         text,
         logprobs: Array.from(new TextEncoder().encode(text), (_, index) => -(index + 1) / 8),
@@ -131,7 +131,7 @@ describe('serveOpenAICompatible', () => {
     expect(answer.choices[0]!.logprobs!.content![0]!.bytes).toEqual([101])
   })
 
-  it('serves /v1/completions as one user message per prompt, n choices each, in order', async () => {
+  it('serves /v1/completions as raw text to continue (a GenerationRequest prompt, no chat template), n choices each, in order', async () => {
     const policy = createEcho()
     const server = await serve(policy)
     const client = new OpenAI({ baseURL: server.url, apiKey: 'EMPTY', maxRetries: 0 })
@@ -142,16 +142,39 @@ describe('serveOpenAICompatible', () => {
       [2, 'echo: two'],
       [3, 'echo: two'],
     ])
-    expect(policy.requests.map((request) => [request.messages, request.seed])).toEqual([
-      [[{ role: 'user', content: 'one' }], 3],
-      [[{ role: 'user', content: 'one' }], deriveSeed(3, 1)],
-      [[{ role: 'user', content: 'two' }], 3],
-      [[{ role: 'user', content: 'two' }], deriveSeed(3, 1)],
+    expect(policy.requests.map((request) => [request.prompt, request.messages, request.seed])).toEqual([
+      ['one', undefined, 3],
+      ['one', undefined, deriveSeed(3, 1)],
+      ['two', undefined, 3],
+      ['two', undefined, deriveSeed(3, 1)],
     ])
     const logprobs = answer.choices[0]!.logprobs!
     expect(logprobs.token_logprobs?.slice(0, 2)).toEqual([-0.125, -0.25])
     expect(logprobs.top_logprobs?.[0]).toEqual({ [logprobs.tokens![0]!]: -0.125 })
     expect(answer.usage?.completion_tokens).toBe(4 * 'echo: one'.length)
+  })
+
+  it('answers a raw prompt with its ids as the policy encoded them (special tokens added), and a chat-only policy refuses it with 400', async () => {
+    const server = await serve(createEcho(), { tokenizer: createByteTokenizer(), maxContextTokens: 64 })
+    const body = { model: 'echo', prompt: 'user: hi', max_tokens: 20, return_token_ids: true }
+    const answer = (await (await post(server, '/completions', body)).json()) as { choices: { prompt_token_ids: number[] }[] }
+    expect(answer.choices[0]!.prompt_token_ids).toEqual(Array.from(createByteTokenizer().encode('user: hi')))
+    // Counted as the policy encodes it: 1 BOS + 8 bytes + 56 = 65 > 64.
+    const tooLong = await post(server, '/completions', { ...body, max_tokens: 56 })
+    expect(tooLong.status).toBe(400)
+    expect(await tooLong.json()).toMatchObject({
+      error: { code: 'context_length_exceeded', param: 'prompt', message: expect.stringContaining('(9 in the prompt, 56') },
+    })
+
+    const chatOnly: PolicyV1 = {
+      specificationVersion: 'v1',
+      id: 'chat-only',
+      generate: async (requests) => createEcho().generate(requests.map((request, index) => ({ ...request, messages: requestMessages(request, index) }))),
+    }
+    const refusing = await serve(chatOnly)
+    const refused = await post(refusing, '/completions', { model: 'chat-only', prompt: 'hi' })
+    expect(refused.status).toBe(400)
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/requests\[0\]\.prompt.*continues chats only/)
   })
 
   it('batches concurrent requests into one generate call', async () => {

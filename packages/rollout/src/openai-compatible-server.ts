@@ -75,8 +75,9 @@ export const serveOptionsSchema = z
     maxConnections: z.number().int().positive().default(256),
     /**
      * The model's context, in tokens: a request whose prompt plus `max_tokens` exceeds it is a 400
-     * (`context_length_exceeded`) before the policy is called. The prompt is counted with `tokenizer` (its chat
-     * template when it has one, else the messages' contents alone); without a tokenizer only `max_tokens` is.
+     * (`context_length_exceeded`) before the policy is called. The prompt is counted with `tokenizer` as a local policy
+     * encodes it (a chat through the chat template, the messages' special-token text kept plain; a raw prompt as it is;
+     * the messages' contents alone when the tokenizer has no template); without a tokenizer only `max_tokens` is.
      * Default: none (the policy's own check, such as a local model's `ContextLengthError`, also answers 400).
      */
     maxContextTokens: z.number().int().positive().optional(),
@@ -207,15 +208,18 @@ interface ServedModel {
  * - `POST /v1/chat/completions`: `messages`, `max_tokens` / `max_completion_tokens`, `temperature`,
  *   `top_p`, `stop`, `seed`, `n`, `logprobs`, `top_logprobs`, and vLLM's `top_k`, `min_p` and
  *   `return_token_ids` (answers with `prompt_token_ids` and per-choice `token_ids`); `usage` always;
- * - `POST /v1/completions`: `prompt` (a string or a list) is served as one user message to the chat
- *   policy, so the policy's chat template applies (it is not raw text continuation); `logprobs` is the
- *   legacy integer form.
+ * - `POST /v1/completions`: `prompt` (a string or a list) is raw text to continue, as vLLM serves it: each
+ *   goes to the policy as a `GenerationRequest` `prompt`, with no chat template (a local model reads special
+ *   tokens in it and adds its BOS, as vLLM's default `add_special_tokens`), so a model whose tokenizer has no
+ *   chat template serves it; a policy that continues chats only refuses it (400); `logprobs` is the legacy
+ *   integer form.
  *
  * Only the sampled token's log-probability is known, so `top_logprobs` lists at most that token. With
  * `n` > 1 and a `seed`, choice i samples with `seed` for i = 0 and `deriveSeed(seed, i)` after, so the
  * choices differ yet repeat. Concurrent requests are batched into one `generate` call (`batching`).
  * Errors are OpenAI-shaped (`{ error: { message, type, param, code } }`): 400 with the offending
- * `param` (and for a request the policy refuses with an `InvalidArgumentError`), 401 without `apiKey`,
+ * `param` (and for a request the policy refuses with an `InvalidArgumentError`, such as a chat to a local model
+ * with no chat template, or a raw prompt to a policy that continues chats only), 401 without `apiKey`,
  * 403 for a `Host` header that is not allowed (`allowedHosts`), 404 for an unknown route or model, 405, 413 above
  * `maxBodyBytes`, 415 for a body that is not JSON,
  * 500 when the policy fails (only the requests it failed, when it throws a `GenerationBatchError`), 503
@@ -411,9 +415,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     const prompts = typeof plain.prompt === 'string' ? [plain.prompt] : plain.prompt
     const n = plain.n ?? 1
     checkGenerationCount(prompts.length, n)
-    const generations = prompts.map((prompt) =>
-      checkRequest({ messages: [{ role: 'user', content: prompt }], maxTokens: plain.max_tokens ?? settings.defaultMaxTokens, ...sampling(plain) }),
-    )
+    const generations = prompts.map((prompt) => checkRequest({ prompt, maxTokens: plain.max_tokens ?? settings.defaultMaxTokens, ...sampling(plain) }))
     generations.forEach(checkContext)
     const requests = generations.flatMap((generation) => repeat(generation, n))
     if (plain.stream === true) {
@@ -532,34 +534,41 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   const checkContext = (request: GenerationRequest) => {
     const limit = settings.maxContextTokens
     if (limit === undefined) return
-    const promptTokens = countPromptTokens(request.messages)
+    const promptTokens = countPromptTokens(request)
     const requested = (promptTokens ?? 0) + request.maxTokens
     if (requested <= limit) return
     const counted =
       promptTokens === undefined
-        ? `${request.maxTokens} tokens in the completion (the messages are not counted: the server has no tokenizer)`
-        : `${requested} tokens (${promptTokens} in the messages, ${request.maxTokens} in the completion)`
+        ? `${request.maxTokens} tokens in the completion (the prompt is not counted: the server has no tokenizer)`
+        : `${requested} tokens (${promptTokens} in the ${request.messages === undefined ? 'prompt' : 'messages'}, ${request.maxTokens} in the completion)`
     throw new HttpError(
       400,
       `This model's maximum context length is ${limit} tokens (the maxContextTokens option of serveOpenAICompatible). ` +
-        `However, you requested ${counted}. Please reduce the length of the messages or completion.`,
+        `However, you requested ${counted}. Please reduce the length of the ${request.messages === undefined ? 'prompt' : 'messages'} or completion.`,
       'invalid_request_error',
       'context_length_exceeded',
-      'messages',
+      request.messages === undefined ? 'prompt' : 'messages',
     )
   }
 
-  const countPromptTokens = (messages: readonly ChatMessage[]): number | undefined => {
+  /**
+   * A request's prompt tokens as a local policy encodes them (`createLocalPolicy`): a raw prompt as it is (special
+   * tokens read and added, as vLLM), a chat through the template with the messages' special-token text kept plain
+   * (`encodeChat` with `splitSpecialTokens`).
+   */
+  const countPromptTokens = (request: GenerationRequest): number | undefined => {
     const tokenizer = settings.tokenizer
     if (tokenizer === undefined) return undefined
-    if (tokenizer.applyChatTemplate !== undefined) {
-      try {
+    const { messages, prompt } = request
+    if (messages === undefined) return tokenizer.encode(prompt ?? '').length
+    try {
+      if (tokenizer.encodeChat !== undefined) return tokenizer.encodeChat(messages, { addGenerationPrompt: true, splitSpecialTokens: true }).length
+      if (tokenizer.applyChatTemplate !== undefined)
         return tokenizer.encode(tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true }), { addSpecialTokens: false }).length
-      } catch {
-        // a template that refuses these messages: count the contents alone
-      }
+    } catch {
+      // a template that refuses these messages, or none: count the contents alone
     }
-    return messages.reduce((sum, message) => sum + tokenizer.encode(message.content, { addSpecialTokens: false }).length, 0)
+    return messages.reduce((sum: number, message: ChatMessage) => sum + tokenizer.encode(message.content, { addSpecialTokens: false }).length, 0)
   }
 
   /** Percentiles of the event loop's delay since the previous read (the histogram starts over). */

@@ -14,7 +14,7 @@ function withSlowSeed(slowSeed: number) {
   const gate = new Promise<void>((resolve) => {
     open = resolve
   })
-  const isSlow = (request: GenerationRequest) => request.messages.some((message) => message.content.startsWith(`seed ${slowSeed},`))
+  const isSlow = (request: GenerationRequest) => request.messages!.some((message) => message.content.startsWith(`seed ${slowSeed},`))
   const policy: PolicyV1 = {
     specificationVersion: 'v1',
     id: 'seeded',

@@ -19,6 +19,21 @@ export interface AddedToken {
 /** Receives a piece of text between added tokens, or an added token (`tokenId >= 0`). */
 export type SegmentSink = (text: string, tokenId: number, atStart: boolean) => void
 
+/**
+ * Which matches of special tokens count (non-special added tokens always do):
+ * - `'all'`: every match (Hugging Face's default);
+ * - `'none'`: none, so special-token text is encoded as the plain text it is (Hugging Face's `split_special_tokens`:
+ *   the matches are found with every added token, then those of special tokens are skipped);
+ * - a map of escape characters: the text's specials count, and each escape character is put back as the special
+ *   token's text (its value), which does not count (how `Tokenizer.encodeChat` keeps message contents plain).
+ */
+export type SpecialTokenMatching = 'all' | 'none' | ReadonlyMap<string, string>
+
+/** A `[start, end)` range of text, in UTF-16 code units. */
+type Range = readonly [number, number]
+/** Whether a match of `token` at `[start, end)` counts. */
+type MatchFilter = (token: AddedToken, start: number, end: number) => boolean
+
 interface TrieNode {
   children: Map<number, TrieNode>
   /** Index into the token list of the pattern ending here, or -1. */
@@ -151,22 +166,58 @@ export class AddedVocabulary {
     return this.byId.get(id)?.special === true
   }
 
+  /** The contents of the special tokens, longest first (how `Tokenizer.encodeChat` finds them in message contents). */
+  get specialContents(): readonly string[] {
+    this.specialContentList ??= this.tokens
+      .filter((token) => token.special && token.content.length > 0)
+      .map((token) => token.content)
+      .sort((a, b) => b.length - a.length)
+    return this.specialContentList
+  }
+
+  private specialContentList: readonly string[] | undefined
+  private allContentsMatcher: LeftmostLongestMatcher | undefined
+
+  /**
+   * Calls `onMatch(start, end, content)` for each special token's text in `text` (raw contents, matched with every
+   * added token leftmost-longest as the raw pass of `split`; the matches of non-special tokens are passed over).
+   */
+  forEachSpecialMatch(text: string, onMatch: (start: number, end: number, content: string) => void): void {
+    this.allContentsMatcher ??= new LeftmostLongestMatcher(this.tokens.map((token, tokenIndex) => ({ pattern: token.content, tokenIndex })))
+    this.allContentsMatcher.forEachMatch(text, (start, end, tokenIndex) => {
+      const token = this.tokens[tokenIndex]!
+      if (token.special) onMatch(start, end, token.content)
+    })
+  }
+
   /**
    * Cuts `text` into added tokens and the (normalized) text between them, in order; empty pieces are
-   * skipped. `normalizer` applies to each piece between tokens found in the raw text.
+   * skipped. `normalizer` applies to each piece between tokens found in the raw text. `specials` says which
+   * matches of special tokens count (see `SpecialTokenMatching`; default: all).
    */
-  split(text: string, normalizer: Normalizer | undefined, emit: SegmentSink): void {
-    this.splitWith(this.rawMatcher, text, true, (piece, tokenId, atStart) => {
+  split(text: string, normalizer: Normalizer | undefined, emit: SegmentSink, specials: SpecialTokenMatching = 'all'): void {
+    const escapes = typeof specials === 'string' ? undefined : specials
+    const escapePattern = escapes === undefined || escapes.size === 0 ? undefined : escapeCharacters(escapes)
+    const rawAccepts = specials === 'none' ? acceptsNoSpecial : acceptsAll
+    this.splitWith(this.rawMatcher, text, true, rawAccepts, (piece, tokenId, atStart) => {
       if (tokenId >= 0) {
         emit(piece, tokenId, atStart)
         return
       }
-      const normalized = normalizer === undefined ? piece : normalizer.normalize(piece)
-      this.splitWith(this.normalizedMatcher, normalized, atStart, emit)
+      // Escaped special-token text goes back in before normalization, and is kept from matching in the normalized pass.
+      const restored = escapePattern === undefined || !escapePattern.test(piece) ? undefined : restoreEscapes(piece, escapePattern, escapes!)
+      const raw = restored?.text ?? piece
+      const normalized = normalizer === undefined ? raw : normalizer.normalize(raw)
+      let accepts: MatchFilter = rawAccepts
+      if (restored !== undefined) {
+        const ranges = normalizer === undefined ? restored.ranges : restored.ranges.map((range) => normalizedRange(raw, range, normalizer))
+        accepts = (token, start, end) => !token.special || !overlapsAny(ranges, start, end)
+      }
+      this.splitWith(this.normalizedMatcher, normalized, atStart, accepts, emit)
     })
   }
 
-  private splitWith(matcher: LeftmostLongestMatcher, text: string, atStart: boolean, emit: SegmentSink): void {
+  private splitWith(matcher: LeftmostLongestMatcher, text: string, atStart: boolean, accepts: MatchFilter, emit: SegmentSink): void {
     if (text.length === 0) return
     if (matcher.isEmpty) {
       emit(text, -1, atStart)
@@ -175,6 +226,8 @@ export class AddedVocabulary {
     let previousEnd = 0
     matcher.forEachMatch(text, (matchStart, matchEnd, tokenIndex) => {
       const token = this.tokens[tokenIndex]!
+      // As Rust's `find_matches`: a match that does not count is passed over (its text stays text), never retried shorter.
+      if (!accepts(token, matchStart, matchEnd)) return
       let start = matchStart
       let end = matchEnd
       if (token.singleWord) {
@@ -194,4 +247,44 @@ export class AddedVocabulary {
     })
     if (previousEnd < text.length) emit(previousEnd === 0 ? text : text.slice(previousEnd), -1, atStart && previousEnd === 0)
   }
+}
+
+const acceptsAll: MatchFilter = () => true
+const acceptsNoSpecial: MatchFilter = (token) => !token.special
+
+/** A pattern matching any of the escape characters (keys of `escapes`; each one code point). */
+function escapeCharacters(escapes: ReadonlyMap<string, string>): RegExp {
+  const characters = [...escapes.keys()].map((character) => `\\u{${character.codePointAt(0)!.toString(16)}}`).join('')
+  return new RegExp(`[${characters}]`, 'u')
+}
+
+/** `piece` with each escape character replaced by its text, and where those texts are now. */
+function restoreEscapes(piece: string, pattern: RegExp, escapes: ReadonlyMap<string, string>): { text: string; ranges: Range[] } {
+  const global = new RegExp(pattern.source, 'gu')
+  const ranges: Range[] = []
+  let text = ''
+  let previousEnd = 0
+  for (const match of piece.matchAll(global)) {
+    text += piece.slice(previousEnd, match.index)
+    const content = escapes.get(match[0])!
+    ranges.push([text.length, text.length + content.length])
+    text += content
+    previousEnd = match.index + match[0].length
+  }
+  return { text: text + piece.slice(previousEnd), ranges }
+}
+
+/**
+ * Where a range of `raw` lies after normalization: the normalized lengths of the text before its start and end.
+ * Exact for normalizers that act on each character or add a prefix (NFC, lowercase, replace, prepend…); for others
+ * (a right strip) it is off by the few characters they change, which the overlap test of a match absorbs.
+ */
+function normalizedRange(raw: string, [start, end]: Range, normalizer: Normalizer): Range {
+  const before = start === 0 ? 0 : normalizer.normalize(raw.slice(0, start)).length
+  return [before, Math.max(before + 1, normalizer.normalize(raw.slice(0, end)).length)]
+}
+
+function overlapsAny(ranges: readonly Range[], start: number, end: number): boolean {
+  for (const [rangeStart, rangeEnd] of ranges) if (start < rangeEnd && rangeStart < end) return true
+  return false
 }

@@ -1,4 +1,11 @@
-export { Tokenizer, type TokenizerChatTemplateOptions, type TokenizerDecodeOptions, type TokenizerLoadOptions } from './tokenizer.js'
+export {
+  Tokenizer,
+  type TokenizerChatEncodeOptions,
+  type TokenizerChatTemplateOptions,
+  type TokenizerDecodeOptions,
+  type TokenizerLoadOptions,
+} from './tokenizer.js'
+export { MissingChatTemplateError } from './chat-template/missing-chat-template-error.js'
 export { loadTokenizer, type LoadTokenizerOptions, type TokenizerFiles } from './load-tokenizer.js'
 export { tokenizerLimitsSchema, defaultTokenizerLimits, TokenizerLimitError, type TokenizerLimits, type TokenizerLimitsOptions } from './tokenizer-limits.js'
 export { createStreamDecoder, type StreamDecoder } from './stream-decoder.js'
@@ -12,7 +19,7 @@ export type { Normalizer } from './normalizers/normalizer.js'
 export type { TokenizerModel } from './models/tokenizer-model.js'
 export type { PostProcessor } from './post-processors/post-processor.js'
 export type { Decoder } from './decoders/decoder.js'
-export type { AddedToken } from './added-vocabulary.js'
+export type { AddedToken, SpecialTokenMatching } from './added-vocabulary.js'
 export { createNormalizer } from './normalizers/create-normalizer.js'
 export { createPreTokenizer } from './pre-tokenizers/create-pre-tokenizer.js'
 export { createTokenizerModel } from './models/create-tokenizer-model.js'

@@ -1,16 +1,19 @@
 import {
   chatMessageSchema,
   InvalidArgumentError,
-  LudicError,
   parseArgument,
+  type ChatEncodeOptions,
   type ChatMessage,
+  type ChatTemplateFunction,
   type ChatTemplateOptions,
   type DecodeOptions,
   type EncodeOptions,
   type TokenizerV1,
 } from '@ludic/core'
 import { z } from 'zod'
-import { AddedVocabulary, type AddedToken } from './added-vocabulary.js'
+import { AddedVocabulary, type AddedToken, type SpecialTokenMatching } from './added-vocabulary.js'
+import { escapeSpecialTokens } from './chat-template/escape-special-tokens.js'
+import { MissingChatTemplateError } from './chat-template/missing-chat-template-error.js'
 import { renderChatTemplate } from './chat-template/render-chat-template.js'
 import { createDecoder } from './decoders/create-decoder.js'
 import { decodeTokens, type Decoder } from './decoders/decoder.js'
@@ -59,14 +62,36 @@ export interface TokenizerChatTemplateOptions extends ChatTemplateOptions {
   templateName?: string
 }
 
-const encodeOptionsSchema = z.object({ addSpecialTokens: z.boolean().optional() }).optional()
-const decodeOptionsSchema = z.object({ skipSpecialTokens: z.boolean().optional(), cleanUpTokenizationSpaces: z.boolean().optional() }).optional()
-const chatOptionsSchema = z
-  .object({
-    addGenerationPrompt: z.boolean().optional(),
-    tools: z.array(z.record(z.string(), z.unknown())).optional(),
-    variables: z.record(z.string(), z.unknown()).optional(),
-    templateName: z.string().optional(),
+/** Options of `Tokenizer.encodeChat`: the chat template's, and the interface's `splitSpecialTokens` and `chatTemplate`. */
+export interface TokenizerChatEncodeOptions extends TokenizerChatTemplateOptions, ChatEncodeOptions {}
+
+const encodeOptionsSchema = z.strictObject({ addSpecialTokens: z.boolean().optional(), splitSpecialTokens: z.boolean().optional() }).optional()
+const decodeOptionsSchema = z.strictObject({ skipSpecialTokens: z.boolean().optional(), cleanUpTokenizationSpaces: z.boolean().optional() }).optional()
+const streamDecoderOptionsSchema = z.strictObject({ skipSpecialTokens: z.boolean().optional() }).optional()
+const chatOptionsShape = {
+  addGenerationPrompt: z.boolean().optional(),
+  tools: z.array(z.record(z.string(), z.unknown())).optional(),
+  variables: z.record(z.string(), z.unknown()).optional(),
+  templateName: z.string().optional(),
+}
+const chatOptionsSchema = z.strictObject(chatOptionsShape).optional()
+const chatEncodeOptionsSchema = z
+  .strictObject({
+    ...chatOptionsShape,
+    splitSpecialTokens: z.boolean().optional(),
+    chatTemplate: z
+      .union([
+        z.string().min(1),
+        z.custom<ChatTemplateFunction>(
+          (value) => typeof value === 'function',
+          'must be a Jinja source or a function (messages, { addGenerationPrompt }) => text',
+        ),
+      ])
+      .optional(),
+  })
+  .refine((options) => options.chatTemplate === undefined || options.templateName === undefined, {
+    path: ['templateName'],
+    message: "names one of the tokenizer's templates, so it cannot go with chatTemplate",
   })
   .optional()
 /** Messages keep fields beyond the core schema (`tool_calls`, `reasoning_content`…) for templates that use them. */
@@ -189,14 +214,15 @@ export class Tokenizer implements TokenizerV1 {
     return new Tokenizer({ normalizer, preTokenizer, model, postProcessor, decoder, addedTokens, config: parsedConfig, limits })
   }
 
-  /** Token ids of `text`; with `addSpecialTokens` (default true) the post-processor's special tokens are added. */
+  /**
+   * Token ids of `text`; with `addSpecialTokens` (default true) the post-processor's special tokens are added; with
+   * `splitSpecialTokens` (default false) special-token text is encoded as plain text (Hugging Face's
+   * `split_special_tokens`; non-special added tokens still match). An unknown option is an `InvalidArgumentError`.
+   */
   encode(text: string, options?: EncodeOptions): Int32Array {
     if (typeof text !== 'string') throw new InvalidArgumentError({ argument: 'text', value: text, message: 'must be a string' })
-    const addSpecialTokens = options === undefined ? true : (parseArgument(encodeOptionsSchema, options, 'options')?.addSpecialTokens ?? true)
-    this.outputLength = 0
-    this.addedVocabulary.split(toWellFormed(text), this.normalizer, this.onSegment)
-    const ids = this.output.slice(0, this.outputLength)
-    return this.postProcessor === undefined ? ids : this.postProcessor.process(ids, addSpecialTokens)
+    const parsed = options === undefined ? undefined : parseArgument(encodeOptionsSchema, options, 'options')
+    return this.encodeWith(toWellFormed(text), parsed?.addSpecialTokens ?? true, parsed?.splitSpecialTokens === true ? 'none' : 'all')
   }
 
   /** The text of token ids. Unknown ids are skipped, as in Hugging Face's `tokenizers`. */
@@ -234,7 +260,7 @@ export class Tokenizer implements TokenizerV1 {
    * never half of a multi-byte character; `flush()` returns what is left at the end.
    */
   createStreamDecoder(options?: DecodeOptions): StreamDecoder {
-    const { skipSpecialTokens = false } = parseArgument(decodeOptionsSchema, options, 'options') ?? {}
+    const { skipSpecialTokens = false } = parseArgument(streamDecoderOptionsSchema, options, 'options') ?? {}
     return createStreamDecoder((ids) => this.decodeUnchecked(ids, skipSpecialTokens))
   }
 
@@ -252,30 +278,56 @@ export class Tokenizer implements TokenizerV1 {
    */
   applyChatTemplate(messages: readonly ChatMessage[], options?: TokenizerChatTemplateOptions): string {
     const parsedMessages = parseArgument(chatMessagesSchema, messages, 'messages')
-    const parsedOptions = parseArgument(chatOptionsSchema, options, 'options') ?? {}
-    const source = this.selectChatTemplate(parsedOptions.templateName, parsedOptions.tools !== undefined && parsedOptions.tools.length > 0)
+    return this.renderChat(parsedMessages, parseArgument(chatOptionsSchema, options, 'options') ?? {}, undefined)
+  }
+
+  private renderChat(messages: readonly ChatMessage[], options: z.output<typeof chatOptionsSchema> & {}, source: string | undefined): string {
     return renderChatTemplate(
-      source,
+      source ?? this.selectChatTemplate(options.templateName, options.tools !== undefined && options.tools.length > 0),
       {
-        messages: parsedMessages,
-        addGenerationPrompt: parsedOptions.addGenerationPrompt ?? false,
-        tools: parsedOptions.tools,
+        messages,
+        addGenerationPrompt: options.addGenerationPrompt ?? false,
+        tools: options.tools,
         specialTokens: this.templateSpecialTokens(),
-        variables: parsedOptions.variables,
+        variables: options.variables,
       },
       this.limits,
     )
   }
 
-  /** The ids of the rendered chat template, as transformers' `apply_chat_template(…, tokenize=True)` (no special tokens added). */
-  encodeChat(messages: readonly ChatMessage[], options?: TokenizerChatTemplateOptions): Int32Array {
-    return this.encode(this.applyChatTemplate(messages, options), { addSpecialTokens: false })
+  /**
+   * The ids of the rendered chat template, as transformers' `apply_chat_template(…, tokenize=True)` (no special
+   * tokens added). `chatTemplate` renders with another template (a Jinja source, as transformers' `chat_template`
+   * argument, or a function). With `splitSpecialTokens` (default false), special-token text in the messages
+   * (contents, names, tool calls…) is encoded as plain text while the special tokens the template writes stay
+   * special: each special token's text in the messages is replaced by a private-use escape character that occurs
+   * nowhere else, the template is rendered, the text is cut at the special tokens that remain (the template's), and
+   * the escapes are put back as text before normalization. The ids are those of encoding the rendered text with
+   * special tokens read only where the template wrote them; without special-token text in the messages, exactly
+   * those of `splitSpecialTokens: false`.
+   */
+  encodeChat(messages: readonly ChatMessage[], options?: TokenizerChatEncodeOptions): Int32Array {
+    const parsedMessages = parseArgument(chatMessagesSchema, messages, 'messages')
+    const { splitSpecialTokens, chatTemplate, ...templateOptions } = parseArgument(chatEncodeOptionsSchema, options, 'options') ?? {}
+    const render = (rendered: readonly ChatMessage[]): string => {
+      if (typeof chatTemplate === 'function') return chatTemplate(rendered, { addGenerationPrompt: templateOptions.addGenerationPrompt ?? false })
+      return this.renderChat(rendered, templateOptions, chatTemplate)
+    }
+    if (splitSpecialTokens !== true) return this.encodeWith(toWellFormed(render(parsedMessages)), false, 'all')
+    const escaped = escapeSpecialTokens(parsedMessages, this.addedVocabulary, [
+      typeof chatTemplate === 'string' ? chatTemplate : (this.config.chat_template ?? null),
+      templateOptions.tools ?? null,
+      templateOptions.variables ?? null,
+      this.templateSpecialTokens(),
+    ])
+    if (escaped === undefined) return this.encodeWith(toWellFormed(render(parsedMessages)), false, 'all')
+    return this.encodeWith(toWellFormed(render(escaped.messages)), false, escaped.escapes)
   }
 
   private selectChatTemplate(name: string | undefined, hasTools: boolean): string {
     const template = this.config.chat_template
     if (template === null || template === undefined) {
-      throw new LudicError('this tokenizer has no chat template (no chat_template in tokenizer_config.json)')
+      throw new MissingChatTemplateError('this tokenizer has no chat template (no chat_template in tokenizer_config.json)')
     }
     if (typeof template === 'string') {
       if (name !== undefined && name !== 'default')
@@ -319,6 +371,14 @@ export class Tokenizer implements TokenizerV1 {
       tokens.push(token)
     }
     return this.decoder === undefined ? tokens.join(' ') : decodeTokens(this.decoder, tokens)
+  }
+
+  /** Ids of well-formed text, the specials read as `specials` says. */
+  private encodeWith(text: string, addSpecialTokens: boolean, specials: SpecialTokenMatching): Int32Array {
+    this.outputLength = 0
+    this.addedVocabulary.split(text, this.normalizer, this.onSegment, specials)
+    const ids = this.output.slice(0, this.outputLength)
+    return this.postProcessor === undefined ? ids : this.postProcessor.process(ids, addSpecialTokens)
   }
 
   private encodePiece(piece: string): void {

@@ -42,7 +42,7 @@ function competitors(): { id: string; policy: ScriptedPolicy }[] {
       policy: createScriptedPolicy({
         id: 'flaky',
         replies: (request) => {
-          if (request.messages.some((message) => message.content.includes('seed 202'))) throw new Error('flaky refuses the library')
+          if (request.messages!.some((message) => message.content.includes('seed 202'))) throw new Error('flaky refuses the library')
           return 'Ah, a visitor. What brings you here today?'
         },
       }),
@@ -146,7 +146,7 @@ describe('runCharacterArena', () => {
     for (const { policy } of players) {
       expect(seedsOf(policy)).toEqual(reference)
       for (const request of policy.requests) {
-        expect(request.messages[0]).toEqual({ role: 'system', content: 'Stay in character.' })
+        expect(request.messages![0]).toEqual({ role: 'system', content: 'Stay in character.' })
         expect(request).toMatchObject({ maxTokens: 32, temperature: 0.7 })
       }
     }

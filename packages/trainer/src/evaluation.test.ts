@@ -17,8 +17,8 @@ describe('evaluateAgainst', () => {
     expect(result.learnerSeats).toEqual(['player0', 'player1', 'player0', 'player1'])
     expect(result.trajectories.map((trajectory) => trajectory.seed)).toEqual([200_000, 200_001, 200_002, 200_003])
     expect([learner.requests.length, opponent.requests.length]).toEqual([4, 4]) // one move each per game
-    expect(learner.requests.every((request) => request.messages[0]!.content.startsWith('learner sees: game '))).toBe(true)
-    expect(opponent.requests.every((request) => request.messages[0]!.content.startsWith('game '))).toBe(true)
+    expect(learner.requests.every((request) => request.messages![0]!.content.startsWith('learner sees: game '))).toBe(true)
+    expect(opponent.requests.every((request) => request.messages![0]!.content.startsWith('game '))).toBe(true)
     expect(result).toMatchObject({
       episodes: 4,
       winRate: 1,

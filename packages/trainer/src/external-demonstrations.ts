@@ -4,13 +4,14 @@ import {
   type ChatMessage,
   type Completion,
   type EnvironmentV1,
+  type GenerationRequest,
   type PolicyV1,
   type Sample,
   type TokenizerV1,
   type Trajectory,
 } from '@ludic/core'
+import { createPromptEncoder } from '@ludic/model'
 import { collect, type PromptTemplate } from '@ludic/rollout'
-import { renderChatTemplate } from '@ludic/tokenizer'
 import { z } from 'zod'
 
 /** The policy id of the turns replayed from demonstrations (never the learner's). */
@@ -97,7 +98,8 @@ export async function replayDemonstrations(
   trajectories: readonly Trajectory[],
 ): Promise<DemonstrationBatch> {
   const factories = environmentFactories(settings.environments)
-  const render = promptRenderer(settings.tokenizer, settings.chatTemplate)
+  // The prompts the learner's local policy would encode (`createLocalPolicy`, special-token text of the messages plain).
+  const encodePrompt = createPromptEncoder(settings.tokenizer, { chatTemplate: settings.chatTemplate, who: 'externalDemonstrations' })
   const groups = new Map<string, Trajectory[]>()
   for (const trajectory of trajectories) groups.set(trajectory.groupId, [...(groups.get(trajectory.groupId) ?? []), trajectory])
   const replayed: DemonstrationBatch = { trajectories: [], samples: [] }
@@ -122,7 +124,7 @@ export async function replayDemonstrations(
       policies: ({ role, groupIndex }) =>
         settings.rolePolicies?.[role] ??
         demonstrationPolicy(demonstrations[groupIndex]!.responses, cursors[groupIndex]!, {
-          render,
+          encodePrompt,
           tokenizer: settings.tokenizer,
           source: `${source}[${groupIndex}]`,
         }),
@@ -153,21 +155,21 @@ export async function replayDemonstrations(
 function demonstrationPolicy(
   responses: readonly string[],
   cursor: { next: number },
-  { render, tokenizer, source }: { render: (messages: readonly ChatMessage[]) => string; tokenizer: TokenizerV1; source: string },
+  { encodePrompt, tokenizer, source }: { encodePrompt: (request: GenerationRequest, index: number) => Int32Array; tokenizer: TokenizerV1; source: string },
 ): PolicyV1 {
   const end = tokenizer.eosTokenId === undefined ? [] : [tokenizer.eosTokenId]
   return {
     specificationVersion: 'v1',
     id: externalPolicyId,
     async generate(requests) {
-      return requests.map((request): Completion => {
+      return requests.map((request, index): Completion => {
         const text = responses[cursor.next]
         if (text === undefined) throw new LudicError(`${source} has ${responses.length} responses; the episode asked for turn ${cursor.next + 1}`)
         cursor.next++
         const tokenIds = Int32Array.from([...tokenizer.encode(text, { addSpecialTokens: false }), ...end])
         if (tokenIds.length > request.maxTokens)
           throw new LudicError(`${source}: response ${cursor.next} is ${tokenIds.length} tokens, more than batch.maxTokens (${request.maxTokens})`)
-        const promptTokenIds = tokenizer.encode(render(request.messages), { addSpecialTokens: false })
+        const promptTokenIds = encodePrompt(request, index)
         return { text, promptTokenIds, tokenIds, logprobs: new Float32Array(tokenIds.length), finishReason: 'stop' }
       })
     },
@@ -177,24 +179,6 @@ function demonstrationPolicy(
 /** Each factory by the id of the environment it makes (each called once). */
 function environmentFactories(environments: readonly (() => EnvironmentV1)[]): Map<string, () => EnvironmentV1> {
   return new Map(environments.map((factory) => [factory().id, factory]))
-}
-
-/** How messages become the prompt text, as `createLocalPolicy` renders them (its `chatTemplate` option). */
-function promptRenderer(tokenizer: TokenizerV1, chatTemplate: DemonstrationReplaySettings['chatTemplate']): (messages: readonly ChatMessage[]) => string {
-  if (typeof chatTemplate === 'function') return chatTemplate
-  if (typeof chatTemplate === 'string') {
-    const specialTokens: Record<string, unknown> = {}
-    for (const [key, tokenId] of [
-      ['bos_token', tokenizer.bosTokenId],
-      ['eos_token', tokenizer.eosTokenId],
-      ['pad_token', tokenizer.padTokenId],
-    ] as const) {
-      if (tokenId !== undefined) specialTokens[key] = tokenizer.idToToken(tokenId)
-    }
-    return (messages) => renderChatTemplate(chatTemplate, { messages: [...messages], addGenerationPrompt: true, specialTokens })
-  }
-  if (tokenizer.applyChatTemplate === undefined) throw new LudicError('externalDemonstrations: the tokenizer has no chat template; pass config.chatTemplate')
-  return (messages) => tokenizer.applyChatTemplate!(messages, { addGenerationPrompt: true })
 }
 
 /** Per sample, 1 on every response token: the external mask of demonstration rows. */

@@ -268,7 +268,7 @@ describe('createRlTrainer', () => {
       )
       const metrics = await trainer.step()
       trainer.dispose()
-      const roles = new Set(opponent.requests.map((request) => /player\d/.exec(request.messages.at(-1)!.content)![0]))
+      const roles = new Set(opponent.requests.map((request) => /player\d/.exec(request.messages!.at(-1)!.content)![0]))
       return { requests: opponent.requests.length, roles, samples: metrics.samples! }
     }
     // Every episode has the opponent in one of the two roles (drawn per episode); the model plays the other,

@@ -1,16 +1,32 @@
+import { z } from 'zod'
 import type { ChatMessage } from '../data.js'
 import { InvalidArgumentError } from '../errors.js'
-import type { ChatTemplateOptions, DecodeOptions, EncodeOptions, TokenizerV1 } from '../interfaces.js'
+import type { ChatEncodeOptions, ChatTemplateOptions, DecodeOptions, EncodeOptions, TokenizerV1 } from '../interfaces.js'
+import { parseArgument } from '../validation.js'
 
 const bos = 256
 const eos = 257
 const pad = 258
 const specialTokens: Record<number, string> = { [bos]: '<bos>', [eos]: '<eos>', [pad]: '<pad>' }
 
+const encodeOptionsSchema = z.strictObject({ addSpecialTokens: z.boolean().optional(), splitSpecialTokens: z.boolean().optional() })
+const chatOptionsSchema = z.strictObject({
+  addGenerationPrompt: z.boolean().optional(),
+  tools: z.array(z.record(z.string(), z.unknown())).optional(),
+  splitSpecialTokens: z.boolean().optional(),
+  chatTemplate: z
+    .custom<(messages: readonly ChatMessage[], options: { addGenerationPrompt: boolean }) => string>(
+      (value) => typeof value === 'function',
+      'must be a function: the byte tokenizer renders no Jinja templates',
+    )
+    .optional(),
+})
+
 /**
  * A tokenizer for tests: one token per UTF-8 byte (ids 0–255), plus `<bos>` 256, `<eos>` 257 and
  * `<pad>` 258. Its chat template renders `role: content\n` lines, then `assistant: ` when asked for
- * the generation prompt.
+ * the generation prompt. Text never encodes to a special token (`<eos>` in a text is its five bytes), so
+ * `splitSpecialTokens` changes nothing.
  */
 export function createByteTokenizer(): TokenizerV1 {
   const encoder = new TextEncoder()
@@ -23,7 +39,7 @@ export function createByteTokenizer(): TokenizerV1 {
     padTokenId: pad,
     encode(text: string, options: EncodeOptions = {}): Int32Array {
       const bytes = encoder.encode(text)
-      const addSpecialTokens = options.addSpecialTokens ?? true
+      const addSpecialTokens = parseArgument(encodeOptionsSchema, options, 'options').addSpecialTokens ?? true
       const ids = new Int32Array(bytes.length + (addSpecialTokens ? 1 : 0))
       let offset = 0
       if (addSpecialTokens) ids[offset++] = bos
@@ -60,9 +76,16 @@ export function createByteTokenizer(): TokenizerV1 {
       if (specialTokens[id] !== undefined) return specialTokens[id]
       return Number.isInteger(id) && id >= 0 && id < 256 ? String.fromCharCode(id) : undefined
     },
-    applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
-      const lines = messages.map((message) => `${message.role}: ${message.content}\n`).join('')
-      return options.addGenerationPrompt ? `${lines}assistant: ` : lines
+    applyChatTemplate,
+    encodeChat(messages: readonly ChatMessage[], options: ChatEncodeOptions = {}): Int32Array {
+      const { chatTemplate, addGenerationPrompt = false } = parseArgument(chatOptionsSchema, options, 'options')
+      const text = chatTemplate === undefined ? applyChatTemplate(messages, { addGenerationPrompt }) : chatTemplate(messages, { addGenerationPrompt })
+      return Int32Array.from(encoder.encode(text))
     },
   }
+}
+
+function applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
+  const lines = messages.map((message) => `${message.role}: ${message.content}\n`).join('')
+  return options.addGenerationPrompt ? `${lines}assistant: ` : lines
 }

@@ -27,7 +27,9 @@ export interface ScriptedPolicy extends PolicyV1 {
 }
 
 /**
- * A policy for tests that replays given replies. Running out of replies is an error, so a test that
+ * A policy for tests that replays given replies. Prompt ids are a local model's: a chat's through the tokenizer's
+ * `encodeChat` (special-token text of the messages kept plain), else its rendered template or the contents joined by
+ * lines; a raw `prompt` encoded as it is (special tokens added). Running out of replies is an error, so a test that
  * asks for more turns than it scripted fails loudly.
  */
 export function createScriptedPolicy(options: ScriptedPolicyOptions): ScriptedPolicy {
@@ -55,8 +57,6 @@ export function createScriptedPolicy(options: ScriptedPolicyOptions): ScriptedPo
       return batch.map((request) => {
         const reply = nextReply(request, requests.length)
         requests.push(request)
-        const prompt =
-          tokenizer.applyChatTemplate?.(request.messages, { addGenerationPrompt: true }) ?? request.messages.map((message) => message.content).join('\n')
         const tokenIds = tokenizer.encode(reply.text, { addSpecialTokens: false })
         const logprobs = Float32Array.from(reply.logprobs ?? new Array<number>(tokenIds.length).fill(0))
         if (logprobs.length !== tokenIds.length) {
@@ -64,7 +64,7 @@ export function createScriptedPolicy(options: ScriptedPolicyOptions): ScriptedPo
         }
         return {
           text: reply.text,
-          promptTokenIds: tokenizer.encode(prompt, { addSpecialTokens: false }), // a chat template carries its own special tokens
+          promptTokenIds: promptIds(tokenizer, request),
           tokenIds,
           logprobs,
           finishReason: reply.finishReason ?? 'stop',
@@ -72,4 +72,11 @@ export function createScriptedPolicy(options: ScriptedPolicyOptions): ScriptedPo
       })
     },
   }
+}
+
+function promptIds(tokenizer: TokenizerV1, request: GenerationRequest): Int32Array {
+  if (request.messages === undefined) return tokenizer.encode(request.prompt ?? '')
+  if (tokenizer.encodeChat !== undefined) return tokenizer.encodeChat(request.messages, { addGenerationPrompt: true, splitSpecialTokens: true })
+  const prompt = tokenizer.applyChatTemplate?.(request.messages, { addGenerationPrompt: true }) ?? request.messages.map((message) => message.content).join('\n')
+  return tokenizer.encode(prompt, { addSpecialTokens: false }) // a chat template carries its own special tokens
 }

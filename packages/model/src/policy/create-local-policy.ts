@@ -2,7 +2,6 @@ import {
   createRandom,
   generationRequestSchema,
   InvalidArgumentError,
-  LudicError,
   parseArgument,
   tokenizerSchema,
   type ChatMessage,
@@ -10,14 +9,13 @@ import {
   type GenerateOptions,
   type GenerationRequest,
   type PolicyV1,
-  type TokenizerV1,
 } from '@ludic/core'
-import { renderChatTemplate } from '@ludic/tokenizer'
 import { z } from 'zod'
 import { batchContextLength, defaultStopTokenIds, generateRows, type GenerationRow } from '../generation/generate.js'
 import { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
 import { checkVocabularyFits } from './check-vocabulary-fits.js'
+import { createPromptEncoder } from './prompt-encoder.js'
 
 export const localPolicyOptionsSchema = z
   .object({
@@ -26,11 +24,19 @@ export const localPolicyOptionsSchema = z
     /**
      * How messages become the prompt: a Jinja chat template (rendered as transformers'
      * `apply_chat_template(…, add_generation_prompt=True)` with the tokenizer's special tokens) or a function.
-     * Default: the tokenizer's own `applyChatTemplate`.
+     * Default: the tokenizer's own template (a chat is refused at its request when there is none).
      */
     chatTemplate: z
       .union([z.string().min(1), z.custom<(messages: readonly ChatMessage[]) => string>((value) => typeof value === 'function', 'must be a function')])
       .optional(),
+    /**
+     * Special-token text in the messages (`<|im_start|>system`, `<|endoftext|>` written by a client, a user
+     * simulator or a character card) is encoded as plain text; only the special tokens the chat template writes are
+     * special (the tokenizer's `encodeChat` with `splitSpecialTokens`). Set false to read special tokens anywhere in
+     * the messages, as transformers' `apply_chat_template(…, tokenize=True)` does. Default: true when the tokenizer
+     * has `encodeChat` (every `@ludic/tokenizer` one), else false; true with a tokenizer without it is refused here.
+     */
+    splitSpecialTokens: z.boolean().optional(),
     /** Most requests generated together in one batch. Default: 8. */
     maxBatch: z.number().int().positive().default(8),
     /** The policy's id. Default: `'local-<architecture>'`. */
@@ -51,7 +57,9 @@ const policyGenerateOptionsSchema = z.object({
 
 /**
  * A `PolicyV1` over a local model: each request's messages go through the chat template (with the generation
- * prompt) and the tokenizer (no special tokens added, as transformers' `apply_chat_template(tokenize=True)`);
+ * prompt) and the tokenizer (no special tokens added, as transformers' `apply_chat_template(tokenize=True)`;
+ * special-token text in the messages stays text, see `splitSpecialTokens`), and a raw `prompt` is encoded as it is
+ * (as vLLM's `/v1/completions`: special tokens read, BOS added; see `createPromptEncoder`);
  * requests are generated in batches of up to `maxBatch` (left-padded), each with its own `temperature`
  * (default 1), `topP`, `topK`, `minP`, `stop` strings, `seed` and `maxTokens`. A completion carries the prompt
  * ids, the generated ids (a stop token that ended it included), their log-probabilities under the model
@@ -62,9 +70,9 @@ const policyGenerateOptionsSchema = z.object({
  * stops at the next decode step (rejecting with its reason); `onText` streams each request's new text.
  */
 export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
-  const { model, tokenizer, chatTemplate, maxBatch, id, seed, stopTokenIds } = parseArgument(localPolicyOptionsSchema, options, 'options')
+  const { model, tokenizer, chatTemplate, splitSpecialTokens, maxBatch, id, seed, stopTokenIds } = parseArgument(localPolicyOptionsSchema, options, 'options')
   checkVocabularyFits(tokenizer, model.config)
-  const render = promptRenderer(tokenizer, chatTemplate)
+  const encodePrompt = createPromptEncoder(tokenizer, { chatTemplate, splitSpecialTokens, who: 'createLocalPolicy' })
   const seeds = createRandom(seed)
   const stops = new Set(stopTokenIds ?? defaultStopTokenIds(model, tokenizer))
   return {
@@ -75,9 +83,11 @@ export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
       const { signal, onText } = parseArgument(policyGenerateOptionsSchema, options, 'options')
       signal?.throwIfAborted()
       const rows: GenerationRow[] = parsed.map((request, index) => {
-        const promptIds = tokenizer.encode(render(request.messages), { addSpecialTokens: false })
-        if (promptIds.length === 0)
-          throw new InvalidArgumentError({ argument: `requests[${index}].messages`, value: request.messages, message: 'render to an empty prompt' })
+        const promptIds = encodePrompt(request, index)
+        if (promptIds.length === 0) {
+          const [field, value] = request.messages === undefined ? ['prompt', request.prompt] : ['messages', request.messages]
+          throw new InvalidArgumentError({ argument: `requests[${index}].${field}`, value, message: 'encode to an empty prompt' })
+        }
         checkContextLength(model, promptIds.length + request.maxTokens, {
           argument: `requests[${index}].maxTokens`,
           value: request.maxTokens,
@@ -131,26 +141,4 @@ function contextBatches(rows: readonly GenerationRow[], maxBatch: number, limit:
   }
   if (batch.length > 0) batches.push(batch)
   return batches
-}
-
-function promptRenderer(
-  tokenizer: TokenizerV1,
-  chatTemplate: string | ((messages: readonly ChatMessage[]) => string) | undefined,
-): (messages: ChatMessage[]) => string {
-  if (typeof chatTemplate === 'function') return chatTemplate
-  if (typeof chatTemplate === 'string') {
-    const specialTokens: Record<string, unknown> = {}
-    for (const [key, tokenId] of [
-      ['bos_token', tokenizer.bosTokenId],
-      ['eos_token', tokenizer.eosTokenId],
-      ['pad_token', tokenizer.padTokenId],
-    ] as const) {
-      if (tokenId !== undefined) specialTokens[key] = tokenizer.idToToken(tokenId)
-    }
-    return (messages) => renderChatTemplate(chatTemplate, { messages, addGenerationPrompt: true, specialTokens })
-  }
-  if (tokenizer.applyChatTemplate === undefined) {
-    throw new LudicError('createLocalPolicy: the tokenizer has no chat template; pass options.chatTemplate')
-  }
-  return (messages) => tokenizer.applyChatTemplate!(messages, { addGenerationPrompt: true })
 }

@@ -44,7 +44,7 @@ describe('createGroupJudge failures', () => {
     expect(judgement!.failures![0]).toMatch(/^shuffle 1: /)
     expect(judge.takeMetrics()).toMatchObject({ 'judge/groups': 1, 'judge/calls': 6, 'judge/failures': 2, 'judge/retries': 4, 'judge/meanScore': 0.5 })
     // Each re-ask carries the judge's answer and a note of what was wrong.
-    const retry = policy.requests[1]!.messages
+    const retry = policy.requests[1]!.messages!
     expect(retry.at(-2)).toEqual({ role: 'assistant', content: answer })
     expect(retry.at(-1)!.content).toMatch(failure)
     expect(retry.at(-1)!.content).toMatch(/Answer again with only the line 'Ranking: A > B > C'/)

@@ -92,8 +92,8 @@ describe('createGroupJudge', () => {
     expect(await judge.score(group)).toEqual([0.25, 1, 0.25])
     const request = policy.requests[0]!
     expect(request).toMatchObject({ maxTokens: 99, temperature: 0.3 })
-    expect(request.messages[0]!.role).toBe('system')
-    const prompt = request.messages[1]!.content
+    expect(request.messages![0]!.role).toBe('system')
+    const prompt = request.messages![1]!.content
     expect(prompt).toContain('## Context\nDescribe the sea.')
     expect(prompt).toMatch(/### Candidate A\n/)
     expect(prompt).toMatch(/### Candidate C\n/)

@@ -36,7 +36,7 @@ describe('createPairwiseJudge', () => {
       ['Hello', 'Ahoy,'],
       ['Ahoy,', 'Hello'],
     ])
-    expect(policy.requests[0]!.messages[1]!.content).toContain('## Context\nYou are a sailor. Greet the guest.')
+    expect(policy.requests[0]!.messages![1]!.content).toContain('## Context\nYou are a sailor. Greet the guest.')
     expect(judge.takeMetrics()).toEqual({
       'pairwise/comparisons': 1,
       'pairwise/calls': 2,
@@ -72,7 +72,7 @@ describe('createPairwiseJudge', () => {
   it('puts the dimension into the prompt', async () => {
     const policy = seaJudge()
     await createPairwiseJudge({ judge: policy, dimension: { name: 'Empathy', description: 'notices how the guest feels' } }).compare(cold, warm)
-    expect(policy.requests[0]!.messages[1]!.content).toContain('Judge only on Empathy: notices how the guest feels')
+    expect(policy.requests[0]!.messages![1]!.content).toContain('Judge only on Empathy: notices how the guest feels')
   })
 
   it('records a failed order as a tie with its raw text and failure, never rejecting', async () => {

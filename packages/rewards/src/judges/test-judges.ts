@@ -1,9 +1,9 @@
-import type { GenerationRequest } from '@ludic/core'
+import { requestMessages, type GenerationRequest } from '@ludic/core'
 import { createScriptedPolicy, type ScriptedPolicy } from '@ludic/core/test'
 
 /** Test support: the labelled candidates a judge prompt shows, read back from its last user message. */
 export function shownCandidates(request: GenerationRequest): { label: string; text: string }[] {
-  const prompt = request.messages.findLast((message) => message.role === 'user' && message.content.includes('Candidate'))?.content ?? ''
+  const prompt = requestMessages(request, 0).findLast((message) => message.role === 'user' && message.content.includes('Candidate'))?.content ?? ''
   const pattern = /#{2,3} Candidate ([A-Z])\n([\s\S]*?)(?=\n\n#{2,3} Candidate |\n\nRank all|\n\nWhich candidate)/g
   return [...prompt.matchAll(pattern)].map((match) => ({ label: match[1]!, text: match[2]! }))
 }
@@ -15,7 +15,7 @@ export function promptReadingJudge(id: string, answer: (candidates: { label: str
 
 /** Test support: whether a judge prompt asks for a pairwise verdict (else a group ranking). */
 export function isPairwisePrompt(request: GenerationRequest): boolean {
-  return request.messages.some((message) => message.content.includes("'Verdict: A'"))
+  return requestMessages(request, 0).some((message) => message.content.includes("'Verdict: A'"))
 }
 
 /** Test support: always prefers the candidate shown first (ranks them in the order shown). */

@@ -1,4 +1,4 @@
-import { createRandom, deriveSeed, parseArgument, type Completion, type GenerationRequest, type PolicyV1 } from '@ludic/core'
+import { createRandom, deriveSeed, parseArgument, requestMessages, type Completion, type GenerationRequest, type PolicyV1 } from '@ludic/core'
 import { z } from 'zod'
 import { openingOfPersonaPrompt } from '../cards/persona-prompt.js'
 import { personaSchema, type Persona } from '../cards/persona.js'
@@ -23,20 +23,21 @@ export type ScriptedUserOptions = z.input<typeof scriptedUserOptionsSchema>
 export function createScriptedUser(persona: Persona, options: ScriptedUserOptions): PolicyV1 {
   const parsed = parseArgument(personaSchema, persona, 'persona')
   const { seed, endAfter, stopPhrase } = parseArgument(scriptedUserOptionsSchema, options, 'options')
-  const line = (request: GenerationRequest): string => {
-    const said = request.messages.filter((message) => message.role === 'assistant').length
+  const line = (request: GenerationRequest, index: number): string => {
+    const messages = requestMessages(request, index, `the scripted user '${parsed.id}'`)
+    const said = messages.filter((message) => message.role === 'assistant').length
     if (endAfter !== undefined && said >= endAfter) return stopPhrase
     const random = createRandom(deriveSeed('scripted-user', parsed.id, seed, request.seed ?? 0, said))
     if (said > 0) return random.choice(parsed.followUps)
-    const system = request.messages.find((message) => message.role === 'system')
+    const system = messages.find((message) => message.role === 'system')
     return (system === undefined ? undefined : openingOfPersonaPrompt(system.content)) ?? random.choice(parsed.openers)
   }
   return {
     specificationVersion: 'v1',
     id: `scripted-user:${parsed.id}`,
     async generate(requests: readonly GenerationRequest[]): Promise<Completion[]> {
-      return requests.map((request) => ({
-        text: line(request),
+      return requests.map((request, index) => ({
+        text: line(request, index),
         promptTokenIds: new Int32Array(0),
         tokenIds: new Int32Array(0),
         logprobs: new Float32Array(0),

@@ -29,7 +29,7 @@ export function createRolloutWorker(data: TestWorkerData): RolloutWorkerSetup {
   const scripted = createScriptedPolicy({
     id: 'learner',
     replies: (request: GenerationRequest) => {
-      const seed = Number(/seed (-?\d+)/.exec(request.messages.at(-1)?.content ?? '')?.[1])
+      const seed = Number(/seed (-?\d+)/.exec(request.messages?.at(-1)?.content ?? '')?.[1])
       if (data.failEpisodesEvery !== undefined && seed % data.failEpisodesEvery === 0) throw new Error(`episode seed ${seed} refused`)
       const text = weights % 2 === 0 ? '[right]' : '[left]'
       return { text, logprobs: Array.from(text, () => -weights / 100) }

@@ -71,7 +71,7 @@ export function withJitter(policy: PolicyV1, maxDelayMs = 3): PolicyV1 {
 
 /** A seed that identifies a request's episode in tests (the observation starts with `seed N,`). */
 export function requestEpisodeSeed(request: GenerationRequest): number {
-  const content = request.messages.at(-1)?.content ?? ''
+  const content = request.messages?.at(-1)?.content ?? ''
   return Number(/seed (-?\d+)/.exec(content)?.[1] ?? Number.NaN)
 }
 
