@@ -53,4 +53,18 @@ describe('applyConfigOverrides', () => {
     expect(() => applyConfigOverrides({}, ['__proto__.polluted=1'])).toThrow(InvalidArgumentError)
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
+
+  it('rejects a value that is not YAML with an InvalidArgumentError naming the entry, not the YAML library error', () => {
+    const error = (() => {
+      try {
+        applyConfigOverrides({}, ['steps=2', 'evaluation.opponents=[random, nash'])
+      } catch (caught) {
+        return caught
+      }
+    })()
+    expect(InvalidArgumentError.isInstance(error)).toBe(true)
+    expect((error as InvalidArgumentError).argument).toBe('overrides[1]')
+    expect((error as Error).message).toContain('evaluation.opponents=[random, nash')
+    expect((error as Error).message).toContain('not YAML')
+  })
 })

@@ -23,7 +23,8 @@ export function parseCommandLineOptions(argv: readonly string[]): Record<string,
  * `['batch.episodesPerStep=4', 'environments.0.options.rounds=1']` on a parsed config file → a copy with those
  * fields set (the file is not changed). A value is read as YAML: `4`, `true`, `[a, b]`, `{ x: 1 }`, anything else a
  * string. Objects and arrays missing on the way are made (an array where the next key is a number). An entry
- * without `=`, with an empty path, or through a value that is not an object is an `InvalidArgumentError` naming it.
+ * without `=`, with an empty path, through a value that is not an object, or whose value is not YAML is an
+ * `InvalidArgumentError` naming it.
  */
 export function applyConfigOverrides(config: unknown, overrides: readonly string[]): unknown {
   const root: unknown = structuredClone(config ?? {})
@@ -37,7 +38,7 @@ export function applyConfigOverrides(config: unknown, overrides: readonly string
       if (typeof target !== 'object' || target === null || forbiddenKeys.has(key))
         throw new InvalidArgumentError({ argument: `overrides[${index}]`, value: override, message: `cannot set ${keys.slice(0, depth + 1).join('.')}` })
       const container = target as Record<string, unknown>
-      if (depth === keys.length - 1) container[key] = parseYaml(override.slice(equals + 1))
+      if (depth === keys.length - 1) container[key] = overrideValue(override.slice(equals + 1), index, override)
       else {
         container[key] ??= /^\d+$/.test(keys[depth + 1]!) ? [] : {}
         target = container[key]
@@ -48,3 +49,17 @@ export function applyConfigOverrides(config: unknown, overrides: readonly string
 }
 
 const forbiddenKeys = new Set(['__proto__', 'prototype', 'constructor'])
+
+/** An override's value, read as YAML; a value that is not YAML (`[a, b`) is an `InvalidArgumentError` naming the entry. */
+function overrideValue(text: string, index: number, override: string): unknown {
+  try {
+    return parseYaml(text)
+  } catch (error) {
+    throw new InvalidArgumentError({
+      argument: `overrides[${index}]`,
+      value: override,
+      message: `the value is not YAML (${(error as Error).message.split('\n')[0]})`,
+      cause: error,
+    })
+  }
+}

@@ -47,6 +47,7 @@ export { responseLogprobs, type TokenSequence } from './sequences.js'
 export { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
 export {
   cpoRunConfigFileSchema,
+  importPlugins,
   loadRunConfig,
   loadTrainingRun,
   preferenceRunConfigFileSchema,
@@ -56,6 +57,7 @@ export {
   runKinds,
   sftRunConfigFileSchema,
   type EnvironmentRegistry,
+  type ImportPluginsOptions,
   type LoadRunConfigOptions,
   type OpponentRegistry,
   type PreferenceRun,

@@ -7,7 +7,8 @@ import { loadTokenizer } from '@ludic/tokenizer'
 import * as tf from '@tensorflow/tfjs-core'
 import { type CommandContext, commandContext, log } from '../context.js'
 import { createLocalLoraAdapters, type LocalLoraAdapters } from '@ludic/trainer'
-import { localModelDirectory } from '../sources.js'
+import { CliError, exitCodes } from '../errors.js'
+import { checkModelFolder, localModelDirectory } from '../sources.js'
 
 export interface ServeOptions {
   /** Default 8000; 0 picks a free port. */
@@ -59,6 +60,7 @@ export async function serve(
   const context = commandContext(partialContext)
   const runtime = await initTensors({ ...(context.backend === undefined ? {} : { backend: context.backend as InitTensorsOptions['backend'] }), verbose: false })
   const directory = await localModelDirectory(source, { base: context.cwd, signal: context.signal })
+  checkModelFolder(directory, source)
   log(context, `backend ${runtime.backend}; loading ${directory}`)
   const tokenizer = await loadTokenizer(directory)
   const model = await loadModel(directory)
@@ -75,9 +77,11 @@ export async function serve(
     })
     const apiKey = options.apiKey ?? process.env.LUDIC_API_KEY
     const lora = options.enableLora === true ? createLocalLoraAdapters(model, policy) : undefined
+    const port = options.port ?? 8000
+    const host = options.host ?? '127.0.0.1'
     const server = await serveOpenAICompatible(lora?.base ?? policy, {
-      port: options.port ?? 8000,
-      host: options.host ?? '127.0.0.1',
+      port,
+      host,
       modelId,
       tokenizer,
       defaultMaxTokens: options.maxTokens ?? 256,
@@ -87,6 +91,8 @@ export async function serve(
       ...(apiKey === undefined || apiKey === '' ? {} : { apiKey }),
       ...(onFatalError === undefined ? {} : { onFatalError }),
       ...(lora === undefined ? {} : { lora: { loader: lora.loader, maxAdapters: options.maxLoras ?? 8 } }),
+    }).catch((error: unknown) => {
+      throw listenProblem(error, host, port) ?? error
     })
     return {
       server,
@@ -102,4 +108,32 @@ export async function serve(
     model.dispose()
     throw error
   }
+}
+
+/**
+ * A port or an address the server cannot listen on is the command line's to change (exit code 2, with the flag to
+ * change): a port in use, a privileged port, an address this machine does not have. Other errors: `undefined`.
+ */
+function listenProblem(error: unknown, host: string, port: number): CliError | undefined {
+  const code = (error as { code?: unknown } | null)?.code
+  const where = `${host}:${port}`
+  if (code === 'EADDRINUSE')
+    return new CliError(
+      `cannot listen on ${where}: the port is in use (another ludic serve?); choose another with --port <n>, or --port 0 for a free one`,
+      exitCodes.usage,
+      {
+        cause: error,
+      },
+    )
+  if (code === 'EACCES')
+    return new CliError(`cannot listen on ${where}: this user may not open the port; choose one above 1023 with --port <n>`, exitCodes.usage, { cause: error })
+  if (code === 'EADDRNOTAVAIL')
+    return new CliError(
+      `cannot listen on ${where}: ${host} is not an address of this machine; choose another with --host (127.0.0.1, 0.0.0.0)`,
+      exitCodes.usage,
+      {
+        cause: error,
+      },
+    )
+  return undefined
 }
