@@ -171,6 +171,15 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 }
 
 /**
+ * ` (did you mean "steps"?)` for an unknown key when `@ludic/core`'s `parseInput` found a known one near it: its message
+ * of the issue names it as `"stepz" (did you mean "steps"?)`. Else `''`.
+ */
+function suggestionFor(message: string, key: string): string {
+  const near = new RegExp(`${JSON.stringify(key).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(did you mean ("(?:[^"\\\\]|\\\\.)*")\\?\\)`).exec(message)?.[1]
+  return near === undefined ? '' : ` (did you mean ${near}?)`
+}
+
+/**
  * One line per wrong field of a zod error: `path: message (allowed: a | b | c)`; the offending value is named when
  * `input` (what was parsed) is given. Unions report their closest branch.
  */
@@ -178,7 +187,7 @@ export function formatIssues(error: { issues: readonly Issue[] }, input?: unknow
   return flatten(error.issues).map((issue) => {
     const path = issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part)) as (string | number)[]
     if (issue.code === 'unrecognized_keys' && issue.keys !== undefined)
-      return issue.keys.map((key) => `${formatPath([...path, key])}: unknown field`).join('\n')
+      return issue.keys.map((key) => `${formatPath([...path, key])}: unknown field${suggestionFor(issue.message, key)}`).join('\n')
     const where = formatPath(path)
     if (issue.code === 'invalid_value' && issue.values !== undefined) {
       const allowed = issue.values.map((value) => (typeof value === 'string' ? value : describeValue(value)))
@@ -204,7 +213,9 @@ export function formatError(error: unknown, options: { input?: unknown } = {}): 
     return [`invalid ${error.source}: ${lines.length} wrong field${lines.length === 1 ? '' : 's'}`, ...shown.map((line) => `  ${line}`)].join('\n')
   }
   if (error instanceof Error) {
-    const cause = error.cause instanceof Error && !error.message.includes(error.cause.message) ? `\n  cause: ${error.cause.message}` : ''
+    // A zod error's message is its issues as JSON, which the message already states: not printed again.
+    const cause =
+      error.cause instanceof Error && !isZodError(error.cause) && !error.message.includes(error.cause.message) ? `\n  cause: ${error.cause.message}` : ''
     return `${error.message}${cause}`
   }
   return String(error)
