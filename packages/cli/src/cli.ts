@@ -142,7 +142,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .addHelpText(
       'after',
       examples([
-        'ludic eval runs/nim/model --plugin src/nim-plugin.js --games nim-v0 --opponents random',
+        'ludic eval runs/my-run/model --plugin my-plugin.js --games my-game-v1 --opponents random',
         'ludic eval runs/kuhn/model --games kuhn-poker-v1 --opponents random,nash --episodes 200 --prompt kuhn-terse --set gameOptions.kuhn-poker-v1.rounds=1',
       ]),
     )
