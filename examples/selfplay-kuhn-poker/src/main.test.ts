@@ -47,6 +47,10 @@ describe('selfplay-kuhn-poker', () => {
     expect(chart).toMatch(/^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/)
     expect(chart).toContain('exploitability')
     expect(lines.at(-2)).toMatch(/exploitability [\d.]+ \(from [\d.]+/)
+    // Beside its win rate against random play, what Nash play wins there (exactly): less than a best response.
+    expect(lines.at(-2)).toContain('Nash play wins 45.8%–50.0%, a best response to random 68.8%)')
+    expect(report.againstRandom.nash[0]).toEqual({ meanReward: expect.closeTo(1 / 9, 12), winRate: expect.closeTo(11 / 24, 12) })
+    expect(chart).toContain('Nash play 45.8%')
   })
 })
 

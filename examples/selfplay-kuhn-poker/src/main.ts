@@ -7,7 +7,16 @@
 import { fileURLToPath } from 'node:url'
 import { advantageEstimators, createRae } from '@ludic/advantages'
 import { parseArgument, type AdvantageEstimatorV1, type TurnView } from '@ludic/core'
-import { createKuhnPoker, createRandomPolicy, evaluationInvalidRewards } from '@ludic/games'
+import {
+  createKuhnPoker,
+  createRandomPolicy,
+  evaluationInvalidRewards,
+  kuhnBestResponse,
+  kuhnConstantPolicy,
+  kuhnMatch,
+  kuhnNashPolicy,
+  type KuhnMatch,
+} from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
 import { createRlTrainer, evaluateAgainst, exampleOptionsSchema, runExampleMain, startExampleRun, type ExampleReport } from '@ludic/trainer'
 import * as tf from '@tensorflow/tfjs-core'
@@ -64,8 +73,29 @@ export interface Evaluation {
   invalidRate: number
 }
 
-/** `report.json`: the options, every evaluation, and the exploitability of uniform play for reference. */
-export type Report = ExampleReport<Evaluation> & { uniformExploitability: number; tensorsLeftBeforeModelDispose: number }
+/**
+ * What the results against the uniform random player approach as exploitability falls, exactly (`kuhnMatch`): Nash
+ * play does not exploit random play fully. It wins 11/24 (α = 0) to 1/2 (α = 1/3) of the rounds, +1/9 to +1/6 chips,
+ * where the best response to random play wins 11/16, +11/24: a model nearing equilibrium wins *fewer* rounds against
+ * random than an exploiter would, so its win rate can fall while its exploitability falls.
+ */
+export function randomPlayReference(): { nash: [KuhnMatch, KuhnMatch]; bestResponse: KuhnMatch } {
+  const uniform = kuhnConstantPolicy(0.5)
+  return {
+    nash: [kuhnMatch(kuhnNashPolicy(0), uniform), kuhnMatch(kuhnNashPolicy(1 / 3), uniform)],
+    bestResponse: kuhnMatch(kuhnBestResponse(uniform), uniform),
+  }
+}
+
+/**
+ * `report.json`: the options, every evaluation, the exploitability of uniform play, and what Nash play and the best
+ * response win against random play (`randomPlayReference`), for reference.
+ */
+export type Report = ExampleReport<Evaluation> & {
+  uniformExploitability: number
+  againstRandom: ReturnType<typeof randomPlayReference>
+  tensorsLeftBeforeModelDispose: number
+}
 
 export async function main(options: MainOptions = {}): Promise<Report> {
   const parsed = parseArgument(mainOptionsSchema, options, 'options')
@@ -136,7 +166,8 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const tensorsLeft = tf.memory().numTensors
   model.dispose()
 
-  // 4. The report: JSON and a chart.
+  // 4. The report: JSON and a chart, with what Nash play wins against random play.
+  const reference = randomPlayReference()
   const report: Report = await run.writeReport(
     {
       options: { ...parsed, advantage: advantage.name },
@@ -144,6 +175,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       after,
       evaluations,
       uniformExploitability: 11 / 24,
+      againstRandom: reference,
       tensorsLeftBeforeModelDispose: tensorsLeft,
     },
     {
@@ -155,12 +187,18 @@ export async function main(options: MainOptions = {}): Promise<Report> {
           value: (e) => e.exploitability,
           reference: { value: 0.1, label: 'target 0.10' },
         },
-        { name: 'win rate vs random', color: '#2ca02c', value: (e) => e.winRate, range: [0, 1] },
+        {
+          name: 'win rate vs random',
+          color: '#2ca02c',
+          value: (e) => e.winRate,
+          range: [0, 1],
+          reference: { value: reference.nash[0].winRate, label: `Nash play ${pct(reference.nash[0].winRate)}` },
+        },
       ],
     },
   )
   log(
-    `after ${trainer.stepCount} self-play steps: exploitability ${after.exploitability.toFixed(3)} (from ${before.exploitability.toFixed(3)}; uniform play ${(11 / 24).toFixed(3)}), win rate vs random ${pct(after.winRate)} (from ${pct(before.winRate)}), invalid ${pct(after.invalidRate)}`,
+    `after ${trainer.stepCount} self-play steps: exploitability ${after.exploitability.toFixed(3)} (from ${before.exploitability.toFixed(3)}; uniform play ${(11 / 24).toFixed(3)}), win rate vs random ${pct(after.winRate)} (from ${pct(before.winRate)}; Nash play wins ${pct(reference.nash[0].winRate)}–${pct(reference.nash[1].winRate)}, a best response to random ${pct(reference.bestResponse.winRate)}), invalid ${pct(after.invalidRate)}`,
   )
   log(`${report.seconds.toFixed(0)} s on ${run.backend}; report, metrics and chart in ${run.runDirectory}`)
   return report

@@ -3,15 +3,15 @@ import { runCli } from './cli.js'
 import { InterruptedError } from './errors.js'
 
 // Ctrl+C (or SIGTERM) aborts the command's signal: training stops after its step and saves a checkpoint, a server
-// shuts down. A second Ctrl+C exits at once. The abort reason is an InterruptedError, so a command that ends with
-// it (a download rethrows its signal's reason) exits 130, not 1 as a plain Error would.
+// shuts down; the exit code is 130. A second Ctrl+C exits at once (130). The abort reason is an InterruptedError, so
+// a command that ends with it (a download rethrows its signal's reason) exits 130, not 1 as a plain Error would.
 const controller = new AbortController()
 let interrupts = 0
 const stop = (signal: NodeJS.Signals) => {
   interrupts++
   if (interrupts > 1) process.exit(130)
   process.stderr.write(`\n${signal}: stopping (again to quit at once)\n`)
-  controller.abort(new InterruptedError(`interrupted (${signal})`))
+  controller.abort(new InterruptedError(signal)) // what a command throws at its signal exits 130
 }
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)

@@ -86,6 +86,19 @@ describe('ludic', () => {
     expect(nested.stderr()).toContain(`Cannot parse ${deep} at environments${'[0]'.repeat(63)}: is nested more than 64 objects and arrays deep`)
   })
 
+  it('suggests the field meant by a misspelled one of a config file, as commander does for a flag', async () => {
+    const path = join(temporaryDirectory(), 'misspelled.yaml')
+    await writeFile(path, ['model: { preset: tiny }', 'stepz: 2', 'batch: { episodsPerStep: 4 }', 'surprise: 1', ''].join('\n'))
+    const { io, stderr } = captureIo()
+    expect(await runCli(['train', path], io)).toBe(exitCodes.usage)
+    expect(stderr()).toContain('  stepz: unknown field (did you mean "steps"?)')
+    expect(stderr()).toContain('  batch.episodsPerStep: unknown field (did you mean "episodesPerStep"?)')
+    expect(stderr()).toMatch(/ {2}surprise: unknown field\n/)
+    const flag = captureIo()
+    expect(await runCli(['train', path, '--step', '2'], flag.io)).toBe(exitCodes.usage)
+    expect(flag.stderr()).toContain('(Did you mean --steps?)')
+  })
+
   it('builds a program tests can drive with exitOverride', async () => {
     const { io } = captureIo()
     const program = createProgram(io)

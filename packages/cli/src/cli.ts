@@ -96,6 +96,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .option('--run-directory <dir>', "replace the config's runDirectory (metrics, checkpoints, model/)")
     .option('--set <path=value>', 'set a config field before it is checked, e.g. --set batch.episodesPerStep=4 (repeatable; values are YAML)', collect)
     .option('--resume', "continue from the run directory's latest checkpoint (rl, cpo)")
+    .option('--plugin <file>', "a module to import first that registers games or estimators (registerGame…), as a config's plugins: (repeatable)", collect)
     .addHelpText(
       'after',
       examples([
@@ -104,29 +105,32 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
         'ludic train dpo.yaml --json > summary.json',
       ]),
     )
-    .action(async (config: string, options: { steps?: number; runDirectory?: string; set?: string[]; resume?: boolean }, command: Command) => {
-      const context = contextOf(command)
-      const { train, trainSummaryText } = await commands.train()
-      const summary = await train(
-        config,
-        {
-          ...(options.steps === undefined ? {} : { steps: options.steps }),
-          ...(options.runDirectory === undefined ? {} : { runDirectory: options.runDirectory }),
-          ...(options.set === undefined ? {} : { set: options.set }),
-          ...(options.resume === undefined ? {} : { resume: options.resume }),
-        },
-        context,
-      )
-      writeResult(context, summary, () => trainSummaryText(summary))
-      if (summary.interrupted) state.exitCode = exitCodes.interrupted
-    })
+    .action(
+      async (config: string, options: { steps?: number; runDirectory?: string; set?: string[]; resume?: boolean; plugin?: string[] }, command: Command) => {
+        const context = contextOf(command)
+        const { train, trainSummaryText } = await commands.train()
+        const summary = await train(
+          config,
+          {
+            ...(options.steps === undefined ? {} : { steps: options.steps }),
+            ...(options.runDirectory === undefined ? {} : { runDirectory: options.runDirectory }),
+            ...(options.set === undefined ? {} : { set: options.set }),
+            ...(options.resume === undefined ? {} : { resume: options.resume }),
+            ...(options.plugin === undefined ? {} : { plugins: options.plugin }),
+          },
+          context,
+        )
+        writeResult(context, summary, () => trainSummaryText(summary))
+        if (summary.interrupted) state.exitCode = exitCodes.interrupted
+      },
+    )
 
   program
     .command('eval')
     .description('evaluate a model (a directory or a Hugging Face repo id) against opponents: win rates with 95% intervals')
     .argument('<checkpoint>', 'a model directory (config.json, model.safetensors, tokenizer.json) or owner/name')
     .addOption(new Option('--suite <name>', 'the evaluation suite').choices(['games']).default('games'))
-    .option('--games <ids>', 'game ids, comma-separated (default: every two-player game)', list)
+    .option('--games <ids>', 'game ids, comma-separated (default: every two-player game; a game of your own: --plugin)', list)
     .option('--opponents <names>', 'random, minimax, nash, comma-separated (default: all)', list)
     .option('--episodes <n>', 'episodes per game and opponent (default 100)', integer('--episodes', 1))
     .option('--prompt <name>', "the model's prompt: terse (the observation, default), spiral, kuhn-terse")
@@ -134,9 +138,11 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .option('--set <option=value>', 'set an option of the suite, e.g. --set gameOptions.kuhn-poker-v1.rounds=1 (repeatable; values are YAML)', collect)
     .option('--out <dir>', 'where the report files go', 'bench-results')
     .option('--png', 'also write the chart as PNG')
+    .option('--plugin <file>', "a module to import first that registers games or estimators (registerGame…), as a config's plugins: (repeatable)", collect)
     .addHelpText(
       'after',
       examples([
+        'ludic eval runs/my-run/model --plugin my-plugin.js --games my-game-v1 --opponents random',
         'ludic eval runs/kuhn/model --games kuhn-poker-v1 --opponents random,nash --episodes 200 --prompt kuhn-terse --set gameOptions.kuhn-poker-v1.rounds=1',
       ]),
     )
@@ -153,6 +159,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
           set?: string[]
           out: string
           png?: boolean
+          plugin?: string[]
         },
         command: Command,
       ) => {
@@ -171,6 +178,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
             ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
             ...(options.set === undefined ? {} : { set: options.set }),
             ...(options.png === undefined ? {} : { png: options.png }),
+            ...(options.plugin === undefined ? {} : { plugins: options.plugin }),
           },
           context,
         )
@@ -186,11 +194,12 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .option('--set <option=value>', "set one of the suite's options, e.g. --set presets=[tiny] (repeatable; values are YAML)", collect)
     .option('--out <dir>', 'where the report files go', 'bench-results')
     .option('--png', 'also write the chart as PNG')
+    .option('--plugin <file>', "a module to import first that registers games or estimators (registerGame…), as a config's plugins: (repeatable)", collect)
     .addHelpText(
       'after',
       examples(['ludic bench tokenizer', 'ludic bench train-step --quick --set presets=[tiny] --set backends=[wasm]', 'ludic bench kuhn --out results']),
     )
-    .action(async (suite: string, options: { quick?: boolean; set?: string[]; out: string; png?: boolean }, command: Command) => {
+    .action(async (suite: string, options: { quick?: boolean; set?: string[]; out: string; png?: boolean; plugin?: string[] }, command: Command) => {
       const context = contextOf(command)
       const { bench, benchResultText } = await commands.bench()
       const result = await bench(
@@ -200,6 +209,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
           ...(options.quick === undefined ? {} : { quick: options.quick }),
           ...(options.set === undefined ? {} : { set: options.set }),
           ...(options.png === undefined ? {} : { png: options.png }),
+          ...(options.plugin === undefined ? {} : { plugins: options.plugin }),
         },
         context,
       )
@@ -286,7 +296,10 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
         if (outcome !== undefined) {
           io.stderr.write(`fatal policy error; the server stopped (a supervisor should restart it): ${formatError(outcome.error)}\n`)
           state.exitCode = exitCodes.failed
-        } else log(context, 'server stopped')
+        } else {
+          log(context, 'server stopped')
+          state.exitCode = exitCodes.interrupted // stopped by Ctrl+C or SIGTERM, as the exit-code table says
+        }
       },
     )
 
@@ -390,8 +403,18 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       // Help and --version end with exit code 0; commander has already printed its message.
       return error.exitCode === 0 ? exitCodes.ok : exitCodes.usage
     }
-    const code = exitCodeOf(error)
+    // Stopped by Ctrl+C: whatever the command threw at its signal (its reason, an AbortError) is an interruption.
+    const code = io.signal?.aborted === true && chainHas(error, io.signal.reason) ? exitCodes.interrupted : exitCodeOf(error)
     io.stderr.write(`ludic: ${formatError(error)}\n`)
     return code
   }
+}
+
+/** Whether `item` is `error` or one of its causes. */
+function chainHas(error: unknown, item: unknown): boolean {
+  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 16; current = (current as { cause?: unknown }).cause, depth++) {
+    if (current === item) return true
+    if (typeof current !== 'object') return false
+  }
+  return false
 }

@@ -8,7 +8,27 @@ describe('exitCodeOf', () => {
   it('maps each failure to its documented exit code', () => {
     const missing = Object.assign(new Error('ENOENT: no such file'), { code: 'ENOENT' })
     expect(exitCodeOf(new ParseError({ source: 'a.yaml', message: 'cannot read', cause: missing }))).toBe(exitCodes.notFound)
-    expect(exitCodeOf(new ParseError({ source: 'a.yaml', message: 'bad' }))).toBe(exitCodes.usage)
+    // Input that exists but cannot be read as what it should be (a model's config.json, a checkpoint, a data file): 3.
+    expect(exitCodeOf(new ParseError({ source: 'model/config.json', message: 'not valid JSON' }))).toBe(exitCodes.notFound)
+    // What the user wrote (a config file, flags), wrapped by the command in a ConfigError: 2 ...
+    const own = new ParseError({ source: 'run.yaml', path: ['steps'], message: 'must be positive' })
+    expect(exitCodeOf(new ConfigError(own, {}))).toBe(exitCodes.usage)
+    expect(
+      exitCodeOf(
+        new ConfigError(
+          new ParseError({ source: 'run.yaml', path: ['model'], message: 'x', cause: new InvalidArgumentError({ argument: 'a', value: 1, message: 'b' }) }),
+          {},
+        ),
+      ),
+    ).toBe(exitCodes.usage)
+    // ... unless what a field names is missing or unreadable: 3, as the same path on the command line.
+    const missingModel = new CliError('no such directory: ./no-such-model', exitCodes.notFound)
+    expect(exitCodeOf(new ConfigError(new ParseError({ source: 'run.yaml', path: ['model', 'path'], message: 'x', cause: missingModel }), {}))).toBe(
+      exitCodes.notFound,
+    )
+    const brokenModel = new ParseError({ source: 'model/config.json', message: 'not valid JSON' })
+    expect(exitCodeOf(new ConfigError(new ParseError({ source: 'run.yaml', path: ['model'], message: 'x', cause: brokenModel }), {}))).toBe(exitCodes.notFound)
+    expect(exitCodeOf(Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' }))).toBe(exitCodes.notFound)
     expect(exitCodeOf(new InvalidArgumentError({ argument: 'x', value: 1, message: 'bad' }))).toBe(exitCodes.usage)
     expect(exitCodeOf(new HubError({ reason: 'missing', repoId: 'a/b', message: 'not found' }))).toBe(exitCodes.notFound)
     expect(exitCodeOf(new HubError({ reason: 'network', repoId: 'a/b', message: 'unreachable' }))).toBe(exitCodes.network)

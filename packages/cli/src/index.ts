@@ -6,5 +6,17 @@ export { serve, type RunningServer, type ServeOptions } from './commands/serve.j
 export { tokenizerTrain, type TokenizerTrainOptions, type TokenizerTrainSummary } from './commands/tokenizer.js'
 export { train, trainSummaryText, type TrainOptions, type TrainSummary } from './commands/train.js'
 export { type CommandContext, commandContext, type OutputStream } from './context.js'
-export { CliError, ConfigError, exitCodeHelp, exitCodeOf, exitCodes, formatError, formatIssues, InterruptedError, type ExitCode } from './errors.js'
+export {
+  CliError,
+  ConfigError,
+  exitCodeHelp,
+  exitCodeMarkdown,
+  exitCodeOf,
+  exitCodes,
+  exitCodeTable,
+  formatError,
+  formatIssues,
+  InterruptedError,
+  type ExitCode,
+} from './errors.js'
 export { environmentRegistry, namedPrompts, opponentRegistry } from './registries.js'

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { type DownloadProgress, parseRepoReference, resolveModelSource } from '@ludic/hub'
 import { CliError, exitCodes } from './errors.js'
 
@@ -22,4 +22,16 @@ export async function localModelDirectory(
       ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
     })
   throw new CliError(`no such file or directory (${local}), and not a Hugging Face repo id (owner/name): ${text}`, exitCodes.notFound)
+}
+
+/**
+ * A model folder holds `config.json` (and the weights and the tokenizer beside it): a folder without one, e.g. a run
+ * directory rather than its `model/`, is a `CliError` with exit code 3 that says what a model folder is.
+ */
+export function checkModelFolder(directory: string, text: string): void {
+  if (!existsSync(join(directory, 'config.json')))
+    throw new CliError(
+      `${text} is not a model folder: it has no config.json (a model folder holds config.json, model.safetensors and tokenizer.json, as \`ludic train\` writes into <run directory>/model)`,
+      exitCodes.notFound,
+    )
 }

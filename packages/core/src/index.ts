@@ -9,7 +9,7 @@ export {
   formatPath,
   type LudicErrorOptions,
 } from './errors.js'
-export { parseArgument, parseInput } from './validation.js'
+export { closestName, parseArgument, parseInput } from './validation.js'
 export { jsonLinesLimitsSchema, parseJsonLines, type JsonLinesLimits } from './json-lines.js'
 export { isPolicy, isTokenizer, policySchema, tokenizerSchema } from './interface-checks.js'
 export { createRandom, deriveSeed, type Random, type RandomSeed } from './random.js'

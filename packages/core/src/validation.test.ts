@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { ParseError } from './errors.js'
-import { parseInput } from './validation.js'
+import { closestName, parseArgument, parseInput } from './validation.js'
 
 describe('parseInput', () => {
   const schema = z.object({ hidden_size: z.number().int(), layers: z.array(z.object({ heads: z.number().positive() })) })
@@ -50,5 +50,28 @@ describe('parseInput', () => {
       expect((error as ParseError).path).toEqual([0])
       expect((error as ParseError).message).toMatch(/at \[8\]: .*; 3 more$/)
     }
+  })
+})
+
+describe('unknown keys', () => {
+  const options = z.strictObject({ steps: z.number(), batch: z.strictObject({ episodesPerStep: z.number().default(8) }).optional() })
+
+  it('name the closest known key of a misspelled one, in parseInput and parseArgument', () => {
+    expect(() => parseInput(options, { stepz: 1, steps: 2 }, { source: 'run.yaml' })).toThrow('Unrecognized key: "stepz" (did you mean "steps"?)')
+    expect(() => parseArgument(options, { steps: 2, batch: { episodsPerStep: 4 } }, 'options')).toThrow(
+      'Unrecognized key: "episodsPerStep" (did you mean "episodesPerStep"?)',
+    )
+    expect(() => parseInput(options, { steps: 2, surprise: 1, bach: {} }, { source: 'run.yaml' })).toThrow(
+      'Unrecognized keys: "surprise", "bach" (did you mean "batch"?)',
+    )
+  })
+
+  it('closestName: a misspelling within a third of the letters (case ignored, a swap counts one), else none', () => {
+    expect(closestName('stepz', ['seed', 'steps'])).toBe('steps')
+    expect(closestName('lerningRate', ['learningRate', 'warmUp'])).toBe('learningRate')
+    expect(closestName('GAMES', ['games'])).toBe('games')
+    expect(closestName('ppoepcohs', ['ppoEpochs'])).toBe('ppoEpochs')
+    expect(closestName('surprise', ['steps', 'seed', 'batch'])).toBeUndefined()
+    expect(closestName('a', [])).toBeUndefined()
   })
 })

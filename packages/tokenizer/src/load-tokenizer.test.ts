@@ -19,8 +19,10 @@ describe('loadTokenizer', () => {
     }
   })
 
-  it('refuses a path without tokenizer.json', async () => {
-    await expect(loadTokenizer('/nonexistent/model')).rejects.toThrow(/no tokenizer.json there/)
+  it('refuses a path without tokenizer.json, naming the file looked for, with a missing-file cause (code ENOENT)', async () => {
+    const error = await loadTokenizer('/nonexistent/model').catch((caught: unknown) => caught)
+    expect((error as Error).message).toMatch(/has no tokenizer.json \(looked for \/nonexistent\/model\/tokenizer.json\)/)
+    expect(((error as Error).cause as { code?: string }).code).toBe('ENOENT')
   })
 
   it('loads a Hub repository id (owner/name[@revision]) through the Hugging Face cache, downloading only the tokenizer files', async () => {

@@ -58,7 +58,12 @@ export async function loadTokenizer(pathOrObject: string | TokenizerFiles, optio
   const directory = (await isFile(pathOrObject)) ? join(pathOrObject, '..') : pathOrObject
   const tokenizerPath = (await isFile(pathOrObject)) ? pathOrObject : join(directory, 'tokenizer.json')
   if (!(await isFile(tokenizerPath))) {
-    throw new InvalidArgumentError({ argument: 'pathOrObject', value: pathOrObject, message: 'no tokenizer.json there' })
+    throw new InvalidArgumentError({
+      argument: 'pathOrObject',
+      value: pathOrObject,
+      message: `has no tokenizer.json (looked for ${tokenizerPath})`,
+      cause: Object.assign(new Error(`no such file: ${tokenizerPath}`), { code: 'ENOENT' }), // a missing input, as the file system says it
+    })
   }
   const configPath = join(directory, 'tokenizer_config.json')
   // Both reads start before either is awaited, and `Promise.all` handles both from the start: an `await` inside

@@ -103,6 +103,17 @@ describe('Tokenizer arguments', () => {
     expect(tokenizer.decode([72, 100_000, 105])).toBe(await reference.decode([72, 100_000, 105], false))
   })
 
+  it('caches the pieces it encodes (cachedPieces), up to 256 characters each; clearCache empties it', () => {
+    const cached = Tokenizer.fromJSON(byteLevelBpeJson())
+    expect(cached.cachedPieces).toBe(0)
+    cached.encode('hello hello world')
+    expect(cached.cachedPieces).toBe(3) // "hello", " hello", " world"
+    cached.encode('x'.repeat(300)) // one piece of 300 characters: never cached
+    expect(cached.cachedPieces).toBe(3)
+    cached.clearCache()
+    expect(cached.cachedPieces).toBe(0)
+  })
+
   it('encodes lone surrogates as U+FFFD, as the Rust tokenizer sees them', async () => {
     const reference = nativeTokenizer(byteLevelBpeJson())
     for (const text of ['a\ud800b', '\udc00', 'x\ud83d']) expect(Array.from(tokenizer.encode(text))).toEqual(await nativeEncode(reference, text))

@@ -250,6 +250,14 @@ export class Tokenizer implements TokenizerV1 {
     this.cache.clear()
   }
 
+  /**
+   * How many pieces the word cache holds now. Pieces longer than 256 characters are never cached: a tokenizer without a
+   * pre-tokenizer that splits the text (Llama 2's) encodes a whole text as one piece, and its cache stays empty.
+   */
+  get cachedPieces(): number {
+    return this.cache.size
+  }
+
   /** Whether an id is an added token marked `special` (left out by `skipSpecialTokens`). */
   isSpecialTokenId(id: number): boolean {
     return this.addedVocabulary.isSpecialId(id)

@@ -96,4 +96,18 @@ describe('applyConfigOverrides', () => {
     const deep = JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) as unknown
     expect(() => applyConfigOverrides({ deep }, ['steps=1'])).toThrow(/'config'.*nested more than 64/) // was: Maximum call stack size exceeded
   })
+
+  it('rejects a value that is not YAML with an InvalidArgumentError naming the entry, not the YAML library error', () => {
+    const error = (() => {
+      try {
+        applyConfigOverrides({}, ['steps=2', 'evaluation.opponents=[random, nash'])
+      } catch (caught) {
+        return caught
+      }
+    })()
+    expect(InvalidArgumentError.isInstance(error)).toBe(true)
+    expect((error as InvalidArgumentError).argument).toBe('overrides[1]')
+    expect((error as Error).message).toContain('evaluation.opponents=[random, nash')
+    expect((error as Error).message).toContain('not YAML')
+  })
 })

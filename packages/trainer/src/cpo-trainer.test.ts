@@ -90,6 +90,11 @@ describe('createCpoTrainer', () => {
     const tensors = tf.memory().numTensors
     await trainer.step()
     expect(tf.memory().numTensors).toBe(tensors)
+    // Its progress bar says what it does (it said `self-play`, the RL trainer's label).
+    const written: string[] = []
+    await trainer.run({ steps: 3, progress: { write: (text: string) => written.push(text) } })
+    expect(written.join('')).toContain('cpo [')
+    expect(written.join('')).not.toContain('self-play')
     trainer.dispose()
     settings.model.dispose()
   })

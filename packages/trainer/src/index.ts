@@ -48,6 +48,7 @@ export { responseLogprobs, type TokenSequence } from './sequences.js'
 export { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
 export {
   cpoRunConfigFileSchema,
+  importPlugins,
   loadRunConfig,
   loadTrainingRun,
   preferenceRunConfigFileSchema,
@@ -58,6 +59,7 @@ export {
   runKinds,
   sftRunConfigFileSchema,
   type EnvironmentRegistry,
+  type ImportPluginsOptions,
   type LoadRunConfigOptions,
   type RunConfigFileLimits,
   type OpponentRegistry,

@@ -23,6 +23,11 @@ export interface RlRunOptions {
   progress?: boolean | ProgressStream
   /** Stops after the current step (which is checkpointed when `runDirectory` is set). */
   signal?: AbortSignal
+  /**
+   * The progress bar's label. Default: what the trainer does: `cpo` with a `scorer` (`createCpoTrainer`), `rl` when
+   * fixed `rolePolicies` play some roles, else `self-play`.
+   */
+  label?: string
 }
 
 export interface RlTrainer {
@@ -185,6 +190,8 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     return metrics
   }
 
+  const defaultLabel =
+    parsed.scorer !== undefined ? 'cpo' : parsed.rolePolicies !== undefined && Object.keys(parsed.rolePolicies).length > 0 ? 'rl' : 'self-play'
   return {
     optimizer,
     get stepCount() {
@@ -194,12 +201,12 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       return history
     },
     step,
-    async run({ steps, onStep, progress = false, signal }) {
+    async run({ steps, onStep, progress = false, signal, label = defaultLabel }) {
       if (!Number.isInteger(steps) || steps < 0)
         throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
       if (!resumeChecked) await resume()
       await run.prepare()
-      const bar = progress === false ? undefined : createProgressBar(steps, { label: 'self-play', ...(progress === true ? {} : { stream: progress }) })
+      const bar = progress === false ? undefined : createProgressBar(steps, { label, ...(progress === true ? {} : { stream: progress }) })
       bar?.update(stepCount)
       const taken: StepMetrics[] = []
       while (stepCount < steps && signal?.aborted !== true) {

@@ -357,7 +357,7 @@ export async function loadTrainingRun(path: string, options: LoadRunConfigOption
   const data = await readRunConfigFile(path, options.limits)
   const raw = options.overrides === undefined ? data : applyConfigOverrides(data, options.overrides)
   const base = dirname(resolve(path))
-  await importPlugins(raw, path, base, options.importModule ?? ((url) => import(url)))
+  await importConfigPlugins(raw, path, base, options.importModule ?? ((url) => import(url)))
   const { kind } = parseInput(z.object({ kind: commonFields.kind }), raw ?? {}, { source: path })
   const file = parseInput(checkedSchema(kind, options), raw, { source: path }) as { kind: RunKind }
   switch (file.kind) {
@@ -393,21 +393,44 @@ function checkRegistries(options: LoadRunConfigOptions): void {
   }
 }
 
-async function importPlugins(raw: unknown, path: string, base: string, importModule: (url: string) => Promise<unknown>): Promise<void> {
+async function importConfigPlugins(raw: unknown, path: string, base: string, importModule: (url: string) => Promise<unknown>): Promise<void> {
   const { plugins } = parseInput(z.object({ plugins: commonFields.plugins }), raw ?? {}, { source: path })
+  await importPlugins(plugins, { base, source: path, path: ['plugins'], importModule })
+}
+
+export interface ImportPluginsOptions {
+  /** Relative paths are taken from here (a config's folder, or the working directory for `--plugin`). */
+  base: string
+  /** What names the plugins, for errors: the config file, or `--plugin`. */
+  source: string
+  /** Where the list sits in `source`, for errors. Default `[]` (`--plugin[0]`); a config's is `['plugins']`. */
+  path?: readonly (string | number)[]
+  /** Imports a module (a `file:` URL). Default: `import()`. */
+  importModule?: (url: string) => Promise<unknown>
+}
+
+/**
+ * Imports plugin modules in order: JavaScript files (paths relative to `base`) that register what a config or a
+ * command names when they are imported (`registerGame`, `registerAdvantageEstimator`…). A run config's `plugins` and
+ * the command line's `--plugin` both go through here. A missing file is a `ParseError` at `source`'s `path[index]`
+ * whose `cause` has `code: 'ENOENT'`; a module that fails to import is a `ParseError` with the import's error as cause.
+ */
+export async function importPlugins(plugins: readonly string[], options: ImportPluginsOptions): Promise<void> {
+  const importModule = options.importModule ?? ((url: string) => import(url))
+  const at = options.path ?? []
   for (const [index, plugin] of plugins.entries()) {
-    const file = resolve(base, plugin)
+    const file = resolve(options.base, plugin)
     if (!existsSync(file))
       throw new ParseError({
-        source: path,
-        path: ['plugins', index],
+        source: options.source,
+        path: [...at, index],
         message: `no such file: ${file}`,
         cause: Object.assign(new Error(file), { code: 'ENOENT' }),
       })
     try {
       await importModule(pathToFileURL(file).href)
     } catch (error) {
-      throw new ParseError({ source: path, path: ['plugins', index], message: `cannot import ${file} (${(error as Error).message})`, cause: error })
+      throw new ParseError({ source: options.source, path: [...at, index], message: `cannot import ${file} (${(error as Error).message})`, cause: error })
     }
   }
 }

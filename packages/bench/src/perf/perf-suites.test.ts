@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { BenchCell, BenchReport } from '../bench-report.js'
 import { runBenchSuite } from '../bench-suites.js'
 import { benchReportMarkdown } from '../report-markdown.js'
+import { benchDocuments } from './tokenizer-suite.js'
 
 // Smoke runs of the speed suites with their smallest options: the report's shape, never a timing. The model and
 // kernel suites measure in child processes that run the built entry (dist/perf-child.js): `npm test` builds first.
@@ -31,6 +32,21 @@ describe('the speed suites, smallest options', () => {
     }
     expect(column(report, 'implementation', 1)).toContain('ours (cold cache)')
     expect(benchReportMarkdown(report)).toContain('## Ours / peer, MB/s ratio')
+  })
+
+  it('tokenizer: a tokenizer that caches nothing (Llama 2: no pre-tokenizer) gets no cold figure, which would be warm again', async () => {
+    const report = await runBenchSuite('tokenizer', { tokenizers: ['llama2'], quick: true, documentBytes: 2000 })
+    expect(column(report, 'ours cold / @huggingface/tokenizers')).toEqual(['as warm: no word cache'])
+    expect(column(report, 'ours cold / tokenizers (Rust)')).toEqual(['as warm: no word cache'])
+    expect(column(report, 'implementation', 1)).not.toContain('ours (cold cache)')
+    expect(report.tables[0]!.notes!.join(' ')).toContain('llama2: no word cache')
+  })
+
+  it('tokenizer: the documents have a long tail of words, so a cold cache meets many it has not seen', () => {
+    // Without made-up words the three 100 kB documents held 227, 354 and 318 distinct words: a cold cache was warm
+    // again after their first kilobytes, and cold measured the same work as warm.
+    for (const document of benchDocuments(100_000)) expect(new Set(document.text.split(/\s+/)).size, document.name).toBeGreaterThan(600)
+    expect(benchDocuments(5000)).toEqual(benchDocuments(5000)) // seeded
   })
 
   /** The smallest train-step run: one `tiny` step of 2 × 8 tokens on WebAssembly. */

@@ -1,8 +1,10 @@
 import { resolve } from 'node:path'
 import type { BenchReport } from '@ludic/bench'
 import { applyConfigOverrides, createProgressBar, type ProgressBar } from '@ludic/trainer'
-import { CliError, exitCodes } from '../errors.js'
+import { ParseError, parseInput } from '@ludic/core'
+import { CliError, ConfigError, exitCodes } from '../errors.js'
 import { type CommandContext, commandContext, log, progressStream } from '../context.js'
+import { importCommandPlugins } from '../plugins.js'
 
 export interface BenchOptions {
   /** The suite's short form (fewer sizes and repetitions), for a quick look. */
@@ -15,6 +17,11 @@ export interface BenchOptions {
   set?: readonly string[]
   /** The suite's own options (e.g. `{ checkpoint, games, opponents, episodes }` of `games`), after `set`. */
   suiteOptions?: Record<string, unknown>
+  /**
+   * Modules imported first (paths relative to the working directory) that register games or estimators the options
+   * name, as a config's `plugins:` (`--plugin`).
+   */
+  plugins?: readonly string[]
 }
 
 export interface BenchResult {
@@ -34,6 +41,7 @@ export async function bench(suite: string, options: BenchOptions = {}, partialCo
   const { benchReportMarkdown, benchSuiteNames, benchSuites, runBenchSuite, writeBenchReport } = await import('@ludic/bench') // vega and the suites load only here
   if (!(benchSuiteNames as readonly string[]).includes(suite))
     throw new CliError(`unknown bench suite '${suite}' (allowed: ${benchSuiteNames.join(' | ')})`, exitCodes.usage)
+  await importCommandPlugins(options.plugins, context.cwd)
   const stream = progressStream(context)
   let bar: { total: number; bar: ProgressBar } | undefined
   // `--quick`, `--seed` and `--backend` go to the suites that take them.
@@ -43,6 +51,12 @@ export async function bench(suite: string, options: BenchOptions = {}, partialCo
     ...Object.fromEntries(Object.entries(generic).filter(([name, value]) => value !== undefined && Object.hasOwn(shape, name))),
     ...(applyConfigOverrides({}, options.set ?? []) as Record<string, unknown>),
     ...options.suiteOptions,
+  }
+  // The options are the user's own words (flags, `--set`): a wrong one is a usage error listing every wrong field (2).
+  try {
+    parseInput(benchSuites[suite]!.optionsSchema, suiteOptions, { source: `the options of bench suite '${suite}'` })
+  } catch (error) {
+    throw ParseError.isInstance(error) ? new ConfigError(error, suiteOptions) : error
   }
   let report: BenchReport
   try {

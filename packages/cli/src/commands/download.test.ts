@@ -50,7 +50,7 @@ describe('ludic download', () => {
   it('serves a repo id: ludic serve downloads it first', async () => {
     const { io, controller, stdout } = captureIo()
     io.onListening = () => controller.abort()
-    expect(await runCli(['serve', 'ludic-test/tiny', '--port', '0'], io)).toBe(exitCodes.ok)
+    expect(await runCli(['serve', 'ludic-test/tiny', '--port', '0'], io)).toBe(exitCodes.interrupted)
     expect(stdout()).toContain('serving ludic-test/tiny at http://127.0.0.1:')
   })
   it('is not found (3) for a missing repo and a network error (4) when the Hub fails', async () => {

@@ -1,7 +1,8 @@
 import { type CommandContext, commandContext } from '../context.js'
 import { CliError, exitCodes } from '../errors.js'
 import { namedPrompts } from '../registries.js'
-import { localModelDirectory } from '../sources.js'
+import { importCommandPlugins } from '../plugins.js'
+import { checkModelFolder, localModelDirectory } from '../sources.js'
 import { bench, type BenchResult } from './bench.js'
 
 export interface EvalOptions {
@@ -23,6 +24,8 @@ export interface EvalOptions {
   out?: string
   /** Also write the chart as PNG. */
   png?: boolean
+  /** Modules imported first (paths relative to the working directory) that register games, as a config's `plugins:` (`--plugin`). */
+  plugins?: readonly string[]
 }
 
 /**
@@ -36,7 +39,9 @@ export async function evaluate(source: string, options: EvalOptions = {}, partia
   const prompt = options.prompt === undefined ? undefined : namedPrompts[options.prompt]
   if (options.prompt !== undefined && prompt === undefined)
     throw new CliError(`unknown prompt '${options.prompt}' (allowed: ${Object.keys(namedPrompts).join(' | ')})`, exitCodes.usage)
+  await importCommandPlugins(options.plugins, context.cwd)
   const checkpoint = await localModelDirectory(source, { base: context.cwd, signal: context.signal })
+  checkModelFolder(checkpoint, source)
   return bench(
     'games',
     {

@@ -122,7 +122,7 @@ describe('ludic serve --enable-lora', () => {
     expect(await post('a')).toBe(200)
     expect(await post('b')).toBe(400) // --max-loras 1
     controller.abort()
-    expect(await exit).toBe(exitCodes.ok)
+    expect(await exit).toBe(exitCodes.interrupted)
   })
 })
 

@@ -50,7 +50,7 @@ describe('ludic serve', () => {
     expect(['stop', 'length']).toContain(finish)
 
     controller.abort()
-    expect(await exit).toBe(exitCodes.ok)
+    expect(await exit).toBe(exitCodes.interrupted) // stopped by its signal: 130, as the exit-code table says
     expect(tf.memory().numTensors).toBe(tensors) // the model was disposed
     await expect(client.models.list()).rejects.toThrow()
   })

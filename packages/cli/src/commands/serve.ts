@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises'
+import { readFile, stat } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { createLocalPolicy, loadModel, type CausalLanguageModel } from '@ludic/model'
 import { serveOpenAICompatible, type OpenAICompatibleServer } from '@ludic/rollout'
@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { type CommandContext, commandContext, log } from '../context.js'
 import { createLocalLoraAdapters, type LocalLoraAdapters } from '@ludic/trainer'
 import { CliError, exitCodes } from '../errors.js'
-import { localModelDirectory } from '../sources.js'
+import { checkModelFolder, localModelDirectory } from '../sources.js'
 
 export interface ServeOptions {
   /** Default 8000; 0 picks a free port. */
@@ -71,8 +71,18 @@ export async function serve(
       exitCodes.usage,
     )
   }
+  const loraRoots = (options.loraRoots ?? []).map((root) => resolve(context.cwd, root))
+  for (const root of loraRoots) {
+    const isDirectory = await stat(root).then(
+      (stats) => stats.isDirectory(),
+      () => false,
+    )
+    if (!isDirectory)
+      throw new CliError(`--lora-root ${root} is not a directory (create it, or name the one the trainer writes adapters to)`, exitCodes.notFound)
+  }
   const runtime = await initTensors({ ...(context.backend === undefined ? {} : { backend: context.backend as InitTensorsOptions['backend'] }), verbose: false })
   const directory = await localModelDirectory(source, { base: context.cwd, signal: context.signal })
+  checkModelFolder(directory, source)
   log(context, `backend ${runtime.backend}; loading ${directory}`)
   const tokenizer = await loadTokenizer(directory)
   const model = await loadModel(directory)
@@ -88,13 +98,12 @@ export async function serve(
       ...(chatTemplate === undefined ? {} : { chatTemplate }),
     })
     const apiKey = options.apiKey ?? process.env.LUDIC_API_KEY
-    const lora =
-      options.enableLora === true
-        ? createLocalLoraAdapters(model, policy, { roots: (options.loraRoots ?? []).map((root) => resolve(context.cwd, root)) })
-        : undefined
+    const lora = options.enableLora === true ? createLocalLoraAdapters(model, policy, { roots: loraRoots }) : undefined
+    const port = options.port ?? 8000
+    const host = options.host ?? '127.0.0.1'
     const server = await serveOpenAICompatible(lora?.base ?? policy, {
-      port: options.port ?? 8000,
-      host: options.host ?? '127.0.0.1',
+      port,
+      host,
       modelId,
       tokenizer,
       defaultMaxTokens: options.maxTokens ?? 256,
@@ -105,6 +114,8 @@ export async function serve(
       ...(onFatalError === undefined ? {} : { onFatalError }),
       ...(lora === undefined ? {} : { lora: { loader: lora.loader, maxAdapters: options.maxLoras ?? 8 } }),
       ...(options.allowedHosts === undefined ? {} : { allowedHosts: [...options.allowedHosts] }),
+    }).catch((error: unknown) => {
+      throw listenProblem(error, host, port) ?? error
     })
     return {
       server,
@@ -120,4 +131,32 @@ export async function serve(
     model.dispose()
     throw error
   }
+}
+
+/**
+ * A port or an address the server cannot listen on is the command line's to change (exit code 2, with the flag to
+ * change): a port in use, a privileged port, an address this machine does not have. Other errors: `undefined`.
+ */
+function listenProblem(error: unknown, host: string, port: number): CliError | undefined {
+  const code = (error as { code?: unknown } | null)?.code
+  const where = `${host}:${port}`
+  if (code === 'EADDRINUSE')
+    return new CliError(
+      `cannot listen on ${where}: the port is in use (another ludic serve?); choose another with --port <n>, or --port 0 for a free one`,
+      exitCodes.usage,
+      {
+        cause: error,
+      },
+    )
+  if (code === 'EACCES')
+    return new CliError(`cannot listen on ${where}: this user may not open the port; choose one above 1023 with --port <n>`, exitCodes.usage, { cause: error })
+  if (code === 'EADDRNOTAVAIL')
+    return new CliError(
+      `cannot listen on ${where}: ${host} is not an address of this machine; choose another with --host (127.0.0.1, 0.0.0.0)`,
+      exitCodes.usage,
+      {
+        cause: error,
+      },
+    )
+  return undefined
 }

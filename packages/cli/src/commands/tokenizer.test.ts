@@ -36,7 +36,8 @@ describe('ludic tokenizer train', () => {
     await writeFile(join(directory, 'small.txt'), 'abc\n')
     const small = captureIo({ cwd: directory })
     expect(await runCli(['tokenizer', 'train', '--input', 'small.txt', '--vocab-size', '100', '--out', 'x'], small.io)).toBe(exitCodes.usage)
-    expect(small.stderr()).toContain('vocabSize')
+    expect(small.stderr()).toContain("Invalid argument 'options.vocabSize' (value: 100): must be at least 256")
+    expect(small.stderr()).not.toContain('"code": "custom"') // the zod issue is in the message, not printed again as JSON
     const missing = captureIo({ cwd: directory })
     expect(await runCli(['tokenizer', 'train', '--input', 'nowhere.txt', '--vocab-size', '300', '--out', 'x'], missing.io)).toBe(exitCodes.notFound)
   })

@@ -21,6 +21,7 @@ import {
 } from '@ludic/trainer'
 import { type CommandContext, commandContext, log, progressStream } from '../context.js'
 import { ConfigError } from '../errors.js'
+import { importCommandPlugins } from '../plugins.js'
 import { environmentRegistry, namedPrompts, opponentRegistry } from '../registries.js'
 import { localModelDirectory } from '../sources.js'
 
@@ -33,6 +34,11 @@ export interface TrainOptions {
   set?: readonly string[]
   /** Continue from the run directory's latest checkpoint (RL and CPO). */
   resume?: boolean
+  /**
+   * Modules imported before the config is read (paths relative to the working directory), as its own `plugins:` are:
+   * they register the games and estimators it names (`--plugin`).
+   */
+  plugins?: readonly string[]
 }
 
 /** What `ludic train` prints (as JSON with `--json`). */
@@ -68,7 +74,11 @@ export async function train(configPath: string, options: TrainOptions = {}, part
   const context = commandContext(partialContext)
   const started = performance.now()
   const config = resolve(context.cwd, configPath)
-  const raw = (await readRunConfigFile(config)) as Record<string, unknown> | null // a missing or broken file fails before the backend starts
+  // A missing or broken file fails before the backend starts: a missing one exits 3, one that is not YAML or JSON 2.
+  const raw = (await readRunConfigFile(config).catch((error: unknown) => {
+    throw ParseError.isInstance(error) ? new ConfigError(error, undefined) : error
+  })) as Record<string, unknown> | null
+  await importCommandPlugins(options.plugins, context.cwd)
   const runtime = await initTensors({ ...(context.backend === undefined ? {} : { backend: context.backend as InitTensorsOptions['backend'] }), verbose: false })
   const overrides = [...(options.set ?? [])]
   if (options.steps !== undefined) overrides.push(`steps=${options.steps}`)

@@ -57,6 +57,11 @@ describe('trainBpe', () => {
 
   it('validates its options', () => {
     expect(() => trainBpe(corpus, { vocabSize: 100 })).toThrow(InvalidArgumentError)
+    // The error states the minimum: the 256 byte characters, then the special tokens.
+    expect(() => trainBpe(corpus, { vocabSize: 100 })).toThrow(/options\.vocabSize.*must be at least 256: the 256 byte characters come first/)
+    expect(() => trainBpe(corpus, { vocabSize: 257, specialTokens: ['<a>', '<b>'] })).toThrow(
+      /must be at least 258: the 256 byte characters and 2 special tokens/,
+    )
     expect(() => trainBpe(corpus, { vocabSize: 300, specialTokens: ['x', 'x'] })).toThrow(/options\.specialTokens/)
     expect(() => trainBpe(corpus, { vocabSize: 300, preTokenizer: { pattern: '\\G' } })).toThrow(/cannot translate the pattern/)
   })

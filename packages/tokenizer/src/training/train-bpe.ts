@@ -31,9 +31,16 @@ export const trainBpeOptionsSchema = z
     message: 'special tokens must be distinct',
     path: ['specialTokens'],
   })
-  .refine((options) => options.vocabSize >= 256 + options.specialTokens.length, {
-    message: 'must leave room for the 256 byte characters and the special tokens',
-    path: ['vocabSize'],
+  .superRefine((options, context) => {
+    const minimum = 256 + options.specialTokens.length
+    if (options.vocabSize < minimum) {
+      const special = options.specialTokens.length
+      context.addIssue({
+        code: 'custom',
+        path: ['vocabSize'],
+        message: `must be at least ${minimum}: the 256 byte characters${special === 0 ? '' : ` and ${special} special token${special === 1 ? '' : 's'}`} come first, then one token per merge`,
+      })
+    }
   })
 export type TrainBpeOptions = z.input<typeof trainBpeOptionsSchema>
 
