@@ -93,7 +93,11 @@ export async function readOpenedFile(
     length += bytesRead
   }
   if (length > options.maxBytes) {
-    throw new InvalidArgumentError({ argument: options.argument ?? 'path', value: path, message: `grew past the limit of ${options.maxBytes} bytes while it was read` })
+    throw new InvalidArgumentError({
+      argument: options.argument ?? 'path',
+      value: path,
+      message: `grew past the limit of ${options.maxBytes} bytes while it was read`,
+    })
   }
   return buffer.subarray(0, length)
 }
