@@ -213,6 +213,15 @@ function tarballLineProblems(line, packed) {
 
 const formatBytes = (bytes) => (bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MiB` : `${(bytes / 1024).toFixed(0)} KiB`)
 
+/** `npm init -y` in `project`, then a private ES-module app; what went wrong, if anything. */
+async function initProject(npm, project) {
+  const init = await npm(['init', '-y'], project, 60_000)
+  if (init.code !== 0) return `npm init -y failed:\n${init.output}`
+  const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8'))
+  writeFileSync(join(project, 'package.json'), `${JSON.stringify({ ...manifest, private: true, type: 'module' }, null, 2)}\n`)
+  return undefined
+}
+
 async function main() {
   const packages = publishablePackages().filter((pkg) => !skipped.includes(pkg.folder))
   if (skipped.length > 0) console.log(`left out on request: ${skipped.join(', ')}`)
@@ -314,13 +323,11 @@ async function main() {
       }
       const project = join(scratch, 'projects', `tarball-line-${index + 1}`)
       mkdirSync(project, { recursive: true })
-      const init = await npm(['init', '-y'], project, 60_000)
-      if (init.code !== 0) {
-        fail(`npm init -y failed:\n${init.output}`)
+      const initProblem = await initProject(npm, project)
+      if (initProblem !== undefined) {
+        fail(initProblem)
         continue
       }
-      const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8'))
-      writeFileSync(join(project, 'package.json'), `${JSON.stringify({ ...manifest, private: true, type: 'module' }, null, 2)}\n`)
       const args = line.map((argument) => (argument.endsWith('.tgz') ? join(tarballs, basename(argument)) : argument))
       const installStarted = performance.now()
       const installed = await npm(['install', ...args, '--no-audit', '--no-fund'], project, 300_000)
@@ -374,13 +381,11 @@ async function main() {
       result.error = why
       console.log(`FAIL ${name}: ${why}`)
     }
-    const init = await npm(['init', '-y'], project, 60_000)
-    if (init.code !== 0) {
-      fail(`npm init -y failed:\n${init.output}`)
+    const initProblem = await initProject(npm, project)
+    if (initProblem !== undefined) {
+      fail(initProblem)
       continue
     }
-    const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8'))
-    writeFileSync(join(project, 'package.json'), `${JSON.stringify({ ...manifest, private: true, type: 'module' }, null, 2)}\n`)
 
     const installStarted = performance.now()
     const install = await npm(['install', ...pkg.parts.install, '--no-audit', '--no-fund'], project, 300_000)

@@ -11,7 +11,7 @@ const stop = (signal: NodeJS.Signals) => {
   interrupts++
   if (interrupts > 1) process.exit(130)
   process.stderr.write(`\n${signal}: stopping (again to quit at once)\n`)
-  controller.abort(new InterruptedError(signal)) // what a command throws at its signal exits 130
+  controller.abort(new InterruptedError(`interrupted (${signal})`)) // what a command throws at its signal exits 130
 }
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)

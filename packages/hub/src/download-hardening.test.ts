@@ -1,17 +1,17 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { closeSync, openSync, writeSync } from 'node:fs'
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { FileSystemError, InvalidArgumentError, ParseError } from '@ludic/core'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { type DownloadWait, downloadRepo } from './download-repo.js'
 import type { HubError } from './hub-error.js'
 import { hubRequest, type HubRequestContext } from './hub-http.js'
 import { holdWithFlockProgram, untilOutput } from './test/processes.js'
 import { seededBytes, singleFileRepo, tinyConfig, tinyTokenizer } from './test/tiny-repo.js'
+import { useFakeHub } from './test/use-fake-hub.js'
 import { createFakeHub, type FakeHub, type FakeHubRepoInput } from './testing/fake-hub.js'
 
 const weightBytes = 256 * 1024
@@ -30,10 +30,14 @@ const repos: FakeHubRepoInput[] = [
   },
 ]
 
+const fake = useFakeHub({ repos }, 'ludic-hub-hardening-')
 let hub: FakeHub
-let directory: string
-let caches = 0
-const newCache = () => join(directory, `cache-${caches++}`)
+let _directory: string
+beforeAll(() => {
+  hub = fake.hub()
+  _directory = fake.directory()
+})
+const newCache = fake.newCache
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')
 const online = (cacheDir: string) => ({ cacheDir, endpoint: hub.endpoint, token: false as const, offline: false })
 const weights = () => hub.fileInfo('ludic/tiny', 'model.safetensors')
@@ -48,23 +52,6 @@ async function until(condition: () => boolean | Promise<boolean>, what: string):
   }
   throw new Error(`gave up waiting for ${what}`)
 }
-
-beforeAll(async () => {
-  hub = await createFakeHub({ repos })
-  directory = await mkdtemp(join(tmpdir(), 'ludic-hub-hardening-'))
-})
-afterAll(async () => {
-  await hub.close()
-  await rm(directory, { recursive: true, force: true })
-})
-beforeEach(() => {
-  for (const name of ['HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'HF_ENDPOINT']) vi.stubEnv(name, undefined)
-})
-afterEach(() => {
-  vi.unstubAllEnvs()
-  hub.releasePaused()
-  hub.requests.length = 0
-})
 
 /** `downloadRepo('ludic/tiny')` in a process of its own; it prints `waiting` when it waits for another process's lock. */
 function downloadInAnotherProcess(cacheDir: string): { child: ChildProcessWithoutNullStreams; exit: Promise<{ code: number | null; stderr: string }> } {

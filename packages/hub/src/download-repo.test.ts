@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto'
-import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { lstat, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { InvalidArgumentError, ParseError } from '@ludic/core'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
 import { type DownloadProgress, downloadRepo } from './download-repo.js'
 import { HubError } from './hub-error.js'
 import { seededBytes, shardedRepo, singleFileRepo, tinyConfig } from './test/tiny-repo.js'
-import { createFakeHub, type FakeHub, type FakeHubRepoInput } from './testing/fake-hub.js'
+import { useFakeHub } from './test/use-fake-hub.js'
+import type { FakeHub, FakeHubRepoInput } from './testing/fake-hub.js'
 
 const weightBytes = 256 * 1024
 const repos: FakeHubRepoInput[] = [
@@ -23,32 +23,17 @@ const repos: FakeHubRepoInput[] = [
   },
 ]
 
+const fake = useFakeHub({ repos, tokens: ['hf_known'] }, 'ludic-hub-download-')
 let hub: FakeHub
-let directory: string
-let caches = 0
+beforeAll(() => {
+  hub = fake.hub()
+})
 /** A fresh cache folder per test. */
-const newCache = () => join(directory, `cache-${caches++}`)
+const newCache = fake.newCache
 const throwingFetch = (() => {
   throw new Error('no network in this test')
 }) as unknown as typeof fetch
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')
-
-beforeAll(async () => {
-  hub = await createFakeHub({ repos, tokens: ['hf_known'] })
-  directory = await mkdtemp(join(tmpdir(), 'ludic-hub-download-'))
-})
-afterAll(async () => {
-  await hub.close()
-  await rm(directory, { recursive: true, force: true })
-})
-beforeEach(() => {
-  // The machine's own Hugging Face settings must not change what these tests see.
-  for (const name of ['HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'HF_ENDPOINT']) vi.stubEnv(name, undefined)
-})
-afterEach(() => {
-  vi.unstubAllEnvs()
-  hub.requests.length = 0
-})
 
 /** Options of the tests that go online: the fake Hub, no token, not offline. */
 const online = (cacheDir: string) => ({ cacheDir, endpoint: hub.endpoint, token: false as const, offline: false })

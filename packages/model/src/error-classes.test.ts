@@ -13,6 +13,7 @@ import {
 } from '@ludic/tokenizer'
 import { describe, it } from 'vitest'
 import { CheckpointMismatchError } from './checkpoint/checkpoint-mismatch-error.js'
+import { ConfinedPathError } from './lora/confined-files.js'
 import { ContextLengthError } from './model/context-length.js'
 import * as model from './index.js'
 import { NonFiniteGradientError } from './training/non-finite-gradient-error.js'
@@ -22,6 +23,7 @@ describe('error classes', () => {
     checkErrorClasses([model, tensors, tensorsTest, tokenizer], {
       ContextLengthError: () => new ContextLengthError({ argument: 'inputIds', value: 3000, limit: 2048, requested: 3000, message: 'example' }),
       CheckpointMismatchError: () => new CheckpointMismatchError({ source: 'checkpoint', missing: ['lm_head.weight'], unexpected: [], misshaped: [] }),
+      ConfinedPathError: () => new ConfinedPathError({ argument: 'directory', value: '/elsewhere', message: 'example', notFound: true }),
       NonFiniteGradientError: () => new NonFiniteGradientError({ parameters: ['w'], norm: Number.NaN }),
       TensorLeakError: () => new TensorLeakError(1, 2, 'example'),
       MergeOutOfVocabularyError: () => new MergeOutOfVocabularyError({ index: 0, token: 'ab' }),

@@ -6,13 +6,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest'
 import { createMetricsLog } from './metrics-log.js'
 
 // A disk that is full under any folder named `full-disk`: Node's error names no file.
-vi.mock('node:fs/promises', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('node:fs/promises')>()
-  const enospc = () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' })
-  const full = <Write extends (...args: never[]) => Promise<unknown>>(write: Write) =>
-    ((...args: Parameters<Write>) => (String(args[0]).includes('full-disk') ? Promise.reject(enospc()) : write(...args))) as Write
-  return { ...actual, appendFile: full(actual.appendFile), writeFile: full(actual.writeFile) }
-})
+vi.mock('node:fs/promises', async (importOriginal) => (await import('@ludic/core/test')).fullDiskFileSystem(await importOriginal()))
 
 const directory = await mkdtemp(join(tmpdir(), 'ludic-metrics-log-'))
 afterAll(() => rm(directory, { recursive: true, force: true }))

@@ -1,30 +1,16 @@
 import { execFileSync } from 'node:child_process'
 import { copyFile, mkdir, mkdtemp, readFile, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { applyLora, createLocalPolicy, loadLoraAdapter, loadModel, saveLoraAdapter } from '@ludic/model'
+import { createLocalPolicy, loadLoraAdapter, loadModel } from '@ludic/model'
 import { loadTokenizer } from '@ludic/tokenizer'
 import * as tf from '@tensorflow/tfjs-core'
 import { describe, expect, it } from 'vitest'
 import { runCli } from '../cli.js'
 import { exitCodes } from '../errors.js'
 import { serve } from './serve.js'
-import { captureIo, saveTinyModel, useBackendAndDirectory } from '../test/support.js'
+import { captureIo, saveTinyModel, useBackendAndDirectory, saveRandomAdapter } from '../test/support.js'
 
 const temporaryDirectory = useBackendAndDirectory('ludic-cli-serve-lora-')
-
-/** Saves a LoRA adapter of the model in `directory` with B drawn at random (so it changes the outputs), seeded. */
-async function saveAdapter(modelDirectory: string, directory: string, seed: number): Promise<void> {
-  const model = await loadModel(modelDirectory)
-  try {
-    const adapters = applyLora(model, { rank: 4, alpha: 8, seed })
-    for (const [name, variable] of adapters.parameters()) {
-      if (name.endsWith('lora_B.weight')) tf.tidy(() => variable.assign(tf.randomNormal(variable.shape, 0, 0.5, 'float32', seed)))
-    }
-    await saveLoraAdapter(adapters, directory)
-  } finally {
-    model.dispose()
-  }
-}
 
 /** What a local policy over the model (with the adapter at `adapter`, if given) answers, for comparison. */
 async function localAnswer(modelDirectory: string, adapter: string | undefined, content: string) {
@@ -44,8 +30,8 @@ describe('ludic serve --enable-lora', () => {
     const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny'))
     const first = join(temporaryDirectory(), 'adapters', 'step-1')
     const second = join(temporaryDirectory(), 'adapters', 'step-2')
-    await saveAdapter(directory, first, 1)
-    await saveAdapter(directory, second, 2)
+    await saveRandomAdapter(directory, first, 1)
+    await saveRandomAdapter(directory, second, 2)
     const expected = {
       base: await localAnswer(directory, undefined, 'hello there'),
       first: await localAnswer(directory, first, 'hello there'),
@@ -99,7 +85,7 @@ describe('ludic serve --enable-lora', () => {
   it('takes --enable-lora, --lora-root and --max-loras on the command line; --enable-lora alone is a usage error', async () => {
     const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny-cli'))
     const adapter = join(temporaryDirectory(), 'adapters-cli', 'a')
-    await saveAdapter(directory, adapter, 3)
+    await saveRandomAdapter(directory, adapter, 3)
     const { io, controller } = captureIo()
     let listening: (url: string) => void = () => {}
     const url = new Promise<string>((resolve) => {
@@ -132,11 +118,11 @@ describe('ludic serve --enable-lora against hostile adapter paths (issue 34)', (
     const base = await mkdtemp(join(temporaryDirectory(), 'hostile-'))
     const directory = await saveTinyModel(join(base, 'tiny-hostile'))
     const root = join(base, 'lora-root')
-    await saveAdapter(directory, join(root, 'good'), 4)
+    await saveRandomAdapter(directory, join(root, 'good'), 4)
     const secret = join(base, 'secret.txt')
     await writeFile(secret, 'hf_SECRETtoken1234567890')
     const outside = join(base, 'outside-adapter')
-    await saveAdapter(directory, outside, 5)
+    await saveRandomAdapter(directory, outside, 5)
     // A folder whose config is a link to the secret; one whose weights are; one linking out whole; a FIFO config; /dev/zero.
     await mkdir(join(root, 'config-link'), { recursive: true })
     await symlink(secret, join(root, 'config-link', 'adapter_config.json'))

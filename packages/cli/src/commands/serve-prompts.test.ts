@@ -41,7 +41,7 @@ async function whileServing<T>(directory: string, work: (url: string) => Promise
     return await work(await url)
   } finally {
     controller.abort()
-    expect(await exit).toBe(exitCodes.ok)
+    expect(await exit).toBe(exitCodes.interrupted) // stopped by its signal, as Ctrl+C
   }
 }
 

@@ -4,35 +4,19 @@ import { request as httpRequest } from 'node:http'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { applyLora, loadModel, saveLoraAdapter } from '@ludic/model'
 import { answer, type BadRequest, runSoak, type ServerProcess } from '@ludic/rollout/test'
 import { loadTokenizer } from '@ludic/tokenizer'
-import * as tf from '@tensorflow/tfjs-core'
 import { describe, expect, it } from 'vitest'
-import { saveTinyModel, useBackendAndDirectory } from '../test/support.js'
+import { saveTinyModel, useBackendAndDirectory, saveRandomAdapter } from '../test/support.js'
 
 const temporaryDirectory = useBackendAndDirectory('ludic-cli-serve-soak-')
 // The built command (`npm test` builds first), as a user runs it.
 const bin = fileURLToPath(new URL('../../dist/bin.js', import.meta.url))
 
-/** An adapter of the model in `modelDirectory`, saved in `directory` (B at random, so it changes the answers). */
-async function saveAdapter(modelDirectory: string, directory: string, seed: number): Promise<void> {
-  const model = await loadModel(modelDirectory)
-  try {
-    const adapters = applyLora(model, { rank: 4, alpha: 8, seed })
-    for (const [name, variable] of adapters.parameters()) {
-      if (name.endsWith('lora_B.weight')) tf.tidy(() => variable.assign(tf.randomNormal(variable.shape, 0, 0.5, 'float32', seed)))
-    }
-    await saveLoraAdapter(adapters, directory)
-  } finally {
-    model.dispose()
-  }
-}
-
 /** A LoRA root with a good adapter and the third attack round's hostile entries. */
 async function loraRoot(modelDirectory: string, base: string): Promise<string> {
   const root = join(base, 'lora-root')
-  await saveAdapter(modelDirectory, join(root, 'good'), 4)
+  await saveRandomAdapter(modelDirectory, join(root, 'good'), 4)
   const secret = join(base, 'secret.txt')
   await writeFile(secret, 'hf_SECRETtoken1234567890')
   await mkdir(join(root, 'config-link'), { recursive: true })

@@ -1,7 +1,8 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createModel, saveModel } from '@ludic/model'
+import { applyLora, createModel, loadModel, saveLoraAdapter, saveModel } from '@ludic/model'
+import * as tf from '@tensorflow/tfjs-core'
 import { initTensors } from '@ludic/tensors'
 import { trainBpe } from '@ludic/tokenizer'
 import { afterAll, beforeAll } from 'vitest'
@@ -51,4 +52,18 @@ export async function saveTinyModel(directory: string): Promise<string> {
   await saveModel(model, directory)
   model.dispose()
   return directory
+}
+
+/** Saves a LoRA adapter of the model in `modelDirectory` to `directory`, with B drawn at random (so it changes the answers), seeded. */
+export async function saveRandomAdapter(modelDirectory: string, directory: string, seed: number): Promise<void> {
+  const model = await loadModel(modelDirectory)
+  try {
+    const adapters = applyLora(model, { rank: 4, alpha: 8, seed })
+    for (const [name, variable] of adapters.parameters()) {
+      if (name.endsWith('lora_B.weight')) tf.tidy(() => variable.assign(tf.randomNormal(variable.shape, 0, 0.5, 'float32', seed)))
+    }
+    await saveLoraAdapter(adapters, directory)
+  } finally {
+    model.dispose()
+  }
 }

@@ -6,3 +6,4 @@ export {
   type ScriptedEnvironmentOptions,
 } from './scripted-environment.js'
 export { checkErrorClasses, coreErrorExamples, exportedErrorClasses } from './error-classes.js'
+export { fullDiskFileSystem } from './full-disk.js'

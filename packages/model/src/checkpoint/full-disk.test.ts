@@ -10,25 +10,7 @@ import { saveModel } from './save-model.js'
 
 // A disk that is full under any folder named `full-disk`: writes through an open file fail as Node's do,
 // with an error that names no file (`ENOSPC: no space left on device, write`).
-vi.mock('node:fs/promises', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('node:fs/promises')>()
-  const enospc = () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' })
-  return {
-    ...actual,
-    open: async (...args: Parameters<typeof actual.open>) => {
-      const handle = await actual.open(...args)
-      if (!String(args[0]).includes('full-disk')) return handle
-      return new Proxy(handle, {
-        get: (target, property) =>
-          property === 'write' || property === 'writev'
-            ? () => Promise.reject(enospc())
-            : typeof Reflect.get(target, property) === 'function'
-              ? (Reflect.get(target, property) as (...rest: unknown[]) => unknown).bind(target)
-              : Reflect.get(target, property),
-      })
-    },
-  }
-})
+vi.mock('node:fs/promises', async (importOriginal) => (await import('@ludic/core/test')).fullDiskFileSystem(await importOriginal()))
 
 beforeAll(initTestBackend)
 

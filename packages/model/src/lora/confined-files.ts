@@ -8,12 +8,19 @@ import { openRegularFile, readOpenedFile, readRegularFile } from '@ludic/core/no
  * answers a server gives as 404 (nothing usable there: missing, a broken or escaping link — one answer for all, so
  * that it tells nothing about what lies outside the allowed directories).
  */
+const marker = Symbol.for('ludic.error.ConfinedPathError')
+
 export class ConfinedPathError extends InvalidArgumentError {
+  private readonly [marker] = true
   readonly notFound: boolean
 
   constructor(options: { argument: string; value: string; message: string; notFound: boolean; cause?: unknown }) {
     super(options)
     this.notFound = options.notFound
+  }
+
+  static override isInstance(error: unknown): error is ConfinedPathError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[marker] === true
   }
 }
 
