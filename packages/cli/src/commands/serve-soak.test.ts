@@ -130,6 +130,15 @@ describe('ludic serve soak with hostile clients (issue 34)', () => {
       },
       badRequests: hostileRequests(root, base, specialId),
       goodModels: ['tiny', 'good'],
+      // The warm-up's last request used the adapter, so it was attached when the idle tensors were first counted.
+      settle: async (server) => {
+        const answered = await fetch(`${server.url}/chat/completions`, {
+          method: 'POST',
+          headers: server.headers,
+          body: JSON.stringify({ model: 'good', messages: [{ role: 'user', content: 'settle' }], max_tokens: 1 }),
+        })
+        expect(answered.status).toBe(200)
+      },
       prepare: async (server) => {
         const loaded = await fetch(`${server.url}/load_lora_adapter`, {
           method: 'POST',
@@ -151,5 +160,13 @@ describe('ludic serve soak with hostile clients (issue 34)', () => {
     const answers = report.stats.answers as Record<string, number>
     expect(Object.keys(answers).filter((status) => status.startsWith('5'))).toEqual([])
     expect(Math.abs(report.rss.change)).toBeLessThan(0.5) // 20 % is the 2-minute bound; 10 seconds leave the RSS less settled
+    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`
+    console.log(
+      `hostile soak: ${report.good.ok}/${report.good.sent} good requests answered (p95 ${report.good.latencyMs.p95} ms); ` +
+        `hostile: ${Object.entries(report.bad)
+          .map(([kind, record]) => `${kind} ${Object.entries(record.outcomes).map(([outcome, count]) => `${outcome}×${count}`)}`)
+          .join('; ')}; RSS ${mib(report.rss.afterWarmupBytes)} → ${mib(report.rss.endBytes)} (${(report.rss.change * 100).toFixed(1)} %), ` +
+        `tensors ${report.idleTensors.before} → ${report.idleTensors.after}, answers ${JSON.stringify(answers)}`,
+    )
   })
 })

@@ -32,6 +32,11 @@ export interface SoakOptions {
   goodModels?: readonly string[]
   /** Runs once the server listens, before any client (e.g. loads the adapters `goodModels` name). */
   prepare?: (server: ServerProcess) => Promise<void>
+  /**
+   * Runs after the load, before the idle figures are read, to bring the server back to the state it was in after the
+   * warm-up (e.g. one request to the adapter the warm-up used last, so the same adapter is attached). Default: none.
+   */
+  settle?: (server: ServerProcess) => Promise<void>
 }
 
 /**
@@ -138,6 +143,10 @@ async function startServer(settings: SoakServer, log: (line: string) => void): P
     if (stderr.length > 100_000) stderr = stderr.slice(-50_000)
   })
   child.once('exit', (code, signal) => (exit = `exited with ${code ?? signal}`))
+  // A test stopped at its timeout never reaches stopServer: the server must not outlive this process.
+  const killOnExit = () => child.kill('SIGKILL')
+  process.once('exit', killOnExit)
+  child.once('exit', () => process.off('exit', killOnExit))
   const url = await new Promise<string>((resolve, reject) => {
     let stdout = ''
     const timer = setTimeout(() => reject(new Error(`the server did not start in 60 s: ${stderr}`)), 60_000)
@@ -403,6 +412,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     clientDelay.disable()
     // Let aborted generations stop and connections close, then count the tensors with nothing in flight.
     await new Promise((resolve) => setTimeout(resolve, 1_000))
+    await options.settle?.(server)
     const healthResponse = await fetch(`${server.origin}/health`)
     const health = { status: healthResponse.status, body: (await healthResponse.json()) as unknown }
     const stats = await readStats(server)
