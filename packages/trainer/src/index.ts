@@ -16,7 +16,7 @@ export {
   type LoraPublishFailure,
   type SavedLoraAdapter,
 } from './lora-adapter-publisher.js'
-export { ResumeError } from './run-state.js'
+export { refuseAnotherRun, ResumeError } from './run-state.js'
 export { createLocalLoraAdapters, localLoraAdaptersOptionsSchema, type LocalLoraAdapters, type LocalLoraAdaptersOptions } from './local-lora-adapters.js'
 export { cpoDefaultGroupSize, createCpoTrainer, type CpoTrainerConfig } from './cpo-trainer.js'
 export { scoreRollout, type ScoredRollout } from './scored-rewards.js'

@@ -10,7 +10,7 @@ import { createProgressBar, type ProgressStream } from './progress-bar.js'
 import { rlTrainerConfigSchema, type ParsedRlTrainerConfig, type RlTrainerConfig } from './rl-config.js'
 import { offPolicyMetrics, progressFields, rolloutMetrics } from './rl-metrics.js'
 import { createRolloutSource, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
-import { createRunState } from './run-state.js'
+import { createRunState, refuseAnotherRun } from './run-state.js'
 import { resolveSchedule } from './schedule.js'
 import { scoreRollout } from './scored-rewards.js'
 import { responseLogprobs, type TokenSequence } from './sequences.js'
@@ -67,6 +67,8 @@ export interface RlTrainerHooks {
 
 export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks = {}): RlTrainer {
   const parsed = parseArgument(rlTrainerConfigSchema, config, 'config')
+  // Refused before anything is made: a fresh run into a directory that holds another run.
+  if (parsed.runDirectory !== undefined && !parsed.resume) refuseAnotherRun(parsed.runDirectory)
   const { model, batch, kl, seed } = parsed
   checkVocabularyFits(parsed.tokenizer, model.config)
   const estimator = parsed.advantage ?? createRae()

@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs'
 import { mkdir, rename } from 'node:fs/promises'
 import { join } from 'node:path'
 import { InvalidArgumentError, LudicError, ParseError, type AdvantageEstimatorV1, type Random } from '@ludic/core'
@@ -182,6 +183,29 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
       if (directory !== undefined) await mkdir(directory, { recursive: true })
     },
   }
+}
+
+/**
+ * A fresh run (one that does not resume) must not write into a directory that holds another run's checkpoints or KL
+ * reference: it would mix with them (its checkpoints pruned against the other's, the other's reference taken for its
+ * own, the other's metrics cut away). An `InvalidArgumentError` on `config.runDirectory`, before anything is made.
+ */
+export function refuseAnotherRun(directory: string): void {
+  let names: string[]
+  try {
+    names = readdirSync(directory)
+  } catch {
+    return // no directory yet: nothing to mix with
+  }
+  const held = names.filter((name) => /^checkpoint-\d+$/.test(name) || name === 'reference').sort()
+  if (held.length === 0) return
+  throw new InvalidArgumentError({
+    argument: 'config.runDirectory',
+    value: directory,
+    message:
+      `holds another run (${held.slice(0, 3).join(', ')}${held.length > 3 ? ', …' : ''}): continue it with config.resume ` +
+      '(ludic train --resume), or give another run directory; nothing was written',
+  })
 }
 
 /** Steps as ranges: `3-5, 8`. */

@@ -151,7 +151,10 @@ describe('ludic train', () => {
     const tokenizer = await loadTokenizer(summary.modelDirectory!)
     expect(tokenizer.vocabSize).toBeLessThanOrEqual(320)
     const text = captureIo()
-    expect(await runCli(['--quiet', 'train', config, ...argv.slice(3)], text.io)).toBe(exitCodes.ok)
+    const textArgv = argv
+      .slice(3)
+      .map((argument) => (argument === join(temporaryDirectory(), 'kuhn-yaml') ? join(temporaryDirectory(), 'kuhn-yaml-text') : argument))
+    expect(await runCli(['--quiet', 'train', config, ...textArgv], text.io)).toBe(exitCodes.ok) // a run directory of its own
     expect(text.stdout()).toMatch(/^ {2}against random: win rate [\d.]+ \[[\d.]+, [\d.]+\] \(95%\), mean reward -?[\d.]+, invalid moves [\d.]+$/m)
   })
 
@@ -270,5 +273,24 @@ describe('ludic train', () => {
       expect(deleted.code, deleted.stderr).toBe(exitCodes.ok)
       expect((await steps()).map((record) => record.step)).toEqual([1, 2, 3, 4])
     })
+  })
+
+  it('refuses a fresh run into a directory that holds another run (its checkpoints would mix), before the warm-up; --resume continues it', async () => {
+    const directory = join(temporaryDirectory(), 'another-run')
+    await mkdir(directory, { recursive: true })
+    const path = join(directory, 'run.yaml')
+    await writeFile(path, rlConfig('kuhn-poker-v1', ['prompt: kuhn-terse', 'runDirectory: run', 'checkpointEvery: 1', 'kl: { coefficient: 0.1 }']))
+    const first = captureIo()
+    expect(await runCli(['--quiet', 'train', path], first.io), first.stderr()).toBe(exitCodes.ok)
+    const held = await readdir(join(directory, 'run'))
+    const again = captureIo()
+    expect(await runCli(['train', path, '--steps', '1'], again.io)).toBe(exitCodes.usage)
+    expect(again.stderr()).toMatch(
+      /config\.runDirectory.*holds another run \(checkpoint-1, checkpoint-2, reference\): continue it with config\.resume \(ludic train --resume\)/,
+    )
+    expect(again.stderr()).not.toContain('warm-up') // refused before the warm-up trains
+    expect(await readdir(join(directory, 'run'))).toEqual(held)
+    const resumed = captureIo()
+    expect(await runCli(['--quiet', 'train', path, '--resume', '--steps', '3'], resumed.io), resumed.stderr()).toBe(exitCodes.ok)
   })
 })

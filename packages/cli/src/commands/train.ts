@@ -14,6 +14,7 @@ import {
   createSftTrainer,
   loadTrainingRun,
   readRunConfigFile,
+  refuseAnotherRun,
   type RunKind,
   type SftTrainerConfig,
   type TokenizerFiles,
@@ -133,6 +134,8 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
     case 'rl':
     case 'cpo': {
       const resuming = run.config.resume === true && (await latestCheckpoint(run.runDirectory!)) !== undefined
+      // Before the warm-up: a fresh run into a directory that holds another run is refused (--resume continues it).
+      if (run.config.resume !== true) refuseAnotherRun(run.runDirectory!)
       if (run.warmUp !== undefined && !resuming) {
         const history = await sftSteps(run.warmUp.config, run.warmUp.steps, 'warm-up', context, undefined)
         summary.warmUp = { steps: history.length, nll: history.at(-1)?.nll }
