@@ -44,10 +44,15 @@ function sourceAliases(): Alias[] {
   return aliases
 }
 
+// Timeouts catch a hang; they are not speed checks (speed is the benchmarks'). Sized for a 2-core machine running
+// two suites at once, where a test takes about five times as long as alone: the slowest test takes ~20 s alone and
+// ~100 s so, the slowest hook (a conformance suite loading its reference tokenizers) ~3 s alone and over 10 s so.
+// A test needing more says so with its own timeout, and why.
 export default defineConfig({
   resolve: { alias: sourceAliases() },
   test: {
-    testTimeout: 60_000,
+    testTimeout: 300_000,
+    hookTimeout: 120_000,
     projects: [...folders('packages').map((folder) => project('packages', folder)), ...folders('examples').map((folder) => project('examples', folder))],
   },
 })

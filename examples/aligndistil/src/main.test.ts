@@ -7,7 +7,7 @@ import { followsRule, generateRulePairs } from './synthetic-preferences.js'
 
 const directories: string[] = []
 afterAll(async () => {
-  for (const directory of directories) await rm(directory, { recursive: true, force: true })
+  for (const directory of directories) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 describe('synthetic preferences', () => {

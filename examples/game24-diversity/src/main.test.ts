@@ -9,7 +9,7 @@ import { main, methods } from './main.js'
 
 const directories: string[] = []
 afterAll(async () => {
-  for (const directory of directories) await rm(directory, { recursive: true, force: true })
+  for (const directory of directories) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 /** pass@k by enumeration: the share of k-subsets of n samples (c correct) holding a correct one. */

@@ -6,7 +6,7 @@ import { createRoleRloo, main } from './main.js'
 
 const directories: string[] = []
 afterAll(async () => {
-  for (const directory of directories) await rm(directory, { recursive: true, force: true })
+  for (const directory of directories) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 const outcome = (length: number, reward: number) => {

@@ -8,7 +8,7 @@ import { terseObservation } from './games-setup.js'
 
 const directories: string[] = []
 afterAll(async () => {
-  for (const directory of directories) await rm(directory, { recursive: true, force: true })
+  for (const directory of directories) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 describe('multi-game', () => {

@@ -7,7 +7,7 @@ import { createWordTask, parseWordObservation, passAtK, problemsOf, solveWordPro
 
 const directories: string[] = []
 afterAll(async () => {
-  for (const directory of directories) await rm(directory, { recursive: true, force: true })
+  for (const directory of directories) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 /** pass@k by its definition: the share of k-subsets of the n samples holding a correct one (small n only). */

@@ -40,7 +40,7 @@ const directories: string[] = []
 const children: ChildProcess[] = []
 afterAll(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  for (const directory of directories) await rm(directory, { recursive: true, force: true })
+  for (const directory of directories) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 interface Ended {
@@ -122,5 +122,5 @@ describe('selfplay-kuhn-poker: resume', () => {
     expect(resumedReport.before).toEqual(expectedReport.before)
     expect(resumedReport.after).toEqual(expectedReport.after)
     expect(resumedReport.evaluations).toEqual(expectedReport.evaluations)
-  }, 180_000)
+  })
 })

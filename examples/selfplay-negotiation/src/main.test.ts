@@ -9,7 +9,7 @@ import { createSimpleNegotiation } from '@ludic/games'
 
 const directories: string[] = []
 afterAll(async () => {
-  for (const directory of directories) await rm(directory, { recursive: true, force: true })
+  for (const directory of directories) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 /** A trajectory whose turns play `actions` (roles alternating from player0), without a policy. */

@@ -7,7 +7,7 @@ import { chatTemplate, nonTerminalPositions, randomPlayExamples, terseBoard, tra
 
 const directories: string[] = []
 afterAll(async () => {
-  for (const directory of directories) await rm(directory, { recursive: true, force: true })
+  for (const directory of directories) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 describe('selfplay-tictactoe setup', () => {

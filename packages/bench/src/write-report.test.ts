@@ -12,7 +12,7 @@ import { writeBenchReport } from './write-report.js'
 const pngMagic = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
 const directories: string[] = []
 afterEach(async () => {
-  for (const directory of directories.splice(0)) await rm(directory, { recursive: true, force: true })
+  for (const directory of directories.splice(0)) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 describe('renderChart', () => {

@@ -38,7 +38,7 @@ describe('the fixtures in data/', () => {
 describe('loadConformanceFixture fails loudly', () => {
   let directory: string | undefined
   afterEach(() => {
-    if (directory !== undefined) rmSync(directory, { recursive: true, force: true })
+    if (directory !== undefined) rmSync(directory, { recursive: true, force: true, maxRetries: 5 })
     directory = undefined
   })
 

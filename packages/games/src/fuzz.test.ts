@@ -3,12 +3,18 @@ import { describe, expect, it } from 'vitest'
 import { legalActionsFromObservation } from './legal-actions.js'
 import { createGame, gameIds } from './registry.js'
 
-const garbage = [
+/**
+ * Garbage responses; the long ones `scale` times their base length. At scale 10 they are ten times longer than
+ * at 1: a linear parser takes ten times as long (a fraction of a second), a quadratic one a hundred times (the
+ * quadratic versions took 5–15 s at scale 1, so minutes, past the test's timeout). How long a case takes is not
+ * asserted: a clock would measure the machine (it failed on busy ones), the test's timeout catches the blow-up.
+ */
+const garbageOf = (scale: number) => [
   '',
   ' ',
-  'x'.repeat(200_000),
-  '['.repeat(50_000) + ']'.repeat(10),
-  '\\boxed{'.repeat(20_000),
+  'x'.repeat(200_000 * scale),
+  '['.repeat(50_000 * scale) + ']'.repeat(10),
+  '\\boxed{'.repeat(20_000 * scale),
   '🃏 [béť] 你好 [𝔟𝔢𝔱] \u0000\u0007 [\uD800]',
   '[check] [bet] [nonsense]',
   '[0] [4] [Offer: 1 Wood -> 1 Gold] [??]',
@@ -25,15 +31,16 @@ const garbage = [
   '{"action": "bet"}',
   '<answer>bet</answer>',
   // Inputs that make naive regular expressions backtrack for minutes:
-  `[Offer: 1 Wood -> 1 Gold${'.'.repeat(100_000)}x]`,
-  `[bid 1${' '.repeat(100_000)}x]`,
-  `[${'9'.repeat(100_000)}]`,
-  `[Offer: ${'9'.repeat(50_000)} Wood -> 1 Gold]`,
-  `[Offer: 1 ${'W'.repeat(50_000)} -> 1 Gold]`,
-  `[Offer: ${'1 Wood, '.repeat(20_000)}-> 1 Gold]`,
-  `[${' ,'.repeat(100_000)}]`,
-  `\\boxed{${'\\text{'.repeat(20_000)}bet${'}'.repeat(20_001)}`,
+  `[Offer: 1 Wood -> 1 Gold${'.'.repeat(100_000 * scale)}x]`,
+  `[bid 1${' '.repeat(100_000 * scale)}x]`,
+  `[${'9'.repeat(100_000 * scale)}]`,
+  `[Offer: ${'9'.repeat(50_000 * scale)} Wood -> 1 Gold]`,
+  `[Offer: 1 ${'W'.repeat(50_000 * scale)} -> 1 Gold]`,
+  `[Offer: ${'1 Wood, '.repeat(20_000 * scale)}-> 1 Gold]`,
+  `[${' ,'.repeat(100_000 * scale)}]`,
+  `\\boxed{${'\\text{'.repeat(20_000 * scale)}bet${'}'.repeat(20_000 * scale + 1)}`,
 ]
+const garbage = garbageOf(1)
 
 /** A random response: with probability `garbageRate` garbage or a mangled move, else a legal move (maybe boxed or in text). */
 function randomResponse(random: Random, legal: readonly string[], garbageRate: number): string {
@@ -53,13 +60,11 @@ function randomResponse(random: Random, legal: readonly string[], garbageRate: n
 }
 
 describe('garbage actions', () => {
-  it.each(gameIds)('are invalid-action outcomes at the first turn of %s', (id) => {
+  it.each(gameIds)('are invalid-action outcomes at the first turn of %s, in linear time (ten times the inputs that broke quadratic parsers)', (id) => {
     const environment = createGame(id)
-    for (const action of garbage) {
+    for (const action of garbageOf(10)) {
       environment.reset(0)
-      const started = performance.now()
       const outcome = stepOutcomeSchema.parse(environment.step(action))
-      expect(performance.now() - started, JSON.stringify(action.slice(0, 40))).toBeLessThan(1_000) // linear time: the quadratic versions took 5–15 s
       expect(outcome, JSON.stringify(action.slice(0, 40))).toMatchObject({ done: true, truncated: false, info: { invalidAction: true } })
       expect(Object.values(outcome.rewards).sort()).toEqual([-1.5, 0.5])
       expect(outcome.info.reason!.length).toBeLessThan(400)

@@ -23,7 +23,7 @@ beforeAll(async () => {
   directory = await mkdtemp(join(tmpdir(), 'ludic-hub-layout-'))
 })
 afterAll(async () => {
-  await rm(directory, { recursive: true, force: true })
+  await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 const commit = 'a'.repeat(40)

@@ -15,7 +15,7 @@ beforeAll(async () => {
   directory = await mkdtemp(join(tmpdir(), 'ludic-hub-lock-'))
 })
 afterAll(async () => {
-  await rm(directory, { recursive: true, force: true })
+  await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 /** Whether `promise` has settled, checked after the pending I/O callbacks ran. */

@@ -9,7 +9,7 @@ beforeAll(async () => {
   directory = await mkdtemp(join(tmpdir(), 'ludic-hub-environment-'))
 })
 afterAll(async () => {
-  await rm(directory, { recursive: true, force: true })
+  await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 afterEach(() => {
   vi.unstubAllEnvs()

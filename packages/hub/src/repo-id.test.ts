@@ -49,7 +49,7 @@ describe('repository ids', () => {
       expect(isRepoId(`${owner}/other-model@v1`)).toBe(true)
       expect(isRepoId('./x/y')).toBe(false)
     } finally {
-      await rm(owner, { recursive: true, force: true })
+      await rm(owner, { recursive: true, force: true, maxRetries: 5 })
     }
   })
 })

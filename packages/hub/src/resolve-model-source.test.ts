@@ -21,7 +21,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await hub.close()
-  await rm(directory, { recursive: true, force: true })
+  await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 const throwingFetch = (() => {

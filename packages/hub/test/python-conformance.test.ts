@@ -53,7 +53,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await hub.close()
-  await rm(directory, { recursive: true, force: true })
+  await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 describe('the cache layout of Python huggingface_hub (recorded fixture)', () => {

@@ -48,8 +48,8 @@ export async function recordPythonConformance(python: string): Promise<Record<st
     }
   } finally {
     await hub.close()
-    await rm(pythonCache, { recursive: true, force: true })
-    await rm(ludicCache, { recursive: true, force: true })
+    await rm(pythonCache, { recursive: true, force: true, maxRetries: 5 })
+    await rm(ludicCache, { recursive: true, force: true, maxRetries: 5 })
   }
 }
 

@@ -21,5 +21,5 @@ it('runs the README example (on a fixture checkpoint)', async () => {
   logits.dispose()
   smol.dispose()
   model.dispose()
-  await rm(out, { recursive: true, force: true })
+  await rm(out, { recursive: true, force: true, maxRetries: 5 })
 })

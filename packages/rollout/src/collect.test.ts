@@ -319,9 +319,8 @@ describe('collect', () => {
           return createScriptedPolicy({ replies: () => '[left]' }).generate(requests)
         },
       }
-      const started = Date.now()
+      // The policy would take 200 steps of 5 ms: the failure, the aborted signal and the steps that stop show the deadline acted.
       const { failures } = await collect({ environments: [() => createRandomWalk()], policies: slow, seeds: [1], maxTurns: 2, generateTimeoutMs: 50 })
-      expect(Date.now() - started).toBeLessThan(500)
       expect(failures[0]?.message).toMatch(/within 50 ms/)
       expect(signals[0]?.aborted).toBe(true)
       expect(signals[0]?.reason).toBeInstanceOf(LudicError)

@@ -96,7 +96,7 @@ describe('serveOpenAICompatible under faults', () => {
         return inner.generate(requests)
       },
     }
-    const server = await serve(picky, { batching: { windowMs: 50 } })
+    const server = await serve(picky, { batching: { windowMs: 60_000, maxBatchSize: 4 } }) // the batch goes when the fourth arrives, however slowly they come
     const [good, long, bad, alsoGood] = await Promise.all([
       post(server, chat('a')),
       post(server, chat('y'.repeat(500))),
@@ -112,15 +112,13 @@ describe('serveOpenAICompatible under faults', () => {
     expect(await errorOf(bad!)).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', message: expect.stringMatching(/is bad/) })
   })
 
-  it('aborts a generation past generationTimeoutMs (504, not to be retried) and passes the abort to the policy', { timeout: 10_000 }, async () => {
+  it('aborts a generation past generationTimeoutMs (504, not to be retried) and passes the abort to the policy', async () => {
     const policy = createSlowPolicy(1_000)
     const server = await serve(policy, { generationTimeoutMs: 200 })
-    const started = Date.now()
-    const response = await post(server, chat())
+    const response = await post(server, chat()) // the policy would answer 200 after 1 s: a 504 is the deadline's doing
     expect(response.status).toBe(504)
     expect(response.headers.get('x-should-retry')).toBe('false')
     expect(await errorOf(response)).toMatchObject({ type: 'server_error', code: 'generation_timeout' })
-    expect(Date.now() - started).toBeLessThan(2_000)
     expect(policy.signals[0]?.aborted).toBe(true)
     const client = new OpenAI({ baseURL: server.url, apiKey: 'EMPTY', maxRetries: 2 })
     await expect(client.chat.completions.create(chat() as OpenAI.ChatCompletionCreateParamsNonStreaming)).rejects.toMatchObject({ status: 504 })
@@ -128,7 +126,7 @@ describe('serveOpenAICompatible under faults', () => {
     expect((await health(server)).status).toBe(200)
   })
 
-  it('aborts the generation of a client that disconnects (unless others share its batch), and keeps serving', { timeout: 10_000 }, async () => {
+  it('aborts the generation of a client that disconnects (unless others share its batch), and keeps serving', async () => {
     const policy = createSlowPolicy(1_000)
     const server = await serve(policy)
     const gone = new AbortController()
@@ -136,11 +134,11 @@ describe('serveOpenAICompatible under faults', () => {
     await waitFor(() => policy.signals.length === 1)
     gone.abort()
     await pending
-    await waitFor(() => policy.signals[0]!.aborted, 2_000)
+    await waitFor(() => policy.signals[0]!.aborted)
 
     // Two clients in one batch: one leaves, the other still gets its answer.
     const shared = createSlowPolicy(10)
-    const both = await serve(shared, { batching: { windowMs: 50 } })
+    const both = await serve(shared, { batching: { windowMs: 60_000, maxBatchSize: 2 } }) // one batch of the two, however slowly they come
     const leaving = new AbortController()
     const leaver = post(both, chat('leaver'), { signal: leaving.signal }).catch((error: unknown) => error)
     const stayer = post(both, chat('stayer'))

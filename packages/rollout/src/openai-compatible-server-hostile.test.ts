@@ -31,7 +31,7 @@ function getWithHost(server: OpenAICompatibleServer, path: string, host: string)
   })
 }
 
-const until = async (condition: () => boolean, limitMs = 10_000) => {
+const until = async (condition: () => boolean, limitMs = 30_000) => {
   const start = Date.now()
   while (!condition()) {
     if (Date.now() - start > limitMs) throw new Error(`not within ${limitMs} ms`)

@@ -192,7 +192,8 @@ describe('serveOpenAICompatible: runtime LoRA adapters (vLLM API)', () => {
   })
 })
 
+/** Polls `condition` every 5 ms, at most 6000 times (30 s, for a busy machine: a bound on a condition that never comes, not a speed). */
 async function waitUntil(condition: () => boolean): Promise<void> {
-  for (let attempt = 0; attempt < 200 && !condition(); attempt++) await new Promise((resolve) => setTimeout(resolve, 5))
+  for (let attempt = 0; attempt < 6000 && !condition(); attempt++) await new Promise((resolve) => setTimeout(resolve, 5))
   expect(condition()).toBe(true)
 }

@@ -4,9 +4,7 @@ import { badRequests, runSoak } from './test/soak.js'
 // The soak test of bench/soak.ts (2 minutes there), for 10 seconds: a server process with a tiny model on the
 // WebAssembly backend (built packages: `npm test` builds first), 20 clients, a tenth sending bad requests.
 describe('serveOpenAICompatible soak (short)', () => {
-  it('answers every good request in full under 20 clients, 2 of them sending bad requests, and stays healthy with flat tensors', {
-    timeout: 180_000,
-  }, async () => {
+  it('answers every good request in full under 20 clients, 2 of them sending bad requests, and stays healthy with flat tensors', async () => {
     const report = await runSoak({ durationMs: 10_000, clients: 20, badFraction: 0.1, warmupMs: 3_000, sampleEveryMs: 1_000, levelWindowMs: 3_000 })
     expect(report.serverExit).toBeUndefined()
     expect(report.good.failures).toEqual([])

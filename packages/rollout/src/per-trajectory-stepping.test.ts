@@ -43,7 +43,7 @@ describe("collect's stepping", () => {
       return result
     })
     // Seeds 2–4 finish although seed 1's first request never returns yet: no batch barrier.
-    for (let wait = 0; wait < 200 && callSizes.length < 4 + 3; wait++) await new Promise((resolve) => setTimeout(resolve, 2))
+    for (let wait = 0; wait < 15_000 && callSizes.length < 4 + 3; wait++) await new Promise((resolve) => setTimeout(resolve, 2)) // 30 s at most
     expect(ended).toEqual([])
     expect(callSizes.length).toBeGreaterThan(4) // batched, the first call would hold all four requests and wait
     expect(callSizes.every((size) => size === 1)).toBe(true)

@@ -45,7 +45,7 @@ describe('loadTokenizer when one file fails while another is still being looked 
     await writeFile(join(directory, 'tokenizer_config.json'), '{}')
   })
   afterAll(async () => {
-    await rm(directory, { recursive: true, force: true })
+    await rm(directory, { recursive: true, force: true, maxRetries: 5 })
   })
 
   it('rejects its own promise with the ParseError, and leaves no rejection unhandled meanwhile', async () => {

@@ -44,7 +44,7 @@ describe('loadTokenizer', () => {
       })
     } finally {
       await hub.close()
-      await rm(cacheDir, { recursive: true, force: true })
+      await rm(cacheDir, { recursive: true, force: true, maxRetries: 5 })
     }
   })
 
@@ -57,7 +57,7 @@ describe('loadTokenizer', () => {
       expect(error).toMatchObject({ name: 'HubError', reason: 'missing', cause: { reason: 'offline' } })
       expect((error as Error).message).toMatch(/^No model at 'models\/SmolLM2-135M-Instruct': tried the local path .*, which does not exist/)
     } finally {
-      await rm(cacheDir, { recursive: true, force: true })
+      await rm(cacheDir, { recursive: true, force: true, maxRetries: 5 })
     }
   })
 })

@@ -2,6 +2,7 @@ import { InvalidArgumentError, ParseError } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { byteLevelBpeJson } from '../test/small-tokenizers.js'
 import { loadTokenizer } from './load-tokenizer.js'
+import { invertVocabulary } from './models/tokenizer-model.js'
 import { Tokenizer } from './tokenizer.js'
 import { defaultTokenizerLimits, TokenizerLimitError } from './tokenizer-limits.js'
 
@@ -65,9 +66,9 @@ describe('token id limits (maxVocabularySize)', () => {
     ],
     ['a padding id', wordLevel({ a: 0 }, { padding: { strategy: 'BatchLongest', pad_id: 1e12, pad_token: '<pad>' } }), ['padding', 'pad_id'], 1e12],
   ])('refuses %s before allocating, as a ParseError naming the location and the value', (_, json, path, value) => {
-    const started = performance.now()
+    // Ids are checked as the file is read, before any table is built from them (the model's id → token table is
+    // the only one sized by ids, and stays sparse for scattered ids: see the raised-limit test below).
     const error = parseErrorOf(() => Tokenizer.fromJSON(json))
-    expect(performance.now() - started).toBeLessThan(1000)
     expect(error.source).toBe('tokenizer.json')
     expect(error.path).toEqual(path)
     expect(error.message).toContain(`the token id ${value} is not below the limit of ${2 ** 24} ids (limits.maxVocabularySize)`)
@@ -95,7 +96,6 @@ describe('token id limits (maxVocabularySize)', () => {
 
   it('bounds the characters of the added tokens and of Unigram pieces, which go into character tries (2 × 4,000,000 took 4 s and 1.7 GB)', () => {
     const long = 'x'.repeat(4_000_000)
-    const started = performance.now()
     const added = parseErrorOf(() =>
       Tokenizer.fromJSON(
         wordLevel(
@@ -109,8 +109,7 @@ describe('token id limits (maxVocabularySize)', () => {
         ),
       ),
     )
-    expect(performance.now() - started).toBeLessThan(1000)
-    expect(added.path).toEqual(['added_tokens', 1, 'content'])
+    expect(added.path).toEqual(['added_tokens', 1, 'content']) // counted as the entries are read: the second one is refused
     expect(added.message).toMatch(/the added tokens up to here hold 8000001 characters, over the limit of 4000000 \(limits\.maxTokenCharacters\)/)
     const unigram = {
       model: {
@@ -140,10 +139,16 @@ describe('token id limits (maxVocabularySize)', () => {
 
   it('takes a raised limit; the id table then follows the number of tokens, not the largest id', async () => {
     const limits = { maxVocabularySize: 2 ** 31 }
-    const started = performance.now()
     const tokenizer = Tokenizer.fromJSON(wordLevel({ a: 0, b: 2 ** 31 - 1 }, { added_tokens: [{ id: 1e9, content: '<x>' }] }), undefined, { limits })
-    expect(performance.now() - started).toBeLessThan(1000)
     expect(tokenizer.vocabSize).toBe(2 ** 31)
+    // The id → token table holds an entry per token, not per id: two entries for ids 0 and 100,000 (a dense one, 100,001).
+    const table = invertVocabulary(
+      new Map([
+        ['a', 0],
+        ['b', 100_000],
+      ]),
+    )
+    expect([table.length, Object.keys(table).length, table[100_000]]).toEqual([100_001, 2, 'b'])
     expect(tokenizer.limits.maxVocabularySize).toBe(2 ** 31)
     expect(tokenizer.decode([0, 2 ** 31 - 1, 1e9])).toBe('a b <x>')
     const loaded = await loadTokenizer({ tokenizer: wordLevel({ a: 0 }, { added_tokens: [{ id: 1e9, content: '<x>' }] }) }, { limits })
@@ -226,7 +231,7 @@ describe('Sequence length and growth (maxSequenceLength, maxSequenceGrowth)', ()
     ['decoder', 'decoders', { type: 'Replace', pattern: { String: 'a' }, content: 'aa' }],
   ] as const)('stops a %s Sequence that grows the text exponentially with a TokenizerLimitError (was: out of memory)', (field, itemsKey, component) => {
     const tokenizer = Tokenizer.fromJSON(wordLevel({ a: 0, é: 1 }, { [field]: { type: 'Sequence', [itemsKey]: Array.from({ length: 60 }, () => component) } }))
-    const started = performance.now()
+    // Doubling 60 times, unchecked, the text would pass any memory long before the end: a RangeError or a crash.
     let error: unknown
     try {
       if (field === 'normalizer') tokenizer.encode('aé'.repeat(1000))
@@ -234,7 +239,6 @@ describe('Sequence length and growth (maxSequenceLength, maxSequenceGrowth)', ()
     } catch (caught) {
       error = caught
     }
-    expect(performance.now() - started).toBeLessThan(1000)
     expect(TokenizerLimitError.isInstance(error)).toBe(true)
     expect((error as TokenizerLimitError).limit).toBe('maxSequenceGrowth')
     expect(String(error)).toMatch(

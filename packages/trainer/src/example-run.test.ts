@@ -12,7 +12,7 @@ beforeAll(async () => {
   directory = await mkdtemp(join(tmpdir(), 'ludic-example-run-'))
 })
 afterAll(async () => {
-  await rm(directory, { recursive: true, force: true })
+  await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 describe('exampleOptionsSchema', () => {

@@ -9,7 +9,7 @@ import { createMetricsLog } from './metrics-log.js'
 vi.mock('node:fs/promises', async (importOriginal) => (await import('@ludic/core/test')).fullDiskFileSystem(await importOriginal()))
 
 const directory = await mkdtemp(join(tmpdir(), 'ludic-metrics-log-'))
-afterAll(() => rm(directory, { recursive: true, force: true }))
+afterAll(() => rm(directory, { recursive: true, force: true, maxRetries: 5 }))
 
 describe('createMetricsLog', () => {
   it('appends, keeps steps up to a point (returning them), rewrites', async () => {

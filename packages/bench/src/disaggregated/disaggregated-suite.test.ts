@@ -38,7 +38,7 @@ describe('disaggregated suite', () => {
     expect((report.raw as Raw).results[1]!.breakdown.environment).toBeUndefined()
     expect((report.raw as Raw).results[1]!.breakdown.server?.threads).toBe(1) // WebAssembly's default
     expect(evaluations!.rows).toHaveLength(6)
-  }, 120_000)
+  })
 
   it("--quick with collectionThread false: B's episodes on the trainer's thread, their environment time measured; serverThreads reaches the servers", async () => {
     const report = await runBenchSuite('disaggregated', {
@@ -53,7 +53,7 @@ describe('disaggregated suite', () => {
     expect((report.raw as Raw).results[1]!.breakdown.environment).toBeGreaterThan(0)
     expect((report.raw as Raw).results[1]!.breakdown.server?.threads).toBe(2) // the server's WebAssembly backend, two threads
     expect(report.tables[0]!.notes!.join(' ')).toContain('computes with 2 thread(s)')
-  }, 120_000)
+  })
 
   it('takes --quick from the command line', async () => {
     expect(benchOptionsFromArguments('disaggregated', ['--quick', '--servers', '2'])).toMatchObject({ quick: true, servers: 2 })

@@ -112,7 +112,7 @@ describe('evaluateGames on a checkpoint directory', () => {
       expect(tf.memory().numTensors).toBe(before)
       await expect(evaluateGames({ checkpoint: join(directory, 'missing'), episodes: 1 })).rejects.toThrow(/tokenizer\.json|config\.json/)
     } finally {
-      await rm(directory, { recursive: true, force: true })
+      await rm(directory, { recursive: true, force: true, maxRetries: 5 })
     }
   })
 })

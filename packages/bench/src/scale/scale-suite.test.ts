@@ -11,7 +11,7 @@ import { benchReportMarkdown } from '../report-markdown.js'
 // `npm test` builds first.
 
 const cacheDirectory = mkdtempSync(join(tmpdir(), 'ludic-bench-scale-test-'))
-afterAll(() => rmSync(cacheDirectory, { recursive: true, force: true }))
+afterAll(() => rmSync(cacheDirectory, { recursive: true, force: true, maxRetries: 5 }))
 
 const tiny = {
   backends: ['wasm'],
@@ -53,7 +53,7 @@ describe('the scale suite, tiny checkpoint', () => {
     for (const value of cells(report, 'wasm vs PyTorch')) expect(value).toBe(`peer unavailable: ${reason}`)
     expect(report.tables[0]!.notes!.join(' ')).toMatch(/built by Ludic .*numTensors unchanged/)
     expect(benchReportMarkdown(report)).toContain('Peak resident memory of each measurement process')
-  }, 120_000)
+  })
 
   it('with the peer this machine has (LUDIC_PEER_PYTHON or .venv-peer with transformers and peft): ratios and the same model, or a plain reason', async () => {
     const report = await runBenchSuite('scale', { ...tiny, works: ['prefill', 'lora', 'lora-recompute'], cacheDirectory: join(cacheDirectory, 'peer') })
@@ -69,5 +69,5 @@ describe('the scale suite, tiny checkpoint', () => {
       const losses = /First LoRA-step loss: wasm (-?\d+(?:\.\d+)?); PyTorch (-?\d+(?:\.\d+)?)/.exec(notes)
       expect(Number(losses![1])).toBeCloseTo(Number(losses![2]), 1)
     } else for (const ratio of ratios) expect(ratio).toBe(`peer unavailable: ${report.peers['PyTorch + PEFT']!.reason}`)
-  }, 180_000)
+  })
 })

@@ -74,7 +74,7 @@ describe('ludic serve --enable-lora', () => {
       expect(missing.status).toBe(404)
       expect((await post('/chat/completions', { model: 'step-1', messages: [{ role: 'user', content: 'x' }] })).status).toBe(404)
       expect(await ask('step-2')).toEqual(expected.second)
-      for (let wait = 0; wait < 100 && running.lora!.count > 1; wait++) await new Promise((resolve) => setTimeout(resolve, 10))
+      for (let wait = 0; wait < 3000 && running.lora!.count > 1; wait++) await new Promise((resolve) => setTimeout(resolve, 10)) // 30 s at most
       expect(running.lora!.count).toBe(1)
     } finally {
       await running.close()

@@ -7,7 +7,7 @@ import { InvalidArgumentError } from '../errors.js'
 import { openRegularFile, readRegularFile } from './regular-file.js'
 
 const directory = mkdtempSync(join(tmpdir(), 'ludic-regular-file-'))
-afterAll(() => rmSync(directory, { recursive: true, force: true }))
+afterAll(() => rmSync(directory, { recursive: true, force: true, maxRetries: 5 }))
 
 describe('readRegularFile', () => {
   it('reads a regular file whole, as bytes or text', async () => {

@@ -17,7 +17,7 @@ export function useFakeHub(options: FakeHubOptions, prefix: string) {
   })
   afterAll(async () => {
     await state.hub?.close()
-    if (state.directory !== undefined) await rm(state.directory, { recursive: true, force: true })
+    if (state.directory !== undefined) await rm(state.directory, { recursive: true, force: true, maxRetries: 5 })
   })
   beforeEach(() => {
     for (const name of ['HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'HF_ENDPOINT']) vi.stubEnv(name, undefined)

@@ -20,7 +20,7 @@ beforeAll(async () => {
   await mkdir(join(directory, 'full-disk'))
 })
 afterAll(async () => {
-  await rm(directory, { recursive: true, force: true })
+  await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 describe('saving on a full disk', () => {

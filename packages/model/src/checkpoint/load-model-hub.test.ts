@@ -41,7 +41,7 @@ beforeAll(async () => {
 afterAll(async () => {
   model.dispose()
   await hub.close()
-  await rm(directory, { recursive: true, force: true })
+  await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 async function expectSameWeights(loaded: ReturnType<typeof createModel>): Promise<void> {

@@ -25,7 +25,7 @@ beforeAll(async () => {
   directory = await mkdtemp(join(tmpdir(), 'ludic-model-checkpoint-'))
 })
 afterAll(async () => {
-  await rm(directory, { recursive: true, force: true })
+  await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 const smallQwen3 = {

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { createByteTokenizer } from '@ludic/core/test'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { createModel } from '../model/create-model.js'
 import { createLocalPolicy } from '../policy/create-local-policy.js'
@@ -19,22 +19,55 @@ const tokenizer = createByteTokenizer()
 const question = (content: string) => [{ role: 'user' as const, content }]
 
 describe('generate: yielding, aborting, streaming', () => {
-  it('yields to the event loop between decode steps: a timer keeps firing during a long generate', async () => {
-    const ticks: number[] = []
-    const timer = setInterval(() => ticks.push(performance.now()), 1)
-    const start = performance.now()
-    try {
-      // Long enough (8 rows × 1500 tokens) for many timer ticks however fast the decode path is.
-      await generate(model, { inputIds: Array.from({ length: 8 }, (_, row) => [1, 2, row]), maxNewTokens: 1500, stopTokenIds: [] })
-    } finally {
-      clearInterval(timer)
+  /**
+   * Runs `body` with a clock (`performance.now`) that moves on by `stepMs` at every reading, and counts the
+   * event-loop turns meanwhile: a self-rescheduling `setImmediate` ticks once per turn of the loop. With
+   * `stepMs` at the decode loop's yield interval (10 ms) every step finds the interval past, so it must yield at
+   * every step; with 0 (a frozen clock) it never finds it past. Deterministic: no real time is measured.
+   */
+  async function countTurns<Result>(stepMs: number, body: () => Promise<Result>): Promise<{ turns: number; result: Result }> {
+    let now = 0
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => (now += stepMs))
+    let turns = 0
+    let counting = true
+    const tick = () => {
+      if (!counting) return
+      turns++
+      setImmediate(tick)
     }
-    const end = performance.now()
-    const times = [start, ...ticks.filter((time) => time <= end), end]
-    const longestGap = Math.max(...times.slice(1).map((time, index) => time - times[index]!))
-    expect(ticks.length).toBeGreaterThan(20)
-    expect(longestGap).toBeLessThan(250)
-  })
+    setImmediate(tick)
+    try {
+      const result = await body()
+      return { turns, result }
+    } finally {
+      counting = false
+      clock.mockRestore()
+    }
+  }
+
+  it.each(['host', 'fused', 'layers'] as const)(
+    'yields to the event loop between decode steps once the yield interval has passed (%s path), and not before',
+    async (decodePath) => {
+      const steps = 40
+      const run = () =>
+        generate(model, {
+          inputIds: [
+            [1, 2, 3],
+            [4, 5],
+          ],
+          maxNewTokens: steps,
+          stopTokenIds: [],
+          decodePath,
+        })
+      // The interval past at every step: a turn of the event loop between each two of the 40 steps.
+      const yielding = await countTurns(10, run)
+      expect(yielding.result.map((sequence) => sequence.tokenIds.length)).toEqual([steps, steps])
+      expect(yielding.turns).toBeGreaterThanOrEqual(steps - 1)
+      // The clock frozen: the interval never passes, so the steps run on without giving up the thread.
+      const frozen = await countTurns(0, run)
+      expect(frozen.turns).toBeLessThan(steps / 4)
+    },
+  )
 
   it('an AbortSignal stops generation at the next step: it rejects with the reason, promptly, and frees every tensor', async () => {
     const before = tf.memory().numTensors
@@ -42,23 +75,26 @@ describe('generate: yielding, aborting, streaming', () => {
     const reason = new Error('enough')
     let steps = 0
     let stepsAtAbort = 0
-    const started = performance.now()
-    setTimeout(() => {
-      stepsAtAbort = steps
-      controller.abort(reason)
-    }, 30)
-    const pending = generate(model, {
-      prompts: ['abc'],
-      tokenizer,
-      maxNewTokens: 2000,
-      stopTokenIds: [],
-      signal: controller.signal,
-      onText: () => {
-        steps++
-      },
+    // The abort comes from outside the generation, as a macrotask (a timer, a request's 'close'), scheduled at the
+    // fifth piece of text; the clock moves on at every reading, so the loop yields (and checks the signal) at every step.
+    await countTurns(10, async () => {
+      const pending = generate(model, {
+        prompts: ['abc'],
+        tokenizer,
+        maxNewTokens: 200,
+        stopTokenIds: [],
+        signal: controller.signal,
+        onText: () => {
+          if (++steps === 5)
+            setImmediate(() => {
+              stepsAtAbort = steps
+              controller.abort(reason)
+            })
+        },
+      })
+      await expect(pending).rejects.toBe(reason)
     })
-    await expect(pending).rejects.toBe(reason)
-    expect(performance.now() - started).toBeLessThan(1000)
+    expect(stepsAtAbort).toBeGreaterThanOrEqual(5)
     expect(steps - stepsAtAbort).toBeLessThanOrEqual(1)
     expect(tf.memory().numTensors).toBe(before)
     // An already aborted signal: nothing runs.

@@ -16,7 +16,7 @@ let directory: string
 beforeAll(async () => {
   directory = await mkdtemp(join(tmpdir(), 'ludic-heads-'))
 })
-afterAll(() => rm(directory, { recursive: true, force: true }))
+afterAll(() => rm(directory, { recursive: true, force: true, maxRetries: 5 }))
 
 describe('value and reward heads', () => {
   it('a value head gives one value per token, trains, and is a model parameter named score.weight', async () => {

@@ -17,7 +17,7 @@ let directory: string
 beforeAll(async () => {
   directory = await mkdtemp(join(tmpdir(), 'ludic-lora-'))
 })
-afterAll(() => rm(directory, { recursive: true, force: true }))
+afterAll(() => rm(directory, { recursive: true, force: true, maxRetries: 5 }))
 
 const ids = [
   [3, 1, 4, 1, 5, 9],

@@ -22,7 +22,7 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'ludic-checkpoint-crash-'))
 })
 afterAll(async () => {
-  await rm(root, { recursive: true, force: true })
+  await rm(root, { recursive: true, force: true, maxRetries: 5 })
 })
 
 async function filesOf(directory: string): Promise<Map<string, Buffer>> {

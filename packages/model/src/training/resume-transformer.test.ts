@@ -27,7 +27,7 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'ludic-resume-transformer-'))
 })
 afterAll(async () => {
-  await rm(root, { recursive: true, force: true })
+  await rm(root, { recursive: true, force: true, maxRetries: 5 })
 })
 
 function startRun(modelSeed: number, randomSeed: number): { model: CausalLanguageModel; optimizer: AdamW; random: Random } {

@@ -16,7 +16,7 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'ludic-training-checkpoint-'))
 })
 afterAll(async () => {
-  await rm(root, { recursive: true, force: true })
+  await rm(root, { recursive: true, force: true, maxRetries: 5 })
 })
 
 describe('a run interrupted and resumed from its checkpoint', () => {

@@ -75,8 +75,11 @@ export function requestEpisodeSeed(request: GenerationRequest): number {
   return Number(/seed (-?\d+)/.exec(content)?.[1] ?? Number.NaN)
 }
 
-/** Polls `condition` every 2 ms; throws after `timeoutMs` (so a test never hangs on it). */
-export async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+/**
+ * Polls `condition` every 2 ms; throws after `timeoutMs` (so a test never hangs on it). The bound is for a
+ * condition that never comes, not a speed: generous, so a machine busy with other work does not trip it.
+ */
+export async function waitFor(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`waitFor: condition still false after ${timeoutMs} ms`)

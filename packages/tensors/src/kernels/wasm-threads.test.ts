@@ -60,7 +60,7 @@ describe('the multithreaded wasm build under Node', () => {
     const child = spawnSync(process.execPath, ['--conditions=@ludic/source', '--import', 'tsx', '--input-type=module', '--eval', script], {
       cwd: fileURLToPath(new URL('.', import.meta.url)),
       encoding: 'utf8',
-      timeout: 30_000,
+      timeout: 120_000, // a bound for a hung child (spawnSync holds this thread, so the test's own timeout cannot act), not a speed
     })
     expect(child.error, child.stderr).toBeUndefined()
     expect(child.status, child.stderr).toBe(0)

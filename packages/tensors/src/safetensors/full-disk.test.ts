@@ -17,7 +17,7 @@ beforeAll(async () => {
   await mkdir(join(directory, 'full-disk'))
 })
 afterAll(async () => {
-  await rm(directory, { recursive: true, force: true })
+  await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
 const tensors = { weight: { shape: [4], data: Float32Array.of(1, 2, 3, 4) } }

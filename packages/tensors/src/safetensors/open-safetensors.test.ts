@@ -12,7 +12,7 @@ describe('openSafetensors', () => {
     directory = await mkdtemp(join(tmpdir(), 'ludic-open-safetensors-'))
   })
   afterAll(async () => {
-    await rm(directory, { recursive: true, force: true })
+    await rm(directory, { recursive: true, force: true, maxRetries: 5 })
   })
 
   it('parses the header up front and reads tensors lazily, one byte range each', async () => {

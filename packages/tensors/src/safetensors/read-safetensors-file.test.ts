@@ -22,7 +22,7 @@ describe('readSafetensorsFile', () => {
       await writeFile(path, bytes)
       expect(await readSafetensorsFile(path)).toEqual(parseSafetensors(bytes))
     } finally {
-      await rm(directory, { recursive: true, force: true })
+      await rm(directory, { recursive: true, force: true, maxRetries: 5 })
     }
   })
 })

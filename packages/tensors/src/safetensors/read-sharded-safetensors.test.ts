@@ -25,7 +25,7 @@ describe('readShardedSafetensors', () => {
     root = await mkdtemp(join(tmpdir(), 'ludic-read-sharded-'))
   })
   afterAll(async () => {
-    await rm(root, { recursive: true, force: true })
+    await rm(root, { recursive: true, force: true, maxRetries: 5 })
   })
 
   it('reads a single model.safetensors when there is no index', async () => {

@@ -62,7 +62,7 @@ describe('safetensors fixtures written by Python', () => {
     scratch = await mkdtemp(join(tmpdir(), 'ludic-safetensors-fixtures-'))
   })
   afterAll(async () => {
-    await rm(scratch, { recursive: true, force: true })
+    await rm(scratch, { recursive: true, force: true, maxRetries: 5 })
   })
 
   for (const file of ['all-dtypes.safetensors', 'names-and-order.safetensors'] as const) {

@@ -271,7 +271,7 @@ describe('safetensors header validation', () => {
     directory = await mkdtemp(join(tmpdir(), 'ludic-safetensors-header-'))
   })
   afterAll(async () => {
-    await rm(directory, { recursive: true, force: true })
+    await rm(directory, { recursive: true, force: true, maxRetries: 5 })
   })
 
   it.each(badCases)('$name: ParseError at the right path, from memory and from a file', async ({ input, path, message }) => {

@@ -10,7 +10,7 @@ describe('writeFileAtomically', () => {
     directory = await mkdtemp(join(tmpdir(), 'ludic-atomic-'))
   })
   afterAll(async () => {
-    await rm(directory, { recursive: true, force: true })
+    await rm(directory, { recursive: true, force: true, maxRetries: 5 })
   })
 
   it('replaces the file with the whole new content and leaves no temporary file', async () => {

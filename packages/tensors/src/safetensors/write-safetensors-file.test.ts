@@ -13,7 +13,7 @@ describe('writeSafetensorsFile', () => {
     directory = await mkdtemp(join(tmpdir(), 'ludic-write-safetensors-'))
   })
   afterAll(async () => {
-    await rm(directory, { recursive: true, force: true })
+    await rm(directory, { recursive: true, force: true, maxRetries: 5 })
   })
 
   it('streams the same bytes serializeSafetensors builds, over several chunks', async () => {

@@ -18,7 +18,7 @@ describe('writeShardedSafetensors', () => {
     root = await mkdtemp(join(tmpdir(), 'ludic-write-sharded-'))
   })
   afterAll(async () => {
-    await rm(root, { recursive: true, force: true })
+    await rm(root, { recursive: true, force: true, maxRetries: 5 })
   })
 
   it('splits as transformers does and reads back through the index', async () => {

@@ -101,14 +101,13 @@ describe('catastrophic backtracking is refused when a pattern loads', () => {
       model: { type: 'WordLevel', vocab: { a: 0 }, unk_token: 'a' },
       pre_tokenizer: { type: 'Split', pattern: { Regex: '(a+)+$' }, behavior: 'Isolated', invert: false },
     }
-    const started = performance.now()
+    // Refused by Tokenizer.fromJSON itself: no tokenizer is made, so no encode ever runs the pattern.
     let error: unknown
     try {
-      Tokenizer.fromJSON(json).encode(`${'a'.repeat(100_000)}b`)
+      Tokenizer.fromJSON(json)
     } catch (caught) {
       error = caught
     }
-    expect(performance.now() - started).toBeLessThan(1000)
     expect(ParseError.isInstance(error)).toBe(true)
     expect((error as ParseError).path).toEqual(['pre_tokenizer', 'pattern', 'Regex'])
     expect(String(error)).toMatch(/cannot translate the pattern: the quantifier \+ at offset 4 repeats .* make that part atomic/)
@@ -152,26 +151,26 @@ describe('catastrophic backtracking is refused when a pattern loads', () => {
     ]),
   ]
 
-  it('accepts every real tokenizer’s pattern (Qwen3, Llama 3, GPT-4o, GPT-2), which split long adversarial texts fast', () => {
+  it('accepts every real tokenizer’s pattern (Qwen3, Llama 3, GPT-4o, GPT-2), which split long adversarial texts in linear time', () => {
     expect(realPatterns.length).toBeGreaterThanOrEqual(4)
+    // A million characters each: split in linear time, a fraction of a second in all; with backtracking quadratic in
+    // the text, 10¹² steps, far past the test's timeout (which catches it: no clock is read).
     const texts = [
-      `${'a'.repeat(100_000)}b`,
-      `${' '.repeat(100_000)}x`,
-      `${'\n '.repeat(50_000)}x`,
-      "'".repeat(100_000),
-      `${'1'.repeat(100_000)}!`,
-      'Aé'.repeat(50_000),
+      `${'a'.repeat(1_000_000)}b`,
+      `${' '.repeat(1_000_000)}x`,
+      `${'\n '.repeat(500_000)}x`,
+      "'".repeat(1_000_000),
+      `${'1'.repeat(1_000_000)}!`,
+      'Aé'.repeat(500_000),
     ]
     for (const pattern of realPatterns) {
       const compiled = compileOnigurumaPattern(pattern)
       for (const text of texts) {
-        const started = performance.now()
         let length = 0
         splitByPattern(text, compiled, 'Isolated', false, true, (piece) => {
           length += piece.length
         })
-        expect(length).toBe(text.length)
-        expect(performance.now() - started, `${pattern} on ${JSON.stringify(text.slice(0, 8))}…`).toBeLessThan(1000)
+        expect(length, `${pattern} on ${JSON.stringify(text.slice(0, 8))}…`).toBe(text.length)
       }
     }
   })

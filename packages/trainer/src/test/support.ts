@@ -20,7 +20,7 @@ export function useBackendAndDirectory(prefix: string): () => string {
     directory = await mkdtemp(join(tmpdir(), prefix))
   })
   afterAll(async () => {
-    if (directory !== undefined) await rm(directory, { recursive: true, force: true })
+    if (directory !== undefined) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
   })
   return () => directory!
 }
