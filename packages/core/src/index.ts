@@ -64,6 +64,7 @@ export {
 export { splitPreferencePair, type ExplicitPreferencePair } from './preference-pair.js'
 export type {
   AdvantageEstimatorV1,
+  AdvantageNeed,
   ChatEncodeOptions,
   ChatTemplateFunction,
   ChatTemplateOptions,

@@ -51,9 +51,18 @@ export interface EnvironmentV1 {
 }
 
 /** Turns per-token rewards into per-token advantages and returns. */
+/** What an estimator needs in its batch beyond rewards and groups (`AdvantageEstimatorV1.requires`). */
+export type AdvantageNeed = 'values' | 'baselineRewards' | 'stateKeys'
+
 export interface AdvantageEstimatorV1 {
   readonly specificationVersion: 'v1'
   readonly name: string
+  /**
+   * The batch fields it needs beyond rewards and groups: `values` (a critic's, GAE), `baselineRewards` (a greedy
+   * rollout's, ReMax), `stateKeys` (the environments' state keys, GiGPO). A trainer that cannot provide one refuses the
+   * estimator when it is built. Default: none.
+   */
+  readonly requires?: readonly AdvantageNeed[]
   estimate(batch: AdvantageBatch): AdvantageResult
   /**
    * A stateful estimator (one that keeps something across batches, such as RAE's per-role baselines)

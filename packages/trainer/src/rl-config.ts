@@ -28,6 +28,13 @@ export const rlBatchConfigSchema = z.strictObject({
   ppoEpochs: z.number().int().positive().default(2),
   /** Samples (turns) per gradient update. Default 64. */
   miniBatchSize: z.number().int().positive().default(64),
+  /**
+   * Prompt + response tokens of one forward/backward pass at most: each mini-batch is split into micro-batches
+   * within this budget and their gradients summed before its one optimizer step, every loss normalised by the
+   * mini-batch's counts (verl's `ppo_max_token_len_per_gpu`): the same update, less memory. Default: none (a
+   * mini-batch is one pass).
+   */
+  microBatchTokens: z.number().int().positive().optional(),
   /** Most tokens per response. `collect`'s default (256). */
   maxTokens: generationOptionsSchema.shape.maxTokens,
   /** Sampling temperature of the rollout. Default 1 (the log-probs the ratio needs are temperature-1 ones). */
@@ -234,8 +241,6 @@ export const rlTrainerConfigSchema = z
         `must be at least config.asyncRollout.pushEvery (${asyncRollout.pushEvery}): weights pushed every k steps are up to k steps old`,
       )
     }
-    if (!config.recomputeOldLogprobs)
-      problem(['recomputeOldLogprobs'], "must be true with config.asyncRollout: the importance ratio needs the current weights' log-probs")
   })
 export type RlTrainerConfig = z.input<typeof rlTrainerConfigSchema>
 export type ParsedRlTrainerConfig = z.output<typeof rlTrainerConfigSchema>
