@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, ShapeError } from '@ludic/core'
-import { entropyFromLogits, tokenLogprobs } from '@ludic/tensors'
+import { tokenLogprobs } from '@ludic/tensors'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createValueHead, type ValueHead } from './heads/scalar-heads.js'
@@ -334,7 +334,6 @@ describe('values of response tokens (a critic on the policy trunk, or a separate
     otherHead.dispose()
     expectError(() => sequenceValues(other, otherHead, { promptIds, responseIds }), InvalidArgumentError, 'valueHead')
     expect(tf.memory().numTensors).toBe(before - 1) // the disposed head's weight
-    tf.dispose([])
     model.dispose()
     other.dispose()
     wide.dispose()
