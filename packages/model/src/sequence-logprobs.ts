@@ -1,29 +1,12 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { InvalidArgumentError, parseArgument, ShapeError } from '@ludic/core'
+import { parseArgument } from '@ludic/core'
 import { entropyFromLogits, tokenLogprobs } from '@ludic/tensors'
 import { z } from 'zod'
+import { checkValueHeadOf, type ValueHead } from './heads/scalar-heads.js'
 import type { CausalLanguageModel } from './model/causal-language-model.js'
-import { checkContextLength } from './model/context-length.js'
-import { readIntegerMatrix, type IntegerMatrix } from './model/model-inputs.js'
+import { readSequences, responseHiddenStates, type PaddedSequences, type RaggedSequences } from './sequence-batch.js'
 
-const tokenIdsSchema = z.union([z.instanceof(Int32Array), z.array(z.number().int())])
-
-/** Prompts and responses as ragged token-id lists, one pair per sequence. */
-export interface RaggedSequences {
-  promptIds: readonly (Int32Array | readonly number[])[]
-  responseIds: readonly (Int32Array | readonly number[])[]
-}
-
-/**
- * A padded batch in verl's layout: `inputIds` `[batch, promptLength + responseLength]` is the left-padded
- * prompts followed by the right-padded responses; `attentionMask` marks real tokens; the last
- * `responseLength` columns are the responses.
- */
-export interface PaddedSequences {
-  inputIds: IntegerMatrix
-  attentionMask: IntegerMatrix
-  responseLength: number
-}
+export type { PaddedSequences, RaggedSequences } from './sequence-batch.js'
 
 export const sequenceLogprobsOptionsSchema = z
   .object({
@@ -42,6 +25,13 @@ export const sequenceLogprobsOptionsSchema = z
      * `ForwardOptions.recomputeLayers`): less memory for one more forward pass. Default: false.
      */
     recomputeLayers: z.boolean().default(false),
+    /**
+     * A value head of this model (`createValueHead(model)`): also return `values`, V(s_t) of each response
+     * token from the same forward pass's hidden states (the critic on the policy's trunk). Default: none.
+     */
+    valueHead: z
+      .custom<ValueHead>((value) => typeof value === 'object' && value !== null && 'weight' in value, 'must be a value head (createValueHead(model))')
+      .optional(),
   })
   .strict()
 export type SequenceLogprobsOptions = z.input<typeof sequenceLogprobsOptionsSchema>
@@ -51,6 +41,11 @@ export interface SequenceLogprobs {
   logprobs: tf.Tensor2D
   /** `[batch, responseLength]` entropies of the same distributions (with `withEntropy`); 0 at padding. Differentiable. */
   entropies?: tf.Tensor2D
+  /**
+   * `[batch, responseLength]` values V(s_t) (with `valueHead`): the head read at the state before each response
+   * token, the position whose logits give that token's log-prob; 0 at padding. Differentiable (head and trunk).
+   */
+  values?: tf.Tensor2D
   /** `[batch, responseLength]` float32: 1 for response tokens, 0 for padding. */
   responseMask: tf.Tensor2D
 }
@@ -60,44 +55,29 @@ export interface SequenceLogprobs {
  * `logprobs[b, t] = log softmax(logits at the position before response token t)[response token t]`.
  * Sequences are laid out as verl does (prompts left-padded, responses right-padded, positions counted
  * from each prompt's first token), and only the response positions go through the output projection.
- * The result is differentiable with respect to the model's parameters; the caller disposes it.
+ * With `valueHead`, the same forward pass also gives each response token's value (a critic sharing the
+ * policy's trunk). The result is differentiable with respect to the model's parameters; the caller disposes it.
  */
+export function sequenceLogprobs(
+  model: CausalLanguageModel,
+  sequences: RaggedSequences | PaddedSequences,
+  options: SequenceLogprobsOptions & { valueHead: ValueHead },
+): SequenceLogprobs & { values: tf.Tensor2D }
+export function sequenceLogprobs(model: CausalLanguageModel, sequences: RaggedSequences | PaddedSequences, options?: SequenceLogprobsOptions): SequenceLogprobs
 export function sequenceLogprobs(
   model: CausalLanguageModel,
   sequences: RaggedSequences | PaddedSequences,
   options: SequenceLogprobsOptions = {},
 ): SequenceLogprobs {
-  const { withEntropy, training, logitsChunkSize, recomputeLayers } = parseArgument(sequenceLogprobsOptionsSchema, options, 'options')
-  const batch = 'promptIds' in sequences ? padSequences(sequences, model.config.padTokenId ?? 0) : readPadded(sequences)
-  const { inputIds, attentionMask, batchSize, promptLength, responseLength } = batch
-  if (promptLength < 1) {
-    throw new InvalidArgumentError({
-      argument: 'sequences',
-      value: promptLength,
-      message: 'prompts need at least one token: the first response token is predicted from the last prompt token',
-    })
-  }
-  attentionMask.forEach((mask, row) => {
-    const tokens = mask.reduce((count, attended) => count + (attended === 0 ? 0 : 1), 0)
-    checkContextLength(model, tokens, { argument: 'sequences', value: row, what: `sequence ${row}: its prompt + response (${tokens} tokens)` })
-  })
+  const { withEntropy, training, logitsChunkSize, recomputeLayers, valueHead } = parseArgument(sequenceLogprobsOptionsSchema, options, 'options')
+  if (valueHead !== undefined) checkValueHeadOf(model, valueHead, 'options.valueHead')
+  const batch = readSequences(model, sequences)
+  const { batchSize, responseLength } = batch
   return tf.tidy(() => {
-    const hidden = model.hiddenStates(inputIds, { attentionMask, training, recomputeLayers }) // [batch, promptLength + responseLength, hidden]
-    const width = hidden.shape[2]
-    // The hidden state before each response token predicts it: positions promptLength - 1 … end - 1.
-    const predicting = tf.slice(hidden, [0, promptLength - 1, 0], [batchSize, responseLength, width]) as tf.Tensor3D // [batch, responseLength, hidden]
-    const responseIds = new Int32Array(batchSize * responseLength)
-    const responseMask = new Float32Array(batchSize * responseLength)
-    for (let row = 0; row < batchSize; row++) {
-      for (let step = 0; step < responseLength; step++) {
-        const column = promptLength + step
-        const attended = attentionMask[row]![column] !== 0
-        responseIds[row * responseLength + step] = attended ? inputIds[row]![column]! : 0
-        responseMask[row * responseLength + step] = attended ? 1 : 0
-      }
-    }
-    const mask = tf.tensor2d(responseMask, [batchSize, responseLength])
-    const ids = tf.tensor2d(responseIds, [batchSize, responseLength], 'int32')
+    const predicting = responseHiddenStates(model, batch, { training, recomputeLayers }) // [batch, responseLength, hidden]
+    const width = predicting.shape[2]
+    const mask = tf.tensor2d(batch.responseMask, [batchSize, responseLength])
+    const ids = tf.tensor2d(batch.responseIds, [batchSize, responseLength], 'int32')
     const head = model.plainHeadWeight()
     let scores: { logprobs: tf.Tensor; entropies?: tf.Tensor }
     if (head === undefined) {
@@ -117,6 +97,7 @@ export function sequenceLogprobs(
     const logprobs = tf.mul(scores.logprobs, mask) as tf.Tensor2D
     const result: SequenceLogprobs = { logprobs, responseMask: mask }
     if (withEntropy) result.entropies = tf.mul(scores.entropies!, mask) as tf.Tensor2D
+    if (valueHead !== undefined) result.values = tf.mul(valueHead.fromHidden(predicting), mask) as tf.Tensor2D // [batch, responseLength]
     return result as unknown as tf.TensorContainer
   }) as unknown as SequenceLogprobs
 }
@@ -204,61 +185,4 @@ export function chunkedHeadScores(
   const logprobs = tf.reshape(tf.slice(scored, [0, 0], [1, rows]), [rows]) as tf.Tensor1D
   if (!withEntropy) return { logprobs }
   return { logprobs, entropies: tf.reshape(tf.slice(scored, [1, 0], [1, rows]), [rows]) as tf.Tensor1D }
-}
-
-interface HostBatch {
-  inputIds: Int32Array[]
-  attentionMask: Int32Array[]
-  batchSize: number
-  promptLength: number
-  responseLength: number
-}
-
-function padSequences(sequences: RaggedSequences, padId: number): HostBatch {
-  const prompts = parseArgument(z.array(tokenIdsSchema).min(1), sequences.promptIds, 'sequences.promptIds')
-  const responses = parseArgument(z.array(tokenIdsSchema), sequences.responseIds, 'sequences.responseIds')
-  if (responses.length !== prompts.length) {
-    throw new ShapeError({
-      argument: 'sequences.responseIds',
-      expected: [prompts.length],
-      actual: [responses.length],
-      message: 'needs one response per prompt',
-    })
-  }
-  const promptLength = Math.max(...prompts.map((ids) => ids.length))
-  const responseLength = Math.max(1, ...responses.map((ids) => ids.length))
-  const inputIds: Int32Array[] = []
-  const attentionMask: Int32Array[] = []
-  prompts.forEach((prompt, row) => {
-    const response = responses[row]!
-    const ids = new Int32Array(promptLength + responseLength).fill(padId)
-    const mask = new Int32Array(promptLength + responseLength)
-    ids.set(prompt, promptLength - prompt.length)
-    mask.fill(1, promptLength - prompt.length, promptLength)
-    ids.set(response, promptLength)
-    mask.fill(1, promptLength, promptLength + response.length)
-    inputIds.push(ids)
-    attentionMask.push(mask)
-  })
-  return { inputIds, attentionMask, batchSize: prompts.length, promptLength, responseLength }
-}
-
-function readPadded(sequences: PaddedSequences): HostBatch {
-  const ids = readIntegerMatrix(sequences.inputIds, 'sequences.inputIds')
-  const mask = readIntegerMatrix(sequences.attentionMask, 'sequences.attentionMask', [0, 2])
-  if (mask.rows !== ids.rows || mask.columns !== ids.columns) {
-    throw new ShapeError({
-      argument: 'sequences.attentionMask',
-      expected: [ids.rows, ids.columns],
-      actual: [mask.rows, mask.columns],
-      message: 'must have the shape of inputIds',
-    })
-  }
-  const responseLength = sequences.responseLength
-  if (!Number.isInteger(responseLength) || responseLength < 1 || responseLength >= ids.columns) {
-    throw new InvalidArgumentError({ argument: 'sequences.responseLength', value: responseLength, message: `must be an integer in [1, ${ids.columns})` })
-  }
-  const rowsOf = (matrix: typeof ids): Int32Array[] =>
-    Array.from({ length: matrix.rows }, (_, row) => matrix.data.slice(row * matrix.columns, (row + 1) * matrix.columns))
-  return { inputIds: rowsOf(ids), attentionMask: rowsOf(mask), batchSize: ids.rows, promptLength: ids.columns - responseLength, responseLength }
 }
