@@ -3,6 +3,7 @@ import { CausalLanguageModel, type LearningRateSchedule } from '@ludic/model'
 import { klEstimatorSchema, type PolicyLoss } from '@ludic/objectives'
 import { asyncCollectorOptionsSchema, collectOptionsSchema, generationOptionsSchema, type PromptTemplate } from '@ludic/rollout'
 import { z } from 'zod'
+import { criticConfigSchema } from './experience/critic.js'
 import { externalDemonstrationsConfigSchema } from './external-demonstrations.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { scheduleConfigSchema } from './schedule.js'
@@ -116,6 +117,12 @@ export const rlTrainerConfigSchema = z
       .optional(),
     /** A policy loss from `createPolicyLoss`. Default: PPO clip (ε 0.2, token mean). */
     policyLoss: functionOf<PolicyLoss>('must be a policy loss function (createPolicyLoss)').optional(),
+    /**
+     * PPO's critic: per-token values for estimators that need them (GAE: `ppo` is GAE + critic + PPO-clip), trained
+     * with the clipped value loss; a separate value model (default) or a head on the policy's trunk. See
+     * `criticConfigSchema`. Default: none.
+     */
+    critic: criticConfigSchema.optional(),
     /** KL to a frozen copy of the starting weights, as a loss term. Default: none. */
     kl: klConfigSchema.optional(),
     /** The loss gets − c·entropy (token mean). Default 0. */

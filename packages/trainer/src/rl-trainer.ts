@@ -1,8 +1,9 @@
-import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgument, type Random, type Sample } from '@ludic/core'
+import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgument, type Random } from '@ludic/core'
 import { createRae } from '@ludic/advantages'
 import { CausalLanguageModel, checkVocabularyFits, createAdamW, type AdamW } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
 import { buildExperience, rowsIfAny, rowsOf } from './experience/experience.js'
+import { createCritic, valueStage } from './experience/critic.js'
 import { checkBatchNeeds, checkEstimatorNeeds, providedNeeds } from './experience/needs.js'
 import { advantageStage, baselineStage, importanceWeights, logprobStage, sequencesOf } from './experience/stages.js'
 import { policyUpdateEpochs, type PolicyUpdateSettings } from './experience/update.js'
@@ -73,6 +74,8 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
   const estimator = parsed.advantage ?? createRae()
   const schedule = resolveSchedule(parsed.schedule)
   const { maxGradNorm, learningRate, ...adamW } = parsed.optimizer
+  // A shared critic's head joins the policy's parameters before its optimizer is made; a separate critic has its own.
+  const critic = parsed.critic === undefined ? undefined : createCritic(model, parsed.critic, parsed.optimizer)
   const parameters = model.trainableParameters()
   const optimizer = createAdamW(parameters, { ...adamW, learningRate })
   // The reference policy for the KL term: a frozen copy of the starting weights.
@@ -88,6 +91,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     maxGradNorm,
     recomputeLayers: parsed.recomputeLayers,
     microBatchTokens: batch.microBatchTokens,
+    critic,
   }
   const source = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
   try {
@@ -100,15 +104,25 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
           "must be true with an off-policy rollout source (asynchronous workers, generation servers): the importance ratio needs the current weights' log-probs",
       })
     }
-    checkEstimatorNeeds(estimator, providedNeeds(estimator, source, { critic: false, stateKeys: () => environmentStateKeys(parsed) }))
+    checkEstimatorNeeds(estimator, providedNeeds(estimator, source, { critic: critic !== undefined, stateKeys: () => environmentStateKeys(parsed) }))
   } catch (error) {
     void source.close()
     optimizer.dispose()
     reference?.dispose()
+    critic?.dispose()
     throw error
   }
   const notify = parsed.notify ?? ((message: string) => console.warn(`[ludic trainer] ${message}`))
-  const run = createRunState({ directory: parsed.runDirectory, keepLast: parsed.keepLast, model, optimizer, estimator, reference, notify })
+  const run = createRunState({
+    directory: parsed.runDirectory,
+    keepLast: parsed.keepLast,
+    model,
+    optimizer,
+    estimator,
+    reference,
+    critic: critic?.own === undefined ? undefined : { parameters: critic.own.parameters, optimizer: critic.own.optimizer },
+    notify,
+  })
   let random: Random = createRandom(deriveSeed('ludic.trainer', seed))
   let stepCount = 0
   let history: StepMetrics[] = []
@@ -164,13 +178,15 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       referenceLogprobs: offPolicy?.referenceLogprobs,
     })
     experience = logprobs.experience
-    // 6. ReMax's baselines: the return of each group's greedy episode, for each role.
+    // 6. The critic's values V(s_t) of the batch as played (GAE's, and the value loss's clip centre).
+    if (critic !== undefined) experience = await valueStage(experience, critic, batch.miniBatchSize)
+    // 7. ReMax's baselines: the return of each group's greedy episode, for each role.
     if ((estimator.requires ?? []).includes('baselineRewards')) experience = await baselineStage(experience, await source.greedyReturns!(stepIndex))
-    // 7. Advantages (external samples in their groups).
+    // 8. Advantages (external samples in their groups).
     experience = advantageStage(experience, estimator)
-    // 8. An off-policy batch: each token weighted by the truncated importance ratio of the weights that played it.
+    // 9. An off-policy batch: each token weighted by the truncated importance ratio of the weights that played it.
     const importance = offPolicy && importanceWeights(rowsOf(experience, 'oldLogprobs'), rowsOf(experience, 'rolloutLogprobs'), offPolicy.importanceCap)
-    // 9. Policy-update epochs over shuffled mini-batches (micro-batches within the token budget).
+    // 10. Policy-update epochs over shuffled mini-batches (micro-batches within the token budget), and the critic's.
     const rate = learningRate * schedule(stepIndex)
     const terms = await policyUpdateEpochs(
       ppo,
@@ -180,11 +196,12 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
         advantages: rowsOf(experience, 'advantages'),
         referenceLogprobs: rowsIfAny(experience, 'referenceLogprobs'),
         importanceWeights: importance?.weights,
+        ...(critic === undefined ? {} : { oldValues: rowsOf(experience, 'values'), returns: rowsOf(experience, 'returns') }),
         ...(external
           ? { externalMasks: [...samples.map((sample) => new Uint8Array(sample.responseTokenIds.length)), ...externalTokenMasks(external.samples)] }
           : {}),
       },
-      { epochs: batch.ppoEpochs, miniBatchSize: batch.miniBatchSize, learningRate: rate, random },
+      { epochs: batch.ppoEpochs, miniBatchSize: batch.miniBatchSize, learningRate: rate, baseLearningRate: learningRate, random },
     )
     const updateSeconds = (performance.now() - updateStarted) / 1000
     await source.updated(++stepCount)
@@ -250,6 +267,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       void source.close()
       optimizer.dispose()
       reference?.dispose()
+      critic?.dispose()
     },
   }
 }

@@ -3,6 +3,7 @@ import { InvalidArgumentError, yieldToEventLoop, type Random } from '@ludic/core
 import { clipGradientsByGlobalNorm, computeGradients, sequenceLogprobs, type AdamW, type CausalLanguageModel } from '@ludic/model'
 import { klLoss, readLossMetrics, type KlEstimator, type KlLossMetricTensors, type PolicyLoss, type PolicyLossMetricTensors } from '@ludic/objectives'
 import { padRows, type TokenSequence } from '../sequences.js'
+import { criticLoss, updateSeparateCritic, type Critic, type CriticRows } from './critic.js'
 
 /** What the policy update needs besides the data: the model, its optimizer, and the loss terms' settings. */
 export interface PolicyUpdateSettings {
@@ -27,6 +28,11 @@ export interface PolicyUpdateSettings {
    * `use_dynamic_bsz`): the step is the one a single pass over the mini-batch would take. Default: none (one pass).
    */
   microBatchTokens?: number | undefined
+  /**
+   * The critic: a shared head's value loss joins each micro-batch's loss (one forward, one backward); a separate
+   * critic takes its own step on each mini-batch after the policy's. Needs `oldValues` and `returns` rows.
+   */
+  critic?: Critic | undefined
 }
 
 /** Per sample (row): its tokens and per-token values, all of the response's length. */
@@ -39,6 +45,10 @@ export interface PolicyUpdateRows {
   importanceWeights?: readonly Float32Array[] | undefined
   /** 1 where a token is external (a demonstration's, RL-PLUS), given to the policy loss as `externalMask`. */
   externalMasks?: readonly Uint8Array[] | undefined
+  /** The critic's values when the batch was played (the value loss's clip centre), with a critic. */
+  oldValues?: readonly Float32Array[] | undefined
+  /** The value targets (the estimator's returns), with a critic. */
+  returns?: readonly Float32Array[] | undefined
 }
 
 /** The rows at `indices`, in that order. */
@@ -81,7 +91,14 @@ export function microBatches(sequences: readonly TokenSequence[], budget: number
 export async function policyUpdateEpochs(
   settings: PolicyUpdateSettings,
   rows: PolicyUpdateRows,
-  options: { epochs: number; miniBatchSize: number; learningRate: number; random: Random },
+  options: {
+    epochs: number
+    miniBatchSize: number
+    learningRate: number
+    random: Random
+    /** The policy's learning rate before its schedule: a separate critic follows the schedule's multiplier. Default: `learningRate`. */
+    baseLearningRate?: number
+  },
 ): Promise<Record<string, number>> {
   const sums: Record<string, number> = {}
   let updates = 0
@@ -89,7 +106,15 @@ export async function policyUpdateEpochs(
     const order = options.random.shuffle(Array.from({ length: rows.sequences.length }, (_, index) => index))
     for (let start = 0; start < order.length; start += options.miniBatchSize) {
       const miniBatch = pickRows(rows, order.slice(start, start + options.miniBatchSize))
-      for (const [name, value] of Object.entries(await updateMiniBatch(settings, miniBatch, options.learningRate))) sums[name] = (sums[name] ?? 0) + value
+      const metrics = await updateMiniBatch(settings, miniBatch, options.learningRate)
+      if (settings.critic?.kind === 'separate') {
+        const scale = options.learningRate / Math.max(options.baseLearningRate ?? options.learningRate, Number.MIN_VALUE)
+        Object.assign(
+          metrics,
+          updateSeparateCritic(settings.critic, criticRows(miniBatch), { microBatchTokens: settings.microBatchTokens, learningRateScale: scale }),
+        )
+      }
+      for (const [name, value] of Object.entries(metrics)) sums[name] = (sums[name] ?? 0) + value
       updates++
       await yieldToEventLoop() // concurrent work on this thread (a disaggregated source's episodes) goes on between updates
     }
@@ -103,6 +128,8 @@ export interface MicroBatchTerms {
   entropy: tf.Scalar
   policy: PolicyLossMetricTensors
   kl: KlLossMetricTensors | undefined
+  /** A shared critic head's value loss metrics (read while its loss was computed). */
+  value: { valueLoss: number; valueClipFraction: number; valuePredictionMean: number } | undefined
 }
 
 /**
@@ -128,6 +155,13 @@ export async function updateMiniBatch(settings: PolicyUpdateSettings, rows: Poli
     const summed = (value: (index: number) => number) => read.reduce((total, _, index) => total + value(index), 0)
     return {
       ...(read[0]!.kl === undefined ? {} : { kl: summed((index) => read[index]!.kl!.klLoss) }),
+      ...(read[0]!.value === undefined
+        ? {}
+        : {
+            valueLoss: summed((index) => read[index]!.value!.valueLoss),
+            valueClipFraction: weighted((index) => read[index]!.value!.valueClipFraction),
+            valuePredictionMean: weighted((index) => read[index]!.value!.valuePredictionMean),
+          }),
       pgLoss: summed((index) => read[index]!.policy.pgLoss),
       entropy: summed((index) => read[index]!.entropy),
       approxKl: weighted((index) => read[index]!.policy.approxKl),
@@ -185,7 +219,7 @@ export function readTerms(terms: readonly MicroBatchTerms[]) {
       const totals = tf.stack([micro.loss, micro.entropy])
       try {
         const [metrics, values] = await Promise.all([readLossMetrics({ policy: micro.policy, kl: micro.kl }), totals.data()])
-        return { ...metrics, loss: values[0]!, entropy: values[1]! }
+        return { ...metrics, value: micro.value, loss: values[0]!, entropy: values[1]! }
       } finally {
         totals.dispose()
       }
@@ -212,14 +246,16 @@ function microBatchTerms(
   const { sequences, oldLogprobs, advantages, referenceLogprobs, importanceWeights, externalMasks } = rows
   let policy: PolicyLossMetricTensors | undefined
   let klMetrics: KlLossMetricTensors | undefined
+  let value: MicroBatchTerms['value']
   let entropy: tf.Scalar | undefined
+  const sharedCritic = settings.critic?.kind === 'shared' ? settings.critic : undefined
   const { loss, gradients } = computeGradients(
     () =>
       tf.tidy(() => {
-        const { logprobs, entropies, responseMask } = sequenceLogprobs(
+        const { logprobs, entropies, responseMask, values } = sequenceLogprobs(
           model,
           { promptIds: sequences.map((s) => s.promptIds), responseIds: sequences.map((s) => s.responseIds) },
-          { withEntropy: true, recomputeLayers: settings.recomputeLayers ?? false },
+          { withEntropy: true, recomputeLayers: settings.recomputeLayers ?? false, ...(sharedCritic === undefined ? {} : { valueHead: sharedCritic.valueHead }) },
         ) // [rows, columns]
         // Every column is padded to the forward's own layout: one padding, derived from the forward.
         const [batch, columns] = logprobs.shape
@@ -248,11 +284,16 @@ function microBatchTerms(
           klMetrics = klTerm.metrics
           total = tf.add(total, tf.mul(kl.coefficient, klTerm.loss))
         }
+        if (sharedCritic !== undefined) {
+          const term = criticLoss(values!, responseMask, criticRows(rows), sharedCritic, counts.globalTokenCount)
+          value = term.metrics
+          total = tf.add(total, tf.mul(sharedCritic.valueCoefficient, term.loss))
+        }
         return total
       }),
     settings.parameters,
   )
-  return { loss, entropy: entropy!, policy: policy!, kl: klMetrics, gradients }
+  return { loss, entropy: entropy!, policy: policy!, kl: klMetrics, value, gradients }
 }
 
 /** Response tokens that count toward the entropy bonus (those whose id is not excluded). */
@@ -270,4 +311,11 @@ export function entropyKeep(sequences: readonly TokenSequence[], columns: number
       keep[row * columns + column] = excluded.has(sequence.responseIds[column]!) ? 0 : 1
   })
   return keep
+}
+
+/** The critic's rows of a policy update's rows (a critic needs `oldValues` and `returns`). */
+function criticRows(rows: PolicyUpdateRows): CriticRows {
+  if (rows.oldValues === undefined || rows.returns === undefined)
+    throw new InvalidArgumentError({ argument: 'rows', value: 'no oldValues or returns', message: 'a critic trains on the values and returns of its rows' })
+  return { sequences: rows.sequences, oldValues: rows.oldValues, returns: rows.returns }
 }
