@@ -24,6 +24,7 @@ export {
 } from './regex-backtracking.js'
 export {
   advantageBatchSchema,
+  advantageNeedSchema,
   chatMessageSchema,
   chatRoleSchema,
   completionSchema,
@@ -36,13 +37,16 @@ export {
   preferencePairSchema,
   requestMessages,
   rewardsSchema,
+  maxStateKeyLength,
   sampleSchema,
+  stateKeySchema,
   stepInfoSchema,
   stepOutcomeSchema,
   trajectorySchema,
   turnSchema,
   turnViewSchema,
   type AdvantageBatch,
+  type AdvantageNeed,
   type AdvantageResult,
   type ChatMessage,
   type ChatRole,
@@ -64,7 +68,6 @@ export {
 export { splitPreferencePair, type ExplicitPreferencePair } from './preference-pair.js'
 export type {
   AdvantageEstimatorV1,
-  AdvantageNeed,
   ChatEncodeOptions,
   ChatTemplateFunction,
   ChatTemplateOptions,

@@ -1,5 +1,6 @@
 import type {
   AdvantageBatch,
+  AdvantageNeed,
   AdvantageResult,
   ChatMessage,
   Completion,
@@ -51,16 +52,14 @@ export interface EnvironmentV1 {
 }
 
 /** Turns per-token rewards into per-token advantages and returns. */
-/** What an estimator needs in its batch beyond rewards and groups (`AdvantageEstimatorV1.requires`). */
-export type AdvantageNeed = 'values' | 'baselineRewards' | 'stateKeys'
-
 export interface AdvantageEstimatorV1 {
   readonly specificationVersion: 'v1'
   readonly name: string
   /**
-   * The batch fields it needs beyond rewards and groups: `values` (a critic's, GAE), `baselineRewards` (a greedy
-   * rollout's, ReMax), `stateKeys` (the environments' state keys, GiGPO). A trainer that cannot provide one refuses the
-   * estimator when it is built. Default: none.
+   * What `estimate` needs in its batch beyond `tokenRewards` and `groupIds` (e.g. `['values']` for GAE): without
+   * one of them it throws an `InvalidArgumentError` naming `batch.<field>`. A trainer checks them when it is
+   * built, so a configuration whose estimator needs what no stage provides fails before any rollout. Absent:
+   * nothing beyond rewards and groups.
    */
   readonly requires?: readonly AdvantageNeed[]
   estimate(batch: AdvantageBatch): AdvantageResult

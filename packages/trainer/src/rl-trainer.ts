@@ -302,13 +302,10 @@ function externalMetrics({ trajectories, samples }: DemonstrationBatch): Record<
 }
 
 /**
- * Whether every environment of the config gives state keys (`providesStateKeys`), known by making one of each; undefined
- * when the environments are made elsewhere (asynchronous workers' setup module).
+ * Whether every environment of the config gives state keys, found by making one of each and resetting it (its first
+ * turn's view says); undefined when the environments are made elsewhere (asynchronous workers' setup module).
  */
 function environmentStateKeys(config: ParsedRlTrainerConfig): boolean | undefined {
   if (config.environments === undefined) return undefined
-  return config.environments.every((factory) => {
-    const environment = factory()
-    return (environment as { providesStateKeys?: boolean }).providesStateKeys === true
-  })
+  return config.environments.every((factory) => typeof factory().reset(0).stateKey === 'string')
 }

@@ -68,8 +68,7 @@ describe('PPO with a critic (GAE)', () => {
     const second = createTestModel(99) // other weights: the checkpoint must restore them, the critic's too
     const after = createRlTrainer(ppoConfig(second, { model: 'separate' }, { runDirectory: directory, checkpointEvery: 2, resume: true }))
     const resumed = await after.run({ steps: 4 })
-    const timing = (metrics: Record<string, number>) =>
-      Object.fromEntries(Object.entries(metrics).filter(([name]) => !/Seconds$|tokensPerSecond/.test(name)))
+    const timing = (metrics: Record<string, number>) => Object.fromEntries(Object.entries(metrics).filter(([name]) => !/Seconds$|tokensPerSecond/.test(name)))
     expect(resumed.map(timing)).toEqual(expected.slice(2).map(timing))
     after.dispose()
     for (const model of [straight, first, second]) model.dispose()

@@ -200,9 +200,7 @@ export function rowsIfAny(experience: Experience, name: TokenColumn): Float32Arr
 export function advantageBatchOf(experience: Experience): AdvantageBatch {
   const { names, ids } = experience
   const pick = (table: readonly string[], column: Int32Array) => Array.from(column, (id) => table[id]!)
-  const stateKeys = experience.samples.every((sample) => typeof (sample as { stateKey?: unknown }).stateKey === 'string')
-    ? experience.samples.map((sample) => (sample as { stateKey?: string }).stateKey!)
-    : undefined
+  const stateKeys = experience.samples.every((sample) => sample.stateKey !== undefined) ? experience.samples.map((sample) => sample.stateKey!) : undefined
   return {
     tokenRewards: rowsOf(experience, 'tokenRewards'),
     groupIds: pick(names.groups, ids.group),

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, LudicError, type AdvantageEstimatorV1, type AdvantageNeed } from '@ludic/core'
+import { InvalidArgumentError, LudicError, type AdvantageEstimatorV1, type AdvantageNeed, type Sample } from '@ludic/core'
 import type { RolloutSource } from '../rollout-source.js'
 
 /** What a trainer can give its estimator beyond rewards and groups. */
@@ -9,13 +9,18 @@ export interface ProvidedNeeds {
   baselineRewards: boolean
   /** Every environment gives a state key with each turn (undefined: cannot be known before a rollout). */
   stateKeys: boolean | undefined
+  /** Every sample's role and environment (always: the experience carries them). */
+  roles: true
+  environmentIds: true
 }
 
 const explanations: Record<AdvantageNeed, string> = {
   values: "the critic's values V(s_t): set config.critic (a value head on the policy's trunk, or a separate value model)",
   baselineRewards:
     'the reward of a greedy episode of each group (its baseline): the rollout source must play them (the synchronous source does; asynchronous workers and generation servers do not yet)',
-  stateKeys: "a key of the state each turn acted on: every environment must give one (TurnView.stateKey; the environment's providesStateKeys)",
+  stateKeys: 'a key of the state each turn acted on: every environment must give one with each turn (TurnView.stateKey)',
+  roles: 'the role of each sample',
+  environmentIds: 'the environment of each sample',
 }
 
 /**
@@ -35,9 +40,9 @@ export function checkEstimatorNeeds(estimator: AdvantageEstimatorV1, provided: P
 }
 
 /** The needs a batch must meet that could not be checked before it was played (state keys from elsewhere). */
-export function checkBatchNeeds(estimator: AdvantageEstimatorV1, samples: readonly object[]): void {
+export function checkBatchNeeds(estimator: AdvantageEstimatorV1, samples: readonly Sample[]): void {
   if (!(estimator.requires ?? []).includes('stateKeys')) return
-  const without = samples.findIndex((sample) => typeof (sample as { stateKey?: unknown }).stateKey !== 'string')
+  const without = samples.findIndex((sample) => sample.stateKey === undefined)
   if (without >= 0) throw new LudicError(`the '${estimator.name}' estimator needs ${explanations.stateKeys}; sample ${without} of this batch has none`)
 }
 
@@ -51,5 +56,5 @@ export function providedNeeds(
   options: { critic: boolean; stateKeys: () => boolean | undefined },
 ): ProvidedNeeds {
   const stateKeys = (estimator.requires ?? []).includes('stateKeys') ? options.stateKeys() : undefined
-  return { values: options.critic, baselineRewards: source.greedyReturns !== undefined, stateKeys }
+  return { values: options.critic, baselineRewards: source.greedyReturns !== undefined, stateKeys, roles: true, environmentIds: true }
 }

@@ -20,7 +20,16 @@ const sample = (trajectoryId: string, role: string, turnIndex: number, tokens: n
   invalid: false,
 })
 const trajectory = (id: string, returns: Record<string, number>): Trajectory =>
-  ({ id, groupId: id.split('/').slice(0, -1).join('/'), environmentId: 'pick-v1', seed: 1, roles: Object.keys(returns), turns: [], returns, truncated: false }) as unknown as Trajectory
+  ({
+    id,
+    groupId: id.split('/').slice(0, -1).join('/'),
+    environmentId: 'pick-v1',
+    seed: 1,
+    roles: Object.keys(returns),
+    turns: [],
+    returns,
+    truncated: false,
+  }) as unknown as Trajectory
 
 describe('buildExperience', () => {
   it('lays samples end to end with integer ids, and puts each role’s return on the last token of its last turn', () => {
@@ -90,8 +99,10 @@ describe('what the RL trainer refuses when it is built, not after a rollout', ()
 
   it('an estimator whose needs no stage provides, naming what is missing', () => {
     const model = createTestModel(1)
-    const build = (name: string, hooks = {}) => () =>
-      createRlTrainer({ model, tokenizer, environments: [() => createPickEnvironment()], advantage: advantageEstimators.create(name) }, hooks)
+    const build =
+      (name: string, hooks = {}) =>
+      () =>
+        createRlTrainer({ model, tokenizer, environments: [() => createPickEnvironment()], advantage: advantageEstimators.create(name) }, hooks)
     expect(build('gigpo')).toThrow(InvalidArgumentError)
     expect(build('gigpo')).toThrow(/config\.advantage.*"gigpo".*a key of the state each turn acted on/)
     expect(build('remax', { rolloutSource: () => ownOffPolicySource().source })).toThrow(/the reward of a greedy episode of each group/)

@@ -255,7 +255,11 @@ function microBatchTerms(
         const { logprobs, entropies, responseMask, values } = sequenceLogprobs(
           model,
           { promptIds: sequences.map((s) => s.promptIds), responseIds: sequences.map((s) => s.responseIds) },
-          { withEntropy: true, recomputeLayers: settings.recomputeLayers ?? false, ...(sharedCritic === undefined ? {} : { valueHead: sharedCritic.valueHead }) },
+          {
+            withEntropy: true,
+            recomputeLayers: settings.recomputeLayers ?? false,
+            ...(sharedCritic === undefined ? {} : { valueHead: sharedCritic.valueHead }),
+          },
         ) // [rows, columns]
         // Every column is padded to the forward's own layout: one padding, derived from the forward.
         const [batch, columns] = logprobs.shape
