@@ -59,7 +59,11 @@ describe('ludic train', () => {
   it("imports a config's plugins: a user game (its legal moves reach the random opponent), a user estimator and a user policy loss", async () => {
     const directory = temporaryDirectory()
     const path = join(directory, 'coin.yaml')
-    const extra = [`plugins: [${relative(directory, plugin)}]`, 'advantage: { name: counted-grpo }', 'policyLoss: { name: counted-ppo-clip, options: { clipHigh: 0.28 } }']
+    const extra = [
+      `plugins: [${relative(directory, plugin)}]`,
+      'advantage: { name: counted-grpo }',
+      'policyLoss: { name: counted-ppo-clip, options: { clipHigh: 0.28 } }',
+    ]
     await writeFile(path, rlConfig('coin-pick-v1', [...extra, 'batch.groupSize: 2']))
     await writeFile(path, (await readFile(path, 'utf8')).replace('batch.groupSize: 2\n', '').replace('ppoEpochs: 1,', 'ppoEpochs: 1, groupSize: 2,'))
     const { io, stdout, stderr } = captureIo({ cwd: directory })
