@@ -358,6 +358,11 @@ describe('policyLosses: the registry createPolicyLoss goes through', () => {
       expect(byRegistry, name).toEqual(await lossAndGradient(createPolicyLoss(name, options), inputs))
     }
     expect(() => policyLosses.create('ppo-clip', { clipLow: -1 })).toThrow(/options.clipLow/)
+    // Built-in names keep their typed options (type-check fails if these lines compile), registered ones take any.
+    // @ts-expect-error truncated-ppo needs its options
+    expect(() => createPolicyLoss('truncated-ppo')).toThrow(/'options'/)
+    // @ts-expect-error ppo-clip has no option `clip`
+    expect(() => policyLosses.create('ppo-clip', { clip: 0.2 })).toThrow(/options/)
     tf.dispose(Object.values(inputs) as tf.Tensor[])
   })
 
