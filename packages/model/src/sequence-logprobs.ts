@@ -12,6 +12,13 @@ export const sequenceLogprobsOptionsSchema = z
   .object({
     /** Also return the entropy of each response position's next-token distribution. Default: false. */
     withEntropy: z.boolean().default(false),
+    /**
+     * The sampling temperature T: the logits are divided by it before the log-softmax and the entropy, so the
+     * log-probs and entropies are those of softmax(logits / T), the distribution the tokens were sampled from
+     * (`generate` records the same log-probs), and so is the gradient (verl's `logits.div_(temperature)`, TRL's
+     * `logits / temperature`). Positive and finite. Default: 1.
+     */
+    temperature: z.number().positive().refine(Number.isFinite, 'must be finite').default(1),
     /** Training mode (LoRA dropout). Default: false. */
     training: z.boolean().default(false),
     /**
@@ -37,9 +44,9 @@ export const sequenceLogprobsOptionsSchema = z
 export type SequenceLogprobsOptions = z.input<typeof sequenceLogprobsOptionsSchema>
 
 export interface SequenceLogprobs {
-  /** `[batch, responseLength]` log p(response token | prompt, earlier response tokens); 0 at padding. Differentiable. */
+  /** `[batch, responseLength]` log p_T(response token | prompt, earlier response tokens), p_T = softmax(logits / T); 0 at padding. Differentiable. */
   logprobs: tf.Tensor2D
-  /** `[batch, responseLength]` entropies of the same distributions (with `withEntropy`); 0 at padding. Differentiable. */
+  /** `[batch, responseLength]` entropies of the same distributions p_T (with `withEntropy`); 0 at padding. Differentiable. */
   entropies?: tf.Tensor2D
   /**
    * `[batch, responseLength]` values V(s_t) (with `valueHead`): the head read at the state before each response
@@ -52,7 +59,8 @@ export interface SequenceLogprobs {
 
 /**
  * Per-token log-probabilities of response tokens given prompt + response, for policy-gradient losses:
- * `logprobs[b, t] = log softmax(logits at the position before response token t)[response token t]`.
+ * `logprobs[b, t] = log softmax(logits / T at the position before response token t)[response token t]`, T the
+ * sampling `temperature` (default 1).
  * Sequences are laid out as verl does (prompts left-padded, responses right-padded, positions counted
  * from each prompt's first token), and only the response positions go through the output projection.
  * With `valueHead`, the same forward pass also gives each response token's value (a critic sharing the
@@ -69,7 +77,7 @@ export function sequenceLogprobs(
   sequences: RaggedSequences | PaddedSequences,
   options: SequenceLogprobsOptions = {},
 ): SequenceLogprobs {
-  const { withEntropy, training, logitsChunkSize, recomputeLayers, valueHead } = parseArgument(sequenceLogprobsOptionsSchema, options, 'options')
+  const { withEntropy, temperature, training, logitsChunkSize, recomputeLayers, valueHead } = parseArgument(sequenceLogprobsOptionsSchema, options, 'options')
   if (valueHead !== undefined) checkValueHeadOf(model, valueHead, 'options.valueHead')
   const batch = readSequences(model, sequences)
   const { batchSize, responseLength } = batch
@@ -82,13 +90,13 @@ export function sequenceLogprobs(
     let scores: { logprobs: tf.Tensor; entropies?: tf.Tensor }
     if (head === undefined) {
       // A head with an adapter or a bias: its logits whole.
-      const logits = model.logitsFromHidden(predicting, training) // [batch, responseLength, vocab]
+      const logits = temper(model.logitsFromHidden(predicting, training), temperature) // [batch, responseLength, vocab]
       scores = { logprobs: tokenLogprobs(logits, ids), ...(withEntropy ? { entropies: entropyFromLogits(logits) } : {}) }
     } else {
       const rows = batchSize * responseLength
       const chunk = logitsChunkSize ?? Math.max(1, Math.floor(2 ** 22 / model.config.vocabSize))
       const flat = tf.reshape(predicting, [rows, width]) as tf.Tensor2D
-      const scored = chunkedHeadScores(flat, tf.reshape(ids, [rows]) as tf.Tensor1D, head, { withEntropy, chunk })
+      const scored = chunkedHeadScores(flat, tf.reshape(ids, [rows]) as tf.Tensor1D, head, { withEntropy, chunk, temperature })
       scores = {
         logprobs: tf.reshape(scored.logprobs, [batchSize, responseLength]),
         ...(scored.entropies === undefined ? {} : { entropies: tf.reshape(scored.entropies, [batchSize, responseLength]) }),
@@ -102,20 +110,26 @@ export function sequenceLogprobs(
   }) as unknown as SequenceLogprobs
 }
 
+/** The logits of the sampling distribution: `logits / temperature` (the logits themselves at 1). */
+function temper<T extends tf.Tensor>(logits: T, temperature: number): T {
+  return temperature === 1 ? logits : (tf.div(logits, temperature) as T)
+}
+
 /**
- * `log softmax(h Wᵀ)[id]` and, with `withEntropy`, the entropy of `softmax(h Wᵀ)`, for each row of `hidden`
- * `[rows, width]` with `weight` `[vocab, width]`, `chunk` rows at a time: log p = logit − logsumexp(logits).
- * Only `hidden` (and the ids) are saved for the gradient, which recomputes each chunk's logits:
- * d log p / d logits = onehot(id) − p, d H / d logits = −p (log p + H), then d h = g W and, when `weight` is
- * trainable, d W = Σ gᵀ h. A frozen weight (a tied, frozen embedding) gets no gradient.
+ * `log softmax(h Wᵀ / T)[id]` and, with `withEntropy`, the entropy of `softmax(h Wᵀ / T)`, for each row of
+ * `hidden` `[rows, width]` with `weight` `[vocab, width]` (T = `temperature`, default 1), `chunk` rows at a time:
+ * log p = z − logsumexp(z), z = logits / T. Only `hidden` (and the ids) are saved for the gradient, which
+ * recomputes each chunk's logits: d log p / d z = onehot(id) − p, d H / d z = −p (log p + H), d z / d logits =
+ * 1 / T, then d h = g W and, when `weight` is trainable, d W = Σ gᵀ h. A frozen weight (a tied, frozen
+ * embedding) gets no gradient.
  */
 export function chunkedHeadScores(
   hidden: tf.Tensor2D,
   ids: tf.Tensor1D,
   weight: tf.Variable,
-  options: { withEntropy: boolean; chunk: number },
+  options: { withEntropy: boolean; chunk: number; temperature?: number },
 ): { logprobs: tf.Tensor1D; entropies?: tf.Tensor1D } {
-  const { withEntropy, chunk } = options
+  const { withEntropy, chunk, temperature = 1 } = options
   const [rows, width] = hidden.shape
   const vocabulary = weight.shape[0]!
   const starts = Array.from({ length: Math.ceil(rows / chunk) }, (_, index) => index * chunk)
@@ -123,7 +137,7 @@ export function chunkedHeadScores(
   /** The chunk's logits, their log-softmax and what the forward pass needs. */
   const pieces = (h: tf.Tensor2D, start: number) => {
     const part = tf.slice(h, [start, 0], [sizeOf(start), width]) // [chunk, width]
-    const logits = tf.matMul(part, weight, false, true) // [chunk, vocab]
+    const logits = temper(tf.matMul(part, weight, false, true), temperature) // [chunk, vocab]
     const logProbabilities = tf.sub(logits, tf.logSumExp(logits, -1, true)) // [chunk, vocab]
     return { part, logProbabilities }
   }
@@ -163,6 +177,7 @@ export function chunkedHeadScores(
               const entropyGradient = tf.mul(tf.neg(probabilities), tf.add(logProbabilities, entropy))
               logitsGradient = tf.add(logitsGradient, tf.mul(entropyGradient, tf.reshape(tf.slice(upstream, [1, 0], [1, size]), [size, 1])))
             }
+            logitsGradient = temper(logitsGradient, temperature) // through z = logits / T
             return {
               hiddenGradient: tf.matMul(logitsGradient, weight), // [chunk, width]
               partWeightGradient: trainable ? tf.matMul(logitsGradient, part, true, false) : undefined, // [vocab, width]
