@@ -125,6 +125,7 @@ describe('the rollout worker module', () => {
         seed: 1,
         vocabSize: tokenizer.vocabSize,
         chunkSize: 3,
+        temperature: 1,
       } satisfies ModelRolloutWorkerData,
       episodesPerBatch: 4,
       generation: { maxTokens: 3 },

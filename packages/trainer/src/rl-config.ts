@@ -38,7 +38,11 @@ export const rlBatchConfigSchema = z.strictObject({
   microBatchTokens: z.number().int().positive().optional(),
   /** Most tokens per response. `collect`'s default (256). */
   maxTokens: generationOptionsSchema.shape.maxTokens,
-  /** Sampling temperature of the rollout. Default 1 (the log-probs the ratio needs are temperature-1 ones). */
+  /**
+   * Sampling temperature of the rollout. Every log-prob of the step (rollout, old, new, reference) and the logged
+   * entropy are those of the sampling distribution softmax(logits / T), as verl and TRL divide the logits by it in the
+   * training forward. Default 1.
+   */
   temperature: z.number().positive().default(1),
   /** Episodes in flight; their requests are batched. `collect`'s default (32). */
   concurrency: collectFields.concurrency,

@@ -91,6 +91,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     maxGradNorm,
     recomputeLayers: parsed.recomputeLayers,
     microBatchTokens: batch.microBatchTokens,
+    temperature: batch.temperature,
     critic,
   }
   const source = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
@@ -175,6 +176,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       reference,
       recomputeOld: parsed.recomputeOldLogprobs,
       chunkSize: batch.miniBatchSize,
+      temperature: batch.temperature,
       referenceLogprobs: offPolicy?.referenceLogprobs,
     })
     experience = logprobs.experience

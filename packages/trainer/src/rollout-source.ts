@@ -128,6 +128,7 @@ function asynchronousSource({ config, model, reference }: RolloutSourceContext):
       vocabSize: config.tokenizer.vocabSize,
       ...(reference === undefined ? {} : { reference: weightsPayload(reference.parameters()) }),
       chunkSize: batch.miniBatchSize,
+      temperature: batch.temperature,
     }
     const started = createAsyncCollector({
       worker: builtModulePath(import.meta.url, 'rollout-worker', '@ludic/trainer'),

@@ -23,15 +23,28 @@ export function responseColumns(sequences: readonly TokenSequence[]): number {
 }
 
 /**
- * Per-token log-probabilities of each response under `model` (no gradient), computed `chunkSize`
+ * Per-token log-probabilities of each response under `model` at the sampling `temperature` (default 1: log
+ * softmax(logits / T), what `generate` records; no gradient), computed `chunkSize`
  * sequences at a time with the same full forward pass the update differentiates.
  */
-export async function responseLogprobs(model: CausalLanguageModel, sequences: readonly TokenSequence[], chunkSize: number): Promise<Float32Array[]> {
+export async function responseLogprobs(
+  model: CausalLanguageModel,
+  sequences: readonly TokenSequence[],
+  chunkSize: number,
+  options: { temperature?: number } = {},
+): Promise<Float32Array[]> {
   const result: Float32Array[] = []
   for (let start = 0; start < sequences.length; start += chunkSize) {
     const chunk = sequences.slice(start, start + chunkSize)
     const columns = responseColumns(chunk)
-    const logprobs = tf.tidy(() => sequenceLogprobs(model, { promptIds: chunk.map((s) => s.promptIds), responseIds: chunk.map((s) => s.responseIds) }).logprobs)
+    const logprobs = tf.tidy(
+      () =>
+        sequenceLogprobs(
+          model,
+          { promptIds: chunk.map((s) => s.promptIds), responseIds: chunk.map((s) => s.responseIds) },
+          { temperature: options.temperature ?? 1 },
+        ).logprobs,
+    )
     const values = (await logprobs.data()) as Float32Array
     logprobs.dispose()
     chunk.forEach((sequence, row) => result.push(values.slice(row * columns, row * columns + sequence.responseIds.length)))

@@ -17,6 +17,8 @@ export interface LogprobStageSettings {
   recomputeOld: boolean
   /** Sequences per forward pass. */
   chunkSize: number
+  /** The sampling temperature: every log-prob is log softmax(logits / T)[token], the distribution that sampled. */
+  temperature: number
   /** Reference log-probs computed elsewhere (a rollout worker's), used instead of the reference model's. */
   referenceLogprobs?: Float32Array[] | undefined
 }
@@ -35,12 +37,15 @@ export async function logprobStage(
   const external = experience.external.some((flag) => flag === 1)
   // External samples (demonstrations) have no rollout log-probs of this policy: their π_old is always recomputed.
   const recompute = settings.recomputeOld || external
-  const recomputed = recompute ? await responseLogprobs(settings.model, sequences, settings.chunkSize) : undefined
+  const at = { temperature: settings.temperature }
+  const recomputed = recompute ? await responseLogprobs(settings.model, sequences, settings.chunkSize, at) : undefined
   const rollout = rowsOf(experience, 'rolloutLogprobs')
   const oldLogprobs =
     recomputed === undefined ? rollout : recomputed.map((row, index) => (settings.recomputeOld || experience.external[index] === 1 ? row : rollout[index]!))
   const referenceLogprobs =
-    settings.reference === undefined ? undefined : (settings.referenceLogprobs ?? (await responseLogprobs(settings.reference, sequences, settings.chunkSize)))
+    settings.reference === undefined
+      ? undefined
+      : (settings.referenceLogprobs ?? (await responseLogprobs(settings.reference, sequences, settings.chunkSize, at)))
   const metrics = recomputed !== undefined && !experience.origin.offPolicy ? logprobAgreement(rollout, recomputed, experience.external) : {}
   return {
     experience: withColumns(experience, { oldLogprobs, ...(referenceLogprobs === undefined ? {} : { referenceLogprobs }) }),

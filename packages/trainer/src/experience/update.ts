@@ -19,6 +19,11 @@ export interface PolicyUpdateSettings {
   /** The KL term to the reference policy, when the batch has reference log-probs. */
   kl: { coefficient: number; estimator: KlEstimator } | undefined
   maxGradNorm: number
+  /**
+   * The sampling temperature: the update's log-probs and entropy are those of softmax(logits / T), the distribution the
+   * rollout sampled and recorded (verl's and TRL's rule). Default 1.
+   */
+  temperature?: number
   /** Recompute each layer's activations in the backward pass (`sequenceLogprobs`' `recomputeLayers`). Default false. */
   recomputeLayers?: boolean
   /**
@@ -257,6 +262,7 @@ function microBatchTerms(
           { promptIds: sequences.map((s) => s.promptIds), responseIds: sequences.map((s) => s.responseIds) },
           {
             withEntropy: true,
+            temperature: settings.temperature ?? 1,
             recomputeLayers: settings.recomputeLayers ?? false,
             ...(sharedCritic === undefined ? {} : { valueHead: sharedCritic.valueHead }),
           },
