@@ -30,6 +30,7 @@ import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
 import { applyConfigOverrides, runConfigMaxDepth } from './command-line.js'
 import { evaluateAgainst } from './evaluation.js'
+import { criticConfigSchema } from './experience/critic.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { readPreferencePairs } from './preference-data.js'
 import { preferenceTrainerConfigSchema, type PreferenceTrainerConfig } from './preference-trainer.js'
@@ -120,6 +121,8 @@ const rlFields = {
   /** A policy loss of the objectives registry (`ppo-clip`, `gspo`, … or one a plugin registers with `registerPolicyLoss`). Default `ppo-clip`. */
   policyLoss: z.strictObject({ name: z.string().min(1), options: z.record(z.string(), z.unknown()).optional() }).default({ name: 'ppo-clip' }),
   kl: klConfigSchema.optional(),
+  /** PPO's critic, for estimators that need values (`advantage: { name: gae }`): `{ model: separate | shared, … }`. Default: none. */
+  critic: criticConfigSchema.optional(),
   entropyCoefficient: z.number().min(0).optional(),
   /** Recompute layer activations in the backward pass (less memory, one more forward pass). Default false. */
   recomputeLayers: z.boolean().optional(),
@@ -688,6 +691,7 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
   }
   for (const key of [
     'kl',
+    'critic',
     'entropyCoefficient',
     'recomputeLayers',
     'optimizer',
