@@ -178,10 +178,12 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       chunkSize: batch.miniBatchSize,
       temperature: batch.temperature,
       referenceLogprobs: offPolicy?.referenceLogprobs,
+      valueHead: critic?.kind === 'shared' ? critic.valueHead : undefined,
     })
     experience = logprobs.experience
     // 6. The critic's values V(s_t) of the batch as played (GAE's, and the value loss's clip centre).
-    if (critic !== undefined) experience = await valueStage(experience, critic, batch.miniBatchSize)
+    // (A shared critic's come with π_old, from one forward pass.)
+    if (critic !== undefined && experience.columns.values === undefined) experience = await valueStage(experience, critic, batch.miniBatchSize)
     // 7. ReMax's baselines: the return of each group's greedy episode, for each role.
     if ((estimator.requires ?? []).includes('baselineRewards')) experience = await baselineStage(experience, await source.greedyReturns!(stepIndex))
     // 8. Advantages (external samples in their groups).

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type AdvantageBatch, type AdvantageEstimatorV1 } from '@ludic/core'
-import type { CausalLanguageModel } from '@ludic/model'
-import { responseLogprobs, type TokenSequence } from '../sequences.js'
+import type { CausalLanguageModel, ValueHead } from '@ludic/model'
+import { responseLogprobs, scoreResponses, type TokenSequence } from '../sequences.js'
 import { advantageBatchOf, rowsOf, withColumns, type Experience } from './experience.js'
 
 /** The experience's samples as the model's input: prompt and response tokens. */
@@ -21,6 +21,8 @@ export interface LogprobStageSettings {
   temperature: number
   /** Reference log-probs computed elsewhere (a rollout worker's), used instead of the reference model's. */
   referenceLogprobs?: Float32Array[] | undefined
+  /** A shared critic's head: its values come from the same forward pass as π_old (`values` column). */
+  valueHead?: ValueHead | undefined
 }
 
 /**
@@ -38,7 +40,8 @@ export async function logprobStage(
   // External samples (demonstrations) have no rollout log-probs of this policy: their π_old is always recomputed.
   const recompute = settings.recomputeOld || external
   const at = { temperature: settings.temperature }
-  const recomputed = recompute ? await responseLogprobs(settings.model, sequences, settings.chunkSize, at) : undefined
+  const scored = recompute ? await scoreResponses(settings.model, sequences, settings.chunkSize, { ...at, valueHead: settings.valueHead }) : undefined
+  const recomputed = scored?.logprobs
   const rollout = rowsOf(experience, 'rolloutLogprobs')
   const oldLogprobs =
     recomputed === undefined ? rollout : recomputed.map((row, index) => (settings.recomputeOld || experience.external[index] === 1 ? row : rollout[index]!))
@@ -48,7 +51,11 @@ export async function logprobStage(
       : (settings.referenceLogprobs ?? (await responseLogprobs(settings.reference, sequences, settings.chunkSize, at)))
   const metrics = recomputed !== undefined && !experience.origin.offPolicy ? logprobAgreement(rollout, recomputed, experience.external) : {}
   return {
-    experience: withColumns(experience, { oldLogprobs, ...(referenceLogprobs === undefined ? {} : { referenceLogprobs }) }),
+    experience: withColumns(experience, {
+      oldLogprobs,
+      ...(referenceLogprobs === undefined ? {} : { referenceLogprobs }),
+      ...(scored?.values === undefined ? {} : { values: scored.values }),
+    }),
     metrics,
   }
 }
