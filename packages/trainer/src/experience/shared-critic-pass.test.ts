@@ -12,10 +12,10 @@ describe('a shared critic scored with π_old', () => {
     const valueHead = createValueHead(model, { seed: 4 })
     // Ragged rows, two chunks: the cut of each row from the padded forward is what is checked.
     const sequences = [
-      { promptIds: [1, 2, 3], responseIds: [4, 5] },
-      { promptIds: [6], responseIds: [7, 8, 9, 10] },
-      { promptIds: [2, 2, 2, 2], responseIds: [3] },
-    ]
+      [[1, 2, 3], [4, 5]],
+      [[6], [7, 8, 9, 10]],
+      [[2, 2, 2, 2], [3]],
+    ].map(([prompt, response]) => ({ promptIds: Int32Array.from(prompt!), responseIds: Int32Array.from(response!) }))
     const tensors = tf.memory().numTensors
     const scored = await scoreResponses(model, sequences, 2, { temperature: 0.7, valueHead })
     expect(tf.memory().numTensors).toBe(tensors)

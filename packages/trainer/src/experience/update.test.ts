@@ -1,4 +1,5 @@
 import { createRandom } from '@ludic/core'
+import * as tf from '@tensorflow/tfjs-core'
 import { createAdamW } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
 import { expectNoLeaks } from '@ludic/tensors/test'
@@ -101,5 +102,41 @@ describe('micro-batches', () => {
     await expectNoLeaks(() => updateMiniBatch(settings, rows, 1e-3))
     settings.optimizer.dispose()
     settings.model.dispose()
+  })
+
+  it('lower the peak memory of an update, and report the memory a forward holds (forwardTensorBytes)', async () => {
+    const random = createRandom(5)
+    // 64 sequences of 32 response tokens: the activations grow with the tokens of a pass.
+    const sequences: TokenSequence[] = Array.from({ length: 64 }, () => ({
+      promptIds: Int32Array.from({ length: 4 }, () => 97 + random.nextInt(20)),
+      responseIds: Int32Array.from({ length: 32 }, () => 97 + random.nextInt(20)),
+    }))
+    const rows: PolicyUpdateRows = {
+      sequences,
+      oldLogprobs: sequences.map(() => new Float32Array(32).fill(-5.5)),
+      advantages: sequences.map(() => Float32Array.from({ length: 32 }, () => 2 * random.nextFloat() - 1)),
+    }
+    const peaks: Record<string, { profiled: number; reported: number }> = {}
+    for (const [name, microBatchTokens] of [
+      ['one pass', undefined],
+      ['micro-batches of 256 tokens', 256],
+    ] as const) {
+      const settings = settingsFor('token-mean', microBatchTokens)
+      await updateMiniBatch(settings, rows, 1e-3) // the optimizer's moments, made on its first step
+      let reported = 0
+      const profile = await tf.profile(async () => {
+        reported = (await updateMiniBatch(settings, rows, 1e-3)).forwardTensorBytes!
+      })
+      peaks[name] = { profiled: profile.peakBytes, reported }
+      settings.optimizer.dispose()
+      settings.model.dispose()
+    }
+    console.log('update peak tensor bytes (tf.profile, reported):', JSON.stringify(peaks))
+    const one = peaks['one pass']!
+    const split = peaks['micro-batches of 256 tokens']!
+    // The reported figure is a lower bound of the peak (the backward's temporaries come on top of it), and follows it.
+    for (const peak of [one, split]) expect(peak.reported).toBeLessThanOrEqual(peak.profiled)
+    expect(split.profiled).toBeLessThan(0.5 * one.profiled)
+    expect(split.reported).toBeLessThan(0.5 * one.reported)
   })
 })

@@ -135,6 +135,8 @@ export interface MicroBatchTerms {
   kl: KlLossMetricTensors | undefined
   /** A shared critic head's value loss metrics (read while its loss was computed). */
   value: { valueLoss: number; valueClipFraction: number; valuePredictionMean: number } | undefined
+  /** Bytes of live tensors at the end of this micro-batch's forward pass, when all its backward's activations are held. */
+  forwardBytes: number
 }
 
 /**
@@ -143,7 +145,8 @@ export interface MicroBatchTerms {
  * `learningRate`. Every term is normalised by the mini-batch's counts (the policy loss through `globalTokenCount` and
  * `globalBatchSize`, the entropy and the KL as token means), so the summed gradient is the mini-batch's. Returns the
  * terms under their papers' names (`pgLoss`, `entropy`, `approxKl`, `clipFraction`, `ratioMax`, `kl`, `loss`,
- * `gradNorm`, and `microBatches`); leaves `tf.memory().numTensors` unchanged. Nothing is read from the device while
+ * `gradNorm`, `microBatches`, and `forwardTensorBytes`: the live tensor bytes at the end of the largest micro-batch's
+ * forward, a lower bound of the update's peak, which adds the backward's temporaries); leaves `tf.memory().numTensors` unchanged. Nothing is read from the device while
  * gradients are computed: the terms are read after the last micro-batch, before the optimizer step (which a bad input
  * never reaches).
  */
@@ -175,6 +178,7 @@ export async function updateMiniBatch(settings: PolicyUpdateSettings, rows: Poli
       loss: summed((index) => read[index]!.loss),
       gradNorm: clipped.norm,
       microBatches: read.length,
+      forwardTensorBytes: Math.max(...accumulated.terms.map((micro) => micro.forwardBytes)),
     }
   } finally {
     accumulated.dispose()
@@ -253,6 +257,7 @@ function microBatchTerms(
   let klMetrics: KlLossMetricTensors | undefined
   let value: MicroBatchTerms['value']
   let entropy: tf.Scalar | undefined
+  let forwardBytes = 0
   const sharedCritic = settings.critic?.kind === 'shared' ? settings.critic : undefined
   const { loss, gradients } = computeGradients(
     () =>
@@ -299,11 +304,12 @@ function microBatchTerms(
           value = term.metrics
           total = tf.add(total, tf.mul(sharedCritic.valueCoefficient, term.loss))
         }
+        forwardBytes = tf.memory().numBytes
         return total
       }),
     settings.parameters,
   )
-  return { loss, entropy: entropy!, policy: policy!, kl: klMetrics, value, gradients }
+  return { loss, entropy: entropy!, policy: policy!, kl: klMetrics, value, forwardBytes, gradients }
 }
 
 /** Response tokens that count toward the entropy bonus (those whose id is not excluded). */
