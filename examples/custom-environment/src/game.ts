@@ -17,6 +17,7 @@ export function createNim(options: { maxTake?: number } = {}): EnvironmentV1 {
     role: roles[player],
     observation: `${stones} stones left; take the last one to win.\nYour available actions are: ${legalActions().join(', ')}`,
     legalActions: legalActions(),
+    stateKey: `${roles[player]}|${stones} stones`, // the whole decision situation: equal keys, same situation (GiGPO)
   })
   const end = (winner: 0 | 1, reason: string, invalidAction = false): StepOutcome => {
     over = true

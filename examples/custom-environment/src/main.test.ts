@@ -20,6 +20,7 @@ it('an illegal move loses at once, and step after the end throws', () => {
   const environment = createGame('nim-v0')
   const view = environment.reset(0)
   expect(view.role).toBe('player0')
+  expect(view.stateKey).toBe(`player0|${/^(\d+) stones left/.exec(view.observation)![1]} stones`)
   const outcome = environment.step('[4]')
   expect(outcome).toMatchObject({ done: true, rewards: { player0: -1, player1: 1 }, info: { invalidAction: true } })
   expect(() => environment.step('[1]')).toThrow(/after the end/)

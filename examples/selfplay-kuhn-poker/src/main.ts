@@ -45,6 +45,14 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
         z.string().min(1),
       ])
       .default(() => createRae()),
+    /**
+     * PPO's critic (`config.critic`): `separate` (a value model of its own) or `shared` (a value head on the policy's
+     * trunk); `none`. Estimators that need values (`--advantage gae`) get a separate one when none is named. Default:
+     * none.
+     */
+    critic: z.enum(['none', 'separate', 'shared']).default('none'),
+    /** The critic's learning rate (a separate critic). Default: the policy's. */
+    criticLearningRate: z.number().positive().optional(),
     /** The loss gets − c·entropy (token mean). Default 0: the bonus spreads mass over the whole vocabulary (invalid moves); the KL keeps the policy mixed. */
     entropyCoefficient: z.number().min(0).default(0),
     /** The entropy bonus (if any) acts on the move tokens only: the format tokens (`]`, the end token) get none. */
@@ -101,6 +109,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const parsed = parseArgument(mainOptionsSchema, options, 'options')
   const { log, seed } = parsed
   const advantage = typeof parsed.advantage === 'string' ? advantageEstimators.create(parsed.advantage) : parsed.advantage
+  const criticModel = parsed.critic !== 'none' ? parsed.critic : (advantage.requires ?? []).includes('values') ? 'separate' : undefined
   const run = await startExampleRun(new URL('..', import.meta.url), parsed)
 
   // 1. A tokenizer trained on game text, and a tiny model from scratch.
@@ -150,6 +159,9 @@ export async function main(options: MainOptions = {}): Promise<Report> {
         }),
     ...run.trainerConfig({ maxTokens: 8, groupSize: parsed.groupSize, evaluate }),
     advantage,
+    ...(criticModel === undefined
+      ? {}
+      : { critic: { model: criticModel, ...(parsed.criticLearningRate === undefined ? {} : { optimizer: { learningRate: parsed.criticLearningRate } }) } }),
     entropyCoefficient: parsed.entropyCoefficient,
     ...(parsed.entropyOnMovesOnly ? { entropyExcludeTokenIds: formatTokenIds(tokenizer) } : {}),
     // A cosine from 1 (from `decayFrom` of the steps on) to `finalLearningRateRatio` at the last step.
@@ -170,7 +182,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const reference = randomPlayReference()
   const report: Report = await run.writeReport(
     {
-      options: { ...parsed, advantage: advantage.name },
+      options: { ...parsed, advantage: advantage.name, critic: criticModel ?? 'none' },
       before,
       after,
       evaluations,

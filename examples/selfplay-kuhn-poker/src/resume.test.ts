@@ -50,8 +50,8 @@ interface Ended {
 }
 
 /** Runs the example on `runDirectory`; `killWhen` is polled every 20 ms and, once true, the process gets SIGKILL. */
-function runExample(runDirectory: string, killWhen?: () => boolean): Promise<Ended & { killed: boolean }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...tiny, '--run-directory', runDirectory], {
+function runExample(runDirectory: string, recipe: readonly string[], killWhen?: () => boolean): Promise<Ended & { killed: boolean }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...tiny, ...recipe, '--run-directory', runDirectory], {
     cwd: exampleDirectory,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -90,23 +90,26 @@ interface SavedReport {
   evaluations: Record<string, number>[]
 }
 
-describe('selfplay-kuhn-poker: resume', () => {
+/** The default recipe (RAE), and PPO with GAE and a separate critic (its weights and optimizer are checkpointed too). */
+const recipes: Record<string, readonly string[]> = { rae: [], 'gae + separate critic': ['--advantage', 'gae', '--critic', 'separate'] }
+
+describe.each(Object.entries(recipes))('selfplay-kuhn-poker: resume (%s)', (_, recipe) => {
   it('a run killed mid-step resumes from its last checkpoint with nothing lost', async () => {
     const uninterrupted = await mkdtemp(join(tmpdir(), 'ludic-kuhn-whole-'))
     const interrupted = await mkdtemp(join(tmpdir(), 'ludic-kuhn-killed-'))
     directories.push(uninterrupted, interrupted)
 
-    const whole = await runExample(uninterrupted)
+    const whole = await runExample(uninterrupted, recipe)
     expect(whole.code, whole.output).toBe(0)
 
     // Killed once checkpoint-2 exists: step 3 (or the checkpoint after it) is under way.
-    const first = await runExample(interrupted, () => existsSync(join(interrupted, 'checkpoint-2')))
+    const first = await runExample(interrupted, recipe, () => existsSync(join(interrupted, 'checkpoint-2')))
     expect(first.killed, `the run ended before checkpoint-2 appeared:\n${first.output}`).toBe(true)
     expect(first.signal).toBe('SIGKILL')
     expect(existsSync(join(interrupted, 'report.json'))).toBe(false)
     expect((await readMetrics(interrupted)).length).toBeLessThan(4)
 
-    const second = await runExample(interrupted)
+    const second = await runExample(interrupted, recipe)
     expect(second.code, second.output).toBe(0)
     expect(second.output).toContain('(resuming)')
 

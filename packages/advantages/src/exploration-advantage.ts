@@ -1,4 +1,4 @@
-import { InvalidArgumentError, parseArgument, type AdvantageBatch, type AdvantageEstimatorV1, type AdvantageResult } from '@ludic/core'
+import { InvalidArgumentError, parseArgument, type AdvantageBatch, type AdvantageEstimatorV1, type AdvantageNeed, type AdvantageResult } from '@ludic/core'
 import { z } from 'zod'
 
 export const explorationAdvantageOptionsSchema = z.strictObject({
@@ -56,6 +56,8 @@ export function explorationAdvantage(
 export interface ExplorationAdvantageEstimator {
   /** `<inner name>+exploration`. */
   readonly name: string
+  /** The inner estimator's `requires`. */
+  readonly requires?: readonly AdvantageNeed[]
   /** The inner estimator's result with `advantages` reshaped (on the batch's valid tokens); `returns` unchanged. */
   estimate(batch: AdvantageBatch, policy: { logprobs: readonly Float32Array[]; samples?: readonly boolean[] | undefined }): AdvantageResult
 }
@@ -68,6 +70,7 @@ export function withExplorationAdvantage(estimator: AdvantageEstimatorV1, option
   parseArgument(explorationAdvantageOptionsSchema, options, 'options')
   return {
     name: `${estimator.name}+exploration`,
+    ...(estimator.requires === undefined ? {} : { requires: estimator.requires }),
     estimate(batch, policy) {
       const result = estimator.estimate(batch)
       const advantages = explorationAdvantage(result.advantages, policy?.logprobs, options, { tokenMasks: batch.tokenMasks, samples: policy?.samples })

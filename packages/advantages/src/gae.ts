@@ -27,6 +27,7 @@ export function createGae(options: GaeOptions = {}): AdvantageEstimatorV1 {
   return {
     specificationVersion: 'v1',
     name: 'gae',
+    requires: ['values'],
     estimate(input) {
       const batch = parseAdvantageBatch(input)
       const values = requireField(batch, 'values', 'gae', 'the critic values V_t')

@@ -40,6 +40,8 @@ export function createGigpo(options: GigpoOptions = {}): AdvantageEstimatorV1 {
   return {
     specificationVersion: 'v1',
     name: 'gigpo',
+    // With its own stateKey function it reads no field beyond rewards and groups.
+    requires: stateKey === undefined ? ['stateKeys'] : [],
     estimate(input) {
       const batch = parseAdvantageBatch(input)
       const readKey = stateKey ?? stateKeysOf(batch)

@@ -41,6 +41,7 @@ export function createRae(options: RaeOptions = {}): RaeEstimator {
   return {
     specificationVersion: 'v1',
     name: 'rae',
+    requires: ['roles', 'environmentIds'],
     estimate(input) {
       const batch = parseAdvantageBatch(input)
       const roles = requireField(batch, 'roles', 'rae', 'it keeps one baseline per (environment, role)')

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type AdvantageEstimatorV1 } from '@ludic/core'
+import { advantageNeedSchema, InvalidArgumentError, type AdvantageEstimatorV1 } from '@ludic/core'
 import { createDrGrpo, type DrGrpoOptions } from './dr-grpo.js'
 import { createGae, type GaeOptions } from './gae.js'
 import { createGigpo, type GigpoOptions } from './gigpo.js'
@@ -85,5 +85,21 @@ function createByName(name: string, options?: unknown): AdvantageEstimatorV1 {
     const known = [...factories.keys()].join(', ')
     throw new InvalidArgumentError({ argument: 'name', value: name, message: `unknown advantage estimator; known: ${known}` })
   }
-  return (factory as AdvantageEstimatorFactory)(options) // each factory parses its own options
+  const estimator = (factory as AdvantageEstimatorFactory)(options) // each factory parses its own options
+  checkRequires(estimator, name)
+  return estimator
+}
+
+/** A registered factory's `requires` must list known needs: a trainer refuses configurations by them. */
+function checkRequires(estimator: AdvantageEstimatorV1, name: string): void {
+  const requires: unknown = estimator?.requires
+  if (requires === undefined) return
+  const known = advantageNeedSchema.options
+  if (!Array.isArray(requires) || requires.some((need) => !known.includes(need))) {
+    throw new InvalidArgumentError({
+      argument: 'name',
+      value: name,
+      message: `the estimator registered under this name declares requires ${JSON.stringify(requires)}: it must list batch fields among ${known.join(', ')}`,
+    })
+  }
 }

@@ -20,6 +20,7 @@ export function createRemax(options: RemaxOptions = {}): AdvantageEstimatorV1 {
   return {
     specificationVersion: 'v1',
     name: 'remax',
+    requires: ['baselineRewards'],
     estimate(input) {
       const batch = parseAdvantageBatch(input)
       const baselines = requireField(batch, 'baselineRewards', 'remax', "the reward of each prompt's greedy response")

@@ -60,7 +60,7 @@ describe('ludic', () => {
     expect(text).toMatch(/model\.preset: not an allowed value \(got "huge"\) \(allowed: tiny \| small \| base\)/)
     expect(text).toMatch(/environments\[0\]\.game: is not a registered environment \(tictactoe-v0, kuhn-poker-v1/)
     expect(text).toMatch(/advantage\.name: is not a registered advantage estimator \(gae, grpo/)
-    expect(text).toMatch(/policyLoss\.name: not an allowed value \(got "ppo-wild"\) \(allowed: ppo-clip \|/)
+    expect(text).toMatch(/policyLoss\.name: is not a registered policy loss \(ppo-clip, truncated-ppo, .*\) \(got "ppo-wild"\)/)
     expect(text).toContain('batch.ppoEpochs: Too small')
     expect(text).toContain('surprise: unknown field')
     const kind = join(temporaryDirectory(), 'kind.yaml')

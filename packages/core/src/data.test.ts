@@ -8,7 +8,11 @@ import {
   requestMessages,
   sampleSchema,
   stepOutcomeSchema,
+  maxStateKeyLength,
+  stateKeySchema,
   trajectorySchema,
+  turnSchema,
+  turnViewSchema,
 } from './data.js'
 
 describe('data schemas', () => {
@@ -78,6 +82,32 @@ describe('data schemas', () => {
       truncated: false,
     }
     expect(trajectorySchema.safeParse(trajectory).success).toBe(true)
+  })
+
+  it('a state key rides the turn view, the turn and the sample: kept when parsed, 1 to maxStateKeyLength characters', () => {
+    const view = { role: 'player0', observation: 'Your card is: K', stateKey: 'player0|card K|history ' }
+    expect(turnViewSchema.parse(view)).toEqual(view) // z.object drops unknown keys: the key must be in the schema
+    const turn = { index: 0, role: 'player0', observation: 'o', action: '[bet]', rewards: {}, invalidAction: false, stateKey: 'k' }
+    expect(turnSchema.parse(turn).stateKey).toBe('k')
+    const sample = {
+      trajectoryId: 't1',
+      turnIndex: 0,
+      role: 'player0',
+      environmentId: 'kuhn-poker-v1',
+      groupId: 'g',
+      promptTokenIds: new Int32Array(3),
+      responseTokenIds: new Int32Array(0),
+      rolloutLogprobs: new Float32Array(0),
+      invalid: false,
+      stateKey: 'k',
+    }
+    expect(sampleSchema.parse(sample).stateKey).toBe('k')
+    expect(turnViewSchema.safeParse({ ...view, stateKey: 'x'.repeat(maxStateKeyLength) }).success).toBe(true)
+    const long = turnViewSchema.safeParse({ ...view, stateKey: 'x'.repeat(maxStateKeyLength + 1) })
+    expect(long.error?.issues[0]).toMatchObject({ path: ['stateKey'], message: 'must be at most 1024 characters' })
+    expect(turnViewSchema.safeParse({ ...view, stateKey: '' }).error?.issues[0]).toMatchObject({ path: ['stateKey'], message: 'must not be empty' })
+    expect(sampleSchema.safeParse({ ...sample, stateKey: 3 }).success).toBe(false)
+    expect(stateKeySchema.safeParse('x'.repeat(maxStateKeyLength + 1)).success).toBe(false)
   })
 
   it('advantage batches must be consistent', () => {

@@ -91,6 +91,23 @@ export const completionSchema = z
   })
 export type Completion = z.infer<typeof completionSchema>
 
+/** The longest state key (`TurnView.stateKey`) the schemas accept, in characters. */
+export const maxStateKeyLength = 1024
+
+/**
+ * A key of the state a role decides in (`TurnView.stateKey`): 1 to `maxStateKeyLength` characters. Two turns of
+ * one environment (same id, same options) have equal keys exactly when the acting role faces the same decision
+ * situation, whatever path led there:
+ * - it names the acting role (or the role is implied by the state), so two roles never share a key by accident;
+ * - with hidden information it describes the role's information set, never the hidden state: what the role
+ *   sees and remembers that bears on the rest of the game (its own card and the betting so far, not the
+ *   opponent's card), so deals that differ only in what it cannot see give equal keys;
+ * - it leaves out what the rules make irrelevant to the rest of the game (the order of moves that reached a
+ *   board), and limits imposed from outside the rules (an environment's `maxTurns`, a rollout's turn limit).
+ * GiGPO (`createGigpo` of `@ludic/advantages`) compares the turns of a group's episodes that share a key.
+ */
+export const stateKeySchema = z.string().min(1, 'must not be empty').max(maxStateKeyLength, `must be at most ${maxStateKeyLength} characters`)
+
 export const turnViewSchema = z.object({
   /** The role to act now. */
   role: z.string().min(1),
@@ -98,6 +115,12 @@ export const turnViewSchema = z.object({
   observation: z.string(),
   /** The legal actions, when the environment enumerates them. */
   legalActions: z.array(z.string()).readonly().optional(),
+  /**
+   * A key of the decision situation of the role to act (see `stateKeySchema`: equal keys, same situation; for
+   * hidden information the role's information set). Optional: environments whose states are discrete give one,
+   * and GiGPO needs it. At most `maxStateKeyLength` characters.
+   */
+  stateKey: stateKeySchema.optional(),
 })
 export type TurnView = z.infer<typeof turnViewSchema>
 
@@ -134,6 +157,8 @@ export const turnSchema = z.object({
   /** The observation the role acted on. */
   observation: z.string(),
   legalActions: z.array(z.string()).readonly().optional(),
+  /** The key of the state the role acted on (`TurnView.stateKey`), when the environment gave one. */
+  stateKey: stateKeySchema.optional(),
   /** The action sent to the environment (parsed from the completion). */
   action: z.string(),
   /** The policy's completion, when a policy (not a scripted opponent) acted. */
@@ -179,6 +204,8 @@ export const sampleSchema = z
     invalid: z.boolean(),
     /** Version of the policy weights that generated it (asynchronous collection). */
     policyVersion: z.number().int().min(0).optional(),
+    /** The key of the state its turn acted on (`TurnView.stateKey`), when the environment gave one (GiGPO's anchor states). */
+    stateKey: stateKeySchema.optional(),
   })
   .refine((sample) => sample.responseTokenIds.length === sample.rolloutLogprobs.length, {
     message: 'responseTokenIds and rolloutLogprobs must have the same length',
@@ -218,7 +245,7 @@ export const advantageBatchSchema = z
     trajectoryIds: z.array(z.string()).readonly().optional(),
     /** Per sample, the 0-based index of its turn in its episode (orders the turns; batch order when absent). */
     turnIndices: z.array(z.number().int().min(0)).readonly().optional(),
-    /** Per sample, a key of the state its turn acted on: equal keys are the same state (GiGPO's anchor states). */
+    /** Per sample, a key of the state its turn acted on: equal keys are the same state (GiGPO's anchor states; `Sample.stateKey`). */
     stateKeys: z.array(z.string()).readonly().optional(),
   })
   .superRefine((batch, context) => {
@@ -252,6 +279,15 @@ export const advantageBatchSchema = z
     })
   })
 export type AdvantageBatch = z.infer<typeof advantageBatchSchema>
+
+/**
+ * A field of `AdvantageBatch` an estimator cannot do without, beyond `tokenRewards` and `groupIds`
+ * (`AdvantageEstimatorV1.requires`): the critic's `values` (GAE), the greedy `baselineRewards` (ReMax), the
+ * `stateKeys` of the turns (GiGPO), the `roles` and `environmentIds` of the samples (RAE's per-role baselines).
+ */
+export const advantageNeedSchema = z.enum(['values', 'baselineRewards', 'stateKeys', 'roles', 'environmentIds'])
+export type AdvantageNeed = z.infer<typeof advantageNeedSchema>
+advantageNeedSchema.options satisfies readonly (keyof AdvantageBatch)[] // every need is a field of the batch
 
 export interface AdvantageResult {
   /** Per sample, the advantage of each response token. */

@@ -1,5 +1,6 @@
 import type {
   AdvantageBatch,
+  AdvantageNeed,
   AdvantageResult,
   ChatMessage,
   Completion,
@@ -54,6 +55,13 @@ export interface EnvironmentV1 {
 export interface AdvantageEstimatorV1 {
   readonly specificationVersion: 'v1'
   readonly name: string
+  /**
+   * What `estimate` needs in its batch beyond `tokenRewards` and `groupIds` (e.g. `['values']` for GAE): without
+   * one of them it throws an `InvalidArgumentError` naming `batch.<field>`. A trainer checks them when it is
+   * built, so a configuration whose estimator needs what no stage provides fails before any rollout. Absent:
+   * nothing beyond rewards and groups.
+   */
+  readonly requires?: readonly AdvantageNeed[]
   estimate(batch: AdvantageBatch): AdvantageResult
   /**
    * A stateful estimator (one that keeps something across batches, such as RAE's per-role baselines)

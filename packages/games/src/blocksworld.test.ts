@@ -1,6 +1,14 @@
 import { InvalidArgumentError, createRandom, stepOutcomeSchema } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
-import { blocksworldShortestPlans, describeBlocksworldGoal, describeBlocksworldState, generateBlocksworldProblem } from './blocksworld-problem.js'
+import {
+  blocksworldShortestPlans,
+  blocksworldStateKey,
+  describeBlocksworldGoal,
+  describeBlocksworldState,
+  formatBlocksworldAction,
+  generateBlocksworldProblem,
+  parseBlocksworldAction,
+} from './blocksworld-problem.js'
 import { blocksworldInTestSplit, createBlocksworld } from './blocksworld.js'
 
 describe('Blocksworld', () => {
@@ -185,5 +193,50 @@ describe('Blocksworld', () => {
     }
     expect(invalid).toBeGreaterThan(0)
     expect(natural).toBeGreaterThan(0)
+  })
+})
+
+describe('Blocksworld state keys', () => {
+  /** The action that undoes `text`: put back what was picked up, stack back what was unstacked. */
+  const undo = (text: string): string => {
+    const action = parseBlocksworldAction(text.toLowerCase())!
+    if (action.verb === 'pick up') return formatBlocksworldAction({ verb: 'put down', block: action.block })
+    if (action.verb === 'unstack') return formatBlocksworldAction({ verb: 'stack', block: action.block, onto: action.from })
+    throw new Error(`not a first move: ${text}`)
+  }
+
+  it('key the arrangement, the goal and the steps left: the same arrangement by another plan is the same key', () => {
+    const problem = generateBlocksworldProblem({ seed: 5 })
+    const environment = createBlocksworld({ maxSteps: 8 })
+    const start = environment.reset(5)
+    const goal = problem.goal
+      .map(([top, bottom]) => `${top}/${bottom}`)
+      .sort()
+      .join(',')
+    expect(start.stateKey).toBe(`state ${blocksworldStateKey(problem.initial)}; goal ${goal}; steps left 8`)
+    const [first, second] = start.legalActions!
+    expect(first).toBeDefined()
+    expect(second).toBeDefined()
+    const back = (move: string) => {
+      environment.reset(5)
+      const holding = environment.step(`[${move}]`).next!
+      return { holding: holding.stateKey, back: environment.step(`[${undo(move)}]`).next!.stateKey }
+    }
+    const viaFirst = back(first!)
+    const viaSecond = back(second!)
+    expect(viaFirst.holding).not.toBe(viaSecond.holding) // a different block in hand
+    expect(viaFirst.back).toBe(viaSecond.back) // both plans put the blocks back where they were
+    expect(viaFirst.back).toBe(start.stateKey!.replace('steps left 8', 'steps left 6')) // with two steps spent
+    // A refused action (onInvalid: continue) changes nothing the key holds.
+    const patient = createBlocksworld({ maxSteps: 8, onInvalid: 'continue' })
+    expect(patient.reset(5).stateKey).toBe(start.stateKey)
+    expect(patient.step('[Fly the red block]').next!.stateKey).toBe(start.stateKey)
+  })
+
+  it('differ between problems with different goals', () => {
+    const environment = createBlocksworld()
+    const keys = new Set(Array.from({ length: 20 }, (_, seed) => environment.reset(seed).stateKey))
+    const problems = new Set(Array.from({ length: 20 }, (_, seed) => JSON.stringify(generateBlocksworldProblem({ seed }))))
+    expect(keys.size).toBe(problems.size)
   })
 })

@@ -109,8 +109,17 @@ export function createBlocksworld(options: BlocksworldOptions = {}): Environment
   }
   const view = (): TurnView => {
     const legal = legalActions()
-    const turn: TurnView = { role: blocksworldRole, observation: transcript.render(0) }
+    const turn: TurnView = { role: blocksworldRole, observation: transcript.render(0), stateKey: stateKey() }
     return legal === undefined ? turn : { ...turn, legalActions: legal }
+  }
+  /**
+   * `state blue,red|green#; goal blue/green,red/blue; steps left 3`: the blocks (stacks bottom to top, in sorted
+   * order, then `#` and the block in hand), the goal (`top/bottom` relations, sorted) and the steps left — the
+   * same arrangement reached by different plans has the same key.
+   */
+  const stateKey = () => {
+    const goal = problem!.goal.map(([top, bottom]) => `${top}/${bottom}`).sort()
+    return `state ${blocksworldStateKey(state)}; goal ${goal.join(',')}; steps left ${maxSteps - steps}`
   }
   const finish = (value: number, reason: string, extra: { invalidAction?: true; truncated?: true } = {}): StepOutcome => {
     over = true

@@ -251,3 +251,22 @@ describe('reasoning environments in the registry', () => {
     expect(() => createGame('game-of-24-v1', { mode: 'proof' })).toThrow(InvalidArgumentError)
   })
 })
+
+describe('Game of 24 state keys', () => {
+  const keysOf = (problem: readonly number[], steps: readonly string[], options: Parameters<typeof createGame24>[0] = {}) => {
+    const environment = createGame24({ problems: [[...problem]], ...options })
+    const keys = [environment.reset(0).stateKey]
+    for (const step of steps.slice(0, -1)) keys.push(environment.step(`[${step}]`).next!.stateKey)
+    return keys
+  }
+
+  it('key the numbers left, smallest first: other steps or another problem reaching the same numbers give the same key', () => {
+    expect(keysOf([4, 8, 6, 4], ['4 + 8 = 12', '6 - 4 = 2', 'x'])).toEqual(['numbers 4 4 6 8', 'numbers 4 6 12', 'numbers 2 12'])
+    expect(keysOf([4, 8, 6, 4], ['6 - 4 = 2', '4 + 8 = 12', 'x'])[2]).toBe('numbers 2 12')
+    expect(keysOf([1, 1, 2, 12], ['1 - 1 = 0', '0 + 2 = 2', 'x'])[2]).toBe('numbers 2 12')
+    expect(keysOf([1, 3, 4, 6], ['1 / 4 = 1/4', 'x'])[1]).toBe('numbers 1/4 3 6')
+    expect(keysOf([1, 3, 4, 6], ['4 - 6 = -2', 'x'])[1]).toBe('numbers -2 1 3')
+    expect(keysOf([4, 8, 6, 4], ['4 + 8 = 12', 'x'])[1]).not.toBe(keysOf([4, 8, 6, 4], ['4 * 8 = 32', 'x'])[1])
+    expect(createGame24({ problems: [[4, 8, 6, 4]], mode: 'expression' }).reset(0).stateKey).toBe('numbers 4 4 6 8')
+  })
+})

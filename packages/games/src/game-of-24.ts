@@ -137,8 +137,17 @@ export function createGame24(options: Game24Options = {}): EnvironmentV1 {
   }
   const view = (): TurnView => {
     const legal = legalActions()
-    const turn: TurnView = { role: game24Role, observation: transcript.render(0) }
+    const turn: TurnView = { role: game24Role, observation: transcript.render(0), stateKey: stateKey() }
     return legal === undefined ? turn : { ...turn, legalActions: legal }
+  }
+  /**
+   * `numbers 2 12 24/5`: the numbers left, smallest first (exact fractions) — all that decides the rest, so the same
+   * numbers reached by different steps, or dealt by different problems, have the same key.
+   */
+  const stateKey = () => {
+    const values = items.map((item) => ({ value: item.value.numerator / item.value.denominator, text: formatRational(item.value) }))
+    values.sort((a, b) => a.value - b.value || (a.text < b.text ? -1 : a.text > b.text ? 1 : 0)) // the text breaks ties of rounding
+    return `numbers ${values.map(({ text }) => text).join(' ')}`
   }
   const finish = (value: number, reason: string, extra: { invalidAction?: true; truncated?: true } = {}): StepOutcome => {
     over = true

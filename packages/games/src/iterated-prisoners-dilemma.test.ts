@@ -59,3 +59,23 @@ describe("Iterated Prisoner's Dilemma", () => {
     expect(environment.step('[Betray]')).toMatchObject({ done: true, rewards: { player0: 0.5, player1: -1.5 }, info: { invalidAction: true } })
   })
 })
+
+describe("Iterated Prisoner's Dilemma state keys", () => {
+  const keysAfter = (choices: readonly string[]) => {
+    const environment = createIteratedPrisonersDilemma()
+    const keys = [environment.reset(0).stateKey]
+    for (const choice of choices) keys.push(environment.step(choice).next!.stateKey)
+    return keys
+  }
+
+  it('key the round and the totals: the same totals by other choices are the same key; player0’s unseen choice is not in it', () => {
+    expect(keysAfter([])).toEqual(['player0|round 1|score 0|opponent 0'])
+    expect(keysAfter(['[Cooperate]'])[1]).toBe('player1|round 1|score 0|opponent 0')
+    expect(keysAfter(['[Defect]'])[1]).toBe(keysAfter(['[Cooperate]'])[1]) // player1 has not seen it
+    expect(keysAfter(['[Cooperate]', '[Defect]'])[2]).toBe('player0|round 2|score 0|opponent 5')
+    expect(keysAfter(['[Defect]', '[Cooperate]'])[2]).toBe('player0|round 2|score 5|opponent 0')
+    const swapped = [keysAfter(['[Cooperate]', '[Defect]', '[Defect]', '[Cooperate]']), keysAfter(['[Defect]', '[Cooperate]', '[Cooperate]', '[Defect]'])]
+    expect(swapped[0]![4]).toBe('player0|round 3|score 5|opponent 5')
+    expect(swapped[1]![4]).toBe(swapped[0]![4])
+  })
+})

@@ -69,6 +69,12 @@ function dilemmaRules(options: z.output<typeof iteratedPrisonersDilemmaOptionsSc
       return state
     },
     currentPlayer: (state) => state.player,
+    /**
+     * `player1|round 3|score 8|opponent 3`: the round and the totals so far, which are all the rules carry forward
+     * (the choices that made them do not change the rest of the game); player0's choice of this round, which
+     * player1 has not seen, is not in it.
+     */
+    stateKey: (state, player) => `player${player}|round ${state.round}|score ${state.scores[player]}|opponent ${state.scores[1 - player]}`,
     observation: (state, player) =>
       `${state.transcript.render(player)}\n[GAME] Round ${state.round} of ${options.rounds}: make your decision.\nYour available actions are: [Cooperate], [Defect]`,
     legalActions: () => ['[Cooperate]', '[Defect]'],

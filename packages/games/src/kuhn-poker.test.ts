@@ -1,6 +1,16 @@
 import { stepOutcomeSchema, type StepOutcome } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
-import { createKuhnPoker, kuhnFirstActor, kuhnLegalActions, type KuhnPokerOptions } from './kuhn-poker.js'
+import { kuhnInformationStateOf } from './kuhn-information-states.js'
+import {
+  createKuhnPoker,
+  createKuhnPokerRules,
+  kuhnFirstActor,
+  kuhnLegalActions,
+  kuhnPokerOptionsSchema,
+  type KuhnDeal,
+  type KuhnPokerOptions,
+} from './kuhn-poker.js'
+import { createTwoPlayerEnvironment } from './two-player-environment.js'
 
 const cardOf = (observation: string) => {
   const cards = [...observation.matchAll(/Your card is: ([JQK])/g)]
@@ -185,5 +195,100 @@ describe('Kuhn Poker', () => {
     expect(() => createKuhnPoker({ invalidPenalty: Number.NaN })).toThrow(/options\.invalidPenalty/)
     expect(createKuhnPoker({ rounds: 1 }).reset(0).observation).toContain('You are Player 1 in a 1 round game of Kuhn Poker.')
     expect(createKuhnPoker({ reward: 'chips' }).reset(0).observation).toContain('- Your reward is your net number of chips after all rounds')
+  })
+})
+
+describe('Kuhn Poker state keys', () => {
+  /** The views of a game with these deals (`[card of player0, card of player1]` per round, 0 = J) and actions (p/b per move). */
+  function views(deals: readonly KuhnDeal[], actions: string, options: KuhnPokerOptions = {}) {
+    const parsed = kuhnPokerOptionsSchema.parse({ rounds: deals.length, ...options })
+    const environment = createTwoPlayerEnvironment(createKuhnPokerRules(parsed, deals), parsed)
+    const seen = [environment.reset(0)]
+    for (const action of actions) {
+      const outcome = environment.step(seen.at(-1)!.legalActions![action === 'b' ? 1 : 0]!) // passive first, then bet or call
+      if (outcome.next !== undefined) seen.push(outcome.next)
+    }
+    return seen
+  }
+
+  it("key the acting player's information set: its card and the round's history, never the opponent's card", () => {
+    // player1 acts first in round 1 and holds K in both deals; player0 holds J in one and Q in the other.
+    const [first, second, third] = [views([[0, 2]], 'pb'), views([[1, 2]], 'pb'), views([[2, 1]], 'pb')]
+    expect(first.map((view) => view.stateKey)).toEqual([
+      'player1|round 1|chips 0|card K|history -',
+      'player0|round 1|chips 0|card J|history p',
+      'player1|round 1|chips 0|card K|history pb',
+    ])
+    expect(second[0]!.stateKey).toBe(first[0]!.stateKey) // another opponent card, the same key
+    expect(second[2]!.stateKey).toBe(first[2]!.stateKey)
+    expect(second[1]!.stateKey).toBe('player0|round 1|chips 0|card Q|history p') // its own card changes it
+    expect(third[0]!.stateKey).toBe('player1|round 1|chips 0|card Q|history -')
+    expect(views([[0, 2]], 'b')[1]!.stateKey).toBe('player0|round 1|chips 0|card J|history b')
+  })
+
+  it('equal the information state read from the observation, over random 5-round games', () => {
+    for (let seed = 0; seed < 40; seed++) {
+      const environment = createKuhnPoker()
+      let view = environment.reset(seed)
+      for (let turn = 0; ; turn++) {
+        const name = kuhnInformationStateOf(view.observation)
+        const key = /^player([01])\|round (\d)\|chips [+-]?\d+\|card ([JQK])\|history (-|[pb]+)$/.exec(view.stateKey!)
+        expect(key, view.stateKey).not.toBeNull()
+        expect(`player${key![1]}`).toBe(view.role)
+        expect(`${'JQK'.indexOf(key![3]!)}${key![4] === '-' ? '' : key![4]}`).toBe(name)
+        const outcome = environment.step(view.legalActions![(seed + turn) % 2]!)
+        if (outcome.next === undefined) break
+        view = outcome.next
+      }
+    }
+  })
+
+  it('carry the chip standing into later rounds, not the path to it', () => {
+    // Round 1 (player1 first): with K against J player1 wins a showdown; with J against K player0 does, unless player0 folds to a bet.
+    const won = views(
+      [
+        [0, 2],
+        [1, 0],
+      ],
+      'pp',
+    )[2]! // player1 +1 → round 2, player0 (−1) to act with Q
+    const lost = views(
+      [
+        [2, 0],
+        [1, 0],
+      ],
+      'pp',
+    )[2]! // player0 +1
+    const folded = views(
+      [
+        [2, 0],
+        [1, 0],
+      ],
+      'bp',
+    )[2]! // player0 folds its K to a bet: −1
+    expect(won.stateKey).toBe('player0|round 2|chips -1|card Q|history -')
+    expect(lost.stateKey).toBe('player0|round 2|chips +1|card Q|history -')
+    expect(folded.stateKey).toBe(won.stateKey)
+    // Under SPIRAL's rule the last round alone decides: chips do not count and are left out.
+    expect(
+      views(
+        [
+          [0, 2],
+          [1, 0],
+        ],
+        'pp',
+        { variant: 'spiral' },
+      )[2]!.stateKey,
+    ).toBe('player0|round 2|card Q|history -')
+    expect(
+      views(
+        [
+          [0, 2],
+          [1, 0],
+        ],
+        'pp',
+        { variant: 'spiral', reward: 'chips' },
+      )[2]!.stateKey,
+    ).toBe('player0|round 2|chips -1|card Q|history -')
   })
 })

@@ -147,6 +147,8 @@ export function createKuhnPokerRules(options: ParsedKuhnPokerOptions, fixedDeals
     return { kind: 'end', rewards, reason }
   }
 
+  // The chip standing bears on the outcome unless only the last round counts (SPIRAL's rule with winLoss).
+  const chipsMatter = options.variant === 'standard' || options.reward === 'chips'
   return {
     id: 'kuhn-poker-v1',
     start(random) {
@@ -157,6 +159,17 @@ export function createKuhnPokerRules(options: ParsedKuhnPokerOptions, fixedDeals
       return state
     },
     currentPlayer: current,
+    /**
+     * The player's information state: `player1|round 2|chips +1|card K|history pb` — the round, its own net chips
+     * so far (left out under SPIRAL's last-round rule, where they do not count), its card and the round's actions
+     * (`p` check or fold, `b` bet or call; `-` before any). Never the opponent's card; earlier rounds count only
+     * through the chips, since every round is dealt afresh.
+     */
+    stateKey(state, player) {
+      const chips = state.chips[player]
+      const standing = chipsMatter ? `|chips ${chips > 0 ? '+' : ''}${chips}` : ''
+      return `player${player}|round ${state.round + 1}${standing}|card ${kuhnCardNames[state.deals[state.round]![player]]}|history ${state.history || '-'}`
+    },
     observation: (state, player) => state.transcript.render(player),
     legalActions: (state) => kuhnLegalActions(state.history),
     play(state, move) {

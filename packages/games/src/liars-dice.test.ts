@@ -92,3 +92,24 @@ describe("Liar's Dice", () => {
     expect(environment.step('[Bid: 1, 2]')).toMatchObject({ done: true, truncated: true, rewards: { player0: 0, player1: 0 } })
   })
 })
+
+describe("Liar's Dice state keys", () => {
+  it("key its own dice (sorted), the opponent's dice count and the bid, never the opponent's dice", () => {
+    const environment = createLiarsDice({ dice: 2 })
+    const deals = Array.from({ length: 200 }, (_, seed) => {
+      const first = environment.reset(seed)
+      const second = environment.step('[Bid: 1, 3]').next!
+      return { seed, first, second, dice: [diceOf(first.observation), diceOf(second.observation)] }
+    })
+    const deal = deals[0]!
+    const own = [...deal.dice[0]!].sort().join(',')
+    expect(deal.first.stateKey).toBe(`player0|dice ${own}|opponent dice 2|bid none`)
+    expect(deal.second.stateKey).toBe(`player1|dice ${[...deal.dice[1]!].sort().join(',')}|opponent dice 2|bid 1x3`)
+    // Another deal where player1 holds the same dice and player0 other dice: the same key for player1.
+    const sorted = (dice: readonly number[]) => [...dice].sort().join(',')
+    const twin = deals.find((other) => sorted(other.dice[1]!) === sorted(deal.dice[1]!) && sorted(other.dice[0]!) !== sorted(deal.dice[0]!))!
+    expect(twin).toBeDefined()
+    expect(twin.second.stateKey).toBe(deal.second.stateKey)
+    expect(twin.first.stateKey).not.toBe(deal.first.stateKey)
+  })
+})

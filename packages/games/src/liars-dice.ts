@@ -84,6 +84,16 @@ function liarsDiceRules(options: z.output<typeof liarsDiceOptionsSchema>): TwoPl
       return state
     },
     currentPlayer: (state) => state.player,
+    /**
+     * `player0|dice 1,3,3,5,6|opponent dice 4|bid 3x4`: its own dice (sorted: their order does not matter), how many
+     * dice the opponent holds, and the bid to raise or call (`bid none` at a round's start; the opponent made it).
+     * Never the opponent's dice.
+     */
+    stateKey(state, player) {
+      const own = [...state.dice[player]].sort((a, b) => a - b).join(',')
+      const bid = state.bid === undefined ? 'none' : `${state.bid.quantity}x${state.bid.face}`
+      return `player${player}|dice ${own}|opponent dice ${state.dice[1 - player]!.length}|bid ${bid}`
+    },
     observation(state, player) {
       const bid = state.bid === undefined ? 'none' : `Quantity = ${state.bid.quantity}, Face Value = ${state.bid.face} (by Player ${state.bid.by})`
       const actions =

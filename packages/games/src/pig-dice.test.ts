@@ -108,3 +108,25 @@ describe('Pig Dice', () => {
     expect(createPigDice({ targetScore: 20 }).reset(0).observation).toContain('- First to 20 points wins')
   })
 })
+
+describe('Pig Dice state keys', () => {
+  it('key the scores and the turn total, not the rolls that made it', () => {
+    const environment = createPigDice()
+    expect(environment.reset(0).stateKey).toBe('player0|score 0|opponent 0|turn total 0')
+    // The turn total after the first roll of one seed and after the first two rolls of another.
+    const afterRolls = (seed: number, rolls: number) => {
+      let view = environment.reset(seed)
+      for (let roll = 0; roll < rolls; roll++) view = environment.step('[roll]').next!
+      return { key: view.stateKey, rolls: rollsOf(view.observation) }
+    }
+    const one = Array.from({ length: 200 }, (_, seed) => ({ seed, ...afterRolls(seed, 1) })).find(({ rolls }) => rolls[0] === 6)!
+    const two = Array.from({ length: 200 }, (_, seed) => ({ seed, ...afterRolls(seed, 2) })).find(
+      ({ rolls }) => rolls.length === 2 && rolls[0]! + rolls[1]! === 6,
+    )!
+    expect(one.key).toBe('player0|score 0|opponent 0|turn total 6')
+    expect(two.key).toBe(one.key)
+    environment.reset(one.seed)
+    environment.step('[roll]')
+    expect(environment.step('[hold]').next!.stateKey).toBe('player1|score 0|opponent 6|turn total 0')
+  })
+})

@@ -47,6 +47,8 @@ function pigRules(options: z.output<typeof pigDiceOptionsSchema>): TwoPlayerRule
     id: 'pig-dice-v0',
     start: (random) => ({ random, scores: [0, 0], player: 0, turnTotal: 0, turnRolls: [], lastTurn: undefined }),
     currentPlayer: (state) => state.player,
+    /** `player0|score 12|opponent 30|turn total 8`: the banked scores and the points at stake this turn (the rolls that made them do not matter). */
+    stateKey: (state, player) => `player${player}|score ${state.scores[player]}|opponent ${state.scores[1 - player]}|turn total ${state.turnTotal}`,
     observation(state, player) {
       const lines = [pigPrompt(player, options.targetScore), '', `Current Scores: Player 0: '${state.scores[0]}'; Player 1: '${state.scores[1]}'`]
       if (state.lastTurn !== undefined && state.turnRolls.length === 0) lines.push(state.lastTurn)

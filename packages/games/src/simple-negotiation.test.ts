@@ -34,7 +34,7 @@ describe('Simple Negotiation', () => {
   it("shows SPIRAL's prompt, the player's resources and what it may do", () => {
     const environment = createSimpleNegotiation()
     const view = environment.reset(0)
-    expect(view).toEqual({ role: 'player0', observation: firstObservation })
+    expect(view).toEqual({ role: 'player0', observation: firstObservation, stateKey: 'player0|turn 1|Wood 10, Gold 10|offer none' })
     const next = environment.step('I value gold. Let us trade. [Offer: 3 Wood -> 2 Gold]').next!
     expect(next.role).toBe('player1')
     expect(next.observation).toContain('\t+ [Wood]    Qty: 10   Value: 15\n\t+ [Gold]    Qty: 10   Value: 5\n')
@@ -144,5 +144,23 @@ describe('Simple Negotiation', () => {
       offer: { from: 0, offered: { Wood: 2 }, requested: { Gold: 3 } },
     })
     expect(() => parseNegotiationObservation('nothing')).toThrow(/cannot read/)
+  })
+})
+
+describe('Simple Negotiation state keys', () => {
+  const keysAfter = (moves: readonly string[]) => {
+    const environment = createSimpleNegotiation()
+    const keys = [environment.reset(0).stateKey]
+    for (const move of moves) keys.push(environment.step(move).next!.stateKey)
+    return keys
+  }
+
+  it('key the turn, its own resources and the offer open to it, not how the game got there', () => {
+    expect(keysAfter([])).toEqual(['player0|turn 1|Wood 10, Gold 10|offer none'])
+    expect(keysAfter(['[Offer: 3 Wood -> 2 Gold]'])[1]).toBe('player1|turn 2|Wood 10, Gold 10|offer 3 Wood -> 2 Gold')
+    const denied = keysAfter(['[Offer: 3 Wood -> 2 Gold]', '[Deny]'])[2]
+    expect(denied).toBe('player0|turn 3|Wood 10, Gold 10|offer none')
+    expect(keysAfter(['[Deny]', '[Deny]'])[2]).toBe(denied) // two passes reach the same situation
+    expect(keysAfter(['[Offer: 3 Wood -> 2 Gold]', '[Accept]'])[2]).toBe('player0|turn 3|Wood 7, Gold 12|offer none')
   })
 })

@@ -125,6 +125,15 @@ function negotiationRules(options: z.output<typeof simpleNegotiationOptionsSchem
       return state
     },
     currentPlayer: current,
+    /**
+     * `player0|turn 3|Wood 12, Gold 8|offer 2 Wood -> 3 Gold`: the turn (the game ends after `turns` actions), its own
+     * resources (the opponent holds the rest of the fixed total) and the offer open to it (`offer none`).
+     */
+    stateKey(state, player) {
+      const offer = state.offer !== undefined && state.offer.from !== player ? state.offer : undefined
+      const open = offer === undefined ? 'none' : `${formatNegotiationBundle(offer.offered)} -> ${formatNegotiationBundle(offer.requested)}`
+      return `player${player}|turn ${state.turn + 1}|${describeInventory(state.inventories[player])}|offer ${open}`
+    },
     observation: (state, player) => `${state.transcript.render(player)}\n${statusLines(state, player, options.turns)}`,
     play(state, text) {
       const player = current(state)

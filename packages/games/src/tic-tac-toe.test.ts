@@ -131,3 +131,43 @@ describe('TicTacToe', () => {
     expect(ticTacToeWinner(board('OXO' + 'XOX' + 'XOX'))).toBeUndefined()
   })
 })
+
+describe('TicTacToe state keys', () => {
+  const play = (moves: readonly number[]) => {
+    const environment = createTicTacToe()
+    let view = environment.reset(0)
+    for (const cell of moves) view = environment.step(`[${cell}]`).next!
+    return view
+  }
+
+  it('key the board and the mark to move: the same board by other move orders is the same key', () => {
+    expect(play([]).stateKey).toBe('O to move|...|...|...')
+    expect(play([0, 4, 8]).stateKey).toBe('X to move|O..|.X.|..O')
+    expect(play([8, 4, 0]).stateKey).toBe(play([0, 4, 8]).stateKey)
+    expect(play([0, 4, 7]).stateKey).not.toBe(play([0, 4, 8]).stateKey)
+    expect(play([4]).stateKey).toBe('X to move|...|.O.|...')
+  })
+
+  it('agree with the board shown, both ways, over random games', () => {
+    const boardOf = (observation: string) => /Current Board:\n\n([\s\S]*)\n\nAvailable Moves/.exec(observation)![1]!
+    const byKey = new Map<string, string>()
+    const byBoard = new Map<string, string>()
+    for (let seed = 0; seed < 60; seed++) {
+      const environment = createTicTacToe()
+      let view = environment.reset(seed)
+      let state = seed
+      for (;;) {
+        const shown = `${view.role}\n${boardOf(view.observation)}`
+        expect(byKey.get(view.stateKey!) ?? shown).toBe(shown)
+        expect(byBoard.get(shown) ?? view.stateKey).toBe(view.stateKey)
+        byKey.set(view.stateKey!, shown)
+        byBoard.set(shown, view.stateKey!)
+        state = (state * 1_103_515_245 + 12_345) % 2 ** 31
+        const outcome = environment.step(view.legalActions![state % view.legalActions!.length]!)
+        if (outcome.next === undefined) break
+        view = outcome.next
+      }
+    }
+    expect(byKey.size).toBeGreaterThan(100)
+  })
+})

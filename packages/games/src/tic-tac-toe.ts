@@ -73,6 +73,16 @@ const rules: TwoPlayerRules<TicTacToeState> = {
   id: 'tictactoe-v0',
   start: () => ({ board: new Array<TicTacToeMark | ''>(9).fill(''), player: 0 }),
   currentPlayer: (state) => state.player,
+  /** `O to move|O.X|.O.|..X`: the mark to move (player0 is O), then the rows, `.` for an empty cell. */
+  stateKey: (state, player) =>
+    `${ticTacToeMarkOf(player)} to move|${[0, 3, 6]
+      .map((row) =>
+        state.board
+          .slice(row, row + 3)
+          .map((mark) => mark || '.')
+          .join(''),
+      )
+      .join('|')}`,
   observation(state, player) {
     const moves = ticTacToeEmptyCells(state.board).map((cell) => `'[${cell}]'`)
     return `${prompt(player)}\n\nCurrent Board:\n\n${renderTicTacToeBoard(state.board)}\n\nAvailable Moves: ${moves.join(', ')}`

@@ -52,6 +52,13 @@ export interface TwoPlayerRules<State> {
   start(random: Random): State
   currentPlayer(state: State): PlayerIndex
   observation(state: State, player: PlayerIndex): string
+  /**
+   * The key of the decision situation of `player`, to act now (`TurnView.stateKey`; `stateKeySchema` of
+   * `@ludic/core` states the contract): it names the player, holds only what the player knows that bears on the
+   * rest of the game (never the opponent's hidden card or dice), and is equal for the same situation reached by
+   * different paths. Leave it out when the game has no small discrete state.
+   */
+  stateKey?(state: State, player: PlayerIndex): string
   /** The legal actions, bracketed (`'[bet]'`), when they can be listed; actions are matched against them. */
   legalActions?(state: State): readonly string[]
   /** Rewrites an extracted move into the spelling of the legal actions (`'bid 3 4'` → `'Bid: 3, 4'`). */
@@ -74,7 +81,12 @@ export function createTwoPlayerEnvironment<State>(rules: TwoPlayerRules<State>, 
   const view = (current: State): TurnView => {
     const player = rules.currentPlayer(current)
     legal = rules.legalActions?.(current)
-    const turn: TurnView = { role: playerRoles[player], observation: rules.observation(current, player) }
+    const stateKey = rules.stateKey?.(current, player)
+    const turn: TurnView = {
+      role: playerRoles[player],
+      observation: rules.observation(current, player),
+      ...(stateKey === undefined ? {} : { stateKey }),
+    }
     return legal === undefined ? turn : { ...turn, legalActions: legal }
   }
   const finish = (rewards: StepOutcome['rewards'], info: StepOutcome['info'], truncated = false): StepOutcome => {

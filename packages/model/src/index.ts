@@ -46,6 +46,7 @@ export {
   type SequenceLogprobs,
   type SequenceLogprobsOptions,
 } from './sequence-logprobs.js'
+export { sequenceValues, sequenceValuesOptionsSchema, type SequenceValues, type SequenceValuesOptions } from './sequence-values.js'
 export {
   createRewardHead,
   createValueHead,
@@ -55,6 +56,7 @@ export {
   type ScalarHeadOptions,
   type ValueHead,
 } from './heads/scalar-heads.js'
+export { createCriticModel, type CriticModel, type CriticModelOptions } from './heads/critic-model.js'
 export { applyLora, loraOptionsSchema, type LoraAdapters, type LoraConfig, type LoraOptions, type LoraPlan } from './lora/apply-lora.js'
 export {
   attachLoraAdapter,

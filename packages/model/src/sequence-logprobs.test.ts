@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom } from '@ludic/core'
+import { createRandom, InvalidArgumentError } from '@ludic/core'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createModel } from './model/create-model.js'
@@ -163,7 +163,7 @@ describe('sequenceLogprobs', () => {
 
   describe('scores the response in chunks of positions, equal to the whole logits', () => {
     /** Log-probs, entropies and their gradients from the whole `[batch, responseLength, vocab]` logits (the reference). */
-    function wholeLogits(model: CausalLanguageModel) {
+    function wholeLogits(model: CausalLanguageModel, temperature = 1) {
       const responseLength = Math.max(...responseIds.map((ids) => ids.length))
       const promptLength = Math.max(...promptIds.map((ids) => ids.length))
       const inputIds = promptIds.map((prompt, row) => {
@@ -185,7 +185,8 @@ describe('sequenceLogprobs', () => {
       )
       return () => {
         const hidden = model.hiddenStates(inputIds, { attentionMask })
-        const logits = model.logitsFromHidden(tf.slice(hidden, [0, promptLength - 1, 0], [inputIds.length, responseLength, hidden.shape[2]]) as tf.Tensor3D)
+        const raw = model.logitsFromHidden(tf.slice(hidden, [0, promptLength - 1, 0], [inputIds.length, responseLength, hidden.shape[2]]) as tf.Tensor3D)
+        const logits = temperature === 1 ? raw : tf.div(raw, temperature) // the explicit tempered log-softmax, differentiated by tf
         return {
           logprobs: tf.mul(tokenLogprobs(logits, targets), mask),
           entropies: tf.mul(entropyFromLogits(logits), mask),
@@ -223,11 +224,15 @@ describe('sequenceLogprobs', () => {
     }
 
     const cases = [
-      { name: 'LoRA on q and v, the tied embedding frozen', tied: true, lora: true },
-      { name: 'full fine-tuning, the tied embedding trained', tied: true, lora: false },
-      { name: 'full fine-tuning, an untied lm_head trained', tied: false, lora: false },
+      { name: 'LoRA on q and v, the tied embedding frozen', tied: true, lora: true, temperature: 1 },
+      { name: 'full fine-tuning, the tied embedding trained', tied: true, lora: false, temperature: 1 },
+      { name: 'full fine-tuning, an untied lm_head trained', tied: false, lora: false, temperature: 1 },
+      // At a sampling temperature: values and gradients of log softmax(logits / T), as tf differentiates the explicit form.
+      { name: 'LoRA on q and v at temperature 0.5', tied: true, lora: true, temperature: 0.5 },
+      { name: 'full fine-tuning, the tied embedding trained, at temperature 0.7', tied: true, lora: false, temperature: 0.7 },
+      { name: 'full fine-tuning, an untied lm_head trained, at temperature 1.8', tied: false, lora: false, temperature: 1.8 },
     ]
-    for (const { name, tied, lora } of cases) {
+    for (const { name, tied, lora, temperature } of cases) {
       it(name, () => {
         const model = createModel(
           {
@@ -249,11 +254,14 @@ describe('sequenceLogprobs', () => {
           for (const [parameter, variable] of adapters.parameters())
             if (parameter.includes('lora_B')) variable.assign(tf.randomNormal(variable.shape, 0, 0.5, 'float32', 3))
         }
-        const reference = wholeLogits(model)
+        const reference = wholeLogits(model, temperature)
         const expected = valuesAndGradients(model, reference)
         const before = tf.memory().numTensors
         for (const logitsChunkSize of [1, 3, 100]) {
-          const chunked = valuesAndGradients(model, () => sequenceLogprobs(model, { promptIds, responseIds }, { withEntropy: true, logitsChunkSize }) as never)
+          const chunked = valuesAndGradients(
+            model,
+            () => sequenceLogprobs(model, { promptIds, responseIds }, { withEntropy: true, logitsChunkSize, temperature }) as never,
+          )
           expectClose(chunked, expected)
         }
         expect(tf.memory().numTensors).toBe(before)
@@ -269,5 +277,119 @@ describe('sequenceLogprobs', () => {
       expect(() => sequenceLogprobs(model, { promptIds, responseIds }, { logitsChunkSize: 0 })).toThrow(/logitsChunkSize/)
       model.dispose()
     })
+  })
+})
+
+describe('sequenceLogprobs at a sampling temperature', () => {
+  /** The explicit form: log softmax(logits / T) at each response token and the entropy of softmax(logits / T), one unpadded forward per sequence. */
+  function explicit(model: CausalLanguageModel, temperature: number): { logprobs: number[][]; entropies: number[][] } {
+    return tf.tidy(() => {
+      const logprobs: number[][] = []
+      const entropies: number[][] = []
+      promptIds.forEach((prompt, row) => {
+        const response = responseIds[row]!
+        const logits = tf.div(model.forward([[...prompt, ...response]]), temperature) // [1, time, vocab]
+        const logProbabilities = tf.logSoftmax(logits)
+        const entropy = (tf.neg(tf.sum(tf.mul(tf.exp(logProbabilities), logProbabilities), -1)).arraySync() as number[][])[0]!
+        const values = (logProbabilities.arraySync() as number[][][])[0]!
+        logprobs.push(response.map((token, step) => values[prompt.length - 1 + step]![token]!))
+        entropies.push(response.map((_, step) => entropy[prompt.length - 1 + step]!))
+      })
+      return { logprobs, entropies }
+    })
+  }
+
+  /** Untied head; `adapter`: a LoRA adapter on lm_head, so the logits are computed whole rather than in chunks. */
+  function model(adapter: boolean): CausalLanguageModel {
+    const made = createModel(
+      {
+        model_type: 'qwen3',
+        vocab_size: 11,
+        hidden_size: 8,
+        intermediate_size: 12,
+        num_hidden_layers: 2,
+        num_attention_heads: 2,
+        num_key_value_heads: 1,
+        head_dim: 4,
+        tie_word_embeddings: false,
+        initializer_range: 0.5,
+      },
+      { seed: 6 },
+    )
+    if (adapter) {
+      const adapters = applyLora(made, { rank: 2, alpha: 4, targetModules: ['lm_head'] })
+      for (const [parameter, variable] of adapters.parameters())
+        if (parameter.includes('lora_B')) variable.assign(tf.randomNormal(variable.shape, 0, 0.5, 'float32', 8))
+      expect(made.plainHeadWeight()).toBeUndefined()
+    } else expect(made.plainHeadWeight()).toBeDefined()
+    return made
+  }
+
+  it.each([
+    ['the chunked head', false],
+    ['a head with an adapter (whole logits)', true],
+  ])('gives log softmax(logits / T) and the entropy of softmax(logits / T): %s', (_, adapter) => {
+    const tiny = model(adapter as boolean)
+    for (const temperature of [0.5, 1, 1.7]) {
+      const { logprobs, entropies, responseMask } = sequenceLogprobs(tiny, { promptIds, responseIds }, { temperature, withEntropy: true })
+      const values = logprobs.arraySync()
+      const entropyValues = entropies!.arraySync()
+      const expected = explicit(tiny, temperature)
+      responseIds.forEach((response, row) =>
+        response.forEach((_, step) => {
+          expect(Math.abs(values[row]![step]! - expected.logprobs[row]![step]!), `T ${temperature} [${row}, ${step}]`).toBeLessThan(1e-5)
+          expect(Math.abs(entropyValues[row]![step]! - expected.entropies[row]![step]!), `T ${temperature} entropy [${row}, ${step}]`).toBeLessThan(1e-5)
+        }),
+      )
+      if (temperature !== 1) {
+        const untempered = explicit(tiny, 1)
+        expect(Math.abs(values[0]![0]! - untempered.logprobs[0]![0]!)).toBeGreaterThan(1e-2)
+      }
+      tf.dispose([logprobs, entropies!, responseMask])
+    }
+    tiny.dispose()
+  })
+
+  it('is the default at temperature 1, bit for bit', () => {
+    const tiny = model(false)
+    const byDefault = sequenceLogprobs(tiny, { promptIds, responseIds }, { withEntropy: true })
+    const atOne = sequenceLogprobs(tiny, { promptIds, responseIds }, { withEntropy: true, temperature: 1 })
+    expect(Array.from(atOne.logprobs.dataSync())).toEqual(Array.from(byDefault.logprobs.dataSync()))
+    expect(Array.from(atOne.entropies!.dataSync())).toEqual(Array.from(byDefault.entropies!.dataSync()))
+    tf.dispose([byDefault, atOne] as unknown as tf.TensorContainer)
+    tiny.dispose()
+  })
+
+  it('leaves numTensors unchanged, forward and backward, on both head paths', async () => {
+    for (const adapter of [false, true]) {
+      const tiny = model(adapter)
+      const parameters = [...tiny.trainableParameters().values()]
+      await expectNoLeaks(
+        () => {
+          const { value, grads } = tf.variableGrads(() => {
+            const { logprobs, entropies } = sequenceLogprobs(tiny, { promptIds, responseIds }, { temperature: 0.6, withEntropy: true, logitsChunkSize: 2 })
+            return tf.add(tf.sum(logprobs), tf.sum(entropies!)) as tf.Scalar
+          }, parameters)
+          return [value, ...Object.values(grads)]
+        },
+        { label: `sequenceLogprobs at temperature 0.6${adapter ? ', head adapter' : ''}` },
+      )
+      tiny.dispose()
+    }
+  })
+
+  it('refuses a temperature that is not positive and finite, naming it', () => {
+    const tiny = tinyQwen3(1)
+    for (const temperature of [0, -0.5, Number.POSITIVE_INFINITY, Number.NaN, '0.5']) {
+      let caught: unknown
+      try {
+        sequenceLogprobs(tiny, { promptIds, responseIds }, { temperature: temperature as number })
+      } catch (error) {
+        caught = error
+      }
+      expect(InvalidArgumentError.isInstance(caught), String(temperature)).toBe(true)
+      expect((caught as InvalidArgumentError).argument).toBe('options.temperature')
+    }
+    tiny.dispose()
   })
 })

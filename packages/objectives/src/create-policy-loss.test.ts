@@ -4,9 +4,10 @@ import { InvalidArgumentError, ShapeError } from '@ludic/core'
 import { loadConformanceFixture, type FixtureName } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
 import type { AggregationMode } from './aggregate-loss.js'
-import { createPolicyLoss, policyLossNames, type PolicyLossName } from './create-policy-loss.js'
+import { createPolicyLoss, policyLosses, policyLossNames, registerPolicyLoss, type PolicyLossName } from './create-policy-loss.js'
 import { readLossMetrics } from './loss-metrics.js'
 import type { PolicyLoss, PolicyLossInputs, PolicyLossMetrics, PolicyLossMetricTensors, PolicyLossResult } from './policy-loss.js'
+import { createPpoClipLoss, type PpoClipOptions } from './ppo-clip-loss.js'
 import { createRlPlusLoss } from './rl-plus-loss.js'
 import {
   ErrorTracker,
@@ -331,5 +332,85 @@ describe("'rl-plus' by name", () => {
     expect(() => byName({ ...inputs, externalMask: tf.zeros([3, 5]) })).toThrow(/inputs.externalMask.*bool/)
     expect(() => createPolicyLoss('rl-plus', { explorationGamma: -1 })).toThrow(/options.explorationGamma/)
     tf.dispose([externalMask, allInternal, ...(Object.values(inputs) as tf.Tensor[])])
+  })
+})
+
+describe('policyLosses: the registry createPolicyLoss goes through', () => {
+  const builtInNames = ['ppo-clip', 'truncated-ppo', 'gspo', 'cispo', 'pg', 'gpg', 'dro', 'gmpo', 'sapo', 'dppo-tv', 'dppo-kl', 'rl-plus']
+
+  /** The loss value and its gradient with respect to `logprobs`, as plain numbers. */
+  const lossAndGradient = async (policyLoss: PolicyLoss, inputs: PolicyLossInputs) => {
+    const lossOnly = keepingMetrics(policyLoss)
+    const { value, grads } = tf.valueAndGrads((logprobs: tf.Tensor) => lossOnly.loss({ ...inputs, logprobs }))([inputs.logprobs])
+    const [metrics] = await lossOnly.read()
+    const read = { value: value.dataSync()[0], gradient: Array.from(grads[0]!.dataSync()), metrics }
+    tf.dispose([value, ...grads])
+    return read
+  }
+
+  it('knows the built-in losses first, each the same loss as createPolicyLoss makes', async () => {
+    expect(policyLosses.names().slice(0, builtInNames.length)).toEqual(builtInNames)
+    expect(policyLossNames).toEqual(builtInNames)
+    const inputs = smallInputs(31)
+    for (const name of policyLossNames) {
+      const options = (name === 'truncated-ppo' ? { generationBudget: 4 } : {}) as never
+      const byRegistry = await lossAndGradient(policyLosses.create(name, options), inputs)
+      expect(byRegistry, name).toEqual(await lossAndGradient(createPolicyLoss(name, options), inputs))
+    }
+    expect(() => policyLosses.create('ppo-clip', { clipLow: -1 })).toThrow(/options.clipLow/)
+    // Built-in names keep their typed options (type-check fails if these lines compile), registered ones take any.
+    // @ts-expect-error truncated-ppo needs its options
+    expect(() => createPolicyLoss('truncated-ppo')).toThrow(/'options'/)
+    // @ts-expect-error ppo-clip has no option `clip`
+    expect(() => policyLosses.create('ppo-clip', { clip: 0.2 })).toThrow(/options/)
+    tf.dispose(Object.values(inputs) as tf.Tensor[])
+  })
+
+  it('adds a loss under a new name: created by name through both, options passed to its factory', async () => {
+    const received: unknown[] = []
+    const tight = (options?: PpoClipOptions): PolicyLoss => {
+      received.push(options)
+      return createPpoClipLoss({ clipLow: 0.05, clipHigh: 0.05, ...options })
+    }
+    registerPolicyLoss('ppo-clip-tight', tight)
+    expect(policyLosses.names().at(-1)).toBe('ppo-clip-tight')
+    const inputs = smallInputs(41)
+    const expected = await lossAndGradient(createPpoClipLoss({ clipLow: 0.05, clipHigh: 0.3 }), inputs)
+    expect(await lossAndGradient(policyLosses.create('ppo-clip-tight', { clipHigh: 0.3 }), inputs)).toEqual(expected)
+    expect(await lossAndGradient(createPolicyLoss('ppo-clip-tight', { clipHigh: 0.3 }), inputs)).toEqual(expected)
+    expect(received).toEqual([{ clipHigh: 0.3 }, { clipHigh: 0.3 }])
+    expect(() => createPolicyLoss('ppo-clip-tight', { clipLow: -1 })).toThrow(/options.clipLow/) // its factory checks them
+    tf.dispose(Object.values(inputs) as tf.Tensor[])
+  })
+
+  it('refuses a taken name, an empty name and a factory that is not a function; an unknown name lists the known ones', () => {
+    const factory = () => createPpoClipLoss()
+    registerPolicyLoss('registered-twice', factory)
+    const errorOf = (register: () => void) => {
+      try {
+        register()
+      } catch (error) {
+        return error
+      }
+      throw new Error('did not throw')
+    }
+    for (const [register, argument, message] of [
+      [() => registerPolicyLoss('registered-twice', factory), 'name', /'name' \(value: "registered-twice"\).*already registered/],
+      [() => registerPolicyLoss('ppo-clip', factory), 'name', /'name' \(value: "ppo-clip"\).*already registered/],
+      [() => registerPolicyLoss('', factory), 'name', /'name' \(value: ""\): must be a non-empty string/],
+      [() => registerPolicyLoss(7 as never, factory), 'name', /'name' \(value: 7\)/],
+      [() => registerPolicyLoss('not-a-function', 'ppo-clip' as never), 'factory', /'factory' \(value: "ppo-clip"\): must be a function/],
+    ] as const) {
+      const error = errorOf(register)
+      expect(InvalidArgumentError.isInstance(error), String(error)).toBe(true)
+      expect((error as InvalidArgumentError).argument).toBe(argument)
+      expect((error as Error).message).toMatch(message)
+    }
+    expect(policyLosses.names().filter((name) => name === 'registered-twice')).toHaveLength(1)
+    expect(policyLosses.names()).not.toContain('not-a-function')
+    expect(() => policyLosses.create('ppo')).toThrow(/'name' \(value: "ppo"\): is not a registered policy loss; known: ppo-clip, .*registered-twice/)
+    expect(() => createPolicyLoss('ppo')).toThrow(InvalidArgumentError)
+    registerPolicyLoss('returns-nothing', (() => undefined) as never)
+    expect(() => policyLosses.create('returns-nothing')).toThrow(/'name' \(value: "returns-nothing"\).*returned undefined, not a policy loss function/)
   })
 })

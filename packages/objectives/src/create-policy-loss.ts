@@ -29,7 +29,10 @@ export interface PolicyLossOptionsByName {
 }
 export type PolicyLossName = keyof PolicyLossOptionsByName
 
-const factories: { [Name in PolicyLossName]: (options: PolicyLossOptionsByName[Name] | undefined) => PolicyLoss } = {
+/** Makes a policy loss from its options (`undefined` when the caller gave none); the factory parses them. */
+export type PolicyLossFactory<Options = unknown> = (options?: Options) => PolicyLoss
+
+const builtIns: { [Name in PolicyLossName]: (options: PolicyLossOptionsByName[Name] | undefined) => PolicyLoss } = {
   'ppo-clip': (options) => createPpoClipLoss(options),
   'truncated-ppo': (options) => createTruncatedPpoLoss(options as TruncatedPpoOptions),
   gspo: (options) => createGspoLoss(options),
@@ -44,13 +47,74 @@ const factories: { [Name in PolicyLossName]: (options: PolicyLossOptionsByName[N
   'rl-plus': (options) => registeredRlPlusLoss(options),
 }
 
-/** The policy-loss names `createPolicyLoss` knows, with the verl function each reproduces in the README. */
-export const policyLossNames = Object.keys(factories) as PolicyLossName[]
+/** The built-in policy-loss names, with the verl function each reproduces in the README (`policyLosses.names()` adds the registered ones). */
+export const policyLossNames = Object.keys(builtIns) as PolicyLossName[]
+
+const factories = new Map<string, PolicyLossFactory<never>>(Object.entries(builtIns))
+
+/**
+ * The options argument of `createPolicyLoss(name, …)` and `policyLosses.create(name, …)`: typed for a built-in
+ * name (required for `truncated-ppo`), anything its factory parses for a registered one.
+ */
+export type PolicyLossOptionsArgument<Name extends string> = Name extends PolicyLossName
+  ? Name extends 'truncated-ppo'
+    ? [options: PolicyLossOptionsByName[Name]]
+    : [options?: PolicyLossOptionsByName[Name]]
+  : [options?: unknown]
+
+/**
+ * Adds a policy loss to the registry under `name`, so `policyLosses.create(name, options)` and
+ * `createPolicyLoss(name, options)` make it (a run config can then name it: `policyLoss: { name }`). An empty
+ * name, a name already taken (built-in or registered) and a factory that is not a function are an
+ * `InvalidArgumentError`. Register once per process, when your module is imported.
+ *
+ * ```ts
+ * registerPolicyLoss('ppo-clip-tight', (options?: PpoClipOptions) => createPpoClipLoss({ clipLow: 0.1, clipHigh: 0.1, ...options }))
+ * const policyLoss = policyLosses.create('ppo-clip-tight')
+ * ```
+ */
+export function registerPolicyLoss<Options>(name: string, factory: PolicyLossFactory<Options>): void {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new InvalidArgumentError({ argument: 'name', value: name, message: 'must be a non-empty string' })
+  }
+  if (typeof factory !== 'function') {
+    throw new InvalidArgumentError({ argument: 'factory', value: factory, message: 'must be a function (options) => PolicyLoss' })
+  }
+  if (factories.has(name)) {
+    throw new InvalidArgumentError({ argument: 'name', value: name, message: 'a policy loss with this name is already registered' })
+  }
+  factories.set(name, factory)
+}
+
+/** The policy losses by name: the built-in ones and those added with `registerPolicyLoss`. */
+export const policyLosses = {
+  /** Makes the policy loss registered under `name`; an unknown name is an error that lists the known ones. */
+  create: <Name extends string>(name: Name, ...options: PolicyLossOptionsArgument<Name>): PolicyLoss => createByName(name, options[0]),
+  /** The registered names, built-in ones first, then in order of registration. */
+  names: (): string[] => [...factories.keys()],
+}
+
+function createByName(name: string, options: unknown): PolicyLoss {
+  const factory = typeof name === 'string' ? factories.get(name) : undefined
+  if (factory === undefined) {
+    throw new InvalidArgumentError({ argument: 'name', value: name, message: `is not a registered policy loss; known: ${[...factories.keys()].join(', ')}` })
+  }
+  const policyLoss = (factory as PolicyLossFactory)(options) // each factory parses its own options
+  if (typeof policyLoss !== 'function') {
+    throw new InvalidArgumentError({
+      argument: 'name',
+      value: name,
+      message: `its registered factory returned ${policyLoss === null ? 'null' : typeof policyLoss}, not a policy loss function (inputs) => { loss, metrics, clippedTokens }`,
+    })
+  }
+  return policyLoss
+}
 
 /**
  * Makes the policy loss `name` from its options (a zod-checked object; see each loss's schema for the
- * defaults). The loss is a function `(inputs) => { loss, metrics, clippedTokens }` that reads nothing from
- * the device; `readLossMetrics(metrics)` reads the metrics after the step.
+ * defaults): a built-in one or one added with `registerPolicyLoss` (the same as `policyLosses.create`). The loss
+ * is a function `(inputs) => { loss, metrics, clippedTokens }` that reads nothing from the device;
+ * `readLossMetrics(metrics)` reads the metrics after the step.
  *
  * ```ts
  * const policyLoss = createPolicyLoss('ppo-clip', { clipLow: 0.2, clipHigh: 0.28 })
@@ -58,15 +122,8 @@ export const policyLossNames = Object.keys(factories) as PolicyLossName[]
  * const { clipFraction } = await readLossMetrics(metrics) // after the step
  * ```
  */
-export function createPolicyLoss<Name extends PolicyLossName>(
-  name: Name,
-  ...options: Name extends 'truncated-ppo' ? [options: PolicyLossOptionsByName[Name]] : [options?: PolicyLossOptionsByName[Name]]
-): PolicyLoss {
-  if (typeof name !== 'string' || !Object.hasOwn(factories, name)) {
-    throw new InvalidArgumentError({ argument: 'name', value: name, message: `is not a policy loss; known: ${policyLossNames.join(', ')}` })
-  }
-  const factory = factories[name] as (options: PolicyLossOptionsByName[Name] | undefined) => PolicyLoss
-  return factory(options[0] as PolicyLossOptionsByName[Name] | undefined)
+export function createPolicyLoss<Name extends string>(name: Name, ...options: PolicyLossOptionsArgument<Name>): PolicyLoss {
+  return createByName(name, options[0])
 }
 
 /**

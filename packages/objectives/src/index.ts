@@ -8,7 +8,16 @@ export {
 } from './aggregate-loss.js'
 export { readLossMetrics, type InputCheck, type LossMetricTensors, type ReadLossMetrics } from './loss-metrics.js'
 export type { PolicyLoss, PolicyLossInputs, PolicyLossMetrics, PolicyLossMetricTensors, PolicyLossResult } from './policy-loss.js'
-export { createPolicyLoss, policyLossNames, type PolicyLossName, type PolicyLossOptionsByName } from './create-policy-loss.js'
+export {
+  createPolicyLoss,
+  policyLosses,
+  policyLossNames,
+  registerPolicyLoss,
+  type PolicyLossFactory,
+  type PolicyLossName,
+  type PolicyLossOptionsArgument,
+  type PolicyLossOptionsByName,
+} from './create-policy-loss.js'
 export { createPpoClipLoss, ppoClipOptionsSchema, type PpoClipOptions } from './ppo-clip-loss.js'
 export { createGspoLoss, gspoOptionsSchema, type GspoOptions } from './gspo-loss.js'
 export { createCispoLoss, cispoOptionsSchema, type CispoOptions } from './cispo-loss.js'

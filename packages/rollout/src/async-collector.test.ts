@@ -30,6 +30,7 @@ describe('createAsyncCollector', () => {
     for (const sample of first.samples) {
       expect(sampleSchema.safeParse(sample).success).toBe(true)
       expect(sample.policyVersion).toBe(0)
+      expect(sample.stateKey).toMatch(new RegExp(`^${sample.role} at -?\\d+$`)) // the state key crossed the thread
       expect(sample.rolloutLogprobs[0]).toBeCloseTo(-0.02, 6)
     }
     expect(first.trajectories.every((trajectory) => trajectory.turns.every((turn) => turn.action === '[right]'))).toBe(true)

@@ -414,6 +414,36 @@ describe('collect', () => {
     expect(trajectories[0]?.truncated).toBe(true)
   })
 
+  it("records the environment's state key on each turn and its sample; a key past the bound fails its episode by name", async () => {
+    const keyed = () =>
+      createScriptedEnvironment({
+        id: 'keyed-v1',
+        turns: [
+          { role: 'a', observation: 'seed {seed}: a first', stateKey: 'a|start' },
+          { role: 'b', observation: 'seed {seed}: b answers' },
+          { role: 'a', observation: 'seed {seed}: a ends', stateKey: 'a|end' },
+        ],
+      })
+    const { trajectories, samples, failures } = await collect({ environments: [keyed], policies: createSeededPolicy(), seeds: [1, 2] })
+    expect(failures).toEqual([])
+    expect(trajectories[0]!.turns.map((turn) => turn.stateKey)).toEqual(['a|start', undefined, 'a|end'])
+    expect(samples.map((sample) => [sample.trajectoryId, sample.turnIndex, sample.stateKey])).toEqual([
+      ['keyed-v1/1/0', 0, 'a|start'],
+      ['keyed-v1/1/0', 1, undefined],
+      ['keyed-v1/1/0', 2, 'a|end'],
+      ['keyed-v1/2/0', 0, 'a|start'],
+      ['keyed-v1/2/0', 1, undefined],
+      ['keyed-v1/2/0', 2, 'a|end'],
+    ])
+    expect(trajectories.every((trajectory) => trajectorySchema.safeParse(trajectory).success)).toBe(true)
+
+    const tooLong = () => createScriptedEnvironment({ id: 'long-key-v1', turns: [{ role: 'a', observation: 'o', stateKey: 'k'.repeat(1025) }] })
+    const failed = await collect({ environments: [tooLong], policies: createSeededPolicy(), seeds: [1] })
+    expect(failed.samples).toEqual([])
+    expect(failed.failures).toMatchObject([{ stage: 'reset', turnIndex: 0 }])
+    expect(failed.failures[0]!.message).toMatch(/stateKey.*at most 1024 characters/)
+  })
+
   it('prefixes ids with runId and stamps policyVersion', async () => {
     const { trajectories, samples } = await collect({
       environments: [threeTurns],

@@ -246,6 +246,7 @@ export function runEpisodes(options: RunEpisodesOptions): Promise<void> {
         role: view.role,
         observation: view.observation,
         ...(view.legalActions === undefined ? {} : { legalActions: [...view.legalActions] }),
+        ...(view.stateKey === undefined ? {} : { stateKey: view.stateKey }),
         action: completion.text,
         completion,
         policyId: policy.id,

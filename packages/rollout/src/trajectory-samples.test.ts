@@ -60,4 +60,12 @@ describe('trajectoryToSamples', () => {
     expect(trajectoryToSamples(trajectory, { policyVersion: 4 })[0]?.policyVersion).toBe(4)
     expect(trajectoryToSamples({ ...trajectory, error: 'Error: boom' })).toEqual([])
   })
+
+  it("copies each turn's state key to its sample, and none where the turn has none", () => {
+    const keyed = { ...trajectory, turns: trajectory.turns.map((played) => (played.index === 1 ? played : { ...played, stateKey: `s${played.index}` })) }
+    const samples = trajectoryToSamples(keyed)
+    expect(samples.map((sample) => sample.stateKey)).toEqual(['s0', undefined, 's2'])
+    expect('stateKey' in samples[1]!).toBe(false)
+    expect(samples.map((sample) => sampleSchema.parse(sample).stateKey)).toEqual(['s0', undefined, 's2'])
+  })
 })

@@ -11,7 +11,8 @@ export interface TrajectorySampleOptions {
 
 /**
  * The training samples of a trajectory: one per turn a policy played (its completion's prompt and
- * response ids and rollout log-probabilities), filtered by policy and role. A failed trajectory (`error`
+ * response ids and rollout log-probabilities, and the turn's state key when the environment gave one),
+ * filtered by policy and role. A failed trajectory (`error`
  * set) yields none: its turns lack an outcome. Typed arrays are shared with the trajectory, not copied.
  */
 export function trajectoryToSamples(trajectory: Trajectory, options: TrajectorySampleOptions = {}): Sample[] {
@@ -32,6 +33,7 @@ export function trajectoryToSamples(trajectory: Trajectory, options: TrajectoryS
       responseTokenIds: completion.tokenIds,
       rolloutLogprobs: completion.logprobs,
       invalid: turn.invalidAction,
+      ...(turn.stateKey === undefined ? {} : { stateKey: turn.stateKey }),
       ...(options.policyVersion === undefined ? {} : { policyVersion: options.policyVersion }),
     })
   }

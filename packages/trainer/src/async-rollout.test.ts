@@ -5,7 +5,7 @@ import { AsyncCollectorError, createAsyncCollector } from '@ludic/rollout'
 import { sequenceLogprobs } from '@ludic/model'
 import { initTensors } from '@ludic/tensors'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { importanceWeights } from './ppo-update.js'
+import { importanceWeights } from './experience/stages.js'
 import type { AsyncRolloutConfig } from './rl-config.js'
 import { createRlTrainer } from './rl-trainer.js'
 import { weightsPayload, type ModelRolloutWorkerData, type RolloutAnnotation } from './rollout-worker.js'
@@ -125,6 +125,7 @@ describe('the rollout worker module', () => {
         seed: 1,
         vocabSize: tokenizer.vocabSize,
         chunkSize: 3,
+        temperature: 1,
       } satisfies ModelRolloutWorkerData,
       episodesPerBatch: 4,
       generation: { maxTokens: 3 },
@@ -156,13 +157,17 @@ describe('the rollout worker module', () => {
 describe('importanceWeights', () => {
   it('is the per-token ratio of current to rollout probabilities, truncated at the cap', () => {
     const sample = (rolloutLogprobs: number[]) => ({ rolloutLogprobs: Float32Array.from(rolloutLogprobs) }) as unknown as Sample
-    const { weights, mean, truncated } = importanceWeights([Float32Array.from([-1, -0.5]), Float32Array.from([-3])], [sample([-1, -1]), sample([-0.5])], 2)
+    const { weights, mean, truncated } = importanceWeights(
+      [Float32Array.from([-1, -0.5]), Float32Array.from([-3])],
+      [sample([-1, -1]), sample([-0.5])].map((each) => each.rolloutLogprobs),
+      2,
+    )
     expect(weights[0]![0]).toBeCloseTo(1, 6)
     expect(weights[0]![1]).toBeCloseTo(Math.exp(0.5), 6)
     expect(weights[1]![0]).toBeCloseTo(Math.exp(-2.5), 6)
     expect(mean).toBeCloseTo((1 + Math.exp(0.5) + Math.exp(-2.5)) / 3, 6)
     expect(truncated).toBe(0)
-    const capped = importanceWeights([Float32Array.from([0])], [sample([-5])], 2)
+    const capped = importanceWeights([Float32Array.from([0])], [sample([-5]).rolloutLogprobs], 2)
     expect(capped.weights[0]![0]).toBe(2)
     expect(capped.truncated).toBe(1)
   })

@@ -97,7 +97,7 @@ export interface DisaggregatedRolloutSource extends RolloutSource {
  * the trainer updates on step s, the batch of step s + 1 is being played (once the adapter of version ≥ s + 1 −
  * maxStaleness is loaded), each episode stepping as soon as its own completion returns. Every sample records the
  * adapter version it was generated with (`policyVersion`); the update corrects for the staleness with the truncated
- * importance ratio (so `recomputeOldLogprobs` must be true). Seeds are the synchronous source's: the episodes of
+ * importance ratio (an off-policy source: the trainer refuses `recomputeOldLogprobs: false`). Seeds are the synchronous source's: the episodes of
  * step s are the same reset seeds and request seeds. With `setupModule` the episodes run in a collection thread
  * (`disaggregated-worker.ts`), playing the same batches while the trainer's thread computes.
  */
@@ -110,13 +110,6 @@ export function createDisaggregatedRolloutSource(
   const { config } = context
   const { batch, seed } = config
   if (config.environments === undefined) throw new InvalidArgumentError({ argument: 'config.environments', value: undefined, message: 'are needed' })
-  if (!config.recomputeOldLogprobs) {
-    throw new InvalidArgumentError({
-      argument: 'config.recomputeOldLogprobs',
-      value: false,
-      message: "must be true with disaggregated rollouts: the importance ratio needs the current weights' log-probs",
-    })
-  }
   const keepLoaded = settings.keepLoaded ?? settings.maxStaleness + 1
   if (keepLoaded < settings.maxStaleness + 1) {
     throw new InvalidArgumentError({
@@ -223,6 +216,7 @@ export function createDisaggregatedRolloutSource(
   }
 
   return {
+    offPolicy: true,
     stats,
     publisher,
     async next(stepIndex): Promise<RolloutBatch> {

@@ -44,6 +44,16 @@ export {
 export { optimizerConfigSchema, type OptimizerConfig } from './optimizer-config.js'
 export { resolveSchedule, scheduleConfigSchema, type ScheduleConfig } from './schedule.js'
 export { outcomeAdvantageBatch } from './outcome-rewards.js'
+export {
+  advantageBatchOf,
+  buildExperience,
+  rowsOf,
+  withColumns,
+  type Experience,
+  type ExperienceOrigin,
+  type TokenColumn,
+} from './experience/experience.js'
+export { criticConfigSchema, type CriticConfig } from './experience/critic.js'
 export { responseLogprobs, type TokenSequence } from './sequences.js'
 export { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
 export {

@@ -3,6 +3,7 @@ import { CausalLanguageModel, type LearningRateSchedule } from '@ludic/model'
 import { klEstimatorSchema, type PolicyLoss } from '@ludic/objectives'
 import { asyncCollectorOptionsSchema, collectOptionsSchema, generationOptionsSchema, type PromptTemplate } from '@ludic/rollout'
 import { z } from 'zod'
+import { criticConfigSchema } from './experience/critic.js'
 import { externalDemonstrationsConfigSchema } from './external-demonstrations.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { scheduleConfigSchema } from './schedule.js'
@@ -28,9 +29,20 @@ export const rlBatchConfigSchema = z.strictObject({
   ppoEpochs: z.number().int().positive().default(2),
   /** Samples (turns) per gradient update. Default 64. */
   miniBatchSize: z.number().int().positive().default(64),
+  /**
+   * Prompt + response tokens of one forward/backward pass at most: each mini-batch is split into micro-batches
+   * within this budget and their gradients summed before its one optimizer step, every loss normalised by the
+   * mini-batch's counts (verl's `ppo_max_token_len_per_gpu`): the same update, less memory. Default: none (a
+   * mini-batch is one pass).
+   */
+  microBatchTokens: z.number().int().positive().optional(),
   /** Most tokens per response. `collect`'s default (256). */
   maxTokens: generationOptionsSchema.shape.maxTokens,
-  /** Sampling temperature of the rollout. Default 1 (the log-probs the ratio needs are temperature-1 ones). */
+  /**
+   * Sampling temperature of the rollout. Every log-prob of the step (rollout, old, new, reference) and the logged
+   * entropy are those of the sampling distribution softmax(logits / T), as verl and TRL divide the logits by it in the
+   * training forward. Default 1.
+   */
   temperature: z.number().positive().default(1),
   /** Episodes in flight; their requests are batched. `collect`'s default (32). */
   concurrency: collectFields.concurrency,
@@ -109,6 +121,12 @@ export const rlTrainerConfigSchema = z
       .optional(),
     /** A policy loss from `createPolicyLoss`. Default: PPO clip (ε 0.2, token mean). */
     policyLoss: functionOf<PolicyLoss>('must be a policy loss function (createPolicyLoss)').optional(),
+    /**
+     * PPO's critic: per-token values for estimators that need them (GAE: `ppo` is GAE + critic + PPO-clip), trained
+     * with the clipped value loss; a separate value model (default) or a head on the policy's trunk. See
+     * `criticConfigSchema`. Default: none.
+     */
+    critic: criticConfigSchema.optional(),
     /** KL to a frozen copy of the starting weights, as a loss term. Default: none. */
     kl: klConfigSchema.optional(),
     /** The loss gets − c·entropy (token mean). Default 0. */
@@ -234,8 +252,6 @@ export const rlTrainerConfigSchema = z
         `must be at least config.asyncRollout.pushEvery (${asyncRollout.pushEvery}): weights pushed every k steps are up to k steps old`,
       )
     }
-    if (!config.recomputeOldLogprobs)
-      problem(['recomputeOldLogprobs'], "must be true with config.asyncRollout: the importance ratio needs the current weights' log-probs")
   })
 export type RlTrainerConfig = z.input<typeof rlTrainerConfigSchema>
 export type ParsedRlTrainerConfig = z.output<typeof rlTrainerConfigSchema>

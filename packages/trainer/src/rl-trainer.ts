@@ -1,11 +1,14 @@
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, type Random, type Sample } from '@ludic/core'
+import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgument, type Random } from '@ludic/core'
 import { createRae } from '@ludic/advantages'
 import { CausalLanguageModel, checkVocabularyFits, createAdamW, type AdamW } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
+import { buildExperience, rowsIfAny, rowsOf } from './experience/experience.js'
+import { createCritic, valueStage } from './experience/critic.js'
+import { checkBatchNeeds, checkEstimatorNeeds, providedNeeds } from './experience/needs.js'
+import { advantageStage, baselineStage, importanceWeights, logprobStage, sequencesOf } from './experience/stages.js'
+import { policyUpdateEpochs, type PolicyUpdateSettings } from './experience/update.js'
 import { externalTokenMasks, replayDemonstrations, type DemonstrationBatch, type DemonstrationReplaySettings } from './external-demonstrations.js'
 import type { StepMetrics } from './metrics-log.js'
-import { outcomeAdvantageBatch } from './outcome-rewards.js'
-import { importanceWeights, ppoEpochs, type PpoBatch, type PpoSettings } from './ppo-update.js'
 import { createProgressBar, type ProgressStream } from './progress-bar.js'
 import { rlTrainerConfigSchema, type ParsedRlTrainerConfig, type RlTrainerConfig } from './rl-config.js'
 import { offPolicyMetrics, progressFields, rolloutMetrics } from './rl-metrics.js'
@@ -13,7 +16,6 @@ import { createRolloutSource, type RolloutSource, type RolloutSourceContext } fr
 import { createRunState, refuseAnotherRun } from './run-state.js'
 import { resolveSchedule } from './schedule.js'
 import { scoreRollout } from './scored-rewards.js'
-import { responseLogprobs, type TokenSequence } from './sequences.js'
 
 export interface RlRunOptions {
   /** Run until this many steps have been taken in total (a resumed run continues to it). */
@@ -74,11 +76,13 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
   const estimator = parsed.advantage ?? createRae()
   const schedule = resolveSchedule(parsed.schedule)
   const { maxGradNorm, learningRate, ...adamW } = parsed.optimizer
+  // A shared critic's head joins the policy's parameters before its optimizer is made; a separate critic has its own.
+  const critic = parsed.critic === undefined ? undefined : createCritic(model, parsed.critic, parsed.optimizer)
   const parameters = model.trainableParameters()
   const optimizer = createAdamW(parameters, { ...adamW, learningRate })
   // The reference policy for the KL term: a frozen copy of the starting weights.
   const reference = kl === undefined ? undefined : new CausalLanguageModel(model.config, model.parameters())
-  const ppo: PpoSettings = {
+  const ppo: PolicyUpdateSettings = {
     model,
     parameters,
     optimizer,
@@ -88,10 +92,40 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     kl,
     maxGradNorm,
     recomputeLayers: parsed.recomputeLayers,
+    microBatchTokens: batch.microBatchTokens,
+    temperature: batch.temperature,
+    critic,
   }
   const source = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
+  try {
+    // Refused now, not after a rollout: an off-policy source without recomputed π_old, an estimator's unmet needs.
+    if (source.offPolicy && !parsed.recomputeOldLogprobs) {
+      throw new InvalidArgumentError({
+        argument: 'config.recomputeOldLogprobs',
+        value: false,
+        message:
+          "must be true with an off-policy rollout source (asynchronous workers, generation servers): the importance ratio needs the current weights' log-probs",
+      })
+    }
+    checkEstimatorNeeds(estimator, providedNeeds(estimator, source, { critic: critic !== undefined, stateKeys: () => environmentStateKeys(parsed) }))
+  } catch (error) {
+    void source.close()
+    optimizer.dispose()
+    reference?.dispose()
+    critic?.dispose()
+    throw error
+  }
   const notify = parsed.notify ?? ((message: string) => console.warn(`[ludic trainer] ${message}`))
-  const run = createRunState({ directory: parsed.runDirectory, keepLast: parsed.keepLast, model, optimizer, estimator, reference, notify })
+  const run = createRunState({
+    directory: parsed.runDirectory,
+    keepLast: parsed.keepLast,
+    model,
+    optimizer,
+    estimator,
+    reference,
+    critic: critic?.own === undefined ? undefined : { parameters: critic.own.parameters, optimizer: critic.own.optimizer },
+    notify,
+  })
   let random: Random = createRandom(deriveSeed('ludic.trainer', seed))
   let stepCount = 0
   let history: StepMetrics[] = []
@@ -110,27 +144,6 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     return Object.fromEntries(Object.entries(results).map(([name, value]) => [`eval/${name}`, value]))
   }
 
-  /**
-   * The update's rows with the external samples appended: their old log-probs (and reference log-probs) computed by
-   * one forward pass of the current weights, every token marked external. `advantages` already covers them.
-   */
-  async function withExternalRows(
-    update: Omit<PpoBatch, 'externalMasks'>,
-    externalSamples: readonly Sample[],
-    referenceModel: CausalLanguageModel | undefined,
-    chunkSize: number,
-  ): Promise<PpoBatch> {
-    const externalSequences = externalSamples.map((sample) => ({ promptIds: sample.promptTokenIds, responseIds: sample.responseTokenIds }))
-    const externalReference = referenceModel && (await responseLogprobs(referenceModel, externalSequences, chunkSize))
-    return {
-      ...update,
-      sequences: [...update.sequences, ...externalSequences],
-      oldLogprobs: [...update.oldLogprobs, ...(await responseLogprobs(model, externalSequences, chunkSize))],
-      referenceLogprobs: update.referenceLogprobs && [...update.referenceLogprobs, ...externalReference!],
-      externalMasks: [...update.sequences.map((sequence) => new Uint8Array(sequence.responseIds.length)), ...externalTokenMasks(externalSamples)],
-    }
-  }
-
   async function step(): Promise<StepMetrics> {
     if (!resumeChecked) await resume()
     const stepIndex = stepCount
@@ -138,36 +151,64 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     // 1. Collect (seeds depend only on the run's seed and the step).
     const rollout = await source.next(stepIndex)
     const { samples, offPolicy } = rollout
+    if (offPolicy !== undefined && !source.offPolicy)
+      throw new LudicError('the rollout source gave an off-policy batch but says it is on-policy (RolloutSource.offPolicy): its π_old would be wrong')
+    checkBatchNeeds(estimator, samples)
     const rolloutSeconds = (performance.now() - started) / 1000
-    // 2. Rewards: each role's episode return (plus the scorer's score of its group, CPO) on its last response token.
+    // 2. Scores: a scorer's score of each group's trajectories joins the trained roles' returns (CPO).
     const scoreStarted = performance.now()
     const scored = parsed.scorer && (await scoreRollout(parsed.scorer, rollout.trajectories, samples))
     const scoreSeconds = (performance.now() - scoreStarted) / 1000
     const trajectories = scored ? scored.trajectories : rollout.trajectories
-    // 2b. External demonstrations (RL-PLUS) join their groups, replayed through the environments for their rewards.
+    // 3. External demonstrations (RL-PLUS) join their groups, replayed through the environments for their rewards.
     const external = parsed.externalDemonstrations && (await replayDemonstrations(demonstrationSettings(parsed), stepIndex, trajectories))
-    // 3. Advantages (external samples after the policy's, in their groups).
-    const { advantages } = estimator.estimate(
-      external
-        ? outcomeAdvantageBatch([...trajectories, ...external.trajectories], [...samples, ...external.samples])
-        : outcomeAdvantageBatch(trajectories, samples),
+    // 4. The step's experience: every trained sample with its ids and outcome reward, the policy's then the external ones.
+    let experience = buildExperience(
+      external ? [...trajectories, ...external.trajectories] : trajectories,
+      external ? [...samples, ...external.samples] : samples,
+      {
+        origin: offPolicy === undefined ? { offPolicy: false } : { offPolicy: true, policyVersion: offPolicy.policyVersion },
+        externalCount: external?.samples.length ?? 0,
+      },
     )
-    // 4. PPO epochs over shuffled mini-batches; with stale rollout weights, tokens weighted by the truncated ratio.
     const updateStarted = performance.now()
-    const sequences: TokenSequence[] = samples.map((sample) => ({ promptIds: sample.promptTokenIds, responseIds: sample.responseTokenIds }))
-    const oldLogprobs = parsed.recomputeOldLogprobs
-      ? await responseLogprobs(model, sequences, batch.miniBatchSize)
-      : samples.map((sample) => sample.rolloutLogprobs)
-    const importance = offPolicy && importanceWeights(oldLogprobs, samples, offPolicy.importanceCap)
-    const referenceLogprobs = reference && (offPolicy?.referenceLogprobs ?? (await responseLogprobs(reference, sequences, batch.miniBatchSize)))
-    const rate = learningRate * schedule(stepIndex)
-    const update = { sequences, oldLogprobs, advantages, referenceLogprobs, importanceWeights: importance?.weights }
-    const terms = await ppoEpochs(ppo, external ? await withExternalRows(update, external.samples, reference, batch.miniBatchSize) : update, {
-      epochs: batch.ppoEpochs,
-      miniBatchSize: batch.miniBatchSize,
-      learningRate: rate,
-      random,
+    // 5. Log-probs: π_old (recomputed, or the rollout's) and π_ref; how far generation and training agree.
+    const logprobs = await logprobStage(experience, {
+      model,
+      reference,
+      recomputeOld: parsed.recomputeOldLogprobs,
+      chunkSize: batch.miniBatchSize,
+      temperature: batch.temperature,
+      referenceLogprobs: offPolicy?.referenceLogprobs,
+      valueHead: critic?.kind === 'shared' ? critic.valueHead : undefined,
     })
+    experience = logprobs.experience
+    // 6. The critic's values V(s_t) of the batch as played (GAE's, and the value loss's clip centre).
+    // (A shared critic's come with π_old, from one forward pass.)
+    if (critic !== undefined && experience.columns.values === undefined) experience = await valueStage(experience, critic, batch.miniBatchSize)
+    // 7. ReMax's baselines: the return of each group's greedy episode, for each role.
+    if ((estimator.requires ?? []).includes('baselineRewards')) experience = await baselineStage(experience, await source.greedyReturns!(stepIndex))
+    // 8. Advantages (external samples in their groups).
+    experience = advantageStage(experience, estimator)
+    // 9. An off-policy batch: each token weighted by the truncated importance ratio of the weights that played it.
+    const importance = offPolicy && importanceWeights(rowsOf(experience, 'oldLogprobs'), rowsOf(experience, 'rolloutLogprobs'), offPolicy.importanceCap)
+    // 10. Policy-update epochs over shuffled mini-batches (micro-batches within the token budget), and the critic's.
+    const rate = learningRate * schedule(stepIndex)
+    const terms = await policyUpdateEpochs(
+      ppo,
+      {
+        sequences: sequencesOf(experience),
+        oldLogprobs: rowsOf(experience, 'oldLogprobs'),
+        advantages: rowsOf(experience, 'advantages'),
+        referenceLogprobs: rowsIfAny(experience, 'referenceLogprobs'),
+        importanceWeights: importance?.weights,
+        ...(critic === undefined ? {} : { oldValues: rowsOf(experience, 'values'), returns: rowsOf(experience, 'returns') }),
+        ...(external
+          ? { externalMasks: [...samples.map((sample) => new Uint8Array(sample.responseTokenIds.length)), ...externalTokenMasks(external.samples)] }
+          : {}),
+      },
+      { epochs: batch.ppoEpochs, miniBatchSize: batch.miniBatchSize, learningRate: rate, baseLearningRate: learningRate, random },
+    )
     const updateSeconds = (performance.now() - updateStarted) / 1000
     await source.updated(++stepCount)
     // 5. Metrics (→ evaluation, log, checkpoint).
@@ -178,6 +219,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       ...rolloutMetrics(trajectories, samples),
       ...(scored && { ...scored.metrics, scoreSeconds }),
       ...terms,
+      ...logprobs.metrics,
       learningRate: rate,
       tokensPerSecond,
       rolloutSeconds,
@@ -231,6 +273,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       void source.close()
       optimizer.dispose()
       reference?.dispose()
+      critic?.dispose()
     },
   }
 }
@@ -262,4 +305,13 @@ function externalMetrics({ trajectories, samples }: DemonstrationBatch): Record<
     'external/samples': samples.length,
     'external/reward': returns.length === 0 ? 0 : returns.reduce((total, value) => total + value, 0) / returns.length,
   }
+}
+
+/**
+ * Whether every environment of the config gives state keys, found by making one of each and resetting it (its first
+ * turn's view says); undefined when the environments are made elsewhere (asynchronous workers' setup module).
+ */
+function environmentStateKeys(config: ParsedRlTrainerConfig): boolean | undefined {
+  if (config.environments === undefined) return undefined
+  return config.environments.every((factory) => typeof factory().reset(0).stateKey === 'string')
 }

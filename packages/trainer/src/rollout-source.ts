@@ -30,6 +30,19 @@ export interface RolloutBatch {
 
 /** Where a trainer's steps get their experience: `collect` on the trainer's thread, or rollout workers. */
 export interface RolloutSource {
+  /**
+   * Its batches may be played by weights older than the current ones (rollout workers, generation servers): the
+   * update then needs the current weights' log-probs for its importance ratio, so a trainer with
+   * `recomputeOldLogprobs: false` refuses such a source when it is built, and a batch that says it is off-policy
+   * (`RolloutBatch.offPolicy`) from a source that says it is not fails its step.
+   */
+  readonly offPolicy: boolean
+  /**
+   * Plays each group's episodes once more, greedily (temperature 0, one episode per group, the same reset seeds):
+   * the return of each role by group id, ReMax's baseline. Absent: this source cannot (an estimator that needs
+   * `baselineRewards` is refused when the trainer is built).
+   */
+  greedyReturns?(stepIndex: number): Promise<Map<string, Readonly<Record<string, number>>>>
   /** The experience of step `stepIndex` (seeds depend only on the run's seed and the step). */
   next(stepIndex: number): Promise<RolloutBatch>
   /** The model has been updated to step `stepCount` (rollout workers get the new weights; a promise is awaited before the next step). */
@@ -54,33 +67,44 @@ export function createRolloutSource(context: RolloutSourceContext): RolloutSourc
 function synchronousSource({ config, model }: RolloutSourceContext): RolloutSource {
   const { batch, seed, opponents, rolePolicies } = config
   const mixed = opponents !== undefined || rolePolicies !== undefined
+  /** The step's episodes with the current weights: `groupSize` each at the batch's temperature, or one greedy. */
+  const play = (stepIndex: number, greedy: boolean) => {
+    const chatTemplate = config.chatTemplate === undefined ? {} : { chatTemplate: config.chatTemplate }
+    const policy = createLocalPolicy({
+      model,
+      tokenizer: config.tokenizer,
+      maxBatch: batch.maxGenerationBatch,
+      seed: deriveSeed('ludic.policy', seed, stepIndex),
+      id: learnerPolicyId,
+      ...chatTemplate,
+    })
+    return collect({
+      environments: config.environments!,
+      policies: seatPolicies(policy, { opponents, rolePolicies, seed, stepIndex }),
+      ...(mixed ? { learnerPolicyIds: [learnerPolicyId] } : {}),
+      seeds: episodeSeeds(seed, stepIndex, batch.episodesPerStep),
+      groupSize: greedy ? 1 : batch.groupSize,
+      concurrency: batch.concurrency,
+      maxTurns: batch.maxTurns,
+      maxBatchSize: batch.maxGenerationBatch,
+      ...(config.prompt === undefined ? {} : { prompt: config.prompt }),
+      generation: { maxTokens: batch.maxTokens, temperature: greedy ? 0 : batch.temperature },
+      samplingSeed: deriveSeed('ludic.sampling', seed, stepIndex),
+      // The same run id and seeds: the greedy episodes' group ids are the sampled ones'.
+      runId: `step-${stepIndex}`,
+      ...(config.trainRoles === undefined ? {} : { trainRoles: config.trainRoles }),
+    })
+  }
   return {
+    offPolicy: false,
     async next(stepIndex) {
-      const chatTemplate = config.chatTemplate === undefined ? {} : { chatTemplate: config.chatTemplate }
-      const policy = createLocalPolicy({
-        model,
-        tokenizer: config.tokenizer,
-        maxBatch: batch.maxGenerationBatch,
-        seed: deriveSeed('ludic.policy', seed, stepIndex),
-        id: learnerPolicyId,
-        ...chatTemplate,
-      })
-      const result = await collect({
-        environments: config.environments!,
-        policies: seatPolicies(policy, { opponents, rolePolicies, seed, stepIndex }),
-        ...(mixed ? { learnerPolicyIds: [learnerPolicyId] } : {}),
-        seeds: episodeSeeds(seed, stepIndex, batch.episodesPerStep),
-        groupSize: batch.groupSize,
-        concurrency: batch.concurrency,
-        maxTurns: batch.maxTurns,
-        maxBatchSize: batch.maxGenerationBatch,
-        ...(config.prompt === undefined ? {} : { prompt: config.prompt }),
-        generation: { maxTokens: batch.maxTokens, temperature: batch.temperature },
-        samplingSeed: deriveSeed('ludic.sampling', seed, stepIndex),
-        runId: `step-${stepIndex}`,
-        ...(config.trainRoles === undefined ? {} : { trainRoles: config.trainRoles }),
-      })
+      const result = await play(stepIndex, false)
       return { trajectories: result.trajectories, samples: trainableSamples(result) }
+    },
+    async greedyReturns(stepIndex) {
+      const result = await play(stepIndex, true)
+      if (result.failures.length > 0) throw result.failures[0]!.error
+      return new Map(result.trajectories.map((trajectory) => [trajectory.groupId, trajectory.returns]))
     },
     updated() {},
     async close() {},
@@ -104,6 +128,7 @@ function asynchronousSource({ config, model, reference }: RolloutSourceContext):
       vocabSize: config.tokenizer.vocabSize,
       ...(reference === undefined ? {} : { reference: weightsPayload(reference.parameters()) }),
       chunkSize: batch.miniBatchSize,
+      temperature: batch.temperature,
     }
     const started = createAsyncCollector({
       worker: builtModulePath(import.meta.url, 'rollout-worker', '@ludic/trainer'),
@@ -132,6 +157,7 @@ function asynchronousSource({ config, model, reference }: RolloutSourceContext):
     return started
   }
   return {
+    offPolicy: true,
     async next(stepIndex) {
       collector ??= await start(stepIndex)
       const received = await collector.next(stepIndex)

@@ -39,6 +39,8 @@ export interface ModelRolloutWorkerData {
   reference?: WeightsPayload
   /** Sequences per reference forward pass (the trainer's mini-batch size). */
   chunkSize: number
+  /** The sampling temperature: the reference's log-probs are those of softmax(logits / T), as the policy's. */
+  temperature: number
 }
 
 /** A batch's annotation from the trainer's rollout worker. */
@@ -93,7 +95,7 @@ export async function createRolloutWorker(data: ModelRolloutWorkerData, context:
             const sequences = result.samples
               .filter((sample) => sample.responseTokenIds.length > 0)
               .map((sample) => ({ promptIds: sample.promptTokenIds, responseIds: sample.responseTokenIds }))
-            return { referenceLogprobs: await responseLogprobs(reference, sequences, data.chunkSize) }
+            return { referenceLogprobs: await responseLogprobs(reference, sequences, data.chunkSize, { temperature: data.temperature }) }
           },
         }),
     dispose() {

@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { ParseError, type PolicyV1 } from '@ludic/core'
 import { gamePrompts, games } from '@ludic/games'
 import { describe, expect, it } from 'vitest'
@@ -10,6 +11,7 @@ import { createSftTrainer } from './sft-trainer.js'
 import { createPickEnvironment, tokenizer, useBackendAndDirectory } from './test/support.js'
 
 const temporaryDirectory = useBackendAndDirectory('ludic-run-config-')
+const lossPlugin = fileURLToPath(new URL('./test/fixtures/loss-plugin.js', import.meta.url))
 
 // The games of @ludic/games and their named prompts, as a command line would pass them.
 const registries = { environments: games, prompts: gamePrompts }
@@ -179,6 +181,35 @@ surprise: 1
     )
     expect((missing as Error).message).toMatch(/plugins\[0\].*no such file/)
     expect(((missing as ParseError).cause as { code?: string }).code).toBe('ENOENT')
+  })
+
+  it('names a policy loss a plugin registers: refused before the plugin (listing the registered ones), trained with after', async () => {
+    const config = {
+      model: tinyModel,
+      tokenizer: { train: { vocabSize: 260, episodes: 1 } },
+      environments: [{ game: 'pick-v1' }],
+      chatTemplate: "{{ messages[-1]['content'] }}\n>",
+      policyLoss: { name: 'counted-ppo-clip', options: { clipHigh: 0.28 } },
+      batch: { episodesPerStep: 2, miniBatchSize: 4, ppoEpochs: 1, maxTokens: 2 },
+      steps: 1,
+    }
+    const unplugged = await loadTrainingRun(await write('loss-unplugged.json', config), { environments: pick }).catch((caught: unknown) => caught)
+    expect(unplugged).toBeInstanceOf(ParseError)
+    expect((unplugged as Error).message).toMatch(/policyLoss.name.*is not a registered policy loss \(ppo-clip, truncated-ppo, gspo/)
+    const badOptions = { ...config, plugins: [lossPlugin], policyLoss: { name: 'counted-ppo-clip', options: { clipLow: -1 } } }
+    const refused = await loadTrainingRun(await write('loss-bad-options.json', badOptions), { environments: pick }).catch((caught: unknown) => caught)
+    expect((refused as Error).message).toMatch(/policyLoss.options.*clipLow/) // its factory checks them when the file is loaded
+
+    const run = await loadTrainingRun(await write('loss-plugged.json', { ...config, plugins: [lossPlugin] }), { environments: pick })
+    if (run.kind !== 'rl') throw new Error(`kind ${run.kind}`)
+    const calls = () => (globalThis as { countedPolicyLossCalls?: number }).countedPolicyLossCalls ?? 0
+    const before = calls()
+    const trainer = createRlTrainer(run.config)
+    const metrics = await trainer.step()
+    expect(calls()).toBeGreaterThan(before) // the update used the plugin's loss
+    expect(Number.isFinite(metrics.pgLoss)).toBe(true)
+    trainer.dispose()
+    run.model.dispose()
   })
 
   it('makes SFT and preference runs from JSON Lines files relative to the config', async () => {

@@ -23,13 +23,14 @@ import {
 } from '@ludic/core'
 import { advantageEstimators } from '@ludic/advantages'
 import { createLocalPolicy, createModel, loadModel, presetNames, type CausalLanguageModel } from '@ludic/model'
-import { createPolicyLoss, policyLossNames, type PolicyLoss, type PolicyLossName } from '@ludic/objectives'
+import { policyLosses } from '@ludic/objectives'
 import { renderPrompt, type PromptTemplate } from '@ludic/rollout'
 import { loadTokenizer, renderChatTemplate, Tokenizer, trainBpe, trainBpeOptionsSchema } from '@ludic/tokenizer'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
 import { applyConfigOverrides, runConfigMaxDepth } from './command-line.js'
 import { evaluateAgainst } from './evaluation.js'
+import { criticConfigSchema } from './experience/critic.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { readPreferencePairs } from './preference-data.js'
 import { preferenceTrainerConfigSchema, type PreferenceTrainerConfig } from './preference-trainer.js'
@@ -78,7 +79,7 @@ const tokenizerSourceSchema = z.union([
 /** Fields every kind has. */
 const commonFields = {
   kind: z.enum(runKinds).default('rl'),
-  /** JavaScript modules imported before the file is checked (they call `registerGame`, `registerAdvantageEstimator`…). */
+  /** JavaScript modules imported before the file is checked (they call `registerGame`, `registerAdvantageEstimator`, `registerPolicyLoss`…). */
   plugins: z.array(z.string().min(1)).default([]),
   model: modelSourceSchema,
   tokenizer: tokenizerSourceSchema.optional(),
@@ -117,11 +118,11 @@ const rlFields = {
     .min(1, 'needs at least one environment'),
   /** An estimator of the advantages registry (`rae`, `grpo`, … or one registered). Default `rae` (`grpo` for CPO). */
   advantage: z.strictObject({ name: z.string().min(1), options: z.record(z.string(), z.unknown()).optional() }).optional(),
-  /** A policy loss of `createPolicyLoss`. Default `ppo-clip`. */
-  policyLoss: z
-    .strictObject({ name: z.enum(policyLossNames as [PolicyLossName, ...PolicyLossName[]]), options: z.record(z.string(), z.unknown()).optional() })
-    .default({ name: 'ppo-clip' }),
+  /** A policy loss of the objectives registry (`ppo-clip`, `gspo`, … or one a plugin registers with `registerPolicyLoss`). Default `ppo-clip`. */
+  policyLoss: z.strictObject({ name: z.string().min(1), options: z.record(z.string(), z.unknown()).optional() }).default({ name: 'ppo-clip' }),
   kl: klConfigSchema.optional(),
+  /** PPO's critic, for estimators that need values (`advantage: { name: gae }`): `{ model: separate | shared, … }`. Default: none. */
+  critic: criticConfigSchema.optional(),
   entropyCoefficient: z.number().min(0).optional(),
   /** Recompute layer activations in the backward pass (less memory, one more forward pass). Default false. */
   recomputeLayers: z.boolean().optional(),
@@ -411,7 +412,7 @@ export interface ImportPluginsOptions {
 
 /**
  * Imports plugin modules in order: JavaScript files (paths relative to `base`) that register what a config or a
- * command names when they are imported (`registerGame`, `registerAdvantageEstimator`…). A run config's `plugins` and
+ * command names when they are imported (`registerGame`, `registerAdvantageEstimator`, `registerPolicyLoss`…). A run config's `plugins` and
  * the command line's `--plugin` both go through here. A missing file is a `ParseError` at `source`'s `path[index]`
  * whose `cause` has `code: 'ENOENT'`; a module that fails to import is a `ParseError` with the import's error as cause.
  */
@@ -470,13 +471,15 @@ function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType 
         context.addIssue({ code: 'custom', path: ['options'], message: describeError(error) })
       }
     })
-  const policyLoss = rlFields.policyLoss.unwrap().superRefine((entry, context) => {
-    try {
-      ;(createPolicyLoss as (name: string, options?: unknown) => PolicyLoss)(entry.name, entry.options)
-    } catch (error) {
-      context.addIssue({ code: 'custom', path: ['options'], message: describeError(error) })
-    }
-  })
+  const policyLoss = z
+    .strictObject({ name: named(policyLosses.names(), 'policy loss'), options: z.record(z.string(), z.unknown()).optional() })
+    .superRefine((entry, context) => {
+      try {
+        policyLosses.create(entry.name, entry.options)
+      } catch (error) {
+        context.addIssue({ code: 'custom', path: ['options'], message: describeError(error) })
+      }
+    })
   const fields = {
     environments: z.array(environment).min(1, 'needs at least one environment'),
     advantage: advantage.optional(),
@@ -666,7 +669,7 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
   const { model, tokenizer } = parts
   const advantage: AdvantageEstimatorV1 | undefined =
     file.advantage === undefined ? undefined : advantageEstimators.create(file.advantage.name, file.advantage.options)
-  const policyLoss = (createPolicyLoss as (name: string, options?: unknown) => PolicyLoss)(file.policyLoss.name, file.policyLoss.options)
+  const policyLoss = policyLosses.create(file.policyLoss.name, file.policyLoss.options)
   const opponentOf = (name: string, opponentSeed: number) => options.opponents!.create(name, { seed: opponentSeed })
   const config: RlTrainerConfig = {
     model,
@@ -688,6 +691,7 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
   }
   for (const key of [
     'kl',
+    'critic',
     'entropyCoefficient',
     'recomputeLayers',
     'optimizer',

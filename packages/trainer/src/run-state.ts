@@ -1,5 +1,6 @@
 import { readdirSync } from 'node:fs'
 import { mkdir, rename } from 'node:fs/promises'
+import type * as tf from '@tensorflow/tfjs-core'
 import { join } from 'node:path'
 import { InvalidArgumentError, LudicError, ParseError, type AdvantageEstimatorV1, type Random } from '@ludic/core'
 import {
@@ -17,14 +18,14 @@ const resumeMarker = Symbol.for('ludic.error.ResumeError')
 
 /**
  * A run asked to resume cannot continue from what its directory holds: checkpoints that none can be read
- * (`no-readable-checkpoint`), or the KL term's reference weights missing or unreadable (`reference-missing`,
- * `reference-unreadable`). Nothing was trained and nothing written: training on as if resumed would start from the
+ * (`no-readable-checkpoint`), the KL term's reference weights missing or unreadable (`reference-missing`,
+ * `reference-unreadable`), or a separate critic's checkpoint of the same step (`critic-missing`, `critic-unreadable`). Nothing was trained and nothing written: training on as if resumed would start from the
  * wrong weights and overwrite the run's good ones. `ludic train` exits 3 (an input it needs cannot be read).
  */
 export class ResumeError extends LudicError {
   private readonly [resumeMarker] = true
   override readonly name = 'ResumeError'
-  readonly reason: 'no-readable-checkpoint' | 'reference-missing' | 'reference-unreadable'
+  readonly reason: 'no-readable-checkpoint' | 'reference-missing' | 'reference-unreadable' | 'critic-missing' | 'critic-unreadable'
   readonly directory: string
 
   constructor(options: { reason: ResumeError['reason']; directory: string; message: string; cause?: unknown }) {
@@ -76,11 +77,16 @@ export interface RunStateOptions {
   optimizer: AdamW
   estimator: AdvantageEstimatorV1
   reference: CausalLanguageModel | undefined
+  /**
+   * A separate critic's trained parameters and optimizer: saved beside each checkpoint under `critic/checkpoint-<step>`
+   * and restored with it (a shared critic's head is one of the model's parameters).
+   */
+  critic?: { parameters: ReadonlyMap<string, tf.Variable>; optimizer: AdamW } | undefined
   /** Told what the run state did that the user should know (a broken checkpoint set aside). */
   notify: (message: string) => void
 }
 
-export function createRunState({ directory, keepLast, model, optimizer, estimator, reference, notify }: RunStateOptions): RunState {
+export function createRunState({ directory, keepLast, model, optimizer, estimator, reference, critic, notify }: RunStateOptions): RunState {
   const metricsLog: MetricsLog | undefined = directory === undefined ? undefined : createMetricsLog(join(directory, 'metrics.jsonl'))
   const needDirectory = (purpose: string): string => {
     if (directory === undefined) throw new InvalidArgumentError({ argument: 'config.runDirectory', value: undefined, message: `is needed ${purpose}` })
@@ -118,6 +124,22 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
         `(${broken.map(({ step, error }) => `checkpoint-${step}: ${error.message}`).join('; ')}); nothing was trained or overwritten`,
       cause: broken[0]!.error,
     })
+  }
+  /** A separate critic's checkpoint of `step` (`critic/checkpoint-<step>`): missing or unreadable is a `ResumeError`. */
+  const loadCritic = async (runDirectory: string, step: number, target: NonNullable<RunStateOptions['critic']>) => {
+    const saved = join(runDirectory, 'critic', `checkpoint-${step}`)
+    try {
+      await loadTrainingCheckpoint(saved, target)
+    } catch (error) {
+      const missing = (error as { code?: unknown }).code === 'ENOENT' || (error as { cause?: { code?: unknown } }).cause?.code === 'ENOENT'
+      if (!missing && !LudicError.isInstance(error)) throw error
+      throw new ResumeError({
+        reason: missing ? 'critic-missing' : 'critic-unreadable',
+        directory: runDirectory,
+        message: `cannot resume: the critic of checkpoint-${step} (${saved}) ${missing ? 'is missing' : `cannot be read (${(error as Error).message})`}`,
+        cause: error,
+      })
+    }
   }
   /** The KL reference's weights, saved once under `reference/`: missing or unreadable is a `ResumeError`. */
   const loadReference = async (runDirectory: string, model: CausalLanguageModel) => {
@@ -158,6 +180,7 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
       if (loaded === undefined) return undefined
       const extra = (loaded.extra ?? {}) as { estimatorState?: unknown; history?: StepMetrics[] }
       if (reference !== undefined) await loadReference(runDirectory, reference)
+      if (critic !== undefined) await loadCritic(runDirectory, loaded.step, critic)
       if (extra.estimatorState !== undefined && extra.estimatorState !== null) estimator.setState?.(extra.estimatorState)
       const history = extra.history ?? []
       if (metricsLog !== undefined) {
@@ -176,6 +199,9 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
         await saveTrainingCheckpoint(join(runDirectory, 'reference'), { parameters: reference.parameters(), randomState: random.getState(), step: 0 })
       }
       const extra = { estimatorState: (estimator.getState?.() ?? null) as never, history: history as never }
+      // The critic's first: a checkpoint of the run exists only once its critic's does.
+      if (critic !== undefined)
+        await saveTrainingCheckpoint(join(runDirectory, 'critic'), { ...critic, randomState: random.getState(), step }, { keepLast: keepLast + 1 })
       await saveTrainingCheckpoint(runDirectory, { parameters: model.parameters(), optimizer, randomState: random.getState(), step, extra }, { keepLast })
       return join(runDirectory, `checkpoint-${step}`)
     },

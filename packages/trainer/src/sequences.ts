@@ -1,6 +1,6 @@
 import { yieldToEventLoop } from '@ludic/core'
 import * as tf from '@tensorflow/tfjs-core'
-import { sequenceLogprobs, type CausalLanguageModel } from '@ludic/model'
+import { sequenceLogprobs, type CausalLanguageModel, type ValueHead } from '@ludic/model'
 
 /** A prompt and the response tokens that follow it. */
 export interface TokenSequence {
@@ -23,19 +23,50 @@ export function responseColumns(sequences: readonly TokenSequence[]): number {
 }
 
 /**
- * Per-token log-probabilities of each response under `model` (no gradient), computed `chunkSize`
+ * Per-token log-probabilities of each response under `model` at the sampling `temperature` (default 1: log
+ * softmax(logits / T), what `generate` records; no gradient), computed `chunkSize`
  * sequences at a time with the same full forward pass the update differentiates.
  */
-export async function responseLogprobs(model: CausalLanguageModel, sequences: readonly TokenSequence[], chunkSize: number): Promise<Float32Array[]> {
-  const result: Float32Array[] = []
+export async function responseLogprobs(
+  model: CausalLanguageModel,
+  sequences: readonly TokenSequence[],
+  chunkSize: number,
+  options: { temperature?: number } = {},
+): Promise<Float32Array[]> {
+  return (await scoreResponses(model, sequences, chunkSize, options)).logprobs
+}
+
+/**
+ * `responseLogprobs`, and with `valueHead` (a critic's head on the same model) its value of every response token from
+ * the same forward pass: one pass gives π_old and V for a shared critic.
+ */
+export async function scoreResponses(
+  model: CausalLanguageModel,
+  sequences: readonly TokenSequence[],
+  chunkSize: number,
+  options: { temperature?: number; valueHead?: ValueHead | undefined } = {},
+): Promise<{ logprobs: Float32Array[]; values?: Float32Array[] }> {
+  const logprobs: Float32Array[] = []
+  const values: Float32Array[] = []
   for (let start = 0; start < sequences.length; start += chunkSize) {
     const chunk = sequences.slice(start, start + chunkSize)
-    const columns = responseColumns(chunk)
-    const logprobs = tf.tidy(() => sequenceLogprobs(model, { promptIds: chunk.map((s) => s.promptIds), responseIds: chunk.map((s) => s.responseIds) }).logprobs)
-    const values = (await logprobs.data()) as Float32Array
-    logprobs.dispose()
-    chunk.forEach((sequence, row) => result.push(values.slice(row * columns, row * columns + sequence.responseIds.length)))
+    const scored = tf.tidy(() => {
+      const result = sequenceLogprobs(
+        model,
+        { promptIds: chunk.map((s) => s.promptIds), responseIds: chunk.map((s) => s.responseIds) },
+        { temperature: options.temperature ?? 1, ...(options.valueHead === undefined ? {} : { valueHead: options.valueHead }) },
+      )
+      return [result.logprobs, ...(result.values === undefined ? [] : [result.values])]
+    })
+    // Rows are cut from the forward's own layout (its width): one padding, the forward's.
+    const columns = scored[0]!.shape[1]!
+    const data = (await Promise.all(scored.map((tensor) => tensor.data()))) as Float32Array[]
+    tf.dispose(scored)
+    chunk.forEach((sequence, row) => {
+      logprobs.push(data[0]!.slice(row * columns, row * columns + sequence.responseIds.length))
+      if (data[1] !== undefined) values.push(data[1].slice(row * columns, row * columns + sequence.responseIds.length))
+    })
     if (start + chunkSize < sequences.length) await yieldToEventLoop()
   }
-  return result
+  return options.valueHead === undefined ? { logprobs } : { logprobs, values }
 }

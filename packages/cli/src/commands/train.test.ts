@@ -56,10 +56,15 @@ describe('ludic train', () => {
     expect(tf.memory().numTensors).toBe(tensors)
   })
 
-  it("imports a config's plugins: a user game (its legal moves reach the random opponent) and a user estimator", async () => {
+  it("imports a config's plugins: a user game (its legal moves reach the random opponent), a user estimator and a user policy loss", async () => {
     const directory = temporaryDirectory()
     const path = join(directory, 'coin.yaml')
-    await writeFile(path, rlConfig('coin-pick-v1', [`plugins: [${relative(directory, plugin)}]`, 'advantage: { name: counted-grpo }', 'batch.groupSize: 2']))
+    const extra = [
+      `plugins: [${relative(directory, plugin)}]`,
+      'advantage: { name: counted-grpo }',
+      'policyLoss: { name: counted-ppo-clip, options: { clipHigh: 0.28 } }',
+    ]
+    await writeFile(path, rlConfig('coin-pick-v1', [...extra, 'batch.groupSize: 2']))
     await writeFile(path, (await readFile(path, 'utf8')).replace('batch.groupSize: 2\n', '').replace('ppoEpochs: 1,', 'ppoEpochs: 1, groupSize: 2,'))
     const { io, stdout, stderr } = captureIo({ cwd: directory })
     expect(await runCli(['--json', '--quiet', 'train', path, '--run-directory', 'coin-run'], io), stderr()).toBe(exitCodes.ok)
@@ -67,6 +72,7 @@ describe('ludic train', () => {
     expect(summary.runDirectory).toBe(join(directory, 'coin-run'))
     expect(summary.evaluation!['eval/random/winRate']).toBeGreaterThanOrEqual(0)
     expect((globalThis as { countedGrpoCalls?: number }).countedGrpoCalls).toBe(2) // one estimate per step
+    expect((globalThis as { countedPolicyLossCalls?: number }).countedPolicyLossCalls).toBeGreaterThanOrEqual(2) // at least one update per step
     expect(stderr()).toBe('') // --quiet: no bar, no log
   })
 

@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyLora } from '../lora/apply-lora.js'
 import { createModel, type CreateModelOptions } from '../model/create-model.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { createRandom } from '@ludic/core'
+import { sequenceLogprobs } from '../sequence-logprobs.js'
 import { initTestBackend } from '../test/init-test-backend.js'
-import { chooseDecodePath, generate, type GeneratedSequence, type ModelGenerateOptions } from './generate.js'
+import { chooseDecodePath, generate, generateRows, type GeneratedSequence, type GenerationRow, type ModelGenerateOptions } from './generate.js'
 
 beforeAll(initTestBackend)
 
@@ -156,6 +158,92 @@ describe('decode paths', () => {
       })
       await expect(run).rejects.toThrow('enough')
       expect(tf.memory().numTensors).toBe(before)
+    }
+  })
+})
+
+/** `log softmax(logits / T)` of each response token, from one unpadded forward pass over prompt + response (no cache). */
+function temperedForward(model: CausalLanguageModel, prompt: Int32Array, response: Int32Array, temperature: number): number[] {
+  return tf.tidy(() => {
+    const logits = model.forward([[...prompt, ...response]]) // [1, time, vocab]
+    const logProbabilities = tf.logSoftmax(tf.div(logits, temperature)).arraySync() as number[][][]
+    return Array.from(response, (token, step) => logProbabilities[0]![prompt.length - 1 + step]![token]!)
+  })
+}
+
+/** The largest |recorded − expected| over every token of every row. */
+function largestDifference(recorded: readonly Float32Array[], expected: readonly ArrayLike<number>[]): number {
+  let largest = 0
+  recorded.forEach((row, index) => {
+    expect(row.length).toBe(expected[index]!.length)
+    row.forEach((value, step) => {
+      largest = Math.max(largest, Math.abs(value - expected[index]![step]!))
+    })
+  })
+  return largest
+}
+
+/*
+ * One rule for every recorded log-prob: log softmax(logits / T), T the row's sampling temperature (top-k/top-p/min-p
+ * not applied, as verl's and TRL's training forwards). The weights here have a spread of 0.1: distributions far from
+ * uniform (the tokens sampled at T = 0.5 have log-probs from −5.0 to −0.99, up to 1.96 from T = 1's). With the 0.3 of the tests
+ * above, logits several times larger, the fused and host paths' float32 rounding alone reaches 6.7e-6 at T = 1 and
+ * 1.6e-5 at T = 0.5 (the layers path 1.7e-6 and 3.6e-6; see the README).
+ */
+describe('recorded log-probs: the sampling distribution on every decode path', () => {
+  let model: CausalLanguageModel
+  beforeAll(() => {
+    model = createModel('tiny', { vocabSize: 259, seed: 11, overrides: { ...sizes, initializerRange: 0.1 } })
+  })
+  afterAll(() => model.dispose())
+
+  it("record the sampling distribution's log-probs on every path: at temperature 0.5, log softmax(logits / 0.5) of a training forward, within 1e-5", async () => {
+    const temperature = 0.5
+    for (const decodePath of ['layers', 'fused', 'host'] as const) {
+      const before = tf.memory().numTensors
+      const results = await generate(model, { inputIds: prompts, maxNewTokens: 10, temperature, topK: 40, topP: 0.95, seed: 21, stopTokenIds: [], decodePath })
+      const recorded = results.map((result) => result.logprobs)
+      // The trainer's forward: sequenceLogprobs at the sampling temperature, over the padded batch.
+      const { logprobs, responseMask } = sequenceLogprobs(model, { promptIds: prompts, responseIds: results.map((result) => result.tokenIds) }, { temperature })
+      const training = (logprobs.arraySync() as number[][]).map((row, index) => row.slice(0, results[index]!.tokenIds.length))
+      tf.dispose([logprobs, responseMask])
+      const difference = largestDifference(recorded, training)
+      // The figure the trainer logs as logprobDiff/max (rollout vs training forward), per path and backend.
+      console.log(`logprobDiff/max at T = 0.5, ${decodePath} decode path, ${tf.getBackend()} backend: ${difference.toExponential(2)}`)
+      expect(difference, `${decodePath}: against sequenceLogprobs`).toBeLessThan(1e-5)
+      // And an explicit one: log softmax(logits / T) of a plain forward pass per sequence.
+      const explicit = results.map((result, index) => temperedForward(model, prompts[index]!, result.tokenIds, temperature))
+      expect(largestDifference(recorded, explicit), `${decodePath}: against log softmax(logits / T)`).toBeLessThan(1e-5)
+      // Not temperature 1's: the rule changes the figures.
+      const untempered = results.map((result, index) => temperedForward(model, prompts[index]!, result.tokenIds, 1))
+      expect(largestDifference(recorded, untempered)).toBeGreaterThan(1e-2)
+      expect(tf.memory().numTensors).toBe(before)
+    }
+  })
+
+  it('record each row at its own temperature in one batch (greedy rows: temperature 1), on every path', async () => {
+    const temperatures = [0.5, 1, 2, 0, 0.25, 1.5, 0, 0.8]
+    const rows = (): GenerationRow[] =>
+      prompts.map((promptIds, index) => ({
+        promptIds,
+        sampling: { temperature: temperatures[index]!, topK: 0, topP: 1, minP: 0 },
+        maxNewTokens: 6,
+        stopTokenIds: new Set<number>(),
+        stopStrings: [],
+        random: createRandom(100 + index),
+      }))
+    for (const decodePath of ['layers', 'fused', 'host'] as const) {
+      const results = await generateRows(model, rows(), undefined, { decodePath })
+      const expected = results.map((result, index) =>
+        temperedForward(model, prompts[index]!, result.tokenIds, temperatures[index]! === 0 ? 1 : temperatures[index]!),
+      )
+      expect(
+        largestDifference(
+          results.map((result) => result.logprobs),
+          expected,
+        ),
+        decodePath,
+      ).toBeLessThan(1e-5)
     }
   })
 })

@@ -61,9 +61,10 @@ describe('generate', () => {
     for (let index = 0; index < alone[0]!.logprobs.length; index++) expect(alone[0]!.logprobs[index]).toBeCloseTo(batched[1]!.logprobs[index]!, 4)
   })
 
-  it("log-probs are the model's (temperature 1, unfiltered), as sequenceLogprobs recomputes them", async () => {
+  it("log-probs are the sampling distribution's (log softmax(logits / T), unfiltered), as sequenceLogprobs recomputes them at T", async () => {
     const results = await generate(model, { inputIds: prompts, maxNewTokens: 7, temperature: 0.7, topK: 20, seed: 9, stopTokenIds: [] })
-    const { logprobs, responseMask } = sequenceLogprobs(model, { promptIds: prompts, responseIds: results.map((result) => result.tokenIds) })
+    const responseIds = results.map((result) => result.tokenIds)
+    const { logprobs, responseMask } = sequenceLogprobs(model, { promptIds: prompts, responseIds }, { temperature: 0.7 })
     const recomputed = logprobs.arraySync()
     results.forEach((result, row) => {
       result.logprobs.forEach((value, step) => expect(value).toBeCloseTo(recomputed[row]![step]!, 4))

@@ -31,7 +31,10 @@ export const modelGenerateOptionsSchema = z
     tokenizer: tokenizerSchema.optional(),
     /** Most tokens to generate per sequence. Default: 32. */
     maxNewTokens: z.number().int().positive().default(32),
-    /** 0 is greedy (deterministic); otherwise logits are divided by it. Default: 1. */
+    /**
+     * 0 is greedy (deterministic); otherwise logits are divided by it, for the draw and for the recorded
+     * `logprobs` (see `GeneratedSequence.logprobs`). Default: 1.
+     */
     temperature: z.number().min(0).refine(Number.isFinite, 'must be finite').default(1),
     /** Keep only the k most likely tokens; 0 disables. Default: 0. */
     topK: z.number().int().min(0).default(0),
@@ -78,8 +81,10 @@ export interface GeneratedSequence {
   /** The generated ids; a stop token that ended the sequence is the last one. */
   tokenIds: Int32Array
   /**
-   * Log-probability of each generated token under the model: log-softmax of the raw logits (temperature 1,
-   * before top-k/top-p/min-p) at that token. Same length as `tokenIds`.
+   * Log-probability of each generated token under the sampling distribution: `log softmax(logits / T)` at that
+   * token, T the row's temperature, before top-k/top-p/min-p (as verl and TRL compute it in training; what
+   * `sequenceLogprobs` gives with the same `temperature`). Greedy rows (T = 0) record T = 1's. On every decode
+   * path. Same length as `tokenIds`.
    */
   logprobs: Float32Array
   /** `'stop'`: a stop token or stop string ended it; `'length'`: `maxNewTokens` did. */

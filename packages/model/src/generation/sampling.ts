@@ -12,7 +12,7 @@ export interface SamplingParameters {
   minP: number
 }
 
-/** A chosen token and its log-probability under the model (temperature 1, no filtering). */
+/** A chosen token and its log-probability under the sampling distribution (`sampleToken`: log softmax(logits / T), no filtering). */
 export interface SampledToken {
   token: number
   logprob: number
@@ -21,9 +21,11 @@ export interface SampledToken {
 /**
  * Picks the next token from one row of logits (`logits[offset … offset + vocab)`), in transformers'
  * order: temperature, then top-k, top-p and min-p on the tempered distribution, then a draw from what is
- * left with `random.nextFloat()`. The returned `logprob` is the log-softmax of the raw logits (temperature 1,
- * before any filtering) at the chosen token: the model's own log-probability, what `sequenceLogprobs`
- * recomputes and what policy-gradient ratios need.
+ * left with `random.nextFloat()`. The returned `logprob` is the log-probability of the chosen token under the
+ * sampling distribution, `log softmax(logits / T)[token]` (T = `temperature`; top-k/top-p/min-p filtering not
+ * applied, as verl and TRL compute it in their training forward): what `sequenceLogprobs` recomputes with the
+ * same `temperature`, and what policy-gradient ratios need. Greedy decoding (T = 0) records T = 1's,
+ * `log softmax(logits)[token]`.
  */
 export function sampleToken(logits: Float32Array, offset: number, vocab: number, parameters: SamplingParameters, random: Random): SampledToken {
   const row = logits.subarray(offset, offset + vocab)
@@ -32,8 +34,9 @@ export function sampleToken(logits: Float32Array, offset: number, vocab: number,
     return { token, logprob: logSoftmaxAt(row, token) }
   }
   const { token, max, total } = drawFiltered(row, parameters, random)
-  // At temperature 1 the draw's unfiltered weights are exactly logSoftmaxAt's terms, summed in the same order.
-  return { token, logprob: parameters.temperature === 1 ? row[token]! - max - Math.log(total) : logSoftmaxAt(row, token) }
+  // The draw's unfiltered weights exp((logit - max) / T) are log softmax(logits / T)'s terms: its value at the
+  // token is (logit - max) / T - log Σ weights, in float64 (at T = 1, bit for bit logSoftmaxAt's).
+  return { token, logprob: (row[token]! - max) / parameters.temperature - Math.log(total) }
 }
 
 /** log softmax(row)[index], in float64. */

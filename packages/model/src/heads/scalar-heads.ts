@@ -73,6 +73,35 @@ function attachScore(model: CausalLanguageModel, options: ScalarHeadOptions): Sc
 }
 
 /**
+ * Checks that `valueHead` is a live value head of `model` (its `score.weight`, `[1, hidden]`), so values are
+ * read from this model's trunk: a head made on another model (a separate critic's, a disposed one) is an
+ * `InvalidArgumentError`, a head of another width a `ShapeError`, naming `argument`.
+ */
+export function checkValueHeadOf(model: CausalLanguageModel, valueHead: ValueHead, argument: string): void {
+  const weight: unknown = (valueHead as Partial<ValueHead> | undefined)?.weight
+  if (!(weight instanceof tf.Variable) || typeof valueHead.fromHidden !== 'function') {
+    throw new InvalidArgumentError({ argument, value: valueHead, message: 'must be a value head (createValueHead(model))' })
+  }
+  if (weight.isDisposed) throw new InvalidArgumentError({ argument, value: weight.name, message: 'the value head was disposed' })
+  const { hiddenSize } = model.config
+  if (weight.shape.length !== 2 || weight.shape[0] !== 1 || weight.shape[1] !== hiddenSize) {
+    throw new ShapeError({
+      argument: `${argument}.weight`,
+      expected: [1, hiddenSize],
+      actual: weight.shape,
+      message: `a value head of this model reads its hidden states of width ${hiddenSize}`,
+    })
+  }
+  if (model.parameters().get(scoreWeightName) !== weight) {
+    throw new InvalidArgumentError({
+      argument,
+      value: weight.name,
+      message: `belongs to another model: it is not this model's ${scoreWeightName} (a value head reads the trunk of the model it was created on; make one with createValueHead(model))`,
+    })
+  }
+}
+
+/**
  * Adds a value head to a model: `score.weight` `[1, hidden]` (transformers' `score` layer, as TRL's value
  * models use), reusing one the model already has (a checkpoint saved with it). `head.values(ids)` gives a
  * value per position.

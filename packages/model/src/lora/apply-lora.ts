@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgument } from '@ludic/core'
 import { z } from 'zod'
 import type { CausalLanguageModel, LinearAdapter } from '../model/causal-language-model.js'
+import { scoreWeightName } from '../heads/scalar-heads.js'
 import { defaultMaxParameterBytes, formatBytes } from '../model/parameter-budget.js'
 import { matchesParameterNamePattern } from '../parameter-name-pattern.js'
 
@@ -29,7 +30,10 @@ export const loraOptionsSchema = z
     seed: z.number().int().default(0),
     /** Rank-stabilised scaling alpha / √r (Kalajdzievski, 2023). Default: false. */
     useRslora: z.boolean().default(false),
-    /** Freeze every other parameter, as PEFT does. Default: true. */
+    /**
+     * Freeze every other parameter, as PEFT does — except a value or reward head's `score.weight`, which PEFT trains
+     * beside the adapters (a sequence-classification model's `score` is in its `modules_to_save`). Default: true.
+     */
     freezeBase: z.boolean().default(true),
     /**
      * The most bytes the model's parameters and the adapters' together (float32) may take; more is refused
@@ -67,7 +71,8 @@ export interface LoraAdapters {
  * PEFT initialises them, so the adapted model starts equal to the base. The adapter parameters join
  * `model.parameters()` under PEFT's names without the `base_model.model.` prefix
  * (`model.layers.0.self_attn.q_proj.lora_A.weight`); by default every other parameter is frozen, so
- * `model.trainableParameters()` is the adapters'.
+ * `model.trainableParameters()` is the adapters' — and a value or reward head's `score.weight`, which stays
+ * trainable (PEFT trains a sequence-classification model's `score` head beside the adapters).
  *
  * The rank may be at most `min(in, out)` of every targeted layer (a larger one adds parameters, not capacity),
  * and the model's parameters plus the adapters' must fit `maxParameterBytes`: both are checked before anything
@@ -149,8 +154,8 @@ export function attachLora(model: CausalLanguageModel, plan: LoraPlan, values?: 
   let dropoutCalls = 0
   try {
     if (config.freezeBase) {
-      for (const variable of model.parameters().values()) {
-        if (!variable.trainable) continue
+      for (const [name, variable] of model.parameters()) {
+        if (!variable.trainable || name === scoreWeightName) continue
         variable.trainable = false
         frozen.push(variable)
       }

@@ -5,6 +5,7 @@ import { Tokenizer, trainBpe } from '@ludic/tokenizer'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createModel } from '../model/create-model.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { sequenceLogprobs } from '../sequence-logprobs.js'
 import { initTestBackend } from '../test/init-test-backend.js'
 import { createLocalPolicy } from './create-local-policy.js'
 
@@ -51,6 +52,33 @@ describe('createLocalPolicy', () => {
       { ...request, temperature: 0, seed: 2 },
     ])
     expect(Array.from(greedy[0]!.tokenIds)).toEqual(Array.from(greedy[1]!.tokenIds))
+  })
+
+  it("records each request's log-probs at its own temperature: log softmax(logits / T), T = 1 for a greedy one", async () => {
+    const peaked = createModel('tiny', { vocabSize: 259, seed: 22, overrides: { hiddenSize: 32, intermediateSize: 64, initializerRange: 0.1 } })
+    try {
+      const policy = createLocalPolicy({ model: peaked, tokenizer, maxBatch: 4 })
+      const temperatures = [0.5, 2, 0, 1]
+      const completions = await policy.generate(
+        temperatures.map((temperature, index) => ({ messages: question(`turn ${index}`), maxTokens: 6, temperature, seed: index })),
+      )
+      const scored = (completion: (typeof completions)[number], temperature: number) =>
+        tf.tidy(() => {
+          const { logprobs } = sequenceLogprobs(peaked, { promptIds: [completion.promptTokenIds], responseIds: [completion.tokenIds] }, { temperature })
+          return Array.from(logprobs.dataSync())
+        })
+      completions.forEach((completion, index) => {
+        const temperature = temperatures[index]! === 0 ? 1 : temperatures[index]!
+        const expected = scored(completion, temperature)
+        completion.logprobs.forEach((value, step) => expect(Math.abs(value - expected[step]!), `request ${index} token ${step}`).toBeLessThan(1e-5))
+        if (temperature !== 1) {
+          const untempered = scored(completion, 1)
+          expect(Math.max(...Array.from(completion.logprobs, (value, step) => Math.abs(value - untempered[step]!)))).toBeGreaterThan(1e-2)
+        }
+      })
+    } finally {
+      peaked.dispose()
+    }
   })
 
   it('stops at stop strings and at the end-of-sequence token', async () => {

@@ -62,8 +62,9 @@ const policyGenerateOptionsSchema = z.object({
  * (as vLLM's `/v1/completions`: special tokens read, BOS added; see `createPromptEncoder`);
  * requests are generated in batches of up to `maxBatch` (left-padded), each with its own `temperature`
  * (default 1), `topP`, `topK`, `minP`, `stop` strings, `seed` and `maxTokens`. A completion carries the prompt
- * ids, the generated ids (a stop token that ended it included), their log-probabilities under the model
- * (temperature 1, unfiltered; see `generate`), the decoded text (without the stop token, cut before a stop
+ * ids, the generated ids (a stop token that ended it included), their log-probabilities under the request's
+ * sampling distribution (`log softmax(logits / temperature)`, unfiltered; T = 1's for a greedy request; see
+ * `generate`), the decoded text (without the stop token, cut before a stop
  * string) and the finish reason. A tokenizer with ids past the model's vocabulary is refused here
  * (`checkVocabularyFits`), not at the first request. A request whose prompt plus `maxTokens` exceeds the
  * model's context is a `ContextLengthError` before anything is generated. `generate`'s options: `signal`

@@ -16,6 +16,7 @@ export function createRandomWalk(options: { id?: string; target?: number } = {})
     role: roles[turn % 2]!,
     observation: `seed ${seed}, turn ${turn}, position ${position}`,
     legalActions: ['[left]', '[right]'],
+    stateKey: `${roles[turn % 2]} at ${position}`, // all that decides the rest of a walk
   })
   return {
     specificationVersion: 'v1',

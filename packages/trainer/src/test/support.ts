@@ -32,12 +32,18 @@ export function createTestModel(seed: number): CausalLanguageModel {
 
 /**
  * `roles` players answer one after the other with a single letter; each role gets +1 for `a`, −1 for `b`
- * and −1.5 for anything else (invalid, which ends the episode).
+ * and −1.5 for anything else (invalid, which ends the episode). With `stateKeys`, each turn's view keys its state
+ * (the role and the game it faces), for estimators that group by state (GiGPO).
  */
-export function createPickEnvironment(roles: readonly string[] = ['player0']): EnvironmentV1 {
+export function createPickEnvironment(roles: readonly string[] = ['player0'], options: { stateKeys?: boolean } = {}): EnvironmentV1 {
   let turn = 0
   let seed = 0
-  const view = (): TurnView => ({ role: roles[turn]!, observation: `game ${seed % 7}: ${roles[turn]} picks a or b`, legalActions: ['a', 'b'] })
+  const view = (): TurnView => ({
+    role: roles[turn]!,
+    observation: `game ${seed % 7}: ${roles[turn]} picks a or b`,
+    legalActions: ['a', 'b'],
+    ...(options.stateKeys === true ? { stateKey: `${roles[turn]}|game ${seed % 7}` } : {}),
+  })
   const rewards: Record<string, number> = {}
   return {
     specificationVersion: 'v1',
