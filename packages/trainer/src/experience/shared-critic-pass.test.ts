@@ -12,7 +12,10 @@ describe('a shared critic scored with π_old', () => {
     const valueHead = createValueHead(model, { seed: 4 })
     // Ragged rows, two chunks: the cut of each row from the padded forward is what is checked.
     const sequences = [
-      [[1, 2, 3], [4, 5]],
+      [
+        [1, 2, 3],
+        [4, 5],
+      ],
       [[6], [7, 8, 9, 10]],
       [[2, 2, 2, 2], [3]],
     ].map(([prompt, response]) => ({ promptIds: Int32Array.from(prompt!), responseIds: Int32Array.from(response!) }))
