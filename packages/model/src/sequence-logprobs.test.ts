@@ -9,29 +9,14 @@ import { entropyFromLogits, tokenLogprobs } from '@ludic/tensors'
 import { applyLora } from './lora/apply-lora.js'
 import { sequenceLogprobs } from './sequence-logprobs.js'
 import { initTestBackend } from './test/init-test-backend.js'
+import { createTinyQwen3 } from './test/tiny-qwen3.js'
 
 beforeAll(initTestBackend)
 
 const promptIds = [[3, 7, 1], [9], [4, 4, 2, 8, 6]]
 const responseIds = [[5, 2], [10, 0, 3, 7], [1]]
 
-function tinyQwen3(seed: number): CausalLanguageModel {
-  return createModel(
-    {
-      model_type: 'qwen3',
-      vocab_size: 11,
-      hidden_size: 8,
-      intermediate_size: 12,
-      num_hidden_layers: 2,
-      num_attention_heads: 2,
-      num_key_value_heads: 1,
-      head_dim: 4,
-      attention_bias: true,
-      initializer_range: 0.5,
-    },
-    { seed },
-  )
-}
+const tinyQwen3 = (seed: number): CausalLanguageModel => createTinyQwen3(seed, { attention_bias: true })
 
 describe('sequenceLogprobs', () => {
   it('gives log p(response token | everything before it), zero at padding', () => {
@@ -301,21 +286,7 @@ describe('sequenceLogprobs at a sampling temperature', () => {
 
   /** Untied head; `adapter`: a LoRA adapter on lm_head, so the logits are computed whole rather than in chunks. */
   function model(adapter: boolean): CausalLanguageModel {
-    const made = createModel(
-      {
-        model_type: 'qwen3',
-        vocab_size: 11,
-        hidden_size: 8,
-        intermediate_size: 12,
-        num_hidden_layers: 2,
-        num_attention_heads: 2,
-        num_key_value_heads: 1,
-        head_dim: 4,
-        tie_word_embeddings: false,
-        initializer_range: 0.5,
-      },
-      { seed: 6 },
-    )
+    const made = createTinyQwen3(6, { tie_word_embeddings: false })
     if (adapter) {
       const adapters = applyLora(made, { rank: 2, alpha: 4, targetModules: ['lm_head'] })
       for (const [parameter, variable] of adapters.parameters())

@@ -10,6 +10,7 @@ import { createModel } from './model/create-model.js'
 import { sequenceLogprobs } from './sequence-logprobs.js'
 import { sequenceValues } from './sequence-values.js'
 import { initTestBackend } from './test/init-test-backend.js'
+import { createTinyQwen3 } from './test/tiny-qwen3.js'
 
 beforeAll(initTestBackend)
 
@@ -19,24 +20,7 @@ const responseIds = [[5, 2], [10, 0, 3, 7], [1]]
 const promptLength = 5
 const responseLength = 4
 
-function tinyQwen3(seed: number, overrides: Record<string, unknown> = {}): CausalLanguageModel {
-  return createModel(
-    {
-      model_type: 'qwen3',
-      vocab_size: 11,
-      hidden_size: 8,
-      intermediate_size: 12,
-      num_hidden_layers: 2,
-      num_attention_heads: 2,
-      num_key_value_heads: 1,
-      head_dim: 4,
-      attention_bias: true,
-      initializer_range: 0.5,
-      ...overrides,
-    },
-    { seed },
-  )
-}
+const tinyQwen3 = (seed: number, overrides: Record<string, unknown> = {}): CausalLanguageModel => createTinyQwen3(seed, { attention_bias: true, ...overrides })
 
 /** The batch padded by hand in verl's layout. */
 const padded = {

@@ -7,6 +7,7 @@ import { createModel } from '../model/create-model.js'
 import { sequenceLogprobs } from '../sequence-logprobs.js'
 import { sequenceValues } from '../sequence-values.js'
 import { initTestBackend } from '../test/init-test-backend.js'
+import { createTinyQwen3 } from '../test/tiny-qwen3.js'
 import { computeGradients } from '../training/compute-gradients.js'
 import { createAdamW } from '../training/adamw.js'
 import { createCriticModel } from './critic-model.js'
@@ -28,23 +29,7 @@ const attentionMask = [
   [0, 0, 0, 0, 1, 1, 1],
 ]
 
-function qwen3(seed: number, tied: boolean): CausalLanguageModel {
-  return createModel(
-    {
-      model_type: 'qwen3',
-      vocab_size: 11,
-      hidden_size: 8,
-      intermediate_size: 12,
-      num_hidden_layers: 2,
-      num_attention_heads: 2,
-      num_key_value_heads: 1,
-      head_dim: 4,
-      tie_word_embeddings: tied,
-      initializer_range: 0.5,
-    },
-    { seed, maxContextTokens: 64 },
-  )
-}
+const qwen3 = (seed: number, tied: boolean): CausalLanguageModel => createTinyQwen3(seed, { tie_word_embeddings: tied }, { maxContextTokens: 64 })
 
 function gpt2(seed: number): CausalLanguageModel {
   return createModel({ model_type: 'gpt2', vocab_size: 11, n_embd: 8, n_inner: 12, n_layer: 2, n_head: 2, n_positions: 16, initializer_range: 0.5 }, { seed })
