@@ -80,9 +80,9 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
       'after',
       `${examples([
         'ludic train examples/selfplay-kuhn-poker/kuhn.yaml',
-        'ludic eval runs/kuhn/model --suite games --games kuhn-poker-v1 --opponents random,nash',
+        'ludic eval examples/selfplay-kuhn-poker/runs/kuhn-yaml/model --suite games --games kuhn-poker-v1 --opponents random,nash',
         'ludic bench tokenizer --quick',
-        'ludic serve runs/kuhn/model --port 8000',
+        'ludic serve examples/selfplay-kuhn-poker/runs/kuhn-yaml/model --port 8000',
         'ludic tokenizer train --input corpus.txt --vocab-size 1024 --out my-tokenizer',
         'ludic download HuggingFaceTB/SmolLM2-135M-Instruct',
       ])}\n${exitCodeHelp}\n`,
@@ -143,7 +143,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
       'after',
       examples([
         'ludic eval runs/my-run/model --plugin my-plugin.js --games my-game-v1 --opponents random',
-        'ludic eval runs/kuhn/model --games kuhn-poker-v1 --opponents random,nash --episodes 200 --prompt kuhn-terse --set gameOptions.kuhn-poker-v1.rounds=1',
+        'ludic eval runs/kuhn-try/model --games kuhn-poker-v1 --opponents random,nash --episodes 200 --prompt kuhn-terse --set gameOptions.kuhn-poker-v1.rounds=1',
       ]),
     )
     .action(
@@ -238,9 +238,9 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .addHelpText(
       'after',
       examples([
-        'ludic serve runs/kuhn/model',
+        'ludic serve runs/kuhn-try/model',
         'ludic serve HuggingFaceTB/SmolLM2-135M-Instruct --port 8080',
-        'ludic serve runs/kuhn/model --enable-lora --lora-root runs/kuhn/adapters',
+        'ludic serve runs/kuhn-try/model --enable-lora --lora-root runs/adapters',
       ]),
     )
     .action(
