@@ -69,7 +69,8 @@ describe('PPO with a critic (GAE)', () => {
     const after = createRlTrainer(ppoConfig(second, { model: 'separate' }, { runDirectory: directory, checkpointEvery: 2, resume: true }))
     const resumed = await after.run({ steps: 4 })
     // Timings and the live tensor bytes depend on what else the process holds (here three models), not on the run.
-    const timing = (metrics: Record<string, number>) => Object.fromEntries(Object.entries(metrics).filter(([name]) => !/Seconds$|tokensPerSecond|forwardTensorBytes/.test(name)))
+    const timing = (metrics: Record<string, number>) =>
+      Object.fromEntries(Object.entries(metrics).filter(([name]) => !/Seconds$|tokensPerSecond|forwardTensorBytes/.test(name)))
     expect(resumed.map(timing)).toEqual(expected.slice(2).map(timing))
     after.dispose()
     for (const model of [straight, first, second]) model.dispose()
