@@ -18,7 +18,16 @@ import {
   type KuhnMatch,
 } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
-import { createRlTrainer, evaluateAgainst, exampleOptionsSchema, runExampleMain, startExampleRun, type ExampleReport } from '@ludic/trainer'
+import {
+  checkRlTrainerConfig,
+  createRlTrainer,
+  evaluateAgainst,
+  exampleOptionsSchema,
+  runExampleMain,
+  startExampleRun,
+  type ExampleReport,
+  type RlTrainerConfig,
+} from '@ludic/trainer'
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { chatTemplate, exploitabilityOf, kuhnOptions, promptOf, randomPlayExamples, trainKuhnTokenizer } from './kuhn-setup.js'
@@ -131,16 +140,8 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     return { step, exploitability, winRate: match.winRate, meanChips: match.meanReward, invalidRate: match.invalidRate }
   }
 
-  // 2. SFT warm-up on random legal play, so the moves are legal; then "before" is measured.
-  const before = await run.beforeTraining(async () => {
-    const warmUp = await run.warmUp({ model, tokenizer, examples: randomPlayExamples(), batchSize: 24 })
-    log(`sft: ${parsed.sftSteps} steps, nll ${warmUp.nll?.toFixed(3) ?? 'n/a'}`)
-    return evaluate(0)
-  })
-  log(`before self-play: exploitability ${before.exploitability.toFixed(3)}, win rate vs random ${pct(before.winRate)}, invalid ${pct(before.invalidRate)}`)
-
-  // 3. Self-play with RAE and PPO; evaluations every few steps.
-  const trainer = createRlTrainer({
+  // The self-play trainer's config, checked before the warm-up (an estimator whose needs it does not meet is refused now).
+  const config: RlTrainerConfig = {
     model,
     tokenizer,
     ...(parsed.asyncWorkers === 0
@@ -171,7 +172,19 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       totalSteps: Math.max(1, parsed.steps - 1),
       minRatio: parsed.finalLearningRateRatio,
     },
+  }
+  checkRlTrainerConfig(config)
+
+  // 2. SFT warm-up on random legal play, so the moves are legal; then "before" is measured.
+  const before = await run.beforeTraining(async () => {
+    const warmUp = await run.warmUp({ model, tokenizer, examples: randomPlayExamples(), batchSize: 24 })
+    log(`sft: ${parsed.sftSteps} steps, nll ${warmUp.nll?.toFixed(3) ?? 'n/a'}`)
+    return evaluate(0)
   })
+  log(`before self-play: exploitability ${before.exploitability.toFixed(3)}, win rate vs random ${pct(before.winRate)}, invalid ${pct(before.invalidRate)}`)
+
+  // 3. Self-play with RAE and PPO; evaluations every few steps.
+  const trainer = createRlTrainer(config)
   await trainer.run({ steps: parsed.steps, progress: parsed.progress })
   const { evaluations, after } = await run.evaluations(before, trainer, evaluate)
   trainer.dispose()

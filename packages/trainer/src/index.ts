@@ -1,4 +1,4 @@
-export { createRlTrainer, type RlRunOptions, type RlTrainer, type RlTrainerHooks } from './rl-trainer.js'
+export { checkRlTrainerConfig, createRlTrainer, type RlRunOptions, type RlTrainer, type RlTrainerHooks } from './rl-trainer.js'
 export type { RolloutBatch, RolloutSource, RolloutSourceContext } from './rollout-source.js'
 export {
   createDisaggregatedRolloutSource,

@@ -1,4 +1,4 @@
-import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgument, type Random } from '@ludic/core'
+import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgument, type AdvantageEstimatorV1, type Random } from '@ludic/core'
 import { createRae } from '@ludic/advantages'
 import { CausalLanguageModel, checkVocabularyFits, createAdamW, type AdamW } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
@@ -99,15 +99,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
   const source = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
   try {
     // Refused now, not after a rollout: an off-policy source without recomputed π_old, an estimator's unmet needs.
-    if (source.offPolicy && !parsed.recomputeOldLogprobs) {
-      throw new InvalidArgumentError({
-        argument: 'config.recomputeOldLogprobs',
-        value: false,
-        message:
-          "must be true with an off-policy rollout source (asynchronous workers, generation servers): the importance ratio needs the current weights' log-probs",
-      })
-    }
-    checkEstimatorNeeds(estimator, providedNeeds(estimator, source, { critic: critic !== undefined, stateKeys: () => environmentStateKeys(parsed) }))
+    refuseUnrunnable(parsed, estimator, { offPolicy: source.offPolicy, greedyBaselines: source.greedyReturns !== undefined })
   } catch (error) {
     void source.close()
     optimizer.dispose()
@@ -311,6 +303,34 @@ function externalMetrics({ trajectories, samples }: DemonstrationBatch): Record<
  * Whether every environment of the config gives state keys, found by making one of each and resetting it (its first
  * turn's view says); undefined when the environments are made elsewhere (asynchronous workers' setup module).
  */
+/**
+ * What `createRlTrainer` refuses in `config` with the config's own rollout source (synchronous, or `asyncRollout`'s
+ * workers), checked without making anything: for a caller with work to do before it builds the trainer (`ludic
+ * train`'s warm-up), so that a config that cannot run fails before that work, with the trainer's own message.
+ */
+export function checkRlTrainerConfig(config: RlTrainerConfig): void {
+  const parsed = parseArgument(rlTrainerConfigSchema, config, 'config')
+  // The synchronous source is on-policy and plays greedy baselines; asynchronous workers are off-policy and do not.
+  const asynchronous = parsed.asyncRollout !== undefined
+  refuseUnrunnable(parsed, parsed.advantage ?? createRae(), { offPolicy: asynchronous, greedyBaselines: !asynchronous })
+}
+
+/** An off-policy source without recomputed π_old, an estimator whose needs the source and the config do not meet. */
+function refuseUnrunnable(parsed: ParsedRlTrainerConfig, estimator: AdvantageEstimatorV1, source: { offPolicy: boolean; greedyBaselines: boolean }): void {
+  if (source.offPolicy && !parsed.recomputeOldLogprobs) {
+    throw new InvalidArgumentError({
+      argument: 'config.recomputeOldLogprobs',
+      value: false,
+      message:
+        "must be true with an off-policy rollout source (asynchronous workers, generation servers): the importance ratio needs the current weights' log-probs",
+    })
+  }
+  checkEstimatorNeeds(
+    estimator,
+    providedNeeds(estimator, { critic: parsed.critic !== undefined, greedyBaselines: source.greedyBaselines, stateKeys: () => environmentStateKeys(parsed) }),
+  )
+}
+
 function environmentStateKeys(config: ParsedRlTrainerConfig): boolean | undefined {
   if (config.environments === undefined) return undefined
   return config.environments.every((factory) => typeof factory().reset(0).stateKey === 'string')

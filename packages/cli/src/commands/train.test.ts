@@ -299,4 +299,18 @@ describe('ludic train', () => {
     const resumed = captureIo()
     expect(await runCli(['--quiet', 'train', path, '--resume', '--steps', '3'], resumed.io), resumed.stderr()).toBe(exitCodes.ok)
   })
+
+  it("refuses an estimator whose needs the config does not meet before the warm-up trains (GAE without a critic), and runs it with one", async () => {
+    const path = join(temporaryDirectory(), 'gae.yaml')
+    await writeFile(path, rlConfig('kuhn-poker-v1', ['prompt: kuhn-terse', 'advantage: { name: gae }', 'runDirectory: gae']))
+    const refused = captureIo()
+    expect(await runCli(['train', path], refused.io)).toBe(exitCodes.usage)
+    expect(refused.stderr()).toMatch(/config\.advantage.*"gae".*needs the critic's values V\(s_t\): set config\.critic/)
+    expect(refused.stderr()).not.toContain('warm-up') // refused before the warm-up trains
+    const withCritic = captureIo()
+    expect(await runCli(['--json', 'train', path, '--set', 'critic.model=separate'], withCritic.io), withCritic.stderr()).toBe(exitCodes.ok)
+    const summary = JSON.parse(withCritic.stdout()) as TrainSummary
+    const metrics = (await readFile(join(summary.runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line))
+    for (const step of metrics) expect(Number.isFinite(step.valueLoss)).toBe(true)
+  })
 })

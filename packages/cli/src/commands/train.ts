@@ -5,6 +5,7 @@ import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { ParseError } from '@ludic/core'
 import {
   applyConfigOverrides,
+  checkRlTrainerConfig,
   createCpoTrainer,
   createMetricsLog,
   createPreferenceTrainer,

@@ -1,5 +1,4 @@
 import { InvalidArgumentError, LudicError, type AdvantageEstimatorV1, type AdvantageNeed, type Sample } from '@ludic/core'
-import type { RolloutSource } from '../rollout-source.js'
 
 /** What a trainer can give its estimator beyond rewards and groups. */
 export interface ProvidedNeeds {
@@ -47,14 +46,14 @@ export function checkBatchNeeds(estimator: AdvantageEstimatorV1, samples: readon
 }
 
 /**
- * What a rollout source provides, as `ProvidedNeeds`, with the trainer's own critic; `stateKeys` is asked only when
- * the estimator needs them (it may make environments to find out).
+ * What a trainer provides, as `ProvidedNeeds`: its critic, its rollout source's greedy baselines
+ * (`RolloutSource.greedyReturns`); `stateKeys` is asked only when the estimator needs them (it may make environments
+ * to find out).
  */
 export function providedNeeds(
   estimator: AdvantageEstimatorV1,
-  source: RolloutSource,
-  options: { critic: boolean; stateKeys: () => boolean | undefined },
+  options: { critic: boolean; greedyBaselines: boolean; stateKeys: () => boolean | undefined },
 ): ProvidedNeeds {
   const stateKeys = (estimator.requires ?? []).includes('stateKeys') ? options.stateKeys() : undefined
-  return { values: options.critic, baselineRewards: source.greedyReturns !== undefined, stateKeys, roles: true, environmentIds: true }
+  return { values: options.critic, baselineRewards: options.greedyBaselines, stateKeys, roles: true, environmentIds: true }
 }
