@@ -300,7 +300,7 @@ describe('ludic train', () => {
     expect(await runCli(['--quiet', 'train', path, '--resume', '--steps', '3'], resumed.io), resumed.stderr()).toBe(exitCodes.ok)
   })
 
-  it("refuses an estimator whose needs the config does not meet before the warm-up trains (GAE without a critic), and runs it with one", async () => {
+  it('refuses an estimator whose needs the config does not meet before the warm-up trains (GAE without a critic), and runs it with one', async () => {
     const path = join(temporaryDirectory(), 'gae.yaml')
     await writeFile(path, rlConfig('kuhn-poker-v1', ['prompt: kuhn-terse', 'advantage: { name: gae }', 'runDirectory: gae']))
     const refused = captureIo()
@@ -310,7 +310,10 @@ describe('ludic train', () => {
     const withCritic = captureIo()
     expect(await runCli(['--json', 'train', path, '--set', 'critic.model=separate'], withCritic.io), withCritic.stderr()).toBe(exitCodes.ok)
     const summary = JSON.parse(withCritic.stdout()) as TrainSummary
-    const metrics = (await readFile(join(summary.runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line))
+    const metrics = (await readFile(join(summary.runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
     for (const step of metrics) expect(Number.isFinite(step.valueLoss)).toBe(true)
   })
 })

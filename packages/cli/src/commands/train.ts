@@ -135,8 +135,10 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
     case 'rl':
     case 'cpo': {
       const resuming = run.config.resume === true && (await latestCheckpoint(run.runDirectory!)) !== undefined
-      // Before the warm-up: a fresh run into a directory that holds another run is refused (--resume continues it).
+      // Before the warm-up: a fresh run into a directory that holds another run is refused (--resume continues it),
+      // and so is a config the trainer would refuse (an estimator whose needs it does not meet).
       if (run.config.resume !== true) refuseAnotherRun(run.runDirectory!)
+      if (run.kind === 'rl') checkRlTrainerConfig(run.config)
       if (run.warmUp !== undefined && !resuming) {
         const history = await sftSteps(run.warmUp.config, run.warmUp.steps, 'warm-up', context, undefined)
         summary.warmUp = { steps: history.length, nll: history.at(-1)?.nll }
