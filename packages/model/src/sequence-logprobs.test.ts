@@ -219,21 +219,7 @@ describe('sequenceLogprobs', () => {
     ]
     for (const { name, tied, lora, temperature } of cases) {
       it(name, () => {
-        const model = createModel(
-          {
-            model_type: 'qwen3',
-            vocab_size: 11,
-            hidden_size: 8,
-            intermediate_size: 12,
-            num_hidden_layers: 2,
-            num_attention_heads: 2,
-            num_key_value_heads: 1,
-            head_dim: 4,
-            tie_word_embeddings: tied,
-            initializer_range: 0.5,
-          },
-          { seed: 4 },
-        )
+        const model = createTinyQwen3(4, { tie_word_embeddings: tied })
         if (lora) {
           const adapters = applyLora(model, { rank: 2, alpha: 4 })
           for (const [parameter, variable] of adapters.parameters())
