@@ -46,27 +46,42 @@ export async function scoreResponses(
   chunkSize: number,
   options: { temperature?: number; valueHead?: ValueHead | undefined } = {},
 ): Promise<{ logprobs: Float32Array[]; values?: Float32Array[] }> {
-  const logprobs: Float32Array[] = []
-  const values: Float32Array[] = []
+  const { valueHead, temperature = 1 } = options
+  const [logprobs, values] = await responseRows(sequences, chunkSize, valueHead === undefined ? 1 : 2, (chunk) => {
+    const result = sequenceLogprobs(model, raggedOf(chunk), { temperature, ...(valueHead === undefined ? {} : { valueHead }) })
+    return [result.logprobs, ...(result.values === undefined ? [] : [result.values])]
+  })
+  return values === undefined ? { logprobs: logprobs! } : { logprobs: logprobs!, values }
+}
+
+/** Sequences as the model's ragged input (`sequenceLogprobs`, `sequenceValues`). */
+export function raggedOf(sequences: readonly TokenSequence[]): { promptIds: Int32Array[]; responseIds: Int32Array[] } {
+  return { promptIds: sequences.map((s) => s.promptIds), responseIds: sequences.map((s) => s.responseIds) }
+}
+
+/**
+ * Per-token rows of every response from a forward pass without gradient, `chunkSize` sequences at a time: `forward`
+ * gives `outputs` `[rows, columns]` tensors for a chunk (run in `tf.tidy`), and each sequence's row of each is cut to
+ * its response length from the forward's own layout (one padding, the forward's). Yields to the event loop between
+ * chunks. Returns one list of rows per output.
+ */
+export async function responseRows(
+  sequences: readonly TokenSequence[],
+  chunkSize: number,
+  outputs: number,
+  forward: (chunk: readonly TokenSequence[]) => tf.Tensor[],
+): Promise<Float32Array[][]> {
+  const rows: Float32Array[][] = Array.from({ length: outputs }, () => [])
   for (let start = 0; start < sequences.length; start += chunkSize) {
     const chunk = sequences.slice(start, start + chunkSize)
-    const scored = tf.tidy(() => {
-      const result = sequenceLogprobs(
-        model,
-        { promptIds: chunk.map((s) => s.promptIds), responseIds: chunk.map((s) => s.responseIds) },
-        { temperature: options.temperature ?? 1, ...(options.valueHead === undefined ? {} : { valueHead: options.valueHead }) },
-      )
-      return [result.logprobs, ...(result.values === undefined ? [] : [result.values])]
-    })
-    // Rows are cut from the forward's own layout (its width): one padding, the forward's.
-    const columns = scored[0]!.shape[1]!
-    const data = (await Promise.all(scored.map((tensor) => tensor.data()))) as Float32Array[]
-    tf.dispose(scored)
+    const tensors = tf.tidy(() => forward(chunk))
+    const columns = tensors[0]!.shape[1]!
+    const data = (await Promise.all(tensors.map((tensor) => tensor.data()))) as Float32Array[]
+    tf.dispose(tensors)
     chunk.forEach((sequence, row) => {
-      logprobs.push(data[0]!.slice(row * columns, row * columns + sequence.responseIds.length))
-      if (data[1] !== undefined) values.push(data[1].slice(row * columns, row * columns + sequence.responseIds.length))
+      data.forEach((values, output) => rows[output]!.push(values.slice(row * columns, row * columns + sequence.responseIds.length)))
     })
     if (start + chunkSize < sequences.length) await yieldToEventLoop()
   }
-  return options.valueHead === undefined ? { logprobs } : { logprobs, values }
+  return rows
 }

@@ -15,7 +15,7 @@ import { z } from 'zod'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { createProgressBar, type ProgressStream } from './progress-bar.js'
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
-import type { TokenSequence } from './sequences.js'
+import { raggedOf, type TokenSequence } from './sequences.js'
 
 /** A supervised example: token ids, or text (encoded with the trainer's tokenizer, no special tokens added). */
 export type SftExample = TokenSequence | { prompt: string; response: string }
@@ -64,7 +64,7 @@ export function sftStep(
   const { loss, gradients } = computeGradients(
     () =>
       tf.tidy(() => {
-        const { logprobs, responseMask } = sequenceLogprobs(model, { promptIds: batch.map((s) => s.promptIds), responseIds: batch.map((s) => s.responseIds) })
+        const { logprobs, responseMask } = sequenceLogprobs(model, raggedOf(batch))
         return tf.neg(maskedMean(logprobs, responseMask)) as tf.Scalar // NLL, token mean
       }),
     parameters,

@@ -1,5 +1,4 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { yieldToEventLoop } from '@ludic/core'
 import {
   clipGradientsByGlobalNorm,
   computeGradients,
@@ -14,7 +13,7 @@ import {
 import { valueLoss } from '@ludic/objectives'
 import { z } from 'zod'
 import { optimizerConfigSchema } from '../optimizer-config.js'
-import { padRows, type TokenSequence } from '../sequences.js'
+import { padRows, raggedOf, responseRows, type TokenSequence } from '../sequences.js'
 import { withColumns, type Experience } from './experience.js'
 import { sequencesOf } from './stages.js'
 import { microBatches, pickRows } from './update.js'
@@ -96,21 +95,11 @@ export function createCritic(policy: CausalLanguageModel, config: ParsedCriticCo
 
 /** The critic's values of every response token (no gradient), `chunkSize` sequences per forward pass, as the `values` column. */
 export async function valueStage(experience: Experience, critic: Critic, chunkSize: number): Promise<Experience> {
-  const sequences = sequencesOf(experience)
-  const rows: Float32Array[] = []
-  for (let start = 0; start < sequences.length; start += chunkSize) {
-    const chunk = sequences.slice(start, start + chunkSize)
-    const values = tf.tidy(() => sequenceValues(critic.model, critic.valueHead, ragged(chunk)).values)
-    const data = (await values.data()) as Float32Array
-    const columns = values.shape[1]
-    values.dispose()
-    chunk.forEach((sequence, row) => rows.push(data.slice(row * columns, row * columns + sequence.responseIds.length)))
-    if (start + chunkSize < sequences.length) await yieldToEventLoop()
-  }
-  return withColumns(experience, { values: rows })
+  const [values] = await responseRows(sequencesOf(experience), chunkSize, 1, (chunk) => [
+    sequenceValues(critic.model, critic.valueHead, raggedOf(chunk)).values,
+  ])
+  return withColumns(experience, { values: values! })
 }
-
-const ragged = (sequences: readonly TokenSequence[]) => ({ promptIds: sequences.map((s) => s.promptIds), responseIds: sequences.map((s) => s.responseIds) })
 
 /** The rows a critic trains on: the sequences, the values when they were played, and the targets. */
 export interface CriticRows {
@@ -152,7 +141,7 @@ export function updateSeparateCritic(critic: Critic, rows: CriticRows, options: 
       const { loss, gradients } = computeGradients(
         () =>
           tf.tidy(() => {
-            const { values, responseMask } = sequenceValues(critic.model, critic.valueHead, ragged(micro.sequences), { training: true })
+            const { values, responseMask } = sequenceValues(critic.model, critic.valueHead, raggedOf(micro.sequences), { training: true })
             const term = criticLoss(values, responseMask, micro, critic, globalTokenCount)
             metrics = term.metrics
             return term.loss

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, yieldToEventLoop, type Random } from '@ludic/core'
 import { clipGradientsByGlobalNorm, computeGradients, sequenceLogprobs, type AdamW, type CausalLanguageModel } from '@ludic/model'
 import { klLoss, readLossMetrics, type KlEstimator, type KlLossMetricTensors, type PolicyLoss, type PolicyLossMetricTensors } from '@ludic/objectives'
-import { padRows, type TokenSequence } from '../sequences.js'
+import { padRows, raggedOf, type TokenSequence } from '../sequences.js'
 import { criticLoss, updateSeparateCritic, type Critic, type CriticRows } from './critic.js'
 
 /** What the policy update needs besides the data: the model, its optimizer, and the loss terms' settings. */
@@ -262,16 +262,12 @@ function microBatchTerms(
   const { loss, gradients } = computeGradients(
     () =>
       tf.tidy(() => {
-        const { logprobs, entropies, responseMask, values } = sequenceLogprobs(
-          model,
-          { promptIds: sequences.map((s) => s.promptIds), responseIds: sequences.map((s) => s.responseIds) },
-          {
-            withEntropy: true,
-            temperature: settings.temperature ?? 1,
-            recomputeLayers: settings.recomputeLayers ?? false,
-            ...(sharedCritic === undefined ? {} : { valueHead: sharedCritic.valueHead }),
-          },
-        ) // [rows, columns]
+        const { logprobs, entropies, responseMask, values } = sequenceLogprobs(model, raggedOf(sequences), {
+          withEntropy: true,
+          temperature: settings.temperature ?? 1,
+          recomputeLayers: settings.recomputeLayers ?? false,
+          ...(sharedCritic === undefined ? {} : { valueHead: sharedCritic.valueHead }),
+        }) // [rows, columns]
         // Every column is padded to the forward's own layout: one padding, derived from the forward.
         const [batch, columns] = logprobs.shape
         const matrix = (values: readonly ArrayLike<number>[]) => tf.tensor2d(padRows(values, columns), [batch, columns])
