@@ -1,4 +1,4 @@
-import { advantageNeedSchema, InvalidArgumentError, type AdvantageEstimatorV1 } from '@ludic/core'
+import { advantageNeedSchema, createNamedFactories, InvalidArgumentError, type AdvantageEstimatorV1 } from '@ludic/core'
 import { createDrGrpo, type DrGrpoOptions } from './dr-grpo.js'
 import { createGae, type GaeOptions } from './gae.js'
 import { createGigpo, type GigpoOptions } from './gigpo.js'
@@ -49,23 +49,17 @@ const builtIns: { [Name in keyof BuiltInAdvantageEstimatorOptions]: AdvantageEst
   'turn-reinforce': createTurnReinforce,
 }
 
-const factories = new Map<string, AdvantageEstimatorFactory<never>>(Object.entries(builtIns))
+const factories = createNamedFactories<AdvantageEstimatorFactory<never>>(
+  { kind: 'advantage estimator', factoryShape: '(options) => AdvantageEstimatorV1', unknown: (known) => `unknown advantage estimator; known: ${known}` },
+  builtIns,
+)
 
 /**
  * Adds an estimator to the registry under `name`, so `advantageEstimators.create(name, options)` makes
  * it (a trainer config can then name it). A name already taken is an `InvalidArgumentError`.
  */
 export function registerAdvantageEstimator<Options>(name: string, factory: AdvantageEstimatorFactory<Options>): void {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new InvalidArgumentError({ argument: 'name', value: name, message: 'must be a non-empty string' })
-  }
-  if (typeof factory !== 'function') {
-    throw new InvalidArgumentError({ argument: 'factory', value: factory, message: 'must be a function (options) => AdvantageEstimatorV1' })
-  }
-  if (factories.has(name)) {
-    throw new InvalidArgumentError({ argument: 'name', value: name, message: 'an advantage estimator with this name is already registered' })
-  }
-  factories.set(name, factory)
+  factories.register(name, factory)
 }
 
 /** The estimators by name: the built-in ones and those added with `registerAdvantageEstimator`. */
@@ -76,15 +70,11 @@ export const advantageEstimators = {
     (name: string, options?: unknown): AdvantageEstimatorV1
   },
   /** The registered names, built-in ones first, then in order of registration. */
-  names: (): string[] => [...factories.keys()],
+  names: (): string[] => factories.names(),
 }
 
 function createByName(name: string, options?: unknown): AdvantageEstimatorV1 {
   const factory = factories.get(name)
-  if (factory === undefined) {
-    const known = [...factories.keys()].join(', ')
-    throw new InvalidArgumentError({ argument: 'name', value: name, message: `unknown advantage estimator; known: ${known}` })
-  }
   const estimator = (factory as AdvantageEstimatorFactory)(options) // each factory parses its own options
   checkRequires(estimator, name)
   return estimator

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { InvalidArgumentError } from '@ludic/core'
+import { createNamedFactories, InvalidArgumentError } from '@ludic/core'
 import { createCispoLoss, type CispoOptions } from './cispo-loss.js'
 import { createDppoLoss, type DppoOptions } from './dppo-loss.js'
 import { createDroLoss, type DroOptions } from './dro-loss.js'
@@ -50,7 +50,14 @@ const builtIns: { [Name in PolicyLossName]: (options: PolicyLossOptionsByName[Na
 /** The built-in policy-loss names, with the verl function each reproduces in the README (`policyLosses.names()` adds the registered ones). */
 export const policyLossNames = Object.keys(builtIns) as PolicyLossName[]
 
-const factories = new Map<string, PolicyLossFactory<never>>(Object.entries(builtIns))
+const factories = createNamedFactories<PolicyLossFactory<never>>(
+  {
+    kind: 'policy loss',
+    factoryShape: '(options) => PolicyLoss',
+    unknown: (known) => `is not a registered policy loss; known: ${known}`,
+  },
+  builtIns,
+)
 
 /**
  * The options argument of `createPolicyLoss(name, …)` and `policyLosses.create(name, …)`: typed for a built-in
@@ -74,16 +81,7 @@ export type PolicyLossOptionsArgument<Name extends string> = Name extends Policy
  * ```
  */
 export function registerPolicyLoss<Options>(name: string, factory: PolicyLossFactory<Options>): void {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new InvalidArgumentError({ argument: 'name', value: name, message: 'must be a non-empty string' })
-  }
-  if (typeof factory !== 'function') {
-    throw new InvalidArgumentError({ argument: 'factory', value: factory, message: 'must be a function (options) => PolicyLoss' })
-  }
-  if (factories.has(name)) {
-    throw new InvalidArgumentError({ argument: 'name', value: name, message: 'a policy loss with this name is already registered' })
-  }
-  factories.set(name, factory)
+  factories.register(name, factory)
 }
 
 /** The policy losses by name: the built-in ones and those added with `registerPolicyLoss`. */
@@ -91,14 +89,11 @@ export const policyLosses = {
   /** Makes the policy loss registered under `name`; an unknown name is an error that lists the known ones. */
   create: <Name extends string>(name: Name, ...options: PolicyLossOptionsArgument<Name>): PolicyLoss => createByName(name, options[0]),
   /** The registered names, built-in ones first, then in order of registration. */
-  names: (): string[] => [...factories.keys()],
+  names: (): string[] => factories.names(),
 }
 
 function createByName(name: string, options: unknown): PolicyLoss {
-  const factory = typeof name === 'string' ? factories.get(name) : undefined
-  if (factory === undefined) {
-    throw new InvalidArgumentError({ argument: 'name', value: name, message: `is not a registered policy loss; known: ${[...factories.keys()].join(', ')}` })
-  }
+  const factory = factories.get(name)
   const policyLoss = (factory as PolicyLossFactory)(options) // each factory parses its own options
   if (typeof policyLoss !== 'function') {
     throw new InvalidArgumentError({
