@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type Alias, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config'
 
-// One project per package and example, all alike: tests sit beside their sources (`src/**/*.test.ts`; a
+// One project per package and example, all alike: tests sit beside their sources (`src/**/*.test.ts`, the CLI page's `view/src/`; a
 // package's cross-cutting conformance suites in `test/`) and import the other packages' sources, not their
 // builds: each package's `exports` entry `./dist/<entry>.js` is aliased to `src/<entry>.ts` (or
 // `src/<entry>/index.ts`), so the published `exports` name only what the tarball holds. Worker threads
@@ -20,7 +20,7 @@ const project = (parent: 'packages' | 'examples', folder: string): TestProjectIn
   test: {
     name: parent === 'packages' ? folder : `example-${folder}`,
     root: join(repository, parent, folder),
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'view/src/**/*.test.ts'],
   },
 })
 

@@ -1,0 +1,176 @@
+import type { TrajectoryJudgementRecord, TrajectoryRecord, TrajectoryTurnRecord } from '@ludic/trainer'
+
+// The view server's JSON API (read-only, GET only), as the page reads it. Every answer is checked for the shape the
+// page relies on before use: a server of another version, or a proxy's error page, becomes an `ApiError` shown in the
+// page, never a crash half-way through a render.
+
+export type RunStatus = 'running' | 'finished' | 'unknown'
+
+export interface RunSummary {
+  id: string
+  name: string
+  path: string
+  status: RunStatus
+  step: number
+  updatedAt?: string | number | null
+  kind?: string
+  config?: unknown
+}
+
+/** One line of metrics.jsonl: `step` and numbers by name (`null` where the trainer wrote a non-finite number). */
+export type StepMetrics = { step: number } & Record<string, number | null>
+
+/** A line the server could not use, and why (invalid JSON, over the size limit, not the schema). */
+export interface SkippedLine {
+  line: number
+  reason: string
+}
+
+export interface MetricsAnswer {
+  records: StepMetrics[]
+  skipped: SkippedLine[]
+}
+
+export interface EpisodeSummary {
+  index: number
+  step: number
+  environmentId: string
+  roles: string[]
+  returns: Record<string, number>
+  turnCount: number
+  trainer: string
+}
+
+export interface EpisodesAnswer {
+  total: number
+  episodes: EpisodeSummary[]
+  skipped: SkippedLine[]
+  steps: number[]
+  environments: string[]
+  roles: string[]
+}
+
+export interface EpisodeQuery {
+  step?: number | undefined
+  environment?: string | undefined
+  role?: string | undefined
+  minReward?: number | undefined
+  maxReward?: number | undefined
+  offset?: number | undefined
+  limit?: number | undefined
+}
+
+/** A line of `trajectories.jsonl` (format `ludic.trajectory.v1`) as the server validated it: the trainer's own type. */
+export type { TrajectoryRecord }
+export type TrajectoryTurn = TrajectoryTurnRecord
+export type TrajectoryJudgement = TrajectoryJudgementRecord
+
+export interface RunTable {
+  name: string
+  columns: string[]
+  rows: unknown[][]
+}
+
+export interface RunFiles {
+  report?: string
+  tables: RunTable[]
+}
+
+export class ApiError extends Error {
+  override readonly name = 'ApiError'
+  constructor(
+    readonly path: string,
+    readonly status: number,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** GETs `path` and returns its JSON, or throws an `ApiError` with the server's message (`{ error: { code, message } }`). */
+export async function getJson(path: string, signal?: AbortSignal): Promise<unknown> {
+  let response: Response
+  try {
+    response = await fetch(path, { headers: { accept: 'application/json' }, ...(signal === undefined ? {} : { signal }) })
+  } catch (error) {
+    if (signal?.aborted === true) throw error
+    throw new ApiError(path, 0, `the view server did not answer (${String(error)})`)
+  }
+  let body: unknown
+  try {
+    body = await response.json()
+  } catch {
+    throw new ApiError(path, response.status, `the view server answered ${response.status} with no JSON`)
+  }
+  if (!response.ok) {
+    const message = isObject(body) && isObject(body.error) && typeof body.error.message === 'string' ? body.error.message : `status ${response.status}`
+    throw new ApiError(path, response.status, message)
+  }
+  return body
+}
+
+function expect<T>(path: string, body: unknown, check: (body: Record<string, unknown>) => boolean): T {
+  if (!isObject(body) || !check(body)) throw new ApiError(path, 200, 'the view server answered in a shape this page does not know (another version?)')
+  return body as T
+}
+
+const encode = encodeURIComponent
+
+export async function fetchRuns(signal?: AbortSignal): Promise<RunSummary[]> {
+  const path = '/api/runs'
+  return expect<{ runs: RunSummary[] }>(path, await getJson(path, signal), (body) => Array.isArray(body.runs)).runs
+}
+
+export async function fetchMetrics(run: string, after: number | undefined, signal?: AbortSignal): Promise<MetricsAnswer> {
+  const path = `/api/runs/${encode(run)}/metrics${after === undefined ? '' : `?after=${after}`}`
+  const answer = expect<MetricsAnswer>(path, await getJson(path, signal), (body) => Array.isArray(body.records))
+  return { records: answer.records, skipped: Array.isArray(answer.skipped) ? answer.skipped : [] }
+}
+
+export function episodesPath(run: string, query: EpisodeQuery): string {
+  const parameters = new URLSearchParams()
+  for (const [name, value] of Object.entries(query)) if (value !== undefined && value !== '') parameters.set(name, String(value))
+  const search = parameters.toString()
+  return `/api/runs/${encode(run)}/episodes${search === '' ? '' : `?${search}`}`
+}
+
+export async function fetchEpisodes(run: string, query: EpisodeQuery, signal?: AbortSignal): Promise<EpisodesAnswer> {
+  const path = episodesPath(run, query)
+  const answer = expect<EpisodesAnswer>(path, await getJson(path, signal), (body) => Array.isArray(body.episodes) && typeof body.total === 'number')
+  return {
+    ...answer,
+    skipped: Array.isArray(answer.skipped) ? answer.skipped : [],
+    steps: Array.isArray(answer.steps) ? answer.steps : [],
+    environments: Array.isArray(answer.environments) ? answer.environments : [],
+    roles: Array.isArray(answer.roles) ? answer.roles : [],
+  }
+}
+
+export async function fetchEpisode(run: string, index: number, signal?: AbortSignal): Promise<TrajectoryRecord> {
+  const path = `/api/runs/${encode(run)}/episodes/${index}`
+  return expect<TrajectoryRecord>(path, await getJson(path, signal), (body) => isObject(body.episode) && Array.isArray(body.turns))
+}
+
+export async function fetchFiles(run: string, signal?: AbortSignal): Promise<RunFiles> {
+  const path = `/api/runs/${encode(run)}/files`
+  const answer = expect<RunFiles>(path, await getJson(path, signal), (body) => body.tables === undefined || Array.isArray(body.tables))
+  return { ...answer, tables: (answer.tables ?? []).filter((table) => isObject(table) && Array.isArray(table.columns) && Array.isArray(table.rows)) }
+}
+
+/**
+ * "3 lines skipped: invalid JSON at 4, 9; over 1 MiB at 7". Lines are grouped by reason, at most `perReason` numbers
+ * named per reason (then "…"). Empty when nothing was skipped.
+ */
+export function describeSkipped(skipped: readonly SkippedLine[], perReason = 8): string {
+  if (skipped.length === 0) return ''
+  const byReason = new Map<string, number[]>()
+  for (const { line, reason } of skipped) {
+    let lines = byReason.get(reason)
+    if (lines === undefined) byReason.set(reason, (lines = []))
+    lines.push(line)
+  }
+  const parts = [...byReason].map(([reason, lines]) => `${reason} at ${lines.slice(0, perReason).join(', ')}${lines.length > perReason ? ', …' : ''}`)
+  return `${skipped.length} ${skipped.length === 1 ? 'line' : 'lines'} skipped: ${parts.join('; ')}`
+}
