@@ -1,3 +1,4 @@
+import { compile } from 'vega-lite'
 import { describe, expect, it } from 'vitest'
 import { defaultMetrics, metricNames, metricPoints, metricSpec, smooth } from './charts.js'
 
@@ -65,5 +66,25 @@ describe('metric names and the default charts', () => {
     const layers = (smoothing: boolean) => (metricSpec('loss', points, { runs: ['a'], smoothing, width: 300 }) as { layer: unknown[] }).layer.length
     expect(layers(true)).toBe(2)
     expect(layers(false)).toBe(1)
+  })
+
+  it('compiles without a Vega-Lite warning for one run or several, smoothed or not (the page counts a console warning as a fault)', () => {
+    const points = [
+      { run: 'a', step: 1, value: 1, smoothed: 1 },
+      { run: 'b', step: 1, value: 2, smoothed: 2 },
+    ]
+    for (const runs of [['a'], ['a', 'b']])
+      for (const smoothing of [true, false]) {
+        const warnings: string[] = []
+        const logger = {
+          level: () => logger,
+          info: () => logger,
+          debug: () => logger,
+          warn: (...message: unknown[]) => (warnings.push(message.join(' ')), logger),
+          error: (...message: unknown[]) => (warnings.push(message.join(' ')), logger),
+        }
+        compile(metricSpec('loss', points, { runs, smoothing, width: 300 }), { logger: logger as never })
+        expect(warnings, `${runs.length} run(s), smoothing ${smoothing}`).toEqual([])
+      }
   })
 })

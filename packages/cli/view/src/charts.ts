@@ -97,7 +97,7 @@ export function metricSpec(
         ? [
             {
               mark: { type: 'line', opacity: 0.25, strokeWidth: 1 },
-              encoding: { x, y: { field: 'value', type: 'quantitative', title: null }, color: { ...color, legend: null } },
+              encoding: { x, y: { field: 'value', type: 'quantitative', title: null }, color },
             } as const,
           ]
         : []),
@@ -111,6 +111,11 @@ export function metricSpec(
         },
       },
     ],
-    config: { view: { stroke: null }, axis: { labelFontSize: 10, titleFontSize: 10, gridColor: '#eee' }, font: 'system-ui, sans-serif' },
+    config: {
+      view: { stroke: null },
+      legend: { symbolOpacity: 1, symbolType: 'stroke', symbolStrokeWidth: 2 },
+      axis: { labelFontSize: 10, titleFontSize: 10, gridColor: '#eee' },
+      font: 'system-ui, sans-serif',
+    },
   } as TopLevelSpec
 }
