@@ -80,8 +80,14 @@ describe('metric names and the default charts', () => {
           level: () => logger,
           info: () => logger,
           debug: () => logger,
-          warn: (...message: unknown[]) => (warnings.push(message.join(' ')), logger),
-          error: (...message: unknown[]) => (warnings.push(message.join(' ')), logger),
+          warn: (...message: unknown[]) => {
+            warnings.push(message.join(' '))
+            return logger
+          },
+          error: (...message: unknown[]) => {
+            warnings.push(message.join(' '))
+            return logger
+          },
         }
         compile(metricSpec('loss', points, { runs, smoothing, width: 300 }), { logger: logger as never })
         expect(warnings, `${runs.length} run(s), smoothing ${smoothing}`).toEqual([])
