@@ -57,6 +57,18 @@ export { criticConfigSchema, type CriticConfig } from './experience/critic.js'
 export { responseLogprobs, type TokenSequence } from './sequences.js'
 export { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
 export {
+  trajectoriesFileName,
+  trajectoryEpisodeRecordSchema,
+  trajectoryFormat,
+  trajectoryJudgementRecordSchema,
+  trajectoryRecordSchema,
+  trajectoryTurnRecordSchema,
+  type TrajectoryEpisodeRecord,
+  type TrajectoryJudgementRecord,
+  type TrajectoryRecord,
+  type TrajectoryTurnRecord,
+} from './trajectory-log.js'
+export {
   cpoRunConfigFileSchema,
   importPlugins,
   loadRunConfig,
