@@ -1,5 +1,5 @@
 import type { FileHandle } from 'node:fs/promises'
-import { openRunFile } from './run-file.js'
+import { openFileInside } from './file-inside.js'
 
 /** A line of a JSON Lines file that was not used, and why (1-based line number; 0: the file as a whole). */
 export interface SkippedLine {
@@ -60,8 +60,8 @@ export class JsonlTail {
   /** Lines consumed. */
   private line = 0
   private identity: { inode: number; device: number } | undefined
-  private head = Buffer.alloc(0)
-  private tail = Buffer.alloc(0)
+  private head: Buffer = Buffer.alloc(0)
+  private tail: Buffer = Buffer.alloc(0)
   /** A line over the limit being skipped across polls: its line number and the bytes seen. */
   private skipping: { line: number; bytes: number } | undefined
   private queue: Promise<unknown> = Promise.resolve()
@@ -80,6 +80,22 @@ export class JsonlTail {
     return next
   }
 
+  /**
+   * The JSON value of the `length` bytes at `offset` (a line an earlier poll found), or `undefined` when the file is
+   * gone or those bytes are no longer JSON (it was rewritten since).
+   */
+  async readLine(offset: number, length: number): Promise<unknown> {
+    const opened = await openFileInside(this.root, this.name)
+    if (opened.status !== 'open') return undefined
+    try {
+      if (offset + length > opened.size) return undefined
+      const parsed = parseLine(await readBytes(opened.handle, offset, length))
+      return typeof parsed === 'object' ? parsed.value : undefined
+    } finally {
+      await opened.handle.close()
+    }
+  }
+
   private forget(): void {
     this.offset = 0
     this.line = 0
@@ -91,7 +107,7 @@ export class JsonlTail {
 
   private async read(): Promise<JsonlPoll> {
     const hadRead = this.identity !== undefined
-    const opened = await openRunFile(this.root, this.name)
+    const opened = await openFileInside(this.root, this.name)
     if (opened.status !== 'open') {
       this.forget()
       return { reset: hadRead, lines: [], skipped: [], pending: undefined, refused: opened.status === 'refused' ? opened.reason : undefined }
@@ -131,8 +147,7 @@ export class JsonlTail {
     let lineStart = this.offset
     let pieces: Buffer[] = []
     let pieceBytes = 0
-    const tooLong = (line: number, bytes: number) =>
-      skipped.push({ line, reason: `longer than ${this.maxLineBytes} bytes (${bytes} bytes): not read` })
+    const tooLong = (line: number, bytes: number) => skipped.push({ line, reason: `longer than ${this.maxLineBytes} bytes (${bytes} bytes): not read` })
     while (position < end) {
       const { bytesRead } = await handle.read(chunk, 0, Math.min(this.chunkBytes, end - position), position)
       if (bytesRead === 0) break

@@ -3,7 +3,7 @@ import { type FileHandle, open, realpath } from 'node:fs/promises'
 import { join, relative, isAbsolute, sep } from 'node:path'
 
 /** A file opened inside a run directory, or why it was not. */
-export type OpenedRunFile =
+export type OpenedFile =
   | { status: 'open'; handle: FileHandle; size: number; inode: number; device: number; modifiedMs: number }
   | { status: 'missing' }
   | { status: 'refused'; reason: string }
@@ -20,7 +20,7 @@ export function isInside(root: string, path: string): boolean {
  * device or a directory is `refused` with the reason, and nothing of it is read. The real path is opened without
  * following a link and without blocking (a FIFO swapped in meanwhile cannot hang the server). The caller closes it.
  */
-export async function openRunFile(root: string, name: string): Promise<OpenedRunFile> {
+export async function openFileInside(root: string, name: string): Promise<OpenedFile> {
   let real: string
   try {
     real = await realpath(join(root, name))
@@ -47,11 +47,11 @@ export async function openRunFile(root: string, name: string): Promise<OpenedRun
 }
 
 /**
- * The text of a small file inside `root` (`openRunFile`'s checks), or `undefined` when it is missing, refused or
+ * The text of a small file inside `root` (`openFileInside`'s checks), or `undefined` when it is missing, refused or
  * larger than `maxBytes` (never read past it).
  */
-export async function readSmallRunFile(root: string, name: string, maxBytes: number): Promise<string | undefined> {
-  const opened = await openRunFile(root, name)
+export async function readSmallFileInside(root: string, name: string, maxBytes: number): Promise<string | undefined> {
+  const opened = await openFileInside(root, name)
   if (opened.status !== 'open') return undefined
   try {
     if (opened.size > maxBytes) return undefined
@@ -63,9 +63,9 @@ export async function readSmallRunFile(root: string, name: string, maxBytes: num
   }
 }
 
-/** The JSON value of a small file inside `root` (`readSmallRunFile`), or `undefined` when it is missing, too large or not JSON. */
+/** The JSON value of a small file inside `root` (`readSmallFileInside`), or `undefined` when it is missing, too large or not JSON. */
 export async function readSmallJson(root: string, name: string, maxBytes: number): Promise<unknown> {
-  const text = await readSmallRunFile(root, name, maxBytes)
+  const text = await readSmallFileInside(root, name, maxBytes)
   if (text === undefined) return undefined
   try {
     return JSON.parse(text) as unknown
