@@ -3,6 +3,7 @@ import { appendFile, mkdir, truncate } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { createRandom, deriveSeed, FileSystemError, type GroupJudgement, type Trajectory, type TokenizerV1 } from '@ludic/core'
 import type { Experience } from './experience/experience.js'
+import { learnerPolicyId } from './rl-config.js'
 import { trajectoryFormat, type TrajectoryJudgementRecord, type TrajectoryRecord, type TrajectoryTurnRecord } from './trajectory-log.js'
 
 /**
@@ -136,7 +137,9 @@ export interface RlTrajectoryInput {
  * The records of an RL step's sampled episodes: each turn's prompt (the tokens the model read, decoded with special
  * tokens) and response, its response token ids and pieces, its log-probs (the rollout's; for an external
  * demonstration, which no policy of this run sampled, π_old of the step's weights) and, for trained turns, the
- * per-token advantages the update uses. Turns of fixed policies keep their completion's tokens when they have one.
+ * per-token advantages the update uses. The learner's untrained turns (roles outside `trainRoles`) keep their
+ * completion's tokens; other policies' turns (opponents, fixed roles) their response text only, their ids being
+ * perhaps of another tokenizer.
  */
 export function rlTrajectoryRecords(input: RlTrajectoryInput): TrajectoryRecord[] {
   const { experience, tokenizer } = input
@@ -177,6 +180,8 @@ export function rlTrajectoryRecords(input: RlTrajectoryInput): TrajectoryRecord[
       }
       const completion = turn.completion
       if (completion === undefined) return base
+      // Another policy's ids may be of another tokenizer: its text only.
+      if (turn.policyId !== learnerPolicyId) return { ...base, response: completion.text }
       return {
         ...base,
         prompt: tokenizer.decode(completion.promptTokenIds),
