@@ -344,6 +344,11 @@ export const groupJudgementSchema = z.object({
   raw: z.array(z.string()).optional(),
   /** Why a shuffle gave no ranking (the group is then a tie for that shuffle). */
   failures: z.array(z.string()).optional(),
+  /**
+   * How far the shuffles that gave a ranking agree, 0 to 1: the mean over their pairs of the share of candidate pairs
+   * they order the same way (1 identical, 0 reversed). Absent with fewer than two readable shuffles.
+   */
+  agreement: z.number().min(0).max(1).optional(),
   judge: judgeIdentitySchema.optional(),
 })
 export type GroupJudgement = z.infer<typeof groupJudgementSchema>

@@ -5,6 +5,7 @@ import type {
   ChatMessage,
   Completion,
   GenerationRequest,
+  GroupJudgement,
   PairwiseJudgement,
   StepOutcome,
   Trajectory,
@@ -87,6 +88,13 @@ export interface TrajectoryScorerV1 {
    * failures, position and length bias…), and resets them: a trainer logs them once per step.
    */
   takeMetrics?(): Readonly<Record<string, number>>
+  /**
+   * The judgements of the groups scored since the last call, as plain data (per group: the trajectory ids, the
+   * ranking and scores, the judge's raw answers, its agreement between shuffles), and forgets them: a trainer
+   * writes them beside the episodes it logs (`trajectories.jsonl`). Optional: a scorer without judgements to show
+   * (a reward model, a rule) leaves it out.
+   */
+  takeJudgements?(): GroupJudgement[]
 }
 
 /** The outcome of comparing two trajectories in both orders: a disagreement between the orders is a tie. */

@@ -1,9 +1,12 @@
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { createRandom } from '@ludic/core'
 import * as tf from '@tensorflow/tfjs-core'
 import { describe, expect, it } from 'vitest'
 import { actionLogprobs } from './action-logprobs.js'
 import { createFlowOfReasoningTrainer, sampleStepwiseTrajectories, stepwiseForwardLogprobs, type StepwiseTask } from './flow-of-reasoning-trainer.js'
 import { createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
+import { trajectoryRecordSchema } from './trajectory-log.js'
 
 const directory = useBackendAndDirectory('ludic-flow-of-reasoning-')
 
@@ -152,6 +155,68 @@ describe('createFlowOfReasoningTrainer', () => {
     model.dispose()
   })
 
+  it('writes trajectories.jsonl: each action a turn with its tokens, their log-probs and log P_F; training is unchanged; a second run starts the logs over', async () => {
+    const run = async (runDirectory: string | undefined) => {
+      const model = createTestModel(3)
+      const trainer = createFlowOfReasoningTrainer({
+        model,
+        tokenizer,
+        task: twoStepTask,
+        problems: ['q', 'r'],
+        problemsPerStep: 2,
+        samplesPerProblem: 3,
+        localSearch: { tries: 2 },
+        seed: 4,
+        trajectories: { episodesPerStep: 4 },
+        ...(runDirectory === undefined ? {} : { runDirectory }),
+      })
+      const history = await trainer.run({ steps: 3 })
+      const weights = [...model.parameters()].map(([name, variable]) => [name, variable.dataSync().slice()])
+      trainer.dispose()
+      model.dispose()
+      return { history: history.map(({ seconds: _seconds, ...figures }) => figures), weights }
+    }
+    const runDirectory = join(directory(), 'trajectories')
+    const logged = await run(runDirectory)
+    const plain = await run(undefined)
+    expect(logged.history).toEqual(plain.history)
+    expect(logged.weights).toEqual(plain.weights)
+    const read = async (name: string) =>
+      (await readFile(join(runDirectory, name), 'utf8'))
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as { step: number })
+    const records = (await read('trajectories.jsonl')).map((line) => trajectoryRecordSchema.parse(line))
+    expect(records.map((record) => record.step)).toEqual([1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3])
+    // Step 1 was scored by the starting weights: the tokens' log-probs sum to the action's, and log P_F normalises it.
+    const initial = createTestModel(3)
+    for (const record of records) {
+      expect(record).toMatchObject({ trainer: 'for', episode: { environmentId: 'flow-of-reasoning', roles: ['solver'] } })
+      expect(['on-policy', 'replay', 'local-search']).toContain(record.episode.source)
+      expect(record.episode.seed).toBe(['q', 'r'].indexOf(record.episode.groupId))
+      const plan = record.turns.map((turn) => turn.action).join('')
+      expect(record.episode.returns.solver).toBeCloseTo(Math.log(rewards[plan]!), 6)
+      expect(record.render).toBe(twoStepTask.prompt(record.episode.groupId, [...plan]))
+      for (const turn of record.turns) {
+        expect(turn.tokenIds).toEqual([...tokenizer.encode(turn.action, { addSpecialTokens: false }), tokenizer.eosTokenId])
+        expect(turn.tokens).toHaveLength(turn.tokenIds!.length)
+        expect(turn.logprobs).toHaveLength(turn.tokenIds!.length)
+        expect(turn.legalActions).toEqual(['a', 'b', 'c'])
+        if (record.step !== 1) continue
+        const [scores] = await actionLogprobs(initial, tokenizer, [{ prompt: turn.prompt!, actions: turn.legalActions! }])
+        const chosen = scores![turn.legalActions!.indexOf(turn.action)]!
+        expect(turn.logprobs!.reduce((sum: number, value) => sum + value!, 0)).toBeCloseTo(chosen, 4)
+        const normaliser = Math.log(scores!.reduce((sum, value) => sum + Math.exp(value), 0))
+        expect(turn.actionLogprob).toBeCloseTo(chosen - normaliser, 4)
+      }
+    }
+    initial.dispose()
+    // A second run into the same directory: its steps replace the first run's in both logs.
+    await run(runDirectory)
+    expect((await read('metrics.jsonl')).map((line) => line.step)).toEqual([1, 2, 3])
+    expect((await read('trajectories.jsonl')).length).toBe(12)
+  })
+
   it('refuses a bad config, naming the field', () => {
     const model = createTestModel(1)
     const base = { model, tokenizer, task: twoStepTask, problems: ['q'] }
@@ -160,6 +225,8 @@ describe('createFlowOfReasoningTrainer', () => {
     expect(() => createFlowOfReasoningTrainer({ ...base, replay: { probabilityEnd: 2 } })).toThrow(/replay\.probabilityEnd/)
     expect(() => createFlowOfReasoningTrainer({ ...base, task: { key: () => 'q' } as unknown as StepwiseTask<string> })).toThrow(/task/)
     expect(() => createFlowOfReasoningTrainer({ ...base, logPartition: { mode: 'mean' as 'learned' } })).toThrow(/logPartition\.mode/)
+    expect(() => createFlowOfReasoningTrainer({ ...base, trajectories: { maxLineBytes: 1 } })).toThrow(/config\.trajectories\.maxLineBytes/)
+    expect(() => createFlowOfReasoningTrainer({ ...base, trajectories: { episodesPerStep: -1 } })).toThrow(/config\.trajectories\.episodesPerStep/)
     model.dispose()
   })
 

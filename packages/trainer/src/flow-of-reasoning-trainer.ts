@@ -8,6 +8,8 @@ import { actionLogprobs } from './action-logprobs.js'
 import { createMetricsLog, type StepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { createRewardReplayBuffer } from './reward-replay-buffer.js'
+import { trajectoriesFileName, trajectoryFormat, trajectoryLogConfigSchema, type TrajectoryRecord } from './trajectory-log.js'
+import { boundedTrajectoryLine, createTrajectoryFile, sampledEpisodes } from './trajectory-writer.js'
 
 /**
  * A problem solved one step at a time from a finite set of allowed actions (a reasoning step, a move): the
@@ -102,8 +104,14 @@ export const flowOfReasoningTrainerConfigSchema = z.strictObject({
   scoringBatchSize: z.number().int().positive().default(512),
   /** Seeds the problems drawn, replay, sampling, ε, tempering and local search. Default 0. */
   seed: z.number().int().default(0),
-  /** Where `metrics.jsonl` goes. Default: none. */
+  /** Where `metrics.jsonl` and `trajectories.jsonl` go. Default: none. */
   runDirectory: z.string().min(1).optional(),
+  /**
+   * `trajectories.jsonl` in `runDirectory`: a seeded sample of each step's trajectories, one bounded line each, every
+   * action a turn with its tokens, their log-probs and log P_F (see `trajectoryLogConfigSchema`). Default: on, 4 per
+   * step, lines of at most 256 KiB.
+   */
+  trajectories: trajectoryLogConfigSchema.prefault({}),
   /** Told each step's metrics. */
   onStep: functionOf<(metrics: FlowOfReasoningStepMetrics) => void>('must be a function (metrics) => void').optional(),
 })
@@ -205,6 +213,9 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
   const buffer = createRewardReplayBuffer({ capacity: parsed.replay.capacity })
   const random = createRandom(deriveSeed('ludic.flow-of-reasoning', parsed.seed))
   const metricsLog = parsed.runDirectory === undefined ? undefined : createMetricsLog(join(parsed.runDirectory, 'metrics.jsonl'))
+  const trajectoryFile = parsed.runDirectory === undefined ? undefined : createTrajectoryFile(join(parsed.runDirectory, trajectoriesFileName))
+  const trajectoryLog = parsed.trajectories.enabled ? parsed.trajectories : undefined
+  let metricsChecked = false
   const history: FlowOfReasoningStepMetrics[] = []
   let stepCount = 0
 
@@ -282,10 +293,12 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
     // batch-mean: the loss estimates log Z per problem from the batch (`promptKeys`).
     const keys = batch.map((trajectory) => trajectory.key)
     let metricTensors: ReturnType<typeof trajectoryBalanceLoss>['metrics'] | undefined
+    // For trajectories.jsonl: each chosen action's log P_F and its tokens' log-probs, read from the same forward pass.
+    const recorded: RecordedScores | undefined = trajectoryFile !== undefined && trajectoryLog !== undefined ? {} : undefined
     const { loss, gradients } = computeGradients(
       () =>
         tf.tidy(() => {
-          const forwardLogprobs = forwardLogprobsOf(model, plan) // [batch]
+          const forwardLogprobs = forwardLogprobsOf(model, plan, recorded) // [batch]
           const result = trajectoryBalanceLoss(
             {
               forwardLogprobs,
@@ -308,6 +321,7 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
     optimizer.step(update, { learningRate })
     tf.dispose([loss, ...gradients.values(), ...clipped.gradients.values()])
     const figures = await readLossMetrics(metricTensors!)
+    const trajectoryLines = recorded && (await trajectoryLinesOf(batch, plan, recorded, stepCount + 1))
     stepCount++
     const metrics: FlowOfReasoningStepMetrics = {
       step: stepCount,
@@ -331,9 +345,78 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
       seconds: (performance.now() - started) / 1000,
     }
     history.push(metrics)
+    // The first write of the process drops the lines of this step or later (another run's), as the RL trainer's logs.
+    if (metricsLog !== undefined && !metricsChecked) await metricsLog.truncateAfter(stepCount - 1)
+    metricsChecked = true
     await metricsLog?.append(metrics)
+    await trajectoryFile?.write(stepCount, trajectoryLines || [])
     parsed.onStep?.(metrics)
     return metrics
+  }
+
+  /** The lines of the step's sampled trajectories: each action a turn, with its tokens' log-probs and log P_F. */
+  const trajectoryLinesOf = async (batch: readonly BatchTrajectory[], plan: ForwardPlan, recorded: RecordedScores, step: number): Promise<string[]> => {
+    // (No action in the whole batch: nothing was scored.)
+    const [chosen, tokenLogprobs] = await Promise.all([recorded.chosen?.data() ?? new Float32Array(), recorded.tokens?.data() ?? new Float32Array()])
+    const width = recorded.tokens?.shape[1] ?? 0
+    tf.dispose([recorded.chosen, recorded.tokens].filter((tensor) => tensor !== undefined))
+    // Each trajectory's first step in the plan's chosen steps (laid out trajectory by trajectory).
+    const firstStep: number[] = []
+    let offset = 0
+    for (const trajectory of batch) {
+      firstStep.push(offset)
+      offset += trajectory.actions.length
+    }
+    const { episodesPerStep, maxLineBytes } = trajectoryLog!
+    return sampledEpisodes(batch.length, episodesPerStep, parsed.seed, step).flatMap((index) => {
+      const trajectory = batch[index]!
+      const last = trajectory.actions.length - 1
+      const turns = trajectory.actions.map((action, depth) => {
+        const prefix = trajectory.actions.slice(0, depth)
+        const prompt = task.prompt(trajectory.problem, prefix)
+        const at = firstStep[index]! + depth
+        const tokenIds = plan.responseIds[plan.chosenPairs[at]!]!
+        const row = Array.from(tokenLogprobs.subarray(at * width, at * width + tokenIds.length))
+        return {
+          index: depth,
+          role: flowOfReasoningRole,
+          observation: prompt,
+          legalActions: [...new Set(task.allowedActions(trajectory.problem, prefix))],
+          action,
+          rewards: { [flowOfReasoningRole]: depth === last ? trajectory.logReward : 0 },
+          invalidAction: false,
+          trained: true,
+          prompt,
+          response: action,
+          tokens: Array.from(tokenIds, (id) => tokenizer.decode([id])),
+          tokenIds: Array.from(tokenIds),
+          logprobs: row.map((value) => (Number.isFinite(value) ? value : null)),
+          actionLogprob: Number.isFinite(chosen[at]!) ? chosen[at]! : null,
+        }
+      })
+      const record: TrajectoryRecord = {
+        format: trajectoryFormat,
+        step,
+        ...(trajectory.source === 'on-policy' ? { policyVersion: step - 1 } : {}),
+        trainer: 'for',
+        episode: {
+          id: `step-${step}/${index}`,
+          environmentId: flowOfReasoningEnvironmentId,
+          seed: Math.max(0, parsed.problems.indexOf(trajectory.problem)),
+          groupId: trajectory.key,
+          roles: [flowOfReasoningRole],
+          returns: { [flowOfReasoningRole]: trajectory.logReward },
+          done: true,
+          truncated: false,
+          external: false,
+          source: trajectory.source,
+        },
+        turns,
+        render: task.prompt(trajectory.problem, trajectory.actions),
+      }
+      const line = boundedTrajectoryLine(record, maxLineBytes)
+      return line === undefined ? [] : [line]
+    })
   }
 
   return {
@@ -517,15 +600,36 @@ function forwardPlan(tokenizer: TokenizerV1, task: StepwiseTask<unknown>, batch:
   }
 }
 
-/** `[trajectories]` Σ_t log P_F(a_t|s_t), P_F the model's action probabilities normalised over the allowed actions. Differentiable; inside a tidy. */
-function forwardLogprobsOf(model: CausalLanguageModel, plan: ForwardPlan): tf.Tensor1D {
+/** The role of a Flow of Reasoning trajectory's turns and the environment id of its records in `trajectories.jsonl`. */
+const flowOfReasoningRole = 'solver'
+const flowOfReasoningEnvironmentId = 'flow-of-reasoning'
+
+/** Tensors kept from the forward pass for `trajectories.jsonl` (the caller disposes them). */
+interface RecordedScores {
+  /** `[steps]` log P_F(a_t|s_t) of each chosen action. */
+  chosen?: tf.Tensor1D
+  /** `[steps, responseLength]` the log-prob of each token of each chosen action (0 past its end). */
+  tokens?: tf.Tensor2D
+}
+
+/**
+ * `[trajectories]` Σ_t log P_F(a_t|s_t), P_F the model's action probabilities normalised over the allowed actions.
+ * Differentiable; inside a tidy. With `recorded`, the chosen actions' log P_F and token log-probs are kept there too
+ * (values of the same pass, off the loss's path: the gradient is the same).
+ */
+function forwardLogprobsOf(model: CausalLanguageModel, plan: ForwardPlan, recorded?: RecordedScores): tf.Tensor1D {
   if (plan.chosenPairs.length === 0) return tf.zeros([plan.trajectories])
   const { logprobs } = sequenceLogprobs(model, { promptIds: plan.promptIds, responseIds: plan.responseIds })
   const scores = tf.sum(logprobs, 1) // [pairs]: log P(action text + end | state)
   const grid = tf.gather(scores, tf.tensor2d(plan.stateActions, [plan.states, plan.widest], 'int32')) // [states, widest]
   const mask = tf.tensor2d(plan.stateMask, [plan.states, plan.widest])
   const stateLogNormaliser = tf.logSumExp(tf.add(grid, tf.mul(tf.sub(mask, 1), 1e9)), 1) // [states]
-  const chosen = tf.sub(tf.gather(scores, tf.tensor1d(plan.chosenPairs, 'int32')), tf.gather(stateLogNormaliser, tf.tensor1d(plan.chosenStates, 'int32'))) // [steps]
+  const chosenPairs = tf.tensor1d(plan.chosenPairs, 'int32')
+  const chosen = tf.sub(tf.gather(scores, chosenPairs), tf.gather(stateLogNormaliser, tf.tensor1d(plan.chosenStates, 'int32'))) // [steps]
+  if (recorded !== undefined) {
+    recorded.chosen = tf.keep(tf.clone(chosen)) as tf.Tensor1D
+    recorded.tokens = tf.keep(tf.gather(logprobs, chosenPairs)) as tf.Tensor2D // [steps, responseLength]
+  }
   const membership = tf.oneHot(tf.tensor1d(plan.chosenTrajectories, 'int32'), plan.trajectories) // [steps, trajectories]
   return tf.squeeze(tf.matMul(tf.expandDims(chosen, 0), tf.cast(membership, 'float32')), [0]) as tf.Tensor1D // [trajectories]
 }

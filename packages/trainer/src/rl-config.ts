@@ -7,6 +7,7 @@ import { criticConfigSchema } from './experience/critic.js'
 import { externalDemonstrationsConfigSchema } from './external-demonstrations.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { scheduleConfigSchema } from './schedule.js'
+import { trajectoryLogConfigSchema } from './trajectory-log.js'
 
 const functionOf = <T>(message: string) => z.custom<T>((value) => typeof value === 'function', message)
 
@@ -160,8 +161,13 @@ export const rlTrainerConfigSchema = z
     recomputeOldLogprobs: z.boolean().default(true),
     /** Seeds episodes, sampling and mini-batch order. Default 0. */
     seed: z.number().int().default(0),
-    /** Where `metrics.jsonl` and `checkpoint-<step>/` go. Default: none (nothing written). */
+    /** Where `metrics.jsonl`, `trajectories.jsonl` and `checkpoint-<step>/` go. Default: none (nothing written). */
     runDirectory: z.string().min(1).optional(),
+    /**
+     * `trajectories.jsonl` in `runDirectory`: a seeded sample of each step's episodes, one bounded line each (see
+     * `trajectoryLogConfigSchema`). Default: on, 4 episodes per step, lines of at most 256 KiB.
+     */
+    trajectories: trajectoryLogConfigSchema.prefault({}),
     /** Save a checkpoint every k steps (and after the last step of `run`). 0: never. Default 0. */
     checkpointEvery: z.number().int().min(0).default(0),
     /** Checkpoints kept. Default 2. */

@@ -2,7 +2,7 @@ import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgume
 import { createRae } from '@ludic/advantages'
 import { CausalLanguageModel, checkVocabularyFits, createAdamW, type AdamW } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
-import { buildExperience, rowsIfAny, rowsOf } from './experience/experience.js'
+import { buildExperience, rowsIfAny, rowsOf, type Experience } from './experience/experience.js'
 import { createCritic, valueStage } from './experience/critic.js'
 import { checkBatchNeeds, checkEstimatorNeeds, providedNeeds } from './experience/needs.js'
 import { advantageStage, baselineStage, importanceWeights, logprobStage, sequencesOf } from './experience/stages.js'
@@ -16,6 +16,7 @@ import { createRolloutSource, type RolloutSource, type RolloutSourceContext } fr
 import { createRunState, refuseAnotherRun } from './run-state.js'
 import { resolveSchedule } from './schedule.js'
 import { scoreRollout } from './scored-rewards.js'
+import { boundedTrajectoryLine, rlTrajectoryRecords, sampledEpisodes, type RlTrajectoryInput } from './trajectory-writer.js'
 
 export interface RlRunOptions {
   /** Run until this many steps have been taken in total (a resumed run continues to it). */
@@ -118,6 +119,16 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     critic: critic?.own === undefined ? undefined : { parameters: critic.own.parameters, optimizer: critic.own.optimizer },
     notify,
   })
+  const trainerName =
+    parsed.scorer !== undefined
+      ? 'cpo'
+      : parsed.externalDemonstrations !== undefined
+        ? 'rl-plus'
+        : parsed.rolePolicies !== undefined && Object.keys(parsed.rolePolicies).length > 0
+          ? 'rl'
+          : 'self-play'
+  // trajectories.jsonl: written when the run has a directory (its sample drawn apart from `random`).
+  const trajectoryLog = parsed.runDirectory === undefined || !parsed.trajectories.enabled ? undefined : parsed.trajectories
   let random: Random = createRandom(deriveSeed('ludic.trainer', seed))
   let stepCount = 0
   let history: StepMetrics[] = []
@@ -152,6 +163,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     const scored = parsed.scorer && (await scoreRollout(parsed.scorer, rollout.trajectories, samples))
     const scoreSeconds = (performance.now() - scoreStarted) / 1000
     const trajectories = scored ? scored.trajectories : rollout.trajectories
+    const judgements = scored && trajectoryLog !== undefined ? (parsed.scorer!.takeJudgements?.() ?? []) : []
     // 3. External demonstrations (RL-PLUS) join their groups, replayed through the environments for their rewards.
     const external = parsed.externalDemonstrations && (await replayDemonstrations(demonstrationSettings(parsed), stepIndex, trajectories))
     // 4. The step's experience: every trained sample with its ids and outcome reward, the policy's then the external ones.
@@ -182,6 +194,17 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     if ((estimator.requires ?? []).includes('baselineRewards')) experience = await baselineStage(experience, await source.greedyReturns!(stepIndex))
     // 8. Advantages (external samples in their groups).
     experience = advantageStage(experience, estimator)
+    // The step's sampled episodes as bounded lines, before the update (which reads the same columns).
+    const trajectoryLines =
+      trajectoryLog &&
+      trajectoryLinesOf(experience, {
+        step: stepIndex + 1,
+        policyVersion: offPolicy?.policyVersion ?? stepIndex,
+        externalIds: new Set(external ? external.trajectories.map((trajectory) => trajectory.id) : []),
+        scoring: scored
+          ? { scorer: parsed.scorer!.name, scores: new Map(trajectories.map((trajectory, index) => [trajectory.id, scored.scores[index]!])), judgements }
+          : undefined,
+      })
     // 9. An off-policy batch: each token weighted by the truncated importance ratio of the weights that played it.
     const importance = offPolicy && importanceWeights(rowsOf(experience, 'oldLogprobs'), rowsOf(experience, 'rolloutLogprobs'), offPolicy.importanceCap)
     // 10. Policy-update epochs over shuffled mini-batches (micro-batches within the token budget), and the critic's.
@@ -222,8 +245,25 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     if (parsed.evaluateEvery > 0 && stepCount % parsed.evaluateEvery === 0) Object.assign(metrics, await evaluate())
     history.push(metrics)
     await run.log(metrics)
+    // (With the log off, the first write still drops another run's lines of this step or later.)
+    await run.logTrajectories(stepCount, trajectoryLines || [])
     if (parsed.checkpointEvery > 0 && stepCount % parsed.checkpointEvery === 0) await checkpoint()
     return metrics
+  }
+
+  /** The lines of the step's sampled episodes; an episode that cannot fit even bare is left out, saying so. */
+  function trajectoryLinesOf(experience: Experience, step: Pick<RlTrajectoryInput, 'step' | 'policyVersion' | 'externalIds' | 'scoring'>): string[] {
+    const { episodesPerStep, maxLineBytes } = trajectoryLog!
+    const episodes = sampledEpisodes(experience.trajectories.length, episodesPerStep, seed, step.step)
+    const records = rlTrajectoryRecords({ ...step, trainer: trainerName, experience, tokenizer: parsed.tokenizer, episodes })
+    return records.flatMap((record) => {
+      const line = boundedTrajectoryLine(record, maxLineBytes)
+      if (line === undefined)
+        notify(
+          `trajectories.jsonl: episode '${record.episode.id}' of step ${record.step} does not fit in ${maxLineBytes} bytes even without its turns; left out`,
+        )
+      return line === undefined ? [] : [line]
+    })
   }
 
   const defaultLabel =

@@ -59,6 +59,7 @@ describe('loadRunConfig', () => {
       [{ ...valid, environments: [{ game: 'kuhn-poker-v1', options: { rounds: 0 } }] }, 'environments'],
       [{ ...valid, batch: { ppoEpochs: 0 } }, 'batch.ppoEpochs'],
       [{ ...valid, surprise: true }, 'surprise'],
+      [{ ...valid, trajectories: { maxLineBytes: 10 } }, 'trajectories.maxLineBytes'],
     ]
     for (const [index, [content, expected]] of cases.entries()) {
       const path = await write(`bad-${index}.json`, content)
@@ -72,6 +73,16 @@ describe('loadRunConfig', () => {
     const noTokenizer = await loadRunConfig(await write('no-tokenizer.json', valid), registries).catch((caught: unknown) => caught)
     expect((noTokenizer as Error).message).toContain('tokenizer')
     await expect(loadRunConfig(await write('no-registry.json', valid), {} as never)).rejects.toThrow(/options.environments/)
+  })
+
+  it('passes trajectories (YAML) through to the trainer config', async () => {
+    const yaml = `model: { preset: tiny, overrides: { hiddenSize: 32, numAttentionHeads: 2, numHiddenLayers: 1, intermediateSize: 64 } }
+environments: [{ game: kuhn-poker-v1 }]
+trajectories: { episodesPerStep: all, maxLineBytes: 8192 }
+`
+    const config = await loadRunConfig(await write('trajectories.yaml', yaml), { ...registries, tokenizer })
+    expect(config.trajectories).toEqual({ enabled: true, episodesPerStep: 'all', maxLineBytes: 8192 })
+    config.model.dispose()
   })
 
   it('makes an environment registered by the user', async () => {

@@ -38,6 +38,7 @@ import { rewardModelTrainerConfigSchema, type RewardModelTrainerConfig } from '.
 import { klConfigSchema, rlBatchConfigSchema, type EvaluationHook, type RlTrainerConfig } from './rl-config.js'
 import { scheduleConfigSchema } from './schedule.js'
 import { sftTrainerConfigSchema, type SftTrainerConfig } from './sft-trainer.js'
+import { trajectoryLogConfigSchema } from './trajectory-log.js'
 
 /*
  * A run as a file (YAML or JSON): a `kind` naming the training loop, and that loop's config with the model, the
@@ -133,6 +134,8 @@ const rlFields = {
   prompt: z.string().min(1).optional(),
   checkpointEvery: z.number().int().min(0).optional(),
   keepLast: z.number().int().positive().optional(),
+  /** `trajectories.jsonl`: `{ enabled, episodesPerStep (a number or 'all'), maxLineBytes }`. Default: on, 4 episodes per step, 256 KiB lines. */
+  trajectories: trajectoryLogConfigSchema.optional(),
   resume: z.boolean().optional(),
   trainRoles: z.array(z.string()).min(1).optional(),
   /** Fixed opponents (by name) in a share of the episodes, beside self-play. */
@@ -702,6 +705,7 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
     'keepLast',
     'resume',
     'trainRoles',
+    'trajectories',
   ] as const) {
     if (file[key] !== undefined) (config as Record<string, unknown>)[key] = file[key]
   }

@@ -13,6 +13,8 @@ import {
   type LoadedTrainingCheckpoint,
 } from '@ludic/model'
 import { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
+import { trajectoriesFileName } from './trajectory-log.js'
+import { createTrajectoryFile, type TrajectoryFile } from './trajectory-writer.js'
 
 const resumeMarker = Symbol.for('ludic.error.ResumeError')
 
@@ -56,12 +58,18 @@ export interface RunProgress {
  * `notify`; when none loads, or the KL reference (`reference/`) is missing or unreadable, `resume` throws a
  * `ResumeError` and leaves the directory as it was. `metrics.jsonl` never holds a step twice (the first line a
  * process writes drops every line from that step on, so a run killed before its first checkpoint starts its log
- * over), and a log cut short or deleted is rebuilt on resume from the checkpoint's history, saying so.
+ * over), and a log cut short or deleted is rebuilt on resume from the checkpoint's history, saying so. `trajectories.jsonl`
+ * follows the same rule (its lines of steps after the checkpoint are dropped on resume), and is not rebuilt.
  */
 export interface RunState {
   readonly directory: string | undefined
   /** Appends a step's metrics to `metrics.jsonl` (nothing without a directory), after any stale lines of that step or later. */
   log(metrics: StepMetrics): Promise<void>
+  /**
+   * Appends a step's lines to `trajectories.jsonl` (nothing without a directory), by the same rule: the first write of
+   * the process drops the lines of that step or later.
+   */
+  logTrajectories(step: number, lines: readonly string[]): Promise<void>
   /** Loads the latest checkpoint into the model, optimizer, estimator and reference; undefined when there is none. */
   resume(): Promise<RunProgress | undefined>
   /** Saves a checkpoint of `progress` now and returns its path. */
@@ -88,6 +96,7 @@ export interface RunStateOptions {
 
 export function createRunState({ directory, keepLast, model, optimizer, estimator, reference, critic, notify }: RunStateOptions): RunState {
   const metricsLog: MetricsLog | undefined = directory === undefined ? undefined : createMetricsLog(join(directory, 'metrics.jsonl'))
+  const trajectoryFile: TrajectoryFile | undefined = directory === undefined ? undefined : createTrajectoryFile(join(directory, trajectoriesFileName))
   const needDirectory = (purpose: string): string => {
     if (directory === undefined) throw new InvalidArgumentError({ argument: 'config.runDirectory', value: undefined, message: `is needed ${purpose}` })
     return directory
@@ -174,6 +183,9 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
       logChecked = true
       await metricsLog.append(metrics)
     },
+    async logTrajectories(step, lines) {
+      await trajectoryFile?.write(step, lines)
+    },
     async resume() {
       const runDirectory = needDirectory('to resume')
       const loaded = await loadNewest(runDirectory)
@@ -191,6 +203,8 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
           notify(`metrics.jsonl lacked step(s) ${formatSteps(missing)} of checkpoint-${loaded.step}; rebuilt it from the checkpoint's history`)
         }
       }
+      // The episodes of steps after the checkpoint are played again: their old lines go.
+      await trajectoryFile?.keepThrough(loaded.step)
       return { step: loaded.step, random: loaded.random, history }
     },
     async checkpoint({ step, random, history }) {

@@ -49,6 +49,11 @@ export const trajectoryTurnRecordSchema = z
     advantages: tokenValues.optional(),
     /** Per-token entropy of the policy, where the step computed it. */
     entropy: tokenValues.optional(),
+    /**
+     * The log-probability of the action among the allowed ones, where the policy chooses from enumerated actions
+     * (Flow of Reasoning's log P_F(a|s), normalised over the allowed actions); `null` when not finite.
+     */
+    actionLogprob: z.number().nullable().optional(),
   })
   .superRefine((turn, context) => {
     const length = turn.tokenIds?.length
@@ -80,6 +85,8 @@ export const trajectoryEpisodeRecordSchema = z.object({
   error: z.string().optional(),
   /** An RL-PLUS external demonstration (played by another model, not by this run's weights). */
   external: z.boolean(),
+  /** Where the trainer got the episode, when it has several sources (Flow of Reasoning: `on-policy`, `replay`, `local-search`). */
+  source: z.string().min(1).optional(),
 })
 export type TrajectoryEpisodeRecord = z.infer<typeof trajectoryEpisodeRecordSchema>
 
@@ -124,3 +131,25 @@ export const trajectoryRecordSchema = z.object({
   truncatedFields: z.array(z.string()).optional(),
 })
 export type TrajectoryRecord = z.infer<typeof trajectoryRecordSchema>
+
+/** The longest line `maxLineBytes` allows: 1 MiB, the longest line `ludic view` reads (longer ones are skipped). */
+export const maxTrajectoryLineBytes = 1024 * 1024
+
+/**
+ * What an RL-family trainer writes to `trajectories.jsonl` (in its `runDirectory`; a run without one writes
+ * nothing). The episodes of a step are drawn with a generator seeded by the run's seed and the step, never the
+ * trainer's own: training is the same, bit for bit, with the log on or off.
+ */
+export const trajectoryLogConfigSchema = z.strictObject({
+  /** Write the file. Default true. */
+  enabled: z.boolean().default(true),
+  /** Episodes written per step (a seeded sample of the step's), or `'all'`. Default 4. */
+  episodesPerStep: z.union([z.number().int().positive().max(1_000_000), z.literal('all')]).default(4),
+  /**
+   * The longest line, in bytes (UTF-8, newline excluded): a longer record has its longest strings cut, then its
+   * per-token arrays, then its last turns dropped, each named in `truncatedFields`. 4 KiB to 1 MiB. Default 262144 (256 KiB).
+   */
+  maxLineBytes: z.number().int().min(4096).max(maxTrajectoryLineBytes).default(262_144),
+})
+export type TrajectoryLogConfig = z.input<typeof trajectoryLogConfigSchema>
+export type ParsedTrajectoryLogConfig = z.output<typeof trajectoryLogConfigSchema>

@@ -27,6 +27,19 @@ describe('createGroupJudge', () => {
     expect(judge.takeJudgements()).toEqual([])
   })
 
+  it("records each group's agreement between its shuffles in the judgement, absent with one shuffle", async () => {
+    const consistent = createGroupJudge({ judge: byLength })
+    await consistent.score(answerGroup(['ab', 'abcd', 'a']))
+    expect(consistent.takeJudgements()[0]!.agreement).toBe(1)
+    // Ranks by the position shown: the second shuffle is the reverse of the first, so every pair is ordered the other way.
+    const positional = createGroupJudge({ judge: (_context, candidates) => candidates.map((_, position) => -position) })
+    await positional.score(answerGroup(['ab', 'abcd', 'a']))
+    expect(positional.takeJudgements()[0]!.agreement).toBe(0)
+    const once = createGroupJudge({ judge: byLength, shuffles: 1 })
+    await once.score(answerGroup(['ab', 'abcd', 'a']))
+    expect(once.takeJudgements()[0]).not.toHaveProperty('agreement')
+  })
+
   it('lets equal scores tie', async () => {
     const judge = createGroupJudge({ judge: (_context, candidates) => candidates.map((candidate) => (candidate.includes('sea') ? 1 : 0)) })
     expect(await judge.score(answerGroup(['the sea', 'a hill', 'sea breeze']))).toEqual([0.75, 0, 0.75])

@@ -230,6 +230,7 @@ function toJudgement(
   judge: JudgeIdentity,
 ): GroupJudgement {
   const failures = results.flatMap((result, shuffle) => (result.answer.failure === undefined ? [] : [`shuffle ${shuffle + 1}: ${result.answer.failure}`]))
+  const agreements = shuffleAgreements(results)
   return {
     groupId: group[0]!.groupId,
     candidates: group.map((trajectory) => trajectory.id),
@@ -237,8 +238,19 @@ function toJudgement(
     scores,
     raw: results.map((result) => result.answer.raw),
     failures,
+    ...(agreements.length === 0 ? {} : { agreement: mean(agreements) }),
     judge,
   }
+}
+
+/** For each pair of shuffles that gave a ranking, the share of candidate pairs they order the same way. */
+function shuffleAgreements(results: readonly ShuffleResult[]): number[] {
+  const readable = results.filter((result) => result.shownRanks !== undefined)
+  const agreements: number[] = []
+  for (let first = 0; first < readable.length; first++) {
+    for (let second = first + 1; second < readable.length; second++) agreements.push(pairwiseAgreement(readable[first]!.ranks, readable[second]!.ranks))
+  }
+  return agreements
 }
 
 interface Metrics {
@@ -269,13 +281,9 @@ function record(metrics: Metrics, results: readonly ShuffleResult[], scores: rea
   }
   for (const score of scores) metrics.scoreSum += score
   metrics.scoreCount += size
-  const readable = results.filter((result) => result.shownRanks !== undefined)
-  const agreements: number[] = []
-  for (let first = 0; first < readable.length; first++) {
-    for (let second = first + 1; second < readable.length; second++) agreements.push(pairwiseAgreement(readable[first]!.ranks, readable[second]!.ranks))
-  }
+  const agreements = shuffleAgreements(results)
   if (agreements.length > 0) metrics.agreement.push(mean(agreements))
-  for (const result of readable) {
+  for (const result of results.filter((candidate) => candidate.shownRanks !== undefined)) {
     const shownRanks = result.shownRanks!
     const best = Math.min(...shownRanks)
     const tiedForBest = shownRanks.filter((rank) => rank === best).length

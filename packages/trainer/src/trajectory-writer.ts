@@ -1,0 +1,345 @@
+import { createReadStream } from 'node:fs'
+import { appendFile, mkdir, truncate } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { createRandom, deriveSeed, FileSystemError, type GroupJudgement, type Trajectory, type TokenizerV1 } from '@ludic/core'
+import type { Experience } from './experience/experience.js'
+import { learnerPolicyId } from './rl-config.js'
+import { trajectoryFormat, type TrajectoryJudgementRecord, type TrajectoryRecord, type TrajectoryTurnRecord } from './trajectory-log.js'
+
+/**
+ * `trajectories.jsonl` on disk: `write(step, lines)` appends a step's lines; the first write of the process drops the
+ * lines of that step or later (and a line cut short by a crash), as `metrics.jsonl` does, so a step is never written
+ * twice; `keepThrough(step)` drops the lines of later steps (a resumed run continues from its checkpoint's step).
+ */
+export interface TrajectoryFile {
+  readonly path: string
+  write(step: number, lines: readonly string[]): Promise<void>
+  keepThrough(step: number): Promise<void>
+}
+
+export function createTrajectoryFile(path: string): TrajectoryFile {
+  let checked = false
+  const writing = async (write: () => Promise<unknown>) => {
+    try {
+      await write()
+    } catch (error) {
+      throw FileSystemError.wrap(error, path, 'write')
+    }
+  }
+  const keepBefore = async (step: number) => {
+    const offset = await firstOffsetFrom(path, step)
+    if (offset !== undefined) await writing(() => truncate(path, offset))
+  }
+  return {
+    path,
+    async write(step, lines) {
+      if (!checked) await keepBefore(step)
+      checked = true
+      if (lines.length === 0) return
+      await writing(async () => {
+        await mkdir(dirname(path), { recursive: true })
+        await appendFile(path, lines.map((line) => `${line}\n`).join(''))
+      })
+    },
+    keepThrough: (step) => keepBefore(step + 1),
+  }
+}
+
+/**
+ * The byte offset of the first line of `path` whose step is `step` or later, or that is not a whole JSON line (cut by
+ * a crash, no newline at its end); undefined when the file has none (or does not exist). The file is streamed, one
+ * line in memory at a time; a line longer than 16 MiB counts as broken without being held whole.
+ */
+async function firstOffsetFrom(path: string, step: number): Promise<number | undefined> {
+  const longest = 16 * 1024 * 1024
+  let offset = 0
+  let pieces: Buffer[] = []
+  let pending = 0
+  let tooLong = false
+  const stream = createReadStream(path)
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      let start = 0
+      for (let newline = chunk.indexOf(10, start); newline !== -1; newline = chunk.indexOf(10, start)) {
+        const tail = chunk.subarray(start, newline)
+        const length = pending + tail.length
+        const stale = tooLong || length > longest || lineStepFrom(Buffer.concat([...pieces, tail]).toString('utf8'), step)
+        if (stale) return offset
+        offset += length + 1
+        pieces = []
+        pending = 0
+        start = newline + 1
+      }
+      const rest = chunk.subarray(start)
+      pending += rest.length
+      if (pending > longest) {
+        tooLong = true
+        pieces = []
+      } else if (rest.length > 0) pieces.push(Buffer.from(rest))
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw FileSystemError.wrap(error, path, 'read')
+  }
+  // A last line without its newline was cut short.
+  return pending > 0 ? offset : undefined
+}
+
+/** Whether a line is of `step` or later, or not a record at all (cut by a crash). Blank lines are kept. */
+function lineStepFrom(line: string, step: number): boolean {
+  if (line.trim() === '') return false
+  try {
+    const value = (JSON.parse(line) as { step?: unknown }).step
+    return typeof value !== 'number' || value >= step
+  } catch {
+    return true
+  }
+}
+
+/**
+ * The indices (ascending) of the episodes of a step that are written: `episodesPerStep` of `count` drawn without
+ * replacement by a generator seeded with the run's seed and the step, or all of them.
+ */
+export function sampledEpisodes(count: number, episodesPerStep: number | 'all', seed: number, step: number): number[] {
+  const all = Array.from({ length: count }, (_, index) => index)
+  if (episodesPerStep === 'all' || episodesPerStep >= count) return all
+  return createRandom(deriveSeed('ludic.trajectories', seed, step))
+    .shuffle(all)
+    .slice(0, episodesPerStep)
+    .sort((first, second) => first - second)
+}
+
+/** A per-token column as JSON numbers (`null` where not finite). */
+const tokenValues = (values: ArrayLike<number>): (number | null)[] => Array.from(values, (value) => (Number.isFinite(value) ? value : null))
+
+/** Each token decoded alone (special tokens kept): the pieces the view colours. */
+const tokenPieces = (tokenizer: TokenizerV1, ids: ArrayLike<number>): string[] => Array.from(ids, (id) => tokenizer.decode([id]))
+
+/** What `rlTrajectoryRecords` reads of an RL step. */
+export interface RlTrajectoryInput {
+  /** The 1-based step that trains on them. */
+  step: number
+  trainer: string
+  /** The step's experience after the advantage stage (its trajectories: the policy's, then any external ones). */
+  experience: Experience
+  /** Ids of the external (RL-PLUS demonstration) trajectories. */
+  externalIds: ReadonlySet<string>
+  /** The weights version that played the step's own episodes. */
+  policyVersion: number
+  tokenizer: TokenizerV1
+  /** The indices into `experience.trajectories` to write. */
+  episodes: readonly number[]
+  /** A scorer's view (CPO): each trajectory's score by id, and the groups' judgements when the scorer gives them. */
+  scoring?: { scorer: string; scores: ReadonlyMap<string, number>; judgements: readonly GroupJudgement[] } | undefined
+}
+
+/**
+ * The records of an RL step's sampled episodes: each turn's prompt (the tokens the model read, decoded with special
+ * tokens) and response, its response token ids and pieces, its log-probs (the rollout's; for an external
+ * demonstration, which no policy of this run sampled, π_old of the step's weights) and, for trained turns, the
+ * per-token advantages the update uses. The learner's untrained turns (roles outside `trainRoles`) keep their
+ * completion's tokens; other policies' turns (opponents, fixed roles) their response text only, their ids being
+ * perhaps of another tokenizer.
+ */
+export function rlTrajectoryRecords(input: RlTrajectoryInput): TrajectoryRecord[] {
+  const { experience, tokenizer } = input
+  const sampleOf = new Map<string, number>()
+  experience.samples.forEach((sample, index) => sampleOf.set(`${sample.trajectoryId}\u0000${sample.turnIndex}`, index))
+  const { offsets, columns } = experience
+  const row = (column: Float32Array | undefined, sample: number) => column?.subarray(offsets[sample]!, offsets[sample + 1]!)
+  return input.episodes.map((episodeIndex) => {
+    const trajectory = experience.trajectories[episodeIndex]!
+    const external = input.externalIds.has(trajectory.id)
+    const turns = trajectory.turns.map((turn): TrajectoryTurnRecord => {
+      const base: TrajectoryTurnRecord = {
+        index: turn.index,
+        role: turn.role,
+        observation: turn.observation,
+        ...(turn.legalActions === undefined ? {} : { legalActions: [...turn.legalActions] }),
+        action: turn.action,
+        rewards: { ...turn.rewards },
+        invalidAction: turn.invalidAction,
+        ...(turn.policyId === undefined ? {} : { policyId: turn.policyId }),
+        trained: false,
+      }
+      const sample = sampleOf.get(`${trajectory.id}\u0000${turn.index}`)
+      if (sample !== undefined) {
+        const { promptTokenIds, responseTokenIds } = experience.samples[sample]!
+        const logprobs = row(external ? columns.oldLogprobs : columns.rolloutLogprobs, sample)
+        const advantages = row(columns.advantages, sample)
+        return {
+          ...base,
+          trained: true,
+          prompt: tokenizer.decode(promptTokenIds),
+          response: turn.completion?.text ?? tokenizer.decode(responseTokenIds),
+          tokens: tokenPieces(tokenizer, responseTokenIds),
+          tokenIds: Array.from(responseTokenIds),
+          ...(logprobs === undefined ? {} : { logprobs: tokenValues(logprobs) }),
+          ...(advantages === undefined ? {} : { advantages: tokenValues(advantages) }),
+        }
+      }
+      const completion = turn.completion
+      if (completion === undefined) return base
+      // Another policy's ids may be of another tokenizer: its text only.
+      if (turn.policyId !== learnerPolicyId) return { ...base, response: completion.text }
+      return {
+        ...base,
+        prompt: tokenizer.decode(completion.promptTokenIds),
+        response: completion.text,
+        tokens: tokenPieces(tokenizer, completion.tokenIds),
+        tokenIds: Array.from(completion.tokenIds),
+        logprobs: tokenValues(completion.logprobs),
+      }
+    })
+    const judgement = input.scoring === undefined ? undefined : judgementOf(input.scoring, trajectory)
+    const record: TrajectoryRecord = {
+      format: trajectoryFormat,
+      step: input.step,
+      ...(external ? {} : { policyVersion: input.policyVersion }),
+      trainer: input.trainer,
+      episode: {
+        id: trajectory.id,
+        environmentId: trajectory.environmentId,
+        seed: trajectory.seed,
+        groupId: trajectory.groupId,
+        roles: [...trajectory.roles],
+        returns: { ...trajectory.returns },
+        done: trajectory.done,
+        truncated: trajectory.truncated,
+        ...(trajectory.error === undefined ? {} : { error: trajectory.error }),
+        external,
+      },
+      turns,
+      ...(trajectory.turns.length === 0 ? {} : { render: trajectory.turns.at(-1)!.observation }),
+      ...(judgement === undefined ? {} : { judgement }),
+    }
+    return record
+  })
+}
+
+/** The scorer's view of `trajectory`'s group: its score, and the judge's ranking and texts where it gave a judgement. */
+function judgementOf(scoring: NonNullable<RlTrajectoryInput['scoring']>, trajectory: Trajectory): TrajectoryJudgementRecord | undefined {
+  const score = scoring.scores.get(trajectory.id)
+  if (score === undefined) return undefined
+  const judgement = scoring.judgements.find((candidate) => candidate.groupId === trajectory.groupId && candidate.candidates.includes(trajectory.id))
+  if (judgement === undefined) return { scorer: scoring.scorer, score, groupScores: [], rawText: [] }
+  const position = judgement.candidates.indexOf(trajectory.id)
+  return {
+    scorer: scoring.scorer,
+    score,
+    rank: judgement.ranking[position]!,
+    groupEpisodeIds: [...judgement.candidates],
+    groupScores: [...judgement.scores],
+    groupRanking: [...judgement.ranking],
+    rawText: [...(judgement.raw ?? [])],
+    ...(judgement.failures === undefined || judgement.failures.length === 0 ? {} : { failures: [...judgement.failures] }),
+    ...(judgement.agreement === undefined ? {} : { agreement: judgement.agreement }),
+  }
+}
+
+/** A text field of a record that may be cut: its name in `truncatedFields`, its whole text, and where it goes. */
+interface TextField {
+  name: string
+  text: string
+  set(record: TrajectoryRecord, text: string): void
+}
+
+const byteLength = (text: string) => Buffer.byteLength(text, 'utf8')
+
+/** `text` cut to `length` UTF-16 units (a surrogate pair kept whole) and marked with `…`; unchanged when not longer. */
+function cut(text: string, length: number): string {
+  if (text.length <= length) return text
+  let end = length
+  const last = text.charCodeAt(end - 1)
+  if (end > 0 && last >= 0xd800 && last <= 0xdbff) end--
+  return `${text.slice(0, end)}…`
+}
+
+/** The record's long texts: prompts, observations, responses, actions, the render, the judge's answers, the error. */
+function textFields(record: TrajectoryRecord): TextField[] {
+  const fields: TextField[] = []
+  record.turns.forEach((turn, index) => {
+    for (const key of ['prompt', 'observation', 'response', 'action'] as const) {
+      const text = turn[key]
+      if (text !== undefined) fields.push({ name: `turns[${index}].${key}`, text, set: (target, value) => (target.turns[index]![key] = value) })
+    }
+  })
+  if (record.render !== undefined) fields.push({ name: 'render', text: record.render, set: (target, value) => (target.render = value) })
+  record.judgement?.rawText.forEach((text, index) =>
+    fields.push({ name: `judgement.rawText[${index}]`, text, set: (target, value) => (target.judgement!.rawText[index] = value) }),
+  )
+  const error = record.episode.error
+  if (error !== undefined) fields.push({ name: 'episode.error', text: error, set: (target, value) => (target.episode.error = value) })
+  return fields
+}
+
+/** The per-token arrays of a turn, dropped together when a line is too long (named `turns[i].tokens`), and its legal actions. */
+const tokenArrayKeys = ['tokens', 'tokenIds', 'logprobs', 'advantages', 'entropy'] as const
+
+/** The largest integer in [low, high] for which `holds` (monotone: true up to some point), or undefined when `holds(low)` is false. */
+function largestHolding(low: number, high: number, holds: (value: number) => boolean): number | undefined {
+  if (!holds(low)) return undefined
+  let [good, bad] = [low, high + 1]
+  while (bad - good > 1) {
+    const middle = Math.floor((good + bad) / 2)
+    if (holds(middle)) good = middle
+    else bad = middle
+  }
+  return good
+}
+
+/**
+ * `record` as one JSON line of at most `maxLineBytes` bytes (UTF-8): when it is longer, its texts are cut to the
+ * longest length that fits (at least 256 characters each), else the per-token arrays and legal actions of its last
+ * turns are dropped as well, else its texts are cut further, else its last turns are dropped; each cut is named in
+ * `truncatedFields` (`turns[i].prompt`, `turns[i].tokens` for the per-token arrays, `turns[i].legalActions`,
+ * `turns[k:]` for the turns dropped). Undefined when even the bare episode does not fit (ids and roles longer than the limit).
+ */
+export function boundedTrajectoryLine(record: TrajectoryRecord, maxLineBytes: number): string | undefined {
+  const whole = JSON.stringify(record)
+  if (byteLength(whole) <= maxLineBytes) return whole
+  const fields = textFields(record)
+  const longest = fields.reduce((top, field) => Math.max(top, field.text.length), 0)
+  const turnCount = record.turns.length
+  /** Texts cut to `cap`, the turns from `bareFrom` on without their arrays, only the first `kept` turns. */
+  const build = (cap: number, bareFrom: number, kept: number): string => {
+    const truncatedFields = [...(record.truncatedFields ?? [])]
+    const turns = record.turns.slice(0, kept).map((turn, index) => {
+      if (index < bareFrom) return { ...turn }
+      const bare = { ...turn }
+      if (tokenArrayKeys.some((key) => bare[key] !== undefined)) truncatedFields.push(`turns[${index}].tokens`)
+      for (const key of tokenArrayKeys) delete bare[key]
+      if (bare.legalActions !== undefined) truncatedFields.push(`turns[${index}].legalActions`)
+      delete bare.legalActions
+      return bare
+    })
+    const copy: TrajectoryRecord = {
+      ...record,
+      episode: { ...record.episode },
+      turns,
+      ...(record.judgement === undefined ? {} : { judgement: { ...record.judgement, rawText: [...record.judgement.rawText] } }),
+    }
+    for (const field of fields) {
+      if (field.text.length <= cap) continue
+      const turn = /^turns\[(\d+)\]/.exec(field.name)
+      if (turn !== null && Number(turn[1]) >= kept) continue
+      field.set(copy, cut(field.text, cap))
+      truncatedFields.push(field.name)
+    }
+    if (kept < turnCount) truncatedFields.push(`turns[${kept}:]`)
+    copy.truncatedFields = truncatedFields
+    return JSON.stringify(copy)
+  }
+  const fits = (cap: number, bareFrom: number, kept: number) => byteLength(build(cap, bareFrom, kept)) <= maxLineBytes
+  const floor = Math.min(256, longest)
+  // 1. Texts cut, no shorter than the floor.
+  const cap = largestHolding(floor, longest, (value) => fits(value, turnCount, turnCount))
+  if (cap !== undefined) return build(cap, turnCount, turnCount)
+  // 2. The last turns' arrays dropped (as few as will do), texts as long as then fit.
+  const bareFrom = largestHolding(0, turnCount, (value) => fits(floor, value, turnCount))
+  if (bareFrom !== undefined) return build(largestHolding(floor, longest, (value) => fits(value, bareFrom, turnCount))!, bareFrom, turnCount)
+  // 3. No arrays; texts shorter than the floor; then the last turns dropped.
+  const kept = largestHolding(0, turnCount, (value) => fits(0, 0, value))
+  if (kept === undefined) return undefined
+  return build(largestHolding(0, longest, (value) => fits(value, 0, kept))!, 0, kept)
+}
