@@ -11,8 +11,10 @@ export interface RunSummary {
   name: string
   path: string
   status: RunStatus
-  step: number
-  updatedAt?: string | number | null
+  /** The last step in metrics.jsonl; null before the first. */
+  step: number | null
+  /** ISO 8601 time of the run's latest file change. */
+  updatedAt?: string
   kind?: string
   config?: unknown
 }
@@ -28,7 +30,10 @@ export interface SkippedLine {
 
 export interface MetricsAnswer {
   records: StepMetrics[]
+  /** The file's skipped lines (the whole file's, whatever `after` was; the list may be capped). */
   skipped: SkippedLine[]
+  /** Lines skipped in all (more than `skipped` lists when the listing is capped). */
+  skippedCount: number
 }
 
 export interface EpisodeSummary {
@@ -42,9 +47,13 @@ export interface EpisodeSummary {
 }
 
 export interface EpisodesAnswer {
+  /** Episodes matching the filters. */
   total: number
+  /** Episodes in the file. */
+  available: number
   episodes: EpisodeSummary[]
   skipped: SkippedLine[]
+  skippedCount: number
   steps: number[]
   environments: string[]
   roles: string[]
@@ -65,14 +74,20 @@ export type { TrajectoryRecord }
 export type TrajectoryTurn = TrajectoryTurnRecord
 export type TrajectoryJudgement = TrajectoryJudgementRecord
 
+export type TableCell = string | number | null
+
 export interface RunTable {
   name: string
   columns: string[]
-  rows: unknown[][]
+  rows: TableCell[][]
+  /** The file it was read from, relative to the run directory. */
+  source?: string
 }
 
 export interface RunFiles {
+  /** The run's Markdown files, joined. */
   report?: string
+  reportFiles?: string[]
   tables: RunTable[]
 }
 
@@ -126,7 +141,8 @@ export async function fetchRuns(signal?: AbortSignal): Promise<RunSummary[]> {
 export async function fetchMetrics(run: string, after: number | undefined, signal?: AbortSignal): Promise<MetricsAnswer> {
   const path = `/api/runs/${encode(run)}/metrics${after === undefined ? '' : `?after=${after}`}`
   const answer = expect<MetricsAnswer>(path, await getJson(path, signal), (body) => Array.isArray(body.records))
-  return { records: answer.records, skipped: Array.isArray(answer.skipped) ? answer.skipped : [] }
+  const skipped = Array.isArray(answer.skipped) ? answer.skipped : []
+  return { records: answer.records, skipped, skippedCount: typeof answer.skippedCount === 'number' ? answer.skippedCount : skipped.length }
 }
 
 export function episodesPath(run: string, query: EpisodeQuery): string {
@@ -139,9 +155,12 @@ export function episodesPath(run: string, query: EpisodeQuery): string {
 export async function fetchEpisodes(run: string, query: EpisodeQuery, signal?: AbortSignal): Promise<EpisodesAnswer> {
   const path = episodesPath(run, query)
   const answer = expect<EpisodesAnswer>(path, await getJson(path, signal), (body) => Array.isArray(body.episodes) && typeof body.total === 'number')
+  const skipped = Array.isArray(answer.skipped) ? answer.skipped : []
   return {
     ...answer,
-    skipped: Array.isArray(answer.skipped) ? answer.skipped : [],
+    available: typeof answer.available === 'number' ? answer.available : answer.total,
+    skipped,
+    skippedCount: typeof answer.skippedCount === 'number' ? answer.skippedCount : skipped.length,
     steps: Array.isArray(answer.steps) ? answer.steps : [],
     environments: Array.isArray(answer.environments) ? answer.environments : [],
     roles: Array.isArray(answer.roles) ? answer.roles : [],
@@ -161,10 +180,12 @@ export async function fetchFiles(run: string, signal?: AbortSignal): Promise<Run
 
 /**
  * "3 lines skipped: invalid JSON at 4, 9; over 1 MiB at 7". Lines are grouped by reason, at most `perReason` numbers
- * named per reason (then "…"). Empty when nothing was skipped.
+ * named per reason (then "…"); `count` is the number skipped in all when the server listed fewer. Empty when nothing
+ * was skipped.
  */
-export function describeSkipped(skipped: readonly SkippedLine[], perReason = 8): string {
-  if (skipped.length === 0) return ''
+export function describeSkipped(skipped: readonly SkippedLine[], count = skipped.length, perReason = 8): string {
+  const total = Math.max(count, skipped.length)
+  if (total === 0) return ''
   const byReason = new Map<string, number[]>()
   for (const { line, reason } of skipped) {
     let lines = byReason.get(reason)
@@ -172,5 +193,6 @@ export function describeSkipped(skipped: readonly SkippedLine[], perReason = 8):
     lines.push(line)
   }
   const parts = [...byReason].map(([reason, lines]) => `${reason} at ${lines.slice(0, perReason).join(', ')}${lines.length > perReason ? ', …' : ''}`)
-  return `${skipped.length} ${skipped.length === 1 ? 'line' : 'lines'} skipped: ${parts.join('; ')}`
+  const unlisted = total - skipped.length
+  return `${total} ${total === 1 ? 'line' : 'lines'} skipped: ${[...parts, ...(unlisted > 0 ? [`${unlisted} more not listed`] : [])].join('; ')}`
 }

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { describeSkipped, fetchMetrics, fetchRuns, type RunSummary, type SkippedLine, type StepMetrics } from './api.js'
 import { EpisodeBrowser } from './episodes.js'
-import { mergeRecords, parseEpisodesEvent, parseMetricsEvent } from './live.js'
+import { mergeRecords, parseEpisodesEvent, parseMetricsEvent, parseRunsEvent } from './live.js'
 import { MetricCharts } from './metric-charts.js'
 import { ConfigTable, RunList } from './runs.js'
 import { RunTables } from './tables.js'
@@ -20,10 +20,19 @@ const tabOfHash = (): Tab => {
 export interface RunMetrics {
   records: StepMetrics[]
   skipped: SkippedLine[]
+  skippedCount: number
+}
+
+/** A run's episode count as the live events last said it, and how many times they said it changed. */
+export interface EpisodeCount {
+  total: number
+  version: number
 }
 
 /** How many runs are compared when the page opens (the user ticks others in). */
 const initiallyCompared = 4
+
+const message = (reason: unknown) => String((reason as Error | undefined)?.message ?? reason)
 
 export function App() {
   const [runs, setRuns] = useState<RunSummary[] | undefined>(undefined)
@@ -31,7 +40,7 @@ export function App() {
   const [compared, setCompared] = useState<string[]>([])
   const [focus, setFocus] = useState<string | undefined>(undefined)
   const [metrics, setMetrics] = useState<ReadonlyMap<string, RunMetrics>>(new Map())
-  const [episodeTotals, setEpisodeTotals] = useState<ReadonlyMap<string, number>>(new Map())
+  const [episodeCounts, setEpisodeCounts] = useState<ReadonlyMap<string, EpisodeCount>>(new Map())
   const [tab, setTab] = useState<Tab>(tabOfHash)
   const [connected, setConnected] = useState(false)
   const metricsRef = useRef(metrics)
@@ -43,43 +52,41 @@ export function App() {
     return () => removeEventListener('hashchange', onHash)
   }, [])
 
+  /** The run list as the server gave it; the compared runs and the focus kept where they still exist. */
+  const applyRuns = useCallback((list: RunSummary[]) => {
+    setRuns(list)
+    setCompared((current) =>
+      current.length > 0 ? current.filter((id) => list.some((run) => run.id === id)) : list.slice(0, initiallyCompared).map((run) => run.id),
+    )
+    setFocus((current) => (current !== undefined && list.some((run) => run.id === current) ? current : list[0]?.id))
+  }, [])
+
   const loadRuns = useCallback(async () => {
     try {
-      const list = await fetchRuns()
-      setRuns(list)
+      applyRuns(await fetchRuns())
       setError(undefined)
-      setCompared((current) =>
-        current.length > 0 ? current.filter((id) => list.some((run) => run.id === id)) : list.slice(0, initiallyCompared).map((run) => run.id),
-      )
-      setFocus((current) => (current !== undefined && list.some((run) => run.id === current) ? current : list[0]?.id))
     } catch (reason) {
-      setError(String((reason as Error).message ?? reason))
+      setError(message(reason))
+    }
+  }, [applyRuns])
+
+  /**
+   * Loads a run's metrics after the last step the page has (all of them the first time, or when the file was
+   * rewritten: `reset`), merged by step into what the page has.
+   */
+  const loadMetrics = useCallback(async (run: string, reset = false) => {
+    const known = metricsRef.current.get(run)?.records
+    const after = reset || known === undefined || known.length === 0 ? undefined : known[known.length - 1]!.step
+    try {
+      const answer = await fetchMetrics(run, after)
+      setMetrics((current) => {
+        const previous = after === undefined ? [] : (current.get(run)?.records ?? [])
+        return new Map(current).set(run, { records: mergeRecords(previous, answer.records), skipped: answer.skipped, skippedCount: answer.skippedCount })
+      })
+    } catch (reason) {
+      setError(message(reason))
     }
   }, [])
-
-  const addRecords = useCallback((run: string, records: readonly StepMetrics[], skipped?: readonly SkippedLine[]) => {
-    setMetrics((current) => {
-      const previous = current.get(run)
-      const next = new Map(current)
-      next.set(run, { records: mergeRecords(previous?.records ?? [], records), skipped: skipped === undefined ? (previous?.skipped ?? []) : [...skipped] })
-      return next
-    })
-  }, [])
-
-  /** Loads a run's metrics after the last step the page has (all of them the first time). */
-  const loadMetrics = useCallback(
-    async (run: string) => {
-      const known = metricsRef.current.get(run)?.records
-      const after = known === undefined || known.length === 0 ? undefined : known[known.length - 1]!.step
-      try {
-        const answer = await fetchMetrics(run, after)
-        addRecords(run, answer.records, after === undefined ? answer.skipped : mergeSkipped(metricsRef.current.get(run)?.skipped ?? [], answer.skipped))
-      } catch (reason) {
-        setError(String((reason as Error).message ?? reason))
-      }
-    },
-    [addRecords],
-  )
 
   useEffect(() => {
     void loadRuns()
@@ -91,8 +98,8 @@ export function App() {
     for (const run of wanted) if (!metricsRef.current.has(run)) void loadMetrics(run)
   }, [wanted, loadMetrics])
 
-  // Live updates: new metric lines and episode counts as the server sees the files grow. On every (re)connection the
-  // page catches up on what it may have missed while disconnected.
+  // Live updates: the run list, new metric lines and episode counts as the server sees the files change. On a
+  // reconnection the page catches up on what it may have missed while disconnected.
   useEffect(() => {
     const source = new EventSource('/api/events')
     let opened = false
@@ -105,26 +112,38 @@ export function App() {
       opened = true
     })
     source.addEventListener('error', () => setConnected(false))
+    source.addEventListener('runs', (event) => {
+      const list = parseRunsEvent((event as MessageEvent<string>).data)
+      if (list === undefined) void loadRuns()
+      else applyRuns(list)
+    })
     source.addEventListener('metrics', (event) => {
       const data = parseMetricsEvent((event as MessageEvent<string>).data)
       if (data === undefined || !metricsRef.current.has(data.run)) return
-      addRecords(data.run, data.records)
+      if (data.reset || data.refetch) return void loadMetrics(data.run, data.reset)
+      setMetrics((current) => {
+        const previous = current.get(data.run)
+        if (previous === undefined) return current
+        return new Map(current).set(data.run, { ...previous, records: mergeRecords(previous.records, data.records) })
+      })
       const last = data.records.reduce((step, record) => Math.max(step, record.step), 0)
-      setRuns((current) => current?.map((run) => (run.id === data.run && last > run.step ? { ...run, step: last } : run)))
+      setRuns((current) => current?.map((run) => (run.id === data.run && last > (run.step ?? 0) ? { ...run, step: last } : run)))
     })
     source.addEventListener('episodes', (event) => {
       const data = parseEpisodesEvent((event as MessageEvent<string>).data)
-      if (data !== undefined) setEpisodeTotals((current) => new Map(current).set(data.run, data.total))
+      if (data === undefined) return
+      setEpisodeCounts((current) => new Map(current).set(data.run, { total: data.total, version: (current.get(data.run)?.version ?? 0) + 1 }))
     })
-    source.addEventListener('runs', () => void loadRuns())
     return () => source.close()
-  }, [loadRuns, loadMetrics, addRecords])
+  }, [loadRuns, loadMetrics, applyRuns])
 
   const focusRun = runs?.find((run) => run.id === focus)
   const focusRecords = focus === undefined ? undefined : metrics.get(focus)?.records
   const liveStep = Math.max(focusRun?.step ?? 0, focusRecords?.[focusRecords.length - 1]?.step ?? 0)
   const comparedRuns = useMemo(() => (runs ?? []).filter((run) => compared.includes(run.id)), [runs, compared])
-  const skippedNotes = comparedRuns.map((run) => ({ run, text: describeSkipped(metrics.get(run.id)?.skipped ?? []) })).filter((note) => note.text !== '')
+  const skippedNotes = comparedRuns
+    .map((run) => ({ run, text: describeSkipped(metrics.get(run.id)?.skipped ?? [], metrics.get(run.id)?.skippedCount) }))
+    .filter((note) => note.text !== '')
 
   return (
     <div class="page">
@@ -143,7 +162,7 @@ export function App() {
             <>
               <span class="live-run">{focusRun.name}</span>
               <span data-testid="live-step">step {liveStep}</span>
-              {episodeTotals.has(focusRun.id) ? <span data-testid="live-episodes">{episodeTotals.get(focusRun.id)} episodes</span> : null}
+              {episodeCounts.has(focusRun.id) ? <span data-testid="live-episodes">{episodeCounts.get(focusRun.id)!.total} episodes</span> : null}
             </>
           )}
         </div>
@@ -177,7 +196,7 @@ export function App() {
               <ConfigTable runs={comparedRuns} />
             </section>
           ) : focusRun === undefined ? null : tab === 'episodes' ? (
-            <EpisodeBrowser key={focusRun.id} run={focusRun} liveTotal={episodeTotals.get(focusRun.id)} />
+            <EpisodeBrowser key={focusRun.id} run={focusRun} liveVersion={episodeCounts.get(focusRun.id)?.version ?? 0} />
           ) : (
             <RunTables key={focusRun.id} run={focusRun} liveStep={liveStep} />
           )}
@@ -185,9 +204,4 @@ export function App() {
       )}
     </div>
   )
-}
-
-function mergeSkipped(older: readonly SkippedLine[], newer: readonly SkippedLine[]): SkippedLine[] {
-  const lines = new Set(older.map((entry) => entry.line))
-  return [...older, ...newer.filter((entry) => !lines.has(entry.line))]
 }

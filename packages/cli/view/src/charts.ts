@@ -97,7 +97,7 @@ export function metricSpec(
         ? [
             {
               mark: { type: 'line', opacity: 0.25, strokeWidth: 1 },
-              encoding: { x, y: { field: 'value', type: 'quantitative', title: null }, color },
+              encoding: { x, y: { field: 'value', type: 'quantitative', title: null, axis: { format: '~g' } }, color },
             } as const,
           ]
         : []),
@@ -105,7 +105,7 @@ export function metricSpec(
         mark: { type: 'line', strokeWidth: 1.6, point: sparse ? { size: 18 } : false },
         encoding: {
           x,
-          y: { field: options.smoothing ? 'smoothed' : 'value', type: 'quantitative', title: null, scale: { zero: false } },
+          y: { field: options.smoothing ? 'smoothed' : 'value', type: 'quantitative', title: null, scale: { zero: false }, axis: { format: '~g' } },
           color,
           tooltip: [...tooltip],
         },

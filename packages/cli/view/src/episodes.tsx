@@ -29,8 +29,8 @@ const numberOrUndefined = (text: string) => (text.trim() === '' || !Number.isFin
 
 const formatReturn = (value: number) => (value > 0 ? `+${formatNumber(value)}` : formatNumber(value))
 
-/** The episode browser of one run: filters, the list (a page of 50, in the server’s order), one episode in full. */
-export function EpisodeBrowser(props: { run: RunSummary; liveTotal: number | undefined }) {
+/** The episode browser of one run: filters, the list (pages of 50, in the file's order), one episode in full. */
+export function EpisodeBrowser(props: { run: RunSummary; liveVersion: number }) {
   const [filters, setFilters] = useState<Filters>(noFilters)
   const [offset, setOffset] = useState(0)
   const [answer, setAnswer] = useState<EpisodesAnswer | undefined>(undefined)
@@ -48,7 +48,7 @@ export function EpisodeBrowser(props: { run: RunSummary; liveTotal: number | und
     }),
     [filters, offset],
   )
-  // Refetched when the filters change and when the run writes more episodes (the live total).
+  // Refetched when the filters change and when the run writes episodes (the live events' count for the run).
   useEffect(() => {
     const controller = new AbortController()
     fetchEpisodes(props.run.id, query, controller.signal)
@@ -60,13 +60,13 @@ export function EpisodeBrowser(props: { run: RunSummary; liveTotal: number | und
         if (!controller.signal.aborted) setError(String((reason as Error).message ?? reason))
       })
     return () => controller.abort()
-  }, [props.run.id, query, props.liveTotal])
+  }, [props.run.id, query, props.liveVersion])
 
   const set = (name: keyof Filters) => (event: Event) => {
     setFilters({ ...filters, [name]: (event.currentTarget as HTMLInputElement | HTMLSelectElement).value })
     setOffset(0)
   }
-  const skipped = describeSkipped(answer?.skipped ?? [])
+  const skipped = describeSkipped(answer?.skipped ?? [], answer?.skippedCount)
   return (
     <section class="panel episodes">
       <div class="episode-side">
@@ -152,10 +152,10 @@ export function EpisodeBrowser(props: { run: RunSummary; liveTotal: number | und
         </ul>
         <div class="pager">
           <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - pageSize))}>
-            ← newer
+            ← previous
           </button>
           <button type="button" disabled={answer === undefined || offset + pageSize >= answer.total} onClick={() => setOffset(offset + pageSize)}>
-            older →
+            next →
           </button>
         </div>
       </div>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { describeSkipped } from './api.js'
-import { flattenConfig, formatCell } from './format.js'
-import { mergeRecords, parseEpisodesEvent, parseMetricsEvent } from './live.js'
+import { flattenConfig, formatCell, joinIntervals } from './format.js'
+import { mergeRecords, parseEpisodesEvent, parseMetricsEvent, parseRunsEvent } from './live.js'
 
 describe('describeSkipped', () => {
   it('says nothing when nothing was skipped', () => {
@@ -17,7 +17,8 @@ describe('describeSkipped', () => {
     expect(describeSkipped(skipped)).toBe('3 lines skipped: invalid JSON at 4, 9; over 1 MiB at 7')
     expect(describeSkipped([{ line: 1, reason: 'x' }])).toBe('1 line skipped: x at 1')
     const many = Array.from({ length: 12 }, (_, index) => ({ line: index + 1, reason: 'invalid JSON' }))
-    expect(describeSkipped(many, 3)).toBe('12 lines skipped: invalid JSON at 1, 2, 3, …')
+    expect(describeSkipped(many, 12, 3)).toBe('12 lines skipped: invalid JSON at 1, 2, 3, …')
+    expect(describeSkipped(many.slice(0, 2), 5000)).toBe('5000 lines skipped: invalid JSON at 1, 2; 4998 more not listed')
   })
 })
 
@@ -41,10 +42,20 @@ describe('live updates', () => {
   })
 
   it('ignores events that are not the shape the page expects', () => {
-    expect(parseMetricsEvent('{"run":"a","records":[{"step":3,"loss":1},{"loss":2}]}')).toEqual({ run: 'a', records: [{ step: 3, loss: 1 }] })
+    expect(parseMetricsEvent('{"run":"a","records":[{"step":3,"loss":1},{"loss":2}]}')).toEqual({
+      run: 'a',
+      records: [{ step: 3, loss: 1 }],
+      reset: false,
+      refetch: false,
+    })
+    expect(parseMetricsEvent('{"run":"a","records":[],"reset":true,"refetch":true}')).toMatchObject({ reset: true, refetch: true })
     expect(parseMetricsEvent('not json')).toBeUndefined()
     expect(parseMetricsEvent('{"run":1,"records":[]}')).toBeUndefined()
-    expect(parseEpisodesEvent('{"run":"a","total":12}')).toEqual({ run: 'a', total: 12 })
+    expect(parseEpisodesEvent('{"run":"a","total":12}')).toEqual({ run: 'a', total: 12, reset: false })
+    expect(parseRunsEvent('{"runs":[{"id":"a","name":"kuhn","status":"running","step":3},{"id":4}]}')).toEqual([
+      { id: 'a', name: 'kuhn', status: 'running', step: 3 },
+    ])
+    expect(parseRunsEvent('{"runs":"none"}')).toBeUndefined()
     expect(parseEpisodesEvent('{"run":"a","total":"12"}')).toBeUndefined()
   })
 })
@@ -72,5 +83,40 @@ describe('table cells and config rows', () => {
   it('stops at 400 rows however large the config', () => {
     const huge = Object.fromEntries(Array.from({ length: 5000 }, (_, index) => [`field${index}`, index]))
     expect(flattenConfig(huge).size).toBe(400)
+  })
+})
+
+describe('joinIntervals', () => {
+  it('joins a figure with its Low and High columns (the trainer’s eval/ figures)', () => {
+    const table = joinIntervals({
+      name: 'Evaluation at step 2',
+      columns: ['opponent', 'winRate', 'winRateLow', 'winRateHigh', 'meanReward'],
+      rows: [
+        ['random', 0.41, 0.35, 0.47, -0.2],
+        ['nash', null, null, null, 0.1],
+      ],
+    })
+    expect(table.columns).toEqual(['opponent', 'winRate', 'meanReward'])
+    expect(table.rows).toEqual([
+      ['random', '0.410 [0.350, 0.470]', '-0.200'],
+      ['nash', '', '0.100'],
+    ])
+    expect(table.numeric).toEqual([false, true, true])
+  })
+
+  it('joins a "… low" / "… high" pair into one interval column (CharacterArena)', () => {
+    const table = joinIntervals({
+      name: 'Ratings',
+      columns: ['Rank', 'Player', 'Rating', 'Interval 95% low', 'Interval 95% high', 'Games'],
+      rows: [[1, 'pirate', 1012.5, 990.25, 1030.5, 40]],
+    })
+    expect(table.columns).toEqual(['Rank', 'Player', 'Rating', 'Interval 95%', 'Games'])
+    expect(table.rows).toEqual([['1', 'pirate', '1012.5', '[990.3, 1030.5]', '40']])
+  })
+
+  it('leaves a table without interval columns as it is', () => {
+    const table = joinIntervals({ name: 't', columns: ['game', 'win 95% interval', 'low'], rows: [['kuhn', '[0.1, 0.2]', 3]] })
+    expect(table.columns).toEqual(['game', 'win 95% interval', 'low'])
+    expect(table.rows).toEqual([['kuhn', '[0.1, 0.2]', '3']])
   })
 })

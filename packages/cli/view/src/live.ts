@@ -1,4 +1,4 @@
-import type { StepMetrics } from './api.js'
+import type { RunSummary, StepMetrics } from './api.js'
 
 /** The records of both lists by step, the newer list's line winning (a resumed run rewrites the steps after its checkpoint). */
 export function mergeRecords(older: readonly StepMetrics[], newer: readonly StepMetrics[]): StepMetrics[] {
@@ -9,13 +9,18 @@ export function mergeRecords(older: readonly StepMetrics[], newer: readonly Step
   return [...byStep.values()].sort((a, b) => a.step - b.step)
 }
 
+/** `event: metrics`: the lines metrics.jsonl gained; `reset` when it was rewritten (a resumed run), `refetch` when too many to send. */
 export interface MetricsEvent {
   run: string
   records: StepMetrics[]
+  reset: boolean
+  refetch: boolean
 }
+/** `event: episodes`: trajectories.jsonl's episode count; `reset` when the file was rewritten. */
 export interface EpisodesEvent {
   run: string
   total: number
+  reset: boolean
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -24,14 +29,26 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 export function parseMetricsEvent(data: string): MetricsEvent | undefined {
   const value = parseJson(data)
   if (!isObject(value) || typeof value.run !== 'string' || !Array.isArray(value.records)) return undefined
-  return { run: value.run, records: value.records.filter((record): record is StepMetrics => isObject(record) && typeof record.step === 'number') }
+  return {
+    run: value.run,
+    records: value.records.filter((record): record is StepMetrics => isObject(record) && typeof record.step === 'number'),
+    reset: value.reset === true,
+    refetch: value.refetch === true,
+  }
 }
 
 /** An `event: episodes` message's data, or undefined when it is not `{ run, total }`. */
 export function parseEpisodesEvent(data: string): EpisodesEvent | undefined {
   const value = parseJson(data)
   if (!isObject(value) || typeof value.run !== 'string' || typeof value.total !== 'number') return undefined
-  return { run: value.run, total: value.total }
+  return { run: value.run, total: value.total, reset: value.reset === true }
+}
+
+/** An `event: runs` message's data (`{ runs: [...] }`, the whole list), or undefined when it is not that. */
+export function parseRunsEvent(data: string): RunSummary[] | undefined {
+  const value = parseJson(data)
+  if (!isObject(value) || !Array.isArray(value.runs)) return undefined
+  return value.runs.filter((run): run is RunSummary => isObject(run) && typeof run.id === 'string' && typeof run.name === 'string')
 }
 
 function parseJson(data: string): unknown {

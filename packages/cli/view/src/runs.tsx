@@ -29,7 +29,7 @@ export function RunList(props: {
             </button>
             <span class={`status ${run.status}`}>{run.status}</span>
             <span class="run-meta">
-              step {run.step}
+              {run.step === null ? 'no step yet' : `step ${run.step}`}
               {run.kind === undefined ? '' : ` · ${run.kind}`}
             </span>
             <span class="run-time">{formatTime(run.updatedAt)}</span>

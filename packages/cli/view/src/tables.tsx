@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'preact/hooks'
 import { fetchFiles, type RunFiles, type RunSummary } from './api.js'
-import { formatCell } from './format.js'
+import { joinIntervals } from './format.js'
 
-/** The run's report (Markdown, shown as text) and its tables (CharacterArena ratings, evaluations with their intervals). */
+/** The run's report (Markdown, shown as text) and its tables (CharacterArena ratings, evaluations with their intervals joined). */
 export function RunTables(props: { run: RunSummary; liveStep: number }) {
   const [files, setFiles] = useState<RunFiles | undefined>(undefined)
   const [error, setError] = useState<string | undefined>(undefined)
@@ -24,33 +24,37 @@ export function RunTables(props: { run: RunSummary; liveStep: number }) {
   return (
     <section class="panel tables" data-testid="tables">
       {files.tables.length === 0 && files.report === undefined ? <p class="empty">No report or evaluation table in this run's directory yet.</p> : null}
-      {files.tables.map((table) => (
-        <section key={table.name} class="table" data-testid="run-table">
-          <h2>{table.name}</h2>
-          <table>
-            <thead>
-              <tr>
-                {table.columns.map((column, columnIndex) => (
-                  <th key={column} class={Array.isArray(table.rows[0]) && typeof table.rows[0][columnIndex] === 'number' ? 'number' : undefined}>
-                    {column}
-                  </th>
-                ))}
-              </tr>
-            </thead>
-            <tbody>
-              {table.rows.map((row, rowIndex) => (
-                <tr key={rowIndex}>
-                  {(Array.isArray(row) ? row : [row]).map((cell, cellIndex) => (
-                    <td key={cellIndex} class={typeof cell === 'number' ? 'number' : undefined}>
-                      {formatCell(cell)}
-                    </td>
+      {files.tables.map((table) => {
+        const shown = joinIntervals(table)
+        return (
+          <section key={`${table.source ?? ''}/${table.name}`} class="table" data-testid="run-table">
+            <h2>{table.name}</h2>
+            {table.source === undefined ? null : <p class="source">from {table.source}</p>}
+            <table>
+              <thead>
+                <tr>
+                  {shown.columns.map((column, index) => (
+                    <th key={column} class={shown.numeric[index] ? 'number' : undefined}>
+                      {column}
+                    </th>
                   ))}
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        </section>
-      ))}
+              </thead>
+              <tbody>
+                {shown.rows.map((row, rowIndex) => (
+                  <tr key={rowIndex}>
+                    {row.map((cell, index) => (
+                      <td key={shown.columns[index]} class={shown.numeric[index] ? 'number' : undefined}>
+                        {cell}
+                      </td>
+                    ))}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </section>
+        )
+      })}
       {files.report === undefined ? null : (
         <section class="report">
           <h2>report</h2>

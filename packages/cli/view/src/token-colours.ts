@@ -31,7 +31,11 @@ function valuesOf(turns: readonly TrajectoryTurn[], field: 'advantages' | 'logpr
 }
 
 export const formatNumber = (value: number): string =>
-  value === 0 ? '0' : Math.abs(value) >= 1000 || Math.abs(value) < 0.001 ? value.toExponential(2) : value.toFixed(Math.abs(value) >= 100 ? 1 : 3)
+  Number.isInteger(value) && Math.abs(value) < 1e6
+    ? String(value)
+    : Math.abs(value) >= 1e6 || Math.abs(value) < 0.001
+      ? value.toExponential(2)
+      : value.toFixed(Math.abs(value) >= 100 ? 1 : 3)
 
 /**
  * The scale of `mode` over an episode: advantages diverge around 0 (blue up, red down, saturated at the episode's
@@ -39,7 +43,7 @@ export const formatNumber = (value: number): string =>
  */
 export function tokenScale(mode: ColourMode, turns: readonly TrajectoryTurn[]): TokenScale {
   if (mode === 'advantage') {
-    const largest = Math.max(0, ...valuesOf(turns, 'advantages').map(Math.abs))
+    const largest = valuesOf(turns, 'advantages').reduce((most, value) => Math.max(most, Math.abs(value)), 0)
     const extent = largest > 0 ? largest : 1
     return {
       mode,
@@ -61,7 +65,7 @@ export function tokenScale(mode: ColourMode, turns: readonly TrajectoryTurn[]): 
       legend: { low: 'p = 1', high: 'p → 0', gradient: `linear-gradient(to right, ${rgba(unlikely, 0.05)}, ${rgba(unlikely, 0.65)})` },
     }
   }
-  const largest = Math.max(0, ...valuesOf(turns, 'entropy'))
+  const largest = valuesOf(turns, 'entropy').reduce((most, value) => Math.max(most, value), 0)
   const extent = largest > 0 ? largest : 1
   return {
     mode,
