@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
-import { describeSkipped, fetchMetrics, fetchRuns, type RunSummary, type SkippedLine, type StepMetrics } from './api.js'
+import { describeSkipped, fetchEpisodes, fetchMetrics, fetchRuns, type RunSummary, type SkippedLine, type StepMetrics } from './api.js'
 import { EpisodeBrowser } from './episodes.js'
-import { mergeRecords, parseEpisodesEvent, parseMetricsEvent, parseRunsEvent } from './live.js'
+import { combineLoaded, mergeRecords, parseEpisodesEvent, parseMetricsEvent, parseRunsEvent } from './live.js'
 import { MetricCharts } from './metric-charts.js'
 import { ConfigTable, RunList } from './runs.js'
 import { RunTables } from './tables.js'
@@ -71,18 +71,21 @@ export function App() {
   }, [applyRuns])
 
   /**
-   * Loads a run's metrics after the last step the page has (all of them the first time, or when the file was
-   * rewritten: `reset`), merged by step into what the page has.
+   * Loads a run's metrics after the last step the page has (`full`: all of them, replacing what the page has), and
+   * combines them with what the live events brought meanwhile (`combineLoaded`).
    */
-  const loadMetrics = useCallback(async (run: string, reset = false) => {
+  const loadMetrics = useCallback(async (run: string, full = false) => {
     const known = metricsRef.current.get(run)?.records
-    const after = reset || known === undefined || known.length === 0 ? undefined : known[known.length - 1]!.step
+    const after = full || known === undefined || known.length === 0 ? undefined : known[known.length - 1]!.step
     try {
       const answer = await fetchMetrics(run, after)
-      setMetrics((current) => {
-        const previous = after === undefined ? [] : (current.get(run)?.records ?? [])
-        return new Map(current).set(run, { records: mergeRecords(previous, answer.records), skipped: answer.skipped, skippedCount: answer.skippedCount })
-      })
+      setMetrics((current) =>
+        new Map(current).set(run, {
+          records: combineLoaded(current.get(run)?.records ?? [], answer.records, after),
+          skipped: answer.skipped,
+          skippedCount: answer.skippedCount,
+        }),
+      )
     } catch (reason) {
       setError(message(reason))
     }
@@ -94,9 +97,29 @@ export function App() {
 
   // Every compared run and the focused one have their metrics loaded once; the live events keep them current.
   const wanted = useMemo(() => [...new Set([...compared, ...(focus === undefined ? [] : [focus])])], [compared, focus])
+  // The run is entered at once (empty), so the live events that come while its load is under way are kept.
   useEffect(() => {
-    for (const run of wanted) if (!metricsRef.current.has(run)) void loadMetrics(run)
+    const missing = wanted.filter((run) => !metricsRef.current.has(run))
+    if (missing.length === 0) return
+    const enter = (current: ReadonlyMap<string, RunMetrics>) => {
+      const next = new Map(current)
+      for (const run of missing) if (!next.has(run)) next.set(run, { records: [], skipped: [], skippedCount: 0 })
+      return next
+    }
+    metricsRef.current = enter(metricsRef.current) // the event handlers read it before the next render
+    setMetrics(enter)
+    for (const run of missing) void loadMetrics(run, true)
   }, [wanted, loadMetrics])
+
+  // The focused run's episode count before any live event tells it (one summary line of its episode list).
+  useEffect(() => {
+    if (focus === undefined || episodeCounts.has(focus)) return
+    const controller = new AbortController()
+    fetchEpisodes(focus, { limit: 1 }, controller.signal)
+      .then((answer) => setEpisodeCounts((current) => (current.has(focus) ? current : new Map(current).set(focus, { total: answer.available, version: 0 }))))
+      .catch(() => {}) // the episode browser says why, when it is opened
+    return () => controller.abort()
+  }, [focus, episodeCounts])
 
   // Live updates: the run list, new metric lines and episode counts as the server sees the files change. On a
   // reconnection the page catches up on what it may have missed while disconnected.
@@ -107,7 +130,7 @@ export function App() {
       setConnected(true)
       if (opened) {
         void loadRuns()
-        for (const run of metricsRef.current.keys()) void loadMetrics(run)
+        for (const run of metricsRef.current.keys()) void loadMetrics(run, true) // a reset may have been missed
       }
       opened = true
     })
@@ -120,12 +143,17 @@ export function App() {
     source.addEventListener('metrics', (event) => {
       const data = parseMetricsEvent((event as MessageEvent<string>).data)
       if (data === undefined || !metricsRef.current.has(data.run)) return
-      if (data.reset || data.refetch) return void loadMetrics(data.run, data.reset)
+      // A reset (the file was rewritten: a resumed run) sends the new file's lines: they replace the page's. Too many
+      // lines for one event (refetch): the page reads them.
       setMetrics((current) => {
         const previous = current.get(data.run)
         if (previous === undefined) return current
-        return new Map(current).set(data.run, { ...previous, records: mergeRecords(previous.records, data.records) })
+        return new Map(current).set(data.run, {
+          ...previous,
+          records: data.reset ? mergeRecords([], data.records) : mergeRecords(previous.records, data.records),
+        })
       })
+      if (data.refetch) void loadMetrics(data.run, data.reset)
       const last = data.records.reduce((step, record) => Math.max(step, record.step), 0)
       setRuns((current) => current?.map((run) => (run.id === data.run && last > (run.step ?? 0) ? { ...run, step: last } : run)))
     })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { describeSkipped } from './api.js'
 import { flattenConfig, formatCell, joinIntervals } from './format.js'
-import { mergeRecords, parseEpisodesEvent, parseMetricsEvent, parseRunsEvent } from './live.js'
+import { combineLoaded, mergeRecords, parseEpisodesEvent, parseMetricsEvent, parseRunsEvent } from './live.js'
 
 describe('describeSkipped', () => {
   it('says nothing when nothing was skipped', () => {
@@ -39,6 +39,17 @@ describe('live updates', () => {
       { step: 2, loss: 20 },
       { step: 3, loss: 3 },
     ])
+  })
+
+  it('keeps the steps live events brought while a load was under way (a load answered with an older view of the file)', () => {
+    const step = (n: number, loss = n) => ({ step: n, loss })
+    // A full load answered [1, 2] while an event had already brought step 3 of the rewritten file.
+    expect(combineLoaded([step(1), step(2), step(3)], [step(1), step(2)], undefined)).toEqual([step(1), step(2), step(3)])
+    // A full load replaces what the page had up to its last step (a resumed run rewrote steps 2 and 3).
+    expect(combineLoaded([step(1), step(2, 20), step(3, 30)], [step(1), step(2)], undefined)).toEqual([step(1), step(2), step(3, 30)])
+    // A load after step 2 keeps the steps before, adds the answer, keeps the newer events.
+    expect(combineLoaded([step(1), step(2), step(5)], [step(3), step(4)], 2)).toEqual([step(1), step(2), step(3), step(4), step(5)])
+    expect(combineLoaded([], [step(1)], undefined)).toEqual([step(1)])
   })
 
   it('ignores events that are not the shape the page expects', () => {

@@ -10,6 +10,21 @@ export function mergeRecords(older: readonly StepMetrics[], newer: readonly Step
 }
 
 /** `event: metrics`: the lines metrics.jsonl gained; `reset` when it was rewritten (a resumed run), `refetch` when too many to send. */
+/**
+ * A run's records once a load from the server answers: `answer` holds the file's lines after `after` (all of them
+ * when undefined) as they were when the server read them; `current` may meanwhile have gained newer lines from the
+ * live events, which the answer must not undo. Kept: `current` up to `after`, the answer, then what `current` has
+ * beyond the answer's last step.
+ */
+export function combineLoaded(current: readonly StepMetrics[], answer: readonly StepMetrics[], after: number | undefined): StepMetrics[] {
+  const base = after === undefined ? [] : current.filter((record) => record.step <= after)
+  const answered = answer.reduce((last, record) => Math.max(last, record.step), after ?? Number.NEGATIVE_INFINITY)
+  return mergeRecords(
+    mergeRecords(base, answer),
+    current.filter((record) => record.step > answered),
+  )
+}
+
 export interface MetricsEvent {
   run: string
   records: StepMetrics[]
