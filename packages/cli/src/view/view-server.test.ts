@@ -151,6 +151,7 @@ describe('ludic view: the API over run directories', () => {
     expect(await indexes('role=player1&minReward=0')).toEqual([2])
     expect(await indexes('maxReward=-0.9')).toEqual([1, 2]) // without a role: any role's return
     expect(await indexes('offset=1&limit=1')).toEqual([2])
+    expect(await indexes('step=&environment=&role=&minReward=')).toEqual([1, 2, 3]) // an empty filter is no filter
     expect((await getJson<{ total: number }>(server, `/api/runs/${id}/episodes?offset=1&limit=1`)).total).toBe(3)
     for (const query of ['limit=201', 'limit=0', 'offset=-1', 'minReward=abc', 'step=1.5', 'step=1&step=2', 'colour=red']) {
       const answer = await getJson<{ error: { code: string; message: string } }>(server, `/api/runs/${id}/episodes?${query}`, 400)

@@ -505,12 +505,14 @@ function noQuery(query: URLSearchParams): void {
   if (first !== undefined) throw new ViewError(400, 'bad_query', `Unknown query parameter ${JSON.stringify(first.slice(0, 100))}.`)
 }
 
-/** The query checked against `schema` (each parameter once): a 400 naming the parameter otherwise. */
+/** The query checked against `schema` (each parameter once; an empty one is as if absent): a 400 naming the parameter otherwise. */
 function parseQuery<Schema extends z.ZodType>(schema: Schema, query: URLSearchParams): z.output<Schema> {
   const values: Record<string, string> = {}
+  const seen = new Set<string>()
   for (const [name, value] of query) {
-    if (Object.hasOwn(values, name)) throw new ViewError(400, 'bad_query', `The query parameter ${JSON.stringify(name.slice(0, 100))} is given twice.`)
-    values[name] = value
+    if (seen.has(name)) throw new ViewError(400, 'bad_query', `The query parameter ${JSON.stringify(name.slice(0, 100))} is given twice.`)
+    seen.add(name)
+    if (value !== '') values[name] = value
   }
   const parsed = schema.safeParse(values)
   if (parsed.success) return parsed.data
