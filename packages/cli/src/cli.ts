@@ -29,13 +29,19 @@ const commands = {
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
 
 const integer =
-  (flag: string, minimum = 0) =>
+  (flag: string, minimum = 0, maximum = Number.MAX_SAFE_INTEGER) =>
   (value: string): number => {
     const number = Number(value)
-    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(number) || number < minimum)
-      throw new CommanderInvalidArgument(`${flag} must be an integer${minimum > Number.MIN_SAFE_INTEGER ? ` ≥ ${minimum}` : ''}`)
+    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(number) || number < minimum || number > maximum) {
+      const bounds = [minimum > Number.MIN_SAFE_INTEGER ? `≥ ${minimum}` : '', maximum < Number.MAX_SAFE_INTEGER ? `≤ ${maximum}` : ''].filter(
+        (bound) => bound !== '',
+      )
+      throw new CommanderInvalidArgument(`${flag} must be an integer${bounds.length === 0 ? '' : ` ${bounds.join(' and ')}`}`)
+    }
     return number
   }
+/** A TCP port: 0 (any free one) to 65535. */
+const port = integer('--port', 0, 65535)
 const list = (value: string, previous: string[] | undefined): string[] => [
   ...(previous ?? []),
   ...value
@@ -222,7 +228,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .command('serve')
     .description('serve a model over the OpenAI API (chat and completions, streaming) until Ctrl+C')
     .argument('<checkpoint>', 'a model directory or a Hugging Face repo id (owner/name[@revision])')
-    .option('--port <n>', 'port (0: a free one)', integer('--port'), 8000)
+    .option('--port <n>', 'port (0: a free one)', port, 8000)
     .option('--host <address>', 'interface to listen on (0.0.0.0 for every one)', '127.0.0.1')
     .option('--max-tokens <n>', 'max_tokens of a request that gives none', integer('--max-tokens', 1), 256)
     .option('--model-id <name>', "the model name clients send (default: the directory's or repo's name)")
@@ -387,7 +393,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .command('view')
     .description('a web page over run directories, live while they train: metrics charts, episodes turn by turn, reports (until Ctrl+C)')
     .argument('<runs...>', 'run directories, or directories holding run directories (such as runs/)')
-    .option('--port <n>', 'port (0: a free one)', integer('--port'), 6007)
+    .option('--port <n>', 'port (0: a free one)', port, 6007)
     .option('--host <address>', 'interface to listen on (a non-loopback one needs --allow-remote)', '127.0.0.1')
     .option('--allow-remote', 'allow a --host other machines reach: the page has no password, anyone who reaches it reads the runs')
     .option(

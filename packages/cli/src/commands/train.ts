@@ -217,14 +217,6 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
   }
 }
 
-/** Field names whose values `run-config.json` does not keep: keys, tokens, passwords. */
-const secretField = /(?:api[-_]?key|secret|password|passphrase|authorization|(?:access|auth|bearer|hf)[-_]?token)$/i
-
-/** `JSON.stringify`'s replacer for `run-config.json`: a secret field's text becomes `<redacted>`. */
-function redactSecrets(key: string, value: unknown): unknown {
-  return typeof value === 'string' && secretField.test(key) ? '<redacted>' : value
-}
-
 /** SFT updates with a progress bar, stopping at Ctrl+C; metrics into `<run directory>/metrics.jsonl` when given. */
 async function sftSteps(config: SftTrainerConfig, steps: number, label: string, context: CommandContext, runDirectory: string | undefined) {
   const trainer = createSftTrainer(config)
@@ -291,4 +283,12 @@ export function trainSummaryText(summary: TrainSummary): string {
   lines.push(`  run directory: ${summary.runDirectory}`)
   if (summary.modelDirectory !== undefined) lines.push(`  model: ${summary.modelDirectory} (ludic serve and ludic eval take it)`)
   return lines.join('\n')
+}
+
+/** Field names whose values `run-config.json` does not keep: keys, tokens, passwords. */
+const secretField = /(?:api[-_]?key|secret|password|passphrase|authorization|(?:access|auth|bearer|hf)[-_]?token)$/i
+
+/** `JSON.stringify`'s replacer for `run-config.json`: a secret field's text becomes `<redacted>`. */
+function redactSecrets(key: string, value: unknown): unknown {
+  return typeof value === 'string' && secretField.test(key) ? '<redacted>' : value
 }

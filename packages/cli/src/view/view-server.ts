@@ -28,7 +28,7 @@ export const viewServerOptionsSchema = z.strictObject({
   staticDirectory: z.string().min(1).optional(),
   /** Event-stream clients (`/api/events`) at once; more get 503. Default 16. */
   maxEventClients: z.number().int().positive().max(1024).default(16),
-  /** Bytes an event-stream client may leave unread before it is cut (as `ludic serve`'s streams). Default 1 MiB. */
+  /** Bytes an event-stream client may leave unread before it is cut (as `ludic serve`'s streams; an event is at most 256 KiB). Default 1 MiB. */
   maxStreamBufferBytes: z
     .number()
     .int()
@@ -64,6 +64,8 @@ export interface ViewServer {
   /** `http://<host>:<port>/`. */
   readonly url: string
   readonly port: number
+  /** Event-stream clients now, and those cut since the start for not reading (see `maxStreamBufferBytes`). */
+  stats(): { eventClients: number; slowClientsCut: number }
   /** Stops listening, ends the event streams and the watchers. */
   close(): Promise<void>
 }
@@ -173,6 +175,7 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
   const runs = new Map<string, RunData>()
   const watchers = new Map<string, FSWatcher>()
   const clients = new Set<ServerResponse>()
+  let slowClientsCut = 0
   let closed = false
 
   // Discovery one at a time (a tick and a request may ask together).
@@ -288,14 +291,18 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
     }
   }
 
-  /** Writes to an event stream; a client that lets more than `maxStreamBufferBytes` pile up is cut. */
+  /**
+   * Writes to an event stream. A client that left more than `maxStreamBufferBytes` unread is cut instead (so one holds
+   * at most that plus one event, and an event larger than the limit does not cut a client that reads).
+   */
   const write = (client: ServerResponse, text: string) => {
     if (client.destroyed) return clients.delete(client)
-    client.write(text)
     if (client.writableLength > settings.maxStreamBufferBytes) {
+      slowClientsCut++
       clients.delete(client)
-      client.destroy()
+      return client.destroy()
     }
+    client.write(text)
   }
   const broadcast = (event: string, data: unknown) => {
     if (clients.size === 0) return
@@ -432,6 +439,7 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
   return {
     url: `http://${host}:${port}/`,
     port,
+    stats: () => ({ eventClients: clients.size, slowClientsCut }),
     async close() {
       closed = true
       clearInterval(poller)
@@ -469,25 +477,26 @@ function notFound(segments: readonly string[]): ViewError {
 /**
  * The request target's path segments (percent-decoded) and query. A target that is not a path, malformed
  * percent-encoding, and a segment that is `.` or `..` or holds `/`, `\` or NUL (in any encoding) are a 400: nothing
- * is looked up with them.
+ * is looked up with them. Empty segments are dropped.
  */
 function parseTarget(target: string): { segments: string[]; query: URLSearchParams } {
   if (!target.startsWith('/') || target.length > 8192) throw new ViewError(400, 'bad_path', 'The request target must be a path.')
   const mark = target.indexOf('?')
   const path = mark === -1 ? target : target.slice(0, mark)
-  const raw = path.split('/').slice(1)
-  if (raw.at(-1) === '') raw.pop()
-  const segments = raw.map((part) => {
-    let decoded: string
-    try {
-      decoded = decodeURIComponent(part)
-    } catch {
-      throw new ViewError(400, 'bad_path', 'Malformed percent-encoding in the path.')
-    }
-    if (decoded === '' || decoded === '.' || decoded === '..' || /[/\\\0]/.test(decoded))
-      throw new ViewError(400, 'bad_path', 'A path segment may not be empty, . or .., nor hold /, \\ or NUL.')
-    return decoded
-  })
+  const segments = path
+    .split('/')
+    .filter((part) => part !== '') // `//api/runs` is `/api/runs`
+    .map((part) => {
+      let decoded: string
+      try {
+        decoded = decodeURIComponent(part)
+      } catch {
+        throw new ViewError(400, 'bad_path', 'Malformed percent-encoding in the path.')
+      }
+      if (decoded === '.' || decoded === '..' || /[/\\\0]/.test(decoded))
+        throw new ViewError(400, 'bad_path', 'A path segment may not be . or .., nor hold /, \\ or NUL.')
+      return decoded
+    })
   return { segments, query: new URLSearchParams(mark === -1 ? '' : target.slice(mark + 1)) }
 }
 
@@ -496,12 +505,14 @@ function noQuery(query: URLSearchParams): void {
   if (first !== undefined) throw new ViewError(400, 'bad_query', `Unknown query parameter ${JSON.stringify(first.slice(0, 100))}.`)
 }
 
-/** The query checked against `schema` (each parameter once): a 400 naming the parameter otherwise. */
+/** The query checked against `schema` (each parameter once; an empty one is as if absent): a 400 naming the parameter otherwise. */
 function parseQuery<Schema extends z.ZodType>(schema: Schema, query: URLSearchParams): z.output<Schema> {
   const values: Record<string, string> = {}
+  const seen = new Set<string>()
   for (const [name, value] of query) {
-    if (Object.hasOwn(values, name)) throw new ViewError(400, 'bad_query', `The query parameter ${JSON.stringify(name.slice(0, 100))} is given twice.`)
-    values[name] = value
+    if (seen.has(name)) throw new ViewError(400, 'bad_query', `The query parameter ${JSON.stringify(name.slice(0, 100))} is given twice.`)
+    seen.add(name)
+    if (value !== '') values[name] = value
   }
   const parsed = schema.safeParse(values)
   if (parsed.success) return parsed.data
