@@ -57,14 +57,17 @@ export { criticConfigSchema, type CriticConfig } from './experience/critic.js'
 export { responseLogprobs, type TokenSequence } from './sequences.js'
 export { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
 export {
+  maxTrajectoryLineBytes,
   trajectoriesFileName,
   trajectoryEpisodeRecordSchema,
   trajectoryFormat,
   trajectoryJudgementRecordSchema,
+  trajectoryLogConfigSchema,
   trajectoryRecordSchema,
   trajectoryTurnRecordSchema,
   type TrajectoryEpisodeRecord,
   type TrajectoryJudgementRecord,
+  type TrajectoryLogConfig,
   type TrajectoryRecord,
   type TrajectoryTurnRecord,
 } from './trajectory-log.js'
