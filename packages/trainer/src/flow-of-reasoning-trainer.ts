@@ -2,10 +2,10 @@ import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type Random, type TokenizerV1 } from '@ludic/core'
 import { CausalLanguageModel, checkVocabularyFits, clipGradientsByGlobalNorm, computeGradients, createAdamW, sequenceLogprobs } from '@ludic/model'
 import { createLogPartition, readLossMetrics, trajectoryBalanceLoss } from '@ludic/objectives'
-import { join } from 'node:path'
 import { z } from 'zod'
 import { actionLogprobs } from './action-logprobs.js'
-import { createMetricsLog, type StepMetrics } from './metrics-log.js'
+import { createRunLoggers, loggingConfigFields, plainConfig, warnNotify } from './loggers/run-loggers.js'
+import type { StepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { createRewardReplayBuffer } from './reward-replay-buffer.js'
 
@@ -104,6 +104,10 @@ export const flowOfReasoningTrainerConfigSchema = z.strictObject({
   seed: z.number().int().default(0),
   /** Where `metrics.jsonl` goes. Default: none. */
   runDirectory: z.string().min(1).optional(),
+  /** Where each step's metrics go (`jsonl`, `tensorboard`, `wandb`, or a `RunLoggerV1`; see the RL trainer's). Default `['jsonl']`. */
+  loggers: loggingConfigFields.loggers,
+  /** The configuration the loggers record. Default: this config's plain settings. */
+  loggedConfig: loggingConfigFields.loggedConfig,
   /** Told each step's metrics. */
   onStep: functionOf<(metrics: FlowOfReasoningStepMetrics) => void>('must be a function (metrics) => void').optional(),
 })
@@ -204,7 +208,13 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
   const optimizer = createAdamW(parameters, { ...adamW, learningRate, excludeFromWeightDecay: [logZParameterName] })
   const buffer = createRewardReplayBuffer({ capacity: parsed.replay.capacity })
   const random = createRandom(deriveSeed('ludic.flow-of-reasoning', parsed.seed))
-  const metricsLog = parsed.runDirectory === undefined ? undefined : createMetricsLog(join(parsed.runDirectory, 'metrics.jsonl'))
+  const loggers = createRunLoggers({
+    loggers: parsed.loggers,
+    directory: parsed.runDirectory,
+    trainer: 'flow-of-reasoning',
+    config: parsed.loggedConfig ?? plainConfig(parsed, ['model', 'tokenizer', 'task', 'problems', 'onStep', 'loggers', 'loggedConfig']),
+    notify: warnNotify,
+  })
   const history: FlowOfReasoningStepMetrics[] = []
   let stepCount = 0
 
@@ -331,7 +341,7 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
       seconds: (performance.now() - started) / 1000,
     }
     history.push(metrics)
-    await metricsLog?.append(metrics)
+    await loggers.log(metrics)
     parsed.onStep?.(metrics)
     return metrics
   }
@@ -345,11 +355,16 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
     async run(options = {}) {
       const steps = options.steps ?? Math.max(0, parsed.steps - stepCount)
       const results: FlowOfReasoningStepMetrics[] = []
-      for (let index = 0; index < steps; index++) results.push(await step())
+      try {
+        for (let index = 0; index < steps; index++) results.push(await step())
+      } finally {
+        await loggers.close()
+      }
       return results
     },
     logPartitionState: () => partition?.getState() ?? { keys: [], values: [] },
     dispose() {
+      void loggers.close()
       optimizer.dispose()
       partition?.dispose()
     },

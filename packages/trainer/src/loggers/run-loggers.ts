@@ -192,6 +192,9 @@ function makeLogger(entry: LoggerEntry, options: RunLoggersOptions): RunLoggerV1
   }
 }
 
+/** The `notify` of trainers that take none: a warning on stderr. */
+export const warnNotify = (message: string): void => console.warn(`[ludic trainer] ${message}`)
+
 /**
  * A trainer config's plain settings, for the loggers to record: numbers, strings, booleans and null, and arrays and
  * plain objects of them, at most 8 deep; the fields named in `leaveOut` (the model, the data), functions and class
