@@ -171,7 +171,9 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
     loggers: parsed.loggers,
     directory: parsed.runDirectory,
     trainer: 'align-distil',
-    config: parsed.loggedConfig ?? plainConfig(parsed, ['model', 'tokenizer', 'dpoModel', 'reverseDpoModel', 'reference', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
+    config:
+      parsed.loggedConfig ??
+      plainConfig(parsed, ['model', 'tokenizer', 'dpoModel', 'reverseDpoModel', 'reference', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
     notify: warnNotify,
   })
   let heldOutReference: Promise<ResponseSums> | undefined

@@ -348,6 +348,8 @@ function externalMetrics({ trajectories, samples }: DemonstrationBatch): Record<
  */
 export function checkRlTrainerConfig(config: RlTrainerConfig): void {
   const parsed = parseArgument(rlTrainerConfigSchema, config, 'config')
+  // Loggers that cannot work (online W&B without an API key): made and dropped (they open nothing until started).
+  createRunLoggers({ loggers: parsed.loggers, directory: parsed.runDirectory, trainer: 'rl', config: {}, notify: () => {} })
   // The synchronous source is on-policy and plays greedy baselines; asynchronous workers are off-policy and do not.
   const asynchronous = parsed.asyncRollout !== undefined
   refuseUnrunnable(parsed, parsed.advantage ?? createRae(), { offPolicy: asynchronous, greedyBaselines: !asynchronous })
