@@ -59,6 +59,8 @@ describe('loadRunConfig', () => {
       [{ ...valid, environments: [{ game: 'kuhn-poker-v1', options: { rounds: 0 } }] }, 'environments'],
       [{ ...valid, batch: { ppoEpochs: 0 } }, 'batch.ppoEpochs'],
       [{ ...valid, surprise: true }, 'surprise'],
+      [{ ...valid, loggers: ['jsonl', 'tensorbord'] }, "loggers[1]: is not a logger ('jsonl', 'tensorboard', 'wandb'); did you mean 'tensorboard'?"],
+      [{ ...valid, loggers: [{ kind: 'wandb', mode: 'sometimes' }] }, 'loggers[0].mode'],
     ]
     for (const [index, [content, expected]] of cases.entries()) {
       const path = await write(`bad-${index}.json`, content)
@@ -72,6 +74,17 @@ describe('loadRunConfig', () => {
     const noTokenizer = await loadRunConfig(await write('no-tokenizer.json', valid), registries).catch((caught: unknown) => caught)
     expect((noTokenizer as Error).message).toContain('tokenizer')
     await expect(loadRunConfig(await write('no-registry.json', valid), {} as never)).rejects.toThrow(/options.environments/)
+  })
+
+  it('gives the trainer its loggers (default [jsonl]) and the file’s checked settings for them to record', async () => {
+    const plain = await loadRunConfig(await write('default-loggers.json', valid), { ...registries, tokenizer })
+    expect(plain.loggers).toEqual(['jsonl'])
+    plain.model.dispose()
+    const loggers = ['jsonl', { kind: 'tensorboard', directory: 'tb' }, { kind: 'wandb', project: 'kuhn', mode: 'offline' }]
+    const config = await loadRunConfig(await write('loggers.json', { ...valid, loggers }), { ...registries, tokenizer })
+    expect(config.loggers).toEqual(loggers)
+    expect(config.loggedConfig).toMatchObject({ kind: 'rl', steps: 100, environments: [{ game: 'kuhn-poker-v1' }], runDirectory: 'run', loggers })
+    config.model.dispose()
   })
 
   it('makes an environment registered by the user', async () => {
