@@ -21,7 +21,7 @@ const steps: StepMetrics[] = [
 const notify = () => {}
 
 /** A W&B server on 127.0.0.1 that answers the JavaScript SDK (GraphQL viewer and upsertBucket, the file stream) and keeps every request. */
-async function fakeWandb() {
+async function fakeWandb(options: { refuseKey?: boolean } = {}) {
   const requests: { method: string; url: string; authorization: string | undefined; body: unknown }[] = []
   const read = async (request: IncomingMessage) => {
     let text = ''
@@ -32,6 +32,11 @@ async function fakeWandb() {
     const body = await read(request)
     requests.push({ method: request.method!, url: request.url!, authorization: request.headers.authorization, body })
     response.setHeader('content-type', 'application/json')
+    if (options.refuseKey === true) {
+      response.statusCode = 401
+      response.end(JSON.stringify({ errors: [{ message: 'user is not logged in' }] }))
+      return
+    }
     if (request.url === '/graphql') {
       const { query, variables } = body as { query: string; variables: Record<string, unknown> }
       if (query.includes('upsertBucket')) {
@@ -142,6 +147,19 @@ describe('createWandbLogger', () => {
       await server.close()
     }
   }, 60_000)
+
+  it('online: a refused key or an unreachable server is an error of start() that says which (the SDK says “Unable to determine default entity” for both)', async () => {
+    const server = await fakeWandb({ refuseKey: true })
+    try {
+      const refused = createWandbLogger({ mode: 'online', environment: { WANDB_API_KEY: apiKey, WANDB_BASE_URL: server.url } })
+      await expect(refused.start({ directory: scratch, trainer: 'rl', config, notify })).rejects.toThrow(/did not accept WANDB_API_KEY \(HTTP 401\)/)
+    } finally {
+      await server.close()
+    }
+    // The server is closed now: nothing listens on its port.
+    const unreachable = createWandbLogger({ mode: 'online', environment: { WANDB_API_KEY: apiKey, WANDB_BASE_URL: server.url } })
+    await expect(unreachable.start({ directory: scratch, trainer: 'rl', config, notify })).rejects.toThrow(/cannot reach W&B at http:\/\/127\.0\.0\.1:\d+/)
+  })
 
   it('online is refused when it is made without an API key, or without @wandb/sdk (saying what to install)', () => {
     expect(() => createWandbLogger({ mode: 'online', environment: {} })).toThrow(/WANDB_API_KEY/)

@@ -161,6 +161,9 @@ async function startOnline(
   environment: WandbEnvironment,
   timeoutSeconds: number,
 ): Promise<WandbSession> {
+  const baseUrl = environment.WANDB_BASE_URL || 'https://api.wandb.ai'
+  const authorization = `Basic ${Buffer.from(`api:${environment.WANDB_API_KEY}`).toString('base64')}`
+  await checkServer(baseUrl, authorization, timeoutSeconds)
   const loaded = (await (options.importSdk ?? (() => import('@wandb/sdk')))()) as { default?: WandbSdk } & Partial<WandbSdk>
   const sdk = (loaded.default ?? loaded) as WandbSdk
   // The SDK's init installs SIGINT (it exits the process), SIGTERM and beforeExit handlers; the trainer's own (Ctrl+C
@@ -177,7 +180,7 @@ async function startOnline(
         ...(settings.entity === undefined ? {} : { entity: settings.entity }),
         name,
         config: run.config,
-        settings: { apiKey: environment.WANDB_API_KEY!, baseUrl: environment.WANDB_BASE_URL || 'https://api.wandb.ai', silent: true },
+        settings: { apiKey: environment.WANDB_API_KEY!, baseUrl, silent: true },
       }),
       new Promise<never>((_, reject) => {
         timer = setTimeout(
@@ -202,8 +205,40 @@ async function startOnline(
     async log({ step, values }) {
       wandbRun.log({ ...values }, step)
     },
-    close: () => wandbRun.finish(0),
+    async close() {
+      // The SDK retries a failing upload for many minutes: a run that has trained does not wait that long for it.
+      let closeTimer: NodeJS.Timeout | undefined
+      const late = new Promise<'late'>((resolve) => {
+        closeTimer = setTimeout(() => resolve('late'), timeoutSeconds * 1000)
+        closeTimer.unref()
+      })
+      const outcome = await Promise.race([wandbRun.finish(0).then(() => 'done' as const), late])
+      clearTimeout(closeTimer)
+      if (outcome === 'late') run.notify(`W&B did not confirm the end of the run within ${timeoutSeconds} s (${baseUrl}); its last rows may be missing there`)
+    },
   }
+}
+
+/**
+ * Asks the server who the key belongs to before the SDK starts, so that a refused key or an unreachable server is an
+ * error that says which (the SDK reports both as "Unable to determine default entity").
+ */
+async function checkServer(baseUrl: string, authorization: string, timeoutSeconds: number): Promise<void> {
+  let response: Response
+  try {
+    response = await fetch(`${baseUrl}/graphql`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'query Viewer { viewer { id entity } }' }),
+      signal: AbortSignal.timeout(timeoutSeconds * 1000),
+    })
+  } catch (error) {
+    throw new LudicError(`cannot reach W&B at ${baseUrl} (WANDB_BASE_URL): ${(error as Error).message}`, { cause: error })
+  }
+  const body = (await response.json().catch(() => undefined)) as { data?: { viewer?: { entity?: string } | null } } | undefined
+  if (response.status === 401 || response.status === 403 || (response.ok && !body?.data?.viewer?.entity))
+    throw new LudicError(`W&B at ${baseUrl} did not accept WANDB_API_KEY (HTTP ${response.status}): check the key (https://wandb.ai/authorize)`)
+  if (!response.ok) throw new LudicError(`W&B at ${baseUrl} answered HTTP ${response.status} to the key check`)
 }
 
 /** W&B's offline run folder, written as W&B's Python SDK lays one out (`files/`), rewritten each step as it changes. */
