@@ -72,6 +72,23 @@ export {
   type TrajectoryTurnRecord,
 } from './trajectory-log.js'
 export {
+  createRunLoggers,
+  loggerNames,
+  plainConfig,
+  runConfigLoggersSchema,
+  runLoggersSchema,
+  type LoggerEntry,
+  type LoggerName,
+  type LoggerSpec,
+  type RunLoggers,
+  type RunLoggersOptions,
+} from './loggers/run-loggers.js'
+export { isRunLogger, type RunLoggerV1, type RunStartV1 } from './loggers/run-logger.js'
+export { createJsonlLogger } from './loggers/jsonl-logger.js'
+export { createTensorBoardLogger, type TensorBoardLoggerOptions } from './loggers/tensorboard-logger.js'
+export { createWandbLogger, wandbLoggerConfigSchema, type WandbLoggerConfig, type WandbLoggerOptions } from './loggers/wandb-logger.js'
+export { episodeTranscript } from './loggers/episode-transcript.js'
+export {
   cpoRunConfigFileSchema,
   importPlugins,
   loadRunConfig,

@@ -7,16 +7,17 @@ import {
   applyConfigOverrides,
   checkRlTrainerConfig,
   createCpoTrainer,
-  createMetricsLog,
   createPreferenceTrainer,
   createProgressBar,
   createRewardModelTrainer,
   createRlTrainer,
+  createRunLoggers,
   createSftTrainer,
   loadTrainingRun,
   readRunConfigFile,
   refuseAnotherRun,
   type RunKind,
+  type SftRun,
   type SftTrainerConfig,
   type TokenizerFiles,
   type TrainingRun,
@@ -172,7 +173,7 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       return
     }
     case 'sft': {
-      const history = await sftSteps(run.config, run.steps, 'sft', context, run.runDirectory)
+      const history = await sftSteps(run.config, run.steps, 'sft', context, run)
       summary.steps = history.length
       summary.interrupted = history.length < run.steps
       summary.last = { ...(history.at(-1) ?? {}) }
@@ -209,24 +210,37 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
   }
 }
 
-/** SFT updates with a progress bar, stopping at Ctrl+C; metrics into `<run directory>/metrics.jsonl` when given. */
-async function sftSteps(config: SftTrainerConfig, steps: number, label: string, context: CommandContext, runDirectory: string | undefined) {
+/**
+ * SFT updates with a progress bar, stopping at Ctrl+C; metrics through the run's loggers (`metrics.jsonl` by default)
+ * when a run is given (an SFT run; an RL run's warm-up logs nothing).
+ */
+async function sftSteps(config: SftTrainerConfig, steps: number, label: string, context: CommandContext, run: SftRun | undefined) {
+  const loggers =
+    run === undefined
+      ? undefined
+      : createRunLoggers({
+          loggers: run.loggers,
+          directory: run.runDirectory,
+          trainer: 'sft',
+          config: run.loggedConfig,
+          notify: (message) => context.stderr.write(`warning: ${message}\n`),
+        })
   const trainer = createSftTrainer(config)
   const stream = progressStream(context)
   const bar = stream === false ? undefined : createProgressBar(steps, { stream, label })
-  const metricsLog = runDirectory === undefined ? undefined : createMetricsLog(join(runDirectory, 'metrics.jsonl'))
   const history = []
   try {
     for (let step = 0; step < steps && !context.signal.aborted; step++) {
       const metrics = trainer.step()
       history.push(metrics)
-      await metricsLog?.append({ ...metrics })
+      await loggers?.log({ ...metrics })
       bar?.update(step + 1, { nll: metrics.nll })
       await tick()
     }
   } finally {
     bar?.finish()
     trainer.dispose()
+    await loggers?.close()
   }
   return history
 }
