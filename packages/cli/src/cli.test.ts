@@ -11,7 +11,7 @@ describe('ludic', () => {
   it('prints its help with every command, the examples and the exit codes', async () => {
     const { io, stdout } = captureIo()
     expect(await runCli(['--help'], io)).toBe(exitCodes.ok)
-    for (const command of ['train', 'eval', 'bench', 'serve', 'tokenizer', 'download', '--json', '--quiet', '--seed', 'Exit codes:', '130']) {
+    for (const command of ['train', 'eval', 'bench', 'serve', 'tokenizer', 'download', 'view', '--json', '--quiet', '--seed', 'Exit codes:', '130']) {
       expect(stdout()).toContain(command)
     }
     const train = captureIo()
@@ -24,7 +24,14 @@ describe('ludic', () => {
   })
 
   it('is a usage error (2) for an unknown command, a missing argument or a bad number', async () => {
-    for (const argv of [['fly'], ['train'], ['train', 'x.yaml', '--steps', 'ten'], ['serve', 'model', '--port', '-1'], ['eval', 'm', '--suite', 'chess']]) {
+    for (const argv of [
+      ['fly'],
+      ['train'],
+      ['train', 'x.yaml', '--steps', 'ten'],
+      ['serve', 'model', '--port', '-1'],
+      ['serve', 'model', '--port', '70000'],
+      ['eval', 'm', '--suite', 'chess'],
+    ]) {
       const { io, stderr } = captureIo()
       expect(await runCli(argv, io), argv.join(' ')).toBe(exitCodes.usage)
       expect(stderr()).not.toBe('')

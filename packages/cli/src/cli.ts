@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { Command, CommanderError, InvalidArgumentError as CommanderInvalidArgument, Option } from 'commander'
-import { type CommandContext, log, type OutputStream, writeResult } from './context.js'
+import { type CommandContext, log, type OutputStream, untilAborted, writeResult } from './context.js'
 import { exitCodeHelp, exitCodeOf, exitCodes, formatError, type ExitCode } from './errors.js'
 
 /** Where the command line reads and writes: the process's streams and signal, or a test's. */
@@ -11,7 +11,7 @@ export interface CliIo {
   signal?: AbortSignal
   /** Default: `process.cwd()`. */
   cwd?: string
-  /** Told when `serve` is listening (tests read the URL here). */
+  /** Told when `serve` or `view` is listening (tests read the URL here). */
   onListening?: (url: string) => void
 }
 
@@ -23,18 +23,25 @@ const commands = {
   serve: () => import('./commands/serve.js'),
   tokenizer: () => import('./commands/tokenizer.js'),
   download: () => import('./commands/download.js'),
+  view: () => import('./commands/view.js'),
 }
 
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
 
 const integer =
-  (flag: string, minimum = 0) =>
+  (flag: string, minimum = 0, maximum = Number.MAX_SAFE_INTEGER) =>
   (value: string): number => {
     const number = Number(value)
-    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(number) || number < minimum)
-      throw new CommanderInvalidArgument(`${flag} must be an integer${minimum > Number.MIN_SAFE_INTEGER ? ` ≥ ${minimum}` : ''}`)
+    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(number) || number < minimum || number > maximum) {
+      const bounds = [minimum > Number.MIN_SAFE_INTEGER ? `≥ ${minimum}` : '', maximum < Number.MAX_SAFE_INTEGER ? `≤ ${maximum}` : ''].filter(
+        (bound) => bound !== '',
+      )
+      throw new CommanderInvalidArgument(`${flag} must be an integer${bounds.length === 0 ? '' : ` ${bounds.join(' and ')}`}`)
+    }
     return number
   }
+/** A TCP port: 0 (any free one) to 65535. */
+const port = integer('--port', 0, 65535)
 const list = (value: string, previous: string[] | undefined): string[] => [
   ...(previous ?? []),
   ...value
@@ -47,7 +54,7 @@ const collect = (value: string, previous: string[] | undefined): string[] => [..
 const examples = (lines: readonly string[]) => `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`
 
 /**
- * The `ludic` program (commander): `train`, `eval`, `bench`, `serve`, `tokenizer train`, `download`, with the global
+ * The `ludic` program (commander): `train`, `eval`, `bench`, `serve`, `tokenizer train`, `download`, `view`, with the global
  * flags `--json`, `--quiet`, `--seed`, `--backend`. Parse errors throw a `CommanderError` (`exitOverride`); help and
  * usage text go to `io`. `runCli` runs it and turns every outcome into an exit code.
  */
@@ -85,6 +92,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
         'ludic serve examples/selfplay-kuhn-poker/runs/kuhn-yaml/model --port 8000',
         'ludic tokenizer train --input corpus.txt --vocab-size 1024 --out my-tokenizer',
         'ludic download HuggingFaceTB/SmolLM2-135M-Instruct',
+        'ludic view examples/selfplay-kuhn-poker/runs',
       ])}\n${exitCodeHelp}\n`,
     )
 
@@ -220,7 +228,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .command('serve')
     .description('serve a model over the OpenAI API (chat and completions, streaming) until Ctrl+C')
     .argument('<checkpoint>', 'a model directory or a Hugging Face repo id (owner/name[@revision])')
-    .option('--port <n>', 'port (0: a free one)', integer('--port'), 8000)
+    .option('--port <n>', 'port (0: a free one)', port, 8000)
     .option('--host <address>', 'interface to listen on (0.0.0.0 for every one)', '127.0.0.1')
     .option('--max-tokens <n>', 'max_tokens of a request that gives none', integer('--max-tokens', 1), 256)
     .option('--model-id <name>', "the model name clients send (default: the directory's or repo's name)")
@@ -287,11 +295,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
         writeResult(context, { url: server.url, model: server.modelId, port: server.port }, () => `serving ${server.modelId} at ${server.url}`)
         log(context, 'Ctrl+C stops the server')
         io.onListening?.(server.url)
-        const stopped = new Promise<void>((resolve) => {
-          if (context.signal.aborted) resolve()
-          context.signal.addEventListener('abort', () => resolve(), { once: true })
-        })
-        const outcome = await Promise.race([stopped.then(() => undefined), failed.then((error) => ({ error }))])
+        const outcome = await Promise.race([untilAborted(context.signal).then(() => undefined), failed.then((error) => ({ error }))])
         await running.close()
         if (outcome !== undefined) {
           io.stderr.write(`fatal policy error; the server stopped (a supervisor should restart it): ${formatError(outcome.error)}\n`)
@@ -383,6 +387,53 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
           context,
         )
         writeResult(context, summary, () => `${summary.directory}\n(${summary.files.length} files, ${formatBytes(summary.bytes)})`)
+      },
+    )
+  program
+    .command('view')
+    .description('a web page over run directories, live while they train: metrics charts, episodes turn by turn, reports (until Ctrl+C)')
+    .argument('<runs...>', 'run directories, or directories holding run directories (such as runs/)')
+    .option('--port <n>', 'port (0: a free one)', port, 6007)
+    .option('--host <address>', 'interface to listen on (a non-loopback one needs --allow-remote)', '127.0.0.1')
+    .option('--allow-remote', 'allow a --host other machines reach: the page has no password, anyone who reaches it reads the runs')
+    .option(
+      '--allowed-host <name>',
+      "a Host header name to accept besides IP addresses and localhost ('.example.com': its subdomains; '*': any; repeatable)",
+      collect,
+    )
+    .option('--no-open', 'do not open the page in a browser (it opens only on an interactive terminal)')
+    .addHelpText('after', examples(['ludic view runs/', 'ludic view runs/kuhn-a runs/kuhn-b --port 0 --no-open']))
+    .action(
+      async (
+        runArguments: string[],
+        options: { port: number; host: string; allowRemote?: boolean; allowedHost?: string[]; open: boolean },
+        command: Command,
+      ) => {
+        const context = contextOf(command)
+        const { view } = await commands.view()
+        const running = await view(
+          runArguments,
+          {
+            port: options.port,
+            host: options.host,
+            open: options.open,
+            ...(options.allowRemote === true ? { allowRemote: true } : {}),
+            ...(options.allowedHost === undefined ? {} : { allowedHosts: options.allowedHost }),
+          },
+          context,
+        )
+        const { server } = running
+        writeResult(
+          context,
+          { url: server.url, port: server.port, runs: running.runs },
+          () => `viewing ${running.runs} run${running.runs === 1 ? '' : 's'} at ${server.url}`,
+        )
+        log(context, 'Ctrl+C stops the server')
+        io.onListening?.(server.url)
+        await untilAborted(context.signal)
+        await server.close()
+        log(context, 'server stopped')
+        state.exitCode = exitCodes.interrupted // stopped by Ctrl+C or SIGTERM, as the exit-code table says
       },
     )
   return program

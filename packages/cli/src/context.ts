@@ -58,3 +58,11 @@ export function writeResult(context: CommandContext, result: unknown, text: () =
     if (shown !== '') context.stdout.write(shown.endsWith('\n') ? shown : `${shown}\n`)
   }
 }
+
+/** Resolves when `signal` is aborted (at once if it is already): a server command waits here for Ctrl+C. */
+export function untilAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve()
+    signal.addEventListener('abort', () => resolve(), { once: true })
+  })
+}

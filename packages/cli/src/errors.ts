@@ -19,13 +19,14 @@ export const exitCodeTable = [
   {
     name: 'notFound',
     code: 3,
-    meaning: 'input not found or unreadable: a file, a model folder (or one without `config.json`), a checkpoint cut short, a data file, a repository',
+    meaning:
+      'input not found or unreadable: a file, a model folder (or one without `config.json`), a checkpoint cut short, a data file, a repository, a run directory to view',
   },
   { name: 'network', code: 4, meaning: 'network or Hugging Face Hub error' },
   {
     name: 'interrupted',
     code: 130,
-    meaning: 'interrupted: Ctrl+C or SIGTERM (a training run saves a checkpoint first; `serve` stops; a second Ctrl+C quits at once)',
+    meaning: 'interrupted: Ctrl+C or SIGTERM (a training run saves a checkpoint first; `serve` and `view` stop; a second Ctrl+C quits at once)',
   },
 ] as const
 

@@ -118,6 +118,7 @@ const rows: Record<ExitCode, { situation: string; check: () => Promise<void> }[]
   ],
   3: [
     { situation: 'a missing config file', check: async () => expect((await run(['train', 'missing.yaml'])).code).toBe(exitCodes.notFound) },
+    { situation: 'a missing run directory to view', check: async () => expect((await run(['view', 'no-such-runs'])).code).toBe(exitCodes.notFound) },
     {
       situation: 'a missing model.path in a config, as the same path on the command line',
       check: async () => {
@@ -192,6 +193,10 @@ const rows: Record<ExitCode, { situation: string; check: () => Promise<void> }[]
     {
       situation: 'serve stopped by its signal',
       check: async () => expect((await run(['serve', model, '--port', '0'], { abortWhenListening: true })).code).toBe(exitCodes.interrupted),
+    },
+    {
+      situation: 'view stopped by its signal',
+      check: async () => expect((await run(['view', 'runs', '--port', '0'], { abortWhenListening: true })).code).toBe(exitCodes.interrupted),
     },
   ],
 }

@@ -33,6 +33,7 @@ export {
   type OpenAICompatiblePolicyOptions,
 } from './openai-compatible-policy.js'
 export {
+  allowedHostRule,
   serveOpenAICompatible,
   serveOptionsSchema,
   type OpenAICompatibleServer,

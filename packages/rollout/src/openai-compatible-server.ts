@@ -307,7 +307,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     }
     return undefined
   }
-  const hostAllowed = hostRule(settings.allowedHosts)
+  const hostAllowed = allowedHostRule(settings.allowedHosts)
   // How long the event loop was held (a policy that computes without yielding stalls every client).
   const eventLoopDelay = monitorEventLoopDelay({ resolution: 10 })
   eventLoopDelay.enable()
@@ -810,9 +810,9 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
 /**
  * Whether a `Host` header may reach the server: an IP address (v4, or v6 in brackets) or `localhost` with any port, or
  * a name of `allowed` (`.name` also its subdomains; `'*'` anything). A DNS name an attacker rebinds to this machine is
- * neither, so a page of theirs cannot talk to a server on loopback.
+ * neither, so a page of theirs cannot talk to a server on loopback. `ludic serve` and `ludic view` both check with it.
  */
-function hostRule(allowed: readonly string[]): (host: string | undefined) => boolean {
+export function allowedHostRule(allowed: readonly string[]): (host: string | undefined) => boolean {
   if (allowed.includes('*')) return () => true
   const names = allowed.map((name) => name.toLowerCase())
   return (header) => {

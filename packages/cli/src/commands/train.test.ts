@@ -134,7 +134,7 @@ describe('ludic train', () => {
     const cpo = join(directory, 'cpo.yaml')
     await writeFile(
       cpo,
-      rlConfig('kuhn-poker-v1', ['kind: cpo', `scorer: { module: ${scorer}, options: { weight: 0.5 } }`]).replace(
+      rlConfig('kuhn-poker-v1', ['kind: cpo', `scorer: { module: ${scorer}, options: { weight: 0.5, judgeApiKey: sk-not-for-the-run-directory } }`]).replace(
         'ppoEpochs: 1,',
         'ppoEpochs: 1, groupSize: 2,',
       ),
@@ -144,6 +144,14 @@ describe('ludic train', () => {
     const cpoSummary = JSON.parse(cpoRun.stdout()) as TrainSummary
     expect(cpoSummary).toMatchObject({ kind: 'cpo', steps: 2 })
     expect(cpoSummary.last['judge/groups']).toBe(2) // episodesPerStep 2: two groups judged in the last step
+    // The config as it ran, for ludic view: the file with the run directory applied, the judge's key left out.
+    const saved = await readFile(join(directory, 'cpo-run', 'run-config.json'), 'utf8')
+    expect(JSON.parse(saved)).toMatchObject({
+      kind: 'cpo',
+      runDirectory: join(directory, 'cpo-run'),
+      scorer: { options: { weight: 0.5, judgeApiKey: '<redacted>' } },
+    })
+    expect(saved).not.toContain('sk-not-for-the-run-directory')
 
     await writeFile(
       join(directory, 'pairs.jsonl'),
@@ -159,9 +167,10 @@ describe('ludic train', () => {
     const rmSummary = JSON.parse(rmRun.stdout()) as TrainSummary
     expect(rmSummary).toMatchObject({ kind: 'reward-model', steps: 2 })
     expect(rmSummary.evaluation!.pairs).toBe(2)
-    const saved = await loadModel(rmSummary.modelDirectory!)
-    expect((await loadTokenizer(rmSummary.modelDirectory!)).vocabSize).toBe(saved.config.vocabSize)
-    saved.dispose()
+    const rewardModelSaved = await loadModel(rmSummary.modelDirectory!)
+    expect((await loadTokenizer(rmSummary.modelDirectory!)).vocabSize).toBe(rewardModelSaved.config.vocabSize)
+    expect(JSON.parse(await readFile(join(directory, 'rm-run', 'run-config.json'), 'utf8'))).toMatchObject({ kind: 'reward-model', steps: 2 })
+    rewardModelSaved.dispose()
     const missingScorer = captureIo()
     await writeFile(cpo, (await readFile(cpo, 'utf8')).replace(scorer, './nowhere.js'))
     expect(await runCli(['train', cpo], missingScorer.io)).toBe(exitCodes.notFound)
@@ -319,6 +328,8 @@ describe('ludic train', () => {
     const first = captureIo()
     expect(await runCli(['--quiet', 'train', path], first.io), first.stderr()).toBe(exitCodes.ok)
     const held = await readdir(join(directory, 'run'))
+    const config = await readFile(join(directory, 'run', 'run-config.json'), 'utf8')
+    expect(JSON.parse(config)).toMatchObject({ steps: 2, checkpointEvery: 1 })
     const again = captureIo()
     expect(await runCli(['train', path, '--steps', '1'], again.io)).toBe(exitCodes.usage)
     expect(again.stderr()).toMatch(
@@ -326,8 +337,10 @@ describe('ludic train', () => {
     )
     expect(again.stderr()).not.toContain('warm-up') // refused before the warm-up trains
     expect(await readdir(join(directory, 'run'))).toEqual(held)
+    expect(await readFile(join(directory, 'run', 'run-config.json'), 'utf8')).toBe(config) // the refused run's config did not replace it
     const resumed = captureIo()
     expect(await runCli(['--quiet', 'train', path, '--resume', '--steps', '3'], resumed.io), resumed.stderr()).toBe(exitCodes.ok)
+    expect(JSON.parse(await readFile(join(directory, 'run', 'run-config.json'), 'utf8'))).toMatchObject({ steps: 3, resume: true })
   })
 
   it('refuses an estimator whose needs the config does not meet before the warm-up trains (GAE without a critic), and runs it with one', async () => {

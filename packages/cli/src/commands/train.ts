@@ -27,6 +27,7 @@ import { ConfigError } from '../errors.js'
 import { importCommandPlugins } from '../plugins.js'
 import { environmentRegistry, namedPrompts, opponentRegistry } from '../registries.js'
 import { localModelDirectory } from '../sources.js'
+import { runConfigFileName } from '../view/run-directories.js'
 
 export interface TrainOptions {
   /** Replaces the config's `steps`. */
@@ -70,8 +71,9 @@ const tick = () => new Promise<void>((done) => setImmediate(done)) // lets the t
 
 /**
  * `ludic train <config>`: reads the run config (YAML or JSON; see the README's "Config files"), trains with a
- * progress bar on stderr, writes metrics (and, for RL, checkpoints) into the run directory and the final model with
- * its tokenizer into `<run directory>/model`, and returns the summary. Ctrl+C stops after the current step.
+ * progress bar on stderr, writes the config as it ran (`run-config.json`, overrides applied), metrics (and, for RL,
+ * checkpoints) into the run directory and the final model with its tokenizer into `<run directory>/model`, and returns
+ * the summary. Ctrl+C stops after the current step.
  */
 export async function train(configPath: string, options: TrainOptions = {}, partialContext: Partial<CommandContext> = {}): Promise<TrainSummary> {
   const context = commandContext(partialContext)
@@ -119,8 +121,12 @@ export async function train(configPath: string, options: TrainOptions = {}, part
     modelDirectory: undefined,
     last: {},
   }
+  // The config as it ran (the file with --set, --steps, --seed and the run directory applied), for `ludic view` and
+  // whoever reads the run later; written once the trainer accepted the directory (a refused one is left as it was).
+  // A secret in it (a judge's API key in a scorer's options) is replaced by "<redacted>": run directories get shared.
+  const saveConfig = () => writeFile(join(runDirectory, runConfigFileName), `${JSON.stringify(applyConfigOverrides(raw, overrides), redactSecrets, 2)}\n`)
   try {
-    await trainRun(run, summary, context)
+    await trainRun(run, summary, context, saveConfig)
     if (!summary.interrupted || run.kind === 'rl' || run.kind === 'cpo') summary.modelDirectory = await saveFinalModel(run, runDirectory)
   } finally {
     run.model.dispose()
@@ -129,9 +135,10 @@ export async function train(configPath: string, options: TrainOptions = {}, part
   return summary
 }
 
-async function trainRun(run: TrainingRun, summary: TrainSummary, context: CommandContext): Promise<void> {
+async function trainRun(run: TrainingRun, summary: TrainSummary, context: CommandContext, saveConfig: () => Promise<void>): Promise<void> {
   const { signal } = context
   const progress = progressStream(context)
+  if (run.kind !== 'rl' && run.kind !== 'cpo') await saveConfig()
   switch (run.kind) {
     case 'rl':
     case 'cpo': {
@@ -140,6 +147,7 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       // and so is a config the trainer would refuse (an estimator whose needs it does not meet).
       if (run.config.resume !== true) refuseAnotherRun(run.runDirectory!)
       if (run.kind === 'rl') checkRlTrainerConfig(run.config)
+      await saveConfig()
       if (run.warmUp !== undefined && !resuming) {
         const history = await sftSteps(run.warmUp.config, run.warmUp.steps, 'warm-up', context, undefined)
         summary.warmUp = { steps: history.length, nll: history.at(-1)?.nll }
@@ -289,4 +297,12 @@ export function trainSummaryText(summary: TrainSummary): string {
   lines.push(`  run directory: ${summary.runDirectory}`)
   if (summary.modelDirectory !== undefined) lines.push(`  model: ${summary.modelDirectory} (ludic serve and ludic eval take it)`)
   return lines.join('\n')
+}
+
+/** Field names whose values `run-config.json` does not keep: keys, tokens, passwords. */
+const secretField = /(?:api[-_]?key|secret|password|passphrase|authorization|(?:access|auth|bearer|hf)[-_]?token)$/i
+
+/** `JSON.stringify`'s replacer for `run-config.json`: a secret field's text becomes `<redacted>`. */
+function redactSecrets(key: string, value: unknown): unknown {
+  return typeof value === 'string' && secretField.test(key) ? '<redacted>' : value
 }
