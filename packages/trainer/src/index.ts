@@ -75,6 +75,7 @@ export {
   createRunLoggers,
   loggerNames,
   plainConfig,
+  redactSecrets,
   runConfigLoggersSchema,
   runLoggersSchema,
   type LoggerEntry,

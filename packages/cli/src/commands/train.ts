@@ -15,6 +15,7 @@ import {
   createSftTrainer,
   loadTrainingRun,
   readRunConfigFile,
+  redactSecrets,
   refuseAnotherRun,
   type RunKind,
   type SftRun,
@@ -124,7 +125,7 @@ export async function train(configPath: string, options: TrainOptions = {}, part
   // The config as it ran (the file with --set, --steps, --seed and the run directory applied), for `ludic view` and
   // whoever reads the run later; written once the trainer accepted the directory (a refused one is left as it was).
   // A secret in it (a judge's API key in a scorer's options) is replaced by "<redacted>": run directories get shared.
-  const saveConfig = () => writeFile(join(runDirectory, runConfigFileName), `${JSON.stringify(applyConfigOverrides(raw, overrides), redactSecrets, 2)}\n`)
+  const saveConfig = () => writeFile(join(runDirectory, runConfigFileName), `${JSON.stringify(redactSecrets(applyConfigOverrides(raw, overrides)), null, 2)}\n`)
   try {
     await trainRun(run, summary, context, saveConfig)
     if (!summary.interrupted || run.kind === 'rl' || run.kind === 'cpo') summary.modelDirectory = await saveFinalModel(run, runDirectory)
@@ -297,12 +298,4 @@ export function trainSummaryText(summary: TrainSummary): string {
   lines.push(`  run directory: ${summary.runDirectory}`)
   if (summary.modelDirectory !== undefined) lines.push(`  model: ${summary.modelDirectory} (ludic serve and ludic eval take it)`)
   return lines.join('\n')
-}
-
-/** Field names whose values `run-config.json` does not keep: keys, tokens, passwords. */
-const secretField = /(?:api[-_]?key|secret|password|passphrase|authorization|(?:access|auth|bearer|hf)[-_]?token)$/i
-
-/** `JSON.stringify`'s replacer for `run-config.json`: a secret field's text becomes `<redacted>`. */
-function redactSecrets(key: string, value: unknown): unknown {
-  return typeof value === 'string' && secretField.test(key) ? '<redacted>' : value
 }

@@ -10,7 +10,7 @@ import { createRlTrainer } from '../rl-trainer.js'
 import { createPickEnvironment, createTestModel, tokenizer, useBackendAndDirectory } from '../test/support.js'
 import { readEventFile } from '../test/tensorboard-reader.js'
 import type { RunLoggerV1, RunStartV1 } from './run-logger.js'
-import { createRunLoggers, plainConfig, runConfigLoggersSchema, runLoggersSchema } from './run-loggers.js'
+import { createRunLoggers, plainConfig, redactSecrets, runConfigLoggersSchema, runLoggersSchema } from './run-loggers.js'
 
 const temporaryDirectory = useBackendAndDirectory('ludic-run-loggers-')
 
@@ -181,5 +181,31 @@ describe('loggers', () => {
         ['data'],
       ),
     ).toEqual({ seed: 1, nested: { rate: 0.5 }, many: '[100 items]', nan: 'NaN' })
+  })
+
+  it('the recorded configuration keeps no secret: a judge’s API key, a token, a password are <redacted> before any logger sees them', async () => {
+    const config = { seed: 1, scorer: { options: { apiKey: 'sk-live-123', model: 'judge' } }, hub: [{ hfToken: 'hf_abc' }], password: 'p', keys: 3 }
+    expect(redactSecrets(config)).toEqual({
+      seed: 1,
+      scorer: { options: { apiKey: '<redacted>', model: 'judge' } },
+      hub: [{ hfToken: '<redacted>' }],
+      password: '<redacted>',
+      keys: 3,
+    })
+    expect(config.scorer.options.apiKey).toBe('sk-live-123')
+    const seen: unknown[] = []
+    const spy: RunLoggerV1 = {
+      specificationVersion: 'v1',
+      name: 'spy',
+      start: (run) => void seen.push(run.config),
+      log: () => {},
+      text: () => {},
+      close: () => {},
+    }
+    const loggers = createRunLoggers({ loggers: runLoggersSchema.parse([spy]), directory: undefined, trainer: 'rl', config, notify: () => {} })
+    await loggers.log({ step: 1, loss: 0 })
+    await loggers.close()
+    expect(JSON.stringify(seen)).not.toContain('sk-live-123')
+    expect(JSON.stringify(seen)).toContain('<redacted>')
   })
 })

@@ -138,7 +138,7 @@ export function createRunLoggers(options: RunLoggersOptions): RunLoggers {
       await logger.start({
         directory: options.directory,
         trainer: options.trainer,
-        config: options.config,
+        config: redactSecrets(options.config),
         notify: options.notify,
         ...(resumedAtStep === undefined ? {} : { resumedAtStep }),
         ...(resumed === undefined ? {} : { history: resumed.history }),
@@ -193,6 +193,25 @@ function makeLogger(entry: LoggerEntry, options: RunLoggersOptions): RunLoggerV1
 }
 
 /** The `notify` of trainers that take none: a warning on stderr. */
+/** Field names whose string values a run's recorded configuration does not keep: keys, tokens, passwords. */
+const secretField = /(?:api[-_]?key|secret|password|passphrase|authorization|(?:access|auth|bearer|hf)[-_]?token)$/i
+
+/**
+ * A copy of a plain configuration with every string under a secret-looking field name (`apiKey`, `hfToken`, `password`
+ * …) replaced by `<redacted>`: what the loggers record (TensorBoard's text, W&B's run config) and `ludic train`'s
+ * `run-config.json`, since run directories and tracker projects get shared.
+ */
+export function redactSecrets<T>(config: T): T {
+  const redact = (value: unknown, key: string): unknown => {
+    if (typeof value === 'string') return secretField.test(key) ? '<redacted>' : value
+    if (Array.isArray(value)) return value.map((item) => redact(item, key))
+    if (typeof value === 'object' && value !== null && (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null))
+      return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, redact(item, name)]))
+    return value
+  }
+  return redact(config, '') as T
+}
+
 export const warnNotify = (message: string): void => console.warn(`[ludic trainer] ${message}`)
 
 /**
