@@ -1,4 +1,3 @@
-import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import {
   createRandom,
@@ -13,7 +12,8 @@ import {
 import { CausalLanguageModel, checkVocabularyFits, clipGradientsByGlobalNorm, computeGradients, createAdamW, type AdamW } from '@ludic/model'
 import { alignDistilLossOptionsSchema, createAlignDistilLoss, dpoLossTypes, readLossMetrics, type AlignDistilLossMetricTensors } from '@ludic/objectives'
 import { z } from 'zod'
-import { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
+import { createRunLoggers, plainConfig, warnNotify } from './loggers/run-loggers.js'
+import type { StepMetrics } from './metrics-log.js'
 import { encodeAndTruncatePairs, preferenceLengthBounds, type PreferencePairIds } from './preference-data.js'
 import { createPreferenceTrainer, preferenceTrainerConfigSchema, type PreferenceStepMetrics, type PreferenceTrainerConfig } from './preference-trainer.js'
 import { createProgressBar, type ProgressStream } from './progress-bar.js'
@@ -56,6 +56,8 @@ export const alignDistilTrainerConfigSchema = z.strictObject({
     maxPromptLength: true,
     seed: true,
     runDirectory: true,
+    loggers: true,
+    loggedConfig: true,
     evaluateEvery: true,
   }).shape,
 })
@@ -165,8 +167,15 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
   const optimizer = createAdamW(parameters, { ...adamW, learningRate })
   const perStep = Math.min(batchSize, trainPairs.length)
   const plannedSteps = parsed.steps ?? Math.max(1, Math.ceil(trainPairs.length / perStep))
-  const metricsLog: MetricsLog | undefined = parsed.runDirectory === undefined ? undefined : createMetricsLog(join(parsed.runDirectory, 'metrics.jsonl'))
-  let logChecked = false
+  const loggers = createRunLoggers({
+    loggers: parsed.loggers,
+    directory: parsed.runDirectory,
+    trainer: 'align-distil',
+    config:
+      parsed.loggedConfig ??
+      plainConfig(parsed, ['model', 'tokenizer', 'dpoModel', 'reverseDpoModel', 'reference', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
+    notify: warnNotify,
+  })
   let heldOutReference: Promise<ResponseSums> | undefined
 
   const random = createRandom(deriveSeed('ludic.align-distil', seed))
@@ -231,11 +240,7 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
         metrics['eval/accuracy'] = evaluation.accuracy
         metrics['eval/margin'] = evaluation.margin
       }
-      if (metricsLog !== undefined) {
-        if (!logChecked) await metricsLog.truncateAfter(metrics.step - 1)
-        logChecked = true
-        await metricsLog.append(metrics)
-      }
+      await loggers.log(metrics)
       return metrics
     } finally {
       tf.dispose([lossTensor, ...gradients.values()])
@@ -256,20 +261,25 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
         throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
       const bar = progress === false ? undefined : createProgressBar(steps, { label: 'align-distil', ...(progress === true ? {} : { stream: progress }) })
       const history: AlignDistilStepMetrics[] = []
-      for (let index = 0; index < steps && signal?.aborted !== true; index++) {
-        const metrics = await step()
-        history.push(metrics)
-        await onStep?.(metrics)
-        const fields: Record<string, number> = { loss: metrics.loss, kl: metrics.teacherKl }
-        if (metrics['eval/accuracy'] !== undefined) fields['eval.accuracy'] = metrics['eval/accuracy']
-        bar?.update(index + 1, fields)
-        await yieldToEventLoop() // let the terminal and signals through
+      try {
+        for (let index = 0; index < steps && signal?.aborted !== true; index++) {
+          const metrics = await step()
+          history.push(metrics)
+          await onStep?.(metrics)
+          const fields: Record<string, number> = { loss: metrics.loss, kl: metrics.teacherKl }
+          if (metrics['eval/accuracy'] !== undefined) fields['eval.accuracy'] = metrics['eval/accuracy']
+          bar?.update(index + 1, fields)
+          await yieldToEventLoop() // let the terminal and signals through
+        }
+      } finally {
+        await loggers.close()
       }
       bar?.finish()
       return history
     },
     evaluate,
     dispose() {
+      void loggers.close()
       optimizer.dispose()
       ownReference?.dispose()
     },

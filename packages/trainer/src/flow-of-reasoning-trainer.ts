@@ -1,11 +1,12 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type Random, type TokenizerV1 } from '@ludic/core'
 import { CausalLanguageModel, checkVocabularyFits, clipGradientsByGlobalNorm, computeGradients, createAdamW, sequenceLogprobs } from '@ludic/model'
-import { createLogPartition, readLossMetrics, trajectoryBalanceLoss } from '@ludic/objectives'
 import { join } from 'node:path'
+import { createLogPartition, readLossMetrics, trajectoryBalanceLoss } from '@ludic/objectives'
 import { z } from 'zod'
 import { actionLogprobs } from './action-logprobs.js'
-import { createMetricsLog, type StepMetrics } from './metrics-log.js'
+import { createRunLoggers, loggingConfigFields, plainConfig, warnNotify } from './loggers/run-loggers.js'
+import type { StepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { createRewardReplayBuffer } from './reward-replay-buffer.js'
 import { trajectoriesFileName, trajectoryFormat, trajectoryLogConfigSchema, type TrajectoryRecord } from './trajectory-log.js'
@@ -112,6 +113,10 @@ export const flowOfReasoningTrainerConfigSchema = z.strictObject({
    * step, lines of at most 256 KiB.
    */
   trajectories: trajectoryLogConfigSchema.prefault({}),
+  /** Where each step's metrics go (`jsonl`, `tensorboard`, `wandb`, or a `RunLoggerV1`; see the RL trainer's). Default `['jsonl']`. */
+  loggers: loggingConfigFields.loggers,
+  /** The configuration the loggers record. Default: this config's plain settings. */
+  loggedConfig: loggingConfigFields.loggedConfig,
   /** Told each step's metrics. */
   onStep: functionOf<(metrics: FlowOfReasoningStepMetrics) => void>('must be a function (metrics) => void').optional(),
 })
@@ -212,10 +217,15 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
   const optimizer = createAdamW(parameters, { ...adamW, learningRate, excludeFromWeightDecay: [logZParameterName] })
   const buffer = createRewardReplayBuffer({ capacity: parsed.replay.capacity })
   const random = createRandom(deriveSeed('ludic.flow-of-reasoning', parsed.seed))
-  const metricsLog = parsed.runDirectory === undefined ? undefined : createMetricsLog(join(parsed.runDirectory, 'metrics.jsonl'))
+  const loggers = createRunLoggers({
+    loggers: parsed.loggers,
+    directory: parsed.runDirectory,
+    trainer: 'flow-of-reasoning',
+    config: parsed.loggedConfig ?? plainConfig(parsed, ['model', 'tokenizer', 'task', 'problems', 'onStep', 'loggers', 'loggedConfig']),
+    notify: warnNotify,
+  })
   const trajectoryFile = parsed.runDirectory === undefined ? undefined : createTrajectoryFile(join(parsed.runDirectory, trajectoriesFileName))
   const trajectoryLog = parsed.trajectories.enabled ? parsed.trajectories : undefined
-  let metricsChecked = false
   const history: FlowOfReasoningStepMetrics[] = []
   let stepCount = 0
 
@@ -345,10 +355,7 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
       seconds: (performance.now() - started) / 1000,
     }
     history.push(metrics)
-    // The first write of the process drops the lines of this step or later (another run's), as the RL trainer's logs.
-    if (metricsLog !== undefined && !metricsChecked) await metricsLog.truncateAfter(stepCount - 1)
-    metricsChecked = true
-    await metricsLog?.append(metrics)
+    await loggers.log(metrics)
     await trajectoryFile?.write(stepCount, trajectoryLines || [])
     parsed.onStep?.(metrics)
     return metrics
@@ -428,11 +435,16 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
     async run(options = {}) {
       const steps = options.steps ?? Math.max(0, parsed.steps - stepCount)
       const results: FlowOfReasoningStepMetrics[] = []
-      for (let index = 0; index < steps; index++) results.push(await step())
+      try {
+        for (let index = 0; index < steps; index++) results.push(await step())
+      } finally {
+        await loggers.close()
+      }
       return results
     },
     logPartitionState: () => partition?.getState() ?? { keys: [], values: [] },
     dispose() {
+      void loggers.close()
       optimizer.dispose()
       partition?.dispose()
     },

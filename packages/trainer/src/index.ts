@@ -57,17 +57,38 @@ export { criticConfigSchema, type CriticConfig } from './experience/critic.js'
 export { responseLogprobs, type TokenSequence } from './sequences.js'
 export { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
 export {
+  maxTrajectoryLineBytes,
   trajectoriesFileName,
   trajectoryEpisodeRecordSchema,
   trajectoryFormat,
   trajectoryJudgementRecordSchema,
+  trajectoryLogConfigSchema,
   trajectoryRecordSchema,
   trajectoryTurnRecordSchema,
   type TrajectoryEpisodeRecord,
   type TrajectoryJudgementRecord,
+  type TrajectoryLogConfig,
   type TrajectoryRecord,
   type TrajectoryTurnRecord,
 } from './trajectory-log.js'
+export {
+  createRunLoggers,
+  loggerNames,
+  plainConfig,
+  redactSecrets,
+  runConfigLoggersSchema,
+  runLoggersSchema,
+  type LoggerEntry,
+  type LoggerName,
+  type LoggerSpec,
+  type RunLoggers,
+  type RunLoggersOptions,
+} from './loggers/run-loggers.js'
+export { isRunLogger, type RunLoggerV1, type RunStartV1 } from './loggers/run-logger.js'
+export { createJsonlLogger } from './loggers/jsonl-logger.js'
+export { createTensorBoardLogger, type TensorBoardLoggerOptions } from './loggers/tensorboard-logger.js'
+export { createWandbLogger, wandbLoggerConfigSchema, type WandbLoggerConfig, type WandbLoggerOptions } from './loggers/wandb-logger.js'
+export { episodeTranscript } from './loggers/episode-transcript.js'
 export {
   cpoRunConfigFileSchema,
   importPlugins,

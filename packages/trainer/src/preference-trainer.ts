@@ -1,4 +1,3 @@
-import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import {
   createRandom,
@@ -33,7 +32,8 @@ import {
   simpoLossOptionsSchema,
 } from '@ludic/objectives'
 import { z } from 'zod'
-import { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
+import { createRunLoggers, loggingConfigFields, plainConfig, warnNotify } from './loggers/run-loggers.js'
+import type { StepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { encodeAndTruncatePairs, preferenceLengthBounds, truncatePreferencePair, type PreferencePairIds } from './preference-data.js'
 import { createProgressBar, type ProgressStream } from './progress-bar.js'
@@ -113,6 +113,10 @@ export const preferenceTrainerConfigSchema = z.strictObject({
   seed: z.number().int().default(0),
   /** Where `metrics.jsonl` goes (one line per step). Default: no log. */
   runDirectory: z.string().min(1).optional(),
+  /** Where each step's metrics go (`jsonl`, `tensorboard`, `wandb`, or a `RunLoggerV1`; see the RL trainer's). Default `['jsonl']`. */
+  loggers: loggingConfigFields.loggers,
+  /** The configuration the loggers record. Default: this config's plain settings. */
+  loggedConfig: loggingConfigFields.loggedConfig,
   /** Evaluate the held-out pairs every this many steps (their metrics join the step's, `eval/…`). 0: never. Default 0. */
   evaluateEvery: z.number().int().min(0).default(0),
 })
@@ -267,8 +271,13 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
   const optimizer = createAdamW(parameters, { ...adamW, learningRate })
   const perStep = Math.min(batchSize, trainPairs.length)
   const plannedSteps = parsed.steps ?? Math.max(1, Math.ceil(((parsed.epochs ?? 1) * trainPairs.length) / perStep))
-  const metricsLog: MetricsLog | undefined = parsed.runDirectory === undefined ? undefined : createMetricsLog(join(parsed.runDirectory, 'metrics.jsonl'))
-  let logChecked = false
+  const loggers = createRunLoggers({
+    loggers: parsed.loggers,
+    directory: parsed.runDirectory,
+    trainer: 'preference',
+    config: parsed.loggedConfig ?? plainConfig(parsed, ['model', 'tokenizer', 'reference', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
+    notify: warnNotify,
+  })
 
   // Reference log-probs, once, before the first update.
   let referenceSums: Promise<{ train: ReferenceSums; heldOut: ReferenceSums; kl: ReferenceSums }> | undefined
@@ -403,11 +412,7 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
       metrics['eval/accuracy'] = evaluation.accuracy
       metrics['eval/margin'] = evaluation.margin
     }
-    if (metricsLog !== undefined) {
-      if (!logChecked) await metricsLog.truncateAfter(metrics.step - 1)
-      logChecked = true
-      await metricsLog.append(metrics)
-    }
+    await loggers.log(metrics)
     return metrics
   }
 
@@ -426,20 +431,27 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
       const label = `preference (${lossConfig.type})`
       const bar = progress === false ? undefined : createProgressBar(steps, { label, ...(progress === true ? {} : { stream: progress }) })
       const history: PreferenceStepMetrics[] = []
-      for (let index = 0; index < steps && signal?.aborted !== true; index++) {
-        const metrics = await step()
-        history.push(metrics)
-        await onStep?.(metrics)
-        const fields: Record<string, number> = { loss: metrics.loss, accuracy: metrics['rewards/accuracies'] }
-        if (metrics['eval/accuracy'] !== undefined) fields['eval.accuracy'] = metrics['eval/accuracy']
-        bar?.update(index + 1, fields)
-        await yieldToEventLoop() // let the terminal and signals through
+      try {
+        for (let index = 0; index < steps && signal?.aborted !== true; index++) {
+          const metrics = await step()
+          history.push(metrics)
+          await onStep?.(metrics)
+          const fields: Record<string, number> = { loss: metrics.loss, accuracy: metrics['rewards/accuracies'] }
+          if (metrics['eval/accuracy'] !== undefined) fields['eval.accuracy'] = metrics['eval/accuracy']
+          bar?.update(index + 1, fields)
+          await yieldToEventLoop() // let the terminal and signals through
+        }
+      } finally {
+        await loggers.close()
       }
       bar?.finish()
       return history
     },
     evaluate,
-    dispose: () => optimizer.dispose(),
+    dispose() {
+      void loggers.close()
+      optimizer.dispose()
+    },
   }
 }
 

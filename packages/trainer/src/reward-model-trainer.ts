@@ -22,7 +22,7 @@ import {
   type RewardModelPair,
 } from '@ludic/rewards'
 import { z } from 'zod'
-import { createMetricsLog, type MetricsLog } from './metrics-log.js'
+import { createRunLoggers, loggingConfigFields, plainConfig, warnNotify } from './loggers/run-loggers.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { createProgressBar, type ProgressStream } from './progress-bar.js'
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
@@ -51,6 +51,10 @@ export const rewardModelTrainerConfigSchema = z.strictObject({
   seed: z.number().int().default(0),
   /** `metrics.jsonl` (one line per step) and, at the end of `run`, the model with its reward head in `model/`. Default: none. */
   runDirectory: z.string().min(1).optional(),
+  /** Where each step's metrics go (`jsonl`, `tensorboard`, `wandb`, or a `RunLoggerV1`; see the RL trainer's). Default `['jsonl']`. */
+  loggers: loggingConfigFields.loggers,
+  /** The configuration the loggers record. Default: this config's plain settings. */
+  loggedConfig: loggingConfigFields.loggedConfig,
 })
 export type RewardModelTrainerConfig = z.input<typeof rewardModelTrainerConfigSchema>
 
@@ -116,6 +120,13 @@ export interface RewardModelTrainer {
 export function createRewardModelTrainer(config: RewardModelTrainerConfig): RewardModelTrainer {
   const parsed = parseArgument(rewardModelTrainerConfigSchema, config, 'config')
   const { model, tokenizer, chatTemplate, maxLength, truncation, batchSize, epochs, seed, runDirectory } = parsed
+  const loggers = createRunLoggers({
+    loggers: parsed.loggers,
+    directory: runDirectory,
+    trainer: 'reward-model',
+    config: parsed.loggedConfig ?? plainConfig(parsed, ['model', 'tokenizer', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
+    notify: warnNotify,
+  })
   const rewardModel = createRewardModel({
     model,
     tokenizer,
@@ -143,7 +154,6 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
   const optimizer = createAdamW(parameters, { ...adamW, learningRate })
   const schedule = resolveSchedule(parsed.schedule)
   const random = createRandom(deriveSeed('ludic.reward-model.order', seed))
-  const metricsLog: MetricsLog | undefined = runDirectory === undefined ? undefined : createMetricsLog(join(runDirectory, 'metrics.jsonl'))
   let reference: { chosen: Float32Array; rejected: Float32Array } | undefined
   let order: number[] = []
   let stepCount = 0
@@ -254,20 +264,23 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
         })
       }
       const bar = progress === false ? undefined : createProgressBar(steps, { label: 'reward model', ...(progress === true ? {} : { stream: progress }) })
-      if (metricsLog !== undefined) await metricsLog.truncateAfter(stepCount)
       const history: RewardModelStepMetrics[] = []
-      for (let index = 0; index < steps; index++) {
-        const metrics = step()
-        history.push(metrics)
-        onStep?.(metrics)
-        const logged: Record<string, number> = { ...metrics }
-        if (heldOutPairs.length > 0 && evaluateEvery > 0 && metrics.step % evaluateEvery === 0) {
-          const evaluation = await evaluate()
-          Object.assign(logged, { 'eval/accuracy': evaluation.accuracy, 'eval/margin': evaluation.margin })
+      try {
+        for (let index = 0; index < steps; index++) {
+          const metrics = step()
+          history.push(metrics)
+          onStep?.(metrics)
+          const logged: Record<string, number> = { ...metrics }
+          if (heldOutPairs.length > 0 && evaluateEvery > 0 && metrics.step % evaluateEvery === 0) {
+            const evaluation = await evaluate()
+            Object.assign(logged, { 'eval/accuracy': evaluation.accuracy, 'eval/margin': evaluation.margin })
+          }
+          await loggers.log(logged as RewardModelStepMetrics & Record<string, number>)
+          bar?.update(index + 1, { loss: metrics.loss, accuracy: metrics.accuracy })
+          await yieldToEventLoop() // let the terminal and signals through
         }
-        await metricsLog?.append(logged as RewardModelStepMetrics & Record<string, number>)
-        bar?.update(index + 1, { loss: metrics.loss, accuracy: metrics.accuracy })
-        await yieldToEventLoop() // let the terminal and signals through
+      } finally {
+        await loggers.close()
       }
       bar?.finish()
       const evaluation = heldOutPairs.length > 0 ? await evaluate() : undefined
@@ -276,6 +289,7 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
     },
     evaluate,
     dispose() {
+      void loggers.close()
       optimizer.dispose()
       rewardModel.dispose()
     },

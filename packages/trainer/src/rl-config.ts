@@ -5,6 +5,7 @@ import { asyncCollectorOptionsSchema, collectOptionsSchema, generationOptionsSch
 import { z } from 'zod'
 import { criticConfigSchema } from './experience/critic.js'
 import { externalDemonstrationsConfigSchema } from './external-demonstrations.js'
+import { loggingConfigFields } from './loggers/run-loggers.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { scheduleConfigSchema } from './schedule.js'
 import { trajectoryLogConfigSchema } from './trajectory-log.js'
@@ -168,6 +169,14 @@ export const rlTrainerConfigSchema = z
      * `trajectoryLogConfigSchema`). Default: on, 4 episodes per step, lines of at most 256 KiB.
      */
     trajectories: trajectoryLogConfigSchema.prefault({}),
+    /**
+     * Where each step's metrics go: `'jsonl'` (`metrics.jsonl`), `'tensorboard'` (event files under
+     * `<runDirectory>/tensorboard/`, with the config and one episode's transcript per step as text), `'wandb'` (Weights &
+     * Biases, online or offline), objects `{ kind, … }` with their settings, or your own `RunLoggerV1`. Default `['jsonl']`.
+     */
+    loggers: loggingConfigFields.loggers,
+    /** The configuration the loggers record. Default: this config's plain settings (`ludic train`: the run config file's). */
+    loggedConfig: loggingConfigFields.loggedConfig,
     /** Save a checkpoint every k steps (and after the last step of `run`). 0: never. Default 0. */
     checkpointEvery: z.number().int().min(0).default(0),
     /** Checkpoints kept. Default 2. */

@@ -8,6 +8,8 @@ import { checkBatchNeeds, checkEstimatorNeeds, providedNeeds } from './experienc
 import { advantageStage, baselineStage, importanceWeights, logprobStage, sequencesOf } from './experience/stages.js'
 import { policyUpdateEpochs, type PolicyUpdateSettings } from './experience/update.js'
 import { externalTokenMasks, replayDemonstrations, type DemonstrationBatch, type DemonstrationReplaySettings } from './external-demonstrations.js'
+import { episodeTranscript } from './loggers/episode-transcript.js'
+import { createRunLoggers, plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
 import { createProgressBar, type ProgressStream } from './progress-bar.js'
 import { rlTrainerConfigSchema, type ParsedRlTrainerConfig, type RlTrainerConfig } from './rl-config.js'
@@ -48,7 +50,7 @@ export interface RlTrainer {
   checkpoint(): Promise<string>
   /** Runs the evaluation hook now; returns its metrics (prefixed `eval/`). */
   evaluate(): Promise<Record<string, number>>
-  /** Stops the rollout workers of asynchronous collection, if running (`run` stops them when it ends). */
+  /** Closes the loggers and stops the rollout workers of asynchronous collection, if running (`run` does both when it ends). */
   close(): Promise<void>
   /** Frees the optimizer's moments and the reference model (the model stays); stops rollout workers. */
   dispose(): void
@@ -72,6 +74,17 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
   const parsed = parseArgument(rlTrainerConfigSchema, config, 'config')
   // Refused before anything is made: a fresh run into a directory that holds another run.
   if (parsed.runDirectory !== undefined && !parsed.resume) refuseAnotherRun(parsed.runDirectory)
+  const notify = parsed.notify ?? ((message: string) => console.warn(`[ludic trainer] ${message}`))
+  const defaultLabel =
+    parsed.scorer !== undefined ? 'cpo' : parsed.rolePolicies !== undefined && Object.keys(parsed.rolePolicies).length > 0 ? 'rl' : 'self-play'
+  // Made now, so that a logger that cannot work (TensorBoard without a run directory) is refused before anything else.
+  const loggers = createRunLoggers({
+    loggers: parsed.loggers,
+    directory: parsed.runDirectory,
+    trainer: defaultLabel,
+    config: parsed.loggedConfig ?? plainConfig(parsed, rlConfigLeftOut),
+    notify,
+  })
   const { model, batch, kl, seed } = parsed
   checkVocabularyFits(parsed.tokenizer, model.config)
   const estimator = parsed.advantage ?? createRae()
@@ -108,7 +121,6 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     critic?.dispose()
     throw error
   }
-  const notify = parsed.notify ?? ((message: string) => console.warn(`[ludic trainer] ${message}`))
   const run = createRunState({
     directory: parsed.runDirectory,
     keepLast: parsed.keepLast,
@@ -118,6 +130,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     reference,
     critic: critic?.own === undefined ? undefined : { parameters: critic.own.parameters, optimizer: critic.own.optimizer },
     notify,
+    loggers,
   })
   const trainerName =
     parsed.scorer !== undefined
@@ -247,6 +260,8 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     await run.log(metrics)
     // (With the log off, the first write still drops another run's lines of this step or later.)
     await run.logTrajectories(stepCount, trajectoryLines || [])
+    // One episode of the step as text (TensorBoard's `episodes/sample`): the first, so training draws nothing more.
+    if (trajectories.length > 0) await run.text('episodes/sample', stepCount, episodeTranscript(trajectories[0]!))
     if (parsed.checkpointEvery > 0 && stepCount % parsed.checkpointEvery === 0) await checkpoint()
     return metrics
   }
@@ -266,8 +281,6 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     })
   }
 
-  const defaultLabel =
-    parsed.scorer !== undefined ? 'cpo' : parsed.rolePolicies !== undefined && Object.keys(parsed.rolePolicies).length > 0 ? 'rl' : 'self-play'
   return {
     optimizer,
     get stepCount() {
@@ -285,11 +298,15 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       const bar = progress === false ? undefined : createProgressBar(steps, { label, ...(progress === true ? {} : { stream: progress }) })
       bar?.update(stepCount)
       const taken: StepMetrics[] = []
-      while (stepCount < steps && signal?.aborted !== true) {
-        const metrics = await step()
-        taken.push(metrics)
-        bar?.update(stepCount, progressFields(metrics))
-        await onStep?.(metrics)
+      try {
+        while (stepCount < steps && signal?.aborted !== true) {
+          const metrics = await step()
+          taken.push(metrics)
+          bar?.update(stepCount, progressFields(metrics))
+          await onStep?.(metrics)
+        }
+      } finally {
+        await run.closeLoggers()
       }
       bar?.finish()
       await source.close()
@@ -300,8 +317,12 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     resume,
     checkpoint,
     evaluate,
-    close: () => source.close(),
+    async close() {
+      await run.closeLoggers()
+      await source.close()
+    },
     dispose() {
+      void run.closeLoggers()
       void source.close()
       optimizer.dispose()
       reference?.dispose()
@@ -309,6 +330,23 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     },
   }
 }
+
+/** What the loggers' record of an RL config leaves out: the model, the data and the parts made in code. */
+const rlConfigLeftOut = [
+  'model',
+  'tokenizer',
+  'environments',
+  'advantage',
+  'policyLoss',
+  'opponents',
+  'rolePolicies',
+  'scorer',
+  'externalDemonstrations',
+  'notify',
+  'evaluate',
+  'loggers',
+  'loggedConfig',
+]
 
 /** The replay settings of `config.externalDemonstrations` (synchronous collection: `config.environments` is set). */
 function demonstrationSettings(config: ParsedRlTrainerConfig): DemonstrationReplaySettings {
@@ -350,6 +388,8 @@ function externalMetrics({ trajectories, samples }: DemonstrationBatch): Record<
  */
 export function checkRlTrainerConfig(config: RlTrainerConfig): void {
   const parsed = parseArgument(rlTrainerConfigSchema, config, 'config')
+  // Loggers that cannot work (online W&B without an API key): made and dropped (they open nothing until started).
+  createRunLoggers({ loggers: parsed.loggers, directory: parsed.runDirectory, trainer: 'rl', config: {}, notify: () => {} })
   // The synchronous source is on-policy and plays greedy baselines; asynchronous workers are off-policy and do not.
   const asynchronous = parsed.asyncRollout !== undefined
   refuseUnrunnable(parsed, parsed.advantage ?? createRae(), { offPolicy: asynchronous, greedyBaselines: !asynchronous })

@@ -60,6 +60,8 @@ describe('loadRunConfig', () => {
       [{ ...valid, batch: { ppoEpochs: 0 } }, 'batch.ppoEpochs'],
       [{ ...valid, surprise: true }, 'surprise'],
       [{ ...valid, trajectories: { maxLineBytes: 10 } }, 'trajectories.maxLineBytes'],
+      [{ ...valid, loggers: ['jsonl', 'tensorbord'] }, "loggers[1]: is not a logger ('jsonl', 'tensorboard', 'wandb'); did you mean 'tensorboard'?"],
+      [{ ...valid, loggers: [{ kind: 'wandb', mode: 'sometimes' }] }, 'loggers[0].mode'],
     ]
     for (const [index, [content, expected]] of cases.entries()) {
       const path = await write(`bad-${index}.json`, content)
@@ -82,6 +84,17 @@ trajectories: { episodesPerStep: all, maxLineBytes: 8192 }
 `
     const config = await loadRunConfig(await write('trajectories.yaml', yaml), { ...registries, tokenizer })
     expect(config.trajectories).toEqual({ enabled: true, episodesPerStep: 'all', maxLineBytes: 8192 })
+    config.model.dispose()
+  })
+
+  it('gives the trainer its loggers (default [jsonl]) and the file’s checked settings for them to record', async () => {
+    const plain = await loadRunConfig(await write('default-loggers.json', valid), { ...registries, tokenizer })
+    expect(plain.loggers).toEqual(['jsonl'])
+    plain.model.dispose()
+    const loggers = ['jsonl', { kind: 'tensorboard', directory: 'tb' }, { kind: 'wandb', project: 'kuhn', mode: 'offline' }]
+    const config = await loadRunConfig(await write('loggers.json', { ...valid, loggers }), { ...registries, tokenizer })
+    expect(config.loggers).toEqual(loggers)
+    expect(config.loggedConfig).toMatchObject({ kind: 'rl', steps: 100, environments: [{ game: 'kuhn-poker-v1' }], runDirectory: 'run', loggers })
     config.model.dispose()
   })
 

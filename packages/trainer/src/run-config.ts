@@ -30,6 +30,7 @@ import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
 import { applyConfigOverrides, runConfigMaxDepth } from './command-line.js'
 import { evaluateAgainst } from './evaluation.js'
+import { plainConfig, runConfigLoggersSchema, type LoggerEntry } from './loggers/run-loggers.js'
 import { criticConfigSchema } from './experience/critic.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { readPreferencePairs } from './preference-data.js'
@@ -89,6 +90,12 @@ const commonFields = {
   seed: z.number().int().optional(),
   /** Where metrics, checkpoints and the final model (`model/`) go. Relative to the file. */
   runDirectory: z.string().min(1).optional(),
+  /**
+   * Where each step's metrics go: `jsonl` (`metrics.jsonl`), `tensorboard` (event files under `<runDirectory>/tensorboard/`),
+   * `wandb` (Weights & Biases: online with `WANDB_API_KEY` and `@wandb/sdk` installed, else offline files), or objects
+   * `{ kind: tensorboard, directory }`, `{ kind: wandb, project, entity, name, mode: online | offline }`. Default `[jsonl]`.
+   */
+  loggers: runConfigLoggersSchema,
 }
 
 /** What is measured during an RL run: the model against each opponent on the training environments. */
@@ -170,7 +177,19 @@ export const sftRunConfigFileSchema = sftTrainerConfigSchema
 
 /** The DPO family (`createPreferenceTrainer`): `data` (and `heldOut`) are JSON Lines files of preference pairs (TRL's formats). */
 export const preferenceRunConfigFileSchema = preferenceTrainerConfigSchema
-  .omit({ model: true, tokenizer: true, pairs: true, heldOut: true, chatTemplate: true, reference: true, schedule: true, seed: true, runDirectory: true })
+  .omit({
+    model: true,
+    tokenizer: true,
+    pairs: true,
+    heldOut: true,
+    chatTemplate: true,
+    reference: true,
+    schedule: true,
+    seed: true,
+    runDirectory: true,
+    loggers: true,
+    loggedConfig: true,
+  })
   .extend({
     ...commonFields,
     ...jsonSchedule,
@@ -181,7 +200,18 @@ export const preferenceRunConfigFileSchema = preferenceTrainerConfigSchema
 
 /** A Bradley–Terry reward model (`createRewardModelTrainer`): `data` (and `heldOut`) are JSON Lines files of preference pairs. */
 export const rewardModelRunConfigFileSchema = rewardModelTrainerConfigSchema
-  .omit({ model: true, tokenizer: true, pairs: true, heldOut: true, chatTemplate: true, schedule: true, seed: true, runDirectory: true })
+  .omit({
+    model: true,
+    tokenizer: true,
+    pairs: true,
+    heldOut: true,
+    chatTemplate: true,
+    schedule: true,
+    seed: true,
+    runDirectory: true,
+    loggers: true,
+    loggedConfig: true,
+  })
   .extend({
     ...commonFields,
     ...jsonSchedule,
@@ -246,6 +276,10 @@ interface LoadedParts {
   runDirectory: string | undefined
   /** The chat template as a function (the config's, else the tokenizer's), for rendering prompts. */
   chatTemplate: ChatTemplateFunction | undefined
+  /** The file's `loggers`. */
+  loggers: LoggerEntry[]
+  /** The file's settings as checked (defaults filled in), for the loggers to record. */
+  loggedConfig: Record<string, unknown>
 }
 
 /** An RL (or CPO) run, made: the trainer's config, its steps and the warm-up examples. */
@@ -559,6 +593,8 @@ async function loadParts(file: CommonFields, path: string, base: string, options
     tokenizerFiles,
     runDirectory: file.runDirectory === undefined ? undefined : resolve(base, file.runDirectory),
     chatTemplate: chatTemplateFunction(tokenizer, file.chatTemplate),
+    loggers: file.loggers,
+    loggedConfig: plainConfig(file),
   }
 }
 
@@ -683,6 +719,8 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
     prompt,
     ...(file.chatTemplate === undefined ? {} : { chatTemplate: file.chatTemplate }),
     ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
+    loggers: parts.loggers,
+    loggedConfig: parts.loggedConfig,
     ...(file.opponents === undefined
       ? {}
       : {
@@ -816,7 +854,7 @@ async function loadScorer(source: z.output<typeof scorerSourceSchema>, path: str
 
 /** The file's fields that go to the trainer as they are: all but those the loader turns into objects. */
 function trainerFields(file: Record<string, unknown>, ...made: string[]): Record<string, unknown> {
-  const loaderFields = ['kind', 'plugins', 'model', 'tokenizer', 'chatTemplate', 'runDirectory', 'data', 'heldOut', ...made]
+  const loaderFields = ['kind', 'plugins', 'model', 'tokenizer', 'chatTemplate', 'runDirectory', 'loggers', 'data', 'heldOut', ...made]
   return Object.fromEntries(Object.entries(file).filter(([name, value]) => !loaderFields.includes(name) && value !== undefined))
 }
 
@@ -863,6 +901,8 @@ function pairRunFields<Pairs, HeldOut>(parts: LoadedParts, pairs: Pairs, heldOut
     ...(heldOut === undefined ? {} : { heldOut }),
     ...(parts.chatTemplate === undefined ? {} : { chatTemplate: parts.chatTemplate }),
     ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
+    loggers: parts.loggers,
+    loggedConfig: parts.loggedConfig,
   }
 }
 

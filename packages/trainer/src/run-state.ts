@@ -12,7 +12,8 @@ import {
   type CausalLanguageModel,
   type LoadedTrainingCheckpoint,
 } from '@ludic/model'
-import { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
+import type { RunLoggers } from './loggers/run-loggers.js'
+import type { StepMetrics } from './metrics-log.js'
 import { trajectoriesFileName } from './trajectory-log.js'
 import { createTrajectoryFile, type TrajectoryFile } from './trajectory-writer.js'
 
@@ -63,13 +64,17 @@ export interface RunProgress {
  */
 export interface RunState {
   readonly directory: string | undefined
-  /** Appends a step's metrics to `metrics.jsonl` (nothing without a directory), after any stale lines of that step or later. */
+  /** Gives a step's metrics to the run's loggers (`metrics.jsonl`: after any stale lines of that step or later; nothing without a directory). */
   log(metrics: StepMetrics): Promise<void>
   /**
    * Appends a step's lines to `trajectories.jsonl` (nothing without a directory), by the same rule: the first write of
    * the process drops the lines of that step or later.
    */
   logTrajectories(step: number, lines: readonly string[]): Promise<void>
+  /** Gives a text of a step to the run's loggers (TensorBoard's text summaries). */
+  text(tag: string, step: number, text: string): Promise<void>
+  /** Closes the loggers (a later `log` starts them again). */
+  closeLoggers(): Promise<void>
   /** Loads the latest checkpoint into the model, optimizer, estimator and reference; undefined when there is none. */
   resume(): Promise<RunProgress | undefined>
   /** Saves a checkpoint of `progress` now and returns its path. */
@@ -92,16 +97,16 @@ export interface RunStateOptions {
   critic?: { parameters: ReadonlyMap<string, tf.Variable>; optimizer: AdamW } | undefined
   /** Told what the run state did that the user should know (a broken checkpoint set aside). */
   notify: (message: string) => void
+  /** Where the steps' metrics go (`createRunLoggers`); started at the checkpoint's step on resume. */
+  loggers: RunLoggers
 }
 
-export function createRunState({ directory, keepLast, model, optimizer, estimator, reference, critic, notify }: RunStateOptions): RunState {
-  const metricsLog: MetricsLog | undefined = directory === undefined ? undefined : createMetricsLog(join(directory, 'metrics.jsonl'))
+export function createRunState({ directory, keepLast, model, optimizer, estimator, reference, critic, notify, loggers }: RunStateOptions): RunState {
   const trajectoryFile: TrajectoryFile | undefined = directory === undefined ? undefined : createTrajectoryFile(join(directory, trajectoriesFileName))
   const needDirectory = (purpose: string): string => {
     if (directory === undefined) throw new InvalidArgumentError({ argument: 'config.runDirectory', value: undefined, message: `is needed ${purpose}` })
     return directory
   }
-  let logChecked = false
   /**
    * The newest checkpoint that loads; the newer ones that do not are then renamed out of the way. Undefined when there
    * is none; a `ResumeError` when there are some and none loads (they stay where they are, for the user to look at).
@@ -177,12 +182,9 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
   }
   return {
     directory,
-    async log(metrics) {
-      if (metricsLog === undefined) return
-      if (!logChecked) await metricsLog.truncateAfter(metrics.step - 1)
-      logChecked = true
-      await metricsLog.append(metrics)
-    },
+    log: (metrics) => loggers.log(metrics),
+    text: (tag, step, text) => loggers.text(tag, step, text),
+    closeLoggers: () => loggers.close(),
     async logTrajectories(step, lines) {
       await trajectoryFile?.write(step, lines)
     },
@@ -195,14 +197,8 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
       if (critic !== undefined) await loadCritic(runDirectory, loaded.step, critic)
       if (extra.estimatorState !== undefined && extra.estimatorState !== null) estimator.setState?.(extra.estimatorState)
       const history = extra.history ?? []
-      if (metricsLog !== undefined) {
-        const logged = await metricsLog.truncateAfter(loaded.step)
-        const missing = history.filter((record) => !logged.some((line) => line.step === record.step)).map((record) => record.step)
-        if (missing.length > 0) {
-          await metricsLog.rewrite(history)
-          notify(`metrics.jsonl lacked step(s) ${formatSteps(missing)} of checkpoint-${loaded.step}; rebuilt it from the checkpoint's history`)
-        }
-      }
+      // The loggers continue from the checkpoint's step (metrics.jsonl keeps its lines up to it, rebuilt when some are missing).
+      await loggers.start({ step: loaded.step, history })
       // The episodes of steps after the checkpoint are played again: their old lines go.
       await trajectoryFile?.keepThrough(loaded.step)
       return { step: loaded.step, random: loaded.random, history }
@@ -246,16 +242,4 @@ export function refuseAnotherRun(directory: string): void {
       `holds another run (${held.slice(0, 3).join(', ')}${held.length > 3 ? ', …' : ''}): continue it with config.resume ` +
       '(ludic train --resume), or give another run directory; nothing was written',
   })
-}
-
-/** Steps as ranges: `3-5, 8`. */
-function formatSteps(steps: readonly number[]): string {
-  const ranges: string[] = []
-  for (let index = 0; index < steps.length; ) {
-    let end = index
-    while (end + 1 < steps.length && steps[end + 1] === steps[end]! + 1) end++
-    ranges.push(end === index ? String(steps[index]) : `${steps[index]}-${steps[end]}`)
-    index = end + 1
-  }
-  return ranges.join(', ')
 }

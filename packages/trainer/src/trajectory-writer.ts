@@ -221,7 +221,8 @@ export function rlTrajectoryRecords(input: RlTrajectoryInput): TrajectoryRecord[
 function judgementOf(scoring: NonNullable<RlTrajectoryInput['scoring']>, trajectory: Trajectory): TrajectoryJudgementRecord | undefined {
   const score = scoring.scores.get(trajectory.id)
   if (score === undefined) return undefined
-  const judgement = scoring.judgements.find((candidate) => candidate.groupId === trajectory.groupId && candidate.candidates.includes(trajectory.id))
+  // The latest of the group's (a judge used before the trainer may still hold an older judgement of the same ids).
+  const judgement = scoring.judgements.findLast((candidate) => candidate.groupId === trajectory.groupId && candidate.candidates.includes(trajectory.id))
   if (judgement === undefined) return { scorer: scoring.scorer, score, groupScores: [], rawText: [] }
   const position = judgement.candidates.indexOf(trajectory.id)
   return {

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { loadModel } from '@ludic/model'
 import { loadTokenizer } from '@ludic/tokenizer'
 import * as tf from '@tensorflow/tfjs-core'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { runCli } from '../cli.js'
 import { exitCodes } from '../errors.js'
 import { captureIo, tinyOverrides, useBackendAndDirectory } from '../test/support.js'
@@ -96,6 +96,36 @@ describe('ludic train', () => {
     expect(await runCli(['train', path, '--steps', '3', '--run-directory', join(directory, 'sft-tty')], tty.io)).toBe(exitCodes.ok)
     expect(tty.stderr()).toContain('\x1B[1G') // redrawn in place
     expect(tty.stderr()).toContain('3/3')
+  })
+
+  it('writes through the config’s loggers (SFT: metrics.jsonl and TensorBoard); a logger that cannot be is a usage error before training', async () => {
+    const directory = temporaryDirectory()
+    await writeFile(join(directory, 'sft.jsonl'), ['{"prompt":"2+2=","response":"4"}', '{"prompt":"3+3=","response":"6"}'].join('\n'))
+    const sft = (loggers: string) =>
+      `kind: sft\nmodel: ${model}\ntokenizer: { train: { vocabSize: 262 } }\ndata: sft.jsonl\nsteps: 3\nbatchSize: 2\nloggers: ${loggers}\n`
+    await writeFile(join(directory, 'sft-loggers.yaml'), sft('[jsonl, tensorboard]'))
+    const runDirectory = join(directory, 'sft-loggers')
+    expect(await runCli(['--quiet', 'train', join(directory, 'sft-loggers.yaml'), '--run-directory', runDirectory], captureIo().io)).toBe(exitCodes.ok)
+    expect((await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n')).toHaveLength(3)
+    const [events] = await readdir(join(runDirectory, 'tensorboard'))
+    expect(events).toMatch(/^events\.out\.tfevents\.\d{10}\./)
+    await writeFile(join(directory, 'sft-typo.yaml'), sft('[jsonl, tensorbord]'))
+    const typo = captureIo()
+    expect(await runCli(['train', join(directory, 'sft-typo.yaml'), '--run-directory', join(directory, 'typo')], typo.io)).toBe(exitCodes.usage)
+    expect(typo.stderr()).toContain("loggers[1]: is not a logger ('jsonl', 'tensorboard', 'wandb'); did you mean 'tensorboard'?")
+    // Online W&B without an API key: refused before the warm-up trains anything.
+    vi.stubEnv('WANDB_API_KEY', '')
+    try {
+      const path = join(directory, 'kuhn-wandb.yaml')
+      await writeFile(path, rlConfig('kuhn-poker-v1', ['loggers: [jsonl, { kind: wandb, mode: online }]']))
+      const online = captureIo()
+      expect(await runCli(['train', path, '--run-directory', join(directory, 'wandb-run')], online.io)).toBe(exitCodes.usage)
+      expect(online.stderr()).toContain('config.loggers.1')
+      expect(online.stderr()).toContain('WANDB_API_KEY')
+      expect(online.stderr()).not.toContain('warm-up:')
+    } finally {
+      vi.unstubAllEnvs()
+    }
   })
 
   it('runs CPO with a scorer module and a reward model from preference pairs', async () => {

@@ -7,16 +7,18 @@ import {
   applyConfigOverrides,
   checkRlTrainerConfig,
   createCpoTrainer,
-  createMetricsLog,
   createPreferenceTrainer,
   createProgressBar,
   createRewardModelTrainer,
   createRlTrainer,
+  createRunLoggers,
   createSftTrainer,
   loadTrainingRun,
   readRunConfigFile,
+  redactSecrets,
   refuseAnotherRun,
   type RunKind,
+  type SftRun,
   type SftTrainerConfig,
   type TokenizerFiles,
   type TrainingRun,
@@ -123,7 +125,7 @@ export async function train(configPath: string, options: TrainOptions = {}, part
   // The config as it ran (the file with --set, --steps, --seed and the run directory applied), for `ludic view` and
   // whoever reads the run later; written once the trainer accepted the directory (a refused one is left as it was).
   // A secret in it (a judge's API key in a scorer's options) is replaced by "<redacted>": run directories get shared.
-  const saveConfig = () => writeFile(join(runDirectory, runConfigFileName), `${JSON.stringify(applyConfigOverrides(raw, overrides), redactSecrets, 2)}\n`)
+  const saveConfig = () => writeFile(join(runDirectory, runConfigFileName), `${JSON.stringify(redactSecrets(applyConfigOverrides(raw, overrides)), null, 2)}\n`)
   try {
     await trainRun(run, summary, context, saveConfig)
     if (!summary.interrupted || run.kind === 'rl' || run.kind === 'cpo') summary.modelDirectory = await saveFinalModel(run, runDirectory)
@@ -180,7 +182,7 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       return
     }
     case 'sft': {
-      const history = await sftSteps(run.config, run.steps, 'sft', context, run.runDirectory)
+      const history = await sftSteps(run.config, run.steps, 'sft', context, run)
       summary.steps = history.length
       summary.interrupted = history.length < run.steps
       summary.last = { ...(history.at(-1) ?? {}) }
@@ -217,24 +219,37 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
   }
 }
 
-/** SFT updates with a progress bar, stopping at Ctrl+C; metrics into `<run directory>/metrics.jsonl` when given. */
-async function sftSteps(config: SftTrainerConfig, steps: number, label: string, context: CommandContext, runDirectory: string | undefined) {
+/**
+ * SFT updates with a progress bar, stopping at Ctrl+C; metrics through the run's loggers (`metrics.jsonl` by default)
+ * when a run is given (an SFT run; an RL run's warm-up logs nothing).
+ */
+async function sftSteps(config: SftTrainerConfig, steps: number, label: string, context: CommandContext, run: SftRun | undefined) {
+  const loggers =
+    run === undefined
+      ? undefined
+      : createRunLoggers({
+          loggers: run.loggers,
+          directory: run.runDirectory,
+          trainer: 'sft',
+          config: run.loggedConfig,
+          notify: (message) => context.stderr.write(`warning: ${message}\n`),
+        })
   const trainer = createSftTrainer(config)
   const stream = progressStream(context)
   const bar = stream === false ? undefined : createProgressBar(steps, { stream, label })
-  const metricsLog = runDirectory === undefined ? undefined : createMetricsLog(join(runDirectory, 'metrics.jsonl'))
   const history = []
   try {
     for (let step = 0; step < steps && !context.signal.aborted; step++) {
       const metrics = trainer.step()
       history.push(metrics)
-      await metricsLog?.append({ ...metrics })
+      await loggers?.log({ ...metrics })
       bar?.update(step + 1, { nll: metrics.nll })
       await tick()
     }
   } finally {
     bar?.finish()
     trainer.dispose()
+    await loggers?.close()
   }
   return history
 }
@@ -283,12 +298,4 @@ export function trainSummaryText(summary: TrainSummary): string {
   lines.push(`  run directory: ${summary.runDirectory}`)
   if (summary.modelDirectory !== undefined) lines.push(`  model: ${summary.modelDirectory} (ludic serve and ludic eval take it)`)
   return lines.join('\n')
-}
-
-/** Field names whose values `run-config.json` does not keep: keys, tokens, passwords. */
-const secretField = /(?:api[-_]?key|secret|password|passphrase|authorization|(?:access|auth|bearer|hf)[-_]?token)$/i
-
-/** `JSON.stringify`'s replacer for `run-config.json`: a secret field's text becomes `<redacted>`. */
-function redactSecrets(key: string, value: unknown): unknown {
-  return typeof value === 'string' && secretField.test(key) ? '<redacted>' : value
 }
