@@ -3,7 +3,9 @@ import { join } from 'node:path'
 import { type AdvantageBatch, type AdvantageResult, type EnvironmentV1, InvalidArgumentError, type TrajectoryScorerV1 } from '@ludic/core'
 import { createScriptedPolicy } from '@ludic/core/test'
 import { createGrpo } from '@ludic/advantages'
+import { CausalLanguageModel, sequenceLogprobs } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
+import * as tf from '@tensorflow/tfjs-core'
 import { createGroupJudge } from '@ludic/rewards'
 import { describe, expect, it } from 'vitest'
 import { createCpoTrainer } from './cpo-trainer.js'
@@ -39,6 +41,36 @@ const snapshot = (model: ReturnType<typeof createTestModel>) => new Map([...mode
 const untimed = (metrics: Record<string, number>) => Object.fromEntries(Object.entries(metrics).filter(([name]) => !/Seconds$|^tokensPerSecond$/.test(name)))
 
 describe('trajectories.jsonl of the RL trainer', () => {
+  it('gives each written trained turn the entropy of the weights its update started from (temperature applied); none with entropy: false', async () => {
+    const model = createTestModel(1)
+    const start = new CausalLanguageModel(model.config, model.parameters())
+    const runDirectory = join(temporaryDirectory(), 'entropy')
+    const trainer = createRlTrainer(
+      baseConfig(model, { runDirectory, batch: { ...baseConfig(model).batch, temperature: 0.7 }, trajectories: { episodesPerStep: 2 } }),
+    )
+    await trainer.step()
+    const turns = (await records(runDirectory)).flatMap((record) => record.turns).filter((turn) => turn.trained)
+    expect(turns.length).toBeGreaterThan(0)
+    for (const turn of turns) {
+      const promptIds = tokenizer.encode(turn.prompt!, { addSpecialTokens: false })
+      const responseIds = Int32Array.from(turn.tokenIds!)
+      const expected = tf.tidy(() =>
+        Array.from(
+          sequenceLogprobs(start, { promptIds: [promptIds], responseIds: [responseIds] }, { temperature: 0.7, withEntropy: true }).entropies!.dataSync(),
+        ),
+      )
+      expect(turn.entropy).toHaveLength(responseIds.length)
+      turn.entropy!.forEach((value, index) => expect(Math.abs(value! - expected[index]!)).toBeLessThan(1e-5))
+    }
+    trainer.dispose()
+    start.dispose()
+    const off = join(temporaryDirectory(), 'no-entropy')
+    const plain = createRlTrainer(baseConfig(createTestModel(1), { runDirectory: off, trajectories: { episodesPerStep: 2, entropy: false } }))
+    await plain.step()
+    expect((await records(off)).flatMap((record) => record.turns).every((turn) => turn.entropy === undefined)).toBe(true)
+    plain.dispose()
+  })
+
   it('writes episodesPerStep lines a step: every turn with its prompt, tokens, rollout log-probs and the advantages the estimator gave', async () => {
     const model = createTestModel(1)
     const runDirectory = join(temporaryDirectory(), 'self-play')

@@ -1,6 +1,6 @@
 import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgument, type AdvantageEstimatorV1, type Random } from '@ludic/core'
 import { createRae } from '@ludic/advantages'
-import { CausalLanguageModel, checkVocabularyFits, createAdamW, type AdamW } from '@ludic/model'
+import { CausalLanguageModel, checkVocabularyFits, createAdamW, sequenceLogprobs, type AdamW } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
 import { buildExperience, rowsIfAny, rowsOf, type Experience } from './experience/experience.js'
 import { createCritic, valueStage } from './experience/critic.js'
@@ -18,7 +18,8 @@ import { createRolloutSource, type RolloutSource, type RolloutSourceContext } fr
 import { createRunState, refuseAnotherRun } from './run-state.js'
 import { resolveSchedule } from './schedule.js'
 import { scoreRollout } from './scored-rewards.js'
-import { boundedTrajectoryLine, rlTrajectoryRecords, sampledEpisodes, type RlTrajectoryInput } from './trajectory-writer.js'
+import { raggedOf, responseRows } from './sequences.js'
+import { boundedTrajectoryLine, rlTrajectoryRecords, sampledEpisodes, trainedSamplesOf, type RlTrajectoryInput } from './trajectory-writer.js'
 
 export interface RlRunOptions {
   /** Run until this many steps have been taken in total (a resumed run continues to it). */
@@ -210,14 +211,14 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     // The step's sampled episodes as bounded lines, before the update (which reads the same columns).
     const trajectoryLines =
       trajectoryLog &&
-      trajectoryLinesOf(experience, {
+      (await trajectoryLinesOf(experience, {
         step: stepIndex + 1,
         policyVersion: offPolicy?.policyVersion ?? stepIndex,
         externalIds: new Set(external ? external.trajectories.map((trajectory) => trajectory.id) : []),
         scoring: scored
           ? { scorer: parsed.scorer!.name, scores: new Map(trajectories.map((trajectory, index) => [trajectory.id, scored.scores[index]!])), judgements }
           : undefined,
-      })
+      }))
     // 9. An off-policy batch: each token weighted by the truncated importance ratio of the weights that played it.
     const importance = offPolicy && importanceWeights(rowsOf(experience, 'oldLogprobs'), rowsOf(experience, 'rolloutLogprobs'), offPolicy.importanceCap)
     // 10. Policy-update epochs over shuffled mini-batches (micro-batches within the token budget), and the critic's.
@@ -267,10 +268,25 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
   }
 
   /** The lines of the step's sampled episodes; an episode that cannot fit even bare is left out, saying so. */
-  function trajectoryLinesOf(experience: Experience, step: Pick<RlTrajectoryInput, 'step' | 'policyVersion' | 'externalIds' | 'scoring'>): string[] {
+  async function trajectoryLinesOf(
+    experience: Experience,
+    step: Pick<RlTrajectoryInput, 'step' | 'policyVersion' | 'externalIds' | 'scoring'>,
+  ): Promise<string[]> {
     const { episodesPerStep, maxLineBytes } = trajectoryLog!
     const episodes = sampledEpisodes(experience.trajectories.length, episodesPerStep, seed, step.step)
-    const records = rlTrajectoryRecords({ ...step, trainer: trainerName, experience, tokenizer: parsed.tokenizer, episodes })
+    // The written trained turns' entropies under the weights the update starts from: a forward pass over them alone.
+    let entropies: Map<number, Float32Array> | undefined
+    if (trajectoryLog!.entropy) {
+      const indices = trainedSamplesOf(experience, episodes)
+      const rows = await responseRows(
+        indices.map((index) => ({ promptIds: experience.samples[index]!.promptTokenIds, responseIds: experience.samples[index]!.responseTokenIds })),
+        batch.miniBatchSize,
+        1,
+        (chunk) => [sequenceLogprobs(model, raggedOf(chunk), { temperature: batch.temperature, withEntropy: true }).entropies!],
+      )
+      entropies = new Map(indices.map((index, position) => [index, rows[0]![position]!]))
+    }
+    const records = rlTrajectoryRecords({ ...step, trainer: trainerName, experience, tokenizer: parsed.tokenizer, episodes, entropies })
     return records.flatMap((record) => {
       const line = boundedTrajectoryLine(record, maxLineBytes)
       if (line === undefined)

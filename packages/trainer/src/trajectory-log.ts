@@ -150,6 +150,11 @@ export const trajectoryLogConfigSchema = z.strictObject({
    * per-token arrays, then its last turns dropped, each named in `truncatedFields`. 4 KiB to 1 MiB. Default 262144 (256 KiB).
    */
   maxLineBytes: z.number().int().min(4096).max(maxTrajectoryLineBytes).default(262_144),
+  /**
+   * Each written trained turn's per-token entropy (`entropy`) of the step's policy before its update, at the sampling
+   * temperature: one more forward pass without gradient over the written episodes' samples only (RL trainer). Default true.
+   */
+  entropy: z.boolean().default(true),
 })
 export type TrajectoryLogConfig = z.input<typeof trajectoryLogConfigSchema>
 export type ParsedTrajectoryLogConfig = z.output<typeof trajectoryLogConfigSchema>

@@ -131,6 +131,14 @@ export interface RlTrajectoryInput {
   episodes: readonly number[]
   /** A scorer's view (CPO): each trajectory's score by id, and the groups' judgements when the scorer gives them. */
   scoring?: { scorer: string; scores: ReadonlyMap<string, number>; judgements: readonly GroupJudgement[] } | undefined
+  /** Per-token entropies of trained samples, by index into `experience.samples` (`trainedSamplesOf`), when computed. */
+  entropies?: ReadonlyMap<number, Float32Array> | undefined
+}
+
+/** The indices into `experience.samples` of the trained turns of the given episodes (whose entropies a record can show). */
+export function trainedSamplesOf(experience: Experience, episodes: readonly number[]): number[] {
+  const ids = new Set(episodes.map((index) => experience.trajectories[index]!.id))
+  return experience.samples.flatMap((sample, index) => (ids.has(sample.trajectoryId) ? [index] : []))
 }
 
 /**
@@ -167,6 +175,7 @@ export function rlTrajectoryRecords(input: RlTrajectoryInput): TrajectoryRecord[
         const { promptTokenIds, responseTokenIds } = experience.samples[sample]!
         const logprobs = row(external ? columns.oldLogprobs : columns.rolloutLogprobs, sample)
         const advantages = row(columns.advantages, sample)
+        const entropy = input.entropies?.get(sample)
         return {
           ...base,
           trained: true,
@@ -176,6 +185,7 @@ export function rlTrajectoryRecords(input: RlTrajectoryInput): TrajectoryRecord[
           tokenIds: Array.from(responseTokenIds),
           ...(logprobs === undefined ? {} : { logprobs: tokenValues(logprobs) }),
           ...(advantages === undefined ? {} : { advantages: tokenValues(advantages) }),
+          ...(entropy === undefined ? {} : { entropy: tokenValues(entropy) }),
         }
       }
       const completion = turn.completion
