@@ -5,6 +5,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import './register-gradients.js'
 import { z } from 'zod'
 import { BackendError, InvalidArgumentError, parseArgument } from '@ludic/core'
+import { checkEngineInternals } from '../engine/engine-internals.js'
 import { applyKernelFixes } from '../kernels/index.js'
 
 /** The backends Ludic can run on, fastest first. */
@@ -281,6 +282,8 @@ let current: TensorsRuntime | undefined
  * Chooses and starts a TensorFlow.js backend. `LUDIC_BACKEND` overrides `options.backend`.
  * A named backend that is missing or fails throws a `BackendError` saying what to install; `auto`
  * falls through the order tensorflow-gpu → tensorflow → wasm → cpu with a one-line notice per skip.
+ * Then checks tfjs-core's engine internals (`checkEngineInternals`): another tfjs-core than the one they were
+ * written for throws `EngineInternalsError`.
  */
 export async function initTensors(options: InitTensorsOptions = {}): Promise<TensorsRuntime> {
   const parsed = parseArgument(initTensorsOptionsSchema, options, 'options')
@@ -288,20 +291,24 @@ export async function initTensors(options: InitTensorsOptions = {}): Promise<Ten
   const log = parsed.log ?? ((message: string) => console.warn(message))
   if (requested !== 'auto') {
     current = { ...(await activateBackend(requested, parsed)), skipped: [] }
+    checkEngineInternals()
     return current
   }
   const skipped: TensorsRuntime['skipped'] = []
   for (const backend of autoOrder) {
     try {
       current = { ...(await activateBackend(backend, parsed)), skipped }
-      if (parsed.verbose && skipped.length > 0) {
-        const reasons = skipped.map((skip) => `${skip.backend} ${shortReason(skip.reason)}`).join(', ')
-        log(`[ludic] TensorFlow.js backend: ${backend} (skipped ${reasons}; see initTensors in @ludic/tensors)`)
-      }
-      return current
     } catch (error) {
       skipped.push({ backend, reason: BackendError.isInstance(error) ? error.message : errorMessage(error) })
+      continue
     }
+    // Outside the try: a tfjs-core whose internals differ is an error of the installation, not a backend to skip.
+    checkEngineInternals()
+    if (parsed.verbose && skipped.length > 0) {
+      const reasons = skipped.map((skip) => `${skip.backend} ${shortReason(skip.reason)}`).join(', ')
+      log(`[ludic] TensorFlow.js backend: ${backend} (skipped ${reasons}; see initTensors in @ludic/tensors)`)
+    }
+    return current
   }
   throw new BackendError({ backend: 'auto', message: `no backend could start: ${skipped.map((skip) => skip.reason).join('; ')}` })
 }
