@@ -29,9 +29,9 @@ export const initTensorsOptionsSchema = z
     /**
      * Threads of the native TensorFlow backend's intra-op pool (the threads one kernel, e.g. a matmul, splits
      * its work over) and inter-op pool (kernels run concurrently). Default: TensorFlow's own, the available
-     * cores for each. Measured on the 2-core benchmark machine (`npm run bench -- train-step`, tiny preset):
-     * one intra-op thread made the training step 2.6× slower (its oneDNN matmuls lose the second core) and
-     * one inter-op thread changed nothing, so the default stays TensorFlow's; lower them when several
+     * cores for each. Measured on the 2-core benchmark machine (`npm run bench -- train-step`, tiny preset; the
+     * package README has the figure): one intra-op thread made the training step several times slower (its oneDNN
+     * matmuls lose the second core) and one inter-op thread changed nothing, so the default stays TensorFlow's; lower them when several
      * processes share the cores. TensorFlow reads them once, when the native backend first starts in the
      * process (they are passed as `TF_NUM_INTRAOP_THREADS` / `TF_NUM_INTEROP_THREADS`, which win when set
      * in the environment).
@@ -212,7 +212,7 @@ export async function activateBackend(
 /**
  * Runs `start`, then removes the process 'uncaughtException' and 'unhandledRejection' listeners added meanwhile.
  * tfjs-backend-wasm's Emscripten glue adds one of each under Node when its module starts, and both rethrow what they
- * get: a user's own error, thrown anywhere later, then printed the glue's line of minified source (about 38 KB)
+ * get: a user's own error, thrown anywhere later, then printed the glue's line of minified source (tens of kilobytes)
  * instead of the error's stack, and Node exited 7 ("internal exception handler failure") instead of 1. The glue's
  * own clean-up removes them only when the backend is disposed (and its filter of the listeners it added keeps all).
  */
