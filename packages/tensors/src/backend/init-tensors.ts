@@ -5,7 +5,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import './register-gradients.js'
 import { z } from 'zod'
 import { BackendError, InvalidArgumentError, parseArgument } from '@ludic/core'
-import { checkEngineInternals } from '../engine/engine-internals.js'
+import { checkEngineInternals, quietCpuBackendBanner } from '../engine/engine-internals.js'
 import { applyKernelFixes } from '../kernels/index.js'
 
 /** The backends Ludic can run on, fastest first. */
@@ -197,12 +197,7 @@ export async function activateBackend(
   if (backend === 'tensorflow-gpu' && !(await nativeSeesGpu())) {
     throw new BackendError({ backend, message: 'TensorFlow native started without a CUDA GPU (no GPU device visible)' })
   }
-  if (backend === 'cpu') {
-    // The CPU backend prints a banner recommending tfjs-node on its first write; initTensors already
-    // says which backend it chose and why, so mark that first write as done.
-    const cpuBackend = tf.backend() as unknown as { firstUse?: boolean }
-    if (cpuBackend.firstUse === true) cpuBackend.firstUse = false
-  }
+  if (backend === 'cpu') quietCpuBackendBanner()
   applyKernelFixes(registered.tfBackend)
   const threads = backend === 'wasm' ? wasmThreads() : registered.threads
   const device = backend === 'wasm' ? `CPU (WebAssembly${wasmSimd() ? ', SIMD' : ''})` : registered.device

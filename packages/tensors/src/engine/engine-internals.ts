@@ -11,6 +11,8 @@ import { InvalidArgumentError, LudicError } from '@ludic/core'
  *   its nodes (`kernelName`, `inputs`, `outputs`, `gradient`, `saved`), none of which is in tfjs-core's public types.
  * - `offTape` / `constantOf`: computations the tape does not record, relying on the engine not taping the ops run
  *   inside a kernel (`isTapeOn()` is `gradientDepth > 0 && kernelDepth === 0`), as inside a `customGrad` forward.
+ * (And `quietCpuBackendBanner`, a cosmetic write to the CPU backend's private `firstUse`. The WebAssembly backend's
+ * module internals, which the kernel fixes use, are in `kernels/wasm-backend-internals.ts`.)
  *
  * They were written for one tfjs-core version, `supportedTfjsCoreVersion`. `checkEngineInternals` checks that
  * version and the shape of what they touch (by recording one tiny operation on the tape); it runs in `initTensors`
@@ -337,6 +339,15 @@ function walkBackward(tape: readonly TapeNode[], needed: readonly boolean[], fro
       }
     })
   }
+}
+
+/**
+ * Marks the CPU backend's first write as done (its private `firstUse`): it prints a banner recommending tfjs-node on
+ * that write, and `initTensors` already says which backend it chose and why. A backend without the field prints it.
+ */
+export function quietCpuBackendBanner(): void {
+  const cpuBackend = tf.backend() as unknown as { firstUse?: boolean }
+  if (cpuBackend.firstUse === true) cpuBackend.firstUse = false
 }
 
 /*
