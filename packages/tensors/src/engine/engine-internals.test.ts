@@ -30,6 +30,9 @@ describe('checkEngineInternals', () => {
   it('passes on the installed tfjs-core, the version the internals were written for', () => {
     expect(tf.version_core).toBe(supportedTfjsCoreVersion)
     expect(() => checkEngineInternals()).not.toThrow()
+    const before = tf.memory().numTensors
+    expect(() => checkEngineInternals({ engine: tf.engine() })).not.toThrow() // the probe itself, run again: it frees what it records
+    expect(tf.memory().numTensors).toBe(before)
   })
 
   it('throws EngineInternalsError naming the version found and the one expected on another tfjs-core', () => {
