@@ -159,8 +159,8 @@ export function defaultStopTokenIds(model: CausalLanguageModel, tokenizer: Token
 
 /**
  * The decode loop gives the event loop a turn (`setImmediate`) once this much time has passed since the last
- * one, so timers, I/O and an abort come in while a long generation runs: at most 100 turns a second, ~2 µs
- * each when nothing is waiting (the garbage collection that then runs in them is work moved, not added; see
+ * one, so timers, I/O and an abort come in while a long generation runs: at most 100 turns a second, each
+ * a few microseconds when nothing is waiting (the garbage collection that then runs in them is work moved, not added; see
  * the README's measurement).
  */
 const yieldIntervalMs = 10

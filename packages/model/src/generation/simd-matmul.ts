@@ -409,7 +409,7 @@ export function packWeights(source: Float32Array, target: Float32Array, rows: nu
  * microseconds; below this the helper would not pay for it).
  */
 export const sharedProductMinimum = 131_072
-/** Multiply-adds per chunk a product is cut into when shared (~5–10 µs of the kernel). */
+/** Multiply-adds per chunk a product is cut into when shared (a few microseconds of the kernel: long enough to outweigh claiming it, short enough to balance the threads). */
 const chunkWork = 49_152
 /** `Atomics.load` spins of the calling thread before it sleeps waiting for a helper's last chunk. */
 const waitSpins = 4_000
