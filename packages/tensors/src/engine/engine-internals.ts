@@ -192,7 +192,7 @@ export function tapeGradients(f: () => tf.Scalar, xs: readonly tf.Variable[]): {
   const engine = tapeEngine()
   const trainable = xs.filter((x) => x.trainable)
   if (engine.state.gradientDepth !== 0 || trainable.length === 0) {
-    pathCounts.nested++
+    if (trainable.length > 0) pathCounts.nested++ // with none, tf.variableGrads refuses the call
     const { value, grads } = tf.variableGrads(f, [...xs])
     return { value, grads: xs.map((x) => grads[x.name] ?? undefined) }
   }
