@@ -19,7 +19,7 @@ afterAll(async () => {
 describe('character-arena', () => {
   it('rates the start, middle and end models of a CPO run and the baseline: report, table, judgements and chart', async () => {
     const cpoRun = await temporary('ludic-arena-cpo-')
-    // The arena needs three saved models, not good ones: one warm-up step (each takes ~1.5 s, most of this test).
+    // The arena needs three saved models, not good ones: one warm-up step (each one most of this test's time).
     await trainCpo({
       steps: 2,
       sftSteps: 1,

@@ -29,8 +29,8 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
   invalidPenalty: z.number().max(0).default(-3),
   /**
    * Share of the training episodes in which one seat (drawn per episode) is the uniform random player instead of
-   * the model itself (the trainer's `opponents`; only the model's moves are trained on). 0: pure self-play
-   * (67.0% against random after the default 120 steps, seed 0); 0.5 (the default): 70.3%.
+   * the model itself (the trainer's `opponents`; only the model's moves are trained on). 0: pure self-play; 0.5 (the
+   * default) won slightly more often against random after the default steps (the README's "Measured" has both runs).
    */
   randomOpponentShare: z.number().min(0).max(1).default(0.5),
   /** Games against minimax at the end (sampled; greedy play against minimax is deterministic: 2 games). */

@@ -26,6 +26,7 @@ describe('error classes', () => {
       ConfinedPathError: () => new ConfinedPathError({ argument: 'directory', value: '/elsewhere', message: 'example', notFound: true }),
       NonFiniteGradientError: () => new NonFiniteGradientError({ parameters: ['w'], norm: Number.NaN }),
       TensorLeakError: () => new TensorLeakError(1, 2, 'example'),
+      EngineInternalsError: () => new tensors.EngineInternalsError({ foundVersion: '4.23.0', expectedVersion: '4.22.0', detail: 'example' }),
       MergeOutOfVocabularyError: () => new MergeOutOfVocabularyError({ index: 0, token: 'ab' }),
       PrecompiledCharsmapError: () => new PrecompiledCharsmapError({ message: 'example', location: { source: 'tokenizer.json', path: [] } }),
       UnsupportedPatternError: () => new UnsupportedPatternError('example'),

@@ -4,7 +4,7 @@ import { parseArgument } from '@ludic/core'
 import { aggregateMasked, aggregationModeSchema, emptyMaskCheck } from './aggregate-loss.js'
 import { alignDistilTeacherOptionsSchema, checkTeacherInputs, teacherFromLogits, type AlignDistilTeacherInputs } from './align-distil-teacher.js'
 import { keepLossMetrics, type LossMetricTensors } from './loss-metrics.js'
-import { offTape } from './off-tape.js'
+import { offTape } from '@ludic/tensors'
 import { binaryMaskCheck, finiteChecks, requireFloatTensor, requireMaskTensor, type ValueChecks } from './tensor-checks.js'
 
 export const alignDistilLossOptionsSchema = alignDistilTeacherOptionsSchema.extend({

@@ -1,8 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
-import { stopGradient } from '@ludic/tensors'
-import { constantOf } from './off-tape.js'
+import { constantOf, stopGradient } from '@ludic/tensors'
 import { aggregationOptionFields, applyImportanceWeights, checkPolicyInputs, runPolicyLoss, type PolicyLoss } from './policy-loss.js'
 
 export const dppoOptionsSchema = z.strictObject({

@@ -1,10 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { parseArgument } from '@ludic/core'
-import { stopGradient } from '@ludic/tensors'
+import { offTape, stopGradient } from '@ludic/tensors'
 import { aggregateMasked, aggregationModeSchema, emptyMaskCheck } from './aggregate-loss.js'
 import { keepLossMetrics, type LossMetricTensors } from './loss-metrics.js'
-import { offTape } from './off-tape.js'
 import { binaryMaskCheck, finiteChecks, readFinite, requireFloatTensor, requireMaskTensor } from './tensor-checks.js'
 
 /**

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { InvalidArgumentError } from '@ludic/core'
 import { aggregateMasked, aggregationModeSchema, emptyMaskCheck, type AggregationMode } from './aggregate-loss.js'
 import { keepLossMetrics, type LossMetricTensors } from './loss-metrics.js'
-import { offTape } from './off-tape.js'
+import { offTape } from '@ludic/tensors'
 import { binaryMaskCheck, finiteChecks, nonNegativeCheck, requireFloatTensor, requireMaskTensor, zeroMasked, type ValueChecks } from './tensor-checks.js'
 
 /**

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { misRatio, multipleImportanceSamplingOptionsSchema } from './multiple-importance-sampling.js'
-import { constantOf } from './off-tape.js'
+import { constantOf } from '@ludic/tensors'
 import {
   aggregationOptionFields,
   applyImportanceWeights,

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { keepLossMetrics, type LossMetricTensors } from './loss-metrics.js'
-import { offTape } from './off-tape.js'
+import { offTape } from '@ludic/tensors'
 import { binaryMaskCheck, finiteChecks, requireFloatTensor, requireMaskTensor, zeroMasked, type ValueChecks } from './tensor-checks.js'
 
 /** Where log Z(x) comes from: a learned value per trajectory (`inputs.logZ`), or the batch's own estimate. */

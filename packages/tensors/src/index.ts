@@ -26,6 +26,17 @@ export {
 export { applyKernelFixes, removeKernelFixes } from './kernels/index.js'
 // TensorFlow's own ops on the native backend (resource variables and the fused Adam that createAdamW uses)
 export { NativeVariable, hasNativeOps } from './kernels/native-ops.js'
+// tfjs-core's private engine internals, all here: the gradient tape that frees as it goes, untaped computations, and the version check
+export {
+  EngineInternalsError,
+  checkEngineInternals,
+  constantOf,
+  gradientPaths,
+  gradientsOf,
+  offTape,
+  supportedTfjsCoreVersion,
+  tapeGradients,
+} from './engine/engine-internals.js'
 // Memory (the test helper expectNoLeaks is at '@ludic/tensors/test')
 export { createTensorScope, withTensorScope, type TensorScope } from './memory/tensor-scope.js'
 

@@ -159,8 +159,8 @@ export function defaultStopTokenIds(model: CausalLanguageModel, tokenizer: Token
 
 /**
  * The decode loop gives the event loop a turn (`setImmediate`) once this much time has passed since the last
- * one, so timers, I/O and an abort come in while a long generation runs: at most 100 turns a second, ~2 µs
- * each when nothing is waiting (the garbage collection that then runs in them is work moved, not added; see
+ * one, so timers, I/O and an abort come in while a long generation runs: at most 100 turns a second, each
+ * a few microseconds when nothing is waiting (the garbage collection that then runs in them is work moved, not added; see
  * the README's measurement).
  */
 const yieldIntervalMs = 10
@@ -190,8 +190,8 @@ export type DecodePath = 'auto' | 'fused' | 'host' | 'layers'
  * Threads the host decoder (`DecodePath` `'host'`) runs its weight products on: the calling thread plus
  * `n - 1` worker threads over a shared WebAssembly memory, each product's output rows split between them
  * (see `createMatmulArena`; the results are the same bit for bit at any count). `'auto'` (the default) is 1
- * for now: on the 2-core machine measured (README) two threads decoded the small preset 0.76–0.80× as fast at
- * load average 2.5 and faster only when other processes crowded the cores. Where shared memory or worker threads are unavailable, or the
+ * for now: on the 2-core machine measured, two threads decoded more slowly than one, and faster only when other
+ * processes crowded the cores (the package README's "Decode threads" has the figures). Where shared memory or worker threads are unavailable, or the
  * process's workers are lent to another generation running at the same time, the products run on fewer
  * threads. The other paths ignore it.
  */
@@ -450,9 +450,9 @@ export function chooseDecodePath(model: CausalLanguageModel, batch: number, cont
 /**
  * Whether the host path prefills the prompt on the host too (`HostDecoder.prefill`) rather than with
  * `model.hiddenStates`: for one row whose prompt tokens × the layers' parameters are at most 150M multiply-adds.
- * There the backend's per-op cost dominates (measured: tiny and small presets, 8–128 tokens, 1.0–10× faster on
- * WebAssembly and native TensorFlow); for several rows or long prompts its products run faster than the
- * host's row-by-row prefill (0.3–0.96×), so they keep `model.hiddenStates`.
+ * There the backend's per-op cost dominates (the host prefill measured as fast or faster on the tiny and small
+ * presets, WebAssembly and native TensorFlow); for several rows or long prompts the backend's products run faster
+ * than the host's row-by-row prefill, so they keep `model.hiddenStates` (figures in the package README, Generation).
  */
 function hostPrefills(model: CausalLanguageModel, batch: number, promptLength: number): boolean {
   const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, numHiddenLayers } = model.config

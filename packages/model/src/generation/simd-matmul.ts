@@ -12,9 +12,9 @@ import { controlBytes, controlSlots, lendMatmulHelpers, maximumChunks, type Matm
  * cache for the next two), four columns per lane, with relaxed SIMD's fused `f32x4.relaxed_madd` where the
  * runtime has it (`relaxedSimdAvailable`). Weights stored by `allocateWeights` in 4 × 4 tiles (`packWeights`) are
  * read as one sequential stream per four rows (`weightProduct`); row-major ones (attention's keys and values) as
- * four. A small-preset batch-8 step's weight products (17 MB): 3.8–4.0 ms with a multiply and an add over
- * row-major weights, 2.6–3.0 ms fused, 1.7 ms fused over tiles on one core of a 2-core AMD EPYC — many times a
- * JavaScript loop, with no per-call cost beyond the call itself. Rows beyond a multiple of 4 and column counts
+ * four. Tiles and the fused multiply-add each shorten a step's weight products, which wait on memory otherwise
+ * (the package README's "The kernel's layout and fused multiply-add" has the figures); the kernel runs many times
+ * faster than a JavaScript loop, with no per-call cost beyond the call itself. Rows beyond a multiple of 4 and column counts
  * that are not a multiple of 4 run in JavaScript. Where WebAssembly SIMD is missing, everything runs in
  * JavaScript (`simdAvailable()` says which).
  */
@@ -409,7 +409,7 @@ export function packWeights(source: Float32Array, target: Float32Array, rows: nu
  * microseconds; below this the helper would not pay for it).
  */
 export const sharedProductMinimum = 131_072
-/** Multiply-adds per chunk a product is cut into when shared (~5–10 µs of the kernel). */
+/** Multiply-adds per chunk a product is cut into when shared (a few microseconds of the kernel: long enough to outweigh claiming it, short enough to balance the threads). */
 const chunkWork = 49_152
 /** `Atomics.load` spins of the calling thread before it sleeps waiting for a helper's last chunk. */
 const waitSpins = 4_000

@@ -302,7 +302,7 @@ async function readAdapterFiles(
  * searches). A string read from a file becomes `^(?:source)$`, and such a RegExp is written back as `source`;
  * any other is written as `.*(?:source).*`, which `fullmatch` reads as a search.
  *
- * The file is outside input and V8 cannot interrupt a running RegExp (`(.+)+X` blocked the event loop for 2 min 13 s
+ * The file is outside input and V8 cannot interrupt a running RegExp (`(.+)+X` blocked the event loop for minutes
  * on the layer names): a pattern that does not compile, or that `findRegExpBacktrackingHazard` refuses on names as
  * long as the model's, is a `ParseError` at `target_modules`, before anything is matched.
  */

@@ -74,16 +74,15 @@ const fusedProjectionMinimumRows = 32
 /**
  * The most floats of weights `fusedLinear` concatenates in one call: 2¹⁹ (2 MiB). The copy is a pass over the
  * weights on every forward (and the split of their gradient on every backward) while what it saves is a kernel or
- * two, so it pays for small weights only. Measured on the native backend (2 cores): fusing makes the `tiny` and
- * `small` presets' training step faster (q/k/v and gate/up at most 0.4M floats), the `base` preset's equally fast
- * (gate/up 1.6M), and the Qwen3-0.6B-shaped prefill of 1 × 128 tokens 9–14 % slower (q/k/v 4.2M, gate/up 6.3M:
- * 1.1 GB copied over its 28 layers).
+ * two, so it pays for small weights only: on the native backend fusing made the small presets' training step
+ * faster, a mid-sized one's no faster, and a Qwen3-0.6B-shaped prefill slower, the copy outweighing the kernels
+ * saved (the package README's "Fused projections, measured" has the figures).
  */
 const fusedProjectionMaximumWeightFloats = 2 ** 19
 
 /**
  * Whether the active backend gains from `fusedLinear`. Not WebAssembly: there its products of the wider
- * concatenated weights measured slower than the separate ones (small preset training step 12% slower).
+ * concatenated weights measured slower than the separate ones (package README, "Fused projections, measured").
  */
 function fusesProjections(): boolean {
   return tf.getBackend() !== 'wasm'

@@ -65,7 +65,7 @@ describe('the parameter budget', () => {
       expect((error as Error).message).toMatch(/implies .* parameters, .* as float32 .* more than maxParameterBytes .* pass a larger maxParameterBytes/)
       expect(allocations).toBe(0)
     }
-    // vocab 4e7 (16 GB here) spent 50 s and 5 GB before failing: a budget refuses it at once.
+    // vocab 4e7 (16 GB here) spent most of a minute and gigabytes before failing: a budget refuses it at once.
     await expect(loadModel(await withConfig({ vocab_size: 4e7 }), { maxParameterBytes: 2 ** 30 })).rejects.toThrow(/vocab_size.*1\.07 GB/)
     expect(tf.memory().numTensors).toBe(before)
     const model = await loadModel(directory, { maxParameterBytes: 1e6 }) // the tiny model: ~100 kB

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { maskedMean } from '@ludic/tensors'
+import { gradientPaths, maskedMean } from '@ludic/tensors'
 import { applyLora } from '../lora/apply-lora.js'
 import { createModel } from '../model/create-model.js'
 import { sequenceLogprobs } from '../sequence-logprobs.js'
@@ -73,6 +73,24 @@ describe('computeGradients', () => {
     tf.dispose([loss, ...gradients.values()])
     expect(tf.memory().numTensors).toBe(before)
     tf.dispose([x, ...parameters.values()])
+  })
+
+  it('takes the fast path (the tape walked in @ludic/tensors, freeing as it goes), with recomputed layers too, never tfjs’s own', () => {
+    const { model, parameters } = loraStep()
+    const sequences = { promptIds: [[1, 2, 3]], responseIds: [[4, 5]] }
+    for (const recomputeLayers of [false, true]) {
+      const before = gradientPaths()
+      const { loss, gradients } = computeGradients(
+        () => tf.tidy(() => tf.neg(tf.sum(sequenceLogprobs(model, sequences, { training: true, recomputeLayers }).logprobs)) as tf.Scalar),
+        parameters,
+      )
+      const after = gradientPaths()
+      // One tape for the step, plus one per recomputed layer's backward pass (run from the step's own walk, not inside a recording).
+      expect(after.tape - before.tape).toBe(recomputeLayers ? 1 + model.config.numHiddenLayers : 1)
+      expect(after.nested - before.nested).toBe(0)
+      tf.dispose([loss, ...gradients.values()])
+    }
+    model.dispose()
   })
 
   it('gives tf.variableGrads’s gradients for a LoRA step, leaking nothing', async () => {

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { gradientsOf } from './compute-gradients.js'
+import { gradientsOf } from '@ludic/tensors'
 
 /**
  * `f(inputs)` whose intermediates are not kept for the gradient: the backward pass runs `f` again from the

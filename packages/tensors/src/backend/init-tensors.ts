@@ -5,6 +5,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import './register-gradients.js'
 import { z } from 'zod'
 import { BackendError, InvalidArgumentError, parseArgument } from '@ludic/core'
+import { checkEngineInternals, quietCpuBackendBanner } from '../engine/engine-internals.js'
 import { applyKernelFixes } from '../kernels/index.js'
 
 /** The backends Ludic can run on, fastest first. */
@@ -28,9 +29,9 @@ export const initTensorsOptionsSchema = z
     /**
      * Threads of the native TensorFlow backend's intra-op pool (the threads one kernel, e.g. a matmul, splits
      * its work over) and inter-op pool (kernels run concurrently). Default: TensorFlow's own, the available
-     * cores for each. Measured on the 2-core benchmark machine (`npm run bench -- train-step`, tiny preset):
-     * one intra-op thread made the training step 2.6× slower (its oneDNN matmuls lose the second core) and
-     * one inter-op thread changed nothing, so the default stays TensorFlow's; lower them when several
+     * cores for each. Measured on the 2-core benchmark machine (`npm run bench -- train-step`, tiny preset; the
+     * package README has the figure): one intra-op thread made the training step several times slower (its oneDNN
+     * matmuls lose the second core) and one inter-op thread changed nothing, so the default stays TensorFlow's; lower them when several
      * processes share the cores. TensorFlow reads them once, when the native backend first starts in the
      * process (they are passed as `TF_NUM_INTRAOP_THREADS` / `TF_NUM_INTEROP_THREADS`, which win when set
      * in the environment).
@@ -196,12 +197,7 @@ export async function activateBackend(
   if (backend === 'tensorflow-gpu' && !(await nativeSeesGpu())) {
     throw new BackendError({ backend, message: 'TensorFlow native started without a CUDA GPU (no GPU device visible)' })
   }
-  if (backend === 'cpu') {
-    // The CPU backend prints a banner recommending tfjs-node on its first write; initTensors already
-    // says which backend it chose and why, so mark that first write as done.
-    const cpuBackend = tf.backend() as unknown as { firstUse?: boolean }
-    if (cpuBackend.firstUse === true) cpuBackend.firstUse = false
-  }
+  if (backend === 'cpu') quietCpuBackendBanner()
   applyKernelFixes(registered.tfBackend)
   const threads = backend === 'wasm' ? wasmThreads() : registered.threads
   const device = backend === 'wasm' ? `CPU (WebAssembly${wasmSimd() ? ', SIMD' : ''})` : registered.device
@@ -211,7 +207,7 @@ export async function activateBackend(
 /**
  * Runs `start`, then removes the process 'uncaughtException' and 'unhandledRejection' listeners added meanwhile.
  * tfjs-backend-wasm's Emscripten glue adds one of each under Node when its module starts, and both rethrow what they
- * get: a user's own error, thrown anywhere later, then printed the glue's line of minified source (about 38 KB)
+ * get: a user's own error, thrown anywhere later, then printed the glue's line of minified source (tens of kilobytes)
  * instead of the error's stack, and Node exited 7 ("internal exception handler failure") instead of 1. The glue's
  * own clean-up removes them only when the backend is disposed (and its filter of the listeners it added keeps all).
  */
@@ -281,6 +277,8 @@ let current: TensorsRuntime | undefined
  * Chooses and starts a TensorFlow.js backend. `LUDIC_BACKEND` overrides `options.backend`.
  * A named backend that is missing or fails throws a `BackendError` saying what to install; `auto`
  * falls through the order tensorflow-gpu → tensorflow → wasm → cpu with a one-line notice per skip.
+ * Then checks tfjs-core's engine internals (`checkEngineInternals`): another tfjs-core than the one they were
+ * written for throws `EngineInternalsError`.
  */
 export async function initTensors(options: InitTensorsOptions = {}): Promise<TensorsRuntime> {
   const parsed = parseArgument(initTensorsOptionsSchema, options, 'options')
@@ -288,20 +286,24 @@ export async function initTensors(options: InitTensorsOptions = {}): Promise<Ten
   const log = parsed.log ?? ((message: string) => console.warn(message))
   if (requested !== 'auto') {
     current = { ...(await activateBackend(requested, parsed)), skipped: [] }
+    checkEngineInternals()
     return current
   }
   const skipped: TensorsRuntime['skipped'] = []
   for (const backend of autoOrder) {
     try {
       current = { ...(await activateBackend(backend, parsed)), skipped }
-      if (parsed.verbose && skipped.length > 0) {
-        const reasons = skipped.map((skip) => `${skip.backend} ${shortReason(skip.reason)}`).join(', ')
-        log(`[ludic] TensorFlow.js backend: ${backend} (skipped ${reasons}; see initTensors in @ludic/tensors)`)
-      }
-      return current
     } catch (error) {
       skipped.push({ backend, reason: BackendError.isInstance(error) ? error.message : errorMessage(error) })
+      continue
     }
+    // Outside the try: a tfjs-core whose internals differ is an error of the installation, not a backend to skip.
+    checkEngineInternals()
+    if (parsed.verbose && skipped.length > 0) {
+      const reasons = skipped.map((skip) => `${skip.backend} ${shortReason(skip.reason)}`).join(', ')
+      log(`[ludic] TensorFlow.js backend: ${backend} (skipped ${reasons}; see initTensors in @ludic/tensors)`)
+    }
+    return current
   }
   throw new BackendError({ backend: 'auto', message: `no backend could start: ${skipped.map((skip) => skip.reason).join('; ')}` })
 }

@@ -18,7 +18,7 @@ interface KernelFix {
 
 const fixesByBackend: Readonly<Record<string, readonly KernelFix[]>> = {
   wasm: [
-    // Slow: transposed and batched products ran a naive loop (10–20× slower than the XNNPACK path).
+    // Slow: transposed and batched products ran a naive loop (many times slower than the XNNPACK path; figures in the package README's kernel fixes).
     { kernelName: tf.BatchMatMul, create: wasmBatchMatMulConfig },
     // Broken: added the last bias element to every row after the first on transposed or batched
     // products; slow there too. Composed from the fixed BatchMatMul, Add and the activation kernels.

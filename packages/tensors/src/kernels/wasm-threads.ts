@@ -38,7 +38,7 @@ const maximumThreads = 8
  * Threads the `wasm` backend should compute with: `LUDIC_WASM_THREADS` when set (2 to 8: the
  * multithreaded build; `max`: the available parallelism, at most 8), else 1 (the single-threaded SIMD
  * build). Threads are opt-in because XNNPACK hands every op, however small, to its thread pool: on 2
- * cores large matmuls run 1.7–2× faster, but a d=128 model's decode step runs 2× slower (package README, section Threads).
+ * cores large matmuls run faster, but a small model's decode step runs slower (figures in the package README, section Threads).
  */
 export function wantedWasmThreads(requested: number | 'max' = 1): number {
   const value = process.env.LUDIC_WASM_THREADS
