@@ -135,6 +135,16 @@ function negotiationRules(options: z.output<typeof simpleNegotiationOptionsSchem
       return `player${player}|turn ${state.turn + 1}|${describeInventory(state.inventories[player])}|offer ${open}`
     },
     observation: (state, player) => `${state.transcript.render(player)}\n${statusLines(state, player, options.turns)}`,
+    /** `NegotiationObservation` as plain data (its `offer` only when one is open to the player), for the scripted traders. */
+    turnState(state, player) {
+      const offer = state.offer !== undefined && state.offer.from !== player ? state.offer : undefined
+      return {
+        player,
+        values: { ...negotiationValues[player] },
+        inventory: { ...state.inventories[player] },
+        ...(offer === undefined ? {} : { offer: { from: offer.from, offered: { ...offer.offered }, requested: { ...offer.requested } } }),
+      }
+    },
     play(state, text) {
       const player = current(state)
       const other = (1 - player) as PlayerIndex
@@ -213,7 +223,29 @@ export interface NegotiationObservation {
   offer: { from: PlayerIndex; offered: NegotiationBundle; requested: NegotiationBundle } | undefined
 }
 
-/** Reads the acting player's situation from a Simple Negotiation observation (for scripted opponents). */
+const inventorySchema = z.strictObject({ Wood: z.number().int().min(0), Gold: z.number().int().min(0) })
+const bundleSchema = z.strictObject({ Wood: z.number().int().min(0).optional(), Gold: z.number().int().min(0).optional() })
+const negotiationTurnStateSchema = z.strictObject({
+  player: z.union([z.literal(0), z.literal(1)]),
+  values: inventorySchema,
+  inventory: inventorySchema,
+  offer: z.strictObject({ from: z.union([z.literal(0), z.literal(1)]), offered: bundleSchema, requested: bundleSchema }).optional(),
+})
+
+/**
+ * The acting player's situation from a turn's structured `state` (`TurnView.state` of `simple-negotiation-v1`,
+ * passed on as `GenerationRequest.turn.state`): what the scripted traders decide from. Malformed state is an
+ * `InvalidArgumentError` naming `argument` and the field.
+ */
+export function negotiationTurnState(state: unknown, argument = 'request.turn.state'): NegotiationObservation {
+  const parsed = parseArgument(negotiationTurnStateSchema, state, argument)
+  return { player: parsed.player, values: parsed.values, inventory: parsed.inventory, offer: parsed.offer as NegotiationObservation['offer'] }
+}
+
+/**
+ * Reads the acting player's situation from a Simple Negotiation observation: the game's own parser of its own
+ * text (the scripted players read `negotiationTurnState` instead, so a reworded observation plays the same).
+ */
 export function parseNegotiationObservation(observation: string): NegotiationObservation {
   const player = /You are Player ([01]) in the Negotiation Game/.exec(observation)?.[1]
   const values: Partial<NegotiationInventory> = {}
