@@ -10,6 +10,7 @@ import {
   kuhnPolicyOf,
   kuhnTerseObservation,
   parseTicTacToeBoard,
+  ticTacToeMarkToMove,
   type KuhnPokerOptions,
 } from '@ludic/games'
 import type { CausalLanguageModel } from '@ludic/model'
@@ -53,7 +54,7 @@ export function gameFactories(settings: GameSettings, evaluation = false): Recor
  */
 export function ticTacToeTerse(observation: string): string {
   const board = parseTicTacToeBoard(observation)
-  const mark = /you will be '([OX])'/.exec(observation)?.[1] ?? '?'
+  const mark = ticTacToeMarkToMove(board) // the player to act plays the mark to move
   const cell = (index: number) => board[index] || String(index)
   const free = board.flatMap((mark, index) => (mark === '' ? [String(index)] : []))
   return [`tictactoe ${mark}`, ...[0, 1, 2].map((row) => `${cell(row * 3)}${cell(row * 3 + 1)}${cell(row * 3 + 2)}`), `free ${free.join(' ')}`].join('\n')
@@ -84,7 +85,7 @@ export function terseObservation(observation: string): string {
   return kuhnTerseObservation(observation)
 }
 
-/** The rollout's prompt: one user message with the terse observation (scripted opponents read the full one, see `playAgainstRandom`). */
+/** The rollout's prompt: one user message with the terse observation (scripted opponents decide from each request's turn view, see `playAgainstRandom`). */
 export const promptOf = (view: TurnView): ChatMessage[] => [{ role: 'user', content: terseObservation(view.observation) }]
 
 /** The chat template: the last message, then `\n>` where the move goes. */

@@ -56,7 +56,7 @@ describe('turnLegalActions', () => {
       expect.objectContaining({ argument: 'request.turn.state' }),
     )
     expect(() => turnLegalActions({ environmentId: 'simple-negotiation-v1', role: 'player0', state: { player: 0 } })).toThrow(
-      expect.objectContaining({ name: 'InvalidArgumentError', argument: 'request.turn.state.values' }),
+      expect.objectContaining({ name: 'InvalidArgumentError', argument: 'request.turn.state.turn' }),
     )
   })
 })
