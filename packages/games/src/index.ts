@@ -176,3 +176,4 @@ export {
 } from './blocksworld-problem.js'
 export { blocksworldInTestSplit, blocksworldOptionsSchema, blocksworldRole, createBlocksworld, type BlocksworldOptions } from './blocksworld.js'
 export { reasoningGameIds, type ReasoningGameId, type ReasoningGameOptionsById } from './registry.js'
+export { rewordObservations, scrambleWording } from './reworded-environment.js'
