@@ -167,7 +167,6 @@ export const completionSchema = z
   })
 export type Completion = z.infer<typeof completionSchema>
 
-
 export const stepInfoSchema = z.object({
   /** The action was not legal; the environment applied its penalty or default. */
   invalidAction: z.boolean().optional(),

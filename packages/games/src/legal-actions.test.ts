@@ -51,7 +51,9 @@ describe('turnLegalActions', () => {
   it('refuses a turn without what it needs, naming the missing field', () => {
     expect(() => turnLegalActions(undefined)).toThrow(expect.objectContaining({ name: 'InvalidArgumentError', argument: 'request.turn' }))
     expect(() => turnLegalActions({ environmentId: 'x-v0', role: 'a' })).toThrow(expect.objectContaining({ argument: 'request.turn.legalActions' }))
-    expect(() => turnLegalActions({ environmentId: 'x-v0', role: 'a', legalActions: [] })).toThrow(expect.objectContaining({ argument: 'request.turn.legalActions' }))
+    expect(() => turnLegalActions({ environmentId: 'x-v0', role: 'a', legalActions: [] })).toThrow(
+      expect.objectContaining({ argument: 'request.turn.legalActions' }),
+    )
     expect(() => turnLegalActions({ environmentId: 'simple-negotiation-v1', role: 'player0' })).toThrow(
       expect.objectContaining({ argument: 'request.turn.state' }),
     )

@@ -1,12 +1,4 @@
-import {
-  createRandom,
-  InvalidArgumentError,
-  requestMessages,
-  type Completion,
-  type PolicyV1,
-  type Random,
-  type TurnContext,
-} from '@ludic/core'
+import { createRandom, InvalidArgumentError, requestMessages, type Completion, type PolicyV1, type Random, type TurnContext } from '@ludic/core'
 import { observationFromMessages } from './game-prompts.js'
 
 export interface OpponentPolicyOptions {

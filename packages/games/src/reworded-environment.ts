@@ -6,7 +6,11 @@ import type { EnvironmentV1, StepOutcome, TurnView } from '@ludic/core'
  * cannot play it; players that see the game (`GenerationRequest.turn`) play it as before.
  */
 export function scrambleWording(observation: string): string {
-  const lines = observation.toUpperCase().replace(/ACTIONS|MOVES/g, 'OPTIONS').split('\n').reverse()
+  const lines = observation
+    .toUpperCase()
+    .replace(/ACTIONS|MOVES/g, 'OPTIONS')
+    .split('\n')
+    .reverse()
   return `~~ REWORDED FOR THIS TABLE ~~\n${lines.join('\n')}`
 }
 

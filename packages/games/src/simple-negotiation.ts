@@ -282,5 +282,8 @@ export function parseNegotiationObservation(observation: string): NegotiationObs
     player: Number(player) as PlayerIndex,
     turn: Number(turn[1]),
     turns: Number(turn[2]),
-    values: values as NegotiationInventory, inventory: inventory as NegotiationInventory, offer }
+    values: values as NegotiationInventory,
+    inventory: inventory as NegotiationInventory,
+    offer,
+  }
 }

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, parseArgument, policySchema, type ChatMessage, type PolicyV1, type TurnView } from '@ludic/core'
+import { InvalidArgumentError, parseArgument, policySchema, type PolicyV1 } from '@ludic/core'
 import {
   createGame,
   createKuhnNashPolicy,
