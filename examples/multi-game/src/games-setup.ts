@@ -9,6 +9,7 @@ import {
   kuhnInformationStates,
   kuhnPolicyOf,
   kuhnTerseObservation,
+  parseIteratedPrisonersDilemmaObservation,
   parseTicTacToeBoard,
   ticTacToeMarkToMove,
   type KuhnPokerOptions,
@@ -65,17 +66,10 @@ export function ticTacToeTerse(observation: string): string {
  * (`C`ooperate/`D`efect): `ipd 3/3\nme CD\nthem DD`.
  */
 export function ipdTerse(observation: string): string {
-  const player = Number(/You are Player ([01])/.exec(observation)?.[1] ?? 0)
-  const round = /Round (\d+) of (\d+): make your decision/.exec(observation)
-  const mine: string[] = []
-  const theirs: string[] = []
-  for (const [, result] of observation.matchAll(/Round \d+ Results:\n([^\n]*)/g)) {
-    const choices =
-      result === 'Both players cooperated' ? 'CC' : result === 'Both players defected' ? 'DD' : result!.startsWith('Player 0 cooperated') ? 'CD' : 'DC'
-    mine.push(choices[player]!)
-    theirs.push(choices[1 - player]!)
-  }
-  return `ipd ${round?.[1] ?? '?'}/${round?.[2] ?? '?'}\nme ${mine.join('')}\nthem ${theirs.join('')}`
+  const { player, round, rounds, results } = parseIteratedPrisonersDilemmaObservation(observation)
+  const mine = results.map((choices) => choices[player]!)
+  const theirs = results.map((choices) => choices[1 - player]!)
+  return `ipd ${round}/${rounds}\nme ${mine.join('')}\nthem ${theirs.join('')}`
 }
 
 /** The terse observation of any of the games (dispatching on the view's text); Kuhn Poker's is `kuhnTerseObservation`. */

@@ -100,6 +100,8 @@ export {
 export {
   createIteratedPrisonersDilemma,
   iteratedPrisonersDilemmaOptionsSchema,
+  parseIteratedPrisonersDilemmaObservation,
+  type IteratedPrisonersDilemmaObservation,
   type IteratedPrisonersDilemmaOptions,
 } from './iterated-prisoners-dilemma.js'
 

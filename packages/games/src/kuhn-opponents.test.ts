@@ -10,11 +10,11 @@ import { renderGamePrompt } from './game-prompts.js'
 import { createRandomPolicy } from './random-policy.js'
 
 const states = kuhnInformationStates()
-/** A request for an information state, with the turn view the environment gives there (its `state`, as `TurnView.state`). */
+/** A request for an information state, with the turn view the environment gives there (as the rollout sends it). */
 const request = (state: (typeof states)[number], seed?: number) => ({
   messages: renderGamePrompt(state.observation, 'spiral'),
   maxTokens: 8,
-  turn: { environmentId: 'kuhn-poker-v1', role: state.role, legalActions: state.legalActions, state: { informationState: state.name } },
+  turn: state.turn,
   ...(seed === undefined ? {} : { seed }),
 })
 
