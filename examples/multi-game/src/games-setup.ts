@@ -9,7 +9,9 @@ import {
   kuhnInformationStates,
   kuhnPolicyOf,
   kuhnTerseObservation,
+  parseIteratedPrisonersDilemmaObservation,
   parseTicTacToeBoard,
+  ticTacToeMarkToMove,
   type KuhnPokerOptions,
 } from '@ludic/games'
 import type { CausalLanguageModel } from '@ludic/model'
@@ -53,7 +55,7 @@ export function gameFactories(settings: GameSettings, evaluation = false): Recor
  */
 export function ticTacToeTerse(observation: string): string {
   const board = parseTicTacToeBoard(observation)
-  const mark = /you will be '([OX])'/.exec(observation)?.[1] ?? '?'
+  const mark = ticTacToeMarkToMove(board) // the player to act plays the mark to move
   const cell = (index: number) => board[index] || String(index)
   const free = board.flatMap((mark, index) => (mark === '' ? [String(index)] : []))
   return [`tictactoe ${mark}`, ...[0, 1, 2].map((row) => `${cell(row * 3)}${cell(row * 3 + 1)}${cell(row * 3 + 2)}`), `free ${free.join(' ')}`].join('\n')
@@ -64,17 +66,10 @@ export function ticTacToeTerse(observation: string): string {
  * (`C`ooperate/`D`efect): `ipd 3/3\nme CD\nthem DD`.
  */
 export function ipdTerse(observation: string): string {
-  const player = Number(/You are Player ([01])/.exec(observation)?.[1] ?? 0)
-  const round = /Round (\d+) of (\d+): make your decision/.exec(observation)
-  const mine: string[] = []
-  const theirs: string[] = []
-  for (const [, result] of observation.matchAll(/Round \d+ Results:\n([^\n]*)/g)) {
-    const choices =
-      result === 'Both players cooperated' ? 'CC' : result === 'Both players defected' ? 'DD' : result!.startsWith('Player 0 cooperated') ? 'CD' : 'DC'
-    mine.push(choices[player]!)
-    theirs.push(choices[1 - player]!)
-  }
-  return `ipd ${round?.[1] ?? '?'}/${round?.[2] ?? '?'}\nme ${mine.join('')}\nthem ${theirs.join('')}`
+  const { player, round, rounds, results } = parseIteratedPrisonersDilemmaObservation(observation)
+  const mine = results.map((choices) => choices[player]!)
+  const theirs = results.map((choices) => choices[1 - player]!)
+  return `ipd ${round}/${rounds}\nme ${mine.join('')}\nthem ${theirs.join('')}`
 }
 
 /** The terse observation of any of the games (dispatching on the view's text); Kuhn Poker's is `kuhnTerseObservation`. */
@@ -84,7 +79,7 @@ export function terseObservation(observation: string): string {
   return kuhnTerseObservation(observation)
 }
 
-/** The rollout's prompt: one user message with the terse observation (scripted opponents read the full one, see `playAgainstRandom`). */
+/** The rollout's prompt: one user message with the terse observation (scripted opponents decide from each request's turn view, see `playAgainstRandom`). */
 export const promptOf = (view: TurnView): ChatMessage[] => [{ role: 'user', content: terseObservation(view.observation) }]
 
 /** The chat template: the last message, then `\n>` where the move goes. */

@@ -5,8 +5,8 @@ import {
   createSimpleNegotiation,
   evaluationInvalidRewards,
   extractMove,
-  legalActionsFromObservation,
   negotiationInventoryValue,
+  negotiationMenu,
   negotiationResources,
   negotiationStartingInventory,
   negotiationValues,
@@ -27,9 +27,8 @@ export const endOfText = '<|end|>'
  * `P1 turn 4/6 Wood 12 Gold 9\noffer 1 Gold -> 2 Wood`
  */
 export function terseObservation(observation: string): string {
-  const { player, inventory, offer } = parseNegotiationObservation(observation)
-  const turn = [...observation.matchAll(/\[GAME\] Turn (\d+) of (\d+)\./g)].at(-1)
-  const head = `P${player} turn ${turn?.[1] ?? '?'}/${turn?.[2] ?? '?'} Wood ${inventory.Wood} Gold ${inventory.Gold}`
+  const { player, turn, turns, inventory, offer } = parseNegotiationObservation(observation)
+  const head = `P${player} turn ${turn}/${turns} Wood ${inventory.Wood} Gold ${inventory.Gold}`
   return offer === undefined ? `${head}\nno offer` : `${head}\noffer ${bundleText(offer.offered)} -> ${bundleText(offer.requested)}`
 }
 
@@ -39,14 +38,14 @@ const bundleText = (bundle: NegotiationBundle) =>
     .map((resource) => `${bundle[resource]} ${resource}`)
     .join(', ')
 
-/** The rollout's prompt: one user message with the terse observation (scripted opponents read the full one, see `playAgainst`). */
+/** The rollout's prompt: one user message with the terse observation (scripted opponents decide from each request's turn view, see `playAgainst`). */
 export const promptOf = (view: TurnView): ChatMessage[] => [{ role: 'user', content: terseObservation(view.observation) }]
 
 /** The chat template: the last message, then `\n>` where the move goes. */
 export const chatTemplate = (messages: readonly ChatMessage[]): string => `${messages.at(-1)?.content ?? ''}\n>`
 
 /** The legal-move menu of a state: `[Accept]` (when an offer is open and payable), `[Deny]`, offers of 1–3 units. */
-export const menuOf = (observation: string): string[] => legalActionsFromObservation(observation)
+export const menuOf = (observation: string): string[] => negotiationMenu(parseNegotiationObservation(observation))
 
 /**
  * Full observations of the states random legal play visits: `episodes` games, every move drawn uniformly

@@ -28,7 +28,6 @@ export {
   evaluateGamesOptionsSchema,
   gameEvaluationChart,
   gameEvaluationTable,
-  legalActionsPrompt,
   type BuiltInOpponentName,
   type EvaluateGamesOptions,
   type GameEvaluation,

@@ -7,7 +7,6 @@ import {
   gamePrompts,
   games,
   kuhnTerseObservation,
-  legalActionsFromObservation,
 } from '@ludic/games'
 import type { PromptTemplate } from '@ludic/rollout'
 import type { EnvironmentRegistry, OpponentRegistry } from '@ludic/trainer'
@@ -24,30 +23,9 @@ export const namedPrompts: Readonly<Record<string, PromptTemplate>> = {
   'kuhn-terse': (view: TurnView): ChatMessage[] => [{ role: 'user', content: kuhnTerseObservation(view.observation) }],
 }
 
-/** A line that is only bracketed moves separated by commas (`[fold], [call]`), as in the `kuhn-terse` prompt. */
-const moveListLine = /^\s*\[[^[\]]+\](?:\s*,\s*\[[^[\]]+\])+\s*$/
-
-/**
- * The random player's legal moves: the observation's last "available actions" line (every game of `@ludic/games`, and
- * the line the evaluation adds from an environment's `legalActions`), else its last line listing bracketed moves
- * (`[fold], [call]`: a terse prompt).
- */
-export function legalMovesOf(observation: string): readonly string[] {
-  try {
-    return legalActionsFromObservation(observation)
-  } catch (error) {
-    const line = observation
-      .split('\n')
-      .reverse()
-      .find((candidate) => moveListLine.test(candidate))
-    if (line === undefined) throw error
-    return [...line.matchAll(/\[[^[\]]+\]/g)].map((match) => match[0])
-  }
-}
-
 const opponentFactories: Readonly<Record<string, (seed: number) => PolicyV1>> = Object.assign(Object.create(null) as object, {
-  /** Uniform among the legal moves it reads from its prompt (`legalMovesOf`). */
-  random: (seed: number) => createRandomPolicy({ seed, legalActions: legalMovesOf }),
+  /** Uniform among the legal moves of the request's turn (`GenerationRequest.turn`), whatever the prompt's wording. */
+  random: (seed: number) => createRandomPolicy({ seed }),
   /** Perfect Tic-Tac-Toe. */
   minimax: () => createTicTacToeMinimaxPolicy(),
   /** Kuhn Poker's Nash equilibrium (α = 0). */

@@ -12,6 +12,7 @@ import {
   stateKeySchema,
   trajectorySchema,
   turnSchema,
+  turnContextOf,
   turnViewSchema,
 } from './data.js'
 
@@ -82,6 +83,18 @@ describe('data schemas', () => {
       truncated: false,
     }
     expect(trajectorySchema.safeParse(trajectory).success).toBe(true)
+  })
+
+  it("a request carries its turn's structured view (turnContextOf): kept when parsed, malformed refused by path", () => {
+    const view = { role: 'player1', observation: 'Pick a cell', legalActions: ['[0]', '[4]'], stateKey: 'X to move', state: { board: ['O', ''] } }
+    expect(turnViewSchema.parse(view)).toEqual(view)
+    const turn = turnContextOf('tictactoe-v0', view)
+    expect(turn).toEqual({ environmentId: 'tictactoe-v0', role: 'player1', legalActions: ['[0]', '[4]'], stateKey: 'X to move', state: { board: ['O', ''] } })
+    expect(turnContextOf('e', { role: 'a', observation: 'o' })).toEqual({ environmentId: 'e', role: 'a' })
+    const request = { messages: [{ role: 'user' as const, content: 'Pick a cell' }], maxTokens: 8, turn }
+    expect(generationRequestSchema.parse(request).turn).toEqual(turn) // z.object drops unknown keys: the field must be in the schema
+    const bad = generationRequestSchema.safeParse({ ...request, turn: { role: 'player1', legalActions: 'all' } })
+    expect(bad.error?.issues.map((issue) => issue.path.join('.'))).toEqual(['turn.environmentId', 'turn.legalActions'])
   })
 
   it('a state key rides the turn view, the turn and the sample: kept when parsed, 1 to maxStateKeyLength characters', () => {

@@ -22,6 +22,77 @@ export const chatMessageSchema = z.object({
 })
 export type ChatMessage = z.infer<typeof chatMessageSchema>
 
+/** The longest state key (`TurnView.stateKey`) the schemas accept, in characters. */
+export const maxStateKeyLength = 1024
+
+/**
+ * A key of the state a role decides in (`TurnView.stateKey`): 1 to `maxStateKeyLength` characters. Two turns of
+ * one environment (same id, same options) have equal keys exactly when the acting role faces the same decision
+ * situation, whatever path led there:
+ * - it names the acting role (or the role is implied by the state), so two roles never share a key by accident;
+ * - with hidden information it describes the role's information set, never the hidden state: what the role
+ *   sees and remembers that bears on the rest of the game (its own card and the betting so far, not the
+ *   opponent's card), so deals that differ only in what it cannot see give equal keys;
+ * - it leaves out what the rules make irrelevant to the rest of the game (the order of moves that reached a
+ *   board), and limits imposed from outside the rules (an environment's `maxTurns`, a rollout's turn limit).
+ * GiGPO (`createGigpo` of `@ludic/advantages`) compares the turns of a group's episodes that share a key.
+ */
+export const stateKeySchema = z.string().min(1, 'must not be empty').max(maxStateKeyLength, `must be at most ${maxStateKeyLength} characters`)
+
+export const turnViewSchema = z.object({
+  /** The role to act now. */
+  role: z.string().min(1),
+  /** What that role sees, as text. */
+  observation: z.string(),
+  /** The legal actions, when the environment enumerates them. */
+  legalActions: z.array(z.string()).readonly().optional(),
+  /**
+   * A key of the decision situation of the role to act (see `stateKeySchema`: equal keys, same situation; for
+   * hidden information the role's information set). Optional: environments whose states are discrete give one,
+   * and GiGPO needs it. At most `maxStateKeyLength` characters.
+   */
+  stateKey: stateKeySchema.optional(),
+  /**
+   * What a scripted player needs of the game beyond `legalActions`, as plain JSON data, seen from the role to act
+   * (never what it cannot see): Simple Negotiation's inventory, values and open offer (its offers are free text, so
+   * it has no `legalActions`), TicTacToe's board, Kuhn Poker's information state. Optional: most games need none.
+   * The rollout passes it on to the policy in `GenerationRequest.turn.state`; it is not recorded in trajectories.
+   */
+  state: z.record(z.string(), z.unknown()).optional(),
+})
+export type TurnView = z.infer<typeof turnViewSchema>
+
+/**
+ * The structured view of the turn a policy call is for, beside its messages: which environment and role, and what
+ * the environment gave of the turn (`TurnView`'s `legalActions`, `stateKey` and `state`). A model reads the messages
+ * and may ignore it; scripted, random, minimax and Nash players decide from it, never from the wording of the
+ * observation, so a reworded observation plays the same. Plain data; a remote policy does not send it.
+ */
+export const turnContextSchema = z.object({
+  /** The environment's id, e.g. `'kuhn-poker-v1'`. */
+  environmentId: z.string().min(1),
+  /** The role to act. */
+  role: z.string().min(1),
+  /** `TurnView.legalActions`, when the environment enumerates them. */
+  legalActions: z.array(z.string()).readonly().optional(),
+  /** `TurnView.stateKey`, when the environment gives one. */
+  stateKey: stateKeySchema.optional(),
+  /** `TurnView.state`, when the environment gives one (plain JSON data). */
+  state: z.record(z.string(), z.unknown()).optional(),
+})
+export type TurnContext = z.infer<typeof turnContextSchema>
+
+/** The `GenerationRequest.turn` of a turn's view in an environment. */
+export function turnContextOf(environmentId: string, view: TurnView): TurnContext {
+  return {
+    environmentId,
+    role: view.role,
+    ...(view.legalActions === undefined ? {} : { legalActions: view.legalActions }),
+    ...(view.stateKey === undefined ? {} : { stateKey: view.stateKey }),
+    ...(view.state === undefined ? {} : { state: view.state }),
+  }
+}
+
 export const generationRequestSchema = z
   .object({
     /** The conversation to continue, rendered with the policy's chat template. Exactly one of `messages` and `prompt`. */
@@ -46,6 +117,11 @@ export const generationRequestSchema = z
     stop: z.array(z.string().min(1)).optional(),
     /** Seed for this request's sampling. */
     seed: z.number().int().optional(),
+    /**
+     * The structured view of the turn this request is for (`turnContextOf`): filled by the rollout and every
+     * evaluation that plays an environment, absent for a plain chat request. Scripted players read it.
+     */
+    turn: turnContextSchema.optional(),
   })
   .superRefine((request, context) => {
     if ((request.messages === undefined) === (request.prompt === undefined)) {
@@ -90,39 +166,6 @@ export const completionSchema = z
     path: ['logprobs'],
   })
 export type Completion = z.infer<typeof completionSchema>
-
-/** The longest state key (`TurnView.stateKey`) the schemas accept, in characters. */
-export const maxStateKeyLength = 1024
-
-/**
- * A key of the state a role decides in (`TurnView.stateKey`): 1 to `maxStateKeyLength` characters. Two turns of
- * one environment (same id, same options) have equal keys exactly when the acting role faces the same decision
- * situation, whatever path led there:
- * - it names the acting role (or the role is implied by the state), so two roles never share a key by accident;
- * - with hidden information it describes the role's information set, never the hidden state: what the role
- *   sees and remembers that bears on the rest of the game (its own card and the betting so far, not the
- *   opponent's card), so deals that differ only in what it cannot see give equal keys;
- * - it leaves out what the rules make irrelevant to the rest of the game (the order of moves that reached a
- *   board), and limits imposed from outside the rules (an environment's `maxTurns`, a rollout's turn limit).
- * GiGPO (`createGigpo` of `@ludic/advantages`) compares the turns of a group's episodes that share a key.
- */
-export const stateKeySchema = z.string().min(1, 'must not be empty').max(maxStateKeyLength, `must be at most ${maxStateKeyLength} characters`)
-
-export const turnViewSchema = z.object({
-  /** The role to act now. */
-  role: z.string().min(1),
-  /** What that role sees, as text. */
-  observation: z.string(),
-  /** The legal actions, when the environment enumerates them. */
-  legalActions: z.array(z.string()).readonly().optional(),
-  /**
-   * A key of the decision situation of the role to act (see `stateKeySchema`: equal keys, same situation; for
-   * hidden information the role's information set). Optional: environments whose states are discrete give one,
-   * and GiGPO needs it. At most `maxStateKeyLength` characters.
-   */
-  stateKey: stateKeySchema.optional(),
-})
-export type TurnView = z.infer<typeof turnViewSchema>
 
 export const stepInfoSchema = z.object({
   /** The action was not legal; the environment applied its penalty or default. */

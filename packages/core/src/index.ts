@@ -46,6 +46,8 @@ export {
   trajectorySchema,
   turnSchema,
   turnViewSchema,
+  turnContextSchema,
+  turnContextOf,
   type AdvantageBatch,
   type AdvantageNeed,
   type AdvantageResult,
@@ -65,6 +67,7 @@ export {
   type Trajectory,
   type Turn,
   type TurnView,
+  type TurnContext,
 } from './data.js'
 export { splitPreferencePair, type ExplicitPreferencePair } from './preference-pair.js'
 export type {

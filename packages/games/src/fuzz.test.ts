@@ -1,6 +1,6 @@
-import { createRandom, stepOutcomeSchema, type Random } from '@ludic/core'
+import { createRandom, stepOutcomeSchema, turnContextOf, type Random } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
-import { legalActionsFromObservation } from './legal-actions.js'
+import { turnLegalActions } from './legal-actions.js'
 import { createGame, gameIds } from './registry.js'
 
 /**
@@ -80,7 +80,7 @@ describe('garbage actions', () => {
       let view = environment.reset(episode)
       const garbageRate = episode % 3 === 0 ? 0 : 0.3 // every third episode plays legal moves only, to reach the end
       for (;;) {
-        const legal = view.legalActions ?? legalActionsFromObservation(view.observation)
+        const legal = turnLegalActions(turnContextOf(id, view))
         const outcome = stepOutcomeSchema.parse(environment.step(randomResponse(random, legal, garbageRate)))
         if (outcome.info.invalidAction) {
           invalid++

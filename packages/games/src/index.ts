@@ -30,6 +30,7 @@ export {
 export {
   createTicTacToeMinimaxPolicy,
   parseTicTacToeBoard,
+  ticTacToeTurnBoard,
   ticTacToeMarkToMove,
   ticTacToeMinimaxMove,
   ticTacToeValue,
@@ -61,6 +62,7 @@ export {
   createKuhnBestResponsePolicy,
   createKuhnNashPolicy,
   createKuhnTabularPolicy,
+  kuhnTurnInformationState,
   type KuhnTabularPolicyOptions,
 } from './kuhn-opponents.js'
 
@@ -69,6 +71,7 @@ export {
   negotiationInventoryValue,
   negotiationStartingInventory,
   negotiationValues,
+  negotiationTurnState,
   parseNegotiationObservation,
   simpleNegotiationOptionsSchema,
   type NegotiationInventory,
@@ -97,12 +100,14 @@ export {
 export {
   createIteratedPrisonersDilemma,
   iteratedPrisonersDilemmaOptionsSchema,
+  parseIteratedPrisonersDilemmaObservation,
+  type IteratedPrisonersDilemmaObservation,
   type IteratedPrisonersDilemmaOptions,
 } from './iterated-prisoners-dilemma.js'
 
-export { createOpponentPolicy, opponentCompletion, type OpponentPolicyOptions } from './opponent-policy.js'
+export { createOpponentPolicy, opponentCompletion, requireTurn, type OpponentPolicyOptions } from './opponent-policy.js'
 export { createRandomPolicy, type RandomPolicyOptions } from './random-policy.js'
-export { legalActionsFromObservation } from './legal-actions.js'
+export { negotiationMenu, turnLegalActions } from './legal-actions.js'
 
 export {
   addRationals,
@@ -173,3 +178,4 @@ export {
 } from './blocksworld-problem.js'
 export { blocksworldInTestSplit, blocksworldOptionsSchema, blocksworldRole, createBlocksworld, type BlocksworldOptions } from './blocksworld.js'
 export { reasoningGameIds, type ReasoningGameId, type ReasoningGameOptionsById } from './registry.js'
+export { rewordObservations, scrambleWording } from './reworded-environment.js'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createIteratedPrisonersDilemma } from './iterated-prisoners-dilemma.js'
+import { createIteratedPrisonersDilemma, parseIteratedPrisonersDilemmaObservation } from './iterated-prisoners-dilemma.js'
 
 function play(choices: readonly [string, string][], options = {}) {
   const environment = createIteratedPrisonersDilemma(options)
@@ -77,5 +77,24 @@ describe("Iterated Prisoner's Dilemma state keys", () => {
     const swapped = [keysAfter(['[Cooperate]', '[Defect]', '[Defect]', '[Cooperate]']), keysAfter(['[Defect]', '[Cooperate]', '[Cooperate]', '[Defect]'])]
     expect(swapped[0]![4]).toBe('player0|round 3|score 5|opponent 5')
     expect(swapped[1]![4]).toBe(swapped[0]![4])
+  })
+})
+
+describe('parseIteratedPrisonersDilemmaObservation', () => {
+  it('reads the player, the round and every finished round back from the text, and refuses other text', () => {
+    const environment = createIteratedPrisonersDilemma({ rounds: 4 })
+    const played: string[] = []
+    let view = environment.reset(0)
+    const moves = ['[Cooperate]', '[Defect]', '[Defect]', '[Defect]', '[Cooperate]', '[Cooperate]', '[Defect]', '[Cooperate]']
+    for (const [index, move] of moves.entries()) {
+      const parsed = parseIteratedPrisonersDilemmaObservation(view.observation)
+      expect(parsed).toEqual({ player: index % 2, round: Math.floor(index / 2) + 1, rounds: 4, results: played.slice(0, Math.floor(index / 2)) })
+      if (index % 2 === 1) played.push(`${moves[index - 1]![1]}${move[1]}`)
+      const outcome = environment.step(move)
+      if (outcome.next === undefined) break
+      view = outcome.next
+    }
+    expect(played).toEqual(['CD', 'DD', 'CC', 'DC'])
+    expect(() => parseIteratedPrisonersDilemmaObservation('Current Board:')).toThrow(/cannot read the player and the round/)
   })
 })

@@ -1,4 +1,4 @@
-import { parseArgument, type EnvironmentV1 } from '@ludic/core'
+import { LudicError, parseArgument, type EnvironmentV1 } from '@ludic/core'
 import { z } from 'zod'
 import { createTranscript, type Transcript } from './transcript.js'
 import {
@@ -118,4 +118,30 @@ function dilemmaRules(options: z.output<typeof iteratedPrisonersDilemmaOptionsSc
 export function createIteratedPrisonersDilemma(options: IteratedPrisonersDilemmaOptions = {}): EnvironmentV1 {
   const parsed = parseArgument(iteratedPrisonersDilemmaOptionsSchema, options, 'options')
   return createTwoPlayerEnvironment(dilemmaRules(parsed), parsed)
+}
+
+/** What an Iterated Prisoner's Dilemma observation shows the player to act (`parseIteratedPrisonersDilemmaObservation`). */
+export interface IteratedPrisonersDilemmaObservation {
+  player: PlayerIndex
+  /** The round to play, from 1, and the game's number of rounds. */
+  round: number
+  rounds: number
+  /** The choices of each finished round, player0's first: `'CD'` is player0 cooperated, player1 defected. */
+  results: ('CC' | 'CD' | 'DC' | 'DD')[]
+}
+
+/**
+ * Reads the player, the round and the finished rounds' choices back from an Iterated Prisoner's Dilemma observation:
+ * the game's own parser of its own text (for prompts that show it tersely). Throws a `LudicError` on other text.
+ */
+export function parseIteratedPrisonersDilemmaObservation(observation: string): IteratedPrisonersDilemmaObservation {
+  const player = /You are Player ([01])/.exec(observation)?.[1]
+  const round = /Round (\d+) of (\d+): make your decision/.exec(observation)
+  if (player === undefined || round === null) {
+    throw new LudicError("Iterated Prisoner's Dilemma: cannot read the player and the round from the observation")
+  }
+  const results = [...observation.matchAll(/Round \d+ Results:\n([^\n]*)/g)].map(([, result]) =>
+    result === 'Both players cooperated' ? 'CC' : result === 'Both players defected' ? 'DD' : result!.startsWith('Player 0 cooperated') ? 'CD' : 'DC',
+  ) as IteratedPrisonersDilemmaObservation['results']
+  return { player: Number(player) as PlayerIndex, round: Number(round[1]), rounds: Number(round[2]), results }
 }

@@ -20,6 +20,15 @@ describe('kuhnInformationStates', () => {
 
   it("lists OpenSpiel's 12 states with the environment's text and actions", () => {
     expect(states.map((state) => state.name)).toEqual([...kuhnInformationStateNames])
+    for (const state of states) {
+      // The turn view a request carries there: what the tabular players read instead of the text.
+      expect(state.turn).toMatchObject({
+        environmentId: 'kuhn-poker-v1',
+        role: state.role,
+        legalActions: state.legalActions,
+        state: { informationState: state.name },
+      })
+    }
     expect(states.find((state) => state.name === '2')!.observation).toBe(
       `[GAME] You are Player 1 in a 5 round game of Kuhn Poker.\n${rules}\n` +
         '[GAME] Starting round 1 out of 5 rounds.\nYour card is: K\nYour available actions are: [check], [bet]',

@@ -1,4 +1,4 @@
-import { LudicError, parseArgument } from '@ludic/core'
+import { LudicError, parseArgument, turnContextOf, type TurnContext } from '@ludic/core'
 import { createKuhnPokerRules, kuhnCardNames, kuhnFirstActor, kuhnPokerOptionsSchema, type KuhnDeal, type KuhnPokerOptions } from './kuhn-poker.js'
 import { kuhnInformationStateNames, type KuhnInformationStateName } from './kuhn-policy.js'
 import { createTwoPlayerEnvironment } from './two-player-environment.js'
@@ -18,6 +18,8 @@ export interface KuhnInformationState {
   observation: string
   /** The legal actions the environment lists, passive first: `['[check]', '[bet]']` or `['[fold]', '[call]']`. */
   legalActions: readonly string[]
+  /** The turn view a request for this decision carries (`GenerationRequest.turn`), as the rollout gives it. */
+  turn: TurnContext
 }
 
 /**
@@ -52,6 +54,7 @@ export function kuhnInformationStates(options: KuhnPokerOptions = {}): KuhnInfor
       role: view.role,
       observation: view.observation,
       legalActions: view.legalActions ?? [],
+      turn: turnContextOf(environment.id, view),
     }
   })
 }

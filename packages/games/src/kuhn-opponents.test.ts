@@ -10,9 +10,11 @@ import { renderGamePrompt } from './game-prompts.js'
 import { createRandomPolicy } from './random-policy.js'
 
 const states = kuhnInformationStates()
-const request = (observation: string, seed?: number) => ({
-  messages: renderGamePrompt(observation, 'spiral'),
+/** A request for an information state, with the turn view the environment gives there (as the rollout sends it). */
+const request = (state: (typeof states)[number], seed?: number) => ({
+  messages: renderGamePrompt(state.observation, 'spiral'),
   maxTokens: 8,
+  turn: state.turn,
   ...(seed === undefined ? {} : { seed }),
 })
 
@@ -23,7 +25,7 @@ describe('Kuhn opponents', () => {
     const nash = createKuhnNashPolicy({ alpha, seed: 3 })
     for (const state of states) {
       const samples = 2000
-      const completions = await nash.generate(new Array(samples).fill(request(state.observation)))
+      const completions = await nash.generate(new Array(samples).fill(request(state)))
       const aggressive = completions.filter((completion) => completion.text === state.legalActions[1]).length
       expect(completions.every((completion) => state.legalActions.includes(completion.text))).toBe(true)
       const probability = table[state.name]
@@ -33,11 +35,11 @@ describe('Kuhn opponents', () => {
 
   it('answer with a bare completion and honour request seeds', async () => {
     const nash = createKuhnNashPolicy({ alpha: 1 / 3 })
-    const [completion] = await nash.generate([request(states[0]!.observation)])
+    const [completion] = await nash.generate([request(states[0]!)])
     expect(completionSchema.parse(completion)).toMatchObject({ finishReason: 'stop' })
     expect(completion!.tokenIds).toHaveLength(0)
     expect(completion!.logprobs).toBeInstanceOf(Float32Array)
-    const seeded = async () => (await nash.generate(new Array(20).fill(0).map((_, index) => request(states[0]!.observation, index)))).map((c) => c.text)
+    const seeded = async () => (await nash.generate(new Array(20).fill(0).map((_, index) => request(states[0]!, index)))).map((c) => c.text)
     expect(await seeded()).toEqual(await seeded())
     expect(nash.id).toBe(`kuhn-nash-${1 / 3}`)
   })
@@ -46,7 +48,7 @@ describe('Kuhn opponents', () => {
     const uniform = kuhnConstantPolicy(0.5)
     const response = kuhnBestResponse(uniform)
     const policy = createKuhnBestResponsePolicy({ policy: uniform })
-    const completions = await policy.generate(states.map((state) => request(state.observation)))
+    const completions = await policy.generate(states.map((state) => request(state)))
     states.forEach((state, index) => expect(completions[index]!.text).toBe(state.legalActions[response[state.name]]))
   })
 
@@ -72,6 +74,9 @@ describe('Kuhn opponents', () => {
       expect(result.invalidAction).toBe(false)
       expect(result.rewards.player0! + result.rewards.player1!).toBe(0)
     }
-    await expect(nash.generate([request('not poker')])).rejects.toThrow(/Kuhn Poker/)
+    const chat = { messages: renderGamePrompt(states[0]!.observation, 'spiral'), maxTokens: 8 }
+    await expect(nash.generate([chat])).rejects.toMatchObject({ name: 'InvalidArgumentError', argument: 'request.turn' })
+    const board = { environmentId: 'tictactoe-v0', role: 'player0', state: { board: ['', '', '', '', '', '', '', '', ''] } }
+    await expect(nash.generate([{ ...chat, turn: board }])).rejects.toMatchObject({ argument: 'request.turn.state.informationState' })
   })
 })

@@ -236,6 +236,7 @@ describe('Kuhn Poker state keys', () => {
         expect(key, view.stateKey).not.toBeNull()
         expect(`player${key![1]}`).toBe(view.role)
         expect(`${'JQK'.indexOf(key![3]!)}${key![4] === '-' ? '' : key![4]}`).toBe(name)
+        expect(view.state).toEqual({ informationState: name }) // the structured state the tabular players read
         const outcome = environment.step(view.legalActions![(seed + turn) % 2]!)
         if (outcome.next === undefined) break
         view = outcome.next

@@ -172,6 +172,8 @@ export function createKuhnPokerRules(options: ParsedKuhnPokerOptions, fixedDeals
     },
     observation: (state, player) => state.transcript.render(player),
     legalActions: (state) => kuhnLegalActions(state.history),
+    /** `{ informationState: '1pb' }`: OpenSpiel's name of the round's information state (card 0 = J … 2 = K, then the history), for the tabular players. */
+    turnState: (state, player) => ({ informationState: `${state.deals[state.round]![player]}${state.history}` }),
     play(state, move) {
       const actor = current(state)
       state.transcript.player(actor, move)

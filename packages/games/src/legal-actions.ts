@@ -1,17 +1,15 @@
-import { LudicError } from '@ludic/core'
-import { liarsDiceLegalActions, parseLiarsDiceObservation } from './liars-dice.js'
+import type { TurnContext } from '@ludic/core'
 import { negotiationResources } from './negotiation-offer.js'
-import { parseNegotiationObservation } from './simple-negotiation.js'
-
-const availableLine = /^.*available (?:actions|moves)[^:\n]*:(.*)$/gim
+import { requireTurn } from './opponent-policy.js'
+import { negotiationTurnState, type NegotiationObservation } from './simple-negotiation.js'
 
 /**
  * Simple Negotiation has no finite list of moves; scripted opponents pick from this menu: `[Accept]` (when
  * an offer is open to the player and it holds what is asked), `[Deny]`, and every offer of 1–3 units of
  * one resource it holds for 1–3 units of the other.
  */
-function negotiationMenu(observation: string): string[] {
-  const { inventory, offer } = parseNegotiationObservation(observation)
+export function negotiationMenu(situation: Pick<NegotiationObservation, 'inventory' | 'offer'>): string[] {
+  const { inventory, offer } = situation
   const menu: string[] = []
   if (offer !== undefined && negotiationResources.every((resource) => (offer.requested[resource] ?? 0) <= inventory[resource])) menu.push('[Accept]')
   menu.push('[Deny]')
@@ -27,20 +25,14 @@ function negotiationMenu(observation: string): string[] {
 }
 
 /**
- * The legal actions of the player to act, read from an observation of any game of this package. For most
- * games they are the bracketed moves of the last "available actions" / "Available Moves" line; Liar's Dice
- * bids are rebuilt from the current bid and the dice in play; Simple Negotiation, whose offers are free
- * text, gives a finite menu (accept, deny, and offers of 1–3 units). Throws when the text shows none.
+ * The moves a scripted player chooses among, from a turn's structured view (`GenerationRequest.turn`): the
+ * environment's `legalActions`; for Simple Negotiation, whose offers are free text, the finite `negotiationMenu`
+ * of the turn's `state`. Never read from the observation's wording. A turn without them is an
+ * `InvalidArgumentError` naming `request.turn` or the missing field (`who` says which player asks).
  */
-export function legalActionsFromObservation(observation: string): string[] {
-  if (/You are Player [01] in a 2-player Liar's Dice game/.test(observation)) {
-    const { bid, diceInPlay } = parseLiarsDiceObservation(observation)
-    return liarsDiceLegalActions(bid, diceInPlay)
+export function turnLegalActions(turn: TurnContext | undefined, who = 'the scripted player'): readonly string[] {
+  if (turn?.environmentId === 'simple-negotiation-v1' && turn.legalActions === undefined) {
+    return negotiationMenu(negotiationTurnState(requireTurn(turn, 'state', who).state))
   }
-  if (/You are Player [01] in the Negotiation Game/.test(observation)) return negotiationMenu(observation)
-  let last: string | undefined
-  for (const match of observation.matchAll(availableLine)) last = match[1]
-  const actions = [...(last ?? '').matchAll(/\[[^[\]]*\]/g)].map((match) => match[0])
-  if (actions.length === 0) throw new LudicError('No legal actions found in the observation (expected an "available actions: [...]" line)')
-  return actions
+  return requireTurn(turn, 'legalActions', who).legalActions
 }

@@ -1,3 +1,4 @@
+import { turnContextOf, type TurnView } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { createNegotiationHeuristicPolicy, valueRaisingOffers } from './negotiation-heuristic.js'
 import { playEpisode } from './play-episode.js'
@@ -5,8 +6,8 @@ import { renderGamePrompt } from './game-prompts.js'
 import { createRandomPolicy } from './random-policy.js'
 import { createSimpleNegotiation } from './simple-negotiation.js'
 
-const ask = async (policy: ReturnType<typeof createNegotiationHeuristicPolicy>, observation: string) =>
-  (await policy.generate([{ messages: renderGamePrompt(observation, 'spiral'), maxTokens: 32 }]))[0]!.text
+const ask = async (policy: ReturnType<typeof createNegotiationHeuristicPolicy>, view: TurnView) =>
+  (await policy.generate([{ messages: renderGamePrompt(view, 'spiral'), maxTokens: 32, turn: turnContextOf('simple-negotiation-v1', view) }]))[0]!.text
 
 describe('negotiation heuristic', () => {
   it('lists the trades that raise its own value', () => {
@@ -29,11 +30,11 @@ describe('negotiation heuristic', () => {
     environment.reset(0)
     // To player1 (Wood 15, Gold 5): receiving 3 Wood for 2 Gold is worth +45 − 10.
     const good = environment.step('[Offer: 3 Wood -> 2 Gold]').next!
-    expect(await ask(heuristic, good.observation)).toBe('[Accept]')
+    expect(await ask(heuristic, good)).toBe('[Accept]')
     environment.reset(0)
     // Receiving 1 Wood for 4 Gold is worth +15 − 20: counter with a value-raising offer of its own.
     const bad = environment.step('[Offer: 1 Wood -> 4 Gold]').next!
-    const counter = await ask(heuristic, bad.observation)
+    const counter = await ask(heuristic, bad)
     expect(valueRaisingOffers({ Wood: 10, Gold: 10 }, { Wood: 15, Gold: 5 })).toContain(counter)
   })
 

@@ -1,7 +1,7 @@
 import type { PolicyV1 } from '@ludic/core'
 import { negotiationResources, type NegotiationBundle } from './negotiation-offer.js'
-import { createOpponentPolicy } from './opponent-policy.js'
-import { parseNegotiationObservation, type NegotiationInventory } from './simple-negotiation.js'
+import { createOpponentPolicy, requireTurn } from './opponent-policy.js'
+import { negotiationTurnState, type NegotiationInventory } from './simple-negotiation.js'
 
 const bundleValue = (bundle: NegotiationBundle, values: NegotiationInventory) =>
   negotiationResources.reduce((sum, resource) => sum + (bundle[resource] ?? 0) * values[resource], 0)
@@ -26,16 +26,17 @@ export function valueRaisingOffers(inventory: NegotiationInventory, values: Nego
 }
 
 /**
- * A Simple Negotiation opponent: it accepts an offer made to it when the trade raises its own inventory
+ * A Simple Negotiation opponent, deciding from the turn's structured `state` (`negotiationTurnState`): it accepts an offer made to it when the trade raises its own inventory
  * value (and it holds what is asked); otherwise it proposes a value-raising trade (`valueRaisingOffers`,
  * chosen at random with its seed), which also denies any open offer; with nothing to offer it plays `[Deny]`.
  */
 export function createNegotiationHeuristicPolicy(options: { seed?: number; maxQuantity?: number; id?: string } = {}): PolicyV1 {
+  const id = options.id ?? 'negotiation-heuristic'
   return createOpponentPolicy({
-    id: options.id ?? 'negotiation-heuristic',
+    id,
     seed: options.seed ?? 0,
-    decide(observation, random) {
-      const { values, inventory, offer } = parseNegotiationObservation(observation)
+    decide(_observation, random, turn) {
+      const { values, inventory, offer } = negotiationTurnState(requireTurn(turn, 'state', `the negotiation trader '${id}'`).state)
       if (offer !== undefined) {
         const canPay = negotiationResources.every((resource) => (offer.requested[resource] ?? 0) <= inventory[resource])
         if (canPay && bundleValue(offer.offered, values) > bundleValue(offer.requested, values)) return '[Accept]'

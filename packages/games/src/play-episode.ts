@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type EnvironmentV1, type PolicyV1 } from '@ludic/core'
+import { InvalidArgumentError, turnContextOf, type EnvironmentV1, type PolicyV1 } from '@ludic/core'
 import { renderGamePrompt, type GamePromptName } from './game-prompts.js'
 
 export interface PlayEpisodeOptions {
@@ -43,7 +43,7 @@ export async function playEpisode(
   let view = environment.reset(options.seed)
   for (;;) {
     const [completion] = await policies[view.role]!.generate([
-      { messages: renderGamePrompt(view, options.prompt ?? 'terse'), maxTokens: options.maxTokens ?? 256 },
+      { messages: renderGamePrompt(view, options.prompt ?? 'terse'), maxTokens: options.maxTokens ?? 256, turn: turnContextOf(environment.id, view) },
     ])
     const text = completion?.text ?? ''
     actions.push({ role: view.role, text })

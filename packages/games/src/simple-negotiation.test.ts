@@ -34,7 +34,12 @@ describe('Simple Negotiation', () => {
   it("shows SPIRAL's prompt, the player's resources and what it may do", () => {
     const environment = createSimpleNegotiation()
     const view = environment.reset(0)
-    expect(view).toEqual({ role: 'player0', observation: firstObservation, stateKey: 'player0|turn 1|Wood 10, Gold 10|offer none' })
+    expect(view).toEqual({
+      role: 'player0',
+      observation: firstObservation,
+      stateKey: 'player0|turn 1|Wood 10, Gold 10|offer none',
+      state: { player: 0, turn: 1, turns: 10, values: { Wood: 5, Gold: 15 }, inventory: { Wood: 10, Gold: 10 } },
+    })
     const next = environment.step('I value gold. Let us trade. [Offer: 3 Wood -> 2 Gold]').next!
     expect(next.role).toBe('player1')
     expect(next.observation).toContain('\t+ [Wood]    Qty: 10   Value: 15\n\t+ [Gold]    Qty: 10   Value: 5\n')
@@ -139,6 +144,8 @@ describe('Simple Negotiation', () => {
     const valid = environment.step('[Offer: 2 Wood -> 3 Gold]').next!
     expect(parseNegotiationObservation(valid.observation)).toEqual({
       player: 1,
+      turn: 2,
+      turns: 10,
       values: { Wood: 15, Gold: 5 },
       inventory: { Wood: 10, Gold: 10 },
       offer: { from: 0, offered: { Wood: 2 }, requested: { Gold: 3 } },

@@ -135,6 +135,18 @@ function negotiationRules(options: z.output<typeof simpleNegotiationOptionsSchem
       return `player${player}|turn ${state.turn + 1}|${describeInventory(state.inventories[player])}|offer ${open}`
     },
     observation: (state, player) => `${state.transcript.render(player)}\n${statusLines(state, player, options.turns)}`,
+    /** `NegotiationObservation` as plain data (its `offer` only when one is open to the player), for the scripted traders. */
+    turnState(state, player) {
+      const offer = state.offer !== undefined && state.offer.from !== player ? state.offer : undefined
+      return {
+        player,
+        turn: state.turn + 1,
+        turns: options.turns,
+        values: { ...negotiationValues[player] },
+        inventory: { ...state.inventories[player] },
+        ...(offer === undefined ? {} : { offer: { from: offer.from, offered: { ...offer.offered }, requested: { ...offer.requested } } }),
+      }
+    },
     play(state, text) {
       const player = current(state)
       const other = (1 - player) as PlayerIndex
@@ -207,13 +219,41 @@ export function createSimpleNegotiation(options: SimpleNegotiationOptions = {}):
 
 export interface NegotiationObservation {
   player: PlayerIndex
+  /** The turn to play, from 1, and the game's number of turns (`Turn 3 of 10`). */
+  turn: number
+  turns: number
   values: NegotiationInventory
   inventory: NegotiationInventory
   /** The offer open to the player, if any. */
   offer: { from: PlayerIndex; offered: NegotiationBundle; requested: NegotiationBundle } | undefined
 }
 
-/** Reads the acting player's situation from a Simple Negotiation observation (for scripted opponents). */
+const inventorySchema = z.strictObject({ Wood: z.number().int().min(0), Gold: z.number().int().min(0) })
+const bundleSchema = z.strictObject({ Wood: z.number().int().min(0).optional(), Gold: z.number().int().min(0).optional() })
+const negotiationTurnStateSchema = z.strictObject({
+  player: z.union([z.literal(0), z.literal(1)]),
+  turn: z.number().int().positive(),
+  turns: z.number().int().positive(),
+  values: inventorySchema,
+  inventory: inventorySchema,
+  offer: z.strictObject({ from: z.union([z.literal(0), z.literal(1)]), offered: bundleSchema, requested: bundleSchema }).optional(),
+})
+
+/**
+ * The acting player's situation from a turn's structured `state` (`TurnView.state` of `simple-negotiation-v1`,
+ * passed on as `GenerationRequest.turn.state`): what the scripted traders decide from. Malformed state is an
+ * `InvalidArgumentError` naming `argument` and the field.
+ */
+export function negotiationTurnState(state: unknown, argument = 'request.turn.state'): NegotiationObservation {
+  const parsed = parseArgument(negotiationTurnStateSchema, state, argument)
+  const { player, turn, turns, values, inventory } = parsed
+  return { player, turn, turns, values, inventory, offer: parsed.offer as NegotiationObservation['offer'] }
+}
+
+/**
+ * Reads the acting player's situation from a Simple Negotiation observation: the game's own parser of its own
+ * text (the scripted players read `negotiationTurnState` instead, so a reworded observation plays the same).
+ */
 export function parseNegotiationObservation(observation: string): NegotiationObservation {
   const player = /You are Player ([01]) in the Negotiation Game/.exec(observation)?.[1]
   const values: Partial<NegotiationInventory> = {}
@@ -222,14 +262,15 @@ export function parseNegotiationObservation(observation: string): NegotiationObs
     if (match !== null) values[resource] = Number(match[1])
   }
   const status = observation.slice(observation.lastIndexOf('[GAME] Turn '))
+  const turn = /^\[GAME\] Turn (\d+) of (\d+)\./.exec(status)
   const inventory: Partial<NegotiationInventory> = {}
   const held = /Your resources: ([^(]*)\(/.exec(status)?.[1] ?? ''
   for (const resource of negotiationResources) {
     const match = new RegExp(`${resource} (\\d+)`).exec(held)
     if (match !== null) inventory[resource] = Number(match[1])
   }
-  if (player === undefined || negotiationResources.some((resource) => values[resource] === undefined || inventory[resource] === undefined)) {
-    throw new LudicError('Simple negotiation: cannot read the player, values and resources from the observation')
+  if (player === undefined || turn === null || negotiationResources.some((resource) => values[resource] === undefined || inventory[resource] === undefined)) {
+    throw new LudicError('Simple negotiation: cannot read the player, turn, values and resources from the observation')
   }
   const open = /Open offer to you from Player ([01]): Offered items: (.*) -> Requested items: (.*)/.exec(status)
   let offer: NegotiationObservation['offer']
@@ -237,5 +278,12 @@ export function parseNegotiationObservation(observation: string): NegotiationObs
     const parsed = parseNegotiationMove(`Offer: ${open[2]} -> ${open[3]}`)
     if (parsed.kind === 'offer') offer = { from: Number(open[1]) as PlayerIndex, offered: parsed.offered, requested: parsed.requested }
   }
-  return { player: Number(player) as PlayerIndex, values: values as NegotiationInventory, inventory: inventory as NegotiationInventory, offer }
+  return {
+    player: Number(player) as PlayerIndex,
+    turn: Number(turn[1]),
+    turns: Number(turn[2]),
+    values: values as NegotiationInventory,
+    inventory: inventory as NegotiationInventory,
+    offer,
+  }
 }

@@ -1,6 +1,6 @@
-import { createRandom, stateKeySchema } from '@ludic/core'
+import { createRandom, stateKeySchema, turnContextOf } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
-import { legalActionsFromObservation } from './legal-actions.js'
+import { turnLegalActions } from './legal-actions.js'
 import { createGame, gameIds, reasoningGameIds } from './registry.js'
 
 /**
@@ -25,7 +25,7 @@ describe('state keys of every game', () => {
         keyOfObservation.set(view.observation, key)
         expect(roleOfKey.get(key) ?? view.role, key).toBe(view.role)
         roleOfKey.set(key, view.role)
-        const legal = view.legalActions ?? legalActionsFromObservation(view.observation)
+        const legal = turnLegalActions(turnContextOf(id, view))
         const outcome = environment.step(`[${random.choice(legal).replace(/^\[|\]$/g, '')}]`)
         if (outcome.next === undefined) break
         view = outcome.next

@@ -1,5 +1,5 @@
-import { LudicError, type PolicyV1 } from '@ludic/core'
-import { createOpponentPolicy } from './opponent-policy.js'
+import { InvalidArgumentError, LudicError, type PolicyV1, type TurnContext } from '@ludic/core'
+import { createOpponentPolicy, requireTurn } from './opponent-policy.js'
 import { ticTacToeEmptyCells, ticTacToeWinner, type TicTacToeBoard, type TicTacToeMark } from './tic-tac-toe.js'
 
 const scores = new Map<string, number>()
@@ -78,7 +78,7 @@ export function ticTacToeValue(board: TicTacToeBoard): -1 | 0 | 1 {
   return (Math.sign(bestScore([...board], mark)) + 0) as -1 | 0 | 1 // + 0 turns −0 into 0
 }
 
-/** Reads the board of the last `Current Board:` block of a TicTacToe observation. */
+/** Reads the board of the last `Current Board:` block of a TicTacToe observation (the game's own parser of its own text; the minimax player reads `ticTacToeTurnBoard`). */
 export function parseTicTacToeBoard(observation: string): TicTacToeBoard {
   const start = observation.lastIndexOf('Current Board:')
   const rows = start < 0 ? [] : observation.slice(start).split('\n').slice(2, 7)
@@ -89,10 +89,27 @@ export function parseTicTacToeBoard(observation: string): TicTacToeBoard {
   return cells.map((cell) => (cell === 'O' || cell === 'X' ? cell : ''))
 }
 
-/** A perfect TicTacToe opponent (`ticTacToeMinimaxMove` on the observed board). Deterministic. */
+/**
+ * The board of a TicTacToe turn, from its structured view (`TurnView.state.board` of `tictactoe-v0`, passed on as
+ * `GenerationRequest.turn`): nine cells `'O'`, `'X'` or `''`. Missing or malformed: an `InvalidArgumentError` naming the field.
+ */
+export function ticTacToeTurnBoard(turn: TurnContext | undefined, who = 'the TicTacToe player'): TicTacToeBoard {
+  const board = requireTurn(turn, 'state', who).state.board
+  if (!Array.isArray(board) || board.length !== 9 || board.some((cell) => cell !== 'O' && cell !== 'X' && cell !== '')) {
+    throw new InvalidArgumentError({
+      argument: 'request.turn.state.board',
+      value: board,
+      message: `must be TicTacToe's nine cells ('O', 'X' or ''); environment '${turn!.environmentId}' is not TicTacToe?`,
+    })
+  }
+  return board as TicTacToeBoard
+}
+
+/** A perfect TicTacToe opponent (`ticTacToeMinimaxMove` on the turn's board, `ticTacToeTurnBoard`). Deterministic. */
 export function createTicTacToeMinimaxPolicy(options: { id?: string } = {}): PolicyV1 {
+  const id = options.id ?? 'tictactoe-minimax'
   return createOpponentPolicy({
-    id: options.id ?? 'tictactoe-minimax',
-    decide: (observation) => `[${ticTacToeMinimaxMove(parseTicTacToeBoard(observation))}]`,
+    id,
+    decide: (_observation, _random, turn) => `[${ticTacToeMinimaxMove(ticTacToeTurnBoard(turn, `the minimax player '${id}'`))}]`,
   })
 }

@@ -87,6 +87,8 @@ const rules: TwoPlayerRules<TicTacToeState> = {
     const moves = ticTacToeEmptyCells(state.board).map((cell) => `'[${cell}]'`)
     return `${prompt(player)}\n\nCurrent Board:\n\n${renderTicTacToeBoard(state.board)}\n\nAvailable Moves: ${moves.join(', ')}`
   },
+  /** `{ board: ['O', '', 'X', …] }`: the nine cells, row by row, for the minimax player. */
+  turnState: (state) => ({ board: [...state.board] }),
   legalActions: (state) => ticTacToeEmptyCells(state.board).map((cell) => `[${cell}]`),
   /** `[04]` is cell 4 (as TextArena reads it). */
   canonicalMove: (move) => (/^\s*\d{1,6}\s*$/.test(move) ? String(Number(move)) : move),

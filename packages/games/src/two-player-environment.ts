@@ -61,6 +61,11 @@ export interface TwoPlayerRules<State> {
   stateKey?(state: State, player: PlayerIndex): string
   /** The legal actions, bracketed (`'[bet]'`), when they can be listed; actions are matched against them. */
   legalActions?(state: State): readonly string[]
+  /**
+   * What `player`'s scripted players need beyond the legal actions, as plain JSON data (`TurnView.state`): only what
+   * the player may see. Leave it out when the legal actions are enough.
+   */
+  turnState?(state: State, player: PlayerIndex): Record<string, unknown>
   /** Rewrites an extracted move into the spelling of the legal actions (`'bid 3 4'` → `'Bid: 3, 4'`). */
   canonicalMove?(move: string): string
   /** Why a move that matches no legal action is invalid (for `info.reason`). */
@@ -82,10 +87,12 @@ export function createTwoPlayerEnvironment<State>(rules: TwoPlayerRules<State>, 
     const player = rules.currentPlayer(current)
     legal = rules.legalActions?.(current)
     const stateKey = rules.stateKey?.(current, player)
+    const turnState = rules.turnState?.(current, player)
     const turn: TurnView = {
       role: playerRoles[player],
       observation: rules.observation(current, player),
       ...(stateKey === undefined ? {} : { stateKey }),
+      ...(turnState === undefined ? {} : { state: turnState }),
     }
     return legal === undefined ? turn : { ...turn, legalActions: legal }
   }

@@ -4,6 +4,7 @@ import {
   InvalidArgumentError,
   isPolicy,
   parseArgument,
+  turnContextOf,
   type EnvironmentV1,
   type GenerationRequest,
   type PolicyV1,
@@ -201,6 +202,7 @@ export async function collect(options: CollectOptions): Promise<CollectResult> {
             messages: renderPrompt(prompt, view, history, { environmentId, role: view.role, turnIndex, seed }),
             ...generation,
             seed: deriveSeed('ludic.rollout', samplingSeed, environmentId, seed, groupIndex, turnIndex),
+            turn: turnContextOf(environmentId, view),
           }),
         })
       }

@@ -1,15 +1,20 @@
 import { createGigpo } from '@ludic/advantages'
 import { createRandom, sampleSchema, type AdvantageBatch, type GenerationRequest, type Sample, type Trajectory } from '@ludic/core'
 import { createScriptedPolicy } from '@ludic/core/test'
-import { createKuhnPoker, kuhnInformationStateOf, legalActionsFromObservation } from '@ludic/games'
+import { createKuhnPoker, kuhnInformationStateOf, turnLegalActions } from '@ludic/games'
 import { describe, expect, it } from 'vitest'
 import { collect } from './collect.js'
 
-/** Self-play with a policy that is a function of its request: a legal move drawn with the request's seed. */
+/**
+ * Self-play with a policy that is a function of its request: a legal move drawn with the request's seed, from the
+ * turn view `collect` puts on every request (`GenerationRequest.turn`).
+ */
 const seededPlayer = createScriptedPolicy({
   id: 'seeded-kuhn',
   replies: (request: GenerationRequest) => {
-    const legal = legalActionsFromObservation(request.messages!.at(-1)!.content)
+    expect(request.turn).toMatchObject({ environmentId: 'kuhn-poker-v1', role: expect.stringMatching(/^player[01]$/) })
+    expect(request.turn!.stateKey).toMatch(/^player[01]\|round 1\|chips 0\|card [JQK]\|history /)
+    const legal = turnLegalActions(request.turn)
     const text = legal[createRandom(request.seed ?? 0).nextInt(legal.length)]!
     return { text, logprobs: Array.from(text, () => -0.5) }
   },

@@ -21,7 +21,7 @@ export const evaluateAgainstOptionsSchema = z.strictObject({
   seed: z.number().int(),
   /** The learner's prompt (a `@ludic/rollout` `PromptTemplate`). Default `'{observation}'`. */
   prompt: promptTemplateSchema.default(defaultPromptTemplate),
-  /** The opponent's prompt. Default `'{observation}'`: a scripted opponent reads the game's own text. */
+  /** The opponent's prompt. Default `'{observation}'`. A scripted opponent decides from each request's turn view (`GenerationRequest.turn`), whatever its prompt says. */
   opponentPrompt: promptTemplateSchema.default(defaultPromptTemplate),
   /** Sampling of every request (`collect`'s `generation`), e.g. `{ maxTokens: 8, temperature: 1 }`. */
   generation: z.custom<GenerationOptions>((value) => typeof value === 'object' && value !== null, 'must be generation options').optional(),

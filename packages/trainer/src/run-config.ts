@@ -808,7 +808,6 @@ function evaluationHook(
         episodes: evaluation.episodes,
         seed: matchSeed,
         prompt,
-        opponentPrompt: withLegalActions,
         generation: { maxTokens, temperature: evaluation.temperature },
       })
       metrics[`${name}/winRate`] = match.winRate
@@ -820,20 +819,6 @@ function evaluationHook(
     return metrics
   }
 }
-
-/**
- * The opponent's prompt: the observation, and when the environment lists the legal moves, a last line
- * `Available actions: [a], [b]`, which the games' scripted opponents (the random player) read their moves from.
- */
-const withLegalActions = (view: TurnView): ChatMessage[] => [
-  {
-    role: 'user',
-    content:
-      view.legalActions === undefined || view.legalActions.length === 0
-        ? view.observation
-        : `${view.observation}\nAvailable actions: ${view.legalActions.join(', ')}`,
-  },
-]
 
 async function loadScorer(source: z.output<typeof scorerSourceSchema>, path: string, base: string): Promise<TrajectoryScorerV1> {
   const file = resolve(base, source.module)

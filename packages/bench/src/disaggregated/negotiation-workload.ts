@@ -3,19 +3,18 @@
  * tokenizer from the same settings, deterministically): Simple Negotiation, a multi-turn two-player trading game, as
  * the tiny model reads it (the terse prompts of `game-selfplay.ts`) with a byte-level BPE trained on random legal play.
  */
-import { createRandom, type ChatMessage, type EnvironmentV1, type PolicyV1, type StepOutcome, type TurnView } from '@ludic/core'
+import { createRandom, turnContextOf, type ChatMessage, type EnvironmentV1, type PolicyV1, type StepOutcome, type TurnView } from '@ludic/core'
 import {
   createGame,
   createRandomPolicy,
   evaluationInvalidRewards,
-  legalActionsFromObservation,
   negotiationResources,
   parseNegotiationObservation,
+  turnLegalActions,
   type NegotiationBundle,
 } from '@ludic/games'
 import { Tokenizer, trainBpe } from '@ludic/tokenizer'
 import { evaluateAgainst, type MatchFigures } from '@ludic/trainer'
-import { legalActionsPrompt } from '../evaluation/evaluate-games.js'
 import { endOfText, gameChatTemplate, gameOptionsFor } from '../selfplay/game-selfplay.js'
 
 export const negotiationGame = 'simple-negotiation-v1'
@@ -48,9 +47,8 @@ const bundleText = (bundle: NegotiationBundle) =>
 
 /** The state as the tiny model reads it: seat, turn, inventory, the offer open to it (`P1 turn 2/4 Wood 10 Gold 10\noffer 1 Wood -> 2 Gold`). */
 export function negotiationTerseText(observation: string): string {
-  const { player, inventory, offer } = parseNegotiationObservation(observation)
-  const turn = [...observation.matchAll(/\[GAME\] Turn (\d+) of (\d+)\./g)].at(-1)
-  const head = `P${player} turn ${turn?.[1] ?? '?'}/${turn?.[2] ?? '?'} Wood ${inventory.Wood} Gold ${inventory.Gold}`
+  const { player, turn, turns, inventory, offer } = parseNegotiationObservation(observation)
+  const head = `P${player} turn ${turn}/${turns} Wood ${inventory.Wood} Gold ${inventory.Gold}`
   return offer === undefined ? `${head}\nno offer` : `${head}\noffer ${bundleText(offer.offered)} -> ${bundleText(offer.requested)}`
 }
 
@@ -69,7 +67,7 @@ export function negotiationExamples(workload: NegotiationWorkload): { prompt: st
     const environment = createGame(negotiationGame, negotiationOptions(workload))
     let view: TurnView | undefined = environment.reset(workload.seed * 100_000 + episode)
     while (view !== undefined) {
-      const menu = legalActionsFromObservation(view.observation)
+      const menu = turnLegalActions(turnContextOf(negotiationGame, view))
       const prompt = gameChatTemplate(negotiationPrompt(view))
       if (!seen.has(prompt)) {
         seen.add(prompt)
@@ -106,7 +104,6 @@ export async function evaluateNegotiation(
     episodes,
     seed,
     prompt: negotiationPrompt,
-    opponentPrompt: legalActionsPrompt,
     generation: { maxTokens, temperature: 1 },
   })
   return byEnvironment[negotiationGame]!

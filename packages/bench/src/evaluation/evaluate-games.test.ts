@@ -1,19 +1,18 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { InvalidArgumentError, ParseError, type TurnView } from '@ludic/core'
+import { InvalidArgumentError, ParseError, turnContextOf, type TurnView } from '@ludic/core'
 import { createModel, saveModel } from '@ludic/model'
 import { initTensors } from '@ludic/tensors'
 import { trainBpe } from '@ludic/tokenizer'
 import * as tf from '@tensorflow/tfjs-core'
 import { createTicTacToeMinimaxPolicy, createRandomPolicy, gameIds, kuhnTerseObservation } from '@ludic/games'
-import { renderPrompt } from '@ludic/rollout'
 import { evaluateAgainst } from '@ludic/trainer'
 import { describe, expect, it } from 'vitest'
 import { createGame } from '@ludic/games'
 import { runBenchSuite } from '../bench-suites.js'
 import { benchReportMarkdown } from '../report-markdown.js'
-import { evaluateGames, gameEvaluationTable, legalActionsPrompt } from './evaluate-games.js'
+import { evaluateGames, gameEvaluationTable } from './evaluate-games.js'
 
 describe('evaluateGames', () => {
   it('plays a policy against each opponent in the games it plays, with rates whose Wilson intervals contain them', async () => {
@@ -127,7 +126,6 @@ describe('the random opponent', () => {
         environments: [() => createGame(game)],
         episodes: 6,
         seed: 0,
-        opponentPrompt: legalActionsPrompt,
       })
       for (const trajectory of match.trajectories) {
         for (const turn of trajectory.turns) {
@@ -138,14 +136,14 @@ describe('the random opponent', () => {
     }
   })
 
-  it('reads the legal actions the view gives even when the observation it is shown does not list them', async () => {
-    // A terse Kuhn Poker observation lists the moves without "available actions"; the prompt adds the view's list.
+  it('reads the legal actions the turn view gives even when the prompt it is shown does not list them', async () => {
+    // A terse Kuhn Poker prompt lists the moves without "available actions": the request's turn gives them.
     const environment = createGame('kuhn-poker-v1')
     const view: TurnView = environment.reset(0)
-    const terse: TurnView = { ...view, observation: kuhnTerseObservation(view.observation) }
-    const messages = renderPrompt(legalActionsPrompt, terse, [], { environmentId: 'kuhn-poker-v1', role: view.role, turnIndex: 0, seed: 0 })
+    const messages = [{ role: 'user' as const, content: kuhnTerseObservation(view.observation) }]
     const policy = createRandomPolicy({ seed: 3 })
-    const completions = await policy.generate(Array.from({ length: 20 }, (_, seed) => ({ messages, maxTokens: 8, seed })))
+    const turn = turnContextOf('kuhn-poker-v1', view)
+    const completions = await policy.generate(Array.from({ length: 20 }, (_, seed) => ({ messages, maxTokens: 8, seed, turn })))
     for (const completion of completions) expect(view.legalActions).toContain(completion.text)
     expect(new Set(completions.map((completion) => completion.text)).size).toBe(view.legalActions!.length)
   })

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, parseArgument, policySchema, type ChatMessage, type PolicyV1, type TurnView } from '@ludic/core'
+import { InvalidArgumentError, parseArgument, policySchema, type PolicyV1 } from '@ludic/core'
 import {
   createGame,
   createKuhnNashPolicy,
@@ -139,7 +139,6 @@ export async function evaluateGames(
         episodes: parsed.episodes,
         seed: parsed.seed,
         prompt: learnerPrompt,
-        opponentPrompt: legalActionsPrompt,
         generation: { maxTokens: parsed.maxTokens, temperature: parsed.temperature },
       })
       for (const game of played) {
@@ -178,21 +177,6 @@ function builtInOpponent(name: BuiltInOpponentName, seed: number, nashAlpha: num
       return createNegotiationHeuristicPolicy({ seed: seed + 3, id: 'heuristic' })
   }
 }
-
-/**
- * The scripted opponents' prompt: the observation, and when the environment lists the legal actions (the turn
- * view's `legalActions`) a last `Available actions: […]` line with exactly those, so the random player
- * (`legalActionsFromObservation` reads the last such line) draws from the environment's own list.
- */
-export const legalActionsPrompt: PromptFunction = (view: TurnView): ChatMessage[] => [
-  {
-    role: 'user',
-    content:
-      view.legalActions === undefined || view.legalActions.length === 0
-        ? view.observation
-        : `${view.observation}\nAvailable actions: ${view.legalActions.join(', ')}`,
-  },
-]
 
 function gameRow(game: string, opponent: string, figures: MatchFigures): Omit<GameEvaluationRow, 'truncatedRate'> {
   const { episodes } = figures

@@ -122,7 +122,7 @@ export async function modelKuhnPolicy(
 }
 
 /**
- * Any policy's tabular policy, estimated: `samples` answers at each information state (seeded requests), the
+ * Any policy's tabular policy, estimated: `samples` answers at each information state (seeded requests carrying the state's turn view), the
  * share of aggressive moves among the legal answers. A state with no legal answer is an `InvalidArgumentError`:
  * the policy does not play Kuhn Poker.
  */
@@ -140,7 +140,7 @@ export async function sampledKuhnPolicy(
   for (const state of kuhnInformationStates(environment)) {
     signal?.throwIfAborted()
     const messages = messagesOf(state.observation)
-    const completions = await policy.generate(Array.from({ length: samples }, () => ({ messages, maxTokens, seed: random.nextInt(2 ** 31) })))
+    const completions = await policy.generate(Array.from({ length: samples }, () => ({ messages, maxTokens, seed: random.nextInt(2 ** 31), turn: state.turn })))
     let aggressive = 0
     let legal = 0
     for (const completion of completions) {

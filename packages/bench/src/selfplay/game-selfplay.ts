@@ -13,13 +13,13 @@ import {
   kuhnInformationStates,
   kuhnTerseObservation,
   parseTicTacToeBoard,
+  ticTacToeMarkToMove,
   type KuhnPokerOptions,
 } from '@ludic/games'
 import { createModel, type CausalLanguageModel } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
 import { createRlTrainer, createSftTrainer, evaluateAgainst, type MatchFigures, type StepMetrics } from '@ludic/trainer'
-import { legalActionsPrompt } from '../evaluation/evaluate-games.js'
 import { builtEntryPath } from '../perf/package-paths.js'
 
 export const endOfText = '<|end|>'
@@ -54,7 +54,7 @@ export function terseGameText(game: string, view: TurnView): string {
   if (game === 'kuhn-poker-v1') return kuhnTerseObservation(view.observation)
   if (game === 'tictactoe-v0') {
     const board = parseTicTacToeBoard(view.observation)
-    const mark = /you will be '([OX])'/.exec(view.observation)?.[1] ?? '?'
+    const mark = ticTacToeMarkToMove(board) // the player to act plays the mark to move
     const cell = (index: number) => board[index] || String(index)
     const free = board.flatMap((value, index) => (value === '' ? [String(index)] : []))
     return [`tictactoe ${mark}`, ...[0, 1, 2].map((row) => `${cell(row * 3)}${cell(row * 3 + 1)}${cell(row * 3 + 2)}`), `free ${free.join(' ')}`].join('\n')
@@ -238,7 +238,7 @@ export function copyModel(source: CausalLanguageModel, seed: number): CausalLang
 
 /**
  * The model against the uniform random player in every game (`evaluateAgainst`: seats alternating, the model reads
- * its terse prompt, the random player the observation with the environment's legal moves), sampled at temperature
+ * its terse prompt, the random player the turn's legal moves), sampled at temperature
  * 1, an invalid move counted as a loss; figures per game.
  */
 export async function playAgainstRandom(learner: PolicyV1, games: readonly string[], episodes: number, seed: number): Promise<Record<string, MatchFigures>> {
@@ -249,7 +249,6 @@ export async function playAgainstRandom(learner: PolicyV1, games: readonly strin
     episodes,
     seed,
     prompt: tersePrompt,
-    opponentPrompt: legalActionsPrompt,
     generation: { maxTokens: 8, temperature: 1 },
   })
   return byEnvironment
