@@ -11,7 +11,7 @@
  *    `(\w+\s?)*` and `(a?){20}` are refused. Then every repeated part matches in one way at most from a given
  *    position, and the backtracking of a failed match is polynomial in the text.
  * 2. **Polynomial** (when the text's length is known, as for module names): the degree of that polynomial is the
- *    number of variable quantifiers in a row, so `.*.*.*.*.*.*.*.*.*.*X` passes rule 1 yet takes 17 s on a
+ *    number of variable quantifiers in a row, so `.*.*.*.*.*.*.*.*.*.*X` passes rule 1 yet backtracks for seconds on a
  *    32-character name. With the text's length `n`, the ways a match can be tried are bounded: `k` unbounded
  *    quantifiers in a row (and the start position) share the `n` characters in at most `C(n + k, k)` ways, an
  *    alternation adds its branches' ways, a bounded quantifier multiplies them by its choices; over `maxPaths` the

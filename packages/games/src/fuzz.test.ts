@@ -6,7 +6,7 @@ import { createGame, gameIds } from './registry.js'
 /**
  * Garbage responses; the long ones `scale` times their base length. At scale 10 they are ten times longer than
  * at 1: a linear parser takes ten times as long (a fraction of a second), a quadratic one a hundred times (the
- * quadratic versions took 5–15 s at scale 1, so minutes, past the test's timeout). How long a case takes is not
+ * quadratic versions took seconds at scale 1, so minutes, past the test's timeout). How long a case takes is not
  * asserted: a clock would measure the machine (it failed on busy ones), the test's timeout catches the blow-up.
  */
 const garbageOf = (scale: number) => [
