@@ -172,7 +172,7 @@ const jsonSchedule = { schedule: scheduleConfigSchema.optional() }
 
 /** SFT (`createSftTrainer`): `data` is a JSON Lines file of `{ prompt, response }` texts. */
 export const sftRunConfigFileSchema = sftTrainerConfigSchema
-  .omit({ model: true, tokenizer: true, examples: true, schedule: true, seed: true })
+  .omit({ model: true, tokenizer: true, examples: true, schedule: true, seed: true, runDirectory: true, loggers: true, loggedConfig: true })
   .extend({ ...commonFields, ...jsonSchedule, data: z.string().min(1), steps: z.number().int().positive() })
 
 /** The DPO family (`createPreferenceTrainer`): `data` (and `heldOut`) are JSON Lines files of preference pairs (TRL's formats). */
@@ -888,7 +888,15 @@ function pairTexts(pairs: readonly { prompt?: unknown; chosen: unknown; rejected
 async function loadSft(file: z.output<typeof sftRunConfigFileSchema>, path: string, base: string, options: LoadRunConfigOptions): Promise<SftRun> {
   const records = await readJsonLines(file.data, 'data', sftRecordSchema, base)
   const parts = await loadParts(file, path, base, options, () => records.map((record) => `${record.prompt}${record.response}`))
-  const config = { ...trainerFields(file, 'steps'), model: parts.model, tokenizer: parts.tokenizer, examples: records } as SftTrainerConfig
+  const config = {
+    ...trainerFields(file, 'steps'),
+    model: parts.model,
+    tokenizer: parts.tokenizer,
+    examples: records,
+    ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
+    loggers: parts.loggers,
+    loggedConfig: parts.loggedConfig,
+  } as SftTrainerConfig
   return { ...parts, kind: 'sft', steps: file.steps, config }
 }
 

@@ -8,17 +8,14 @@ import {
   checkRlTrainerConfig,
   createCpoTrainer,
   createPreferenceTrainer,
-  createProgressBar,
   createRewardModelTrainer,
   createRlTrainer,
-  createRunLoggers,
   createSftTrainer,
   loadTrainingRun,
   readRunConfigFile,
   redactSecrets,
   refuseAnotherRun,
   type RunKind,
-  type SftRun,
   type SftTrainerConfig,
   type TokenizerFiles,
   type TrainingRun,
@@ -68,7 +65,7 @@ export interface TrainSummary {
   evaluation?: Record<string, number>
 }
 
-const tick = () => new Promise<void>((done) => setImmediate(done)) // lets the terminal, timers and Ctrl+C through
+const _tick = () => new Promise<void>((done) => setImmediate(done)) // lets the terminal, timers and Ctrl+C through
 
 /**
  * `ludic train <config>`: reads the run config (YAML or JSON; see the README's "Config files"), trains with a
@@ -150,7 +147,7 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       if (run.kind === 'rl') checkRlTrainerConfig(run.config)
       await saveConfig()
       if (run.warmUp !== undefined && !resuming) {
-        const history = await sftSteps(run.warmUp.config, run.warmUp.steps, 'warm-up', context, undefined)
+        const history = await sftSteps(run.warmUp.config, run.warmUp.steps, 'warm-up', context)
         summary.warmUp = { steps: history.length, nll: history.at(-1)?.nll }
         log(context, `warm-up: ${history.length} steps, nll ${history.at(-1)?.nll.toFixed(3) ?? 'n/a'}`)
         if (signal.aborted) {
@@ -182,10 +179,15 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       return
     }
     case 'sft': {
-      const history = await sftSteps(run.config, run.steps, 'sft', context, run)
-      summary.steps = history.length
-      summary.interrupted = history.length < run.steps
-      summary.last = { ...(history.at(-1) ?? {}) }
+      const trainer = createSftTrainer(run.config)
+      try {
+        await trainer.run({ steps: run.steps, progress, signal, label: 'sft' })
+        summary.steps = trainer.stepCount
+        summary.interrupted = trainer.stepCount < run.steps
+        summary.last = { ...(trainer.history.at(-1) ?? {}) }
+      } finally {
+        trainer.dispose()
+      }
       return
     }
     case 'preference': {
@@ -219,39 +221,14 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
   }
 }
 
-/**
- * SFT updates with a progress bar, stopping at Ctrl+C; metrics through the run's loggers (`metrics.jsonl` by default)
- * when a run is given (an SFT run; an RL run's warm-up logs nothing).
- */
-async function sftSteps(config: SftTrainerConfig, steps: number, label: string, context: CommandContext, run: SftRun | undefined) {
-  const loggers =
-    run === undefined
-      ? undefined
-      : createRunLoggers({
-          loggers: run.loggers,
-          directory: run.runDirectory,
-          trainer: 'sft',
-          config: run.loggedConfig,
-          notify: (message) => context.stderr.write(`warning: ${message}\n`),
-        })
-  const trainer = createSftTrainer(config)
-  const stream = progressStream(context)
-  const bar = stream === false ? undefined : createProgressBar(steps, { stream, label })
-  const history = []
+/** An RL run's SFT warm-up: updates with a progress bar, stopping at Ctrl+C; it logs nothing (the run's metrics are RL's). */
+async function sftSteps(config: SftTrainerConfig, steps: number, label: string, context: CommandContext) {
+  const trainer = createSftTrainer({ ...config, loggers: [] })
   try {
-    for (let step = 0; step < steps && !context.signal.aborted; step++) {
-      const metrics = trainer.step()
-      history.push(metrics)
-      await loggers?.log({ ...metrics })
-      bar?.update(step + 1, { nll: metrics.nll })
-      await tick()
-    }
+    return await trainer.run({ steps, progress: progressStream(context), signal: context.signal, label })
   } finally {
-    bar?.finish()
     trainer.dispose()
-    await loggers?.close()
   }
-  return history
 }
 
 /** `<run directory>/model`: the weights (`saveModel`) and the tokenizer's files, loadable by `loadModel` and `loadTokenizer`. */
