@@ -6,6 +6,9 @@ import { ParseError } from '@ludic/core'
 import {
   applyConfigOverrides,
   checkRlTrainerConfig,
+  createAlignDistilTrainer,
+  createFlowOfReasoningTrainer,
+  trainContrastiveDpoModels,
   createCpoTrainer,
   createPreferenceTrainer,
   createRewardModelTrainer,
@@ -34,7 +37,7 @@ export interface TrainOptions {
   runDirectory?: string
   /** `path=value` fields set in the config before it is checked, e.g. `batch.episodesPerStep=4`. */
   set?: readonly string[]
-  /** Continue from the run directory's latest checkpoint (RL and CPO). */
+  /** Continue from the run directory's latest checkpoint (every kind; with `checkpointEvery`). */
   resume?: boolean
   /**
    * Modules imported before the config is read (paths relative to the working directory), as its own `plugins:` are:
@@ -200,6 +203,49 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
         if (trainer.heldOutPairs.length > 0) summary.evaluation = { ...(await trainer.evaluate()) }
       } finally {
         trainer.dispose()
+      }
+      return
+    }
+    case 'for': {
+      const trainer = createFlowOfReasoningTrainer(run.config)
+      try {
+        await trainer.run({ steps: run.steps, progress, signal })
+        summary.steps = trainer.stepCount
+        summary.interrupted = trainer.stepCount < run.steps
+        summary.last = { ...(trainer.history.at(-1) ?? {}) }
+      } finally {
+        trainer.dispose()
+      }
+      return
+    }
+    case 'aligndistil': {
+      // The teachers first: DPO and reverse DPO from the model on the same pairs (the paper's contrastive teachers).
+      const { model, tokenizer, pairs, loss, batchSize, chatTemplate, maxLength, maxPromptLength, seed } = run.config
+      const { dpoModel, reverseDpoModel } = await trainContrastiveDpoModels({
+        model,
+        tokenizer,
+        pairs,
+        steps: run.teachers.steps,
+        loss: { type: 'sigmoid', beta: run.teachers.beta ?? loss?.beta ?? 0.1 },
+        ...(run.teachers.learningRate === undefined ? {} : { optimizer: { learningRate: run.teachers.learningRate } }),
+        ...(batchSize === undefined ? {} : { batchSize }),
+        ...(chatTemplate === undefined ? {} : { chatTemplate }),
+        ...(maxLength === undefined ? {} : { maxLength }),
+        ...(maxPromptLength === undefined ? {} : { maxPromptLength }),
+        ...(seed === undefined ? {} : { seed }),
+        loggers: [],
+      })
+      const trainer = createAlignDistilTrainer({ ...run.config, dpoModel, reverseDpoModel })
+      try {
+        await trainer.run({ progress, signal })
+        summary.steps = trainer.stepCount
+        summary.interrupted = trainer.stepCount < trainer.plannedSteps
+        summary.last = { ...(trainer.history.at(-1) ?? {}) }
+        if (trainer.heldOutPairs.length > 0) summary.evaluation = { ...(await trainer.evaluate()) }
+      } finally {
+        trainer.dispose()
+        dpoModel.dispose()
+        reverseDpoModel.dispose()
       }
       return
     }
