@@ -14,10 +14,10 @@ import { alignDistilLossOptionsSchema, createAlignDistilLoss, dpoLossTypes, read
 import { z } from 'zod'
 import { plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
-import { encodeAndTruncatePairs, preferenceLengthBounds, type PreferencePairIds } from './preference-data.js'
+import { encodeAndTruncatePairs, preferenceLengthBounds, responseSums, type PreferencePairIds, type ResponseSums } from './preference-data.js'
 import { createPreferenceTrainer, preferenceTrainerConfigSchema, type PreferenceStepMetrics, type PreferenceTrainerConfig } from './preference-trainer.js'
 import { resolveSchedule } from './schedule.js'
-import { responseLogprobs, type TokenSequence } from './sequences.js'
+import { createDataOrder } from './data-order.js'
 import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
 
 const modelSchema = z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel (createModel, loadModel)' })
@@ -157,15 +157,7 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
   let heldOutReference: Promise<ResponseSums> | undefined
 
   let random: Random = createRandom(deriveSeed('ludic.align-distil', seed))
-  let order: number[] = []
-  const nextBatch = (): PreferencePairIds[] => {
-    const batch: PreferencePairIds[] = []
-    while (batch.length < perStep) {
-      if (order.length === 0) order = random.shuffle(Array.from({ length: trainPairs.length }, (_, index) => index))
-      batch.push(trainPairs[order.pop()!]!)
-    }
-    return batch
-  }
+  const order = createDataOrder(trainPairs.length, batchSize)
 
   async function evaluate(pairs?: readonly PreferencePair[]): Promise<PreferenceAccuracy> {
     if (pairs === undefined) {
@@ -182,7 +174,7 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
   }
 
   async function update(stepIndex: number): Promise<AlignDistilStepMetrics> {
-    const batch = nextBatch()
+    const batch = order.next(random).map((index) => trainPairs[index]!)
     const sequences = { promptIds: batch.map((pair) => pair.promptIds), responseIds: batch.map((pair) => pair.chosenIds) }
     const rate = learningRate * schedule(stepIndex)
     // The teachers: frozen, no gradient (computed outside the differentiated function), freed after the update.
@@ -234,10 +226,10 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
     reference: ownReference,
     update: async (stepIndex) => ({ metrics: await update(stepIndex) }),
     random: () => random,
-    saveState: () => ({ order }),
+    saveState: () => ({ order: order.getState() }),
     restoreState(state, restored) {
       random = restored
-      order = [...((state as { order?: number[] } | undefined)?.order ?? [])]
+      order.setState((state as { order?: number[] } | undefined)?.order)
     },
     progressFields: (metrics) => ({
       loss: metrics.loss,
@@ -258,21 +250,6 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
     evaluate,
   })
   return trainer
-}
-
-/** Summed log π of each pair's chosen and rejected response. */
-interface ResponseSums {
-  chosen: Float64Array
-  rejected: Float64Array
-}
-
-async function responseSums(model: CausalLanguageModel, pairs: readonly PreferencePairIds[], chunkSize: number): Promise<ResponseSums> {
-  const sequences: TokenSequence[] = [
-    ...pairs.map((pair) => ({ promptIds: pair.promptIds, responseIds: pair.chosenIds })),
-    ...pairs.map((pair) => ({ promptIds: pair.promptIds, responseIds: pair.rejectedIds })),
-  ]
-  const sums = (await responseLogprobs(model, sequences, chunkSize)).map((logprobs) => logprobs.reduce((total, value) => total + value, 0))
-  return { chosen: Float64Array.from(sums.slice(0, pairs.length)), rejected: Float64Array.from(sums.slice(pairs.length)) }
 }
 
 function preferenceAccuracyOfSums(policy: ResponseSums, reference: ResponseSums): PreferenceAccuracy {

@@ -34,9 +34,16 @@ import { z } from 'zod'
 import { plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
-import { encodeAndTruncatePairs, preferenceLengthBounds, truncatePreferencePair, type PreferencePairIds } from './preference-data.js'
+import {
+  encodeAndTruncatePairs,
+  preferenceLengthBounds,
+  responseSums,
+  truncatePreferencePair,
+  type PreferencePairIds,
+  type ResponseSums,
+} from './preference-data.js'
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
-import { responseLogprobs, type TokenSequence } from './sequences.js'
+import { createDataOrder } from './data-order.js'
 import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
 
 /** Every preference loss of `@ludic/objectives`: TRL's DPO `loss_type`s, then SimPO, ORPO and KTO. */
@@ -159,10 +166,7 @@ export interface PreferenceTrainer extends TrainerControls<PreferenceStepMetrics
 }
 
 /** Reference log-probs of a set of pairs, summed over each response (float64; 0 with `reference: 'none'`). */
-interface ReferenceSums {
-  chosen: Float64Array
-  rejected: Float64Array
-}
+type ReferenceSums = ResponseSums
 
 /** A loss call's result, in one shape for every loss type. */
 interface LossOutcome {
@@ -275,15 +279,7 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
     )
 
   let random: Random = createRandom(deriveSeed('ludic.preference', seed))
-  let order: number[] = []
-  const nextBatch = (): number[] => {
-    const batch: number[] = []
-    while (batch.length < perStep) {
-      if (order.length === 0) order = random.shuffle(Array.from({ length: trainPairs.length }, (_, index) => index))
-      batch.push(order.pop()!)
-    }
-    return batch
-  }
+  const order = createDataOrder(trainPairs.length, batchSize)
 
   async function evaluate(): Promise<PreferenceEvaluation> {
     if (heldOutPairs.length === 0) {
@@ -311,7 +307,7 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
 
   async function update(stepIndex: number): Promise<PreferenceStepMetrics> {
     const references = await prepareReference()
-    const indices = nextBatch()
+    const indices = order.next(random)
     const batch = indices.map((index) => trainPairs[index]!)
     const size = batch.length
     const chosenLengths = batch.map((pair) => pair.chosenIds.length)
@@ -401,11 +397,11 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
     plainConfig: () => plainConfig(parsed, ['model', 'tokenizer', 'reference', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
     update: async (stepIndex) => ({ metrics: await update(stepIndex) }),
     random: () => random,
-    saveState: () => ({ order, ...(referenceKept === undefined ? {} : { reference: referenceSetToJson(referenceKept) }) }),
+    saveState: () => ({ order: order.getState(), ...(referenceKept === undefined ? {} : { reference: referenceSetToJson(referenceKept) }) }),
     restoreState(state, restored) {
       random = restored
       const saved = (state ?? {}) as { order?: number[]; reference?: ReturnType<typeof referenceSetToJson> }
-      order = [...(saved.order ?? [])]
+      order.setState(saved.order)
       if (saved.reference !== undefined) {
         referenceKept = referenceSetFromJson(saved.reference)
         referenceSums = Promise.resolve(referenceKept)
@@ -513,16 +509,6 @@ function createLoss(config: z.output<typeof preferenceLossConfigSchema>): (input
     const message = error.message.slice(error.message.indexOf('): ', head) + 3)
     throw new InvalidArgumentError({ argument: error.argument.replace(/^options/, 'config.loss'), value: error.value, message, cause: error })
   }
-}
-
-/** Summed log π of each pair's chosen and rejected response (no gradient), `chunkSize` pairs at a time. */
-async function responseSums(model: CausalLanguageModel, pairs: readonly PreferencePairIds[], chunkSize: number): Promise<ReferenceSums> {
-  const sequences: TokenSequence[] = [
-    ...pairs.map((pair) => ({ promptIds: pair.promptIds, responseIds: pair.chosenIds })),
-    ...pairs.map((pair) => ({ promptIds: pair.promptIds, responseIds: pair.rejectedIds })),
-  ]
-  const sums = (await responseLogprobs(model, sequences, chunkSize)).map((logprobs) => logprobs.reduce((total, value) => total + value, 0))
-  return { chosen: Float64Array.from(sums.slice(0, pairs.length)), rejected: Float64Array.from(sums.slice(pairs.length)) }
 }
 
 const mean = (values: ArrayLike<number>): number => {

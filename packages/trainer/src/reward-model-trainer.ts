@@ -26,6 +26,7 @@ import { plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
+import { createDataOrder } from './data-order.js'
 import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
 
 export const rewardModelTrainerConfigSchema = z.strictObject({
@@ -142,7 +143,7 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
   const schedule = resolveSchedule(parsed.schedule)
   let random: Random = createRandom(deriveSeed('ludic.reward-model.order', seed))
   let reference: { chosen: Float32Array; rejected: Float32Array } | undefined
-  let order: number[] = []
+  const order = createDataOrder(trainPairs.length, batchSize)
   let evaluateEvery = parsed.evaluateEvery
 
   /** Summed response log-probabilities of sequences under the model now, in batches. */
@@ -156,20 +157,11 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
     return sums
   }
 
-  const nextBatch = (): number[] => {
-    const batch: number[] = []
-    while (batch.length < Math.min(batchSize, trainPairs.length)) {
-      if (order.length === 0) order = random.shuffle(Array.from({ length: trainPairs.length }, (_, index) => index))
-      batch.push(order.pop()!)
-    }
-    return batch
-  }
-
   const update = async (stepIndex: number): Promise<RewardModelStepMetrics> => {
     if (usesReference && reference === undefined) {
       reference = { chosen: summedLogprobs(trainPairs.map((pair) => pair.chosen)), rejected: summedLogprobs(trainPairs.map((pair) => pair.rejected)) }
     }
-    const batch = nextBatch()
+    const batch = order.next(random)
     const pairs = batch.map((index) => trainPairs[index]!)
     const chosen = pairs.map((pair) => pair.chosen)
     const rejected = pairs.map((pair) => pair.rejected)
@@ -244,13 +236,13 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
     update: async (stepIndex) => ({ metrics: await update(stepIndex) }),
     random: () => random,
     saveState: () => ({
-      order,
+      order: order.getState(),
       ...(reference === undefined ? {} : { reference: { chosen: Array.from(reference.chosen), rejected: Array.from(reference.rejected) } }),
     }),
     restoreState(state, restored) {
       random = restored
       const saved = (state ?? {}) as { order?: number[]; reference?: { chosen: number[]; rejected: number[] } }
-      order = [...(saved.order ?? [])]
+      order.setState(saved.order)
       if (saved.reference !== undefined)
         reference = { chosen: Float32Array.from(saved.reference.chosen), rejected: Float32Array.from(saved.reference.rejected) }
     },

@@ -172,26 +172,19 @@ export const cpoRunConfigFileSchema = z.strictObject({ ...rlFields, scorer: scor
 
 const jsonSchedule = { schedule: scheduleConfigSchema.optional() }
 
+/** A trainer config's fields that a run file does not give as they are: the loader makes them (or `commonFields` gives them). */
+const madeByTheLoader = { model: true, tokenizer: true, seed: true, runDirectory: true, loggers: true, loggedConfig: true } as const
+/** Likewise, a preference-pair trainer's data (the file names JSON Lines files) and chat template (a Jinja string). */
+const pairsMadeByTheLoader = { pairs: true, heldOut: true, chatTemplate: true } as const
+
 /** SFT (`createSftTrainer`): `data` is a JSON Lines file of `{ prompt, response }` texts. */
 export const sftRunConfigFileSchema = sftTrainerConfigSchema
-  .omit({ model: true, tokenizer: true, examples: true, schedule: true, seed: true, runDirectory: true, loggers: true, loggedConfig: true })
+  .omit({ ...madeByTheLoader, examples: true, schedule: true })
   .extend({ ...commonFields, ...jsonSchedule, data: z.string().min(1), steps: z.number().int().positive() })
 
 /** The DPO family (`createPreferenceTrainer`): `data` (and `heldOut`) are JSON Lines files of preference pairs (TRL's formats). */
 export const preferenceRunConfigFileSchema = preferenceTrainerConfigSchema
-  .omit({
-    model: true,
-    tokenizer: true,
-    pairs: true,
-    heldOut: true,
-    chatTemplate: true,
-    reference: true,
-    schedule: true,
-    seed: true,
-    runDirectory: true,
-    loggers: true,
-    loggedConfig: true,
-  })
+  .omit({ ...madeByTheLoader, ...pairsMadeByTheLoader, reference: true, schedule: true })
   .extend({
     ...commonFields,
     ...jsonSchedule,
@@ -201,28 +194,15 @@ export const preferenceRunConfigFileSchema = preferenceTrainerConfigSchema
   })
 
 /** A Bradley–Terry reward model (`createRewardModelTrainer`): `data` (and `heldOut`) are JSON Lines files of preference pairs. */
-export const rewardModelRunConfigFileSchema = rewardModelTrainerConfigSchema
-  .omit({
-    model: true,
-    tokenizer: true,
-    pairs: true,
-    heldOut: true,
-    chatTemplate: true,
-    schedule: true,
-    seed: true,
-    runDirectory: true,
-    loggers: true,
-    loggedConfig: true,
-  })
-  .extend({
-    ...commonFields,
-    ...jsonSchedule,
-    data: z.string().min(1),
-    heldOut: z.union([z.string().min(1), z.strictObject({ validationShare: z.number().gt(0).lt(1) })]).optional(),
-    /** Updates; default `epochs` passes over the pairs. */
-    steps: z.number().int().positive().optional(),
-    evaluateEvery: z.number().int().min(0).default(0),
-  })
+export const rewardModelRunConfigFileSchema = rewardModelTrainerConfigSchema.omit({ ...madeByTheLoader, ...pairsMadeByTheLoader, schedule: true }).extend({
+  ...commonFields,
+  ...jsonSchedule,
+  data: z.string().min(1),
+  heldOut: z.union([z.string().min(1), z.strictObject({ validationShare: z.number().gt(0).lt(1) })]).optional(),
+  /** Updates; default `epochs` passes over the pairs. */
+  steps: z.number().int().positive().optional(),
+  evaluateEvery: z.number().int().min(0).default(0),
+})
 
 /** The step-wise task of a Flow of Reasoning run: a module whose export is a `StepwiseTask`, or a function `(options) => StepwiseTask`. */
 const taskSourceSchema = z.strictObject({ module: z.string().min(1), export: z.string().min(1).default('default'), options: z.unknown().optional() })
@@ -233,7 +213,7 @@ const taskSourceSchema = z.strictObject({ module: z.string().min(1), export: z.s
  * task reads them). `steps` is the total (it also sets the annealing).
  */
 export const flowOfReasoningRunConfigFileSchema = flowOfReasoningTrainerConfigSchema
-  .omit({ model: true, tokenizer: true, task: true, problems: true, seed: true, runDirectory: true, loggers: true, loggedConfig: true, onStep: true })
+  .omit({ ...madeByTheLoader, task: true, problems: true, onStep: true })
   .extend({ ...commonFields, task: taskSourceSchema, data: z.string().min(1) })
 
 /**
@@ -242,21 +222,7 @@ export const flowOfReasoningRunConfigFileSchema = flowOfReasoningTrainerConfigSc
  * `teachers.steps` updates at `teachers.learningRate`), as the paper does.
  */
 export const alignDistilRunConfigFileSchema = alignDistilTrainerConfigSchema
-  .omit({
-    model: true,
-    tokenizer: true,
-    dpoModel: true,
-    reverseDpoModel: true,
-    reference: true,
-    pairs: true,
-    heldOut: true,
-    chatTemplate: true,
-    schedule: true,
-    seed: true,
-    runDirectory: true,
-    loggers: true,
-    loggedConfig: true,
-  })
+  .omit({ ...madeByTheLoader, ...pairsMadeByTheLoader, dpoModel: true, reverseDpoModel: true, reference: true, schedule: true })
   .extend({
     ...commonFields,
     ...jsonSchedule,

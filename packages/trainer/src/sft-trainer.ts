@@ -17,6 +17,7 @@ import { plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
 import { raggedOf, type TokenSequence } from './sequences.js'
+import { createDataOrder } from './data-order.js'
 import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
 
 /** A supervised example: token ids, or text (encoded with the trainer's tokenizer, no special tokens added). */
@@ -108,15 +109,7 @@ export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
   })
   const optimizer = createAdamW(model.trainableParameters(), { ...adamW, learningRate })
   let random: Random = createRandom(deriveSeed('ludic.sft', seed))
-  let order: number[] = []
-  const nextBatch = (): TokenSequence[] => {
-    const batch: TokenSequence[] = []
-    while (batch.length < Math.min(batchSize, examples.length)) {
-      if (order.length === 0) order = random.shuffle(Array.from({ length: examples.length }, (_, index) => index))
-      batch.push(examples[order.pop()!]!)
-    }
-    return batch
-  }
+  const order = createDataOrder(examples.length, batchSize)
   const skeleton = createTrainerSkeleton<SftStepMetrics>({
     name: 'sft',
     model,
@@ -125,14 +118,19 @@ export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
     plainConfig: () => plainConfig(parsed, ['model', 'tokenizer', 'examples', 'loggers', 'loggedConfig']),
     async update(stepIndex) {
       const rate = learningRate * schedule(stepIndex)
-      const result = sftStep(model, optimizer, nextBatch(), { learningRate: rate, maxGradNorm })
+      const result = sftStep(
+        model,
+        optimizer,
+        order.next(random).map((index) => examples[index]!),
+        { learningRate: rate, maxGradNorm },
+      )
       return { metrics: { step: stepIndex + 1, ...result, learningRate: rate } }
     },
     random: () => random,
-    saveState: () => ({ order }),
+    saveState: () => ({ order: order.getState() }),
     restoreState(state, restored) {
       random = restored
-      order = [...((state as { order?: number[] } | undefined)?.order ?? [])]
+      order.setState((state as { order?: number[] } | undefined)?.order)
     },
     progressFields: (metrics) => ({ nll: metrics.nll }),
     dispose: () => optimizer.dispose(),

@@ -20,6 +20,9 @@ import {
   refuseAnotherRun,
   type RunKind,
   type SftTrainerConfig,
+  type StepMetrics,
+  type TrainerControls,
+  type TrainerRunOptions,
   type TokenizerFiles,
   type TrainingRun,
 } from '@ludic/trainer'
@@ -182,40 +185,16 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       return
     }
     case 'sft': {
-      const trainer = createSftTrainer(run.config)
-      try {
-        await trainer.run({ steps: run.steps, progress, signal, label: 'sft' })
-        summary.steps = trainer.stepCount
-        summary.interrupted = trainer.stepCount < run.steps
-        summary.last = { ...(trainer.history.at(-1) ?? {}) }
-      } finally {
-        trainer.dispose()
-      }
+      await trainToTotal(createSftTrainer(run.config), run.steps, summary, { progress, signal })
       return
     }
     case 'preference': {
       const trainer = createPreferenceTrainer(run.config)
-      try {
-        const history = await trainer.run({ progress, signal })
-        summary.steps = trainer.stepCount
-        summary.interrupted = trainer.stepCount < trainer.plannedSteps
-        summary.last = { ...(history.at(-1) ?? {}) }
-        if (trainer.heldOutPairs.length > 0) summary.evaluation = { ...(await trainer.evaluate()) }
-      } finally {
-        trainer.dispose()
-      }
+      await trainToTotal(trainer, trainer.plannedSteps, summary, { progress, signal }, trainer.heldOutPairs.length > 0 ? trainer.evaluate : undefined)
       return
     }
     case 'for': {
-      const trainer = createFlowOfReasoningTrainer(run.config)
-      try {
-        await trainer.run({ steps: run.steps, progress, signal })
-        summary.steps = trainer.stepCount
-        summary.interrupted = trainer.stepCount < run.steps
-        summary.last = { ...(trainer.history.at(-1) ?? {}) }
-      } finally {
-        trainer.dispose()
-      }
+      await trainToTotal(createFlowOfReasoningTrainer(run.config), run.steps, summary, { progress, signal })
       return
     }
     case 'aligndistil': {
@@ -235,15 +214,10 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
         ...(seed === undefined ? {} : { seed }),
         loggers: [],
       })
-      const trainer = createAlignDistilTrainer({ ...run.config, dpoModel, reverseDpoModel })
       try {
-        await trainer.run({ progress, signal })
-        summary.steps = trainer.stepCount
-        summary.interrupted = trainer.stepCount < trainer.plannedSteps
-        summary.last = { ...(trainer.history.at(-1) ?? {}) }
-        if (trainer.heldOutPairs.length > 0) summary.evaluation = { ...(await trainer.evaluate()) }
+        const trainer = createAlignDistilTrainer({ ...run.config, dpoModel, reverseDpoModel })
+        await trainToTotal(trainer, trainer.plannedSteps, summary, { progress, signal }, trainer.heldOutPairs.length > 0 ? () => trainer.evaluate() : undefined)
       } finally {
-        trainer.dispose()
         dpoModel.dispose()
         reverseDpoModel.dispose()
       }
@@ -264,6 +238,28 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       trainer.dispose()
       return
     }
+  }
+}
+
+/**
+ * Runs a trainer to `total` steps (a resumed run continues to it; Ctrl+C stops after the current step) and fills the
+ * summary: steps, whether it stopped short, the last step's metrics and, where given, the held-out evaluation.
+ */
+async function trainToTotal(
+  trainer: TrainerControls<StepMetrics> & { run(options: TrainerRunOptions & { steps: number }): Promise<unknown> },
+  total: number,
+  summary: TrainSummary,
+  options: Pick<TrainerRunOptions, 'progress' | 'signal'>,
+  evaluate?: () => Promise<object>,
+): Promise<void> {
+  try {
+    await trainer.run({ ...options, steps: total })
+    summary.steps = trainer.stepCount
+    summary.interrupted = trainer.stepCount < total
+    summary.last = { ...(trainer.history.at(-1) ?? {}) }
+    if (evaluate !== undefined) summary.evaluation = { ...(await evaluate()) } as Record<string, number>
+  } finally {
+    trainer.dispose()
   }
 }
 
