@@ -15,10 +15,16 @@ import { z } from 'zod'
 import { plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
 import { encodeAndTruncatePairs, preferenceLengthBounds, responseSums, type PreferencePairIds, type ResponseSums } from './preference-data.js'
-import { createPreferenceTrainer, preferenceTrainerConfigSchema, type PreferenceStepMetrics, type PreferenceTrainerConfig } from './preference-trainer.js'
+import {
+  createPreferenceTrainer,
+  type PairTrainer,
+  preferenceTrainerConfigSchema,
+  type PreferenceStepMetrics,
+  type PreferenceTrainerConfig,
+} from './preference-trainer.js'
 import { resolveSchedule } from './schedule.js'
 import { createDataOrder } from './data-order.js'
-import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
+import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerRunOptions } from './skeleton.js'
 
 const modelSchema = z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel (createModel, loadModel)' })
 
@@ -88,13 +94,8 @@ export interface PreferenceAccuracy {
 /** `run`'s options: `steps` is the total to reach. Default: `config.steps` (one pass over the pairs). */
 export type AlignDistilRunOptions = TrainerRunOptions<AlignDistilStepMetrics>
 
-export interface AlignDistilTrainer extends TrainerControls<AlignDistilStepMetrics> {
-  readonly plannedSteps: number
-  /** The pairs, encoded and truncated (their prompts and chosen responses are distilled on). */
-  readonly trainPairs: readonly PreferencePairIds[]
-  readonly heldOutPairs: readonly PreferencePairIds[]
-  /** Updates until `steps` have been taken in total (default `plannedSteps`; a resumed run continues to it). */
-  run(options?: AlignDistilRunOptions): Promise<AlignDistilStepMetrics[]>
+/** The pairs' prompts and chosen responses are distilled on. */
+export interface AlignDistilTrainer extends PairTrainer<AlignDistilStepMetrics> {
   /** The policy's preference accuracy against π_ref on `pairs` (encoded as the training pairs), by default `heldOut`. */
   evaluate(pairs?: readonly PreferencePair[]): Promise<PreferenceAccuracy>
 }

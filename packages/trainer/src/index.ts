@@ -163,6 +163,7 @@ export {
   preferenceLossConfigSchema,
   preferenceLossTypes,
   preferenceTrainerConfigSchema,
+  type PairTrainer,
   type PreferenceEvaluation,
   type PreferenceLossConfig,
   type PreferenceLossType,

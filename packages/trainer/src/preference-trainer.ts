@@ -153,14 +153,18 @@ export interface PreferenceEvaluation {
 /** `run`'s options: `steps` is the total to reach. Default: `config.steps` (or `config.epochs` passes over the pairs). */
 export type PreferenceRunOptions = TrainerRunOptions<PreferenceStepMetrics>
 
-export interface PreferenceTrainer extends TrainerControls<PreferenceStepMetrics> {
+/** A trainer on encoded preference pairs (the preference and AlignDistil trainers). */
+export interface PairTrainer<Metrics extends StepMetrics> extends TrainerControls<Metrics> {
   /** The updates `run()` takes in all (`config.steps`, or `config.epochs` passes over the training pairs). */
   readonly plannedSteps: number
   /** Training and held-out pairs, encoded and truncated. */
   readonly trainPairs: readonly PreferencePairIds[]
   readonly heldOutPairs: readonly PreferencePairIds[]
   /** Updates until `steps` have been taken in total (default `plannedSteps`; a resumed run continues to it). */
-  run(options?: PreferenceRunOptions): Promise<PreferenceStepMetrics[]>
+  run(options?: TrainerRunOptions<Metrics>): Promise<Metrics[]>
+}
+
+export interface PreferenceTrainer extends PairTrainer<PreferenceStepMetrics> {
   /** Preference accuracy and mean margin on the held-out pairs (an error when there are none). */
   evaluate(): Promise<PreferenceEvaluation>
 }
