@@ -287,6 +287,34 @@ describe('ludic train', () => {
     expect(existsSync(join(directory, 'stop-run', 'model', 'model.safetensors'))).toBe(true)
   })
 
+  it('stops an SFT run at Ctrl+C with a checkpoint too, and --resume continues it to its total', async () => {
+    const directory = temporaryDirectory()
+    await writeFile(join(directory, 'sft.jsonl'), ['{"prompt":"2+2=","response":"4"}', '{"prompt":"3+3=","response":"6"}'].join('\n'))
+    const path = join(directory, 'sft-stop.yaml')
+    await writeFile(
+      path,
+      `kind: sft\nmodel: ${model}\ntokenizer: { train: { vocabSize: 262 } }\ndata: sft.jsonl\nsteps: 4\nbatchSize: 2\nrunDirectory: sft-stop\n`,
+    )
+    const { io, controller, stdout } = captureIo()
+    const write = io.stderr.write
+    io.stderr.write = (text: string) => {
+      if (text.startsWith('sft [') && text.includes(' 2/4')) controller.abort() // as Ctrl+C once the second step is done
+      return write(text)
+    }
+    expect(await runCli(['--json', 'train', path], io)).toBe(exitCodes.interrupted)
+    expect(JSON.parse(stdout()) as TrainSummary).toMatchObject({ kind: 'sft', interrupted: true, steps: 2 })
+    expect(await readdir(join(directory, 'sft-stop'))).toContain('checkpoint-2')
+    const again = captureIo()
+    expect(await runCli(['--json', 'train', path, '--resume'], again.io)).toBe(exitCodes.ok)
+    const resumed = JSON.parse(again.stdout()) as TrainSummary
+    expect(resumed).toMatchObject({ interrupted: false, steps: 4, last: { step: 4 } })
+    const steps = (await readFile(join(directory, 'sft-stop', 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { step: number }).step)
+    expect(steps).toEqual([1, 2, 3, 4])
+  })
+
   describe('--resume never trains as if resumed from what cannot be read (issue 34)', () => {
     /** A 2-step run with a KL reference and a checkpoint each step, and what its files held. */
     async function trainedRun(name: string) {

@@ -185,16 +185,16 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       return
     }
     case 'sft': {
-      await trainToTotal(createSftTrainer(run.config), run.steps, summary, { progress, signal })
+      await trainToTotal(createSftTrainer(run.config), run.steps, summary, { progress, signal }, context)
       return
     }
     case 'preference': {
       const trainer = createPreferenceTrainer(run.config)
-      await trainToTotal(trainer, trainer.plannedSteps, summary, { progress, signal }, trainer.heldOutPairs.length > 0 ? trainer.evaluate : undefined)
+      await trainToTotal(trainer, trainer.plannedSteps, summary, { progress, signal }, context, trainer.heldOutPairs.length > 0 ? trainer.evaluate : undefined)
       return
     }
     case 'for': {
-      await trainToTotal(createFlowOfReasoningTrainer(run.config), run.steps, summary, { progress, signal })
+      await trainToTotal(createFlowOfReasoningTrainer(run.config), run.steps, summary, { progress, signal }, context)
       return
     }
     case 'aligndistil': {
@@ -216,7 +216,14 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       })
       try {
         const trainer = createAlignDistilTrainer({ ...run.config, dpoModel, reverseDpoModel })
-        await trainToTotal(trainer, trainer.plannedSteps, summary, { progress, signal }, trainer.heldOutPairs.length > 0 ? () => trainer.evaluate() : undefined)
+        await trainToTotal(
+          trainer,
+          trainer.plannedSteps,
+          summary,
+          { progress, signal },
+          context,
+          trainer.heldOutPairs.length > 0 ? () => trainer.evaluate() : undefined,
+        )
       } finally {
         dpoModel.dispose()
         reverseDpoModel.dispose()
@@ -250,12 +257,18 @@ async function trainToTotal(
   total: number,
   summary: TrainSummary,
   options: Pick<TrainerRunOptions, 'progress' | 'signal'>,
+  context: CommandContext,
   evaluate?: () => Promise<object>,
 ): Promise<void> {
   try {
     await trainer.run({ ...options, steps: total })
     summary.steps = trainer.stepCount
     summary.interrupted = trainer.stepCount < total
+    // Stopped by Ctrl+C: a checkpoint of the step reached, so that --resume continues (as an RL run's).
+    if (summary.interrupted && options.signal?.aborted === true && trainer.stepCount > 0) {
+      const checkpoint = await trainer.checkpoint()
+      log(context, `interrupted after step ${trainer.stepCount}; checkpoint ${checkpoint} (run again with --resume to continue)`)
+    }
     summary.last = { ...(trainer.history.at(-1) ?? {}) }
     if (evaluate !== undefined) summary.evaluation = { ...(await evaluate()) } as Record<string, number>
   } finally {
