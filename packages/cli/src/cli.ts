@@ -103,7 +103,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .option('--steps <n>', "replace the config's steps", integer('--steps'))
     .option('--run-directory <dir>', "replace the config's runDirectory (metrics, checkpoints, model/)")
     .option('--set <path=value>', 'set a config field before it is checked, e.g. --set batch.episodesPerStep=4 (repeatable; values are YAML)', collect)
-    .option('--resume', "continue from the run directory's latest checkpoint (rl, cpo)")
+    .option('--resume', "continue from the run directory's latest checkpoint (every kind; checkpoints need checkpointEvery)")
     .option('--plugin <file>', "a module to import first that registers games or estimators (registerGame…), as a config's plugins: (repeatable)", collect)
     .addHelpText(
       'after',

@@ -4,8 +4,10 @@ import { CausalLanguageModel, sequenceLogprobs } from '@ludic/model'
 import { describe, expect, it } from 'vitest'
 import { createAlignDistilTrainer, preferenceAccuracy, responseLogits, trainContrastiveDpoModels } from './align-distil-trainer.js'
 import { createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
+import { expectResumeBitForBit } from './test/resume.js'
+import { join } from 'node:path'
 
-useBackendAndDirectory('ludic-align-distil-')
+const directory = useBackendAndDirectory('ludic-align-distil-')
 
 const words = ['red', 'blue', 'green', 'cat', 'dog', 'sun', 'tree', 'fish', 'moon', 'rock', 'bird', 'leaf']
 
@@ -108,7 +110,7 @@ describe('createAlignDistilTrainer', () => {
     })
     await trainer.step() // warm up the kernels' and the optimizer's tensors
     const before = tf.memory().numTensors
-    const history2 = await trainer.run({ steps: 23 })
+    const history2 = await trainer.run({ steps: 24 }) // the total: 23 more after the first
     expect(tf.memory().numTensors).toBe(before)
     expect(history2.map((metrics) => metrics.step)).toEqual(Array.from({ length: 23 }, (_, index) => index + 2))
     for (const metrics of history2) {
@@ -172,5 +174,33 @@ describe('createAlignDistilTrainer', () => {
     trainer.dispose()
     model.dispose()
     other.dispose()
+  })
+})
+
+describe('createAlignDistilTrainer checkpoints', () => {
+  it('killed after a checkpoint, resumes to the same total with the same weights and metrics (its reference copy restored), bit for bit', async () => {
+    const dpoModel = createTestModel(7)
+    const reverseDpoModel = createTestModel(8)
+    await expectResumeBitForBit({
+      seed: 6,
+      directory: join(directory(), 'resume'),
+      make: (model, runDirectory, resume) =>
+        createAlignDistilTrainer({
+          model,
+          tokenizer,
+          dpoModel,
+          reverseDpoModel,
+          pairs: toyPairs(5, 4),
+          heldOut: toyPairs(3, 5),
+          batchSize: 2,
+          evaluateEvery: 2,
+          optimizer: { learningRate: 1e-2 },
+          runDirectory,
+          checkpointEvery: 2,
+          resume,
+        }),
+    })
+    dpoModel.dispose()
+    reverseDpoModel.dispose()
   })
 })

@@ -7,18 +7,24 @@ import {
   preferencePairSchema,
   tokenizerSchema,
   type PreferencePair,
-  yieldToEventLoop,
+  type Random,
 } from '@ludic/core'
-import { CausalLanguageModel, checkVocabularyFits, clipGradientsByGlobalNorm, computeGradients, createAdamW, type AdamW } from '@ludic/model'
+import { CausalLanguageModel, checkVocabularyFits, clipGradientsByGlobalNorm, computeGradients, createAdamW } from '@ludic/model'
 import { alignDistilLossOptionsSchema, createAlignDistilLoss, dpoLossTypes, readLossMetrics, type AlignDistilLossMetricTensors } from '@ludic/objectives'
 import { z } from 'zod'
-import { createRunLoggers, plainConfig, warnNotify } from './loggers/run-loggers.js'
+import { plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
-import { encodeAndTruncatePairs, preferenceLengthBounds, type PreferencePairIds } from './preference-data.js'
-import { createPreferenceTrainer, preferenceTrainerConfigSchema, type PreferenceStepMetrics, type PreferenceTrainerConfig } from './preference-trainer.js'
-import { createProgressBar, type ProgressStream } from './progress-bar.js'
+import { encodeAndTruncatePairs, preferenceLengthBounds, responseSums, type PreferencePairIds, type ResponseSums } from './preference-data.js'
+import {
+  createPreferenceTrainer,
+  type PairTrainer,
+  preferenceTrainerConfigSchema,
+  type PreferenceStepMetrics,
+  type PreferenceTrainerConfig,
+} from './preference-trainer.js'
 import { resolveSchedule } from './schedule.js'
-import { responseLogprobs, type TokenSequence } from './sequences.js'
+import { createDataOrder } from './data-order.js'
+import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerRunOptions } from './skeleton.js'
 
 const modelSchema = z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel (createModel, loadModel)' })
 
@@ -55,11 +61,9 @@ export const alignDistilTrainerConfigSchema = z.strictObject({
     maxLength: true,
     maxPromptLength: true,
     seed: true,
-    runDirectory: true,
-    loggers: true,
-    loggedConfig: true,
     evaluateEvery: true,
   }).shape,
+  ...runConfigFields,
 })
 export type AlignDistilTrainerConfig = z.input<typeof alignDistilTrainerConfigSchema>
 
@@ -87,29 +91,13 @@ export interface PreferenceAccuracy {
   pairs: number
 }
 
-export interface AlignDistilRunOptions {
-  /** Updates to take now. Default: what is left of `config.steps`. */
-  steps?: number
-  onStep?: (metrics: AlignDistilStepMetrics) => void | Promise<void>
-  /** A progress bar on stderr (`true`) or on a stream. Default false. */
-  progress?: boolean | ProgressStream
-  /** Stops after the current step. */
-  signal?: AbortSignal
-}
+/** `run`'s options: `steps` is the total to reach. Default: `config.steps` (one pass over the pairs). */
+export type AlignDistilRunOptions = TrainerRunOptions<AlignDistilStepMetrics>
 
-export interface AlignDistilTrainer {
-  readonly optimizer: AdamW
-  readonly stepCount: number
-  readonly plannedSteps: number
-  /** The pairs, encoded and truncated (their prompts and chosen responses are distilled on). */
-  readonly trainPairs: readonly PreferencePairIds[]
-  readonly heldOutPairs: readonly PreferencePairIds[]
-  step(): Promise<AlignDistilStepMetrics>
-  run(options?: AlignDistilRunOptions): Promise<AlignDistilStepMetrics[]>
+/** The pairs' prompts and chosen responses are distilled on. */
+export interface AlignDistilTrainer extends PairTrainer<AlignDistilStepMetrics> {
   /** The policy's preference accuracy against π_ref on `pairs` (encoded as the training pairs), by default `heldOut`. */
   evaluate(pairs?: readonly PreferencePair[]): Promise<PreferenceAccuracy>
-  /** Frees the optimizer's moments and the reference copy it made (the models given stay). */
-  dispose(): void
 }
 
 /**
@@ -167,28 +155,10 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
   const optimizer = createAdamW(parameters, { ...adamW, learningRate })
   const perStep = Math.min(batchSize, trainPairs.length)
   const plannedSteps = parsed.steps ?? Math.max(1, Math.ceil(trainPairs.length / perStep))
-  const loggers = createRunLoggers({
-    loggers: parsed.loggers,
-    directory: parsed.runDirectory,
-    trainer: 'align-distil',
-    config:
-      parsed.loggedConfig ??
-      plainConfig(parsed, ['model', 'tokenizer', 'dpoModel', 'reverseDpoModel', 'reference', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
-    notify: warnNotify,
-  })
   let heldOutReference: Promise<ResponseSums> | undefined
 
-  const random = createRandom(deriveSeed('ludic.align-distil', seed))
-  let order: number[] = []
-  let stepCount = 0
-  const nextBatch = (): PreferencePairIds[] => {
-    const batch: PreferencePairIds[] = []
-    while (batch.length < perStep) {
-      if (order.length === 0) order = random.shuffle(Array.from({ length: trainPairs.length }, (_, index) => index))
-      batch.push(trainPairs[order.pop()!]!)
-    }
-    return batch
-  }
+  let random: Random = createRandom(deriveSeed('ludic.align-distil', seed))
+  const order = createDataOrder(trainPairs.length, batchSize)
 
   async function evaluate(pairs?: readonly PreferencePair[]): Promise<PreferenceAccuracy> {
     if (pairs === undefined) {
@@ -204,10 +174,10 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
     return preferenceAccuracy({ model, reference, pairs: encoded, batchSize })
   }
 
-  async function step(): Promise<AlignDistilStepMetrics> {
-    const batch = nextBatch()
+  async function update(stepIndex: number): Promise<AlignDistilStepMetrics> {
+    const batch = order.next(random).map((index) => trainPairs[index]!)
     const sequences = { promptIds: batch.map((pair) => pair.promptIds), responseIds: batch.map((pair) => pair.chosenIds) }
-    const rate = learningRate * schedule(stepCount)
+    const rate = learningRate * schedule(stepIndex)
     // The teachers: frozen, no gradient (computed outside the differentiated function), freed after the update.
     const first = tf.tidy(() => responseLogits(firstTeacher, sequences).logits)
     const second = tf.tidy(() => responseLogits(secondTeacher, sequences).logits)
@@ -233,72 +203,54 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
       const clipped = clipGradientsByGlobalNorm(gradients, maxGradNorm)
       optimizer.step(clipped.gradients, { learningRate: rate })
       tf.dispose([...clipped.gradients.values()])
-      stepCount++
+      const stepCount = stepIndex + 1
       const metrics: AlignDistilStepMetrics = { step: stepCount, ...read, gradNorm: clipped.norm, learningRate: rate }
       if (parsed.evaluateEvery > 0 && stepCount % parsed.evaluateEvery === 0 && heldOutPairs.length > 0) {
         const evaluation = await evaluate()
         metrics['eval/accuracy'] = evaluation.accuracy
         metrics['eval/margin'] = evaluation.margin
       }
-      await loggers.log(metrics)
       return metrics
     } finally {
       tf.dispose([lossTensor, ...gradients.values()])
     }
   }
 
-  return {
+  const skeleton = createTrainerSkeleton<AlignDistilStepMetrics>({
+    name: 'align-distil',
+    model,
     optimizer,
-    get stepCount() {
-      return stepCount
+    run: parsed,
+    plainConfig: () =>
+      plainConfig(parsed, ['model', 'tokenizer', 'dpoModel', 'reverseDpoModel', 'reference', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
+    // The copy of the starting weights it made is saved once and restored on resume (a model given is the caller's).
+    reference: ownReference,
+    update: async (stepIndex) => ({ metrics: await update(stepIndex) }),
+    random: () => random,
+    saveState: () => ({ order: order.getState() }),
+    restoreState(state, restored) {
+      random = restored
+      order.setState((state as { order?: number[] } | undefined)?.order)
     },
-    plannedSteps,
-    trainPairs,
-    heldOutPairs,
-    step,
-    async run({ steps = Math.max(0, plannedSteps - stepCount), onStep, progress = false, signal } = {}) {
-      if (!Number.isInteger(steps) || steps < 0)
-        throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
-      const bar = progress === false ? undefined : createProgressBar(steps, { label: 'align-distil', ...(progress === true ? {} : { stream: progress }) })
-      const history: AlignDistilStepMetrics[] = []
-      try {
-        for (let index = 0; index < steps && signal?.aborted !== true; index++) {
-          const metrics = await step()
-          history.push(metrics)
-          await onStep?.(metrics)
-          const fields: Record<string, number> = { loss: metrics.loss, kl: metrics.teacherKl }
-          if (metrics['eval/accuracy'] !== undefined) fields['eval.accuracy'] = metrics['eval/accuracy']
-          bar?.update(index + 1, fields)
-          await yieldToEventLoop() // let the terminal and signals through
-        }
-      } finally {
-        await loggers.close()
-      }
-      bar?.finish()
-      return history
-    },
-    evaluate,
+    progressFields: (metrics) => ({
+      loss: metrics.loss,
+      kl: metrics.teacherKl,
+      ...(metrics['eval/accuracy'] === undefined ? {} : { 'eval.accuracy': metrics['eval/accuracy'] }),
+    }),
     dispose() {
-      void loggers.close()
       optimizer.dispose()
       ownReference?.dispose()
     },
-  }
-}
-
-/** Summed log π of each pair's chosen and rejected response. */
-interface ResponseSums {
-  chosen: Float64Array
-  rejected: Float64Array
-}
-
-async function responseSums(model: CausalLanguageModel, pairs: readonly PreferencePairIds[], chunkSize: number): Promise<ResponseSums> {
-  const sequences: TokenSequence[] = [
-    ...pairs.map((pair) => ({ promptIds: pair.promptIds, responseIds: pair.chosenIds })),
-    ...pairs.map((pair) => ({ promptIds: pair.promptIds, responseIds: pair.rejectedIds })),
-  ]
-  const sums = (await responseLogprobs(model, sequences, chunkSize)).map((logprobs) => logprobs.reduce((total, value) => total + value, 0))
-  return { chosen: Float64Array.from(sums.slice(0, pairs.length)), rejected: Float64Array.from(sums.slice(pairs.length)) }
+  })
+  const trainer = trainerWith(skeleton, {
+    optimizer,
+    plannedSteps,
+    trainPairs,
+    heldOutPairs,
+    run: ({ steps = plannedSteps, ...options }: AlignDistilRunOptions = {}) => skeleton.run({ ...options, steps }),
+    evaluate,
+  })
+  return trainer
 }
 
 function preferenceAccuracyOfSums(policy: ResponseSums, reference: ResponseSums): PreferenceAccuracy {

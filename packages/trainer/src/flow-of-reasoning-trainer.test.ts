@@ -7,6 +7,7 @@ import { actionLogprobs } from './action-logprobs.js'
 import { createFlowOfReasoningTrainer, sampleStepwiseTrajectories, stepwiseForwardLogprobs, type StepwiseTask } from './flow-of-reasoning-trainer.js'
 import { createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
 import { trajectoryRecordSchema } from './trajectory-log.js'
+import { expectResumeBitForBit } from './test/resume.js'
 
 const directory = useBackendAndDirectory('ludic-flow-of-reasoning-')
 
@@ -241,5 +242,32 @@ describe('createFlowOfReasoningTrainer', () => {
     await expect(looping.step()).rejects.toThrow(/maxTrajectoryLength/)
     looping.dispose()
     model.dispose()
+  })
+})
+
+describe('createFlowOfReasoningTrainer checkpoints', () => {
+  it('killed after a checkpoint, resumes to the same total with the same weights, log Z, replay buffers and metrics, bit for bit', async () => {
+    await expectResumeBitForBit({
+      seed: 7,
+      directory: join(directory(), 'resume'),
+      steps: 6,
+      timed: ['seconds'],
+      make: (model, runDirectory, resume) =>
+        createFlowOfReasoningTrainer({
+          model,
+          tokenizer,
+          task: twoStepTask,
+          problems: ['q', 'r'],
+          steps: 6,
+          samplesPerProblem: 3,
+          localSearch: { tries: 2 },
+          replay: { probabilityStart: 0.5, probabilityEnd: 0.5 },
+          optimizer: { learningRate: 1e-2 },
+          runDirectory,
+          checkpointEvery: 2,
+          resume,
+        }),
+      ownWeights: (trainer) => trainer.logPartitionState(),
+    })
   })
 })

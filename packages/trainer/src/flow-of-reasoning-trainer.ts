@@ -1,16 +1,16 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type Random, type TokenizerV1 } from '@ludic/core'
 import { CausalLanguageModel, checkVocabularyFits, clipGradientsByGlobalNorm, computeGradients, createAdamW, sequenceLogprobs } from '@ludic/model'
-import { join } from 'node:path'
 import { createLogPartition, readLossMetrics, trajectoryBalanceLoss } from '@ludic/objectives'
 import { z } from 'zod'
 import { actionLogprobs } from './action-logprobs.js'
-import { createRunLoggers, loggingConfigFields, plainConfig, warnNotify } from './loggers/run-loggers.js'
+import { plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
-import { createRewardReplayBuffer } from './reward-replay-buffer.js'
-import { trajectoriesFileName, trajectoryFormat, trajectoryLogConfigSchema, type TrajectoryRecord } from './trajectory-log.js'
-import { boundedTrajectoryLine, createTrajectoryFile, sampledEpisodes } from './trajectory-writer.js'
+import { createRewardReplayBuffer, type RewardReplayBufferState } from './reward-replay-buffer.js'
+import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
+import { trajectoryFormat, trajectoryLogConfigSchema, type TrajectoryRecord } from './trajectory-log.js'
+import { boundedTrajectoryLine, sampledEpisodes } from './trajectory-writer.js'
 
 /**
  * A problem solved one step at a time from a finite set of allowed actions (a reasoning step, a move): the
@@ -105,19 +105,15 @@ export const flowOfReasoningTrainerConfigSchema = z.strictObject({
   scoringBatchSize: z.number().int().positive().default(512),
   /** Seeds the problems drawn, replay, sampling, ε, tempering and local search. Default 0. */
   seed: z.number().int().default(0),
-  /** Where `metrics.jsonl` and `trajectories.jsonl` go. Default: none. */
-  runDirectory: z.string().min(1).optional(),
   /**
    * `trajectories.jsonl` in `runDirectory`: a seeded sample of each step's trajectories, one bounded line each, every
    * action a turn with its tokens, their log-probs and log P_F (see `trajectoryLogConfigSchema`). Default: on, 4 per
    * step, lines of at most 256 KiB.
    */
   trajectories: trajectoryLogConfigSchema.prefault({}),
-  /** Where each step's metrics go (`jsonl`, `tensorboard`, `wandb`, or a `RunLoggerV1`; see the RL trainer's). Default `['jsonl']`. */
-  loggers: loggingConfigFields.loggers,
-  /** The configuration the loggers record. Default: this config's plain settings. */
-  loggedConfig: loggingConfigFields.loggedConfig,
-  /** Told each step's metrics. */
+  /** `metrics.jsonl`, `trajectories.jsonl` and checkpoints (with the replay buffers and log Z) go to `runDirectory` (see `runConfigFields`). */
+  ...runConfigFields,
+  /** Told each step's metrics (as `run`'s `onStep`). */
   onStep: functionOf<(metrics: FlowOfReasoningStepMetrics) => void>('must be a function (metrics) => void').optional(),
 })
 export type FlowOfReasoningTrainerConfig<Problem = unknown> = Omit<z.input<typeof flowOfReasoningTrainerConfigSchema>, 'task' | 'problems'> & {
@@ -156,18 +152,14 @@ export interface FlowOfReasoningStepMetrics extends StepMetrics {
   seconds: number
 }
 
-export interface FlowOfReasoningTrainer {
-  /** Updates taken so far. */
-  readonly stepCount: number
-  readonly history: readonly FlowOfReasoningStepMetrics[]
-  /** One update: sample or replay, local search, trajectory balance, AdamW. */
-  step(): Promise<FlowOfReasoningStepMetrics>
-  /** `steps` updates (default: the planned `steps` left). */
-  run(options?: { steps?: number }): Promise<FlowOfReasoningStepMetrics[]>
+/** `run`'s options: `steps` is the total to reach. Default: `config.steps`. */
+export type FlowOfReasoningRunOptions = TrainerRunOptions<FlowOfReasoningStepMetrics>
+
+export interface FlowOfReasoningTrainer extends TrainerControls<FlowOfReasoningStepMetrics> {
+  /** Updates until `steps` have been taken in total (default `config.steps`; a resumed run continues to it). */
+  run(options?: FlowOfReasoningRunOptions): Promise<FlowOfReasoningStepMetrics[]>
   /** log Z of each problem seen (learned mode). */
   logPartitionState(): { keys: string[]; values: number[] }
-  /** Frees the optimizer's moments and the log-Z table (the model stays). */
-  dispose(): void
 }
 
 /** A trajectory of a batch: its problem, actions, log R and where it came from. */
@@ -216,18 +208,9 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
   const { maxGradNorm, learningRate, ...adamW } = parsed.optimizer
   const optimizer = createAdamW(parameters, { ...adamW, learningRate, excludeFromWeightDecay: [logZParameterName] })
   const buffer = createRewardReplayBuffer({ capacity: parsed.replay.capacity })
-  const random = createRandom(deriveSeed('ludic.flow-of-reasoning', parsed.seed))
-  const loggers = createRunLoggers({
-    loggers: parsed.loggers,
-    directory: parsed.runDirectory,
-    trainer: 'flow-of-reasoning',
-    config: parsed.loggedConfig ?? plainConfig(parsed, ['model', 'tokenizer', 'task', 'problems', 'onStep', 'loggers', 'loggedConfig']),
-    notify: warnNotify,
-  })
-  const trajectoryFile = parsed.runDirectory === undefined ? undefined : createTrajectoryFile(join(parsed.runDirectory, trajectoriesFileName))
-  const trajectoryLog = parsed.trajectories.enabled ? parsed.trajectories : undefined
-  const history: FlowOfReasoningStepMetrics[] = []
-  let stepCount = 0
+  let random: Random = createRandom(deriveSeed('ludic.flow-of-reasoning', parsed.seed))
+  // trajectories.jsonl: written when the run has a directory.
+  const trajectoryLog = parsed.runDirectory !== undefined && parsed.trajectories.enabled ? parsed.trajectories : undefined
 
   const complete = (problem: unknown, actions: readonly string[]) => {
     if (actions.length > maxTrajectoryLength) {
@@ -266,9 +249,9 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
     return accepted
   }
 
-  const step = async (): Promise<FlowOfReasoningStepMetrics> => {
+  const update = async (stepIndex: number) => {
     const started = performance.now()
-    const progress = Math.min(1, stepCount / Math.max(1, parsed.annealFraction * parsed.steps))
+    const progress = Math.min(1, stepIndex / Math.max(1, parsed.annealFraction * parsed.steps))
     const beta = linear(parsed.rewardExponent.start, parsed.rewardExponent.end, progress)
     const temperature = linear(parsed.exploration.temperatureStart, parsed.exploration.temperatureEnd, progress)
     const epsilon = linear(parsed.exploration.epsilonStart, parsed.exploration.epsilonEnd, progress)
@@ -304,7 +287,7 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
     const keys = batch.map((trajectory) => trajectory.key)
     let metricTensors: ReturnType<typeof trajectoryBalanceLoss>['metrics'] | undefined
     // For trajectories.jsonl: each chosen action's log P_F and its tokens' log-probs, read from the same forward pass.
-    const recorded: RecordedScores | undefined = trajectoryFile !== undefined && trajectoryLog !== undefined ? {} : undefined
+    const recorded: RecordedScores | undefined = trajectoryLog !== undefined ? {} : undefined
     const { loss, gradients } = computeGradients(
       () =>
         tf.tidy(() => {
@@ -331,8 +314,8 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
     optimizer.step(update, { learningRate })
     tf.dispose([loss, ...gradients.values(), ...clipped.gradients.values()])
     const figures = await readLossMetrics(metricTensors!)
-    const trajectoryLines = recorded && (await trajectoryLinesOf(batch, plan, recorded, stepCount + 1))
-    stepCount++
+    const stepCount = stepIndex + 1
+    const trajectoryLines = recorded && (await trajectoryLinesOf(batch, plan, recorded, stepCount))
     const metrics: FlowOfReasoningStepMetrics = {
       step: stepCount,
       loss: figures.loss,
@@ -354,11 +337,11 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
       learningRate,
       seconds: (performance.now() - started) / 1000,
     }
-    history.push(metrics)
-    await loggers.log(metrics)
-    await trajectoryFile?.write(stepCount, trajectoryLines || [])
-    parsed.onStep?.(metrics)
-    return metrics
+    const record = async () => {
+      await skeleton.runState.logTrajectories(stepCount, trajectoryLines || [])
+      parsed.onStep?.(metrics)
+    }
+    return { metrics, record }
   }
 
   /** The lines of the step's sampled trajectories: each action a turn, with its tokens' log-probs and log P_F. */
@@ -426,29 +409,42 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
     })
   }
 
-  return {
-    get stepCount() {
-      return stepCount
-    },
-    history,
-    step,
-    async run(options = {}) {
-      const steps = options.steps ?? Math.max(0, parsed.steps - stepCount)
-      const results: FlowOfReasoningStepMetrics[] = []
-      try {
-        for (let index = 0; index < steps; index++) results.push(await step())
-      } finally {
-        await loggers.close()
+  const skeleton = createTrainerSkeleton<FlowOfReasoningStepMetrics>({
+    name: 'flow-of-reasoning',
+    model,
+    optimizer,
+    run: parsed,
+    plainConfig: () => plainConfig(parsed, ['model', 'tokenizer', 'task', 'problems', 'onStep', 'loggers', 'loggedConfig']),
+    // The checkpoint holds log Z's table beside the model's weights (its keys in the trainer's state).
+    parameters: partition === undefined ? model.parameters() : new Map([...model.parameters(), [logZParameterName, partition.variables()[0]!]]),
+    update,
+    random: () => random,
+    saveState: () => ({ buffer: buffer.getState(), logZKeys: partition?.getState().keys ?? [] }),
+    restoreState(state, restored) {
+      random = restored
+      const saved = (state ?? {}) as { buffer?: RewardReplayBufferState; logZKeys?: string[] }
+      buffer.setState(saved.buffer ?? [])
+      if (partition !== undefined) {
+        // The table's values came with the weights, exactly; `setState` sets its keys (and rewrites the values, so they are put back).
+        const variable = partition.variables()[0]!
+        const values = tf.clone(variable)
+        partition.setState({ keys: saved.logZKeys ?? [], values: (saved.logZKeys ?? []).map(() => 0) })
+        variable.assign(values)
+        values.dispose()
       }
-      return results
     },
-    logPartitionState: () => partition?.getState() ?? { keys: [], values: [] },
+    progressFields: (metrics) => ({ loss: metrics.loss, success: metrics.successRate }),
     dispose() {
-      void loggers.close()
       optimizer.dispose()
       partition?.dispose()
     },
-  }
+  })
+  const trainer = trainerWith(skeleton, {
+    optimizer,
+    run: ({ steps = parsed.steps, ...options }: FlowOfReasoningRunOptions = {}) => skeleton.run({ ...options, steps }),
+    logPartitionState: () => partition?.getState() ?? { keys: [], values: [] },
+  })
+  return trainer
 }
 
 export interface StepwiseSamplingOptions {

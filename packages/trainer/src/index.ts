@@ -19,6 +19,15 @@ export {
 export { refuseAnotherRun, ResumeError } from './run-state.js'
 export { createLocalLoraAdapters, localLoraAdaptersOptionsSchema, type LocalLoraAdapters, type LocalLoraAdaptersOptions } from './local-lora-adapters.js'
 export { cpoDefaultGroupSize, createCpoTrainer, type CpoTrainerConfig } from './cpo-trainer.js'
+export {
+  createTrainerSkeleton,
+  runConfigFields,
+  type TrainerControls,
+  type TrainerParts,
+  type TrainerRunOptions,
+  type TrainerSkeleton,
+  type TrainerUpdate,
+} from './skeleton.js'
 export { scoreRollout, type ScoredRollout } from './scored-rewards.js'
 export {
   asyncRolloutConfigSchema,
@@ -97,6 +106,8 @@ export {
   preferenceRunConfigFileSchema,
   readRunConfigFile,
   rewardModelRunConfigFileSchema,
+  flowOfReasoningRunConfigFileSchema,
+  alignDistilRunConfigFileSchema,
   runConfigFileLimitsSchema,
   runConfigFileSchema,
   runKinds,
@@ -108,6 +119,8 @@ export {
   type OpponentRegistry,
   type PreferenceRun,
   type RewardModelRun,
+  type FlowOfReasoningRun,
+  type AlignDistilRun,
   type RlRun,
   type RunConfigFile,
   type RunKind,
@@ -150,6 +163,7 @@ export {
   preferenceLossConfigSchema,
   preferenceLossTypes,
   preferenceTrainerConfigSchema,
+  type PairTrainer,
   type PreferenceEvaluation,
   type PreferenceLossConfig,
   type PreferenceLossType,
@@ -180,6 +194,7 @@ export {
   createRewardModelTrainer,
   rewardModelTrainerConfigSchema,
   type RewardModelEvaluation,
+  type RewardModelRunOptions,
   type RewardModelStepMetrics,
   type RewardModelTrainer,
   type RewardModelTrainerConfig,
@@ -215,6 +230,7 @@ export {
   flowOfReasoningTrainerConfigSchema,
   sampleStepwiseTrajectories,
   stepwiseForwardLogprobs,
+  type FlowOfReasoningRunOptions,
   type FlowOfReasoningStepMetrics,
   type FlowOfReasoningTrainer,
   type FlowOfReasoningTrainerConfig,
@@ -224,7 +240,9 @@ export {
 export {
   createRewardReplayBuffer,
   rewardReplayBufferOptionsSchema,
+  rewardReplayBufferStateSchema,
   type ReplayedTrajectory,
   type RewardReplayBuffer,
   type RewardReplayBufferOptions,
+  type RewardReplayBufferState,
 } from './reward-replay-buffer.js'

@@ -13,6 +13,8 @@ import {
   type PreferencePair,
   type TokenizerV1,
 } from '@ludic/core'
+import type { CausalLanguageModel } from '@ludic/model'
+import { responseLogprobs, type TokenSequence } from './sequences.js'
 
 /**
  * Preference pairs as token ids, the way TRL's `DPOTrainer` prepares them (`extract_prompt`,
@@ -158,4 +160,20 @@ export async function readPreferencePairs(path: string, limits: JsonLinesLimits 
   // A UTF-8 text has at least one UTF-16 code unit per 3 bytes: a larger file is over the limit before it is read.
   if (size > 3 * maxCharacters) throw new ParseError({ source: path, message: `is ${size} bytes, more than the limit of ${maxCharacters} characters allows` })
   return parseJsonLines(await readFile(path, 'utf8'), preferencePairSchema, path, limits)
+}
+
+/** Summed log π of each pair's chosen and rejected response (float64). */
+export interface ResponseSums {
+  chosen: Float64Array
+  rejected: Float64Array
+}
+
+/** Summed log π of each pair's chosen and rejected response under `model` (no gradient), `chunkSize` sequences at a time. */
+export async function responseSums(model: CausalLanguageModel, pairs: readonly PreferencePairIds[], chunkSize: number): Promise<ResponseSums> {
+  const sequences: TokenSequence[] = [
+    ...pairs.map((pair) => ({ promptIds: pair.promptIds, responseIds: pair.chosenIds })),
+    ...pairs.map((pair) => ({ promptIds: pair.promptIds, responseIds: pair.rejectedIds })),
+  ]
+  const sums = (await responseLogprobs(model, sequences, chunkSize)).map((logprobs) => logprobs.reduce((total, value) => total + value, 0))
+  return { chosen: Float64Array.from(sums.slice(0, pairs.length)), rejected: Float64Array.from(sums.slice(pairs.length)) }
 }

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest'
 import type { PreferencePairIds } from './preference-data.js'
 import { createPreferenceTrainer, preferenceLossTypes, type PreferenceLossConfig, type PreferenceTrainerConfig } from './preference-trainer.js'
 import { createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
+import { expectResumeBitForBit } from './test/resume.js'
 
 const directory = useBackendAndDirectory('ludic-preference-')
 
@@ -276,4 +277,29 @@ describe('createPreferenceTrainer', () => {
     trainer.dispose()
     model.dispose()
   })
+})
+
+describe('createPreferenceTrainer checkpoints', () => {
+  for (const loss of [{ type: 'sigmoid' }, { type: 'kto' }] as const) {
+    it(`${loss.type}: killed after a checkpoint, resumes to the same total with the same weights and metrics (the cached reference log-probs kept), bit for bit`, async () => {
+      await expectResumeBitForBit({
+        seed: 4,
+        directory: join(directory(), loss.type),
+        make: (model, runDirectory, resume) =>
+          createPreferenceTrainer({
+            model,
+            tokenizer,
+            pairs: toyPairs(5, 9),
+            heldOut: toyPairs(3, 10),
+            batchSize: 2,
+            loss,
+            evaluateEvery: 2,
+            optimizer: { learningRate: 1e-2 },
+            runDirectory,
+            checkpointEvery: 2,
+            resume,
+          }),
+      })
+    })
+  }
 })

@@ -8,7 +8,7 @@ import {
   tokenizerSchema,
   type ChatTemplateFunction,
   type PreferencePair,
-  yieldToEventLoop,
+  type Random,
 } from '@ludic/core'
 import {
   CausalLanguageModel,
@@ -17,7 +17,6 @@ import {
   computeGradients,
   createAdamW,
   sequenceLogprobs,
-  type AdamW,
   type LearningRateSchedule,
 } from '@ludic/model'
 import {
@@ -32,13 +31,20 @@ import {
   simpoLossOptionsSchema,
 } from '@ludic/objectives'
 import { z } from 'zod'
-import { createRunLoggers, loggingConfigFields, plainConfig, warnNotify } from './loggers/run-loggers.js'
+import { plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
-import { encodeAndTruncatePairs, preferenceLengthBounds, truncatePreferencePair, type PreferencePairIds } from './preference-data.js'
-import { createProgressBar, type ProgressStream } from './progress-bar.js'
+import {
+  encodeAndTruncatePairs,
+  preferenceLengthBounds,
+  responseSums,
+  truncatePreferencePair,
+  type PreferencePairIds,
+  type ResponseSums,
+} from './preference-data.js'
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
-import { responseLogprobs, type TokenSequence } from './sequences.js'
+import { createDataOrder } from './data-order.js'
+import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
 
 /** Every preference loss of `@ludic/objectives`: TRL's DPO `loss_type`s, then SimPO, ORPO and KTO. */
 export const preferenceLossTypes = [...dpoLossTypes, 'simpo', 'orpo', 'kto'] as const
@@ -111,12 +117,7 @@ export const preferenceTrainerConfigSchema = z.strictObject({
   maxPromptLength: z.number().int().positive().optional(),
   /** Seeds the held-out split and the order of pairs (a fresh permutation each epoch). Default 0. */
   seed: z.number().int().default(0),
-  /** Where `metrics.jsonl` goes (one line per step). Default: no log. */
-  runDirectory: z.string().min(1).optional(),
-  /** Where each step's metrics go (`jsonl`, `tensorboard`, `wandb`, or a `RunLoggerV1`; see the RL trainer's). Default `['jsonl']`. */
-  loggers: loggingConfigFields.loggers,
-  /** The configuration the loggers record. Default: this config's plain settings. */
-  loggedConfig: loggingConfigFields.loggedConfig,
+  ...runConfigFields,
   /** Evaluate the held-out pairs every this many steps (their metrics join the step's, `eval/…`). 0: never. Default 0. */
   evaluateEvery: z.number().int().min(0).default(0),
 })
@@ -149,38 +150,27 @@ export interface PreferenceEvaluation {
   pairs: number
 }
 
-export interface PreferenceRunOptions {
-  /** Updates to take now. Default: what is left of `config.steps` (or of `config.epochs`). */
-  steps?: number
-  onStep?: (metrics: PreferenceStepMetrics) => void | Promise<void>
-  /** A progress bar on stderr (`true`) or on a stream. Default false. */
-  progress?: boolean | ProgressStream
-  /** Stops after the current step. */
-  signal?: AbortSignal
-}
+/** `run`'s options: `steps` is the total to reach. Default: `config.steps` (or `config.epochs` passes over the pairs). */
+export type PreferenceRunOptions = TrainerRunOptions<PreferenceStepMetrics>
 
-export interface PreferenceTrainer {
-  readonly optimizer: AdamW
-  /** Updates taken so far. */
-  readonly stepCount: number
+/** A trainer on encoded preference pairs (the preference and AlignDistil trainers). */
+export interface PairTrainer<Metrics extends StepMetrics> extends TrainerControls<Metrics> {
   /** The updates `run()` takes in all (`config.steps`, or `config.epochs` passes over the training pairs). */
   readonly plannedSteps: number
   /** Training and held-out pairs, encoded and truncated. */
   readonly trainPairs: readonly PreferencePairIds[]
   readonly heldOutPairs: readonly PreferencePairIds[]
-  step(): Promise<PreferenceStepMetrics>
-  run(options?: PreferenceRunOptions): Promise<PreferenceStepMetrics[]>
+  /** Updates until `steps` have been taken in total (default `plannedSteps`; a resumed run continues to it). */
+  run(options?: TrainerRunOptions<Metrics>): Promise<Metrics[]>
+}
+
+export interface PreferenceTrainer extends PairTrainer<PreferenceStepMetrics> {
   /** Preference accuracy and mean margin on the held-out pairs (an error when there are none). */
   evaluate(): Promise<PreferenceEvaluation>
-  /** Frees the optimizer's moments (the model stays). */
-  dispose(): void
 }
 
 /** Reference log-probs of a set of pairs, summed over each response (float64; 0 with `reference: 'none'`). */
-interface ReferenceSums {
-  chosen: Float64Array
-  rejected: Float64Array
-}
+type ReferenceSums = ResponseSums
 
 /** A loss call's result, in one shape for every loss type. */
 interface LossOutcome {
@@ -271,22 +261,19 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
   const optimizer = createAdamW(parameters, { ...adamW, learningRate })
   const perStep = Math.min(batchSize, trainPairs.length)
   const plannedSteps = parsed.steps ?? Math.max(1, Math.ceil(((parsed.epochs ?? 1) * trainPairs.length) / perStep))
-  const loggers = createRunLoggers({
-    loggers: parsed.loggers,
-    directory: parsed.runDirectory,
-    trainer: 'preference',
-    config: parsed.loggedConfig ?? plainConfig(parsed, ['model', 'tokenizer', 'reference', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
-    notify: warnNotify,
-  })
 
-  // Reference log-probs, once, before the first update.
-  let referenceSums: Promise<{ train: ReferenceSums; heldOut: ReferenceSums; kl: ReferenceSums }> | undefined
+  // Reference log-probs, once, before the first update (and kept in checkpoints: a resumed run does not recompute them from trained weights).
+  let referenceSums: Promise<ReferenceSet> | undefined
+  let referenceKept: ReferenceSet | undefined
   const referenceOf = (pairs: readonly PreferencePairIds[]): Promise<ReferenceSums> =>
     reference === 'none'
       ? Promise.resolve({ chosen: new Float64Array(pairs.length), rejected: new Float64Array(pairs.length) })
       : responseSums(reference === 'initial' ? model : reference, pairs, batchSize)
   const prepareReference = () => {
-    referenceSums ??= (async () => ({ train: await referenceOf(trainPairs), heldOut: await referenceOf(heldOutPairs), kl: await referenceOf(klPairs) }))()
+    referenceSums ??= (async () => {
+      referenceKept = { train: await referenceOf(trainPairs), heldOut: await referenceOf(heldOutPairs), kl: await referenceOf(klPairs) }
+      return referenceKept
+    })()
     return referenceSums
   }
   /** Per pair: the loss's implicit reward of each response. */
@@ -295,17 +282,8 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
       referenceFree ? (lossConfig.beta * value) / Math.max(1, lengths[index]!) : lossConfig.beta * (value - referenceLogprobs[index]!),
     )
 
-  const random = createRandom(deriveSeed('ludic.preference', seed))
-  let order: number[] = []
-  let stepCount = 0
-  const nextBatch = (): number[] => {
-    const batch: number[] = []
-    while (batch.length < perStep) {
-      if (order.length === 0) order = random.shuffle(Array.from({ length: trainPairs.length }, (_, index) => index))
-      batch.push(order.pop()!)
-    }
-    return batch
-  }
+  let random: Random = createRandom(deriveSeed('ludic.preference', seed))
+  const order = createDataOrder(trainPairs.length, batchSize)
 
   async function evaluate(): Promise<PreferenceEvaluation> {
     if (heldOutPairs.length === 0) {
@@ -331,9 +309,9 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
     return { accuracy: mean(wins), margin: mean(Array.from(chosen, (reward, index) => reward - rejected[index]!)), pairs: heldOutPairs.length }
   }
 
-  async function step(): Promise<PreferenceStepMetrics> {
+  async function update(stepIndex: number): Promise<PreferenceStepMetrics> {
     const references = await prepareReference()
-    const indices = nextBatch()
+    const indices = order.next(random)
     const batch = indices.map((index) => trainPairs[index]!)
     const size = batch.length
     const chosenLengths = batch.map((pair) => pair.chosenIds.length)
@@ -351,7 +329,7 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
           reference: indices.map((index) => references.kl.chosen[index]!).concat(indices.map((index) => references.kl.rejected[index]!)),
         }
       : undefined
-    const rate = learningRate * schedule(stepCount)
+    const rate = learningRate * schedule(stepIndex)
     let outcome: Omit<LossOutcome, 'loss'> = { value: Number.NaN, extra: {} }
     let policyChosen = new Float32Array(0)
     let policyRejected = new Float32Array(0)
@@ -391,7 +369,7 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
     const clipped = clipGradientsByGlobalNorm(gradients, maxGradNorm)
     optimizer.step(clipped.gradients, { learningRate: rate })
     tf.dispose([lossTensor, ...gradients.values(), ...clipped.gradients.values()])
-    stepCount++
+    const stepCount = stepIndex + 1
     const chosenRewards = rewardsOf(policyChosen, referenceChosen, chosenLengths)
     const rejectedRewards = rewardsOf(policyRejected, referenceRejected, rejectedLengths)
     const metrics: PreferenceStepMetrics = {
@@ -412,48 +390,62 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
       metrics['eval/accuracy'] = evaluation.accuracy
       metrics['eval/margin'] = evaluation.margin
     }
-    await loggers.log(metrics)
     return metrics
   }
 
-  return {
+  const skeleton = createTrainerSkeleton<PreferenceStepMetrics>({
+    name: 'preference',
+    model,
     optimizer,
-    get stepCount() {
-      return stepCount
+    run: parsed,
+    plainConfig: () => plainConfig(parsed, ['model', 'tokenizer', 'reference', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
+    update: async (stepIndex) => ({ metrics: await update(stepIndex) }),
+    random: () => random,
+    saveState: () => ({ order: order.getState(), ...(referenceKept === undefined ? {} : { reference: referenceSetToJson(referenceKept) }) }),
+    restoreState(state, restored) {
+      random = restored
+      const saved = (state ?? {}) as { order?: number[]; reference?: ReturnType<typeof referenceSetToJson> }
+      order.setState(saved.order)
+      if (saved.reference !== undefined) {
+        referenceKept = referenceSetFromJson(saved.reference)
+        referenceSums = Promise.resolve(referenceKept)
+      }
     },
+    progressFields: (metrics) => ({
+      loss: metrics.loss,
+      accuracy: metrics['rewards/accuracies'],
+      ...(metrics['eval/accuracy'] === undefined ? {} : { 'eval.accuracy': metrics['eval/accuracy'] }),
+    }),
+    dispose: () => optimizer.dispose(),
+  })
+  return trainerWith(skeleton, {
+    optimizer,
     plannedSteps,
     trainPairs,
     heldOutPairs,
-    step,
-    async run({ steps = Math.max(0, plannedSteps - stepCount), onStep, progress = false, signal } = {}) {
-      if (!Number.isInteger(steps) || steps < 0)
-        throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
-      const label = `preference (${lossConfig.type})`
-      const bar = progress === false ? undefined : createProgressBar(steps, { label, ...(progress === true ? {} : { stream: progress }) })
-      const history: PreferenceStepMetrics[] = []
-      try {
-        for (let index = 0; index < steps && signal?.aborted !== true; index++) {
-          const metrics = await step()
-          history.push(metrics)
-          await onStep?.(metrics)
-          const fields: Record<string, number> = { loss: metrics.loss, accuracy: metrics['rewards/accuracies'] }
-          if (metrics['eval/accuracy'] !== undefined) fields['eval.accuracy'] = metrics['eval/accuracy']
-          bar?.update(index + 1, fields)
-          await yieldToEventLoop() // let the terminal and signals through
-        }
-      } finally {
-        await loggers.close()
-      }
-      bar?.finish()
-      return history
-    },
+    run: ({ steps = plannedSteps, label = `preference (${lossConfig.type})`, ...options }: PreferenceRunOptions = {}) =>
+      skeleton.run({ ...options, steps, label }),
     evaluate,
-    dispose() {
-      void loggers.close()
-      optimizer.dispose()
-    },
-  }
+  })
 }
+
+/** The reference log-probs of the training, held-out and KTO-mismatched pairs. */
+interface ReferenceSet {
+  train: ReferenceSums
+  heldOut: ReferenceSums
+  kl: ReferenceSums
+}
+
+/** As plain numbers for a checkpoint (a float64 survives JSON exactly). */
+const referenceSetToJson = (set: ReferenceSet) =>
+  Object.fromEntries(Object.entries(set).map(([name, sums]) => [name, { chosen: Array.from(sums.chosen), rejected: Array.from(sums.rejected) }])) as Record<
+    keyof ReferenceSet,
+    { chosen: number[]; rejected: number[] }
+  >
+const referenceSetFromJson = (json: ReturnType<typeof referenceSetToJson>): ReferenceSet =>
+  Object.fromEntries(
+    Object.entries(json).map(([name, sums]) => [name, { chosen: Float64Array.from(sums.chosen), rejected: Float64Array.from(sums.rejected) }]),
+  ) as unknown as ReferenceSet
 
 /** The loss of `config.loss`, called in one shape; errors of its options name `config.loss`. */
 function createLoss(config: z.output<typeof preferenceLossConfigSchema>): (inputs: LossInputs) => LossOutcome {
@@ -521,16 +513,6 @@ function createLoss(config: z.output<typeof preferenceLossConfigSchema>): (input
     const message = error.message.slice(error.message.indexOf('): ', head) + 3)
     throw new InvalidArgumentError({ argument: error.argument.replace(/^options/, 'config.loss'), value: error.value, message, cause: error })
   }
-}
-
-/** Summed log π of each pair's chosen and rejected response (no gradient), `chunkSize` pairs at a time. */
-async function responseSums(model: CausalLanguageModel, pairs: readonly PreferencePairIds[], chunkSize: number): Promise<ReferenceSums> {
-  const sequences: TokenSequence[] = [
-    ...pairs.map((pair) => ({ promptIds: pair.promptIds, responseIds: pair.chosenIds })),
-    ...pairs.map((pair) => ({ promptIds: pair.promptIds, responseIds: pair.rejectedIds })),
-  ]
-  const sums = (await responseLogprobs(model, sequences, chunkSize)).map((logprobs) => logprobs.reduce((total, value) => total + value, 0))
-  return { chosen: Float64Array.from(sums.slice(0, pairs.length)), rejected: Float64Array.from(sums.slice(pairs.length)) }
 }
 
 const mean = (values: ArrayLike<number>): number => {

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { readPreferencePairs } from './preference-data.js'
 import { createRewardModelTrainer } from './reward-model-trainer.js'
 import { createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
+import { expectResumeBitForBit } from './test/resume.js'
 
 const directory = useBackendAndDirectory('ludic-reward-model-trainer-')
 
@@ -55,7 +56,7 @@ describe('createRewardModelTrainer', () => {
       loss: { margin: 'act-adaptive', sftCoefficient: 1 },
     })
     const history: { targetMargin: number; nll: number }[] = []
-    for (let step = 0; step < 3; step++) history.push(trainer.step())
+    for (let step = 0; step < 3; step++) history.push(await trainer.step())
     expect(history[0]!.targetMargin).toBeCloseTo(0, 5) // π_θ = π_ref before the first update
     expect(Math.abs(history[2]!.targetMargin)).toBeGreaterThan(1e-4)
     for (const metrics of history) expect(metrics.nll).toBeGreaterThan(0)
@@ -109,5 +110,29 @@ describe('createRewardModelTrainer', () => {
     expect(() => createRewardModelTrainer({ ...base, maxLength: 8 })).toThrow(/config.pairs\[0\].chosen/)
     expect(model.parameters().has(scoreWeightName)).toBe(false) // a failed config leaves no reward head behind
     model.dispose()
+  })
+})
+
+describe('createRewardModelTrainer checkpoints', () => {
+  it('killed after a checkpoint, resumes to the same total with the same weights, reward head and metrics, bit for bit', async () => {
+    await expectResumeBitForBit({
+      seed: 5,
+      directory: join(directory(), 'resume'),
+      make: (model, runDirectory, resume) =>
+        createRewardModelTrainer({
+          model,
+          tokenizer,
+          maxLength: 48,
+          pairs: toyPairs.slice(0, 7),
+          heldOut: toyPairs.slice(7),
+          batchSize: 3,
+          evaluateEvery: 2,
+          loss: { margin: 'act-adaptive', actAdaptive: { variant: 'probability-ratio' } },
+          optimizer: { learningRate: 1e-2 },
+          runDirectory,
+          checkpointEvery: 2,
+          resume,
+        }),
+    })
   })
 })

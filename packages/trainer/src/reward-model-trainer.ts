@@ -8,9 +8,9 @@ import {
   preferencePairSchema,
   tokenizerSchema,
   type PreferencePair,
-  yieldToEventLoop,
+  type Random,
 } from '@ludic/core'
-import { CausalLanguageModel, clipGradientsByGlobalNorm, computeGradients, createAdamW, saveModel, type AdamW, type LearningRateSchedule } from '@ludic/model'
+import { CausalLanguageModel, clipGradientsByGlobalNorm, computeGradients, createAdamW, saveModel, type LearningRateSchedule } from '@ludic/model'
 import {
   createRewardModel,
   createRewardModelLoss,
@@ -22,10 +22,12 @@ import {
   type RewardModelPair,
 } from '@ludic/rewards'
 import { z } from 'zod'
-import { createRunLoggers, loggingConfigFields, plainConfig, warnNotify } from './loggers/run-loggers.js'
+import { plainConfig } from './loggers/run-loggers.js'
+import type { StepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
-import { createProgressBar, type ProgressStream } from './progress-bar.js'
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
+import { createDataOrder } from './data-order.js'
+import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
 
 export const rewardModelTrainerConfigSchema = z.strictObject({
   model: z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel (createModel, loadModel)' }),
@@ -49,17 +51,14 @@ export const rewardModelTrainerConfigSchema = z.strictObject({
   loss: rewardModelLossOptionsSchema.prefault({}),
   /** Seeds the reward head, the held-out split and the order of pairs. Default 0. */
   seed: z.number().int().default(0),
-  /** `metrics.jsonl` (one line per step) and, at the end of `run`, the model with its reward head in `model/`. Default: none. */
-  runDirectory: z.string().min(1).optional(),
-  /** Where each step's metrics go (`jsonl`, `tensorboard`, `wandb`, or a `RunLoggerV1`; see the RL trainer's). Default `['jsonl']`. */
-  loggers: loggingConfigFields.loggers,
-  /** The configuration the loggers record. Default: this config's plain settings. */
-  loggedConfig: loggingConfigFields.loggedConfig,
+  /** Evaluate the held-out pairs every this many steps (`eval/accuracy`, `eval/margin` join the step's metrics). 0: only at the end of `run`. Default 0. */
+  evaluateEvery: z.number().int().min(0).default(0),
+  /** `metrics.jsonl`, checkpoints and, at the end of `run`, the model with its reward head in `model/` go to `runDirectory` (see `runConfigFields`). */
+  ...runConfigFields,
 })
 export type RewardModelTrainerConfig = z.input<typeof rewardModelTrainerConfigSchema>
 
-export interface RewardModelStepMetrics {
-  step: number
+export type RewardModelStepMetrics = StepMetrics & {
   /** The whole loss. */
   loss: number
   /** Share of the batch's pairs with r_c > r_r. */
@@ -84,29 +83,25 @@ export interface RewardModelEvaluation {
   loss: number
 }
 
-export interface RewardModelTrainer {
+/** `run`'s options: `steps` is the total to reach (default: `epochs` passes over the training pairs). */
+export type RewardModelRunOptions = TrainerRunOptions<RewardModelStepMetrics> & {
+  /** Overrides `config.evaluateEvery` for this run. */
+  evaluateEvery?: number
+}
+
+export interface RewardModelTrainer extends TrainerControls<RewardModelStepMetrics> {
   readonly rewardModel: RewardModel
-  readonly optimizer: AdamW
-  readonly stepCount: number
   /** The encoded training and held-out pairs. */
   readonly trainPairs: readonly RewardModelPair[]
   readonly heldOutPairs: readonly RewardModelPair[]
-  step(): RewardModelStepMetrics
   /**
-   * `steps` updates (default: `epochs` passes over the training pairs), an evaluation every `evaluateEvery` steps
-   * when there are held-out pairs (logged as `eval/accuracy`, `eval/margin`), then the final evaluation and, with a
-   * run directory, the model saved.
+   * Updates until `steps` have been taken in total (default: `epochs` passes over the training pairs; a resumed run
+   * continues to it), an evaluation every `evaluateEvery` steps when there are held-out pairs (`eval/accuracy`,
+   * `eval/margin` in the step's metrics), then the final evaluation and, with a run directory, the model saved.
    */
-  run(options?: {
-    steps?: number
-    evaluateEvery?: number
-    onStep?: (metrics: RewardModelStepMetrics) => void
-    progress?: boolean | ProgressStream
-  }): Promise<{ history: RewardModelStepMetrics[]; evaluation: RewardModelEvaluation | undefined }>
+  run(options?: RewardModelRunOptions): Promise<{ history: RewardModelStepMetrics[]; evaluation: RewardModelEvaluation | undefined }>
   /** Pairwise accuracy and mean margin on `pairs` (default: the held-out pairs). */
   evaluate(pairs?: readonly RewardModelPair[]): Promise<RewardModelEvaluation>
-  /** Frees the optimizer's moments and removes the reward head from the model (save the model first). */
-  dispose(): void
 }
 
 /**
@@ -120,13 +115,6 @@ export interface RewardModelTrainer {
 export function createRewardModelTrainer(config: RewardModelTrainerConfig): RewardModelTrainer {
   const parsed = parseArgument(rewardModelTrainerConfigSchema, config, 'config')
   const { model, tokenizer, chatTemplate, maxLength, truncation, batchSize, epochs, seed, runDirectory } = parsed
-  const loggers = createRunLoggers({
-    loggers: parsed.loggers,
-    directory: runDirectory,
-    trainer: 'reward-model',
-    config: parsed.loggedConfig ?? plainConfig(parsed, ['model', 'tokenizer', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
-    notify: warnNotify,
-  })
   const rewardModel = createRewardModel({
     model,
     tokenizer,
@@ -153,10 +141,10 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
   const { maxGradNorm, learningRate, ...adamW } = parsed.optimizer
   const optimizer = createAdamW(parameters, { ...adamW, learningRate })
   const schedule = resolveSchedule(parsed.schedule)
-  const random = createRandom(deriveSeed('ludic.reward-model.order', seed))
+  let random: Random = createRandom(deriveSeed('ludic.reward-model.order', seed))
   let reference: { chosen: Float32Array; rejected: Float32Array } | undefined
-  let order: number[] = []
-  let stepCount = 0
+  const order = createDataOrder(trainPairs.length, batchSize)
+  let evaluateEvery = parsed.evaluateEvery
 
   /** Summed response log-probabilities of sequences under the model now, in batches. */
   const summedLogprobs = (sequences: readonly EncodedSequence[]): Float32Array => {
@@ -169,24 +157,15 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
     return sums
   }
 
-  const nextBatch = (): number[] => {
-    const batch: number[] = []
-    while (batch.length < Math.min(batchSize, trainPairs.length)) {
-      if (order.length === 0) order = random.shuffle(Array.from({ length: trainPairs.length }, (_, index) => index))
-      batch.push(order.pop()!)
-    }
-    return batch
-  }
-
-  const step = (): RewardModelStepMetrics => {
+  const update = async (stepIndex: number): Promise<RewardModelStepMetrics> => {
     if (usesReference && reference === undefined) {
       reference = { chosen: summedLogprobs(trainPairs.map((pair) => pair.chosen)), rejected: summedLogprobs(trainPairs.map((pair) => pair.rejected)) }
     }
-    const batch = nextBatch()
+    const batch = order.next(random)
     const pairs = batch.map((index) => trainPairs[index]!)
     const chosen = pairs.map((pair) => pair.chosen)
     const rejected = pairs.map((pair) => pair.rejected)
-    let metrics: Omit<RewardModelStepMetrics, 'step' | 'gradNorm' | 'learningRate'> | undefined
+    let metrics: { loss: number; accuracy: number; margin: number; targetMargin: number; nll: number } | undefined
     const needsLogprobs = actAdaptive || lossOptions.sftCoefficient > 0
     const { loss: lossValue, gradients } = computeGradients(
       () =>
@@ -213,13 +192,17 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
         }),
       parameters,
     )
-    const rate = learningRate * schedule(stepCount)
+    const rate = learningRate * schedule(stepIndex)
     const clipped = clipGradientsByGlobalNorm(gradients, maxGradNorm)
     optimizer.step(clipped.gradients, { learningRate: rate })
     tf.dispose([lossValue, ...gradients.values(), ...clipped.gradients.values()])
-    stepCount++
     const { loss: total, accuracy, margin, targetMargin, nll } = metrics!
-    return { step: stepCount, loss: total, accuracy, margin, targetMargin, nll, gradNorm: clipped.norm, learningRate: rate }
+    const step: RewardModelStepMetrics = { step: stepIndex + 1, loss: total, accuracy, margin, targetMargin, nll, gradNorm: clipped.norm, learningRate: rate }
+    if (heldOutPairs.length > 0 && evaluateEvery > 0 && step.step % evaluateEvery === 0) {
+      const evaluation = await evaluate()
+      Object.assign(step, { 'eval/accuracy': evaluation.accuracy, 'eval/margin': evaluation.margin })
+    }
+    return step
   }
 
   const evaluate = async (pairs: readonly RewardModelPair[] = heldOutPairs): Promise<RewardModelEvaluation> => {
@@ -244,56 +227,58 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
     return { pairs: pairs.length, accuracy: wins / pairs.length, margin: marginSum / pairs.length, loss: lossSum / pairs.length }
   }
 
-  return {
+  const skeleton = createTrainerSkeleton<RewardModelStepMetrics>({
+    name: 'reward-model',
+    model,
+    optimizer,
+    run: parsed,
+    plainConfig: () => plainConfig(parsed, ['model', 'tokenizer', 'pairs', 'heldOut', 'chatTemplate', 'loggers', 'loggedConfig']),
+    update: async (stepIndex) => ({ metrics: await update(stepIndex) }),
+    random: () => random,
+    saveState: () => ({
+      order: order.getState(),
+      ...(reference === undefined ? {} : { reference: { chosen: Array.from(reference.chosen), rejected: Array.from(reference.rejected) } }),
+    }),
+    restoreState(state, restored) {
+      random = restored
+      const saved = (state ?? {}) as { order?: number[]; reference?: { chosen: number[]; rejected: number[] } }
+      order.setState(saved.order)
+      if (saved.reference !== undefined)
+        reference = { chosen: Float32Array.from(saved.reference.chosen), rejected: Float32Array.from(saved.reference.rejected) }
+    },
+    progressFields: (metrics) => ({ loss: metrics.loss, accuracy: metrics.accuracy }),
+    dispose() {
+      optimizer.dispose()
+      rewardModel.dispose()
+    },
+  })
+  const trainer = trainerWith(skeleton, {
     rewardModel,
     optimizer,
-    get stepCount() {
-      return stepCount
-    },
     trainPairs,
     heldOutPairs,
-    step,
-    async run({ steps = epochs * Math.ceil(trainPairs.length / batchSize), evaluateEvery = 0, onStep, progress = false } = {}) {
-      if (!Number.isInteger(steps) || steps < 0)
-        throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
-      if (!Number.isInteger(evaluateEvery) || evaluateEvery < 0) {
+    async run({
+      steps = epochs * Math.ceil(trainPairs.length / batchSize),
+      evaluateEvery: every,
+      label = 'reward model',
+      ...options
+    }: RewardModelRunOptions = {}) {
+      if (every !== undefined && (!Number.isInteger(every) || every < 0)) {
         throw new InvalidArgumentError({
           argument: 'options.evaluateEvery',
-          value: evaluateEvery,
+          value: every,
           message: 'must be a non-negative integer (0: only at the end)',
         })
       }
-      const bar = progress === false ? undefined : createProgressBar(steps, { label: 'reward model', ...(progress === true ? {} : { stream: progress }) })
-      const history: RewardModelStepMetrics[] = []
-      try {
-        for (let index = 0; index < steps; index++) {
-          const metrics = step()
-          history.push(metrics)
-          onStep?.(metrics)
-          const logged: Record<string, number> = { ...metrics }
-          if (heldOutPairs.length > 0 && evaluateEvery > 0 && metrics.step % evaluateEvery === 0) {
-            const evaluation = await evaluate()
-            Object.assign(logged, { 'eval/accuracy': evaluation.accuracy, 'eval/margin': evaluation.margin })
-          }
-          await loggers.log(logged as RewardModelStepMetrics & Record<string, number>)
-          bar?.update(index + 1, { loss: metrics.loss, accuracy: metrics.accuracy })
-          await yieldToEventLoop() // let the terminal and signals through
-        }
-      } finally {
-        await loggers.close()
-      }
-      bar?.finish()
+      evaluateEvery = every ?? parsed.evaluateEvery
+      const history = await skeleton.run({ ...options, steps, label })
       const evaluation = heldOutPairs.length > 0 ? await evaluate() : undefined
       if (runDirectory !== undefined) await saveModel(model, join(runDirectory, 'model'))
       return { history, evaluation }
     },
     evaluate,
-    dispose() {
-      void loggers.close()
-      optimizer.dispose()
-      rewardModel.dispose()
-    },
-  }
+  })
+  return trainer
 }
 
 /** Encodes the training and held-out pairs (errors name `config.pairs[i]`), split off the seeded held-out share, checks the margins. */

@@ -28,7 +28,16 @@ export interface RewardReplayBuffer {
   readonly totalSize: number
   /** The stored trajectories of `key`, best first. */
   entries(key: string): readonly ReplayedTrajectory[]
+  /** Every buffer as plain data, for checkpoints: `[key, trajectories best first]` in the order the keys were first seen. */
+  getState(): RewardReplayBufferState
+  /** Replaces every buffer with `state` (what `getState` gave); each buffer keeps at most `capacity`. */
+  setState(state: RewardReplayBufferState): void
 }
+
+export const rewardReplayBufferStateSchema = z.array(
+  z.tuple([z.string(), z.array(z.strictObject({ actions: z.array(z.string()), logReward: z.number().finite() }))]),
+)
+export type RewardReplayBufferState = z.infer<typeof rewardReplayBufferStateSchema>
 
 /**
  * The reward-prioritised replay buffer of Flow of Reasoning (Yu et al. 2024, https://arxiv.org/abs/2406.05673;
@@ -79,5 +88,16 @@ export function createRewardReplayBuffer(options: RewardReplayBufferOptions = {}
       return totalSize
     },
     entries: (key) => buffers.get(key)?.items ?? [],
+    getState: () => [...buffers].map(([key, buffer]) => [key, buffer.items.map((item) => ({ actions: [...item.actions], logReward: item.logReward }))]),
+    setState(state) {
+      const parsed = parseArgument(rewardReplayBufferStateSchema, state, 'state')
+      buffers.clear()
+      totalSize = 0
+      for (const [key, items] of parsed) {
+        const kept = items.slice(0, capacity)
+        buffers.set(key, { plans: new Set(kept.map((item) => planOf(item.actions))), items: kept })
+        totalSize += kept.length
+      }
+    },
   }
 }

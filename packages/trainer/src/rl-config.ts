@@ -5,7 +5,7 @@ import { asyncCollectorOptionsSchema, collectOptionsSchema, generationOptionsSch
 import { z } from 'zod'
 import { criticConfigSchema } from './experience/critic.js'
 import { externalDemonstrationsConfigSchema } from './external-demonstrations.js'
-import { loggingConfigFields } from './loggers/run-loggers.js'
+import { runConfigFields } from './run-config-fields.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { scheduleConfigSchema } from './schedule.js'
 import { trajectoryLogConfigSchema } from './trajectory-log.js'
@@ -162,27 +162,18 @@ export const rlTrainerConfigSchema = z
     recomputeOldLogprobs: z.boolean().default(true),
     /** Seeds episodes, sampling and mini-batch order. Default 0. */
     seed: z.number().int().default(0),
-    /** Where `metrics.jsonl`, `trajectories.jsonl` and `checkpoint-<step>/` go. Default: none (nothing written). */
-    runDirectory: z.string().min(1).optional(),
     /**
      * `trajectories.jsonl` in `runDirectory`: a seeded sample of each step's episodes, one bounded line each (see
      * `trajectoryLogConfigSchema`). Default: on, 4 episodes per step, lines of at most 256 KiB.
      */
     trajectories: trajectoryLogConfigSchema.prefault({}),
     /**
-     * Where each step's metrics go: `'jsonl'` (`metrics.jsonl`), `'tensorboard'` (event files under
-     * `<runDirectory>/tensorboard/`, with the config and one episode's transcript per step as text), `'wandb'` (Weights &
-     * Biases, online or offline), objects `{ kind, … }` with their settings, or your own `RunLoggerV1`. Default `['jsonl']`.
+     * `runDirectory` (`metrics.jsonl`, `trajectories.jsonl`, `checkpoint-<step>/`), `loggers` (`'jsonl'`, `'tensorboard'`
+     * with the config and one episode's transcript per step as text, `'wandb'`, objects `{ kind, … }`, or your own
+     * `RunLoggerV1`), `loggedConfig` (`ludic train`: the run config file's), `checkpointEvery`, `keepLast`, `resume`:
+     * every trainer's run fields (`runConfigFields`).
      */
-    loggers: loggingConfigFields.loggers,
-    /** The configuration the loggers record. Default: this config's plain settings (`ludic train`: the run config file's). */
-    loggedConfig: loggingConfigFields.loggedConfig,
-    /** Save a checkpoint every k steps (and after the last step of `run`). 0: never. Default 0. */
-    checkpointEvery: z.number().int().min(0).default(0),
-    /** Checkpoints kept. Default 2. */
-    keepLast: z.number().int().positive().default(2),
-    /** Continue from the latest checkpoint in `runDirectory`, if any, on the first `step`/`run`. Default false. */
-    resume: z.boolean().default(false),
+    ...runConfigFields,
     /** Told what the trainer did that is not a metric (a broken checkpoint set aside on resume). Default: `console.warn`. */
     notify: functionOf<(message: string) => void>('must be a function (message) => void').optional(),
     /** Called every `evaluateEvery` steps; its numbers are logged as `eval/<name>`. */

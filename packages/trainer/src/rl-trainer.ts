@@ -1,6 +1,6 @@
 import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgument, type AdvantageEstimatorV1, type Random } from '@ludic/core'
 import { createRae } from '@ludic/advantages'
-import { CausalLanguageModel, checkVocabularyFits, createAdamW, sequenceLogprobs, type AdamW } from '@ludic/model'
+import { CausalLanguageModel, checkVocabularyFits, createAdamW, sequenceLogprobs } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
 import { buildExperience, rowsIfAny, rowsOf, type Experience } from './experience/experience.js'
 import { createCritic, valueStage } from './experience/critic.js'
@@ -11,50 +11,29 @@ import { externalTokenMasks, replayDemonstrations, type DemonstrationBatch, type
 import { episodeTranscript } from './loggers/episode-transcript.js'
 import { createRunLoggers, plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
-import { createProgressBar, type ProgressStream } from './progress-bar.js'
 import { rlTrainerConfigSchema, type ParsedRlTrainerConfig, type RlTrainerConfig } from './rl-config.js'
 import { offPolicyMetrics, progressFields, rolloutMetrics } from './rl-metrics.js'
 import { createRolloutSource, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
-import { createRunState, refuseAnotherRun } from './run-state.js'
+import { createTrainerSkeleton, trainerWith, type TrainerControls, type TrainerRunOptions, type TrainerUpdate } from './skeleton.js'
 import { resolveSchedule } from './schedule.js'
 import { scoreRollout } from './scored-rewards.js'
 import { raggedOf, responseRows } from './sequences.js'
 import { boundedTrajectoryLine, rlTrajectoryRecords, sampledEpisodes, trainedSamplesOf, type RlTrajectoryInput } from './trajectory-writer.js'
 
-export interface RlRunOptions {
-  /** Run until this many steps have been taken in total (a resumed run continues to it). */
-  steps: number
-  onStep?: (metrics: StepMetrics) => void | Promise<void>
-  /** A progress bar on stderr (`true`) or on a stream. Default false. */
-  progress?: boolean | ProgressStream
-  /** Stops after the current step (which is checkpointed when `runDirectory` is set). */
-  signal?: AbortSignal
-  /**
-   * The progress bar's label. Default: what the trainer does: `cpo` with a `scorer` (`createCpoTrainer`), `rl` when
-   * fixed `rolePolicies` play some roles, else `self-play`.
-   */
-  label?: string
-}
+/**
+ * `run`'s options: run until `steps` have been taken in total (a resumed run continues to it). The progress bar's
+ * `label` defaults to what the trainer does: `cpo` with a `scorer` (`createCpoTrainer`), `rl` when fixed
+ * `rolePolicies` play some roles, else `self-play`.
+ */
+export type RlRunOptions = TrainerRunOptions & { steps: number }
 
-export interface RlTrainer {
-  readonly optimizer: AdamW
-  /** Steps taken so far. */
-  readonly stepCount: number
-  /** Metrics of every step so far (restored on resume). */
-  readonly history: readonly StepMetrics[]
-  /** One step: collect → rewards → advantages → PPO epochs → metrics (→ evaluation, log, checkpoint). */
-  step(): Promise<StepMetrics>
+export interface RlTrainer extends TrainerControls<StepMetrics> {
+  /** Steps until `steps` have been taken in total: collect → rewards → advantages → PPO epochs → metrics (→ evaluation, log, checkpoint). */
   run(options: RlRunOptions): Promise<StepMetrics[]>
-  /** Loads the latest checkpoint of `runDirectory`; returns its step (undefined when there is none). */
-  resume(): Promise<number | undefined>
-  /** Saves a checkpoint of the current state now. */
-  checkpoint(): Promise<string>
   /** Runs the evaluation hook now; returns its metrics (prefixed `eval/`). */
   evaluate(): Promise<Record<string, number>>
   /** Closes the loggers and stops the rollout workers of asynchronous collection, if running (`run` does both when it ends). */
   close(): Promise<void>
-  /** Frees the optimizer's moments and the reference model (the model stays); stops rollout workers. */
-  dispose(): void
 }
 
 /**
@@ -73,19 +52,9 @@ export interface RlTrainerHooks {
 
 export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks = {}): RlTrainer {
   const parsed = parseArgument(rlTrainerConfigSchema, config, 'config')
-  // Refused before anything is made: a fresh run into a directory that holds another run.
-  if (parsed.runDirectory !== undefined && !parsed.resume) refuseAnotherRun(parsed.runDirectory)
   const notify = parsed.notify ?? ((message: string) => console.warn(`[ludic trainer] ${message}`))
   const defaultLabel =
     parsed.scorer !== undefined ? 'cpo' : parsed.rolePolicies !== undefined && Object.keys(parsed.rolePolicies).length > 0 ? 'rl' : 'self-play'
-  // Made now, so that a logger that cannot work (TensorBoard without a run directory) is refused before anything else.
-  const loggers = createRunLoggers({
-    loggers: parsed.loggers,
-    directory: parsed.runDirectory,
-    trainer: defaultLabel,
-    config: parsed.loggedConfig ?? plainConfig(parsed, rlConfigLeftOut),
-    notify,
-  })
   const { model, batch, kl, seed } = parsed
   checkVocabularyFits(parsed.tokenizer, model.config)
   const estimator = parsed.advantage ?? createRae()
@@ -111,28 +80,44 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     temperature: batch.temperature,
     critic,
   }
-  const source = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
-  try {
-    // Refused now, not after a rollout: an off-policy source without recomputed π_old, an estimator's unmet needs.
-    refuseUnrunnable(parsed, estimator, { offPolicy: source.offPolicy, greedyBaselines: source.greedyReturns !== undefined })
-  } catch (error) {
-    void source.close()
-    optimizer.dispose()
-    reference?.dispose()
-    critic?.dispose()
-    throw error
-  }
-  const run = createRunState({
-    directory: parsed.runDirectory,
-    keepLast: parsed.keepLast,
+  let rolloutSource: RolloutSource
+  let random: Random = createRandom(deriveSeed('ludic.trainer', seed))
+  // The loop, the loggers and the checkpoints: made before the rollout source, so that a logger that cannot work
+  // (TensorBoard without a run directory) or another run in the directory is refused before any worker starts.
+  const skeleton = createTrainerSkeleton<StepMetrics>({
+    name: defaultLabel,
     model,
     optimizer,
-    estimator,
-    reference,
-    critic: critic?.own === undefined ? undefined : { parameters: critic.own.parameters, optimizer: critic.own.optimizer },
+    run: parsed,
+    plainConfig: () => plainConfig(parsed, rlConfigLeftOut),
     notify,
-    loggers,
+    reference,
+    estimator,
+    critic: critic?.own === undefined ? undefined : { parameters: critic.own.parameters, optimizer: critic.own.optimizer },
+    update: (stepIndex) => update(stepIndex),
+    random: () => random,
+    saveState: () => null,
+    restoreState(_, restored) {
+      random = restored
+    },
+    progressFields,
+    finish: () => rolloutSource.close(),
+    dispose() {
+      void rolloutSource?.close()
+      optimizer.dispose()
+      reference?.dispose()
+      critic?.dispose()
+    },
   })
+  rolloutSource = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
+  try {
+    // Refused now, not after a rollout: an off-policy source without recomputed π_old, an estimator's unmet needs.
+    refuseUnrunnable(parsed, estimator, { offPolicy: rolloutSource.offPolicy, greedyBaselines: rolloutSource.greedyReturns !== undefined })
+  } catch (error) {
+    skeleton.dispose()
+    throw error
+  }
+  const run = skeleton.runState
   const trainerName =
     parsed.scorer !== undefined
       ? 'cpo'
@@ -143,27 +128,13 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
           : 'self-play'
   // trajectories.jsonl: written when the run has a directory (its sample drawn apart from `random`).
   const trajectoryLog = parsed.runDirectory === undefined || !parsed.trajectories.enabled ? undefined : parsed.trajectories
-  let random: Random = createRandom(deriveSeed('ludic.trainer', seed))
-  let stepCount = 0
-  let history: StepMetrics[] = []
-  let resumeChecked = !parsed.resume
-
-  async function resume(): Promise<number | undefined> {
-    resumeChecked = true
-    const progress = await run.resume()
-    if (progress === undefined) return undefined
-    ;({ step: stepCount, random, history } = progress)
-    return stepCount
-  }
-  const checkpoint = () => run.checkpoint({ step: stepCount, random, history })
-  async function evaluate(): Promise<Record<string, number>> {
-    const results = (await parsed.evaluate?.({ step: stepCount, model, tokenizer: parsed.tokenizer })) ?? {}
+  async function evaluate(step = skeleton.stepCount): Promise<Record<string, number>> {
+    const results = (await parsed.evaluate?.({ step, model, tokenizer: parsed.tokenizer })) ?? {}
     return Object.fromEntries(Object.entries(results).map(([name, value]) => [`eval/${name}`, value]))
   }
 
-  async function step(): Promise<StepMetrics> {
-    if (!resumeChecked) await resume()
-    const stepIndex = stepCount
+  async function update(stepIndex: number): Promise<TrainerUpdate<StepMetrics>> {
+    const source = rolloutSource
     const started = performance.now()
     // 1. Collect (seeds depend only on the run's seed and the step).
     const rollout = await source.next(stepIndex)
@@ -239,7 +210,8 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       { epochs: batch.ppoEpochs, miniBatchSize: batch.miniBatchSize, learningRate: rate, baseLearningRate: learningRate, random },
     )
     const updateSeconds = (performance.now() - updateStarted) / 1000
-    await source.updated(++stepCount)
+    const stepCount = stepIndex + 1
+    await source.updated(stepCount)
     // 5. Metrics (→ evaluation, log, checkpoint).
     const tokensPerSecond =
       samples.reduce((total, sample) => total + sample.responseTokenIds.length, 0) / Math.max(rollout.generationSeconds ?? rolloutSeconds, 1e-9)
@@ -256,15 +228,14 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     }
     if (external) Object.assign(metrics, externalMetrics(external))
     if (offPolicy !== undefined) Object.assign(metrics, offPolicyMetrics(stepIndex, offPolicy.policyVersion, offPolicy.dropped, importance!))
-    if (parsed.evaluateEvery > 0 && stepCount % parsed.evaluateEvery === 0) Object.assign(metrics, await evaluate())
-    history.push(metrics)
-    await run.log(metrics)
-    // (With the log off, the first write still drops another run's lines of this step or later.)
-    await run.logTrajectories(stepCount, trajectoryLines || [])
-    // One episode of the step as text (TensorBoard's `episodes/sample`): the first, so training draws nothing more.
-    if (trajectories.length > 0) await run.text('episodes/sample', stepCount, episodeTranscript(trajectories[0]!))
-    if (parsed.checkpointEvery > 0 && stepCount % parsed.checkpointEvery === 0) await checkpoint()
-    return metrics
+    if (parsed.evaluateEvery > 0 && stepCount % parsed.evaluateEvery === 0) Object.assign(metrics, await evaluate(stepCount))
+    const record = async () => {
+      // (With the log off, the first write still drops another run's lines of this step or later.)
+      await run.logTrajectories(stepCount, trajectoryLines || [])
+      // One episode of the step as text (TensorBoard's `episodes/sample`): the first, so training draws nothing more.
+      if (trajectories.length > 0) await run.text('episodes/sample', stepCount, episodeTranscript(trajectories[0]!))
+    }
+    return { metrics, record }
   }
 
   /** The lines of the step's sampled episodes; an episode that cannot fit even bare is left out, saying so. */
@@ -297,54 +268,17 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     })
   }
 
-  return {
+  const trainer = trainerWith(skeleton, {
     optimizer,
-    get stepCount() {
-      return stepCount
-    },
-    get history() {
-      return history
-    },
-    step,
-    async run({ steps, onStep, progress = false, signal, label = defaultLabel }) {
-      if (!Number.isInteger(steps) || steps < 0)
-        throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
-      if (!resumeChecked) await resume()
-      await run.prepare()
-      const bar = progress === false ? undefined : createProgressBar(steps, { label, ...(progress === true ? {} : { stream: progress }) })
-      bar?.update(stepCount)
-      const taken: StepMetrics[] = []
-      try {
-        while (stepCount < steps && signal?.aborted !== true) {
-          const metrics = await step()
-          taken.push(metrics)
-          bar?.update(stepCount, progressFields(metrics))
-          await onStep?.(metrics)
-        }
-      } finally {
-        await run.closeLoggers()
-      }
-      bar?.finish()
-      await source.close()
-      const last = history.at(-1)
-      if (parsed.checkpointEvery > 0 && last !== undefined && last.step === stepCount && stepCount % parsed.checkpointEvery !== 0) await checkpoint()
-      return taken
-    },
-    resume,
-    checkpoint,
-    evaluate,
+    run: ({ label = defaultLabel, ...options }: RlRunOptions) => skeleton.run({ ...options, label }),
+    evaluate: () => evaluate(),
+  })
+  return Object.assign(trainer, {
     async close() {
-      await run.closeLoggers()
-      await source.close()
+      await skeleton.close()
+      await rolloutSource.close()
     },
-    dispose() {
-      void run.closeLoggers()
-      void source.close()
-      optimizer.dispose()
-      reference?.dispose()
-      critic?.dispose()
-    },
-  }
+  })
 }
 
 /** What the loggers' record of an RL config leaves out: the model, the data and the parts made in code. */

@@ -29,7 +29,9 @@ import { loadTokenizer, renderChatTemplate, Tokenizer, trainBpe, trainBpeOptions
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
 import { applyConfigOverrides, runConfigMaxDepth } from './command-line.js'
+import { alignDistilTrainerConfigSchema, type AlignDistilTrainerConfig } from './align-distil-trainer.js'
 import { evaluateAgainst } from './evaluation.js'
+import { flowOfReasoningTrainerConfigSchema, type FlowOfReasoningTrainerConfig, type StepwiseTask } from './flow-of-reasoning-trainer.js'
 import { plainConfig, runConfigLoggersSchema, type LoggerEntry } from './loggers/run-loggers.js'
 import { criticConfigSchema } from './experience/critic.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
@@ -48,7 +50,7 @@ import { trajectoryLogConfigSchema } from './trajectory-log.js'
  */
 
 /** The training loops a run config names with `kind`. Default `rl`. */
-export const runKinds = ['rl', 'cpo', 'sft', 'preference', 'reward-model'] as const
+export const runKinds = ['rl', 'cpo', 'sft', 'preference', 'reward-model', 'for', 'aligndistil'] as const
 export type RunKind = (typeof runKinds)[number]
 
 /** A preset made from scratch (`vocabSize` from the tokenizer), or a checkpoint directory (or what `resolveModelSource` resolves). */
@@ -170,26 +172,19 @@ export const cpoRunConfigFileSchema = z.strictObject({ ...rlFields, scorer: scor
 
 const jsonSchedule = { schedule: scheduleConfigSchema.optional() }
 
+/** A trainer config's fields that a run file does not give as they are: the loader makes them (or `commonFields` gives them). */
+const madeByTheLoader = { model: true, tokenizer: true, seed: true, runDirectory: true, loggers: true, loggedConfig: true } as const
+/** Likewise, a preference-pair trainer's data (the file names JSON Lines files) and chat template (a Jinja string). */
+const pairsMadeByTheLoader = { pairs: true, heldOut: true, chatTemplate: true } as const
+
 /** SFT (`createSftTrainer`): `data` is a JSON Lines file of `{ prompt, response }` texts. */
 export const sftRunConfigFileSchema = sftTrainerConfigSchema
-  .omit({ model: true, tokenizer: true, examples: true, schedule: true, seed: true })
+  .omit({ ...madeByTheLoader, examples: true, schedule: true })
   .extend({ ...commonFields, ...jsonSchedule, data: z.string().min(1), steps: z.number().int().positive() })
 
 /** The DPO family (`createPreferenceTrainer`): `data` (and `heldOut`) are JSON Lines files of preference pairs (TRL's formats). */
 export const preferenceRunConfigFileSchema = preferenceTrainerConfigSchema
-  .omit({
-    model: true,
-    tokenizer: true,
-    pairs: true,
-    heldOut: true,
-    chatTemplate: true,
-    reference: true,
-    schedule: true,
-    seed: true,
-    runDirectory: true,
-    loggers: true,
-    loggedConfig: true,
-  })
+  .omit({ ...madeByTheLoader, ...pairsMadeByTheLoader, reference: true, schedule: true })
   .extend({
     ...commonFields,
     ...jsonSchedule,
@@ -199,27 +194,48 @@ export const preferenceRunConfigFileSchema = preferenceTrainerConfigSchema
   })
 
 /** A Bradley–Terry reward model (`createRewardModelTrainer`): `data` (and `heldOut`) are JSON Lines files of preference pairs. */
-export const rewardModelRunConfigFileSchema = rewardModelTrainerConfigSchema
-  .omit({
-    model: true,
-    tokenizer: true,
-    pairs: true,
-    heldOut: true,
-    chatTemplate: true,
-    schedule: true,
-    seed: true,
-    runDirectory: true,
-    loggers: true,
-    loggedConfig: true,
-  })
+export const rewardModelRunConfigFileSchema = rewardModelTrainerConfigSchema.omit({ ...madeByTheLoader, ...pairsMadeByTheLoader, schedule: true }).extend({
+  ...commonFields,
+  ...jsonSchedule,
+  data: z.string().min(1),
+  heldOut: z.union([z.string().min(1), z.strictObject({ validationShare: z.number().gt(0).lt(1) })]).optional(),
+  /** Updates; default `epochs` passes over the pairs. */
+  steps: z.number().int().positive().optional(),
+  evaluateEvery: z.number().int().min(0).default(0),
+})
+
+/** The step-wise task of a Flow of Reasoning run: a module whose export is a `StepwiseTask`, or a function `(options) => StepwiseTask`. */
+const taskSourceSchema = z.strictObject({ module: z.string().min(1), export: z.string().min(1).default('default'), options: z.unknown().optional() })
+
+/**
+ * Flow of Reasoning (`createFlowOfReasoningTrainer`): `task` names the module of the step-wise task (TypeScript needs
+ * `NODE_OPTIONS="--import tsx"`), `data` is a JSON Lines file of the training problems (one JSON value each, as the
+ * task reads them). `steps` is the total (it also sets the annealing).
+ */
+export const flowOfReasoningRunConfigFileSchema = flowOfReasoningTrainerConfigSchema
+  .omit({ ...madeByTheLoader, task: true, problems: true, onStep: true })
+  .extend({ ...commonFields, task: taskSourceSchema, data: z.string().min(1) })
+
+/**
+ * AlignDistil (`createAlignDistilTrainer`): `data` (and `heldOut`) are JSON Lines files of preference pairs; the two
+ * teachers are trained first from the model on the same pairs (`trainContrastiveDpoModels`: DPO and reverse DPO for
+ * `teachers.steps` updates at `teachers.learningRate`), as the paper does.
+ */
+export const alignDistilRunConfigFileSchema = alignDistilTrainerConfigSchema
+  .omit({ ...madeByTheLoader, ...pairsMadeByTheLoader, dpoModel: true, reverseDpoModel: true, reference: true, schedule: true })
   .extend({
     ...commonFields,
     ...jsonSchedule,
     data: z.string().min(1),
-    heldOut: z.union([z.string().min(1), z.strictObject({ validationShare: z.number().gt(0).lt(1) })]).optional(),
-    /** Updates; default `epochs` passes over the pairs. */
-    steps: z.number().int().positive().optional(),
-    evaluateEvery: z.number().int().min(0).default(0),
+    heldOut: z.string().min(1).optional(),
+    teachers: z.strictObject({
+      /** DPO updates of each teacher. */
+      steps: z.number().int().positive(),
+      /** The teachers' learning rate. Default 1e-6 (the preference trainer's). */
+      learningRate: z.number().positive().optional(),
+      /** The teachers' DPO β. Default: `loss.beta`. */
+      beta: z.number().positive().optional(),
+    }),
   })
 
 /** Where a run config's environment names are looked up: `games` of `@ludic/games` (built-in and registered games), or any object of this shape. */
@@ -304,8 +320,19 @@ export interface RewardModelRun extends LoadedParts {
   evaluateEvery: number
   config: RewardModelTrainerConfig
 }
+export interface FlowOfReasoningRun extends LoadedParts {
+  kind: 'for'
+  steps: number
+  config: FlowOfReasoningTrainerConfig
+}
+export interface AlignDistilRun extends LoadedParts {
+  kind: 'aligndistil'
+  /** The config without its teachers (the caller trains them: `trainContrastiveDpoModels` with `teachers`). */
+  config: Omit<AlignDistilTrainerConfig, 'dpoModel' | 'reverseDpoModel'>
+  teachers: { steps: number; learningRate: number | undefined; beta: number | undefined }
+}
 /** What `loadTrainingRun` makes from a run config file, by `kind`. */
-export type TrainingRun = RlRun | SftRun | PreferenceRun | RewardModelRun
+export type TrainingRun = RlRun | SftRun | PreferenceRun | RewardModelRun | FlowOfReasoningRun | AlignDistilRun
 
 export const runConfigFileLimitsSchema = z
   .object({
@@ -406,6 +433,10 @@ export async function loadTrainingRun(path: string, options: LoadRunConfigOption
       return loadSft(file as z.output<typeof sftRunConfigFileSchema>, path, base, options)
     case 'preference':
       return loadPreference(file as z.output<typeof preferenceRunConfigFileSchema>, path, base, options)
+    case 'for':
+      return loadFlowOfReasoning(file as z.output<typeof flowOfReasoningRunConfigFileSchema>, path, base, options)
+    case 'aligndistil':
+      return loadAlignDistil(file as z.output<typeof alignDistilRunConfigFileSchema>, path, base, options)
     default:
       return loadRewardModel(file as z.output<typeof rewardModelRunConfigFileSchema>, path, base, options)
   }
@@ -483,6 +514,8 @@ function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType 
   if (kind === 'sft') return sftRunConfigFileSchema
   if (kind === 'preference') return preferenceRunConfigFileSchema
   if (kind === 'reward-model') return rewardModelRunConfigFileSchema
+  if (kind === 'for') return flowOfReasoningRunConfigFileSchema
+  if (kind === 'aligndistil') return alignDistilRunConfigFileSchema
   const registry = options.environments
   const games = [...registry.names()]
   const opponents = [...(options.opponents?.names() ?? [])]
@@ -873,7 +906,15 @@ function pairTexts(pairs: readonly { prompt?: unknown; chosen: unknown; rejected
 async function loadSft(file: z.output<typeof sftRunConfigFileSchema>, path: string, base: string, options: LoadRunConfigOptions): Promise<SftRun> {
   const records = await readJsonLines(file.data, 'data', sftRecordSchema, base)
   const parts = await loadParts(file, path, base, options, () => records.map((record) => `${record.prompt}${record.response}`))
-  const config = { ...trainerFields(file, 'steps'), model: parts.model, tokenizer: parts.tokenizer, examples: records } as SftTrainerConfig
+  const config = {
+    ...trainerFields(file, 'steps'),
+    model: parts.model,
+    tokenizer: parts.tokenizer,
+    examples: records,
+    ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
+    loggers: parts.loggers,
+    loggedConfig: parts.loggedConfig,
+  } as SftTrainerConfig
   return { ...parts, kind: 'sft', steps: file.steps, config }
 }
 
@@ -921,4 +962,62 @@ async function loadRewardModel(
     ...pairRunFields(parts, pairs, heldOut),
   } as RewardModelTrainerConfig
   return { ...parts, kind: 'reward-model', steps: file.steps, evaluateEvery: file.evaluateEvery, config }
+}
+
+async function loadFlowOfReasoning(
+  file: z.output<typeof flowOfReasoningRunConfigFileSchema>,
+  path: string,
+  base: string,
+  options: LoadRunConfigOptions,
+): Promise<FlowOfReasoningRun> {
+  const problems = await readJsonLines(file.data, 'data', z.json(), base)
+  const task = await loadTask(file.task, path, base)
+  // The tokenizer's corpus: each problem's first prompt and the actions allowed there.
+  const parts = await loadParts(file, path, base, options, () => problems.flatMap((problem) => [task.prompt(problem, []), ...task.allowedActions(problem, [])]))
+  const config = {
+    ...trainerFields(file, 'task'),
+    model: parts.model,
+    tokenizer: parts.tokenizer,
+    task,
+    problems,
+    ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
+    loggers: parts.loggers,
+    loggedConfig: parts.loggedConfig,
+  } as FlowOfReasoningTrainerConfig
+  return { ...parts, kind: 'for', steps: file.steps, config }
+}
+
+async function loadAlignDistil(
+  file: z.output<typeof alignDistilRunConfigFileSchema>,
+  path: string,
+  base: string,
+  options: LoadRunConfigOptions,
+): Promise<AlignDistilRun> {
+  const pairs = await readPairs(file.data, 'data', base)
+  const heldOut = file.heldOut === undefined ? undefined : await readPairs(file.heldOut, 'heldOut', base)
+  const parts = await loadParts(file, path, base, options, () => pairTexts(pairs))
+  const config = { ...trainerFields(file, 'teachers'), ...pairRunFields(parts, pairs, heldOut) } as AlignDistilRun['config']
+  const { steps, learningRate, beta } = file.teachers
+  return { ...parts, kind: 'aligndistil', config, teachers: { steps, learningRate, beta } }
+}
+
+/** The module's step-wise task: its export, or what its exported function returns for `options`. */
+async function loadTask(source: z.output<typeof taskSourceSchema>, path: string, base: string): Promise<StepwiseTask<unknown>> {
+  const file = resolve(base, source.module)
+  const fail = (message: string, cause?: unknown) => new ParseError({ source: path, path: ['task', 'module'], message, cause })
+  if (!existsSync(file)) throw fail(`no such file: ${file}`, Object.assign(new Error(file), { code: 'ENOENT' }))
+  let exported: unknown
+  try {
+    exported = ((await import(pathToFileURL(file).href)) as Record<string, unknown>)[source.export]
+  } catch (error) {
+    throw fail(`cannot import ${file} (${describeError(error)})`, error)
+  }
+  const task = typeof exported === 'function' ? await (exported as (options: unknown) => unknown)(source.options) : exported
+  const isTask = (value: unknown): value is StepwiseTask<unknown> =>
+    typeof value === 'object' &&
+    value !== null &&
+    ['key', 'prompt', 'allowedActions', 'logReward', 'solved'].every((name) => typeof (value as Record<string, unknown>)[name] === 'function')
+  if (!isTask(task))
+    throw fail(`'${source.export}' of ${file} is not a StepwiseTask { key, prompt, allowedActions, logReward, solved } nor a function returning one`)
+  return task
 }

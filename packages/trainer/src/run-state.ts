@@ -14,6 +14,7 @@ import {
 } from '@ludic/model'
 import type { RunLoggers } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
+import type { z } from 'zod'
 import { trajectoriesFileName } from './trajectory-log.js'
 import { createTrajectoryFile, type TrajectoryFile } from './trajectory-writer.js'
 
@@ -42,12 +43,19 @@ export class ResumeError extends LudicError {
   }
 }
 
-/** What a trainer continues from: the step reached, its generator and the metrics of every step so far. */
+/**
+ * What a trainer continues from: the step reached, its generator, the metrics of every step so far and the trainer's
+ * own state as plain data (its data position, a replay buffer, cached reference log-probs…).
+ */
 export interface RunProgress {
   step: number
   random: Random
   history: StepMetrics[]
+  trainerState?: JsonValue
 }
+
+/** Plain JSON data (what a checkpoint's `extra` holds). */
+export type JsonValue = z.core.util.JSONType
 
 /**
  * A run directory: `metrics.jsonl` and `checkpoint-<step>/` folders holding the weights, the optimizer, the
@@ -87,8 +95,14 @@ export interface RunStateOptions {
   directory: string | undefined
   keepLast: number
   model: CausalLanguageModel
+  /**
+   * The weights a checkpoint holds. Default `model.parameters()`; a trainer with parameters of its own beside the
+   * model's (Flow of Reasoning's log Z) gives them all.
+   */
+  parameters?: ReadonlyMap<string, tf.Variable>
   optimizer: AdamW
-  estimator: AdvantageEstimatorV1
+  /** An advantage estimator with a state (saved and restored with each checkpoint). Default: none. */
+  estimator?: AdvantageEstimatorV1 | undefined
   reference: CausalLanguageModel | undefined
   /**
    * A separate critic's trained parameters and optimizer: saved beside each checkpoint under `critic/checkpoint-<step>`
@@ -101,7 +115,9 @@ export interface RunStateOptions {
   loggers: RunLoggers
 }
 
-export function createRunState({ directory, keepLast, model, optimizer, estimator, reference, critic, notify, loggers }: RunStateOptions): RunState {
+export function createRunState(options: RunStateOptions): RunState {
+  const { directory, keepLast, model, optimizer, estimator, reference, critic, notify, loggers } = options
+  const weights = () => options.parameters ?? model.parameters()
   const trajectoryFile: TrajectoryFile | undefined = directory === undefined ? undefined : createTrajectoryFile(join(directory, trajectoriesFileName))
   const needDirectory = (purpose: string): string => {
     if (directory === undefined) throw new InvalidArgumentError({ argument: 'config.runDirectory', value: undefined, message: `is needed ${purpose}` })
@@ -116,7 +132,7 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
     const broken: { step: number; path: string; error: Error }[] = []
     for (const { step, path } of [...checkpoints].reverse()) {
       try {
-        const loaded = await loadTrainingCheckpoint(path, { parameters: model.parameters(), optimizer })
+        const loaded = await loadTrainingCheckpoint(path, { parameters: weights(), optimizer })
         for (const newer of broken) {
           const aside = join(runDirectory, `broken-checkpoint-${newer.step}-${Date.now()}`)
           await rename(newer.path, aside)
@@ -192,27 +208,31 @@ export function createRunState({ directory, keepLast, model, optimizer, estimato
       const runDirectory = needDirectory('to resume')
       const loaded = await loadNewest(runDirectory)
       if (loaded === undefined) return undefined
-      const extra = (loaded.extra ?? {}) as { estimatorState?: unknown; history?: StepMetrics[] }
+      const extra = (loaded.extra ?? {}) as { estimatorState?: unknown; history?: StepMetrics[]; trainerState?: JsonValue }
       if (reference !== undefined) await loadReference(runDirectory, reference)
       if (critic !== undefined) await loadCritic(runDirectory, loaded.step, critic)
-      if (extra.estimatorState !== undefined && extra.estimatorState !== null) estimator.setState?.(extra.estimatorState)
+      if (extra.estimatorState !== undefined && extra.estimatorState !== null) estimator?.setState?.(extra.estimatorState)
       const history = extra.history ?? []
       // The loggers continue from the checkpoint's step (metrics.jsonl keeps its lines up to it, rebuilt when some are missing).
       await loggers.start({ step: loaded.step, history })
       // The episodes of steps after the checkpoint are played again: their old lines go.
       await trajectoryFile?.keepThrough(loaded.step)
-      return { step: loaded.step, random: loaded.random, history }
+      return { step: loaded.step, random: loaded.random, history, ...(extra.trainerState === undefined ? {} : { trainerState: extra.trainerState }) }
     },
-    async checkpoint({ step, random, history }) {
+    async checkpoint({ step, random, history, trainerState }) {
       const runDirectory = needDirectory('to save checkpoints')
       if (reference !== undefined && (await latestCheckpoint(join(runDirectory, 'reference'))) === undefined) {
         await saveTrainingCheckpoint(join(runDirectory, 'reference'), { parameters: reference.parameters(), randomState: random.getState(), step: 0 })
       }
-      const extra = { estimatorState: (estimator.getState?.() ?? null) as never, history: history as never }
+      const extra = {
+        estimatorState: (estimator?.getState?.() ?? null) as never,
+        history: history as never,
+        ...(trainerState === undefined ? {} : { trainerState }),
+      }
       // The critic's first: a checkpoint of the run exists only once its critic's does.
       if (critic !== undefined)
         await saveTrainingCheckpoint(join(runDirectory, 'critic'), { ...critic, randomState: random.getState(), step }, { keepLast: keepLast + 1 })
-      await saveTrainingCheckpoint(runDirectory, { parameters: model.parameters(), optimizer, randomState: random.getState(), step, extra }, { keepLast })
+      await saveTrainingCheckpoint(runDirectory, { parameters: weights(), optimizer, randomState: random.getState(), step, extra }, { keepLast })
       return join(runDirectory, `checkpoint-${step}`)
     },
     async prepare() {

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, yieldToEventLoop } from '@ludic/core'
+import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type Random } from '@ludic/core'
 import { maskedMean } from '@ludic/tensors'
 import {
   CausalLanguageModel,
@@ -13,9 +13,12 @@ import {
 } from '@ludic/model'
 import { z } from 'zod'
 import { optimizerConfigSchema } from './optimizer-config.js'
-import { createProgressBar, type ProgressStream } from './progress-bar.js'
+import { plainConfig } from './loggers/run-loggers.js'
+import type { StepMetrics } from './metrics-log.js'
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
 import { raggedOf, type TokenSequence } from './sequences.js'
+import { createDataOrder } from './data-order.js'
+import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
 
 /** A supervised example: token ids, or text (encoded with the trainer's tokenizer, no special tokens added). */
 export type SftExample = TokenSequence | { prompt: string; response: string }
@@ -37,11 +40,11 @@ export const sftTrainerConfigSchema = z.strictObject({
   schedule: z.union([scheduleConfigSchema, z.custom<LearningRateSchedule>((value) => typeof value === 'function', 'must be a function')]).optional(),
   /** Seeds the order of examples (a fresh permutation each epoch). Default 0. */
   seed: z.number().int().default(0),
+  ...runConfigFields,
 })
 export type SftTrainerConfig = z.input<typeof sftTrainerConfigSchema>
 
-export interface SftStepMetrics {
-  step: number
+export type SftStepMetrics = StepMetrics & {
   /** Token-mean negative log-likelihood of the response tokens (the loss). */
   nll: number
   gradNorm: number
@@ -76,14 +79,9 @@ export function sftStep(
   return { nll, gradNorm: clipped.norm, tokens: batch.reduce((total, s) => total + s.responseIds.length, 0) }
 }
 
-export interface SftTrainer {
-  readonly optimizer: AdamW
-  /** Updates taken so far. */
-  readonly stepCount: number
-  step(): SftStepMetrics
-  run(options: { steps: number; onStep?: (metrics: SftStepMetrics) => void; progress?: boolean | ProgressStream }): Promise<SftStepMetrics[]>
-  /** Frees the optimizer's moments (the model stays). */
-  dispose(): void
+export interface SftTrainer extends TrainerControls<SftStepMetrics> {
+  /** Updates until `steps` have been taken in total (a resumed run continues to it); returns this call's metrics. */
+  run(options: TrainerRunOptions<SftStepMetrics> & { steps: number }): Promise<SftStepMetrics[]>
 }
 
 /**
@@ -110,44 +108,32 @@ export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
     }
   })
   const optimizer = createAdamW(model.trainableParameters(), { ...adamW, learningRate })
-  const random = createRandom(deriveSeed('ludic.sft', seed))
-  let order: number[] = []
-  let stepCount = 0
-  const nextBatch = (): TokenSequence[] => {
-    const batch: TokenSequence[] = []
-    while (batch.length < Math.min(batchSize, examples.length)) {
-      if (order.length === 0) order = random.shuffle(Array.from({ length: examples.length }, (_, index) => index))
-      batch.push(examples[order.pop()!]!)
-    }
-    return batch
-  }
-  const step = (): SftStepMetrics => {
-    const rate = learningRate * schedule(stepCount)
-    const result = sftStep(model, optimizer, nextBatch(), { learningRate: rate, maxGradNorm })
-    stepCount++
-    return { step: stepCount, ...result, learningRate: rate }
-  }
-  return {
+  let random: Random = createRandom(deriveSeed('ludic.sft', seed))
+  const order = createDataOrder(examples.length, batchSize)
+  const skeleton = createTrainerSkeleton<SftStepMetrics>({
+    name: 'sft',
+    model,
     optimizer,
-    get stepCount() {
-      return stepCount
+    run: parsed,
+    plainConfig: () => plainConfig(parsed, ['model', 'tokenizer', 'examples', 'loggers', 'loggedConfig']),
+    async update(stepIndex) {
+      const rate = learningRate * schedule(stepIndex)
+      const result = sftStep(
+        model,
+        optimizer,
+        order.next(random).map((index) => examples[index]!),
+        { learningRate: rate, maxGradNorm },
+      )
+      return { metrics: { step: stepIndex + 1, ...result, learningRate: rate } }
     },
-    step,
-    async run({ steps, onStep, progress = false }) {
-      if (!Number.isInteger(steps) || steps < 0)
-        throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer' })
-      const bar = progress === false ? undefined : createProgressBar(steps, { label: 'sft', ...(progress === true ? {} : { stream: progress }) })
-      const history: SftStepMetrics[] = []
-      for (let index = 0; index < steps; index++) {
-        const metrics = step()
-        history.push(metrics)
-        onStep?.(metrics)
-        bar?.update(index + 1, { nll: metrics.nll })
-        await yieldToEventLoop() // let the terminal and signals through
-      }
-      bar?.finish()
-      return history
+    random: () => random,
+    saveState: () => ({ order: order.getState() }),
+    restoreState(state, restored) {
+      random = restored
+      order.setState((state as { order?: number[] } | undefined)?.order)
     },
+    progressFields: (metrics) => ({ nll: metrics.nll }),
     dispose: () => optimizer.dispose(),
-  }
+  })
+  return trainerWith(skeleton, { optimizer, run: skeleton.run })
 }

@@ -176,6 +176,68 @@ describe('ludic train', () => {
     expect(await runCli(['train', cpo], missingScorer.io)).toBe(exitCodes.notFound)
   })
 
+  it("runs the Game of 24 example's for.yaml (kind: for) with a small budget, and --resume continues it to a larger total", async () => {
+    const config = fileURLToPath(new URL('../../../../examples/game24-diversity/for.yaml', import.meta.url))
+    const runDirectory = join(temporaryDirectory(), 'for-yaml')
+    const small = ['samplesPerProblem=2', 'localSearch.tries=2', 'checkpointEvery=1', 'tokenizer.train.vocabSize=300']
+    const argv = (steps: number, ...extra: string[]) => [
+      '--json',
+      'train',
+      config,
+      '--steps',
+      String(steps),
+      '--run-directory',
+      runDirectory,
+      ...[...small, ...Object.entries(tinyOverrides).map(([name, value]) => `model.overrides.${name}=${value}`)].flatMap((field) => ['--set', field]),
+      ...extra,
+    ]
+    const first = captureIo()
+    expect(await runCli(argv(2), first.io), first.stderr()).toBe(exitCodes.ok)
+    expect(JSON.parse(first.stdout()) as TrainSummary).toMatchObject({ kind: 'for', steps: 2, interrupted: false })
+    expect(existsSync(join(runDirectory, 'checkpoint-2'))).toBe(true)
+    const resumed = captureIo()
+    expect(await runCli(argv(3, '--resume'), resumed.io), resumed.stderr()).toBe(exitCodes.ok)
+    const summary = JSON.parse(resumed.stdout()) as TrainSummary
+    expect(summary).toMatchObject({ kind: 'for', steps: 3, last: { step: 3 } })
+    expect(summary.last.loss).toBeGreaterThanOrEqual(0)
+    const steps = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { step: number }).step)
+    expect(steps).toEqual([1, 2, 3])
+    expect(existsSync(join(summary.modelDirectory!, 'tokenizer.json'))).toBe(true)
+  })
+
+  it("runs the AlignDistil example's aligndistil.yaml (kind: aligndistil): teachers, then distillation, with held-out figures", async () => {
+    const config = fileURLToPath(new URL('../../../../examples/aligndistil/aligndistil.yaml', import.meta.url))
+    const { io, stdout, stderr } = captureIo()
+    const fields = [
+      'teachers.steps=1',
+      'evaluateEvery=1',
+      'tokenizer.train.vocabSize=300',
+      ...Object.entries(tinyOverrides).map(([name, value]) => `model.overrides.${name}=${value}`),
+    ]
+    const argv = [
+      '--json',
+      'train',
+      config,
+      '--steps',
+      '2',
+      '--run-directory',
+      join(temporaryDirectory(), 'aligndistil-yaml'),
+      ...fields.flatMap((field) => ['--set', field]),
+    ]
+    expect(await runCli(argv, io), stderr()).toBe(exitCodes.ok)
+    const summary = JSON.parse(stdout()) as TrainSummary
+    expect(summary).toMatchObject({ kind: 'aligndistil', steps: 2, interrupted: false, last: { step: 2 } })
+    expect(summary.last.teacherKl).toBeGreaterThanOrEqual(0)
+    expect(summary.evaluation).toMatchObject({ pairs: 32 })
+    expect(stderr()).toContain('align-distil [')
+    const metrics = (await readFile(join(summary.runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n')
+    expect(metrics.map((line) => (JSON.parse(line) as { step: number }).step)).toEqual([1, 2])
+    expect(JSON.parse(metrics[1]!)['eval/accuracy']).toBeGreaterThanOrEqual(0)
+  })
+
   it("runs the Kuhn Poker example's kuhn.yaml with a small budget", async () => {
     const config = fileURLToPath(new URL('../../../../examples/selfplay-kuhn-poker/kuhn.yaml', import.meta.url))
     const { io, stdout, stderr } = captureIo()
@@ -223,6 +285,34 @@ describe('ludic train', () => {
     expect(resumed).toMatchObject({ interrupted: false, steps: 3 })
     expect(resumed.warmUp).toBeUndefined() // a resumed run is past its warm-up
     expect(existsSync(join(directory, 'stop-run', 'model', 'model.safetensors'))).toBe(true)
+  })
+
+  it('stops an SFT run at Ctrl+C with a checkpoint too, and --resume continues it to its total', async () => {
+    const directory = temporaryDirectory()
+    await writeFile(join(directory, 'sft.jsonl'), ['{"prompt":"2+2=","response":"4"}', '{"prompt":"3+3=","response":"6"}'].join('\n'))
+    const path = join(directory, 'sft-stop.yaml')
+    await writeFile(
+      path,
+      `kind: sft\nmodel: ${model}\ntokenizer: { train: { vocabSize: 262 } }\ndata: sft.jsonl\nsteps: 4\nbatchSize: 2\nrunDirectory: sft-stop\n`,
+    )
+    const { io, controller, stdout } = captureIo()
+    const write = io.stderr.write
+    io.stderr.write = (text: string) => {
+      if (text.startsWith('sft [') && text.includes(' 2/4')) controller.abort() // as Ctrl+C once the second step is done
+      return write(text)
+    }
+    expect(await runCli(['--json', 'train', path], io)).toBe(exitCodes.interrupted)
+    expect(JSON.parse(stdout()) as TrainSummary).toMatchObject({ kind: 'sft', interrupted: true, steps: 2 })
+    expect(await readdir(join(directory, 'sft-stop'))).toContain('checkpoint-2')
+    const again = captureIo()
+    expect(await runCli(['--json', 'train', path, '--resume'], again.io)).toBe(exitCodes.ok)
+    const resumed = JSON.parse(again.stdout()) as TrainSummary
+    expect(resumed).toMatchObject({ interrupted: false, steps: 4, last: { step: 4 } })
+    const steps = (await readFile(join(directory, 'sft-stop', 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { step: number }).step)
+    expect(steps).toEqual([1, 2, 3, 4])
   })
 
   describe('--resume never trains as if resumed from what cannot be read (issue 34)', () => {

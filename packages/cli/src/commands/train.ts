@@ -6,20 +6,23 @@ import { ParseError } from '@ludic/core'
 import {
   applyConfigOverrides,
   checkRlTrainerConfig,
+  createAlignDistilTrainer,
+  createFlowOfReasoningTrainer,
+  trainContrastiveDpoModels,
   createCpoTrainer,
   createPreferenceTrainer,
-  createProgressBar,
   createRewardModelTrainer,
   createRlTrainer,
-  createRunLoggers,
   createSftTrainer,
   loadTrainingRun,
   readRunConfigFile,
   redactSecrets,
   refuseAnotherRun,
   type RunKind,
-  type SftRun,
   type SftTrainerConfig,
+  type StepMetrics,
+  type TrainerControls,
+  type TrainerRunOptions,
   type TokenizerFiles,
   type TrainingRun,
 } from '@ludic/trainer'
@@ -37,7 +40,7 @@ export interface TrainOptions {
   runDirectory?: string
   /** `path=value` fields set in the config before it is checked, e.g. `batch.episodesPerStep=4`. */
   set?: readonly string[]
-  /** Continue from the run directory's latest checkpoint (RL and CPO). */
+  /** Continue from the run directory's latest checkpoint (every kind; with `checkpointEvery`). */
   resume?: boolean
   /**
    * Modules imported before the config is read (paths relative to the working directory), as its own `plugins:` are:
@@ -68,7 +71,7 @@ export interface TrainSummary {
   evaluation?: Record<string, number>
 }
 
-const tick = () => new Promise<void>((done) => setImmediate(done)) // lets the terminal, timers and Ctrl+C through
+const _tick = () => new Promise<void>((done) => setImmediate(done)) // lets the terminal, timers and Ctrl+C through
 
 /**
  * `ludic train <config>`: reads the run config (YAML or JSON; see the README's "Config files"), trains with a
@@ -150,7 +153,7 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       if (run.kind === 'rl') checkRlTrainerConfig(run.config)
       await saveConfig()
       if (run.warmUp !== undefined && !resuming) {
-        const history = await sftSteps(run.warmUp.config, run.warmUp.steps, 'warm-up', context, undefined)
+        const history = await sftSteps(run.warmUp.config, run.warmUp.steps, 'warm-up', context)
         summary.warmUp = { steps: history.length, nll: history.at(-1)?.nll }
         log(context, `warm-up: ${history.length} steps, nll ${history.at(-1)?.nll.toFixed(3) ?? 'n/a'}`)
         if (signal.aborted) {
@@ -182,22 +185,48 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       return
     }
     case 'sft': {
-      const history = await sftSteps(run.config, run.steps, 'sft', context, run)
-      summary.steps = history.length
-      summary.interrupted = history.length < run.steps
-      summary.last = { ...(history.at(-1) ?? {}) }
+      await trainToTotal(createSftTrainer(run.config), run.steps, summary, { progress, signal }, context)
       return
     }
     case 'preference': {
       const trainer = createPreferenceTrainer(run.config)
+      await trainToTotal(trainer, trainer.plannedSteps, summary, { progress, signal }, context, trainer.heldOutPairs.length > 0 ? trainer.evaluate : undefined)
+      return
+    }
+    case 'for': {
+      await trainToTotal(createFlowOfReasoningTrainer(run.config), run.steps, summary, { progress, signal }, context)
+      return
+    }
+    case 'aligndistil': {
+      // The teachers first: DPO and reverse DPO from the model on the same pairs (the paper's contrastive teachers).
+      const { model, tokenizer, pairs, loss, batchSize, chatTemplate, maxLength, maxPromptLength, seed } = run.config
+      const { dpoModel, reverseDpoModel } = await trainContrastiveDpoModels({
+        model,
+        tokenizer,
+        pairs,
+        steps: run.teachers.steps,
+        loss: { type: 'sigmoid', beta: run.teachers.beta ?? loss?.beta ?? 0.1 },
+        ...(run.teachers.learningRate === undefined ? {} : { optimizer: { learningRate: run.teachers.learningRate } }),
+        ...(batchSize === undefined ? {} : { batchSize }),
+        ...(chatTemplate === undefined ? {} : { chatTemplate }),
+        ...(maxLength === undefined ? {} : { maxLength }),
+        ...(maxPromptLength === undefined ? {} : { maxPromptLength }),
+        ...(seed === undefined ? {} : { seed }),
+        loggers: [],
+      })
       try {
-        const history = await trainer.run({ progress, signal })
-        summary.steps = trainer.stepCount
-        summary.interrupted = trainer.stepCount < trainer.plannedSteps
-        summary.last = { ...(history.at(-1) ?? {}) }
-        if (trainer.heldOutPairs.length > 0) summary.evaluation = { ...(await trainer.evaluate()) }
+        const trainer = createAlignDistilTrainer({ ...run.config, dpoModel, reverseDpoModel })
+        await trainToTotal(
+          trainer,
+          trainer.plannedSteps,
+          summary,
+          { progress, signal },
+          context,
+          trainer.heldOutPairs.length > 0 ? () => trainer.evaluate() : undefined,
+        )
       } finally {
-        trainer.dispose()
+        dpoModel.dispose()
+        reverseDpoModel.dispose()
       }
       return
     }
@@ -220,38 +249,41 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
 }
 
 /**
- * SFT updates with a progress bar, stopping at Ctrl+C; metrics through the run's loggers (`metrics.jsonl` by default)
- * when a run is given (an SFT run; an RL run's warm-up logs nothing).
+ * Runs a trainer to `total` steps (a resumed run continues to it; Ctrl+C stops after the current step) and fills the
+ * summary: steps, whether it stopped short, the last step's metrics and, where given, the held-out evaluation.
  */
-async function sftSteps(config: SftTrainerConfig, steps: number, label: string, context: CommandContext, run: SftRun | undefined) {
-  const loggers =
-    run === undefined
-      ? undefined
-      : createRunLoggers({
-          loggers: run.loggers,
-          directory: run.runDirectory,
-          trainer: 'sft',
-          config: run.loggedConfig,
-          notify: (message) => context.stderr.write(`warning: ${message}\n`),
-        })
-  const trainer = createSftTrainer(config)
-  const stream = progressStream(context)
-  const bar = stream === false ? undefined : createProgressBar(steps, { stream, label })
-  const history = []
+async function trainToTotal(
+  trainer: TrainerControls<StepMetrics> & { run(options: TrainerRunOptions & { steps: number }): Promise<unknown> },
+  total: number,
+  summary: TrainSummary,
+  options: Pick<TrainerRunOptions, 'progress' | 'signal'>,
+  context: CommandContext,
+  evaluate?: () => Promise<object>,
+): Promise<void> {
   try {
-    for (let step = 0; step < steps && !context.signal.aborted; step++) {
-      const metrics = trainer.step()
-      history.push(metrics)
-      await loggers?.log({ ...metrics })
-      bar?.update(step + 1, { nll: metrics.nll })
-      await tick()
+    await trainer.run({ ...options, steps: total })
+    summary.steps = trainer.stepCount
+    summary.interrupted = trainer.stepCount < total
+    // Stopped by Ctrl+C: a checkpoint of the step reached, so that --resume continues (as an RL run's).
+    if (summary.interrupted && options.signal?.aborted === true && trainer.stepCount > 0) {
+      const checkpoint = await trainer.checkpoint()
+      log(context, `interrupted after step ${trainer.stepCount}; checkpoint ${checkpoint} (run again with --resume to continue)`)
     }
+    summary.last = { ...(trainer.history.at(-1) ?? {}) }
+    if (evaluate !== undefined) summary.evaluation = { ...(await evaluate()) } as Record<string, number>
   } finally {
-    bar?.finish()
     trainer.dispose()
-    await loggers?.close()
   }
-  return history
+}
+
+/** An RL run's SFT warm-up: updates with a progress bar, stopping at Ctrl+C; it logs nothing (the run's metrics are RL's). */
+async function sftSteps(config: SftTrainerConfig, steps: number, label: string, context: CommandContext) {
+  const trainer = createSftTrainer({ ...config, loggers: [] })
+  try {
+    return await trainer.run({ steps, progress: progressStream(context), signal: context.signal, label })
+  } finally {
+    trainer.dispose()
+  }
 }
 
 /** `<run directory>/model`: the weights (`saveModel`) and the tokenizer's files, loadable by `loadModel` and `loadTokenizer`. */
