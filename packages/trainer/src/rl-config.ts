@@ -141,8 +141,8 @@ export const rlTrainerConfigSchema = z
     entropyExcludeTokenIds: z.array(z.number().int().min(0)).optional(),
     /**
      * Recompute each layer's activations in the backward pass instead of keeping them (activation checkpointing,
-     * `sequenceLogprobs`' `recomputeLayers`): one more forward pass per update for a much lower peak — a
-     * Qwen3-0.6B-shaped LoRA step on 4 × 128 tokens peaks at 5.4 GiB instead of 9.0 GiB. Refused with LoRA dropout.
+     * `sequenceLogprobs`' `recomputeLayers`): one more forward pass per update for a much lower peak (measured in
+     * the README's "one step" section). Refused with LoRA dropout.
      * Default false.
      */
     recomputeLayers: z.boolean().default(false),

@@ -336,7 +336,7 @@ export type TrainingRun = RlRun | SftRun | PreferenceRun | RewardModelRun | Flow
 
 export const runConfigFileLimitsSchema = z
   .object({
-    /** The largest run config file read, in bytes, checked before reading (a 50 MB YAML took 18.7 s and 1.4 GB). Default: 4 MiB. */
+    /** The largest run config file read, in bytes, checked before reading (a YAML file of tens of megabytes takes seconds and gigabytes to parse). Default: 4 MiB. */
     maxBytes: z
       .number()
       .int()
