@@ -74,7 +74,7 @@ describe('ludic', () => {
     await writeFile(kind, 'kind: ppo\n')
     const wrongKind = captureIo()
     expect(await runCli(['train', kind], wrongKind.io)).toBe(exitCodes.usage)
-    expect(wrongKind.stderr()).toContain('kind: not an allowed value (got "ppo") (allowed: rl | cpo | sft | preference | reward-model)')
+    expect(wrongKind.stderr()).toContain('kind: not an allowed value (got "ppo") (allowed: rl | cpo | sft | preference | reward-model | for | aligndistil)')
   })
 
   it('bounds --set paths into lists on train and bench, and config files by size and depth, naming the path (exit code 2)', async () => {

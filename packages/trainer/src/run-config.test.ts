@@ -83,7 +83,7 @@ environments: [{ game: kuhn-poker-v1 }]
 trajectories: { episodesPerStep: all, maxLineBytes: 8192 }
 `
     const config = await loadRunConfig(await write('trajectories.yaml', yaml), { ...registries, tokenizer })
-    expect(config.trajectories).toEqual({ enabled: true, episodesPerStep: 'all', maxLineBytes: 8192 })
+    expect(config.trajectories).toEqual({ enabled: true, episodesPerStep: 'all', maxLineBytes: 8192, entropy: true })
     config.model.dispose()
   })
 
