@@ -1,34 +1,12 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { InvalidArgumentError, LudicError, type EnvironmentV1, type Trajectory, type TrajectoryScorerV1 } from '@ludic/core'
+import { InvalidArgumentError, LudicError, type Trajectory, type TrajectoryScorerV1 } from '@ludic/core'
 import { createScriptedPolicy } from '@ludic/core/test'
 import { applyLora } from '@ludic/model'
 import { describe, expect, it } from 'vitest'
 import { createCpoTrainer, type CpoTrainerConfig } from './cpo-trainer.js'
-import { createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
+import { createChatEnvironment, createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
 
 useBackendAndDirectory('ludic-cpo-')
-
-/** A one-exchange dialogue: the user speaks (a fixed policy), the character answers; rewards are always 0. */
-function createChatEnvironment(): EnvironmentV1 {
-  let seed = 0
-  let turn = 0
-  return {
-    specificationVersion: 'v1',
-    id: 'chat-v1',
-    roles: ['user', 'character'],
-    reset(newSeed) {
-      seed = newSeed
-      turn = 0
-      return { role: 'user', observation: `you are a visitor (${seed % 5})` }
-    },
-    step() {
-      turn++
-      if (turn === 1)
-        return { done: false, truncated: false, next: { role: 'character', observation: `you are the keeper (${seed % 5})` }, rewards: {}, info: {} }
-      return { done: true, truncated: false, rewards: { user: 0, character: 0 }, info: {} }
-    },
-  }
-}
 
 const characterReply = (trajectory: Trajectory) => trajectory.turns.find((turn) => turn.role === 'character')?.action ?? ''
 const share = (text: string) => (text.length === 0 ? 0 : [...text].filter((character) => character === 'a').length / text.length)

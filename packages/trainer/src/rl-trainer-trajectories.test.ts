@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest'
 import { createCpoTrainer } from './cpo-trainer.js'
 import type { RlTrainerConfig } from './rl-config.js'
 import { createRlTrainer } from './rl-trainer.js'
-import { createPickEnvironment, createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
+import { createChatEnvironment, createPickEnvironment, createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
 import { type TrajectoryRecord, trajectoryRecordSchema } from './trajectory-log.js'
 
 const temporaryDirectory = useBackendAndDirectory('ludic-trajectories-')
@@ -249,28 +249,6 @@ describe('trajectories.jsonl of the RL trainer', () => {
     model.dispose()
   })
 })
-
-/** A one-exchange dialogue: the user speaks (a fixed policy), the character answers; rewards are always 0. */
-function createChatEnvironment(): EnvironmentV1 {
-  let seed = 0
-  let turn = 0
-  return {
-    specificationVersion: 'v1',
-    id: 'chat-v1',
-    roles: ['user', 'character'],
-    reset(newSeed) {
-      seed = newSeed
-      turn = 0
-      return { role: 'user', observation: `you are a visitor (${seed % 5})` }
-    },
-    step() {
-      turn++
-      if (turn === 1)
-        return { done: false, truncated: false, next: { role: 'character', observation: `you are the keeper (${seed % 5})` }, rewards: {}, info: {} }
-      return { done: true, truncated: false, rewards: { user: 0, character: 0 }, info: {} }
-    },
-  }
-}
 
 describe('trajectories.jsonl of CPO and RL-PLUS', () => {
   const cpoConfig = (scorer: TrajectoryScorerV1, runDirectory: string) => ({

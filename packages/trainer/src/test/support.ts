@@ -67,3 +67,25 @@ export function createPickEnvironment(roles: readonly string[] = ['player0'], op
     },
   }
 }
+
+/** A one-exchange dialogue: the user speaks (a fixed policy), the character answers; rewards are always 0. */
+export function createChatEnvironment(): EnvironmentV1 {
+  let seed = 0
+  let turn = 0
+  return {
+    specificationVersion: 'v1',
+    id: 'chat-v1',
+    roles: ['user', 'character'],
+    reset(newSeed) {
+      seed = newSeed
+      turn = 0
+      return { role: 'user', observation: `you are a visitor (${seed % 5})` }
+    },
+    step() {
+      turn++
+      if (turn === 1)
+        return { done: false, truncated: false, next: { role: 'character', observation: `you are the keeper (${seed % 5})` }, rewards: {}, info: {} }
+      return { done: true, truncated: false, rewards: { user: 0, character: 0 }, info: {} }
+    },
+  }
+}
