@@ -1,11 +1,8 @@
 import type { FileHandle } from 'node:fs/promises'
 import { openFileInside } from './file-inside.js'
+import type { SkippedLine } from './api-types.js'
 
-/** A line of a JSON Lines file that was not used, and why (1-based line number; 0: the file as a whole). */
-export interface SkippedLine {
-  line: number
-  reason: string
-}
+export type { SkippedLine }
 
 /** A complete line that parsed as JSON: where it is in the file, and its value. */
 export interface JsonLine {

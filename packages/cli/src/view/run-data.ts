@@ -6,44 +6,13 @@ import { JsonlIndex } from './jsonl-index.js'
 import type { JsonLine } from './jsonl-tail.js'
 import { readSmallJson } from './file-inside.js'
 import { type RunDirectory, runConfigFileName } from './run-directories.js'
+import type { EpisodeSummary, MetricsRecord, RunStatus, RunSummary } from './api-types.js'
 
-/** A line of `metrics.jsonl` as the viewer serves it: `step`, then numbers (`null` where the trainer logged a non-finite one). */
-export type MetricsRecord = { step: number } & Record<string, number | null>
-
-/** An episode of `trajectories.jsonl` as the episode list shows it. */
-export interface EpisodeSummary {
-  /** The line of `trajectories.jsonl` it is on (1-based): `/api/runs/:id/episodes/:index` reads it. */
-  index: number
-  step: number
-  environmentId: string
-  roles: string[]
-  returns: Record<string, number>
-  turnCount: number
-  trainer: string
-}
+export type { EpisodeSummary, MetricsRecord, RunStatus, RunSummary } from './api-types.js'
 
 interface IndexedEpisode extends EpisodeSummary {
   offset: number
   length: number
-}
-
-/** How a run is doing, by its files' times (see `RunData.summary`). */
-export type RunStatus = 'running' | 'finished' | 'unknown'
-
-/** A run as `/api/runs` lists it. */
-export interface RunSummary {
-  id: string
-  name: string
-  path: string
-  status: RunStatus
-  /** The last step in `metrics.jsonl`; null before the first. */
-  step: number | null
-  /** ISO 8601 time of the run's latest file change. */
-  updatedAt: string
-  /** The run config's `kind` (`rl`, `cpo`, `sft`, `preference`, `reward-model`), when `ludic train` saved the config. */
-  kind?: string
-  /** The run's config: `run-config.json` (written by `ludic train`), else an example's `report.json` `options`. */
-  config?: unknown
 }
 
 export interface RunDataOptions {

@@ -3,27 +3,9 @@ import { join } from 'node:path'
 import { z } from 'zod'
 import { isInside, readSmallFileInside } from './file-inside.js'
 import type { MetricsRecord } from './run-data.js'
+import type { RunFiles, RunTable } from './api-types.js'
 
-/** A table cell: text, a number, or null (nothing measured). */
-export type TableCell = string | number | null
-
-/** A table the page shows as it is. */
-export interface RunTable {
-  name: string
-  columns: string[]
-  rows: TableCell[][]
-  /** The file it was read from, relative to the run directory. */
-  source: string
-}
-
-/** What `/api/runs/:id/files` answers. */
-export interface RunFiles {
-  /** The run's Markdown files, joined (each after a `## <file>` heading when there are several). */
-  report?: string
-  /** The files `report` was made of, relative to the run directory. */
-  reportFiles: string[]
-  tables: RunTable[]
-}
+export type { RunFiles, RunTable, TableCell } from './api-types.js'
 
 /** The folder inside a run directory read besides its top level: where `ludic eval <run>/model --out <run>/eval` writes. */
 export const evaluationFolder = 'eval'

@@ -1,32 +1,13 @@
 import type { TrajectoryJudgementRecord, TrajectoryRecord, TrajectoryTurnRecord } from '@ludic/trainer'
+import type { EpisodeSummary, MetricsRecord, RunFiles, RunStatus, RunSummary, RunTable, SkippedLine, TableCell } from '../../src/view/api-types.js'
+
+export type { EpisodeSummary, RunFiles, RunStatus, RunSummary, RunTable, SkippedLine, TableCell }
+/** One line of metrics.jsonl: `step` and numbers by name (`null` where the trainer wrote a non-finite number). */
+export type StepMetrics = MetricsRecord
 
 // The view server's JSON API (read-only, GET only), as the page reads it. Every answer is checked for the shape the
 // page relies on before use: a server of another version, or a proxy's error page, becomes an `ApiError` shown in the
 // page, never a crash half-way through a render.
-
-export type RunStatus = 'running' | 'finished' | 'unknown'
-
-export interface RunSummary {
-  id: string
-  name: string
-  path: string
-  status: RunStatus
-  /** The last step in metrics.jsonl; null before the first. */
-  step: number | null
-  /** ISO 8601 time of the run's latest file change. */
-  updatedAt?: string
-  kind?: string
-  config?: unknown
-}
-
-/** One line of metrics.jsonl: `step` and numbers by name (`null` where the trainer wrote a non-finite number). */
-export type StepMetrics = { step: number } & Record<string, number | null>
-
-/** A line the server could not use, and why (invalid JSON, over the size limit, not the schema). */
-export interface SkippedLine {
-  line: number
-  reason: string
-}
 
 export interface MetricsAnswer {
   records: StepMetrics[]
@@ -34,16 +15,6 @@ export interface MetricsAnswer {
   skipped: SkippedLine[]
   /** Lines skipped in all (more than `skipped` lists when the listing is capped). */
   skippedCount: number
-}
-
-export interface EpisodeSummary {
-  index: number
-  step: number
-  environmentId: string
-  roles: string[]
-  returns: Record<string, number>
-  turnCount: number
-  trainer: string
 }
 
 export interface EpisodesAnswer {
@@ -73,23 +44,6 @@ export interface EpisodeQuery {
 export type { TrajectoryRecord }
 export type TrajectoryTurn = TrajectoryTurnRecord
 export type TrajectoryJudgement = TrajectoryJudgementRecord
-
-export type TableCell = string | number | null
-
-export interface RunTable {
-  name: string
-  columns: string[]
-  rows: TableCell[][]
-  /** The file it was read from, relative to the run directory. */
-  source?: string
-}
-
-export interface RunFiles {
-  /** The run's Markdown files, joined. */
-  report?: string
-  reportFiles?: string[]
-  tables: RunTable[]
-}
 
 export class ApiError extends Error {
   override readonly name = 'ApiError'
