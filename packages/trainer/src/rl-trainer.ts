@@ -118,14 +118,8 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     throw error
   }
   const run = skeleton.runState
-  const trainerName =
-    parsed.scorer !== undefined
-      ? 'cpo'
-      : parsed.externalDemonstrations !== undefined
-        ? 'rl-plus'
-        : parsed.rolePolicies !== undefined && Object.keys(parsed.rolePolicies).length > 0
-          ? 'rl'
-          : 'self-play'
+  // The records' `trainer`: the label, with RL-PLUS named when external demonstrations join a run without a scorer.
+  const trainerName = parsed.scorer === undefined && parsed.externalDemonstrations !== undefined ? 'rl-plus' : defaultLabel
   // trajectories.jsonl: written when the run has a directory (its sample drawn apart from `random`).
   const trajectoryLog = parsed.runDirectory === undefined || !parsed.trajectories.enabled ? undefined : parsed.trajectories
   async function evaluate(step = skeleton.stepCount): Promise<Record<string, number>> {
