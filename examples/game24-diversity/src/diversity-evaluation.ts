@@ -6,8 +6,8 @@
 import { createRandom, deriveSeed, type TokenizerV1 } from '@ludic/core'
 import { game24ExpressionOfSteps } from '@ludic/games'
 import type { CausalLanguageModel } from '@ludic/model'
-import { sampleStepwiseTrajectories } from '@ludic/trainer'
-import { game24Task, type Game24Problem } from './game24-setup.js'
+import { createStepwiseEnvironments, sampleStepwiseTrajectories } from '@ludic/trainer'
+import { game24Task, game24Tasks, type Game24Problem } from './game24-setup.js'
 
 /** One problem's N samples. */
 export interface ProblemResult {
@@ -39,10 +39,12 @@ export async function evaluateDiversity(
   settings: { samples: number; seed: number },
 ): Promise<ProblemResult[]> {
   const random = createRandom(deriveSeed('ludic.game24-evaluation', settings.seed))
+  const { environments, seeds: _, ...prompt } = game24Tasks(problems)
+  const states = createStepwiseEnvironments(tokenizer, environments, prompt)
   const results: ProblemResult[] = []
-  for (const problem of problems) {
-    const trajectories = await sampleStepwiseTrajectories(model, tokenizer, game24Task, problem, { temperatures: Array(settings.samples).fill(1), random })
-    const correct = trajectories.filter((steps) => game24Task.solved(problem, steps))
+  for (const [seed, problem] of problems.entries()) {
+    const episodes = await sampleStepwiseTrajectories(model, tokenizer, states, { environment: 0, seed }, { temperatures: Array(settings.samples).fill(1), random })
+    const correct = episodes.map((episode) => episode.actions).filter((steps) => game24Task.solved(problem, steps))
     const expressions = correct.map((steps) => {
       const replayed = game24ExpressionOfSteps(problem, steps)
       return replayed.ok ? replayed.expression : ''

@@ -1,12 +1,20 @@
 /**
- * Game of 24 for a tiny model: the compact prompt it reads (the problem, the steps so far, the numbers left),
- * the same prompt for the rollout of `createRlTrainer` (GRPO) made from the environment's observation, the
- * `StepwiseTask` of the Flow of Reasoning trainer (allowed actions: every valid next step), solver solutions as
- * warm-up examples, and a byte-level BPE trained on that text.
+ * Game of 24 for a tiny model: the compact prompt it reads (the problem, the steps so far, the numbers left), made
+ * from `createGame24`'s structured turn for both the rollout of `createRlTrainer` (GRPO) and the Flow of Reasoning
+ * trainer, which takes the same environment (`game24Environment`: every valid next step listed as the legal
+ * actions, FoR's rewards), solver solutions as warm-up examples, and a byte-level BPE trained on that text.
  */
-import { createRandom, deriveSeed, type ChatMessage, type TurnView } from '@ludic/core'
-import { canonicalGame24Expression, formatRational, game24ExpressionOfSteps, game24Items, game24NextSteps, playGame24Step, type Game24Item } from '@ludic/games'
-import type { StepwiseTask } from '@ludic/trainer'
+import { createRandom, deriveSeed, InvalidArgumentError, type ChatMessage, type EnvironmentV1, type TurnView } from '@ludic/core'
+import {
+  canonicalGame24Expression,
+  createGame24,
+  formatRational,
+  game24ExpressionOfSteps,
+  game24Items,
+  game24NextSteps,
+  playGame24Step,
+  type Game24Item,
+} from '@ludic/games'
 import { Tokenizer, trainBpe } from '@ludic/tokenizer'
 
 export type Game24Problem = readonly number[]
@@ -39,13 +47,14 @@ export const chatTemplate = (messages: readonly ChatMessage[]): string => `${mes
 export const game24Prompt = (problem: Game24Problem, steps: readonly string[]): string => chatTemplate([{ role: 'user', content: promptBody(problem, steps) }])
 
 /**
- * The rollout's prompt for `createGame24`'s observation: the problem (`Use the numbers 4 7 8 8`) and the steps
- * played (`[Player 0] 8 / 8 = 1`) read back, then `promptBody`, so GRPO's model reads exactly what FoR's reads.
+ * The prompt of a `createGame24` turn: `promptBody` of its structured state (`TurnView.state`: the problem and the
+ * steps played), never its wording, so GRPO's rollout and FoR read exactly the same text.
  */
 export function promptOfView(view: TurnView): ChatMessage[] {
-  const numbers = /Use the numbers ([\d ]+) and/.exec(view.observation)?.[1]?.trim().split(' ').map(Number) ?? []
-  const steps = [...view.observation.matchAll(/^\[Player 0\] (.+)$/gm)].map((match) => match[1]!.trim())
-  return [{ role: 'user', content: promptBody(numbers, steps) }]
+  const state = view.state as { numbers?: unknown; steps?: unknown } | undefined
+  if (!Array.isArray(state?.numbers) || !Array.isArray(state.steps))
+    throw new InvalidArgumentError({ argument: 'view.state', value: view.state, message: "must be createGame24's { numbers, steps }" })
+  return [{ role: 'user', content: promptBody(state.numbers as number[], state.steps as string[]) }]
 }
 
 /** A complete trajectory reached 24. */
@@ -55,19 +64,34 @@ export function solvesGame24(problem: Game24Problem, steps: readonly string[]): 
 }
 
 /**
- * Game of 24 as a `StepwiseTask`: the actions allowed at a state are every valid next step on the numbers left
- * (`game24NextSteps`, 22 or fewer at the start, then ≤ 18, then ≤ 6); after three steps the trajectory is complete,
- * with FoR's reward (log 100 on success, log 0.001 otherwise). A state is the problem and its steps, each with one
- * parent, so P_B = 1.
+ * The Game of 24 for Flow of Reasoning: `createGame24` over `problems`, problem `i` dealt by seed `i`, every valid
+ * next step on the numbers left listed as the legal actions (`game24NextSteps`, 22 or fewer at the start, then ≤ 18,
+ * then ≤ 6), and FoR's reward after three steps: R = 100 on 24, 0.001 otherwise (so the trainer's default log R,
+ * the log of the return, is FoR's). A state is the problem and its steps, each with one parent, so P_B = 1.
  */
-export const game24Task: StepwiseTask<Game24Problem> = {
-  key: (problem) => problem.join(' '),
-  prompt: game24Prompt,
-  allowedActions: (problem, steps) => {
+export function game24Environment(problems: readonly Game24Problem[]): () => EnvironmentV1 {
+  const list = problems.map((problem) => [...problem])
+  return () => createGame24({ problems: list, pick: 'index', listSteps: true, successReward: 100, failureReward: 0.001 })
+}
+
+/**
+ * What `createFlowOfReasoningTrainer` (and `createStepwiseEnvironments`) take for `problems`: the environment, the
+ * seeds that deal each problem once, the compact prompt and its chat template.
+ */
+export function game24Tasks(problems: readonly Game24Problem[]) {
+  return { environments: [game24Environment(problems)], seeds: problems.map((_, index) => index), prompt: promptOfView, chatTemplate }
+}
+
+/**
+ * The same task on the problem and its steps (what `game24Environment`'s turns give, checked by `game24-setup.test.ts`):
+ * the valid next steps, FoR's log R and whether the steps reach 24.
+ */
+export const game24Task = {
+  allowedActions: (problem: Game24Problem, steps: readonly string[]): string[] => {
     const replayed = game24ExpressionOfSteps(problem, steps)
     return replayed.ok && replayed.remaining.length >= 2 ? game24NextSteps(replayed.remaining) : []
   },
-  logReward: (problem, steps) => (solvesGame24(problem, steps) ? successLogReward : failureLogReward),
+  logReward: (problem: Game24Problem, steps: readonly string[]): number => (solvesGame24(problem, steps) ? successLogReward : failureLogReward),
   solved: solvesGame24,
 }
 

@@ -28,7 +28,7 @@ import {
   type ProblemResult,
   type Summary,
 } from './diversity-evaluation.js'
-import { chatTemplate, game24Task, promptOfView, solverExamples, trainGame24Tokenizer } from './game24-setup.js'
+import { chatTemplate, game24Tasks, promptOfView, solverExamples, trainGame24Tokenizer } from './game24-setup.js'
 import { trainStepwiseGrpo } from './stepwise-grpo.js'
 
 export const mainOptionsSchema = exampleOptionsSchema({
@@ -219,8 +219,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     const flow = createFlowOfReasoningTrainer({
       model: forModel,
       tokenizer,
-      task: game24Task,
-      problems: trainingProblems,
+      ...game24Tasks(trainingProblems),
       steps: parsed.steps,
       problemsPerStep: parsed.episodesPerStep,
       samplesPerProblem: parsed.samplesPerProblem,

@@ -6,9 +6,9 @@
  */
 import { createRandom, deriveSeed, type TokenizerV1 } from '@ludic/core'
 import { clipGradientsByGlobalNorm, computeGradients, createAdamW, type CausalLanguageModel } from '@ludic/model'
-import { sampleStepwiseTrajectories, stepwiseForwardLogprobs } from '@ludic/trainer'
+import { createStepwiseEnvironments, sampleStepwiseTrajectories, stepwiseForwardLogprobs, type StepwiseProblem } from '@ludic/trainer'
 import * as tf from '@tensorflow/tfjs-core'
-import { game24Task, type Game24Problem } from './game24-setup.js'
+import { game24Task, game24Tasks, type Game24Problem } from './game24-setup.js'
 
 export interface StepwiseGrpoStep {
   step: number
@@ -33,13 +33,19 @@ export async function trainStepwiseGrpo(
   const parameters = model.trainableParameters()
   const optimizer = createAdamW(parameters, { learningRate: settings.learningRate, weightDecay: 0 })
   const random = createRandom(deriveSeed('ludic.game24-stepwise-grpo', settings.seed))
+  const { environments, seeds, ...prompt } = game24Tasks(problems)
+  const states = createStepwiseEnvironments(tokenizer, environments, prompt)
   const history: StepwiseGrpoStep[] = []
   for (let step = 1; step <= settings.steps; step++) {
-    const batch: { problem: Game24Problem; actions: string[]; advantage: number; solved: boolean }[] = []
+    states.clear()
+    const batch: { problem: StepwiseProblem; actions: readonly string[]; advantage: number; solved: boolean }[] = []
     for (let index = 0; index < settings.problemsPerStep; index++) {
-      const problem = random.choice(problems)
-      const group = await sampleStepwiseTrajectories(model, tokenizer, game24Task, problem, { temperatures: Array(settings.groupSize).fill(1), random })
-      const rewards = group.map((actions) => (game24Task.solved(problem, actions) ? 1 : 0))
+      const seed = random.choice(seeds)
+      const problem = { environment: 0, seed }
+      const group = (
+        await sampleStepwiseTrajectories(model, tokenizer, states, problem, { temperatures: Array(settings.groupSize).fill(1), random })
+      ).map((episode) => episode.actions)
+      const rewards = group.map((actions) => (game24Task.solved(problems[seed]!, actions) ? 1 : 0))
       const mean = rewards.reduce((total: number, value) => total + value, 0) / rewards.length
       const std = Math.sqrt(rewards.reduce((total: number, value) => total + (value - mean) ** 2, 0) / Math.max(1, rewards.length - 1))
       group.forEach((actions, member) => batch.push({ problem, actions, advantage: (rewards[member]! - mean) / (std + 1e-6), solved: rewards[member] === 1 }))
@@ -47,7 +53,7 @@ export async function trainStepwiseGrpo(
     const { loss, gradients } = computeGradients(
       () =>
         tf.tidy(() => {
-          const logprobs = stepwiseForwardLogprobs(model, tokenizer, game24Task, batch) // [trajectories]
+          const logprobs = stepwiseForwardLogprobs(model, tokenizer, states, batch) // [trajectories]
           return tf.neg(tf.mean(tf.mul(logprobs, tf.tensor1d(batch.map((entry) => entry.advantage))))) as tf.Scalar
         }),
       parameters,

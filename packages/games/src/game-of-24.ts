@@ -108,7 +108,9 @@ function introduction(numbers: readonly number[], mode: 'steps' | 'expression', 
  * remaining numbers, computed exactly; after three steps the last number decides the reward. In `expression`
  * mode the one action is the whole expression. The move is read like every game's (last `\boxed{}` or
  * `[...]`), or is the whole response when it has neither. Observations are TextArena's `[GAME]` /
- * `[Player 0]` lines: the problem, then each step and the numbers left. Same seed, same problem.
+ * `[Player 0]` lines: the problem, then each step and the numbers left; `TurnView.state` gives the same as data
+ * (`{ numbers, steps, remaining }`: the problem, the steps played, the numbers left as exact fractions). Same seed,
+ * same problem.
  */
 export function createGame24(options: Game24Options = {}): EnvironmentV1 {
   const parsed = parseArgument(game24OptionsSchema, options, 'options')
@@ -118,6 +120,7 @@ export function createGame24(options: Game24Options = {}): EnvironmentV1 {
 
   let numbers: readonly number[] = []
   let items: Game24Item[] = []
+  let steps: string[] = []
   let transcript: Transcript = createTranscript()
   let turns = 0
   let over = true
@@ -137,7 +140,13 @@ export function createGame24(options: Game24Options = {}): EnvironmentV1 {
   }
   const view = (): TurnView => {
     const legal = legalActions()
-    const turn: TurnView = { role: game24Role, observation: transcript.render(0), stateKey: stateKey() }
+    const turn: TurnView = {
+      role: game24Role,
+      observation: transcript.render(0),
+      stateKey: stateKey(),
+      // The problem, the steps played (as written) and the numbers left: a prompt or a scripted player reads these, not the wording.
+      state: { numbers: [...numbers], steps: [...steps], remaining: items.map((item) => formatRational(item.value)) },
+    }
     return legal === undefined ? turn : { ...turn, legalActions: legal }
   }
   /**
@@ -185,6 +194,7 @@ export function createGame24(options: Game24Options = {}): EnvironmentV1 {
       const index = parsed.pick === 'index' ? ((seed % list.length) + list.length) % list.length : createRandom(seed).nextInt(list.length)
       numbers = list[index]!
       items = game24Items(numbers)
+      steps = []
       transcript = createTranscript()
       transcript.game(introduction(numbers, parsed.mode, parsed.integerSteps))
       if (parsed.mode === 'steps') transcript.game(remainingLine())
@@ -208,6 +218,7 @@ export function createGame24(options: Game24Options = {}): EnvironmentV1 {
       const played = playGame24Step(items, move, parsed)
       if (!played.ok) return invalid(`${abbreviate(move)}: ${played.reason}`)
       items = played.value.items
+      steps.push(played.value.step)
       transcript.player(0, played.value.step)
       turns++
       if (items.length === 1) {

@@ -1,30 +1,32 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { createRandom } from '@ludic/core'
+import { createRandom, type EnvironmentV1 } from '@ludic/core'
+import { createBlocksworld } from '@ludic/games'
 import * as tf from '@tensorflow/tfjs-core'
 import { describe, expect, it } from 'vitest'
 import { actionLogprobs } from './action-logprobs.js'
-import { createFlowOfReasoningTrainer, sampleStepwiseTrajectories, stepwiseForwardLogprobs, type StepwiseTask } from './flow-of-reasoning-trainer.js'
+import { createFlowOfReasoningTrainer, sampleStepwiseTrajectories, stepwiseForwardLogprobs } from './flow-of-reasoning-trainer.js'
+import { createStepwiseEnvironments } from './stepwise-environments.js'
+import { planEnvironment, plainChatTemplate } from './test/plan-environment.js'
 import { createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
 import { trajectoryRecordSchema } from './trajectory-log.js'
 import { expectResumeBitForBit } from './test/resume.js'
 
 const directory = useBackendAndDirectory('ludic-flow-of-reasoning-')
 
-/** Two steps, three actions each: nine complete trajectories with known rewards (one problem, `q`). */
+/**
+ * Two steps, three actions each: nine complete trajectories with known rewards (seed 0 deals problem `q`, seed 1
+ * `r`; the prompt is `q:ab>`). `aa`, R = 8, is the one that counts as solved.
+ */
 const rewards: Record<string, number> = { aa: 8, ab: 1, ac: 1, ba: 1, bb: 1, bc: 1, ca: 1, cb: 1, cc: 4 }
 const total = Object.values(rewards).reduce((sum, value) => sum + value, 0)
-const twoStepTask: StepwiseTask<string> = {
-  key: (problem) => problem,
-  prompt: (problem, actions) => `${problem}:${actions.join('')}>`,
-  allowedActions: (_problem, actions) => (actions.length < 2 ? ['a', 'b', 'c'] : []),
-  logReward: (_problem, actions) => Math.log(rewards[actions.join('')]!),
-  solved: (_problem, actions) => actions.join('') === 'aa',
-}
+const twoSteps = planEnvironment({ length: 2, reward: (plan) => rewards[plan]! })
+/** The trainer's task fields: the environment, its seeds, the prompt as it is, and `aa` solved. */
+const twoStepTask = { environments: [twoSteps], prompt: '{observation}', chatTemplate: plainChatTemplate, solved: 8 }
 
 /** The model's exact terminal distribution: P(x) P(y|x), each normalised over the three actions. */
 async function terminalDistribution(model: ReturnType<typeof createTestModel>): Promise<Map<string, number>> {
-  const prompts = ['', 'a', 'b', 'c'].map((prefix) => ({ prompt: twoStepTask.prompt('q', [...prefix]), actions: ['a', 'b', 'c'] }))
+  const prompts = ['', 'a', 'b', 'c'].map((prefix) => ({ prompt: `q:${prefix}>`, actions: ['a', 'b', 'c'] }))
   const scores = await actionLogprobs(model, tokenizer, prompts)
   const normalised = scores.map((row) => {
     const weights = row.map(Math.exp)
@@ -46,8 +48,8 @@ describe('createFlowOfReasoningTrainer', () => {
     const trainer = createFlowOfReasoningTrainer({
       model,
       tokenizer,
-      task: twoStepTask,
-      problems: ['q'],
+      ...twoStepTask,
+      seeds: [0],
       steps: 250,
       samplesPerProblem: 4,
       rewardExponent: { start: 1, end: 1 },
@@ -66,7 +68,7 @@ describe('createFlowOfReasoningTrainer', () => {
     expect(before).toBeGreaterThan(0.3)
     expect(after).toBeLessThan(before / 2)
     const { keys, values } = trainer.logPartitionState()
-    expect(keys).toEqual(['q'])
+    expect(keys).toEqual(['plan-v0/0'])
     expect(Math.abs(values[0]! - Math.log(total))).toBeLessThan(0.5)
     // Each exploration piece ran: replayed batches, sampled batches, local-search accepts, the schedules.
     expect(history.some((metrics) => metrics.replayShare === 1)).toBe(true)
@@ -86,8 +88,8 @@ describe('createFlowOfReasoningTrainer', () => {
     const trainer = createFlowOfReasoningTrainer({
       model,
       tokenizer,
-      task: twoStepTask,
-      problems: ['q'],
+      ...twoStepTask,
+      seeds: [0],
       steps: 60,
       rewardExponent: { start: 3, end: 3 },
       seed: 2,
@@ -98,13 +100,15 @@ describe('createFlowOfReasoningTrainer', () => {
     const firstShare = (plans: string[][], action: string) => plans.filter((plan) => plan[0] === action).length / plans.length
     const exactFirst = ['a', 'b', 'c'].map((first) => ['a', 'b', 'c'].reduce((sum, second) => sum + exact.get(first + second)!, 0))
     const count = 3000
-    const plain = await sampleStepwiseTrajectories(model, tokenizer, twoStepTask, 'q', { temperatures: Array(count).fill(1), random: createRandom(1) })
-    const hot = await sampleStepwiseTrajectories(model, tokenizer, twoStepTask, 'q', { temperatures: Array(count).fill(1000), random: createRandom(2) })
-    const greedy = await sampleStepwiseTrajectories(model, tokenizer, twoStepTask, 'q', {
-      temperatures: Array(count).fill(1),
-      epsilon: 1,
-      random: createRandom(3),
-    })
+    const states = createStepwiseEnvironments(tokenizer, [twoSteps], twoStepTask)
+    const q = { environment: 0, seed: 0 }
+    const plans = async (temperature: number, seed: number, epsilon = 0) =>
+      (await sampleStepwiseTrajectories(model, tokenizer, states, q, { temperatures: Array(count).fill(temperature), epsilon, random: createRandom(seed) })).map(
+        (episode) => [...episode.actions],
+      )
+    const plain = await plans(1, 1)
+    const hot = await plans(1000, 2)
+    const greedy = await plans(1, 3, 1)
     expect(exactFirst[0]).toBeGreaterThan(0.5)
     for (const plan of plain) expect(plan).toHaveLength(2)
     ;['a', 'b', 'c'].forEach((action, index) => {
@@ -120,11 +124,10 @@ describe('createFlowOfReasoningTrainer', () => {
     const exact = await terminalDistribution(model)
     const before = tf.memory().numTensors
     const plans = ['ab', 'cc', 'ba']
+    const states = createStepwiseEnvironments(tokenizer, [twoSteps], twoStepTask)
+    const q = { environment: 0, seed: 0 }
     const logprobs = tf.tidy(() =>
-      stepwiseForwardLogprobs(model, tokenizer, twoStepTask, [
-        ...plans.map((plan) => ({ problem: 'q', actions: [...plan] })),
-        { problem: 'q', actions: ['c'] },
-      ]),
+      stepwiseForwardLogprobs(model, tokenizer, states, [...plans.map((plan) => ({ problem: q, actions: [...plan] })), { problem: q, actions: ['c'] }]),
     )
     const values = await logprobs.data()
     logprobs.dispose()
@@ -132,7 +135,7 @@ describe('createFlowOfReasoningTrainer', () => {
     plans.forEach((plan, index) => expect(values[index]).toBeCloseTo(Math.log(exact.get(plan)!), 4))
     const firstC = ['a', 'b', 'c'].reduce((sum, second) => sum + exact.get(`c${second}`)!, 0)
     expect(values[3]).toBeCloseTo(Math.log(firstC), 4) // a partial trajectory: its steps so far
-    expect(() => tf.tidy(() => stepwiseForwardLogprobs(model, tokenizer, twoStepTask, [{ problem: 'q', actions: ['d'] }]))).toThrow(/allowedActions/)
+    expect(() => tf.tidy(() => stepwiseForwardLogprobs(model, tokenizer, states, [{ problem: q, actions: ['d'] }]))).toThrow(/not a legal action of plan-v0/)
     model.dispose()
   })
 
@@ -142,8 +145,8 @@ describe('createFlowOfReasoningTrainer', () => {
       const trainer = createFlowOfReasoningTrainer({
         model,
         tokenizer,
-        task: twoStepTask,
-        problems: ['q', 'r'],
+        ...twoStepTask,
+        seeds: [0, 1],
         problemsPerStep,
         logPartition: { mode: 'batch-mean' },
         seed: problemsPerStep,
@@ -162,8 +165,8 @@ describe('createFlowOfReasoningTrainer', () => {
       const trainer = createFlowOfReasoningTrainer({
         model,
         tokenizer,
-        task: twoStepTask,
-        problems: ['q', 'r'],
+        ...twoStepTask,
+        seeds: [0, 1],
         problemsPerStep: 2,
         samplesPerProblem: 3,
         localSearch: { tries: 2 },
@@ -192,13 +195,14 @@ describe('createFlowOfReasoningTrainer', () => {
     // Step 1 was scored by the starting weights: the tokens' log-probs sum to the action's, and log P_F normalises it.
     const initial = createTestModel(3)
     for (const record of records) {
-      expect(record).toMatchObject({ trainer: 'for', episode: { environmentId: 'flow-of-reasoning', roles: ['solver'] } })
+      expect(record).toMatchObject({ trainer: 'for', episode: { environmentId: 'plan-v0', roles: ['player'], done: true, truncated: false } })
       expect(['on-policy', 'replay', 'local-search']).toContain(record.episode.source)
-      expect(record.episode.seed).toBe(['q', 'r'].indexOf(record.episode.groupId))
+      expect(record.episode.groupId).toBe(`plan-v0/${record.episode.seed}`)
       const plan = record.turns.map((turn) => turn.action).join('')
-      expect(record.episode.returns.solver).toBeCloseTo(Math.log(rewards[plan]!), 6)
-      expect(record.render).toBe(twoStepTask.prompt(record.episode.groupId, [...plan]))
-      for (const turn of record.turns) {
+      expect(record.episode.returns.player).toBeCloseTo(Math.log(rewards[plan]!), 6)
+      for (const [depth, turn] of record.turns.entries()) {
+        expect(turn.observation).toBe(`${'qr'[record.episode.seed]}:${plan.slice(0, depth)}>`)
+        expect(turn.prompt).toBe(turn.observation)
         expect(turn.tokenIds).toEqual([...tokenizer.encode(turn.action, { addSpecialTokens: false }), tokenizer.eosTokenId])
         expect(turn.tokens).toHaveLength(turn.tokenIds!.length)
         expect(turn.logprobs).toHaveLength(turn.tokenIds!.length)
@@ -220,27 +224,76 @@ describe('createFlowOfReasoningTrainer', () => {
 
   it('refuses a bad config, naming the field', () => {
     const model = createTestModel(1)
-    const base = { model, tokenizer, task: twoStepTask, problems: ['q'] }
+    const base = { model, tokenizer, ...twoStepTask, seeds: [0] }
     expect(() => createFlowOfReasoningTrainer({ ...base, samplesPerProblem: 0 })).toThrow(/samplesPerProblem/)
-    expect(() => createFlowOfReasoningTrainer({ ...base, problems: [] })).toThrow(/problems/)
+    expect(() => createFlowOfReasoningTrainer({ ...base, seeds: [] })).toThrow(/config\.seeds/)
+    expect(() => createFlowOfReasoningTrainer({ ...base, seeds: [1, 1] })).toThrow(/config\.seeds.*distinct/)
+    expect(() => createFlowOfReasoningTrainer({ ...base, environments: [] })).toThrow(/config\.environments/)
+    expect(() => createFlowOfReasoningTrainer({ ...base, environments: [{} as unknown as () => EnvironmentV1] })).toThrow(/config\.environments/)
+    expect(() => createFlowOfReasoningTrainer({ ...base, environments: [twoSteps, twoSteps] })).toThrow(/config\.environments.*ids must differ/)
+    const twoRoles = planEnvironment({ length: 2, reward: () => 1, roles: ['player0', 'player1'] })
+    expect(() => createFlowOfReasoningTrainer({ ...base, environments: [twoRoles] })).toThrow(/config\.environments\[0\].*one/)
+    expect(() => createFlowOfReasoningTrainer({ ...base, solved: 'yes' as unknown as number })).toThrow(/config\.solved/)
     expect(() => createFlowOfReasoningTrainer({ ...base, replay: { probabilityEnd: 2 } })).toThrow(/replay\.probabilityEnd/)
-    expect(() => createFlowOfReasoningTrainer({ ...base, task: { key: () => 'q' } as unknown as StepwiseTask<string> })).toThrow(/task/)
     expect(() => createFlowOfReasoningTrainer({ ...base, logPartition: { mode: 'mean' as 'learned' } })).toThrow(/logPartition\.mode/)
     expect(() => createFlowOfReasoningTrainer({ ...base, trajectories: { maxLineBytes: 1 } })).toThrow(/config\.trajectories\.maxLineBytes/)
     expect(() => createFlowOfReasoningTrainer({ ...base, trajectories: { episodesPerStep: -1 } })).toThrow(/config\.trajectories\.episodesPerStep/)
+    expect(() => createFlowOfReasoningTrainer({ ...base, chatTemplate: 5 as unknown as string })).toThrow(/config\.chatTemplate/)
     model.dispose()
   })
 
-  it('names the task when a reward is not finite or a trajectory runs past maxTrajectoryLength', async () => {
+  it('names the field when a reward is not finite (a zero return under the default log R), an environment lists no actions, or an episode runs past maxTrajectoryLength', async () => {
     const model = createTestModel(1)
-    const infinite = { ...twoStepTask, logReward: () => Number.NEGATIVE_INFINITY }
-    const trainer = createFlowOfReasoningTrainer({ model, tokenizer, task: infinite, problems: ['q'] })
-    await expect(trainer.step()).rejects.toThrow(/task\.logReward/)
-    trainer.dispose()
-    const endless = { ...twoStepTask, allowedActions: () => ['a'] }
-    const looping = createFlowOfReasoningTrainer({ model, tokenizer, task: endless, problems: ['q'], maxTrajectoryLength: 3 })
+    const base = { model, tokenizer, ...twoStepTask, seeds: [0] }
+    const infinite = createFlowOfReasoningTrainer({ ...base, logReward: () => Number.NEGATIVE_INFINITY })
+    await expect(infinite.step()).rejects.toThrow(/config\.logReward/)
+    infinite.dispose()
+    const zero = createFlowOfReasoningTrainer({ ...base, environments: [planEnvironment({ length: 2, reward: () => 0 })] })
+    await expect(zero.step()).rejects.toThrow(/config\.logReward.*log of the return, 0.*must be positive/)
+    zero.dispose()
+    const unlisted = createFlowOfReasoningTrainer({ ...base, environments: [planEnvironment({ length: 2, reward: () => 1, legal: () => [] })] })
+    await expect(unlisted.step()).rejects.toThrow(/config\.environments.*gives no legalActions/)
+    unlisted.dispose()
+    const looping = createFlowOfReasoningTrainer({ ...base, environments: [planEnvironment({ length: 100, reward: () => 1 })], maxTrajectoryLength: 3 })
     await expect(looping.step()).rejects.toThrow(/maxTrajectoryLength/)
     looping.dispose()
+    model.dispose()
+  })
+
+  it("trains on @ludic/games' Blocksworld through the same interface: the legal actions are the environment's, log R its return, P_B its episode's", async () => {
+    const model = createTestModel(6)
+    const blocksworld = () => createBlocksworld({ blocks: 3, planLength: 2, successReward: 100, failureReward: 0.001 })
+    const episodes: number[] = []
+    const trainer = createFlowOfReasoningTrainer({
+      model,
+      tokenizer,
+      environments: [blocksworld],
+      seeds: [0, 1, 2],
+      // The structured state, not the wording: the blocks, the goal and the steps left.
+      prompt: (view) => [{ role: 'user', content: `${view.stateKey}>` }],
+      chatTemplate: plainChatTemplate,
+      solved: 100,
+      backwardLogprob: (episode) => {
+        episodes.push(episode.actions.length)
+        return 0
+      },
+      samplesPerProblem: 3,
+      localSearch: { tries: 4 },
+      steps: 4,
+      seed: 5,
+    })
+    const history = await trainer.run()
+    expect(history).toHaveLength(4)
+    for (const metrics of history) {
+      expect(Number.isFinite(metrics.loss)).toBe(true)
+      expect(metrics.rewardMean).toBeGreaterThan(0)
+      expect(metrics.successRate).toBeGreaterThanOrEqual(0)
+    }
+    // Every trajectory is a complete episode of at most planLength (2) actions, and log Z is keyed by environment and seed.
+    expect(episodes.length).toBe(history.reduce((sum, metrics) => sum + metrics.trajectories, 0))
+    for (const length of episodes) expect([1, 2]).toContain(length)
+    for (const key of trainer.logPartitionState().keys) expect(key).toMatch(/^blocksworld-v1\/[012]$/)
+    trainer.dispose()
     model.dispose()
   })
 })
@@ -256,8 +309,8 @@ describe('createFlowOfReasoningTrainer checkpoints', () => {
         createFlowOfReasoningTrainer({
           model,
           tokenizer,
-          task: twoStepTask,
-          problems: ['q', 'r'],
+          ...twoStepTask,
+          seeds: [0, 1],
           steps: 6,
           samplesPerProblem: 3,
           localSearch: { tries: 2 },

@@ -1,36 +1,29 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { createRandom, deriveSeed, InvalidArgumentError, parseArgument, tokenizerSchema, type Random, type TokenizerV1 } from '@ludic/core'
+import {
+  createRandom,
+  deriveSeed,
+  InvalidArgumentError,
+  parseArgument,
+  tokenizerSchema,
+  type ChatMessage,
+  type ChatTemplateFunction,
+  type EnvironmentV1,
+  type Random,
+  type TokenizerV1,
+} from '@ludic/core'
 import { CausalLanguageModel, checkVocabularyFits, clipGradientsByGlobalNorm, computeGradients, createAdamW, sequenceLogprobs } from '@ludic/model'
 import { createLogPartition, readLossMetrics, trajectoryBalanceLoss } from '@ludic/objectives'
 import { z } from 'zod'
 import { actionLogprobs } from './action-logprobs.js'
 import { plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
+import type { PromptFunction } from '@ludic/rollout'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { createRewardReplayBuffer, type RewardReplayBufferState } from './reward-replay-buffer.js'
+import { createStepwiseEnvironments, type StepwiseEnvironments, type StepwiseEpisode, type StepwiseProblem } from './stepwise-environments.js'
 import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
 import { trajectoryFormat, trajectoryLogConfigSchema, type TrajectoryRecord } from './trajectory-log.js'
 import { boundedTrajectoryLine, sampledEpisodes } from './trajectory-writer.js'
-
-/**
- * A problem solved one step at a time from a finite set of allowed actions (a reasoning step, a move): the
- * state is the problem and the actions taken so far, the transition appends an action, and a state with no
- * allowed action is complete and rewarded. Game of 24 is one (`examples/game24-diversity`).
- */
-export interface StepwiseTask<Problem> {
-  /** The problem's key: its log Z and its replay buffer. */
-  key(problem: Problem): string
-  /** The text the model reads after `actions` (chat template applied); each allowed action is scored after it. */
-  prompt(problem: Problem, actions: readonly string[]): string
-  /** The actions allowed after `actions` (distinct texts); empty when the trajectory is complete. */
-  allowedActions(problem: Problem, actions: readonly string[]): readonly string[]
-  /** log R of a complete trajectory (finite: FoR's Game of 24 gives R = 100 on success, 0.001 otherwise). */
-  logReward(problem: Problem, actions: readonly string[]): number
-  /** Whether a complete trajectory solves the problem (the success rate). */
-  solved(problem: Problem, actions: readonly string[]): boolean
-  /** Σ_t log P_B of a complete trajectory. Default 0: a state (the actions so far) has one parent. */
-  backwardLogprob?(problem: Problem, actions: readonly string[]): number
-}
 
 const functionOf = <T>(message: string) => z.custom<T>((value) => typeof value === 'function', message)
 const unitInterval = z.number().min(0).max(1)
@@ -39,24 +32,49 @@ export const flowOfReasoningTrainerConfigSchema = z.strictObject({
   model: z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel (createModel, loadModel)' }),
   /** Needs an end token: an action is scored as its tokens and the end token (`actionLogprobs`). */
   tokenizer: tokenizerSchema,
-  task: z.custom<StepwiseTask<unknown>>(
-    (value) =>
-      typeof value === 'object' &&
-      value !== null &&
-      ['key', 'prompt', 'allowedActions', 'logReward', 'solved'].every((name) => typeof (value as Record<string, unknown>)[name] === 'function'),
-    'must be a StepwiseTask { key, prompt, allowedActions, logReward, solved }',
-  ),
-  /** The training problems; each step draws `problemsPerStep` of them uniformly (seeded). */
-  problems: z.array(z.unknown()).min(1, 'needs at least one problem'),
+  /**
+   * The step-wise tasks, as core's environments (`EnvironmentV1` factories, as every trainer takes them): one role
+   * each, ids distinct, deterministic for a seed. A state is `reset(seed)` and the actions so far (replayed, so
+   * sampling branches from any state); the actions allowed there are its `TurnView.legalActions`; an action that
+   * ends the episode (`done` or `truncated`) completes the trajectory, rewarded by the role's summed rewards.
+   */
+  environments: z
+    .array(functionOf<() => EnvironmentV1>('must be a function that creates an environment'))
+    .min(1, 'needs at least one environment factory')
+    .max(1024),
+  /** The reset seeds: each (environment, seed) is a training problem (its log Z and replay buffer, keyed `<environment id>/<seed>`). */
+  seeds: z
+    .array(z.number().int().refine(Number.isSafeInteger, 'must be a safe integer'))
+    .min(1, 'needs at least one seed')
+    .max(1_000_000)
+    .refine((seeds) => new Set(seeds).size === seeds.length, 'must be distinct'),
+  /** A state's prompt from its `TurnView` and the turns so far (rollout's `PromptTemplate`, as `createRlTrainer`'s). Default `'{observation}'`. */
+  prompt: z.union([z.string(), functionOf<PromptFunction>('must be a string or a function')]).default('{observation}'),
+  /** How the prompt's messages become the text the model reads (a Jinja source or a function, the generation prompt on). Default: the tokenizer's chat template. */
+  chatTemplate: z
+    .union([
+      z.string().min(1),
+      functionOf<ChatTemplateFunction | ((messages: readonly ChatMessage[]) => string)>('must be a Jinja source or a function (messages) => string'),
+    ])
+    .optional(),
+  /**
+   * log R of a finished episode (finite). Default: `Math.log(episode.return)`, the log of the role's summed rewards,
+   * so an environment's rewards must be positive (FoR's Game of 24: `successReward: 100, failureReward: 0.001`).
+   */
+  logReward: functionOf<(episode: StepwiseEpisode) => number>('must be a function (episode) => number').optional(),
+  /** Whether an episode solved its problem (the success rate): a function, or the least return that counts. Default 1 (the games' `successReward`). */
+  solved: z.union([z.number().finite(), functionOf<(episode: StepwiseEpisode) => boolean>('must be a number or a function (episode) => boolean')]).default(1),
+  /** Σ_t log P_B of a finished episode. Default 0: a state (the actions so far) has one parent. */
+  backwardLogprob: functionOf<(episode: StepwiseEpisode) => number>('must be a function (episode) => number').optional(),
   /** Planned steps: the schedules below anneal over the first `annealFraction` of them. Default 100. */
   steps: z.number().int().positive().default(100),
   /** Share of `steps` over which β, ε, the temperature and the replay probability move from start to end (linearly). Default 0.5 (FoR). */
   annealFraction: z.number().gt(0).max(1).default(0.5),
-  /** Problems per step. Default 1 (FoR: one problem per batch). */
+  /** Problems per step, each drawn uniformly (seeded) from every (environment, seed). Default 1 (FoR: one problem per batch). */
   problemsPerStep: z.number().int().positive().max(1024).default(1),
   /** n: trajectories sampled (or replayed) per problem. Default 4 (FoR's `n_samples`). */
   samplesPerProblem: z.number().int().positive().max(1024).default(4),
-  /** A trajectory still allowed actions after this many is an error (a bound on the task). Default 32. */
+  /** An episode not finished after this many actions is an error (a bound on the task). Default 32. */
   maxTrajectoryLength: z.number().int().positive().max(1024).default(32),
   /** β, the reward exponent (log R × β): from `start` to `end` over the annealing. Default 1 → 2 (FoR). */
   rewardExponent: z.strictObject({ start: z.number().positive().default(1), end: z.number().positive().default(2) }).prefault({}),
@@ -116,10 +134,7 @@ export const flowOfReasoningTrainerConfigSchema = z.strictObject({
   /** Told each step's metrics (as `run`'s `onStep`). */
   onStep: functionOf<(metrics: FlowOfReasoningStepMetrics) => void>('must be a function (metrics) => void').optional(),
 })
-export type FlowOfReasoningTrainerConfig<Problem = unknown> = Omit<z.input<typeof flowOfReasoningTrainerConfigSchema>, 'task' | 'problems'> & {
-  task: StepwiseTask<Problem>
-  problems: readonly Problem[]
-}
+export type FlowOfReasoningTrainerConfig = z.input<typeof flowOfReasoningTrainerConfigSchema>
 
 /** One step's figures (plain numbers). */
 export interface FlowOfReasoningStepMetrics extends StepMetrics {
@@ -164,7 +179,7 @@ export interface FlowOfReasoningTrainer extends TrainerControls<FlowOfReasoningS
 
 /** A trajectory of a batch: its problem, actions, log R and where it came from. */
 interface BatchTrajectory {
-  problem: unknown
+  problem: StepwiseProblem
   key: string
   actions: readonly string[]
   logReward: number
@@ -191,14 +206,19 @@ const linear = (start: number, end: number, progress: number) => start + (end - 
  * own learning-rate multiplier (`createLogPartition`), or the batch's estimate. AdamW; the policy's gradient
  * is clipped to `maxGradNorm`, log Z's is not.
  */
-export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTrainerConfig<Problem>): FlowOfReasoningTrainer {
+export function createFlowOfReasoningTrainer(config: FlowOfReasoningTrainerConfig): FlowOfReasoningTrainer {
   const parsed = parseArgument(flowOfReasoningTrainerConfigSchema, config, 'config')
   const { model, tokenizer, samplesPerProblem, maxTrajectoryLength, scoringBatchSize } = parsed
-  const task = parsed.task as StepwiseTask<unknown>
   checkVocabularyFits(tokenizer, model.config)
   if (tokenizer.eosTokenId === undefined) {
     throw new InvalidArgumentError({ argument: 'config.tokenizer', value: undefined, message: 'needs an end token (eosTokenId): it ends every scored action' })
   }
+  const states = createStepwiseEnvironments(tokenizer, parsed.environments, { prompt: parsed.prompt, chatTemplate: parsed.chatTemplate }, 'config.environments')
+  // The problems, environment by environment, each seed in order.
+  const problems: StepwiseProblem[] = parsed.environments.flatMap((_, environment) => parsed.seeds.map((seed) => ({ environment, seed })))
+  const keyOf = (problem: StepwiseProblem) => `${states.ids[problem.environment]}/${problem.seed}`
+  const solvedBy = parsed.solved
+  const solved = (episode: StepwiseEpisode) => (typeof solvedBy === 'number' ? episode.return >= solvedBy : solvedBy(episode))
   const learned = parsed.logPartition.mode === 'learned'
   const partition = learned
     ? createLogPartition({ initial: parsed.logPartition.initial, learningRateMultiplier: parsed.logPartition.learningRateMultiplier, maxPrompts: 65_536 })
@@ -212,32 +232,43 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
   // trajectories.jsonl: written when the run has a directory.
   const trajectoryLog = parsed.runDirectory !== undefined && parsed.trajectories.enabled ? parsed.trajectories : undefined
 
-  const complete = (problem: unknown, actions: readonly string[]) => {
-    if (actions.length > maxTrajectoryLength) {
-      throw new InvalidArgumentError({
-        argument: 'config.maxTrajectoryLength',
-        value: maxTrajectoryLength,
-        message: `is exceeded: the task still allows actions after ${actions.length}`,
-      })
-    }
-    const logReward = task.logReward(problem, actions)
+  const tooLong = (actions: readonly string[]) =>
+    new InvalidArgumentError({
+      argument: 'config.maxTrajectoryLength',
+      value: maxTrajectoryLength,
+      message: `is exceeded: the episode goes on after ${actions.length} actions`,
+    })
+  /** The finished episode of a complete trajectory. */
+  const episodeOf = (problem: StepwiseProblem, actions: readonly string[]): StepwiseEpisode => {
+    const state = states.state(problem, actions)
+    if (!state.done) throw new InvalidArgumentError({ argument: 'actions', value: actions, message: `do not finish the episode of ${keyOf(problem)}` })
+    return state.episode
+  }
+  const complete = (problem: StepwiseProblem, actions: readonly string[]) => {
+    if (actions.length > maxTrajectoryLength) throw tooLong(actions)
+    const episode = episodeOf(problem, actions)
+    const logReward = parsed.logReward === undefined ? Math.log(episode.return) : parsed.logReward(episode)
     if (!Number.isFinite(logReward)) {
-      throw new InvalidArgumentError({ argument: 'config.task.logReward', value: logReward, message: `must be finite (after ${JSON.stringify(actions)})` })
+      throw new InvalidArgumentError({
+        argument: 'config.logReward',
+        value: logReward,
+        message: `must be finite (${keyOf(problem)} after ${JSON.stringify(actions)}${parsed.logReward === undefined ? `: the default is log of the return, ${episode.return}, so the environment's rewards must be positive` : ''})`,
+      })
     }
     return logReward
   }
 
   /** FoR's local search: the best trajectory's first K actions, completed uniformly at random; completions beating it. */
-  const localSearch = (problem: unknown, key: string, sampled: readonly BatchTrajectory[]): BatchTrajectory[] => {
+  const localSearch = (problem: StepwiseProblem, key: string, sampled: readonly BatchTrajectory[]): BatchTrajectory[] => {
     const best = sampled.reduce((top, trajectory) => (trajectory.logReward > top.logReward ? trajectory : top))
     const keep = Math.floor(best.actions.length * parsed.localSearch.keepShare)
     const seen = new Set(sampled.map((trajectory) => JSON.stringify(trajectory.actions)))
     const accepted: BatchTrajectory[] = []
     for (let attempt = 0; attempt < parsed.localSearch.tries; attempt++) {
       const actions = best.actions.slice(0, keep)
-      for (let allowed = task.allowedActions(problem, actions); allowed.length > 0; allowed = task.allowedActions(problem, actions)) {
-        actions.push(allowed[random.nextInt(allowed.length)]!)
-        if (actions.length > maxTrajectoryLength) complete(problem, actions)
+      for (let state = states.state(problem, actions); !state.done; state = states.state(problem, actions)) {
+        if (actions.length >= maxTrajectoryLength) throw tooLong([...actions, ''])
+        actions.push(state.legalActions[random.nextInt(state.legalActions.length)]!)
       }
       const logReward = complete(problem, actions)
       const plan = JSON.stringify(actions)
@@ -251,6 +282,7 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
 
   const update = async (stepIndex: number) => {
     const started = performance.now()
+    states.clear()
     const progress = Math.min(1, stepIndex / Math.max(1, parsed.annealFraction * parsed.steps))
     const beta = linear(parsed.rewardExponent.start, parsed.rewardExponent.end, progress)
     const temperature = linear(parsed.exploration.temperatureStart, parsed.exploration.temperatureEnd, progress)
@@ -261,18 +293,18 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
     let freshSuccesses = 0
     let localSearchAccepts = 0
     for (let index = 0; index < parsed.problemsPerStep; index++) {
-      const problem = random.choice(parsed.problems)
-      const key = task.key(problem)
+      const problem = random.choice(problems)
+      const key = keyOf(problem)
       if (buffer.size(key) > 0 && random.nextFloat() < replayProbability) {
         for (const stored of buffer.sample(key, samplesPerProblem, random)) batch.push({ problem, key, ...stored, source: 'replay' })
         continue
       }
       const temperatures = Array.from({ length: samplesPerProblem }, () => (random.nextFloat() < parsed.exploration.temperedShare ? temperature : 1))
       const sampled = (
-        await sampleStepwiseTrajectories(model, tokenizer, task, problem, { temperatures, epsilon, random, maxTrajectoryLength, scoringBatchSize })
-      ).map((actions): BatchTrajectory => ({ problem, key, actions, logReward: complete(problem, actions), source: 'on-policy' }))
+        await sampleStepwiseTrajectories(model, tokenizer, states, problem, { temperatures, epsilon, random, maxTrajectoryLength, scoringBatchSize })
+      ).map(({ actions }): BatchTrajectory => ({ problem, key, actions, logReward: complete(problem, actions), source: 'on-policy' }))
       freshSamples += sampled.length
-      freshSuccesses += sampled.filter((trajectory) => task.solved(problem, trajectory.actions)).length
+      freshSuccesses += sampled.filter((trajectory) => solved(episodeOf(problem, trajectory.actions))).length
       const accepted = parsed.localSearch.tries > 0 ? localSearch(problem, key, sampled) : []
       localSearchAccepts += accepted.length
       for (const trajectory of [...sampled, ...accepted]) {
@@ -281,8 +313,9 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
       }
     }
 
-    const backward = task.backwardLogprob === undefined ? undefined : batch.map((trajectory) => task.backwardLogprob!(trajectory.problem, trajectory.actions))
-    const plan = forwardPlan(tokenizer, task, batch)
+    const backward =
+      parsed.backwardLogprob === undefined ? undefined : batch.map((trajectory) => parsed.backwardLogprob!(episodeOf(trajectory.problem, trajectory.actions)))
+    const plan = forwardPlan(tokenizer, states, batch)
     // batch-mean: the loss estimates log Z per problem from the batch (`promptKeys`).
     const keys = batch.map((trajectory) => trajectory.key)
     let metricTensors: ReturnType<typeof trajectoryBalanceLoss>['metrics'] | undefined
@@ -322,7 +355,7 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
       residualMean: figures.residualMean,
       logZMean: figures.logZMean,
       rewardMean: mean(batch.map((trajectory) => Math.exp(trajectory.logReward))),
-      successRate: mean(batch.map((trajectory) => (task.solved(trajectory.problem, trajectory.actions) ? 1 : 0))),
+      successRate: mean(batch.map((trajectory) => (solved(episodeOf(trajectory.problem, trajectory.actions)) ? 1 : 0))),
       trajectories: batch.length,
       replayShare: batch.filter((trajectory) => trajectory.source === 'replay').length / batch.length,
       localSearchAccepts,
@@ -361,22 +394,23 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
     return sampledEpisodes(batch.length, episodesPerStep, parsed.seed, step).flatMap((index) => {
       const trajectory = batch[index]!
       const last = trajectory.actions.length - 1
+      const episode = episodeOf(trajectory.problem, trajectory.actions)
       const turns = trajectory.actions.map((action, depth) => {
-        const prefix = trajectory.actions.slice(0, depth)
-        const prompt = task.prompt(trajectory.problem, prefix)
+        const state = openState(states, trajectory.problem, trajectory.actions, depth)
         const at = firstStep[index]! + depth
         const tokenIds = plan.responseIds[plan.chosenPairs[at]!]!
         const row = Array.from(tokenLogprobs.subarray(at * width, at * width + tokenIds.length))
         return {
           index: depth,
-          role: flowOfReasoningRole,
-          observation: prompt,
-          legalActions: [...new Set(task.allowedActions(trajectory.problem, prefix))],
+          role: episode.role,
+          observation: state.view.observation,
+          legalActions: [...state.legalActions],
+          ...(state.view.stateKey === undefined ? {} : { stateKey: state.view.stateKey }),
           action,
-          rewards: { [flowOfReasoningRole]: depth === last ? trajectory.logReward : 0 },
+          rewards: { [episode.role]: depth === last ? trajectory.logReward : 0 },
           invalidAction: false,
           trained: true,
-          prompt,
+          prompt: state.prompt,
           response: action,
           tokens: Array.from(tokenIds, (id) => tokenizer.decode([id])),
           tokenIds: Array.from(tokenIds),
@@ -391,18 +425,17 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
         trainer: 'for',
         episode: {
           id: `step-${step}/${index}`,
-          environmentId: flowOfReasoningEnvironmentId,
-          seed: Math.max(0, parsed.problems.indexOf(trajectory.problem)),
+          environmentId: episode.environmentId,
+          seed: episode.seed,
           groupId: trajectory.key,
-          roles: [flowOfReasoningRole],
-          returns: { [flowOfReasoningRole]: trajectory.logReward },
-          done: true,
-          truncated: false,
+          roles: [episode.role],
+          returns: { [episode.role]: trajectory.logReward },
+          done: episode.outcome.done,
+          truncated: episode.outcome.truncated,
           external: false,
           source: trajectory.source,
         },
         turns,
-        render: task.prompt(trajectory.problem, trajectory.actions),
       }
       const line = boundedTrajectoryLine(record, maxLineBytes)
       return line === undefined ? [] : [line]
@@ -414,7 +447,8 @@ export function createFlowOfReasoningTrainer<Problem>(config: FlowOfReasoningTra
     model,
     optimizer,
     run: parsed,
-    plainConfig: () => plainConfig(parsed, ['model', 'tokenizer', 'task', 'problems', 'onStep', 'loggers', 'loggedConfig']),
+    plainConfig: () =>
+      plainConfig(parsed, ['model', 'tokenizer', 'environments', 'prompt', 'chatTemplate', 'logReward', 'solved', 'backwardLogprob', 'onStep', 'loggers', 'loggedConfig']),
     // The checkpoint holds log Z's table beside the model's weights (its keys in the trainer's state).
     parameters: partition === undefined ? model.parameters() : new Map([...model.parameters(), [logZParameterName, partition.variables()[0]!]]),
     update,
@@ -460,36 +494,38 @@ export interface StepwiseSamplingOptions {
 }
 
 /**
- * Samples complete trajectories of `problem` from the model restricted to the allowed actions: at each state
- * every allowed action is scored (`actionLogprobs`), the scores are normalised (log-softmax) and divided by the
- * trajectory's temperature, and with probability ε the action is uniform instead. The trajectories advance
- * together, one step at a time, and a state reached by several of them is scored once. No gradient.
+ * Samples complete trajectories of `problem` (an environment and its reset seed) from the model restricted to the
+ * legal actions: at each state every legal action is scored (`actionLogprobs`), the scores are normalised
+ * (log-softmax) and divided by the trajectory's temperature, and with probability ε the action is uniform instead.
+ * The trajectories advance together, one step at a time, and a state reached by several of them (the same prompt)
+ * is scored once. No gradient. One finished episode per temperature, in order.
  */
-export async function sampleStepwiseTrajectories<Problem>(
+export async function sampleStepwiseTrajectories(
   model: CausalLanguageModel,
   tokenizer: TokenizerV1,
-  task: StepwiseTask<Problem>,
-  problem: Problem,
+  environments: StepwiseEnvironments,
+  problem: StepwiseProblem,
   options: StepwiseSamplingOptions,
-): Promise<string[][]> {
+): Promise<StepwiseEpisode[]> {
   const { temperatures, random, epsilon = 0, maxTrajectoryLength = 32, scoringBatchSize = 512 } = options
   const trajectories = temperatures.map(() => [] as string[])
   const scored = new Map<string, { actions: readonly string[]; logprobs: number[] }>()
   for (let depth = 0; ; depth++) {
-    const open = trajectories
-      .map((actions, index) => ({ index, actions, allowed: [...new Set(task.allowedActions(problem, actions))] }))
-      .filter((entry) => entry.allowed.length > 0)
-    if (open.length === 0) return trajectories
+    const open = trajectories.flatMap((actions, index) => {
+      const state = environments.state(problem, actions)
+      return state.done ? [] : [{ index, actions, state }]
+    })
+    if (open.length === 0) return trajectories.map((actions) => (environments.state(problem, actions) as { episode: StepwiseEpisode }).episode)
     if (depth >= maxTrajectoryLength) {
       throw new InvalidArgumentError({
         argument: 'maxTrajectoryLength',
         value: maxTrajectoryLength,
-        message: `is exceeded: the task still allows actions after ${depth}`,
+        message: `is exceeded: the episode goes on after ${depth} actions`,
       })
     }
-    const prompts = open.map((entry) => task.prompt(problem, entry.actions))
+    const prompts = open.map((entry) => entry.state.prompt)
     const missing = [...new Set(prompts)].filter((prompt) => !scored.has(prompt))
-    const decisions = missing.map((prompt) => ({ prompt, actions: open[prompts.indexOf(prompt)]!.allowed }))
+    const decisions = missing.map((prompt) => ({ prompt, actions: open[prompts.indexOf(prompt)]!.state.legalActions }))
     const scores = decisions.length === 0 ? [] : await actionLogprobs(model, tokenizer, decisions, { batchSize: scoringBatchSize })
     decisions.forEach((decision, index) => scored.set(decision.prompt, { actions: decision.actions, logprobs: logSoftmax(scores[index]!) }))
     open.forEach((entry, position) => {
@@ -504,21 +540,33 @@ export async function sampleStepwiseTrajectories<Problem>(
 
 /**
  * `[trajectories]` Σ_t log P_F(a_t|s_t) of complete or partial trajectories under `model`, P_F the model's
- * probability of each action's text (+ end token) normalised over the actions allowed at its state: the
+ * probability of each action's text (+ end token) normalised over the legal actions at its state: the
  * differentiable log-probabilities the trajectory balance loss uses, for other objectives over the same
- * restricted policy (e.g. a policy gradient baseline). Every state's allowed actions go through one forward
+ * restricted policy (e.g. a policy gradient baseline). Every state's legal actions go through one forward
  * pass; a state shared by several trajectories is scored once. Call it inside the loss function (a tidy).
  */
-export function stepwiseForwardLogprobs<Problem>(
+export function stepwiseForwardLogprobs(
   model: CausalLanguageModel,
   tokenizer: TokenizerV1,
-  task: StepwiseTask<Problem>,
-  trajectories: readonly { problem: Problem; actions: readonly string[] }[],
+  environments: StepwiseEnvironments,
+  trajectories: readonly { problem: StepwiseProblem; actions: readonly string[] }[],
 ): tf.Tensor1D {
   if (tokenizer.eosTokenId === undefined) {
     throw new InvalidArgumentError({ argument: 'tokenizer', value: undefined, message: 'needs an end token (eosTokenId): it ends every scored action' })
   }
-  return forwardLogprobsOf(model, forwardPlan(tokenizer, task as StepwiseTask<unknown>, trajectories))
+  return forwardLogprobsOf(model, forwardPlan(tokenizer, environments, trajectories))
+}
+
+/** The open state before the trajectory's action at `depth` (an error if the episode ended before it). */
+function openState(environments: StepwiseEnvironments, problem: StepwiseProblem, actions: readonly string[], depth: number) {
+  const state = environments.state(problem, actions.slice(0, depth))
+  if (state.done)
+    throw new InvalidArgumentError({
+      argument: 'actions',
+      value: actions[depth],
+      message: `follows the end of the episode of ${environments.ids[problem.environment]} (seed ${problem.seed}) after ${JSON.stringify(actions.slice(0, depth))}`,
+    })
+  return state
 }
 
 /** What the differentiated forward pass needs: each distinct state's allowed actions as sequences, and each step's choice. */
@@ -538,7 +586,11 @@ interface ForwardPlan {
   trajectories: number
 }
 
-function forwardPlan(tokenizer: TokenizerV1, task: StepwiseTask<unknown>, batch: readonly { problem: unknown; actions: readonly string[] }[]): ForwardPlan {
+function forwardPlan(
+  tokenizer: TokenizerV1,
+  environments: StepwiseEnvironments,
+  batch: readonly { problem: StepwiseProblem; actions: readonly string[] }[],
+): ForwardPlan {
   const encode = (text: string) => tokenizer.encode(text, { addSpecialTokens: false })
   const end = tokenizer.eosTokenId!
   const promptIds: Int32Array[] = []
@@ -551,13 +603,13 @@ function forwardPlan(tokenizer: TokenizerV1, task: StepwiseTask<unknown>, batch:
   const stateRows: number[][] = []
   batch.forEach((trajectory, trajectoryIndex) => {
     trajectory.actions.forEach((action, depth) => {
-      const prefix = trajectory.actions.slice(0, depth)
-      const prompt = task.prompt(trajectory.problem, prefix)
+      const open = openState(environments, trajectory.problem, trajectory.actions, depth)
+      const prompt = open.prompt
       let state = states.get(prompt)
       if (state === undefined) {
         const ids = encode(prompt)
         const pairs = new Map<string, number>()
-        for (const allowed of task.allowedActions(trajectory.problem, prefix)) {
+        for (const allowed of open.legalActions) {
           if (pairs.has(allowed)) continue
           let response = actionIds.get(allowed)
           if (response === undefined) {
@@ -575,9 +627,9 @@ function forwardPlan(tokenizer: TokenizerV1, task: StepwiseTask<unknown>, batch:
       const pair = state.pairs.get(action)
       if (pair === undefined) {
         throw new InvalidArgumentError({
-          argument: 'task.allowedActions',
+          argument: 'actions',
           value: action,
-          message: `does not allow the trajectory's action ${JSON.stringify(action)} after ${JSON.stringify(prefix)} (a replayed plan must stay allowed)`,
+          message: `is not a legal action of ${environments.ids[trajectory.problem.environment]} (seed ${trajectory.problem.seed}) after ${JSON.stringify(trajectory.actions.slice(0, depth))} (a replayed plan must stay legal)`,
         })
       }
       chosenPairs.push(pair)
@@ -607,10 +659,6 @@ function forwardPlan(tokenizer: TokenizerV1, task: StepwiseTask<unknown>, batch:
     trajectories: batch.length,
   }
 }
-
-/** The role of a Flow of Reasoning trajectory's turns and the environment id of its records in `trajectories.jsonl`. */
-const flowOfReasoningRole = 'solver'
-const flowOfReasoningEnvironmentId = 'flow-of-reasoning'
 
 /** Tensors kept from the forward pass for `trajectories.jsonl` (the caller disposes them). */
 interface RecordedScores {

@@ -235,8 +235,15 @@ export {
   type FlowOfReasoningTrainer,
   type FlowOfReasoningTrainerConfig,
   type StepwiseSamplingOptions,
-  type StepwiseTask,
 } from './flow-of-reasoning-trainer.js'
+export {
+  createStepwiseEnvironments,
+  type StepwiseEnvironmentOptions,
+  type StepwiseEnvironments,
+  type StepwiseEpisode,
+  type StepwiseProblem,
+  type StepwiseState,
+} from './stepwise-environments.js'
 export {
   createRewardReplayBuffer,
   rewardReplayBufferOptionsSchema,

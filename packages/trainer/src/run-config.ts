@@ -31,7 +31,7 @@ import { z } from 'zod'
 import { applyConfigOverrides, runConfigMaxDepth } from './command-line.js'
 import { alignDistilTrainerConfigSchema, type AlignDistilTrainerConfig } from './align-distil-trainer.js'
 import { evaluateAgainst } from './evaluation.js'
-import { flowOfReasoningTrainerConfigSchema, type FlowOfReasoningTrainerConfig, type StepwiseTask } from './flow-of-reasoning-trainer.js'
+import { flowOfReasoningTrainerConfigSchema, type FlowOfReasoningTrainerConfig } from './flow-of-reasoning-trainer.js'
 import { plainConfig, runConfigLoggersSchema, type LoggerEntry } from './loggers/run-loggers.js'
 import { criticConfigSchema } from './experience/critic.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
@@ -204,17 +204,26 @@ export const rewardModelRunConfigFileSchema = rewardModelTrainerConfigSchema.omi
   evaluateEvery: z.number().int().min(0).default(0),
 })
 
-/** The step-wise task of a Flow of Reasoning run: a module whose export is a `StepwiseTask`, or a function `(options) => StepwiseTask`. */
-const taskSourceSchema = z.strictObject({ module: z.string().min(1), export: z.string().min(1).default('default'), options: z.unknown().optional() })
-
 /**
- * Flow of Reasoning (`createFlowOfReasoningTrainer`): `task` names the module of the step-wise task (TypeScript needs
- * `NODE_OPTIONS="--import tsx"`), `data` is a JSON Lines file of the training problems (one JSON value each, as the
- * task reads them). `steps` is the total (it also sets the annealing).
+ * Flow of Reasoning (`createFlowOfReasoningTrainer`): `environments` names the step-wise tasks as the RL file does
+ * (`{ game, options }` of the environments registry, one role each, with `legalActions`), `seeds` their reset seeds
+ * (a list, or `{ from, count }`: the training problems), `prompt` a named prompt or a `{observation}` template, and
+ * `solved` the least return that counts as solved. log R is the log of an episode's return, so the rewards must be
+ * positive (`game-of-24-v1` with `successReward: 100, failureReward: 0.001` is FoR's). `steps` is the total (it also
+ * sets the annealing).
  */
 export const flowOfReasoningRunConfigFileSchema = flowOfReasoningTrainerConfigSchema
-  .omit({ ...madeByTheLoader, task: true, problems: true, onStep: true })
-  .extend({ ...commonFields, task: taskSourceSchema, data: z.string().min(1) })
+  .omit({ ...madeByTheLoader, environments: true, seeds: true, prompt: true, chatTemplate: true, logReward: true, solved: true, backwardLogprob: true, onStep: true })
+  .extend({
+    ...commonFields,
+    environments: rlFields.environments,
+    seeds: z.union([
+      flowOfReasoningTrainerConfigSchema.shape.seeds,
+      z.strictObject({ from: z.number().int().default(0), count: z.number().int().positive().max(1_000_000) }),
+    ]),
+    prompt: z.string().min(1).optional(),
+    solved: z.number().finite().optional(),
+  })
 
 /**
  * AlignDistil (`createAlignDistilTrainer`): `data` (and `heldOut`) are JSON Lines files of preference pairs; the two
@@ -514,7 +523,6 @@ function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType 
   if (kind === 'sft') return sftRunConfigFileSchema
   if (kind === 'preference') return preferenceRunConfigFileSchema
   if (kind === 'reward-model') return rewardModelRunConfigFileSchema
-  if (kind === 'for') return flowOfReasoningRunConfigFileSchema
   if (kind === 'aligndistil') return alignDistilRunConfigFileSchema
   const registry = options.environments
   const games = [...registry.names()]
@@ -550,6 +558,7 @@ function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType 
         context.addIssue({ code: 'custom', path: ['options'], message: describeError(error) })
       }
     })
+  if (kind === 'for') return flowOfReasoningRunConfigFileSchema.extend({ environments: z.array(environment).min(1, 'needs at least one environment') })
   const fields = {
     environments: z.array(environment).min(1, 'needs at least one environment'),
     advantage: advantage.optional(),
@@ -703,6 +712,22 @@ function randomLegalPlay(environments: readonly (() => EnvironmentV1)[], prompt:
   return turns
 }
 
+/** The factories of a file's `environments` (`{ game, options }` of the registry). */
+function environmentFactories(entries: readonly { game: string; options: Record<string, unknown> }[], options: LoadRunConfigOptions): (() => EnvironmentV1)[] {
+  const registry = options.environments
+  return entries.map(
+    ({ game, options: gameOptions }) =>
+      () =>
+        registry.create(game, gameOptions),
+  )
+}
+
+/** A file's `prompt`: a name of the prompts given to the loader, else a `{observation}` template. Default `'{observation}'`. */
+function namedPrompt(name: string | undefined, options: LoadRunConfigOptions): PromptTemplate {
+  if (name === undefined) return '{observation}'
+  return options.prompts !== undefined && Object.hasOwn(options.prompts, name) ? options.prompts[name]! : name
+}
+
 /** Renders messages without a tokenizer: the config's template with the end token, else the user contents. */
 function corpusRenderer(chatTemplate: string | undefined, endToken: string): (messages: readonly ChatMessage[]) => string {
   if (chatTemplate === undefined) return (messages) => messages.map((message) => message.content).join('\n')
@@ -710,19 +735,8 @@ function corpusRenderer(chatTemplate: string | undefined, endToken: string): (me
 }
 
 async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: string, base: string, options: LoadRunConfigOptions): Promise<RlRun> {
-  const registry = options.environments
-  const environments = file.environments.map(
-    ({ game, options: gameOptions }) =>
-      () =>
-        registry.create(game, gameOptions),
-  )
-  const promptName = file.prompt
-  const prompt: PromptTemplate =
-    promptName === undefined
-      ? '{observation}'
-      : options.prompts !== undefined && Object.hasOwn(options.prompts, promptName)
-        ? options.prompts[promptName]!
-        : promptName
+  const environments = environmentFactories(file.environments, options)
+  const prompt = namedPrompt(file.prompt, options)
   const seed = file.seed ?? 0
   let played: RandomPlayTurn[] | undefined
   const play = (episodes: number) => {
@@ -970,16 +984,29 @@ async function loadFlowOfReasoning(
   base: string,
   options: LoadRunConfigOptions,
 ): Promise<FlowOfReasoningRun> {
-  const problems = await readJsonLines(file.data, 'data', z.json(), base)
-  const task = await loadTask(file.task, path, base)
-  // The tokenizer's corpus: each problem's first prompt and the actions allowed there.
-  const parts = await loadParts(file, path, base, options, () => problems.flatMap((problem) => [task.prompt(problem, []), ...task.allowedActions(problem, [])]))
+  const environments = environmentFactories(file.environments, options)
+  const prompt = namedPrompt(file.prompt, options)
+  const seeds = Array.isArray(file.seeds) ? file.seeds : Array.from({ length: file.seeds.count }, (_, index) => (file.seeds as { from: number }).from + index)
+  // The tokenizer's corpus: each problem's first prompt and the actions legal there.
+  const parts = await loadParts(file, path, base, options, () => {
+    const render = corpusRenderer(file.chatTemplate, (file.tokenizer as { train: { endToken: string } }).train.endToken)
+    return environments.flatMap((make) => {
+      const environment = make()
+      return seeds.flatMap((seed) => {
+        const view = environment.reset(seed)
+        const messages = renderPrompt(prompt, view, [], { environmentId: environment.id, role: view.role, turnIndex: 0, seed })
+        return [render(messages), ...(view.legalActions ?? [])]
+      })
+    })
+  })
   const config = {
-    ...trainerFields(file, 'task'),
+    ...trainerFields(file, 'environments', 'seeds', 'prompt'),
     model: parts.model,
     tokenizer: parts.tokenizer,
-    task,
-    problems,
+    environments,
+    seeds,
+    prompt,
+    ...(file.chatTemplate === undefined ? {} : { chatTemplate: file.chatTemplate }),
     ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
     loggers: parts.loggers,
     loggedConfig: parts.loggedConfig,
@@ -999,25 +1026,4 @@ async function loadAlignDistil(
   const config = { ...trainerFields(file, 'teachers'), ...pairRunFields(parts, pairs, heldOut) } as AlignDistilRun['config']
   const { steps, learningRate, beta } = file.teachers
   return { ...parts, kind: 'aligndistil', config, teachers: { steps, learningRate, beta } }
-}
-
-/** The module's step-wise task: its export, or what its exported function returns for `options`. */
-async function loadTask(source: z.output<typeof taskSourceSchema>, path: string, base: string): Promise<StepwiseTask<unknown>> {
-  const file = resolve(base, source.module)
-  const fail = (message: string, cause?: unknown) => new ParseError({ source: path, path: ['task', 'module'], message, cause })
-  if (!existsSync(file)) throw fail(`no such file: ${file}`, Object.assign(new Error(file), { code: 'ENOENT' }))
-  let exported: unknown
-  try {
-    exported = ((await import(pathToFileURL(file).href)) as Record<string, unknown>)[source.export]
-  } catch (error) {
-    throw fail(`cannot import ${file} (${describeError(error)})`, error)
-  }
-  const task = typeof exported === 'function' ? await (exported as (options: unknown) => unknown)(source.options) : exported
-  const isTask = (value: unknown): value is StepwiseTask<unknown> =>
-    typeof value === 'object' &&
-    value !== null &&
-    ['key', 'prompt', 'allowedActions', 'logReward', 'solved'].every((name) => typeof (value as Record<string, unknown>)[name] === 'function')
-  if (!isTask(task))
-    throw fail(`'${source.export}' of ${file} is not a StepwiseTask { key, prompt, allowedActions, logReward, solved } nor a function returning one`)
-  return task
 }

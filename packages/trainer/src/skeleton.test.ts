@@ -1,25 +1,24 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { createFlowOfReasoningTrainer, type FlowOfReasoningStepMetrics, type StepwiseTask } from './flow-of-reasoning-trainer.js'
+import { createFlowOfReasoningTrainer, type FlowOfReasoningStepMetrics } from './flow-of-reasoning-trainer.js'
 import { createSftTrainer } from './sft-trainer.js'
+import { planEnvironment, plainChatTemplate } from './test/plan-environment.js'
 import { createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
 
 const directory = useBackendAndDirectory('ludic-skeleton-')
 
-/** One step of three actions; `a` is rewarded. */
-const oneStepTask: StepwiseTask<string> = {
-  key: (problem) => problem,
-  prompt: (problem, actions) => `${problem}:${actions.join('')}>`,
-  allowedActions: (_problem, actions) => (actions.length < 1 ? ['a', 'b', 'c'] : []),
-  logReward: (_problem, actions) => (actions[0] === 'a' ? Math.log(4) : 0),
-  solved: (_problem, actions) => actions[0] === 'a',
+/** One step of three actions; `a` is rewarded (R = 4, else 1). */
+const oneStepTask = {
+  environments: [planEnvironment({ length: 1, reward: (plan) => (plan === 'a' ? 4 : 1) })],
+  chatTemplate: plainChatTemplate,
+  solved: 4,
 }
 
 describe('the trainer skeleton', () => {
   it("gives Flow of Reasoning run's signal, onStep and progress bar: stopped after the step that aborts, each step told, a bar with its label", async () => {
     const model = createTestModel(11)
-    const trainer = createFlowOfReasoningTrainer({ model, tokenizer, task: oneStepTask, problems: ['q'], steps: 5, samplesPerProblem: 2 })
+    const trainer = createFlowOfReasoningTrainer({ model, tokenizer, ...oneStepTask, seeds: [0], steps: 5, samplesPerProblem: 2 })
     const controller = new AbortController()
     const told: FlowOfReasoningStepMetrics[] = []
     const writes: string[] = []
@@ -48,7 +47,7 @@ describe('the trainer skeleton', () => {
     await mkdir(join(runDirectory, 'checkpoint-2'), { recursive: true })
     await writeFile(join(runDirectory, 'checkpoint-2', 'state.json'), '{}')
     expect(() => createSftTrainer({ model, tokenizer, examples, runDirectory })).toThrow(/config\.runDirectory.*holds another run/)
-    expect(() => createFlowOfReasoningTrainer({ model, tokenizer, task: oneStepTask, problems: ['q'], resume: true })).toThrow(
+    expect(() => createFlowOfReasoningTrainer({ model, tokenizer, ...oneStepTask, seeds: [0], resume: true })).toThrow(
       /config\.runDirectory.*is needed with config\.resume/,
     )
     const resumed = createSftTrainer({ model, tokenizer, examples, runDirectory: join(directory(), 'empty'), resume: true })
