@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { ParseError, type PolicyV1 } from '@ludic/core'
 import { gamePrompts, games } from '@ludic/games'
 import { describe, expect, it } from 'vitest'
+import { createFlowOfReasoningTrainer } from './flow-of-reasoning-trainer.js'
 import { createRlTrainer } from './rl-trainer.js'
 import { createPreferenceTrainer } from './preference-trainer.js'
 import { loadRunConfig, loadTrainingRun, readRunConfigFile, type RunConfigFileLimits } from './run-config.js'
@@ -287,6 +288,43 @@ batchSize: 2
       },
     ).catch((caught: unknown) => caught)
     expect((wrong as Error).message).toContain('loss.type')
+  })
+})
+
+describe('loadTrainingRun kind: for', () => {
+  it("makes a Flow of Reasoning run on a registry's environment (Blocksworld), its seeds as the problems, and refuses a bad one naming the field", async () => {
+    const path = await write(
+      'for-blocksworld.yaml',
+      `kind: for
+model: { preset: tiny, seed: 0, overrides: { hiddenSize: 16, numAttentionHeads: 2, numHiddenLayers: 1, intermediateSize: 32 } }
+tokenizer: { train: { vocabSize: 300, endToken: "<|end|>" } }
+environments:
+  - game: blocksworld-v1
+    options: { blocks: 3, planLength: 2, successReward: 100, failureReward: 0.001 }
+seeds: { from: 10, count: 3 }
+solved: 100
+steps: 2
+samplesPerProblem: 2
+localSearch: { tries: 2 }
+`,
+    )
+    const run = await loadTrainingRun(path, registries)
+    if (run.kind !== 'for') throw new Error(`kind ${run.kind}`)
+    expect(run.config.seeds).toEqual([10, 11, 12])
+    expect(run.config.solved).toBe(100)
+    const trainer = createFlowOfReasoningTrainer(run.config)
+    const history = await trainer.run({ steps: run.steps })
+    expect(history.map((metrics) => metrics.step)).toEqual([1, 2])
+    for (const metrics of history) expect(Number.isFinite(metrics.loss)).toBe(true)
+    for (const key of trainer.logPartitionState().keys) expect(key).toMatch(/^blocksworld-v1\/1[012]$/)
+    trainer.dispose()
+    run.model.dispose()
+    const refused = (name: string, text: string) => write(name, text).then((file) => loadTrainingRun(file, registries).catch((caught: unknown) => caught))
+    const unknownGame = await refused('for-bad-game.yaml', 'kind: for\nmodel: { preset: tiny }\nenvironments: [{ game: chess-v0 }]\nseeds: [0]\n')
+    expect(ParseError.isInstance(unknownGame)).toBe(true)
+    expect((unknownGame as Error).message).toMatch(/environments\[0\]\.game/)
+    const noSeeds = await refused('for-no-seeds.yaml', 'kind: for\nmodel: { preset: tiny }\nenvironments: [{ game: blocksworld-v1 }]\nseeds: []\n')
+    expect((noSeeds as Error).message).toMatch(/seeds/)
   })
 })
 

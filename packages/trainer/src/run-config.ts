@@ -32,6 +32,7 @@ import { applyConfigOverrides, runConfigMaxDepth } from './command-line.js'
 import { alignDistilTrainerConfigSchema, type AlignDistilTrainerConfig } from './align-distil-trainer.js'
 import { evaluateAgainst } from './evaluation.js'
 import { flowOfReasoningTrainerConfigSchema, type FlowOfReasoningTrainerConfig } from './flow-of-reasoning-trainer.js'
+import { hasChatTemplate } from './stepwise-environments.js'
 import { plainConfig, runConfigLoggersSchema, type LoggerEntry } from './loggers/run-loggers.js'
 import { criticConfigSchema } from './experience/critic.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
@@ -204,10 +205,14 @@ export const rewardModelRunConfigFileSchema = rewardModelTrainerConfigSchema.omi
   evaluateEvery: z.number().int().min(0).default(0),
 })
 
+/** A module's prompt function `(view, history, context) => ChatMessage[]` (rollout's `PromptFunction`). */
+const promptSourceSchema = z.strictObject({ module: z.string().min(1), export: z.string().min(1).default('default') })
+
 /**
  * Flow of Reasoning (`createFlowOfReasoningTrainer`): `environments` names the step-wise tasks as the RL file does
  * (`{ game, options }` of the environments registry, one role each, with `legalActions`), `seeds` their reset seeds
- * (a list, or `{ from, count }`: the training problems), `prompt` a named prompt or a `{observation}` template, and
+ * (a list, or `{ from, count }`: the training problems), `prompt` a named prompt, a `{observation}` template or a
+ * module's prompt function (`{ module, export }`), and
  * `solved` the least return that counts as solved. log R is the log of an episode's return, so the rewards must be
  * positive (`game-of-24-v1` with `successReward: 100, failureReward: 0.001` is FoR's). `steps` is the total (it also
  * sets the annealing).
@@ -221,7 +226,8 @@ export const flowOfReasoningRunConfigFileSchema = flowOfReasoningTrainerConfigSc
       flowOfReasoningTrainerConfigSchema.shape.seeds,
       z.strictObject({ from: z.number().int().default(0), count: z.number().int().positive().max(1_000_000) }),
     ]),
-    prompt: z.string().min(1).optional(),
+    /** A named prompt or a `{observation}` template, or a module's prompt function (`{ module, export }`, TypeScript needs `NODE_OPTIONS="--import tsx"`). */
+    prompt: z.union([z.string().min(1), promptSourceSchema]).optional(),
     solved: z.number().finite().optional(),
   })
 
@@ -867,6 +873,20 @@ function evaluationHook(
   }
 }
 
+async function loadPromptFunction(source: z.output<typeof promptSourceSchema>, path: string, base: string): Promise<PromptTemplate> {
+  const file = resolve(base, source.module)
+  const fail = (message: string, cause?: unknown) => new ParseError({ source: path, path: ['prompt', 'module'], message, cause })
+  if (!existsSync(file)) throw fail(`no such file: ${file}`, Object.assign(new Error(file), { code: 'ENOENT' }))
+  let exported: unknown
+  try {
+    exported = ((await import(pathToFileURL(file).href)) as Record<string, unknown>)[source.export]
+  } catch (error) {
+    throw fail(`cannot import ${file} (${describeError(error)})`, error)
+  }
+  if (typeof exported !== 'function') throw fail(`${file} has no function export '${source.export}' (view, history, context) => ChatMessage[]`)
+  return exported as PromptTemplate
+}
+
 async function loadScorer(source: z.output<typeof scorerSourceSchema>, path: string, base: string): Promise<TrajectoryScorerV1> {
   const file = resolve(base, source.module)
   const fail = (message: string, cause?: unknown) => new ParseError({ source: path, path: ['scorer', 'module'], message, cause })
@@ -985,7 +1005,7 @@ async function loadFlowOfReasoning(
   options: LoadRunConfigOptions,
 ): Promise<FlowOfReasoningRun> {
   const environments = environmentFactories(file.environments, options)
-  const prompt = namedPrompt(file.prompt, options)
+  const prompt = typeof file.prompt === 'object' ? await loadPromptFunction(file.prompt, path, base) : namedPrompt(file.prompt, options)
   const seeds = Array.isArray(file.seeds) ? file.seeds : Array.from({ length: file.seeds.count }, (_, index) => (file.seeds as { from: number }).from + index)
   // The tokenizer's corpus: each problem's first prompt and the actions legal there.
   const parts = await loadParts(file, path, base, options, () => {
@@ -1006,7 +1026,12 @@ async function loadFlowOfReasoning(
     environments,
     seeds,
     prompt,
-    ...(file.chatTemplate === undefined ? {} : { chatTemplate: file.chatTemplate }),
+    // A tokenizer without a chat template (one the file trains) reads the messages' contents, as its corpus did.
+    ...(file.chatTemplate !== undefined
+      ? { chatTemplate: file.chatTemplate }
+      : hasChatTemplate(parts.tokenizer)
+        ? {}
+        : { chatTemplate: corpusRenderer(undefined, '') }),
     ...(parts.runDirectory === undefined ? {} : { runDirectory: parts.runDirectory }),
     loggers: parts.loggers,
     loggedConfig: parts.loggedConfig,

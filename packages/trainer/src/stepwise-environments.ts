@@ -9,7 +9,7 @@ import {
   type TurnView,
 } from '@ludic/core'
 import { renderPrompt, type PromptTemplate } from '@ludic/rollout'
-import { renderChatTemplate } from '@ludic/tokenizer'
+import { MissingChatTemplateError, renderChatTemplate } from '@ludic/tokenizer'
 
 /** A training problem of Flow of Reasoning: one of the environments (its index) and the seed it is reset with. */
 export interface StepwiseProblem {
@@ -183,7 +183,19 @@ function chatRenderer(tokenizer: TokenizerV1, chatTemplate: StepwiseEnvironmentO
     }
     return (messages) => renderChatTemplate(chatTemplate, { messages: [...messages], addGenerationPrompt: true, specialTokens })
   }
-  if (tokenizer.applyChatTemplate === undefined)
+  if (!hasChatTemplate(tokenizer))
     throw new InvalidArgumentError({ argument: 'chatTemplate', value: undefined, message: 'is needed: the tokenizer has no chat template' })
   return (messages) => tokenizer.applyChatTemplate!(messages, { addGenerationPrompt: true })
+}
+
+/** Whether the tokenizer renders chats (a `@ludic/tokenizer` one without `chat_template` has the method but refuses). */
+export function hasChatTemplate(tokenizer: TokenizerV1): boolean {
+  if (tokenizer.applyChatTemplate === undefined) return false
+  try {
+    tokenizer.applyChatTemplate([{ role: 'user', content: '' }], { addGenerationPrompt: true })
+    return true
+  } catch (error) {
+    if (MissingChatTemplateError.isInstance(error)) return false
+    throw error
+  }
 }
