@@ -43,7 +43,13 @@ export async function evaluateDiversity(
   const states = createStepwiseEnvironments(tokenizer, environments, prompt)
   const results: ProblemResult[] = []
   for (const [seed, problem] of problems.entries()) {
-    const episodes = await sampleStepwiseTrajectories(model, tokenizer, states, { environment: 0, seed }, { temperatures: Array(settings.samples).fill(1), random })
+    const episodes = await sampleStepwiseTrajectories(
+      model,
+      tokenizer,
+      states,
+      { environment: 0, seed },
+      { temperatures: Array(settings.samples).fill(1), random },
+    )
     const correct = episodes.map((episode) => episode.actions).filter((steps) => game24Task.solved(problem, steps))
     const expressions = correct.map((steps) => {
       const replayed = game24ExpressionOfSteps(problem, steps)

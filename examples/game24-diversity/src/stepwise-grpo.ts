@@ -42,9 +42,9 @@ export async function trainStepwiseGrpo(
     for (let index = 0; index < settings.problemsPerStep; index++) {
       const seed = random.choice(seeds)
       const problem = { environment: 0, seed }
-      const group = (
-        await sampleStepwiseTrajectories(model, tokenizer, states, problem, { temperatures: Array(settings.groupSize).fill(1), random })
-      ).map((episode) => episode.actions)
+      const group = (await sampleStepwiseTrajectories(model, tokenizer, states, problem, { temperatures: Array(settings.groupSize).fill(1), random })).map(
+        (episode) => episode.actions,
+      )
       const rewards = group.map((actions) => (game24Task.solved(problems[seed]!, actions) ? 1 : 0))
       const mean = rewards.reduce((total: number, value) => total + value, 0) / rewards.length
       const std = Math.sqrt(rewards.reduce((total: number, value) => total + (value - mean) ** 2, 0) / Math.max(1, rewards.length - 1))

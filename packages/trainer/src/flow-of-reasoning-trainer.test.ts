@@ -103,9 +103,9 @@ describe('createFlowOfReasoningTrainer', () => {
     const states = createStepwiseEnvironments(tokenizer, [twoSteps], twoStepTask)
     const q = { environment: 0, seed: 0 }
     const plans = async (temperature: number, seed: number, epsilon = 0) =>
-      (await sampleStepwiseTrajectories(model, tokenizer, states, q, { temperatures: Array(count).fill(temperature), epsilon, random: createRandom(seed) })).map(
-        (episode) => [...episode.actions],
-      )
+      (
+        await sampleStepwiseTrajectories(model, tokenizer, states, q, { temperatures: Array(count).fill(temperature), epsilon, random: createRandom(seed) })
+      ).map((episode) => [...episode.actions])
     const plain = await plans(1, 1)
     const hot = await plans(1000, 2)
     const greedy = await plans(1, 3, 1)

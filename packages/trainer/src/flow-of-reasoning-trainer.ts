@@ -448,7 +448,19 @@ export function createFlowOfReasoningTrainer(config: FlowOfReasoningTrainerConfi
     optimizer,
     run: parsed,
     plainConfig: () =>
-      plainConfig(parsed, ['model', 'tokenizer', 'environments', 'prompt', 'chatTemplate', 'logReward', 'solved', 'backwardLogprob', 'onStep', 'loggers', 'loggedConfig']),
+      plainConfig(parsed, [
+        'model',
+        'tokenizer',
+        'environments',
+        'prompt',
+        'chatTemplate',
+        'logReward',
+        'solved',
+        'backwardLogprob',
+        'onStep',
+        'loggers',
+        'loggedConfig',
+      ]),
     // The checkpoint holds log Z's table beside the model's weights (its keys in the trainer's state).
     parameters: partition === undefined ? model.parameters() : new Map([...model.parameters(), [logZParameterName, partition.variables()[0]!]]),
     update,

@@ -218,7 +218,17 @@ const promptSourceSchema = z.strictObject({ module: z.string().min(1), export: z
  * sets the annealing).
  */
 export const flowOfReasoningRunConfigFileSchema = flowOfReasoningTrainerConfigSchema
-  .omit({ ...madeByTheLoader, environments: true, seeds: true, prompt: true, chatTemplate: true, logReward: true, solved: true, backwardLogprob: true, onStep: true })
+  .omit({
+    ...madeByTheLoader,
+    environments: true,
+    seeds: true,
+    prompt: true,
+    chatTemplate: true,
+    logReward: true,
+    solved: true,
+    backwardLogprob: true,
+    onStep: true,
+  })
   .extend({
     ...commonFields,
     environments: rlFields.environments,

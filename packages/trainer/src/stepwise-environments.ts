@@ -97,7 +97,8 @@ export function createStepwiseEnvironments(
 
   const replay = ({ environment: index, seed }: StepwiseProblem, actions: readonly string[]): StepwiseState => {
     const environment = instances[index]
-    if (environment === undefined) throw new InvalidArgumentError({ argument: 'problem.environment', value: index, message: `must be below ${instances.length}` })
+    if (environment === undefined)
+      throw new InvalidArgumentError({ argument: 'problem.environment', value: index, message: `must be below ${instances.length}` })
     const [role] = environment.roles as [string]
     const where = (count: number) => `${environment.id} (seed ${seed}) after ${JSON.stringify(actions.slice(0, count))}`
     let view = environment.reset(seed)
