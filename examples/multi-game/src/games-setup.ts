@@ -19,7 +19,6 @@ import { randomLegalPlay } from '@ludic/rollout'
 import { actionLogprobs, evaluateAgainst } from '@ludic/trainer'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
 
-export const endOfText = '<|end|>'
 /** Kuhn Poker as in `examples/selfplay-kuhn-poker`: one round, net chips as the reward (its exploitability is exact). */
 export const kuhnOptions: KuhnPokerOptions = { rounds: 1, reward: 'chips' }
 
@@ -109,6 +108,9 @@ export function randomPlayExamples(
   }
   return result
 }
+
+/** The end token: a completion ends with it. */
+export const endOfText = '<|end|>'
 
 /** A byte-level BPE trained on what the model reads and writes in every game. */
 export function trainGamesTokenizer(examples: Record<GameId, { prompt: string; response: string }[]>, vocabSize: number): Tokenizer {
