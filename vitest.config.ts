@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type Alias, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config'
+import { availableParallelism } from 'node:os'
+import { type Alias, configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config'
 
 // One project per package and example, all alike: tests sit beside their sources (`src/**/*.test.ts`, the CLI page's `view/src/`; a
 // package's cross-cutting conformance suites in `test/`) and import the other packages' sources, not their
@@ -15,14 +16,33 @@ const folders = (parent: 'packages' | 'examples') =>
     .filter((entry) => entry.isDirectory() && existsSync(join(repository, parent, entry.name, 'package.json')))
     .map((entry) => entry.name)
 
-const project = (parent: 'packages' | 'examples', folder: string): TestProjectInlineConfiguration => ({
-  extends: true,
-  test: {
-    name: parent === 'packages' ? folder : `example-${folder}`,
-    root: join(repository, parent, folder),
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'view/src/**/*.test.ts'],
-  },
-})
+// Test files share their worker's modules (`isolate: false`): a package's sources, TensorFlow.js and its WebAssembly
+// binary are imported once per worker rather than once per file, which was 40% of the suite's time. A file that
+// needs a module graph of its own runs in its package's second project, `<name>:isolated`, where every file starts
+// fresh: one that replaces a module (`vi.mock`, `vi.doMock`: the module may already be loaded by an earlier file), or
+// one that says why with a comment naming `isolated-test`. Mocks, stubbed globals and environment variables are
+// restored after every test, so nothing a test changes reaches the next file.
+const needsIsolation = (file: string) => /\bvi\.(?:do)?[mM]ock\(|\bisolated-test\b/.test(readFileSync(file, 'utf8'))
+const testPatterns = ['src/**/*.test.ts', 'test/**/*.test.ts', 'view/src/**/*.test.ts']
+const testFolders = ['src', 'test', 'view/src']
+/** The test files under `root` (relative paths), as `testPatterns` name them. */
+const testFiles = (root: string) =>
+  testFolders
+    .filter((folder) => existsSync(join(root, folder)))
+    .flatMap((folder) => readdirSync(join(root, folder), { recursive: true, encoding: 'utf8' }).map((file) => join(folder, file)))
+    .filter((file) => file.endsWith('.test.ts') && !file.split(sep).includes('node_modules'))
+
+const projects = (parent: 'packages' | 'examples', folder: string): TestProjectInlineConfiguration[] => {
+  const root = join(repository, parent, folder)
+  const name = parent === 'packages' ? folder : `example-${folder}`
+  const isolated = testFiles(root).filter((file) => needsIsolation(join(root, file)))
+  const shared: TestProjectInlineConfiguration = {
+    extends: true,
+    test: { name, root, include: testPatterns, exclude: [...configDefaults.exclude, ...isolated], isolate: false },
+  }
+  if (isolated.length === 0) return [shared]
+  return [shared, { extends: true, test: { name: `${name}:isolated`, root, include: isolated, isolate: true } }]
+}
 
 /** `@ludic/x` and `@ludic/x/sub` → the source file of the built entry their `exports` name. */
 function sourceAliases(): Alias[] {
@@ -53,6 +73,15 @@ export default defineConfig({
   test: {
     testTimeout: 300_000,
     hookTimeout: 120_000,
-    projects: [...folders('packages').map((folder) => project('packages', folder)), ...folders('examples').map((folder) => project('examples', folder))],
+    // Vitest's default, one worker fewer than the cores, leaves one of a 2-core machine's cores to the main process,
+    // which only transforms sources: two workers there.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
+    restoreMocks: true,
+    unstubEnvs: true,
+    unstubGlobals: true,
+    projects: [
+      ...folders('packages').flatMap((folder) => projects('packages', folder)),
+      ...folders('examples').flatMap((folder) => projects('examples', folder)),
+    ],
   },
 })

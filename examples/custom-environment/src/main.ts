@@ -1,7 +1,8 @@
 import { pathToFileURL } from 'node:url'
-import { createRandom, type ChatMessage } from '@ludic/core'
+import type { ChatMessage } from '@ludic/core'
 import { createGame, createRandomPolicy, playEpisode, registerGame } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
+import { randomLegalPlay } from '@ludic/rollout'
 import { initTensors } from '@ludic/tensors'
 import { Tokenizer, trainBpe } from '@ludic/tokenizer'
 import { createRlTrainer, createSftTrainer, evaluateAgainst } from '@ludic/trainer'
@@ -18,21 +19,10 @@ export async function playOnce(seed = 0) {
 /** The prompt text a model reads: the observation, then `>` where its move goes. */
 const chatTemplate = (messages: readonly ChatMessage[]) => `${messages.at(-1)?.content ?? ''}\n>`
 
-/** Every position seen in random games, with each legal move once: the tokenizer's text and the warm-up. */
+/** Every position seen in random games, with each legal move once (`randomLegalPlay`): the tokenizer's text and the warm-up. */
 function randomPlayExamples(games = 50): { prompt: string; response: string }[] {
-  const examples = new Map<string, { prompt: string; response: string }>()
-  const random = createRandom(0)
-  for (let seed = 0; seed < games; seed++) {
-    const environment = createGame('nim-v0')
-    for (let view = environment.reset(seed); ; ) {
-      const prompt = chatTemplate([{ role: 'user', content: view.observation }])
-      for (const response of view.legalActions ?? []) examples.set(prompt + response, { prompt, response })
-      const outcome = environment.step(random.choice(view.legalActions ?? []))
-      if (outcome.next === undefined) break
-      view = outcome.next
-    }
-  }
-  return [...examples.values()]
+  const { examples } = randomLegalPlay({ environment: () => createGame('nim-v0'), games, chatTemplate })
+  return examples.map(({ prompt, response }) => ({ prompt, response }))
 }
 
 export interface TrainOptions {

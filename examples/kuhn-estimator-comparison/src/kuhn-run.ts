@@ -15,6 +15,7 @@ import {
   type KuhnPokerOptions,
 } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
+import { randomLegalPlay } from '@ludic/rollout'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
 import {
   actionLogprobs,
@@ -66,7 +67,7 @@ export async function runKuhnSelfPlay(
   const run = await startExampleRun(new URL('..', import.meta.url), options)
   const states = kuhnInformationStates(kuhnOptions)
   const decisions = states.map((state) => ({ prompt: chatTemplate([{ role: 'user', content: state.observation }]), actions: state.legalActions }))
-  const examples = decisions.flatMap(({ prompt, actions }) => actions.map((response) => ({ prompt, response })))
+  const examples = randomLegalPlay({ states, chatTemplate }).examples.map(({ prompt, response }) => ({ prompt, response }))
   const tokenizer = Tokenizer.fromJSON(
     trainBpe(
       examples.map((example) => `${example.prompt}${example.response}`),

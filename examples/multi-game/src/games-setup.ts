@@ -1,4 +1,4 @@
-import { createRandom, type ChatMessage, type EnvironmentV1, type PolicyV1, type TokenizerV1, type TurnView } from '@ludic/core'
+import type { ChatMessage, EnvironmentV1, PolicyV1, TokenizerV1, TurnView } from '@ludic/core'
 import {
   createIteratedPrisonersDilemma,
   createKuhnPoker,
@@ -15,10 +15,10 @@ import {
   type KuhnPokerOptions,
 } from '@ludic/games'
 import type { CausalLanguageModel } from '@ludic/model'
+import { randomLegalPlay } from '@ludic/rollout'
 import { actionLogprobs, evaluateAgainst } from '@ludic/trainer'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
 
-export const endOfText = '<|end|>'
 /** Kuhn Poker as in `examples/selfplay-kuhn-poker`: one round, net chips as the reward (its exploitability is exact). */
 export const kuhnOptions: KuhnPokerOptions = { rounds: 1, reward: 'chips' }
 
@@ -85,25 +85,9 @@ export const promptOf = (view: TurnView): ChatMessage[] => [{ role: 'user', cont
 /** The chat template: the last message, then `\n>` where the move goes. */
 export const chatTemplate = (messages: readonly ChatMessage[]): string => `${messages.at(-1)?.content ?? ''}\n>`
 
-/** Observations (with their legal moves) of the states random legal play visits in `games` games of a game. */
-function randomPlayStates(factory: () => EnvironmentV1, games: number, seed: number): TurnView[] {
-  const random = createRandom(seed)
-  const environment = factory()
-  const views: TurnView[] = []
-  for (let game = 0; game < games; game++) {
-    let view: TurnView | undefined = environment.reset(seed * 100_000 + game)
-    while (view !== undefined) {
-      views.push(view)
-      const outcome = environment.step(random.choice(view.legalActions!))
-      view = outcome.done || outcome.truncated ? undefined : outcome.next
-    }
-  }
-  return views
-}
-
 /**
- * Random legal play as supervised examples, per game: at each distinct state, every legal move once. Kuhn
- * Poker's states are its 12 information states; TicTacToe's and the dilemma's come from `games` random
+ * Random legal play as supervised examples, per game (`randomLegalPlay`): at each distinct state, every legal move
+ * once. Kuhn Poker's states are its 12 information states; TicTacToe's and the dilemma's come from `games` random
  * games. Each game's list is repeated to about `perGame` examples, so no game dominates the warm-up.
  */
 export function randomPlayExamples(
@@ -113,26 +97,20 @@ export function randomPlayExamples(
   seed: number,
 ): Record<GameId, { prompt: string; response: string }[]> {
   const factories = gameFactories(settings)
-  const statesOf: Record<GameId, readonly TurnView[]> = {
-    'kuhn-poker-v1': kuhnInformationStates(kuhnOptions).map((state) => ({ role: '', observation: state.observation, legalActions: state.legalActions })),
-    'tictactoe-v0': randomPlayStates(factories['tictactoe-v0'], games, seed),
-    'iterated-prisoners-dilemma-v0': randomPlayStates(factories['iterated-prisoners-dilemma-v0'], games, seed),
-  }
+  const shared = { prompt: promptOf, chatTemplate, repeatTo: perGame }
   const result = {} as Record<GameId, { prompt: string; response: string }[]>
   for (const game of gameIds) {
-    const seen = new Set<string>()
-    const examples: { prompt: string; response: string }[] = []
-    for (const view of statesOf[game]) {
-      const prompt = chatTemplate(promptOf(view))
-      if (seen.has(prompt)) continue
-      seen.add(prompt)
-      for (const move of view.legalActions ?? []) examples.push({ prompt, response: move })
-    }
-    const copies = Math.max(1, Math.round(perGame / examples.length))
-    result[game] = Array.from({ length: copies }, () => examples).flat()
+    const { examples } =
+      game === 'kuhn-poker-v1'
+        ? randomLegalPlay({ ...shared, states: kuhnInformationStates(kuhnOptions) })
+        : randomLegalPlay({ ...shared, environment: factories[game], games, seed })
+    result[game] = examples.map(({ prompt, response }) => ({ prompt, response }))
   }
   return result
 }
+
+/** The end token: a completion ends with it. */
+export const endOfText = '<|end|>'
 
 /** A byte-level BPE trained on what the model reads and writes in every game. */
 export function trainGamesTokenizer(examples: Record<GameId, { prompt: string; response: string }[]>, vocabSize: number): Tokenizer {

@@ -1,6 +1,7 @@
 import type { ChatMessage, TokenizerV1, TurnView } from '@ludic/core'
 import { kuhnExploitability, kuhnInformationStates, kuhnPolicyOf, kuhnTerseObservation, type KuhnPokerOptions, type KuhnPolicy } from '@ludic/games'
 import type { CausalLanguageModel } from '@ludic/model'
+import { randomLegalPlay } from '@ludic/rollout'
 import { actionLogprobs } from '@ludic/trainer'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
 
@@ -28,9 +29,10 @@ export function kuhnDecisions(): { observation: string; prompt: string; actions:
   }))
 }
 
-/** Random legal play as supervised examples: at each of the 12 decisions, each legal move once (uniform). */
+/** Random legal play as supervised examples (`randomLegalPlay`): at each of the 12 decisions, each legal move once (uniform). */
 export function randomPlayExamples(): { prompt: string; response: string }[] {
-  return kuhnDecisions().flatMap(({ prompt, actions }) => actions.map((response) => ({ prompt, response })))
+  const { examples } = randomLegalPlay({ states: kuhnInformationStates(kuhnOptions), prompt: promptOf, chatTemplate })
+  return examples.map(({ prompt, response }) => ({ prompt, response }))
 }
 
 /** A byte-level BPE trained on what the model will read and write: every decision's prompt and move. */

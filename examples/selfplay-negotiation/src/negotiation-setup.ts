@@ -1,4 +1,4 @@
-import { createRandom, type ChatMessage, type PolicyV1, type Trajectory, type TurnView } from '@ludic/core'
+import type { ChatMessage, PolicyV1, Trajectory, TurnView } from '@ludic/core'
 import {
   createNegotiationHeuristicPolicy,
   createRandomPolicy,
@@ -15,6 +15,7 @@ import {
   type NegotiationBundle,
   type NegotiationInventory,
 } from '@ludic/games'
+import { randomLegalPlay } from '@ludic/rollout'
 import { evaluateAgainst } from '@ludic/trainer'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
 
@@ -47,23 +48,17 @@ export const chatTemplate = (messages: readonly ChatMessage[]): string => `${mes
 /** The legal-move menu of a state: `[Accept]` (when an offer is open and payable), `[Deny]`, offers of 1–3 units. */
 export const menuOf = (observation: string): string[] => negotiationMenu(parseNegotiationObservation(observation))
 
+/** Random legal play's options here: the terse prompt, the menu as the legal moves. */
+const playOptions = { prompt: promptOf, chatTemplate, legalActions: (view: TurnView) => menuOf(view.observation) }
+const statesOf = (observations: readonly string[]): TurnView[] => observations.map((observation) => ({ role: '', observation }))
+
 /**
- * Full observations of the states random legal play visits: `episodes` games, every move drawn uniformly
- * from the menu (seeded). The warm-up's and the tokenizer's prompts come from them.
+ * Full observations of the states random legal play visits (`randomLegalPlay`): `episodes` games, every move drawn
+ * uniformly from the menu (seeded). The warm-up's and the tokenizer's prompts come from them.
  */
 export function randomPlayObservations(episodes: number, turns: number, seed: number): string[] {
-  const random = createRandom(seed)
-  const observations: string[] = []
-  for (let episode = 0; episode < episodes; episode++) {
-    const environment = createSimpleNegotiation({ turns })
-    let view: TurnView | undefined = environment.reset(seed * 100_000 + episode)
-    while (view !== undefined) {
-      observations.push(view.observation)
-      const outcome = environment.step(random.choice(menuOf(view.observation)))
-      view = outcome.done || outcome.truncated ? undefined : outcome.next
-    }
-  }
-  return observations
+  const play = randomLegalPlay({ ...playOptions, environment: () => createSimpleNegotiation({ turns }), games: episodes, seed, distinct: false })
+  return play.states.map((view) => view.observation)
 }
 
 /**
@@ -72,26 +67,14 @@ export function randomPlayObservations(episodes: number, turns: number, seed: nu
  * countered, often enough for self-play to find out which answers pay).
  */
 export function randomPlayExamples(observations: readonly string[], answerWeight: number): { prompt: string; response: string }[] {
-  const seen = new Set<string>()
-  const examples: { prompt: string; response: string }[] = []
-  for (const observation of observations) {
-    const prompt = chatTemplate(promptOf({ role: '', observation }))
-    if (seen.has(prompt)) continue
-    seen.add(prompt)
-    for (const move of menuOf(observation)) {
-      const copies = move === '[Accept]' || move === '[Deny]' ? answerWeight : 1
-      for (let copy = 0; copy < copies; copy++) examples.push({ prompt, response: move })
-    }
-  }
-  return examples
+  const copies = { '[Accept]': answerWeight, '[Deny]': answerWeight }
+  const { examples } = randomLegalPlay({ ...playOptions, states: statesOf(observations), copies })
+  return examples.map(({ prompt, response }) => ({ prompt, response }))
 }
 
-/** A byte-level BPE trained on what the model reads and writes: the terse prompts and every menu move. */
+/** A byte-level BPE trained on what the model reads and writes: the terse prompts and every menu move, at every state visited. */
 export function trainNegotiationTokenizer(observations: readonly string[], vocabSize: number): Tokenizer {
-  const corpus = observations.flatMap((observation) => {
-    const prompt = chatTemplate(promptOf({ role: '', observation }))
-    return menuOf(observation).map((move) => `${prompt}${move}`)
-  })
+  const { corpus } = randomLegalPlay({ ...playOptions, states: statesOf(observations), distinct: false })
   return Tokenizer.fromJSON(trainBpe(corpus, { vocabSize, specialTokens: [endOfText] }), { eos_token: endOfText })
 }
 

@@ -12,7 +12,9 @@ const plugin = fileURLToPath(new URL('./test/fixtures/coin-plugin.js', import.me
 const broken = fileURLToPath(new URL('./test/fixtures/broken-plugin.js', import.meta.url))
 
 // The games a plugin registers are named on the command line as in a config: `--plugin` imports the module first with
-// the loader of a config's `plugins:`. This file imports the coin plugin only through `--plugin`.
+// the loader of a config's `plugins:`. This file imports the coin plugin only through `--plugin`, and it checks that
+// the game is unknown before: an isolated-test (its own module graph), as a file run after one that loaded the plugin
+// would find it registered.
 describe('--plugin', () => {
   it('lets ludic eval evaluate a game a plugin registers (without it: not a registered game, exit 2)', async () => {
     const directory = temporaryDirectory()

@@ -17,6 +17,13 @@ export {
   type RunEpisodesOptions,
 } from './episode-runner.js'
 export { defaultPromptTemplate, renderPrompt, type PromptContext, type PromptFunction, type PromptTemplate } from './prompt-template.js'
+export {
+  gameSeedStride,
+  randomLegalPlay,
+  type RandomLegalPlay,
+  type RandomLegalPlayExample,
+  type RandomLegalPlayOptions,
+} from './random-legal-play.js'
 export { trajectoryToSamples, type TrajectorySampleOptions } from './trajectory-samples.js'
 export { GenerationBatchError } from './generation-batch-error.js'
 export { RemotePolicyError, type RemoteFailureKind } from './remote-policy-error.js'

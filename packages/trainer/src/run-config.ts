@@ -18,13 +18,11 @@ import {
   type PolicyV1,
   type TokenizerV1,
   type TrajectoryScorerV1,
-  type Turn,
-  type TurnView,
 } from '@ludic/core'
 import { advantageEstimators } from '@ludic/advantages'
 import { createLocalPolicy, createModel, loadModel, presetNames, type CausalLanguageModel } from '@ludic/model'
 import { policyLosses } from '@ludic/objectives'
-import { renderPrompt, type PromptTemplate } from '@ludic/rollout'
+import { randomLegalPlay, renderPrompt, type PromptTemplate } from '@ludic/rollout'
 import { loadTokenizer, renderChatTemplate, Tokenizer, trainBpe, trainBpeOptionsSchema } from '@ludic/tokenizer'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
@@ -681,53 +679,6 @@ function chatTemplateFunction(tokenizer: TokenizerV1, template: string | undefin
   return (messages, { addGenerationPrompt }) => renderChatTemplate(template, { messages: [...messages], addGenerationPrompt, specialTokens })
 }
 
-/** A turn of random legal play: the messages the policy would see and the move played. */
-interface RandomPlayTurn {
-  messages: ChatMessage[]
-  action: string
-}
-
-/**
- * Plays `episodes` episodes of each environment with uniformly random legal moves (the environment's
- * `legalActions`; an environment that gives none cannot be played this way) and returns every turn's prompt
- * messages and move.
- */
-function randomLegalPlay(environments: readonly (() => EnvironmentV1)[], prompt: PromptTemplate, episodes: number, seed: number): RandomPlayTurn[] {
-  const turns: RandomPlayTurn[] = []
-  for (const [environmentIndex, make] of environments.entries()) {
-    const environment = make()
-    const random = createRandom(deriveSeed('ludic.random-play', seed, environmentIndex))
-    for (let episode = 0; episode < episodes; episode++) {
-      const episodeSeed = seed * 100_000 + episode
-      let view: TurnView | undefined = environment.reset(episodeSeed)
-      const history: Turn[] = []
-      while (view !== undefined && history.length < 1000) {
-        const legal = view.legalActions
-        if (legal === undefined || legal.length === 0)
-          throw new InvalidArgumentError({
-            argument: 'environments',
-            value: environment.id,
-            message: 'gives no legal actions: random legal play (warmUp, tokenizer.train) needs TurnView.legalActions',
-          })
-        const action = legal[random.nextInt(legal.length)]!
-        const messages = renderPrompt(prompt, view, history, { environmentId: environment.id, role: view.role, turnIndex: history.length, seed: episodeSeed })
-        turns.push({ messages, action })
-        const outcome = environment.step(action)
-        history.push({
-          index: history.length,
-          role: view.role,
-          observation: view.observation,
-          action,
-          rewards: outcome.rewards,
-          invalidAction: outcome.info.invalidAction === true,
-        })
-        view = outcome.done || outcome.truncated ? undefined : outcome.next
-      }
-    }
-  }
-  return turns
-}
-
 /** The factories of a file's `environments` (`{ game, options }` of the registry). */
 function environmentFactories(entries: readonly { game: string; options: Record<string, unknown> }[], options: LoadRunConfigOptions): (() => EnvironmentV1)[] {
   const registry = options.environments
@@ -754,19 +705,32 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
   const environments = environmentFactories(file.environments, options)
   const prompt = namedPrompt(file.prompt, options)
   const seed = file.seed ?? 0
-  let played: RandomPlayTurn[] | undefined
-  const play = (episodes: number) => {
+  /**
+   * Random legal play of each environment (`randomLegalPlay`: every turn's prompt and the move played, each
+   * environment's moves drawn from its own stream), rendered by `chatTemplate`.
+   */
+  const play = (episodes: number, chatTemplate: (messages: readonly ChatMessage[]) => string) => {
     try {
-      return randomLegalPlay(environments, prompt, episodes, seed)
+      return environments.flatMap(
+        (environment, index) =>
+          randomLegalPlay({
+            environment,
+            games: episodes,
+            seed,
+            random: createRandom(deriveSeed('ludic.random-play', seed, index)),
+            prompt,
+            chatTemplate,
+            responses: 'played',
+            distinct: false,
+          }).examples,
+      )
     } catch (error) {
       throw new ParseError({ source: path, path: ['environments'], message: describeError(error), cause: error })
     }
   }
   const parts = await loadParts(file, path, base, options, () => {
     const train = (file.tokenizer as { train: { episodes: number; endToken: string } }).train
-    played = play(train.episodes)
-    const render = corpusRenderer(file.chatTemplate, train.endToken)
-    return played.map((turn) => `${render(turn.messages)}${turn.action}`)
+    return play(train.episodes, corpusRenderer(file.chatTemplate, train.endToken)).map((example) => `${example.prompt}${example.response}`)
   })
   const { model, tokenizer } = parts
   const advantage: AdvantageEstimatorV1 | undefined =
@@ -822,13 +786,13 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
     const render = parts.chatTemplate
     if (render === undefined)
       throw new ParseError({ source: path, path: ['chatTemplate'], message: 'is needed for warmUp: the tokenizer has no chat template' })
-    const turns = played !== undefined && episodes === (file.tokenizer as { train?: { episodes: number } }).train?.episodes ? played : play(episodes)
+    const examples = play(episodes, (messages) => render(messages, { addGenerationPrompt: true }))
     warmUp = {
       steps,
       config: {
         model,
         tokenizer,
-        examples: turns.map((turn) => ({ prompt: render(turn.messages, { addGenerationPrompt: true }), response: turn.action })),
+        examples: examples.map(({ prompt, response }) => ({ prompt, response })),
         ...settings,
         seed,
       },

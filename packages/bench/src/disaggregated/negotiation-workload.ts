@@ -3,7 +3,7 @@
  * tokenizer from the same settings, deterministically): Simple Negotiation, a multi-turn two-player trading game, as
  * the tiny model reads it (the terse prompts of `game-selfplay.ts`) with a byte-level BPE trained on random legal play.
  */
-import { createRandom, turnContextOf, type ChatMessage, type EnvironmentV1, type PolicyV1, type StepOutcome, type TurnView } from '@ludic/core'
+import { turnContextOf, type ChatMessage, type EnvironmentV1, type PolicyV1, type StepOutcome, type TurnView } from '@ludic/core'
 import {
   createGame,
   createRandomPolicy,
@@ -13,6 +13,7 @@ import {
   turnLegalActions,
   type NegotiationBundle,
 } from '@ludic/games'
+import { randomLegalPlay, type RandomLegalPlay } from '@ludic/rollout'
 import { Tokenizer, trainBpe } from '@ludic/tokenizer'
 import { evaluateAgainst, type MatchFigures } from '@ludic/trainer'
 import { endOfText, gameChatTemplate, gameOptionsFor } from '../selfplay/game-selfplay.js'
@@ -56,34 +57,29 @@ export function negotiationTerseText(observation: string): string {
 export const negotiationPrompt = (view: TurnView): ChatMessage[] => [{ role: 'user', content: negotiationTerseText(view.observation) }]
 
 /**
- * Random legal play as supervised examples: at each distinct state visited by `warmupGames` random games, every move
- * of the menu once (`[Accept]` and `[Deny]` 4 times, so that offers get answered).
+ * Random legal play as supervised examples (`randomLegalPlay`): at each distinct state visited by `warmupGames`
+ * random games, every move of the menu once (`[Accept]` and `[Deny]` 4 times, so that offers get answered).
  */
+function negotiationPlay(workload: NegotiationWorkload): RandomLegalPlay {
+  return randomLegalPlay({
+    environment: () => createGame(negotiationGame, negotiationOptions(workload)),
+    games: workload.warmupGames,
+    seed: workload.seed,
+    legalActions: (view) => turnLegalActions(turnContextOf(negotiationGame, view)),
+    prompt: negotiationPrompt,
+    chatTemplate: gameChatTemplate,
+    copies: { '[Accept]': 4, '[Deny]': 4 },
+  })
+}
+
+/** The warm-up examples of `negotiationPlay`. */
 export function negotiationExamples(workload: NegotiationWorkload): { prompt: string; response: string }[] {
-  const random = createRandom(workload.seed)
-  const seen = new Set<string>()
-  const examples: { prompt: string; response: string }[] = []
-  for (let episode = 0; episode < workload.warmupGames; episode++) {
-    const environment = createGame(negotiationGame, negotiationOptions(workload))
-    let view: TurnView | undefined = environment.reset(workload.seed * 100_000 + episode)
-    while (view !== undefined) {
-      const menu = turnLegalActions(turnContextOf(negotiationGame, view))
-      const prompt = gameChatTemplate(negotiationPrompt(view))
-      if (!seen.has(prompt)) {
-        seen.add(prompt)
-        for (const move of menu) for (let copy = 0; copy < (move === '[Accept]' || move === '[Deny]' ? 4 : 1); copy++) examples.push({ prompt, response: move })
-      }
-      const outcome: StepOutcome = environment.step(random.choice(menu))
-      view = outcome.done || outcome.truncated ? undefined : outcome.next
-    }
-  }
-  return examples
+  return negotiationPlay(workload).examples.map(({ prompt, response }) => ({ prompt, response }))
 }
 
 /** The BPE over the examples' prompts and moves (deterministic in the settings). */
 export function negotiationTokenizer(workload: NegotiationWorkload): Tokenizer {
-  const corpus = [...new Set(negotiationExamples(workload).map((example) => `${example.prompt}${example.response}`))]
-  return Tokenizer.fromJSON(trainBpe(corpus, { vocabSize: workload.vocabSize, specialTokens: [endOfText] }), { eos_token: endOfText })
+  return Tokenizer.fromJSON(trainBpe(negotiationPlay(workload).corpus, { vocabSize: workload.vocabSize, specialTokens: [endOfText] }), { eos_token: endOfText })
 }
 
 /**

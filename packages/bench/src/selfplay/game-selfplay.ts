@@ -5,7 +5,7 @@
  * role-conditioned advantages (RAE) and PPO on the training games only.
  */
 import { createRae } from '@ludic/advantages'
-import { createRandom, InvalidArgumentError, type ChatMessage, type EnvironmentV1, type PolicyV1, type TurnView } from '@ludic/core'
+import { InvalidArgumentError, type ChatMessage, type EnvironmentV1, type PolicyV1, type TurnView } from '@ludic/core'
 import {
   createGame,
   createRandomPolicy,
@@ -18,6 +18,7 @@ import {
 } from '@ludic/games'
 import { createModel, type CausalLanguageModel } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
+import { randomLegalPlay } from '@ludic/rollout'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
 import { createRlTrainer, createSftTrainer, evaluateAgainst, type MatchFigures, type StepMetrics } from '@ludic/trainer'
 import { builtEntryPath } from '../perf/package-paths.js'
@@ -80,31 +81,10 @@ export function tersePrompt(view: TurnView, _history: unknown, context: { enviro
 /** The chat template: the last message, then `\n>` where the move goes. */
 export const gameChatTemplate = (messages: readonly ChatMessage[]): string => `${messages.at(-1)?.content ?? ''}\n>`
 
-/** Views (with their legal moves) that random legal play visits in `episodes` episodes of a game. */
-function randomPlayViews(game: string, episodes: number, seed: number): TurnView[] {
-  if (game === 'kuhn-poker-v1') {
-    return kuhnInformationStates(selfPlayKuhnOptions).map((state) => ({ role: '', observation: state.observation, legalActions: state.legalActions }))
-  }
-  const random = createRandom(seed)
-  const environment = createGame(game, gameOptionsFor(game, { invalidPenalty: -1 }))
-  const views: TurnView[] = []
-  for (let episode = 0; episode < episodes; episode++) {
-    let view: TurnView | undefined = environment.reset(seed * 100_000 + episode)
-    for (let turn = 0; view !== undefined && turn < 200; turn++) {
-      if (view.legalActions === undefined || view.legalActions.length === 0) {
-        throw new InvalidArgumentError({ argument: 'games', value: game, message: 'does not list its legal moves; the tiny game model needs them' })
-      }
-      views.push(view)
-      const outcome = environment.step(random.choice(view.legalActions))
-      view = outcome.done || outcome.truncated ? undefined : outcome.next
-    }
-  }
-  return views
-}
-
 /**
- * Random legal play as supervised examples, per game: at each distinct prompt every legal move once, repeated to
- * about `perGame` examples so no game dominates.
+ * Random legal play as supervised examples, per game (`randomLegalPlay`): at each distinct prompt every legal move
+ * once, repeated to about `perGame` examples so no game dominates. Kuhn Poker's states are its 12 information
+ * states; another game's come from `episodes` random games (at most 200 turns each).
  */
 export function randomPlayExamples(
   games: readonly string[],
@@ -114,16 +94,23 @@ export function randomPlayExamples(
 ): Record<string, { prompt: string; response: string }[]> {
   const result: Record<string, { prompt: string; response: string }[]> = {}
   for (const game of games) {
-    const seen = new Set<string>()
-    const examples: { prompt: string; response: string }[] = []
-    for (const view of randomPlayViews(game, episodes, seed)) {
-      const prompt = gameChatTemplate([{ role: 'user', content: terseGameText(game, view) }])
-      if (seen.has(prompt)) continue
-      seen.add(prompt)
-      for (const move of view.legalActions ?? []) examples.push({ prompt, response: move })
+    const shared = { prompt: terseGamePrompt(game), chatTemplate: gameChatTemplate, repeatTo: perGame }
+    try {
+      const { examples } =
+        game === 'kuhn-poker-v1'
+          ? randomLegalPlay({ ...shared, states: kuhnInformationStates(selfPlayKuhnOptions) })
+          : randomLegalPlay({
+              ...shared,
+              environment: () => createGame(game, gameOptionsFor(game, { invalidPenalty: -1 })),
+              games: episodes,
+              seed,
+              maxTurns: 200,
+            })
+      result[game] = examples.map(({ prompt, response }) => ({ prompt, response }))
+    } catch (error) {
+      if (!InvalidArgumentError.isInstance(error) || error.argument !== 'options.environment') throw error
+      throw new InvalidArgumentError({ argument: 'games', value: game, message: 'does not list its legal moves; the tiny game model needs them', cause: error })
     }
-    const copies = Math.max(1, Math.round(perGame / Math.max(1, examples.length)))
-    result[game] = Array.from({ length: copies }, () => examples).flat()
   }
   return result
 }
