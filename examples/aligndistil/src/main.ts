@@ -13,19 +13,15 @@
  *
  *   LUDIC_BACKEND=wasm npx tsx src/main.ts [--steps 120] [--seeds 0,1,2] [--evaluate-every 5]
  */
-import { writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { CausalLanguageModel, createModel } from '@ludic/model'
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { Tokenizer, trainBpe } from '@ludic/tokenizer'
+import { makeRunDirectory, markdownPage, markdownTable, renderRunChart, runExampleMain, runReport, writeReportFiles } from '@ludic/report'
 import {
   createAlignDistilTrainer,
   createSftTrainer,
   encodePreferencePair,
-  makeRunDirectory,
   preferenceAccuracy,
-  renderRunChart,
-  runExampleMain,
   trainContrastiveDpoModels,
   truncatePreferencePair,
   type PreferencePairIds,
@@ -245,25 +241,14 @@ export async function main(input: AlignDistilExampleOptions = {}): Promise<Align
   const stepsTo90 = Object.fromEntries(
     arms.map((arm) => [arm, results.map((result) => result.curves[arm].find((point) => point.accuracy >= 0.9)?.step ?? null)]),
   ) as AlignDistilReport['stepsTo90']
-  const { log: _log, ...printable } = options
-  const report: AlignDistilReport = {
-    backend: runtime.backend,
-    options: printable,
-    trainPairs: train.length,
-    heldOutPairs: heldOut.length,
-    teacherSteps,
-    results,
-    summary,
-    stepsTo90,
-    seconds: (performance.now() - started) / 1000,
-    runDirectory,
-  }
+  const run = { backend: runtime.backend, options, started, runDirectory }
+  const report: AlignDistilReport = runReport(run, { trainPairs: train.length, heldOutPairs: heldOut.length, teacherSteps, results, summary, stepsTo90 })
   const table = reportTable(report)
   for (const line of table.split('\n')) log(line)
-  await writeFile(join(runDirectory, 'report.json'), `${JSON.stringify(report, null, 2)}\n`)
-  await writeFile(
-    join(runDirectory, 'report.md'),
-    `# DPO vs AlignDistil: held-out preference accuracy against the rule\n\n${report.trainPairs} training and ${report.heldOutPairs} held-out pairs, ${steps} gradient steps of ${batchSize} pairs per arm, seeds ${options.seeds.join(', ')}, backend ${report.backend}, ${report.seconds.toFixed(0)} s.\n\n${table}\n`,
+  const page = markdownPage(
+    'DPO vs AlignDistil: held-out preference accuracy against the rule',
+    `${report.trainPairs} training and ${report.heldOutPairs} held-out pairs, ${steps} gradient steps of ${batchSize} pairs per arm, seeds ${options.seeds.join(', ')}, backend ${report.backend}, ${report.seconds.toFixed(0)} s.`,
+    table,
   )
   const colors: Record<ArmName, string> = { dpo: '#1f77b4', aligndistil: '#d62728', 'aligndistil-counted': '#2ca02c' }
   const chart = await renderRunChart(
@@ -277,7 +262,7 @@ export async function main(input: AlignDistilExampleOptions = {}): Promise<Align
     })),
     { xTitle: 'gradient steps' },
   )
-  await writeFile(join(runDirectory, 'chart.svg'), chart)
+  await writeReportFiles(runDirectory, { 'report.json': report, 'report.md': page, 'chart.svg': chart })
   return report
 }
 
@@ -311,16 +296,19 @@ export function reportTable(report: Pick<AlignDistilReport, 'results' | 'summary
       : report.results.map((result) => percent(result.curves[arm].find((point) => point.step === step)?.accuracy ?? Number.NaN)).join(' / ')
   const seeds = report.results.map((result) => result.seed).join(' / ')
   const counted = `aligndistil, teachers counted (2×${report.teacherSteps} teacher steps, then distillation)`
+  const row = (step: number, figure: (arm: ArmName, step: number) => string) => [String(step), ...arms.map((arm) => figure(arm, step))]
   return [
-    `| gradient steps | dpo | aligndistil, teachers not counted | ${counted} |`,
-    '|---|---|---|---|',
-    ...steps.map((step) => `| ${step} | ${cell('dpo', step)} | ${cell('aligndistil', step)} | ${cell('aligndistil-counted', step)} |`),
+    ...markdownTable(
+      ['gradient steps', 'dpo', 'aligndistil, teachers not counted', counted],
+      steps.map((step) => row(step, cell)),
+    ),
     '',
     'Held-out preference accuracy against the rule, mean over seeds ± half-width of the 95% t interval.',
     '',
-    `| gradient steps | dpo (seeds ${seeds}) | aligndistil, not counted | aligndistil, counted |`,
-    '|---|---|---|---|',
-    ...steps.map((step) => `| ${step} | ${seedCell('dpo', step)} | ${seedCell('aligndistil', step)} | ${seedCell('aligndistil-counted', step)} |`),
+    ...markdownTable(
+      ['gradient steps', `dpo (seeds ${seeds})`, 'aligndistil, not counted', 'aligndistil, counted'],
+      steps.map((step) => row(step, seedCell)),
+    ),
     '',
     `First evaluated step at ≥ 90% (per seed): ${arms.map((arm) => `${arm} ${report.stepsTo90[arm].map((step) => step ?? 'never').join(' / ')}`).join('; ')}.`,
   ].join('\n')

@@ -6,7 +6,7 @@
  * Elo scale with bootstrap 95% intervals, win rates, a Markdown table, JSON and a chart (Vega-Lite).
  * The judge is the rubric (no network), or any OpenAI-compatible model with `LUDIC_JUDGE_URL`.
  */
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises'
+import { readdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRandom, deriveSeed, parseArgument, parseInput, type Completion, type PolicyV1 } from '@ludic/core'
@@ -24,7 +24,8 @@ import { createLocalPolicy, loadModel, type CausalLanguageModel } from '@ludic/m
 import { roleplayPrompt } from '@ludic/roleplay'
 import { createBatchingPolicy } from '@ludic/rollout'
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
-import { makeRunDirectory, renderArenaChart, runCharacterArena, runExampleMain, type CharacterArenaResult } from '@ludic/trainer'
+import { makeRunDirectory, renderArenaChart, runExampleMain, runReport, writeReportFiles, type RunReport } from '@ludic/report'
+import { runCharacterArena, type CharacterArenaResult } from '@ludic/trainer'
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 
@@ -54,16 +55,15 @@ const cpoReportSchema = z.object({
   after: z.object({ step: z.number().int() }),
 })
 
-export interface Report {
+/** `report.json`: the backend and options, the CPO run, the judge, the competitors and their ratings. */
+export type Report = RunReport<{
   cpoRun: string
   judge: string
   competitors: string[]
   arena: CharacterArenaResult['report']
   failures: number
   skippedComparisons: number
-  seconds: number
-  runDirectory: string
-}
+}>
 
 export async function main(options: MainOptions = {}): Promise<Report> {
   const parsed = parseArgument(mainOptionsSchema, options, 'options')
@@ -112,23 +112,23 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   })
   for (const model of models) model.dispose()
 
-  const report: Report = {
-    cpoRun,
-    judge: judge.identity.model,
-    competitors: competitors.map((competitor) => competitor.id),
-    arena: result.report,
-    failures: result.failures.length,
-    skippedComparisons: result.skippedComparisons,
-    seconds: (performance.now() - started) / 1000,
-    runDirectory,
-  }
-  await writeFile(join(runDirectory, 'report.json'), `${JSON.stringify(report, null, 2)}\n`)
-  await writeFile(join(runDirectory, 'arena.md'), `${result.markdown}\n`)
-  await writeFile(join(runDirectory, 'judgements.jsonl'), `${result.judgements.map((judgement) => JSON.stringify(judgement)).join('\n')}\n`)
-  await writeFile(
-    join(runDirectory, 'chart.svg'),
-    await renderArenaChart(result.report, 'CharacterArena: the roleplay-cpo run (Elo scale, 95% bootstrap intervals)'),
+  const report: Report = runReport(
+    { backend: runtime.backend, options: parsed, started, runDirectory },
+    {
+      cpoRun,
+      judge: judge.identity.model,
+      competitors: competitors.map((competitor) => competitor.id),
+      arena: result.report,
+      failures: result.failures.length,
+      skippedComparisons: result.skippedComparisons,
+    },
   )
+  await writeReportFiles(runDirectory, {
+    'report.json': report,
+    'arena.md': [result.markdown],
+    'judgements.jsonl': result.judgements,
+    'chart.svg': await renderArenaChart(result.report, 'CharacterArena: the roleplay-cpo run (Elo scale, 95% bootstrap intervals)'),
+  })
   log(result.markdown)
   log(`${report.seconds.toFixed(0)} s on ${runtime.backend}; ${tf.memory().numTensors} tensors left; report, table, judgements and chart in ${runDirectory}`)
   return report

@@ -17,15 +17,9 @@ import {
 import { createLocalPolicy, createModel } from '@ludic/model'
 import { randomLegalPlay } from '@ludic/rollout'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
-import {
-  actionLogprobs,
-  createRlTrainer,
-  evaluateAgainst,
-  exampleOptionsSchema,
-  startExampleRun,
-  type ExampleOptions,
-  type ExampleReport,
-} from '@ludic/trainer'
+import type { ExampleReport } from '@ludic/report'
+import { actionLogprobs, createRlTrainer, evaluateAgainst } from '@ludic/trainer'
+import { exampleOptionsSchema, startExampleRun, type ExampleOptions } from '@ludic/trainer/example'
 
 /** The settings of a run: the shared example options with the Kuhn example's defaults, but 40 steps of 32 deals. */
 export const kuhnRunOptionsSchema = exampleOptionsSchema({

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRae, createRloo, parseAdvantageBatch } from '@ludic/advantages'
 import { parseArgument, type AdvantageEstimatorV1 } from '@ludic/core'
-import { makeRunDirectory, renderRunChart, runExampleMain } from '@ludic/trainer'
+import { makeRunDirectory, renderRunChart, runExampleMain } from '@ludic/report'
 import { z } from 'zod'
 import { kuhnRunOptionsSchema, runKuhnSelfPlay, type KuhnRunReport } from './kuhn-run.js'
 

@@ -8,7 +8,9 @@
 import { createRae } from '@ludic/advantages'
 import { parseArgument } from '@ludic/core'
 import { createLocalPolicy, createModel } from '@ludic/model'
-import { createRlTrainer, exampleOptionsSchema, runExampleMain, startExampleRun, type ExampleReport, type StepMetrics } from '@ludic/trainer'
+import { runExampleMain, type ExampleReport } from '@ludic/report'
+import { createRlTrainer, type StepMetrics } from '@ludic/trainer'
+import { exampleOptionsSchema, startExampleRun } from '@ludic/trainer/example'
 import { z } from 'zod'
 import {
   chatTemplate,

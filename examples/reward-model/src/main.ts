@@ -7,15 +7,15 @@
  *
  *   LUDIC_BACKEND=wasm npx tsx src/main.ts [--steps 150] [--seeds 0,1] [--pairs 2000]
  */
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
-import { join } from 'node:path'
 import { createRandom, deriveSeed, type ChatMessage, type PreferencePair } from '@ludic/core'
 import { createModel } from '@ludic/model'
 import { plainChatTemplate, type RewardModelLossOptions } from '@ludic/rewards'
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { Tokenizer, trainBpe } from '@ludic/tokenizer'
-import { createRewardModelTrainer, readPreferencePairs, runExampleMain, type RewardModelEvaluation } from '@ludic/trainer'
+import { markdownPage, markdownTable, runExampleMain, runReport, writeReportFiles } from '@ludic/report'
+import { createRewardModelTrainer, readPreferencePairs, type RewardModelEvaluation } from '@ludic/trainer'
 import { z } from 'zod'
 import { preferenceFileUrl } from './generate-preferences.js'
 
@@ -172,24 +172,14 @@ export async function main(input: RewardModelExampleOptions = {}): Promise<Rewar
       return [margin, accuracies.reduce((total, value) => total + value, 0) / accuracies.length]
     }),
   ) as Record<MarginName, number>
-  const { log: _log, ...printable } = options
-  const report: RewardModelReport = {
-    backend: runtime.backend,
-    options: printable,
-    trainPairs: train.length,
-    heldOutPairs: heldOut.length,
-    results,
-    meanAccuracy,
-    seconds: (performance.now() - started) / 1000,
-    runDirectory,
-  }
+  const report: RewardModelReport = runReport(
+    { backend: runtime.backend, options, started, runDirectory },
+    { trainPairs: train.length, heldOutPairs: heldOut.length, results, meanAccuracy },
+  )
   const table = reportTable(report)
   for (const line of table.split('\n')) log(line)
-  await writeFile(join(runDirectory, 'report.json'), `${JSON.stringify(report, null, 2)}\n`)
-  await writeFile(
-    join(runDirectory, 'report.md'),
-    `# Reward model: held-out pairwise accuracy\n\n${report.trainPairs} training and ${report.heldOutPairs} held-out pairs, ${options.steps} steps of ${options.batchSize} pairs, backend ${report.backend}, ${report.seconds.toFixed(0)} s.\n\n${table}\n`,
-  )
+  const summary = `${report.trainPairs} training and ${report.heldOutPairs} held-out pairs, ${options.steps} steps of ${options.batchSize} pairs, backend ${report.backend}, ${report.seconds.toFixed(0)} s.`
+  await writeReportFiles(runDirectory, { 'report.json': report, 'report.md': markdownPage('Reward model: held-out pairwise accuracy', summary, table) })
   return report
 }
 
@@ -201,10 +191,13 @@ export function reportTable(report: Pick<RewardModelReport, 'results' | 'meanAcc
     return result === undefined ? '–' : `${percent(result.heldOut.accuracy)} (${percent(result.byKind.breaksRole)} / ${percent(result.byKind.wrongVoice)})`
   }
   return [
-    '| seed | no margin | act-adaptive margin |',
-    '|---|---|---|',
-    ...seeds.map((seed) => `| ${seed} | ${cell(seed, 'none')} | ${cell(seed, 'act-adaptive')} |`),
-    `| mean | ${percent(report.meanAccuracy.none)} | ${percent(report.meanAccuracy['act-adaptive'])} |`,
+    ...markdownTable(
+      ['seed', 'no margin', 'act-adaptive margin'],
+      [
+        ...seeds.map((seed) => [String(seed), ...margins.map((margin) => cell(seed, margin))]),
+        ['mean', ...margins.map((margin) => percent(report.meanAccuracy[margin]))],
+      ],
+    ),
     '',
     'Held-out pairwise accuracy (in brackets: on pairs whose rejected reply breaks the role / speaks in another voice).',
   ].join('\n')

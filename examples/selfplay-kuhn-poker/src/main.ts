@@ -18,16 +18,9 @@ import {
   type KuhnMatch,
 } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
-import {
-  checkRlTrainerConfig,
-  createRlTrainer,
-  evaluateAgainst,
-  exampleOptionsSchema,
-  runExampleMain,
-  startExampleRun,
-  type ExampleReport,
-  type RlTrainerConfig,
-} from '@ludic/trainer'
+import { runExampleMain, type ExampleReport } from '@ludic/report'
+import { checkRlTrainerConfig, createRlTrainer, evaluateAgainst, type RlTrainerConfig } from '@ludic/trainer'
+import { exampleOptionsSchema, startExampleRun } from '@ludic/trainer/example'
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { chatTemplate, exploitabilityOf, kuhnOptions, promptOf, randomPlayExamples, trainKuhnTokenizer } from './kuhn-setup.js'

@@ -10,7 +10,9 @@ import { createRae } from '@ludic/advantages'
 import { parseArgument } from '@ludic/core'
 import { createSimpleNegotiation } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
-import { createRlTrainer, exampleOptionsSchema, runExampleMain, startExampleRun, type EvaluationSeries, type ExampleReport } from '@ludic/trainer'
+import { runExampleMain, type EvaluationSeries, type ExampleReport } from '@ludic/report'
+import { createRlTrainer } from '@ludic/trainer'
+import { exampleOptionsSchema, startExampleRun } from '@ludic/trainer/example'
 import { z } from 'zod'
 import {
   chatTemplate,

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '@ludic/core'
-import { renderVegaLite } from '@ludic/trainer'
+import { renderVegaLite } from '@ludic/report'
 import type { TopLevelSpec } from 'vega-lite'
 
 export interface RenderChartOptions {
@@ -10,7 +10,7 @@ export interface RenderChartOptions {
 }
 
 /**
- * Draws a Vega-Lite specification: as SVG text (`@ludic/trainer`'s `renderVegaLite`, Vega headless in Node), or as
+ * Draws a Vega-Lite specification: as SVG text (`@ludic/report`'s `renderVegaLite`, Vega headless in Node), or as
  * PNG bytes (that SVG rasterised by `@resvg/resvg-js`, a prebuilt native module loaded only when a PNG is asked
  * for; text uses the system's fonts).
  */

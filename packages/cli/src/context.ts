@@ -1,4 +1,4 @@
-import type { ProgressStream } from '@ludic/trainer'
+import type { ProgressStream } from '@ludic/report'
 
 /** Where a command writes: a TTY or not, as `process.stdout` and `process.stderr`. */
 export type OutputStream = ProgressStream

@@ -128,10 +128,6 @@ export {
   type TokenizerFiles,
   type TrainingRun,
 } from './run-config.js'
-export { createProgressBar, type ProgressBar, type ProgressBarOptions, type ProgressStream } from './progress-bar.js'
-export { renderRunChart, runChartSpecification, type ChartSeries, type RunChartOptions } from './run-chart.js'
-export { renderVegaLite, type VegaLiteSpec } from './vega-chart.js'
-export { applyConfigOverrides, parseCommandLineOptions, runConfigMaxDepth } from './command-line.js'
 export {
   evaluateAgainst,
   evaluateAgainstOptionsSchema,
@@ -141,22 +137,6 @@ export {
   type MatchResult,
 } from './evaluation.js'
 export { actionLogprobs, type ActionChoice } from './action-logprobs.js'
-export {
-  evaluationMetrics,
-  exampleOptionDefaults,
-  exampleOptionsSchema,
-  loggedEvaluations,
-  makeRunDirectory,
-  runExampleMain,
-  startExampleRun,
-  type Evaluated,
-  type EvaluationSeries,
-  type ExampleOptionDefaults,
-  type ExampleOptions,
-  type ExampleReport,
-  type ExampleRun,
-  type ExampleTrainerConfig,
-} from './example-run.js'
 export type { CreateRlRolloutSetup, RlRolloutSetup } from './rollout-worker.js'
 export {
   createPreferenceTrainer,
@@ -189,7 +169,6 @@ export {
   type CharacterArenaProgress,
   type CharacterArenaResult,
 } from './character-arena.js'
-export { arenaChartSpecification, renderArenaChart } from './arena-chart.js'
 export {
   createRewardModelTrainer,
   rewardModelTrainerConfigSchema,

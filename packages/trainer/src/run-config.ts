@@ -26,7 +26,7 @@ import { randomLegalPlay, renderPrompt, type PromptTemplate } from '@ludic/rollo
 import { loadTokenizer, renderChatTemplate, Tokenizer, trainBpe, trainBpeOptionsSchema } from '@ludic/tokenizer'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
-import { applyConfigOverrides, runConfigMaxDepth } from './command-line.js'
+import { applyConfigOverrides, runConfigMaxDepth } from '@ludic/report'
 import { alignDistilTrainerConfigSchema, type AlignDistilTrainerConfig } from './align-distil-trainer.js'
 import { evaluateAgainst } from './evaluation.js'
 import { flowOfReasoningTrainerConfigSchema, type FlowOfReasoningTrainerConfig } from './flow-of-reasoning-trainer.js'

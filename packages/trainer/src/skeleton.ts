@@ -4,7 +4,7 @@ import type * as tf from '@tensorflow/tfjs-core'
 import type { z } from 'zod'
 import { createRunLoggers, type loggingConfigFields, warnNotify } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
-import { createProgressBar, type ProgressStream } from './progress-bar.js'
+import { createProgressBar, type ProgressStream } from '@ludic/report'
 export { runConfigFields } from './run-config-fields.js'
 import { createRunState, refuseAnotherRun, type JsonValue, type RunState, type RunStateOptions } from './run-state.js'
 

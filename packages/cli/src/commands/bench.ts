@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import type { BenchReport } from '@ludic/bench'
-import { applyConfigOverrides, createProgressBar, type ProgressBar } from '@ludic/trainer'
+import { applyConfigOverrides, createProgressBar, type ProgressBar } from '@ludic/report'
 import { ParseError, parseInput } from '@ludic/core'
 import { CliError, ConfigError, exitCodes } from '../errors.js'
 import { type CommandContext, commandContext, log, progressStream } from '../context.js'

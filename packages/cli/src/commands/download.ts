@@ -1,7 +1,7 @@
 import { readdir } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { type DownloadProgress, type DownloadWait, downloadRepo } from '@ludic/hub'
-import { createProgressBar, type ProgressBar } from '@ludic/trainer'
+import { createProgressBar, type ProgressBar } from '@ludic/report'
 import { type CommandContext, commandContext, progressStream } from '../context.js'
 
 export interface DownloadOptions {

@@ -3,8 +3,8 @@ import { basename, extname, join, resolve } from 'node:path'
 import { latestCheckpoint, saveModel } from '@ludic/model'
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { ParseError } from '@ludic/core'
+import { applyConfigOverrides } from '@ludic/report'
 import {
-  applyConfigOverrides,
   checkRlTrainerConfig,
   createAlignDistilTrainer,
   createFlowOfReasoningTrainer,

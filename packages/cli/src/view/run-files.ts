@@ -45,7 +45,7 @@ const arenaReportSchema = z.object({
   }),
 })
 
-/** A self-play example's `report.json` (`writeReport` of `@ludic/trainer`): its evaluations before, during and after training. */
+/** A self-play example's `report.json` (`writeReport` of `@ludic/trainer/example`'s `startExampleRun`): its evaluations before, during and after training. */
 const exampleReportSchema = z.object({ evaluations: z.array(z.looseObject({ step: z.number() })).min(1) })
 
 /**

@@ -1,13 +1,32 @@
-import type { ArenaReport } from '@ludic/roleplay'
 import type { TopLevelSpec } from 'vega-lite'
 import { renderVegaLite } from './vega-chart.js'
+
+/**
+ * What the arena chart draws of a ratings report: `ArenaReport` of `@ludic/roleplay` (CharacterArena's result) is
+ * one; written here as plain data, so this package needs nothing of the package that computes the ratings.
+ */
+export interface ArenaRatings {
+  /** Best first. */
+  readonly standings: readonly {
+    readonly player: string
+    readonly rank: number
+    readonly rating: number
+    /** The bootstrap interval of the rating, low to high. */
+    readonly interval: readonly [number, number]
+    readonly games: number
+  }[]
+  /** Comparisons rated. */
+  readonly comparisons: number
+  /** The intervals' confidence level, e.g. 0.95. */
+  readonly confidence: number
+}
 
 /**
  * The Vega-Lite specification of the arena chart: one row per competitor (best at the top), its rating as a
  * point and its bootstrap interval as an error bar, on the Elo scale. Plain JSON: paste it into the Vega
  * editor, or render it with `renderArenaChart`.
  */
-export function arenaChartSpecification(report: ArenaReport, title = 'CharacterArena ratings'): TopLevelSpec {
+export function arenaChartSpecification(report: ArenaRatings, title = 'CharacterArena ratings'): TopLevelSpec {
   const level = `${Number((100 * report.confidence).toFixed(2))}%`
   const values = report.standings.map((standing) => ({
     player: standing.player,
@@ -56,6 +75,6 @@ export function arenaChartSpecification(report: ArenaReport, title = 'CharacterA
  * headless in Node, no canvas needed): points at the ratings, error bars over the bootstrap intervals, one row
  * per competitor.
  */
-export function renderArenaChart(report: ArenaReport, title?: string): Promise<string> {
+export function renderArenaChart(report: ArenaRatings, title?: string): Promise<string> {
   return renderVegaLite(arenaChartSpecification(report, title))
 }

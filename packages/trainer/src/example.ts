@@ -4,17 +4,25 @@
  * checkpoint), the warm-up, the trainer settings those options decide, the evaluations before, during and
  * after training, the report and its chart, and the command line.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
 import { latestCheckpoint } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
+import {
+  evaluationMetrics,
+  loggedEvaluations,
+  makeRunDirectory,
+  renderRunChart,
+  runReport,
+  writeReportFiles,
+  type Evaluated,
+  type EvaluationSeries,
+  type ExampleReport,
+} from '@ludic/report'
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { z } from 'zod'
-import { parseCommandLineOptions } from './command-line.js'
 import type { StepMetrics } from './metrics-log.js'
 import type { EvaluationContext, RlTrainerConfig } from './rl-config.js'
-import { renderRunChart, type ChartSeries } from './run-chart.js'
 import { createSftTrainer, type SftTrainerConfig } from './sft-trainer.js'
 
 /** The defaults of `exampleOptionsSchema`; an example passes those it changes. */
@@ -80,24 +88,6 @@ export function exampleOptionsSchema(defaults: Partial<ExampleOptionDefaults> = 
 }
 export type ExampleOptions = z.output<ReturnType<typeof exampleOptionsSchema>>
 
-/** An evaluation: its step and figures (numbers, or named groups of numbers such as one group per opponent). */
-export interface Evaluated {
-  step: number
-}
-
-/** What every example's `report.json` holds (an example adds its own fields). */
-export interface ExampleReport<E extends Evaluated> {
-  backend: string
-  /** The options of the run (functions, such as `log`, left out). */
-  options: Record<string, unknown>
-  before: E
-  after: E
-  /** Before, every `evaluateEvery` steps, after. */
-  evaluations: E[]
-  seconds: number
-  runDirectory: string
-}
-
 /** An example's run, started by `startExampleRun` with the example's options. */
 export interface ExampleRun {
   /** The backend `initTensors` chose. */
@@ -143,9 +133,6 @@ export interface ExampleRun {
     chart: { title: string; series: readonly EvaluationSeries<E>[] },
   ): Promise<ExampleReport<E> & Extra>
 }
-
-/** A chart series of a report: its points, or a figure of each evaluation. */
-export type EvaluationSeries<E extends Evaluated> = ChartSeries | (Omit<ChartSeries, 'points'> & { value: (evaluation: E) => number })
 
 /** The part of `createRlTrainer`'s config an `ExampleRun` fills in (`trainerConfig`). */
 export type ExampleTrainerConfig = Pick<
@@ -218,73 +205,11 @@ export async function startExampleRun(exampleDirectory: string | URL, options: E
       chart: { title: string; series: readonly EvaluationSeries<E>[] },
     ) {
       const { options: given, before, after, evaluations, ...extra } = content
-      const kept = Object.fromEntries(Object.entries(given).filter(([, value]) => typeof value !== 'function'))
-      const report = { backend: runtime.backend, options: kept, before, after, evaluations, ...extra, seconds: seconds(), runDirectory }
-      await writeFile(join(runDirectory, 'report.json'), `${JSON.stringify(report, null, 2)}\n`)
-      await writeFile(
-        join(runDirectory, 'chart.svg'),
-        await renderRunChart(
-          chart.title,
-          chart.series.map((series) =>
-            'value' in series ? { ...series, points: evaluations.map((evaluation) => ({ step: evaluation.step, value: series.value(evaluation) })) } : series,
-          ),
-        ),
-      )
+      const report = runReport({ backend: runtime.backend, options: given, started, runDirectory }, { before, after, evaluations, ...extra })
+      const points = (series: EvaluationSeries<E>) =>
+        'value' in series ? { ...series, points: evaluations.map((evaluation) => ({ step: evaluation.step, value: series.value(evaluation) })) } : series
+      await writeReportFiles(runDirectory, { 'report.json': report, 'chart.svg': await renderRunChart(chart.title, chart.series.map(points)) })
       return report as unknown as ExampleReport<E> & Extra
     },
   }
-}
-
-/** Makes and returns `runDirectory`, or when it is not given a new `runs/<timestamp>` in `exampleDirectory`. */
-export async function makeRunDirectory(exampleDirectory: string | URL, runDirectory?: string): Promise<string> {
-  const folder = typeof exampleDirectory === 'string' ? exampleDirectory : fileURLToPath(exampleDirectory)
-  const directory = runDirectory ?? join(folder, 'runs', new Date().toISOString().replaceAll(':', '-').replace(/\..*$/, ''))
-  await mkdir(directory, { recursive: true })
-  return directory
-}
-
-/**
- * An evaluation as the metrics an evaluation hook returns (the trainer logs each as `eval/<name>`): every
- * number but `step`, named by its path, groups joined with `/` (`{ heuristic: { winRate } }` → `heuristic/winRate`).
- */
-export function evaluationMetrics(evaluation: object): Record<string, number> {
-  const metrics: Record<string, number> = {}
-  const add = (name: string, value: unknown) => {
-    if (typeof value === 'number') metrics[name] = value
-    else if (typeof value === 'object' && value !== null) for (const [key, inner] of Object.entries(value)) add(`${name}/${key}`, inner)
-  }
-  for (const [name, value] of Object.entries(evaluation)) if (name !== 'step') add(name, value)
-  return metrics
-}
-
-/** The evaluations logged in a trainer's history (`eval/*` metrics), rebuilt: `eval/a/b` → `{ step, a: { b } }`. */
-export function loggedEvaluations<E extends Evaluated>(history: readonly StepMetrics[]): E[] {
-  const evaluations: E[] = []
-  for (const metrics of history) {
-    const names = Object.keys(metrics).filter((name) => name.startsWith('eval/'))
-    if (names.length === 0) continue
-    const evaluation: Record<string, unknown> = { step: metrics.step }
-    for (const name of names) {
-      const path = name.slice('eval/'.length).split('/')
-      let group = evaluation
-      for (const key of path.slice(0, -1)) group = (group[key] ??= {}) as Record<string, unknown>
-      group[path.at(-1)!] = metrics[name]
-    }
-    evaluations.push(evaluation as unknown as E)
-  }
-  return evaluations
-}
-
-/**
- * Runs `main` with the command line's options (`parseCommandLineOptions`) when `moduleUrl` (`import.meta.url`)
- * is the script node started; exits when it ends, or prints the error and sets exit code 1.
- */
-export function runExampleMain<Options>(moduleUrl: string, main: (options: Options) => Promise<unknown>): void {
-  if (moduleUrl !== pathToFileURL(process.argv[1] ?? '').href) return
-  main(parseCommandLineOptions(process.argv.slice(2)) as Options)
-    .then(() => process.exit(0))
-    .catch((error: unknown) => {
-      console.error(error)
-      process.exitCode = 1
-    })
 }

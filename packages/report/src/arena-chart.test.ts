@@ -1,6 +1,7 @@
 import { arenaReport } from '@ludic/roleplay'
 import { describe, expect, it } from 'vitest'
 import { renderArenaChart } from './arena-chart.js'
+import { unbalancedTag } from './test/markup.js'
 
 const report = arenaReport(
   [
@@ -11,17 +12,6 @@ const report = arenaReport(
   ],
   { samples: 100, seed: 2 },
 )
-
-/** The first tag that is closed without being open (or left open), in a well-formed-ness check of the markup. */
-function unbalancedTag(markup: string): string | undefined {
-  const open: string[] = []
-  for (const [, closing, name, selfClosing] of markup.matchAll(/<(\/?)([a-zA-Z][\w:-]*)[^>]*?(\/?)>/g)) {
-    if (selfClosing === '/') continue
-    if (closing === '') open.push(name!)
-    else if (open.pop() !== name) return name
-  }
-  return open[0]
-}
 
 describe('renderArenaChart', () => {
   it('draws every competitor with one error bar and one point, as an SVG document', async () => {

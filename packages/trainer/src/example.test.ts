@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { evaluationMetrics, exampleOptionsSchema, loggedEvaluations, startExampleRun } from './example-run.js'
+import { exampleOptionsSchema, startExampleRun } from './example.js'
 import type { StepMetrics } from './metrics-log.js'
 
 let directory: string
@@ -109,20 +109,5 @@ describe('startExampleRun', () => {
     expect(await config.evaluate!({ step: 3 } as never)).toEqual({ 'random/winRate': 1 })
     const withKl = await startExampleRun(directory, { ...options, klCoefficient: 0.1 })
     expect(withKl.trainerConfig({ maxTokens: 4, groupSize: 2 })).toMatchObject({ kl: { coefficient: 0.1 }, batch: { groupSize: 2 } })
-  })
-})
-
-describe('evaluations in the trainer’s history', () => {
-  const evaluation = { step: 5, exploitability: 0.2, heuristic: { winRate: 0.5, dealRate: 0.25 }, random: { winRate: 0.75, dealRate: 0 } }
-
-  it('flattens an evaluation into the hook’s metrics and rebuilds it from the logged eval/* metrics', () => {
-    const metrics = evaluationMetrics(evaluation)
-    expect(metrics).toEqual({ exploitability: 0.2, 'heuristic/winRate': 0.5, 'heuristic/dealRate': 0.25, 'random/winRate': 0.75, 'random/dealRate': 0 })
-    const history: StepMetrics[] = [
-      { step: 4, loss: 1 },
-      { step: 5, loss: 1, ...Object.fromEntries(Object.entries(metrics).map(([name, value]) => [`eval/${name}`, value])) },
-    ]
-    expect(loggedEvaluations(history)).toEqual([evaluation])
-    expect(JSON.stringify(loggedEvaluations(history)[0])).toBe(JSON.stringify(evaluation)) // the same key order
   })
 })
