@@ -159,7 +159,7 @@ export async function main(input: AlignDistilExampleOptions = {}): Promise<Align
         optimizer: { learningRate: options.sftLearningRate },
         seed,
       })
-      sftNll = (await sft.run({ steps: options.sftSteps, progress: options.progress })).at(-1)?.nll
+      sftNll = (await sft.run({ steps: options.sftSteps, progress: options.progress })).at(-1)?.loss
       sft.dispose()
     }
     const copy = (model: CausalLanguageModel) => new CausalLanguageModel(model.config, model.parameters())

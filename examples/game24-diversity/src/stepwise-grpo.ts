@@ -14,7 +14,7 @@ export interface StepwiseGrpoStep {
   step: number
   loss: number
   successRate: number
-  gradNorm: number
+  grad_norm: number
 }
 
 /**
@@ -64,7 +64,7 @@ export async function trainStepwiseGrpo(
       step,
       loss: (await loss.data())[0]!,
       successRate: batch.filter((entry) => entry.solved).length / batch.length,
-      gradNorm: clipped.norm,
+      grad_norm: clipped.norm,
     })
     tf.dispose([loss, ...gradients.values(), ...clipped.gradients.values()])
   }

@@ -140,7 +140,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     sft.dispose()
     const evaluate = (model: CausalLanguageModel) => evaluatePassAtK(model, tokenizer, testProblems, parsed.evaluationSamples, seed)
     results.push({ seed, method: 'base', passAtK: await evaluate(base), seconds: (performance.now() - seedStarted) / 1000 })
-    log(`seed ${seed}: warm-up nll ${warmUp.at(-1)?.nll.toFixed(3) ?? 'n/a'}; base ${summary(results.at(-1)!)}`)
+    log(`seed ${seed}: warm-up nll ${warmUp.at(-1)?.loss.toFixed(3) ?? 'n/a'}; base ${summary(results.at(-1)!)}`)
     // 2. GRPO and RL-PLUS from the same base weights, the same rollouts per step.
     for (const method of ['grpo', 'rl-plus'] as const) {
       const methodStarted = performance.now()

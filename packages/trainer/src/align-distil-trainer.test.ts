@@ -62,7 +62,7 @@ describe('createAlignDistilTrainer', () => {
     expect(metrics.teacherKl).toBeCloseTo(0, 6)
     expect(metrics.totalVariationMean).toBeCloseTo(0, 6)
     expect(metrics.extrapolationMean).toBeCloseTo(0.001, 6)
-    expect(metrics.gradNorm).toBeLessThan(1e-2)
+    expect(metrics.grad_norm).toBeLessThan(1e-2)
     expect(metrics.validTokens).toBeGreaterThan(3)
     trainer.dispose()
     model.dispose()

@@ -13,7 +13,7 @@ import { CausalLanguageModel, checkVocabularyFits, clipGradientsByGlobalNorm, co
 import { alignDistilLossOptionsSchema, createAlignDistilLoss, dpoLossTypes, readLossMetrics, type AlignDistilLossMetricTensors } from '@ludic/objectives'
 import { z } from 'zod'
 import { plainConfig } from './loggers/run-loggers.js'
-import type { StepMetrics } from './metrics-log.js'
+import type { UpdateStepMetrics } from './metrics-log.js'
 import { encodeAndTruncatePairs, preferenceLengthBounds, responseSums, type PreferencePairIds, type ResponseSums } from './preference-data.js'
 import {
   createPreferenceTrainer,
@@ -68,7 +68,7 @@ export const alignDistilTrainerConfigSchema = z.strictObject({
 export type AlignDistilTrainerConfig = z.input<typeof alignDistilTrainerConfigSchema>
 
 /** One update's metrics: the loss's (`createAlignDistilLoss`), means over the batch's valid tokens. */
-export type AlignDistilStepMetrics = StepMetrics & {
+export type AlignDistilStepMetrics = UpdateStepMetrics & {
   loss: number
   /** Mean KL(π_θ ‖ π*) per token, unweighted. */
   teacherKl: number
@@ -77,9 +77,6 @@ export type AlignDistilStepMetrics = StepMetrics & {
   /** Mean D_TVD between the two models of the reward. */
   totalVariationMean: number
   validTokens: number
-  /** Global gradient norm before clipping. */
-  gradNorm: number
-  learningRate: number
 }
 
 /** Preference accuracy of a policy against its reference (`preferenceAccuracy`, `evaluate()`). */
@@ -204,7 +201,7 @@ export function createAlignDistilTrainer(config: AlignDistilTrainerConfig): Alig
       optimizer.step(clipped.gradients, { learningRate: rate })
       tf.dispose([...clipped.gradients.values()])
       const stepCount = stepIndex + 1
-      const metrics: AlignDistilStepMetrics = { step: stepCount, ...read, gradNorm: clipped.norm, learningRate: rate }
+      const metrics: AlignDistilStepMetrics = { step: stepCount, ...read, grad_norm: clipped.norm, learning_rate: rate }
       if (parsed.evaluateEvery > 0 && stepCount % parsed.evaluateEvery === 0 && heldOutPairs.length > 0) {
         const evaluation = await evaluate()
         metrics['eval/accuracy'] = evaluation.accuracy

@@ -169,7 +169,7 @@ export async function startExampleRun(exampleDirectory: string | URL, options: E
       const sft = createSftTrainer({ ...config, optimizer: { learningRate: options.sftLearningRate }, seed: options.seed })
       const history = await sft.run({ steps: options.sftSteps, progress: options.progress })
       sft.dispose()
-      return { nll: history.at(-1)?.nll, seconds: (performance.now() - warmUpStarted) / 1000 }
+      return { nll: history.at(-1)?.loss, seconds: (performance.now() - warmUpStarted) / 1000 }
     },
     trainerConfig({ maxTokens, groupSize = 1, evaluate }) {
       return {

@@ -16,7 +16,7 @@ import { createLogPartition, readLossMetrics, trajectoryBalanceLoss } from '@lud
 import { z } from 'zod'
 import { actionLogprobs } from './action-logprobs.js'
 import { plainConfig } from './loggers/run-loggers.js'
-import type { StepMetrics } from './metrics-log.js'
+import type { UpdateStepMetrics } from './metrics-log.js'
 import type { PromptFunction } from '@ludic/rollout'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { createRewardReplayBuffer, type RewardReplayBufferState } from './reward-replay-buffer.js'
@@ -137,7 +137,7 @@ export const flowOfReasoningTrainerConfigSchema = z.strictObject({
 export type FlowOfReasoningTrainerConfig = z.input<typeof flowOfReasoningTrainerConfigSchema>
 
 /** One step's figures (plain numbers). */
-export interface FlowOfReasoningStepMetrics extends StepMetrics {
+export type FlowOfReasoningStepMetrics = UpdateStepMetrics & {
   /** Trajectory balance: mean δ². */
   loss: number
   /** Mean residual δ = log Z + Σ log P_F − β·log R − Σ log P_B. */
@@ -160,9 +160,6 @@ export interface FlowOfReasoningStepMetrics extends StepMetrics {
   temperature: number
   epsilon: number
   replayProbability: number
-  /** Global norm of the policy's gradient before clipping. */
-  gradNorm: number
-  learningRate: number
   /** Wall time of the step. */
   seconds: number
 }
@@ -366,8 +363,8 @@ export function createFlowOfReasoningTrainer(config: FlowOfReasoningTrainerConfi
       temperature,
       epsilon,
       replayProbability,
-      gradNorm: clipped.norm,
-      learningRate,
+      grad_norm: clipped.norm,
+      learning_rate: learningRate,
       seconds: (performance.now() - started) / 1000,
     }
     const record = async () => {

@@ -64,7 +64,7 @@ export {
 } from './experience/experience.js'
 export { criticConfigSchema, type CriticConfig } from './experience/critic.js'
 export { responseLogprobs, type TokenSequence } from './sequences.js'
-export { createMetricsLog, type MetricsLog, type StepMetrics } from './metrics-log.js'
+export { createMetricsLog, type MetricsLog, type StepMetrics, type UpdateStepMetrics } from './metrics-log.js'
 export {
   maxTrajectoryLineBytes,
   trajectoriesFileName,

@@ -6,6 +6,17 @@ import { FileSystemError } from '@ludic/core'
 export type StepMetrics = { step: number } & Record<string, number>
 
 /**
+ * The figures every trainer's update logs beside its own, under TRL's names (`transformers.Trainer` logs them so):
+ * the global gradient norm before clipping and the step's learning rate (its schedule applied).
+ */
+export type UpdateStepMetrics = StepMetrics & {
+  /** Global gradient norm before clipping (Flow of Reasoning: the policy's, log Z apart). */
+  grad_norm: number
+  /** The step's learning rate, its schedule applied. */
+  learning_rate: number
+}
+
+/**
  * Appends metrics as JSON lines (`metrics.jsonl`), one object per step. `truncateAfter(step)` drops the
  * lines of later steps: a run resumed from the checkpoint of `step` rewrites them, so none is duplicated.
  */

@@ -61,8 +61,8 @@ describe('createPreferenceTrainer', () => {
     expect(first['logps/rejected']).toBeCloseTo(mean(reference.rejected), 3)
     expect(first['rewards/chosen']).toBeCloseTo(0, 4)
     expect(first['rewards/margins']).toBeCloseTo(0, 4)
-    expect(first.gradNorm).toBeGreaterThan(0)
-    expect(first.learningRate).toBe(1e-2)
+    expect(first.grad_norm).toBeGreaterThan(0)
+    expect(first.learning_rate).toBe(1e-2)
 
     // The second step's metrics come from the weights after the first: every pair is in the batch (batchSize 4).
     const policy = handSums(model, pairs)

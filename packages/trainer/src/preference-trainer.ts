@@ -32,7 +32,7 @@ import {
 } from '@ludic/objectives'
 import { z } from 'zod'
 import { plainConfig } from './loggers/run-loggers.js'
-import type { StepMetrics } from './metrics-log.js'
+import type { StepMetrics, UpdateStepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import {
   encodeAndTruncatePairs,
@@ -124,7 +124,7 @@ export const preferenceTrainerConfigSchema = z.strictObject({
 export type PreferenceTrainerConfig = z.input<typeof preferenceTrainerConfigSchema>
 
 /** One update's metrics, TRL's names: means over the batch's pairs. */
-export type PreferenceStepMetrics = StepMetrics & {
+export type PreferenceStepMetrics = UpdateStepMetrics & {
   loss: number
   /** Mean reward of the chosen responses: β·(log π − log π_ref), or β·log π/|y| for SimPO and ORPO. */
   'rewards/chosen': number
@@ -136,9 +136,6 @@ export type PreferenceStepMetrics = StepMetrics & {
   /** Mean summed log π of the chosen responses. */
   'logps/chosen': number
   'logps/rejected': number
-  /** Global gradient norm before clipping. */
-  gradNorm: number
-  learningRate: number
 }
 
 /** Held-out figures (`evaluate()`). */
@@ -382,8 +379,8 @@ export function createPreferenceTrainer(config: PreferenceTrainerConfig): Prefer
       'logps/chosen': mean(policyChosen),
       'logps/rejected': mean(policyRejected),
       ...outcome.extra,
-      gradNorm: clipped.norm,
-      learningRate: rate,
+      grad_norm: clipped.norm,
+      learning_rate: rate,
     }
     if (parsed.evaluateEvery > 0 && stepCount % parsed.evaluateEvery === 0) {
       const evaluation = await evaluate()

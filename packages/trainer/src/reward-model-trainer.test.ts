@@ -31,7 +31,7 @@ describe('createRewardModelTrainer', () => {
     expect(history.map((metrics) => metrics.step)).toEqual(Array.from({ length: 12 }, (_, index) => index + 1))
     for (const metrics of history) {
       expect(Number.isFinite(metrics.loss)).toBe(true)
-      expect(metrics.gradNorm).toBeGreaterThan(0)
+      expect(metrics.grad_norm).toBeGreaterThan(0)
       expect(metrics.targetMargin).toBe(0)
     }
     expect(evaluation).toBeUndefined() // no held-out pairs

@@ -23,7 +23,7 @@ import {
 } from '@ludic/rewards'
 import { z } from 'zod'
 import { plainConfig } from './loggers/run-loggers.js'
-import type { StepMetrics } from './metrics-log.js'
+import type { UpdateStepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
 import { createDataOrder } from './data-order.js'
@@ -58,7 +58,7 @@ export const rewardModelTrainerConfigSchema = z.strictObject({
 })
 export type RewardModelTrainerConfig = z.input<typeof rewardModelTrainerConfigSchema>
 
-export type RewardModelStepMetrics = StepMetrics & {
+export type RewardModelStepMetrics = UpdateStepMetrics & {
   /** The whole loss. */
   loss: number
   /** Share of the batch's pairs with r_c > r_r. */
@@ -69,8 +69,6 @@ export type RewardModelStepMetrics = StepMetrics & {
   targetMargin: number
   /** NLL of the chosen responses (with the loss's `sftCoefficient`; else 0). */
   nll: number
-  gradNorm: number
-  learningRate: number
 }
 
 export interface RewardModelEvaluation {
@@ -197,7 +195,7 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
     optimizer.step(clipped.gradients, { learningRate: rate })
     tf.dispose([lossValue, ...gradients.values(), ...clipped.gradients.values()])
     const { loss: total, accuracy, margin, targetMargin, nll } = metrics!
-    const step: RewardModelStepMetrics = { step: stepIndex + 1, loss: total, accuracy, margin, targetMargin, nll, gradNorm: clipped.norm, learningRate: rate }
+    const step: RewardModelStepMetrics = { step: stepIndex + 1, loss: total, accuracy, margin, targetMargin, nll, grad_norm: clipped.norm, learning_rate: rate }
     if (heldOutPairs.length > 0 && evaluateEvery > 0 && step.step % evaluateEvery === 0) {
       const evaluation = await evaluate()
       Object.assign(step, { 'eval/accuracy': evaluation.accuracy, 'eval/margin': evaluation.margin })

@@ -50,7 +50,7 @@ describe('createRlTrainer', () => {
       'clipFraction',
       'pgLoss',
       'loss',
-      'gradNorm',
+      'grad_norm',
       'tokensPerSecond',
     ]) {
       expect(Number.isFinite(second[name]), name).toBe(true)
@@ -85,7 +85,7 @@ describe('createRlTrainer', () => {
     const recomputed = await run(true)
     expect(kept.recomputedCalls).toBe(0)
     expect(recomputed.recomputedCalls).toBeGreaterThan(0)
-    for (const name of ['loss', 'pgLoss', 'entropy', 'gradNorm']) expect(recomputed.metrics[name], name).toBeCloseTo(kept.metrics[name]!, 5)
+    for (const name of ['loss', 'pgLoss', 'entropy', 'grad_norm']) expect(recomputed.metrics[name], name).toBeCloseTo(kept.metrics[name]!, 5)
     let largest = 0
     for (const [name, values] of kept.weights)
       values.forEach((value, index) => (largest = Math.max(largest, Math.abs(value - recomputed.weights.get(name)![index]!))))
@@ -208,7 +208,7 @@ describe('createRlTrainer', () => {
     const sft = createSftTrainer({ model, examples, batchSize: 14, optimizer: { learningRate: 1e-2 }, seed: 1 })
     const sftHistory = await sft.run({ steps: 25 })
     sft.dispose()
-    expect(sftHistory.at(-1)!.nll).toBeLessThan(0.8) // ≈ ln 2: a and b equally likely, nothing else
+    expect(sftHistory.at(-1)!.loss).toBeLessThan(0.8) // ≈ ln 2: a and b equally likely, nothing else
     const probabilityOfA = () =>
       tf.tidy(() => {
         const promptIds = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) => [prompt('player0', seed), prompt('player0', seed)])

@@ -215,7 +215,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       ...(scored && { ...scored.metrics, scoreSeconds }),
       ...terms,
       ...logprobs.metrics,
-      learningRate: rate,
+      learning_rate: rate,
       tokensPerSecond,
       rolloutSeconds,
       updateSeconds,

@@ -155,7 +155,7 @@ seed: 3
     }
     const warmUp = createSftTrainer(run.warmUp!.config)
     const sft = await warmUp.run({ steps: run.warmUp!.steps })
-    expect(sft.every((metrics) => Number.isFinite(metrics.nll))).toBe(true)
+    expect(sft.every((metrics) => Number.isFinite(metrics.loss))).toBe(true)
     warmUp.dispose()
     const trainer = createRlTrainer(run.config)
     await trainer.run({ steps: 1 })

@@ -14,7 +14,7 @@ import {
 import { z } from 'zod'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { plainConfig } from './loggers/run-loggers.js'
-import type { StepMetrics } from './metrics-log.js'
+import type { UpdateStepMetrics } from './metrics-log.js'
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
 import { raggedOf, type TokenSequence } from './sequences.js'
 import { createDataOrder } from './data-order.js'
@@ -44,11 +44,10 @@ export const sftTrainerConfigSchema = z.strictObject({
 })
 export type SftTrainerConfig = z.input<typeof sftTrainerConfigSchema>
 
-export type SftStepMetrics = StepMetrics & {
-  /** Token-mean negative log-likelihood of the response tokens (the loss). */
-  nll: number
-  gradNorm: number
-  learningRate: number
+export type SftStepMetrics = UpdateStepMetrics & {
+  /** Token-mean negative log-likelihood of the response tokens: the loss (TRL's SFT `loss`). */
+  loss: number
+  /** Response tokens in the batch. */
   tokens: number
 }
 
@@ -62,7 +61,7 @@ export function sftStep(
   optimizer: AdamW,
   batch: readonly TokenSequence[],
   options: { learningRate: number; maxGradNorm: number },
-): { nll: number; gradNorm: number; tokens: number } {
+): { loss: number; grad_norm: number; tokens: number } {
   const parameters = model.trainableParameters()
   const { loss, gradients } = computeGradients(
     () =>
@@ -76,7 +75,7 @@ export function sftStep(
   optimizer.step(clipped.gradients, { learningRate: options.learningRate })
   const nll = loss.dataSync()[0]!
   tf.dispose([loss, ...gradients.values(), ...clipped.gradients.values()])
-  return { nll, gradNorm: clipped.norm, tokens: batch.reduce((total, s) => total + s.responseIds.length, 0) }
+  return { loss: nll, grad_norm: clipped.norm, tokens: batch.reduce((total, s) => total + s.responseIds.length, 0) }
 }
 
 export interface SftTrainer extends TrainerControls<SftStepMetrics> {
@@ -124,7 +123,7 @@ export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
         order.next(random).map((index) => examples[index]!),
         { learningRate: rate, maxGradNorm },
       )
-      return { metrics: { step: stepIndex + 1, ...result, learningRate: rate } }
+      return { metrics: { step: stepIndex + 1, ...result, learning_rate: rate } }
     },
     random: () => random,
     saveState: () => ({ order: order.getState() }),
@@ -132,7 +131,7 @@ export function createSftTrainer(config: SftTrainerConfig): SftTrainer {
       random = restored
       order.setState((state as { order?: number[] } | undefined)?.order)
     },
-    progressFields: (metrics) => ({ nll: metrics.nll }),
+    progressFields: (metrics) => ({ loss: metrics.loss }),
     dispose: () => optimizer.dispose(),
   })
   return trainerWith(skeleton, { optimizer, run: skeleton.run })

@@ -210,7 +210,7 @@ export async function warmUp(
     seed: settings.seed,
   })
   try {
-    return (await sft.run({ steps: settings.steps })).at(-1)?.nll
+    return (await sft.run({ steps: settings.steps })).at(-1)?.loss
   } finally {
     sft.dispose()
   }

@@ -154,8 +154,8 @@ async function trainRun(run: TrainingRun, summary: TrainSummary, context: Comman
       await saveConfig()
       if (run.warmUp !== undefined && !resuming) {
         const history = await sftSteps(run.warmUp.config, run.warmUp.steps, 'warm-up', context)
-        summary.warmUp = { steps: history.length, nll: history.at(-1)?.nll }
-        log(context, `warm-up: ${history.length} steps, nll ${history.at(-1)?.nll.toFixed(3) ?? 'n/a'}`)
+        summary.warmUp = { steps: history.length, nll: history.at(-1)?.loss }
+        log(context, `warm-up: ${history.length} steps, nll ${history.at(-1)?.loss.toFixed(3) ?? 'n/a'}`)
         if (signal.aborted) {
           summary.interrupted = true
           return

@@ -145,7 +145,7 @@ export interface MicroBatchTerms {
  * `learningRate`. Every term is normalised by the mini-batch's counts (the policy loss through `globalTokenCount` and
  * `globalBatchSize`, the entropy and the KL as token means), so the summed gradient is the mini-batch's. Returns the
  * terms under their papers' names (`pgLoss`, `entropy`, `approxKl`, `clipFraction`, `ratioMax`, `kl`, `loss`,
- * `gradNorm`, `microBatches`, and `forwardTensorBytes`: the live tensor bytes at the end of the largest micro-batch's
+ * `grad_norm`, `microBatches`, and `forwardTensorBytes`: the live tensor bytes at the end of the largest micro-batch's
  * forward, a lower bound of the update's peak, which adds the backward's temporaries); leaves `tf.memory().numTensors` unchanged. Nothing is read from the device while
  * gradients are computed: the terms are read after the last micro-batch, before the optimizer step (which a bad input
  * never reaches).
@@ -176,7 +176,7 @@ export async function updateMiniBatch(settings: PolicyUpdateSettings, rows: Poli
       clipFraction: weighted((index) => read[index]!.policy.clipFraction),
       ratioMax: Math.max(...read.map((metrics) => metrics.policy.ratioMax)),
       loss: summed((index) => read[index]!.loss),
-      gradNorm: clipped.norm,
+      grad_norm: clipped.norm,
       microBatches: read.length,
       forwardTensorBytes: Math.max(...accumulated.terms.map((micro) => micro.forwardBytes)),
     }
