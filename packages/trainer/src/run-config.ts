@@ -23,7 +23,7 @@ import { advantageEstimators } from '@ludic/advantages'
 import { createLocalPolicy, createModel, loadModel, presetNames, type CausalLanguageModel } from '@ludic/model'
 import { policyLosses } from '@ludic/objectives'
 import { randomLegalPlay, renderPrompt, type PromptTemplate } from '@ludic/rollout'
-import { loadTokenizer, renderChatTemplate, Tokenizer, trainBpe, trainBpeOptionsSchema } from '@ludic/tokenizer'
+import { chatTemplateSpecialTokens, loadTokenizer, renderChatTemplate, Tokenizer, trainBpe, trainBpeOptionsSchema } from '@ludic/tokenizer'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
 import { applyConfigOverrides, runConfigMaxDepth } from '@ludic/report'
@@ -668,14 +668,7 @@ async function readTokenizerFiles(location: string, chatTemplate: string | undef
 /** The prompt renderer of `createLocalPolicy`: a Jinja template with the tokenizer's special tokens, else the tokenizer's template. */
 function chatTemplateFunction(tokenizer: TokenizerV1, template: string | undefined): ChatTemplateFunction | undefined {
   if (template === undefined) return tokenizer.applyChatTemplate?.bind(tokenizer)
-  const specialTokens: Record<string, unknown> = {}
-  for (const [key, id] of [
-    ['bos_token', tokenizer.bosTokenId],
-    ['eos_token', tokenizer.eosTokenId],
-    ['pad_token', tokenizer.padTokenId],
-  ] as const) {
-    if (id !== undefined) specialTokens[key] = tokenizer.idToToken(id)
-  }
+  const specialTokens = chatTemplateSpecialTokens(tokenizer)
   return (messages, { addGenerationPrompt }) => renderChatTemplate(template, { messages: [...messages], addGenerationPrompt, specialTokens })
 }
 

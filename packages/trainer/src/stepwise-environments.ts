@@ -9,7 +9,7 @@ import {
   type TurnView,
 } from '@ludic/core'
 import { renderPrompt, type PromptTemplate } from '@ludic/rollout'
-import { MissingChatTemplateError, renderChatTemplate } from '@ludic/tokenizer'
+import { chatTemplateSpecialTokens, MissingChatTemplateError, renderChatTemplate } from '@ludic/tokenizer'
 
 /** A training problem of Flow of Reasoning: one of the environments (its index) and the seed it is reset with. */
 export interface StepwiseProblem {
@@ -174,14 +174,7 @@ export function createStepwiseEnvironments(
 function chatRenderer(tokenizer: TokenizerV1, chatTemplate: StepwiseEnvironmentOptions['chatTemplate']): (messages: readonly ChatMessage[]) => string {
   if (typeof chatTemplate === 'function') return (messages) => chatTemplate(messages, { addGenerationPrompt: true })
   if (typeof chatTemplate === 'string') {
-    const specialTokens: Record<string, unknown> = {}
-    for (const [key, id] of [
-      ['bos_token', tokenizer.bosTokenId],
-      ['eos_token', tokenizer.eosTokenId],
-      ['pad_token', tokenizer.padTokenId],
-    ] as const) {
-      if (id !== undefined) specialTokens[key] = tokenizer.idToToken(id)
-    }
+    const specialTokens = chatTemplateSpecialTokens(tokenizer)
     return (messages) => renderChatTemplate(chatTemplate, { messages: [...messages], addGenerationPrompt: true, specialTokens })
   }
   if (!hasChatTemplate(tokenizer))

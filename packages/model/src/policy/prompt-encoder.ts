@@ -1,5 +1,5 @@
 import { InvalidArgumentError, LudicError, type ChatMessage, type GenerationRequest, type TokenizerV1 } from '@ludic/core'
-import { MissingChatTemplateError, renderChatTemplate } from '@ludic/tokenizer'
+import { chatTemplateSpecialTokens, MissingChatTemplateError, renderChatTemplate } from '@ludic/tokenizer'
 
 export interface PromptEncoderOptions {
   /**
@@ -73,13 +73,6 @@ export function createPromptEncoder(tokenizer: TokenizerV1, options: PromptEncod
 
 /** A Jinja template rendered with the tokenizer's BOS, EOS and padding tokens (the generation prompt on). */
 function jinjaRenderer(tokenizer: TokenizerV1, source: string): (messages: readonly ChatMessage[]) => string {
-  const specialTokens: Record<string, unknown> = {}
-  for (const [key, tokenId] of [
-    ['bos_token', tokenizer.bosTokenId],
-    ['eos_token', tokenizer.eosTokenId],
-    ['pad_token', tokenizer.padTokenId],
-  ] as const) {
-    if (tokenId !== undefined) specialTokens[key] = tokenizer.idToToken(tokenId)
-  }
+  const specialTokens = chatTemplateSpecialTokens(tokenizer)
   return (messages) => renderChatTemplate(source, { messages, addGenerationPrompt: true, specialTokens })
 }

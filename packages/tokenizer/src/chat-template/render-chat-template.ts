@@ -1,4 +1,4 @@
-import { LudicError } from '@ludic/core'
+import { LudicError, type TokenizerV1 } from '@ludic/core'
 import { defaultTokenizerLimits, TokenizerLimitError, type TokenizerLimits } from '../tokenizer-limits.js'
 import { compilePythonCompatibleTemplate, type CompiledTemplate } from './python-compatible-template.js'
 
@@ -13,6 +13,20 @@ export interface ChatTemplateContext {
 }
 
 const compiledTemplates = new Map<string, CompiledTemplate>()
+
+/** The special tokens a template sees for `tokenizer` (`bos_token`, `eos_token`, `pad_token`: those it has), as transformers passes them. */
+export function chatTemplateSpecialTokens(tokenizer: TokenizerV1): Record<string, string> {
+  const specialTokens: Record<string, string> = {}
+  for (const [key, id] of [
+    ['bos_token', tokenizer.bosTokenId],
+    ['eos_token', tokenizer.eosTokenId],
+    ['pad_token', tokenizer.padTokenId],
+  ] as const) {
+    const token = id === undefined ? undefined : tokenizer.idToToken(id)
+    if (token !== undefined) specialTokens[key] = token
+  }
+  return specialTokens
+}
 
 /**
  * Renders a chat template as transformers' `apply_chat_template` does: variables `messages`, `tools`
