@@ -4,12 +4,14 @@ import { fileURLToPath } from 'node:url'
 import { availableParallelism } from 'node:os'
 import { type Alias, configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config'
 
-// One project per package and example, all alike: tests sit beside their sources (`src/**/*.test.ts`, the CLI page's `view/src/`; a
-// package's cross-cutting conformance suites in `test/`) and import the other packages' sources, not their
-// builds: each package's `exports` entry `./dist/<entry>.js` is aliased to `src/<entry>.ts` (or
-// `src/<entry>/index.ts`), so the published `exports` name only what the tarball holds. Worker threads
-// (asynchronous collection) run the built entries in dist/, so `npm test` builds first (turbo, cached). A
-// package is `--project <folder>`, an example `--project example-<folder>`.
+// One project per package, and one for all the examples, all alike: tests sit beside their sources
+// (`src/**/*.test.ts`, the CLI page's `view/src/`; a package's cross-cutting conformance suites in `test/`) and import
+// the other packages' sources, not their builds: each package's `exports` entry `./dist/<entry>.js` is aliased to
+// `src/<entry>.ts` (or `src/<entry>/index.ts`), so the published `exports` name only what the tarball holds. Worker
+// threads (asynchronous collection) run the built entries in dist/, so `npm test` builds first (turbo, cached). A
+// package is `--project <folder>`; the examples are `--project examples` (one example: its folder as a filter,
+// `npm test -- examples/<folder>`), one project because each project's workers import the packages afresh, and the
+// examples import nearly all of them for one or two files each.
 const repository = fileURLToPath(new URL('.', import.meta.url))
 const folders = (parent: 'packages' | 'examples') =>
   readdirSync(join(repository, parent), { withFileTypes: true })
@@ -32,17 +34,28 @@ const testFiles = (root: string) =>
     .flatMap((folder) => readdirSync(join(root, folder), { recursive: true, encoding: 'utf8' }).map((file) => join(folder, file)))
     .filter((file) => file.endsWith('.test.ts') && !file.split(sep).includes('node_modules'))
 
-const projects = (parent: 'packages' | 'examples', folder: string): TestProjectInlineConfiguration[] => {
-  const root = join(repository, parent, folder)
-  const name = parent === 'packages' ? folder : `example-${folder}`
-  const isolated = testFiles(root).filter((file) => needsIsolation(join(root, file)))
+/** A folder's test projects: the shared one, and `<name>:isolated` when some of its files need their own module graph. */
+function projects(root: string, name: string, patterns: readonly string[], files: readonly string[]): TestProjectInlineConfiguration[] {
+  const isolated = files.filter((file) => needsIsolation(join(root, file)))
   const shared: TestProjectInlineConfiguration = {
     extends: true,
-    test: { name, root, include: testPatterns, exclude: [...configDefaults.exclude, ...isolated], isolate: false },
+    test: { name, root, include: [...patterns], exclude: [...configDefaults.exclude, ...isolated], isolate: false },
   }
   if (isolated.length === 0) return [shared]
   return [shared, { extends: true, test: { name: `${name}:isolated`, root, include: isolated, isolate: true } }]
 }
+
+const packageProjects = folders('packages').flatMap((folder) => {
+  const root = join(repository, 'packages', folder)
+  return projects(root, folder, testPatterns, testFiles(root))
+})
+const examplesRoot = join(repository, 'examples')
+const exampleProjects = projects(
+  examplesRoot,
+  'examples',
+  testPatterns.map((pattern) => `*/${pattern}`),
+  folders('examples').flatMap((folder) => testFiles(join(examplesRoot, folder)).map((file) => join(folder, file))),
+)
 
 /** `@ludic/x` and `@ludic/x/sub` → the source file of the built entry their `exports` name. */
 function sourceAliases(): Alias[] {
@@ -79,9 +92,6 @@ export default defineConfig({
     restoreMocks: true,
     unstubEnvs: true,
     unstubGlobals: true,
-    projects: [
-      ...folders('packages').flatMap((folder) => projects('packages', folder)),
-      ...folders('examples').flatMap((folder) => projects('examples', folder)),
-    ],
+    projects: [...packageProjects, ...exampleProjects],
   },
 })

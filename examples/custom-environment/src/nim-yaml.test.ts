@@ -4,6 +4,9 @@ import { initTensors } from '@ludic/tensors'
 import { loadTrainingRun } from '@ludic/trainer'
 import { expect, it } from 'vitest'
 
+// An isolated-test: the run config imports the plugin by its path (Node's loader), which registers nim-v0; a file run
+// before it in the same worker may have registered nim-v0 already through the test's own loader (another module
+// instance), and a second registration is refused, as it should be.
 it('nim.yaml imports its plugin (which registers nim-v0) and makes a self-play run on Nim', async () => {
   await initTensors({ backend: 'wasm', verbose: false })
   const path = fileURLToPath(new URL('../nim.yaml', import.meta.url))

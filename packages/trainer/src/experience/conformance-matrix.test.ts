@@ -5,7 +5,7 @@ import { configFor, estimators, expectRunsOrRefusedForANeed, losses, oneStep } f
 import { createPickEnvironment, createTestModel, useBackendAndDirectory } from '../test/support.js'
 
 // The conformance matrix's synchronous source (test/conformance-matrix.ts says what the matrix is; the other sources
-// are in conformance-matrix-sources.test.ts).
+// are in conformance-matrix-async.test.ts and conformance-matrix-disaggregated.test.ts).
 useBackendAndDirectory('ludic-matrix-')
 
 describe('conformance matrix: estimators × policy losses × sources × LoRA/full', () => {
