@@ -67,9 +67,8 @@ export const alignDistilTrainerConfigSchema = z.strictObject({
 })
 export type AlignDistilTrainerConfig = z.input<typeof alignDistilTrainerConfigSchema>
 
-/** One update's metrics: the loss's (`createAlignDistilLoss`), means over the batch's valid tokens. */
+/** One update's metrics: the loss's (`createAlignDistilLoss`, its `loss` too), means over the batch's valid tokens. */
 export type AlignDistilStepMetrics = UpdateStepMetrics & {
-  loss: number
   /** Mean KL(π_θ ‖ π*) per token, unweighted. */
   teacherKl: number
   /** Mean α_t. */

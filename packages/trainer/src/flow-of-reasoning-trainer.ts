@@ -136,10 +136,8 @@ export const flowOfReasoningTrainerConfigSchema = z.strictObject({
 })
 export type FlowOfReasoningTrainerConfig = z.input<typeof flowOfReasoningTrainerConfigSchema>
 
-/** One step's figures (plain numbers). */
+/** One step's figures (plain numbers); `loss` is trajectory balance's mean δ². */
 export type FlowOfReasoningStepMetrics = UpdateStepMetrics & {
-  /** Trajectory balance: mean δ². */
-  loss: number
   /** Mean residual δ = log Z + Σ log P_F − β·log R − Σ log P_B. */
   residualMean: number
   logZMean: number

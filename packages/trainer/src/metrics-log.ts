@@ -7,9 +7,11 @@ export type StepMetrics = { step: number } & Record<string, number>
 
 /**
  * The figures every trainer's update logs beside its own, under TRL's names (`transformers.Trainer` logs them so):
- * the global gradient norm before clipping and the step's learning rate (its schedule applied).
+ * the loss, the global gradient norm before clipping and the step's learning rate (its schedule applied).
  */
 export type UpdateStepMetrics = StepMetrics & {
+  /** The loss optimised, a mean over the batch (each trainer's metrics type says which loss). */
+  loss: number
   /** Global gradient norm before clipping (Flow of Reasoning: the policy's, log Z apart). */
   grad_norm: number
   /** The step's learning rate, its schedule applied. */

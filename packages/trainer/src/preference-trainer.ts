@@ -125,7 +125,6 @@ export type PreferenceTrainerConfig = z.input<typeof preferenceTrainerConfigSche
 
 /** One update's metrics, TRL's names: means over the batch's pairs. */
 export type PreferenceStepMetrics = UpdateStepMetrics & {
-  loss: number
   /** Mean reward of the chosen responses: β·(log π − log π_ref), or β·log π/|y| for SimPO and ORPO. */
   'rewards/chosen': number
   'rewards/rejected': number

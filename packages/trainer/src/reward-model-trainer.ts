@@ -58,9 +58,8 @@ export const rewardModelTrainerConfigSchema = z.strictObject({
 })
 export type RewardModelTrainerConfig = z.input<typeof rewardModelTrainerConfigSchema>
 
+/** One update's metrics; `loss` is the whole loss (Bradley–Terry with its margin, centring and SFT terms). */
 export type RewardModelStepMetrics = UpdateStepMetrics & {
-  /** The whole loss. */
-  loss: number
   /** Share of the batch's pairs with r_c > r_r. */
   accuracy: number
   /** mean(r_c − r_r). */

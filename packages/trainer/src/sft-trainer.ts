@@ -44,9 +44,8 @@ export const sftTrainerConfigSchema = z.strictObject({
 })
 export type SftTrainerConfig = z.input<typeof sftTrainerConfigSchema>
 
+/** One update's metrics; `loss` is the token-mean negative log-likelihood of the response tokens (TRL's SFT `loss`). */
 export type SftStepMetrics = UpdateStepMetrics & {
-  /** Token-mean negative log-likelihood of the response tokens: the loss (TRL's SFT `loss`). */
-  loss: number
   /** Response tokens in the batch. */
   tokens: number
 }
