@@ -3,6 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { BackendError, InvalidArgumentError } from '@ludic/core'
 import { activateBackend, backendFromEnvironment, currentRuntime, initTensors } from './init-tensors.js'
 
+// An isolated-test: the native backend's test below needs TensorFlow's first start in the process (it reads its
+// thread pools once), which a file run before it in a shared worker would already have made.
 const savedBackend = process.env.LUDIC_BACKEND
 afterEach(() => {
   if (savedBackend === undefined) delete process.env.LUDIC_BACKEND
