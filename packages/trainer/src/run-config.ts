@@ -23,14 +23,13 @@ import { advantageEstimators } from '@ludic/advantages'
 import { createLocalPolicy, createModel, loadModel, presetNames, type CausalLanguageModel } from '@ludic/model'
 import { policyLosses } from '@ludic/objectives'
 import { randomLegalPlay, renderPrompt, type PromptTemplate } from '@ludic/rollout'
-import { chatTemplateSpecialTokens, loadTokenizer, renderChatTemplate, Tokenizer, trainBpe, trainBpeOptionsSchema } from '@ludic/tokenizer'
+import { chatTemplateRenderer, hasChatTemplate, loadTokenizer, renderChatTemplate, Tokenizer, trainBpe, trainBpeOptionsSchema } from '@ludic/tokenizer'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
 import { applyConfigOverrides, runConfigMaxDepth } from '@ludic/report'
 import { alignDistilTrainerConfigSchema, type AlignDistilTrainerConfig } from './align-distil-trainer.js'
 import { evaluateAgainst } from './evaluation.js'
 import { flowOfReasoningTrainerConfigSchema, type FlowOfReasoningTrainerConfig } from './flow-of-reasoning-trainer.js'
-import { hasChatTemplate } from './stepwise-environments.js'
 import { plainConfig, runConfigLoggersSchema, type LoggerEntry } from './loggers/run-loggers.js'
 import { criticConfigSchema } from './experience/critic.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
@@ -668,8 +667,7 @@ async function readTokenizerFiles(location: string, chatTemplate: string | undef
 /** The prompt renderer of `createLocalPolicy`: a Jinja template with the tokenizer's special tokens, else the tokenizer's template. */
 function chatTemplateFunction(tokenizer: TokenizerV1, template: string | undefined): ChatTemplateFunction | undefined {
   if (template === undefined) return tokenizer.applyChatTemplate?.bind(tokenizer)
-  const specialTokens = chatTemplateSpecialTokens(tokenizer)
-  return (messages, { addGenerationPrompt }) => renderChatTemplate(template, { messages: [...messages], addGenerationPrompt, specialTokens })
+  return chatTemplateRenderer(tokenizer, template)
 }
 
 /** The factories of a file's `environments` (`{ game, options }` of the registry). */

@@ -9,7 +9,7 @@ import {
   type TurnView,
 } from '@ludic/core'
 import { renderPrompt, type PromptTemplate } from '@ludic/rollout'
-import { chatTemplateSpecialTokens, MissingChatTemplateError, renderChatTemplate } from '@ludic/tokenizer'
+import { chatTemplateRenderer, hasChatTemplate } from '@ludic/tokenizer'
 
 /** A training problem of Flow of Reasoning: one of the environments (its index) and the seed it is reset with. */
 export interface StepwiseProblem {
@@ -174,22 +174,10 @@ export function createStepwiseEnvironments(
 function chatRenderer(tokenizer: TokenizerV1, chatTemplate: StepwiseEnvironmentOptions['chatTemplate']): (messages: readonly ChatMessage[]) => string {
   if (typeof chatTemplate === 'function') return (messages) => chatTemplate(messages, { addGenerationPrompt: true })
   if (typeof chatTemplate === 'string') {
-    const specialTokens = chatTemplateSpecialTokens(tokenizer)
-    return (messages) => renderChatTemplate(chatTemplate, { messages: [...messages], addGenerationPrompt: true, specialTokens })
+    const render = chatTemplateRenderer(tokenizer, chatTemplate)
+    return (messages) => render(messages, { addGenerationPrompt: true })
   }
   if (!hasChatTemplate(tokenizer))
     throw new InvalidArgumentError({ argument: 'chatTemplate', value: undefined, message: 'is needed: the tokenizer has no chat template' })
   return (messages) => tokenizer.applyChatTemplate!(messages, { addGenerationPrompt: true })
-}
-
-/** Whether the tokenizer renders chats (a `@ludic/tokenizer` one without `chat_template` has the method but refuses). */
-export function hasChatTemplate(tokenizer: TokenizerV1): boolean {
-  if (tokenizer.applyChatTemplate === undefined) return false
-  try {
-    tokenizer.applyChatTemplate([{ role: 'user', content: '' }], { addGenerationPrompt: true })
-    return true
-  } catch (error) {
-    if (MissingChatTemplateError.isInstance(error)) return false
-    throw error
-  }
 }

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, LudicError, type ChatMessage, type GenerationRequest, type TokenizerV1 } from '@ludic/core'
-import { chatTemplateSpecialTokens, MissingChatTemplateError, renderChatTemplate } from '@ludic/tokenizer'
+import { chatTemplateRenderer, MissingChatTemplateError } from '@ludic/tokenizer'
 
 export interface PromptEncoderOptions {
   /**
@@ -71,8 +71,8 @@ export function createPromptEncoder(tokenizer: TokenizerV1, options: PromptEncod
   return (request, index) => (request.messages === undefined ? tokenizer.encode(request.prompt ?? '') : encodeChat(request.messages, index))
 }
 
-/** A Jinja template rendered with the tokenizer's BOS, EOS and padding tokens (the generation prompt on). */
+/** A Jinja template rendered with the tokenizer's special tokens (`chatTemplateRenderer`), the generation prompt on. */
 function jinjaRenderer(tokenizer: TokenizerV1, source: string): (messages: readonly ChatMessage[]) => string {
-  const specialTokens = chatTemplateSpecialTokens(tokenizer)
-  return (messages) => renderChatTemplate(source, { messages, addGenerationPrompt: true, specialTokens })
+  const render = chatTemplateRenderer(tokenizer, source)
+  return (messages) => render(messages, { addGenerationPrompt: true })
 }

@@ -1,4 +1,5 @@
-import { LudicError, type TokenizerV1 } from '@ludic/core'
+import { LudicError, type ChatTemplateFunction, type TokenizerV1 } from '@ludic/core'
+import { MissingChatTemplateError } from './missing-chat-template-error.js'
 import { defaultTokenizerLimits, TokenizerLimitError, type TokenizerLimits } from '../tokenizer-limits.js'
 import { compilePythonCompatibleTemplate, type CompiledTemplate } from './python-compatible-template.js'
 
@@ -14,8 +15,11 @@ export interface ChatTemplateContext {
 
 const compiledTemplates = new Map<string, CompiledTemplate>()
 
-/** The special tokens a template sees for `tokenizer` (`bos_token`, `eos_token`, `pad_token`: those it has), as transformers passes them. */
-export function chatTemplateSpecialTokens(tokenizer: TokenizerV1): Record<string, string> {
+/**
+ * A Jinja chat template `source` as a function of messages, rendered (`renderChatTemplate`) with the special tokens of
+ * `tokenizer` that transformers passes to `apply_chat_template` (`bos_token`, `eos_token`, `pad_token`: those it has).
+ */
+export function chatTemplateRenderer(tokenizer: TokenizerV1, source: string): ChatTemplateFunction {
   const specialTokens: Record<string, string> = {}
   for (const [key, id] of [
     ['bos_token', tokenizer.bosTokenId],
@@ -25,7 +29,19 @@ export function chatTemplateSpecialTokens(tokenizer: TokenizerV1): Record<string
     const token = id === undefined ? undefined : tokenizer.idToToken(id)
     if (token !== undefined) specialTokens[key] = token
   }
-  return specialTokens
+  return (messages, { addGenerationPrompt }) => renderChatTemplate(source, { messages, addGenerationPrompt, specialTokens })
+}
+
+/** Whether `tokenizer` renders chats (a `@ludic/tokenizer` one without `chat_template` has the method but refuses). */
+export function hasChatTemplate(tokenizer: TokenizerV1): boolean {
+  if (tokenizer.applyChatTemplate === undefined) return false
+  try {
+    tokenizer.applyChatTemplate([{ role: 'user', content: '' }], { addGenerationPrompt: true })
+    return true
+  } catch (error) {
+    if (MissingChatTemplateError.isInstance(error)) return false
+    throw error
+  }
 }
 
 /**
