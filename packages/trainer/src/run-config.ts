@@ -838,9 +838,20 @@ function evaluationHook(
   }
 }
 
-async function loadPromptFunction(source: z.output<typeof promptSourceSchema>, path: string, base: string): Promise<PromptTemplate> {
+/**
+ * The function `source.export` of the file's module `source.module` (a path from the run file's folder), for the field
+ * `field` (`scorer`, `prompt`): a missing file, a failed import or an export that is not a function is a `ParseError`
+ * naming `<field>.module` and the function's `signature`.
+ */
+async function importFunctionExport(
+  source: { module: string; export: string },
+  path: string,
+  base: string,
+  field: string,
+  signature: string,
+): Promise<{ exported: (...args: never[]) => unknown; fail: (message: string) => ParseError }> {
   const file = resolve(base, source.module)
-  const fail = (message: string, cause?: unknown) => new ParseError({ source: path, path: ['prompt', 'module'], message, cause })
+  const fail = (message: string, cause?: unknown) => new ParseError({ source: path, path: [field, 'module'], message, cause })
   if (!existsSync(file)) throw fail(`no such file: ${file}`, Object.assign(new Error(file), { code: 'ENOENT' }))
   let exported: unknown
   try {
@@ -848,24 +859,19 @@ async function loadPromptFunction(source: z.output<typeof promptSourceSchema>, p
   } catch (error) {
     throw fail(`cannot import ${file} (${describeError(error)})`, error)
   }
-  if (typeof exported !== 'function') throw fail(`${file} has no function export '${source.export}' (view, history, context) => ChatMessage[]`)
-  return exported as PromptTemplate
+  if (typeof exported !== 'function') throw fail(`${file} has no function export '${source.export}' ${signature}`)
+  return { exported: exported as (...args: never[]) => unknown, fail: (message) => fail(`'${source.export}' of ${file} ${message}`) }
+}
+
+async function loadPromptFunction(source: z.output<typeof promptSourceSchema>, path: string, base: string): Promise<PromptTemplate> {
+  return (await importFunctionExport(source, path, base, 'prompt', '(view, history, context) => ChatMessage[]')).exported as PromptTemplate
 }
 
 async function loadScorer(source: z.output<typeof scorerSourceSchema>, path: string, base: string): Promise<TrajectoryScorerV1> {
-  const file = resolve(base, source.module)
-  const fail = (message: string, cause?: unknown) => new ParseError({ source: path, path: ['scorer', 'module'], message, cause })
-  if (!existsSync(file)) throw fail(`no such file: ${file}`, Object.assign(new Error(file), { code: 'ENOENT' }))
-  let factory: unknown
-  try {
-    factory = ((await import(pathToFileURL(file).href)) as Record<string, unknown>)[source.export]
-  } catch (error) {
-    throw fail(`cannot import ${file} (${describeError(error)})`, error)
-  }
-  if (typeof factory !== 'function') throw fail(`${file} has no function export '${source.export}' (options) => TrajectoryScorerV1`)
+  const { exported: factory, fail } = await importFunctionExport(source, path, base, 'scorer', '(options) => TrajectoryScorerV1')
   const scorer = await (factory as (options: unknown) => unknown)(source.options)
   if (typeof scorer !== 'object' || scorer === null || typeof (scorer as TrajectoryScorerV1).score !== 'function')
-    throw fail(`'${source.export}' of ${file} did not return a TrajectoryScorerV1 (an object with score(group))`)
+    throw fail('did not return a TrajectoryScorerV1 (an object with score(group))')
   return scorer as TrajectoryScorerV1
 }
 
