@@ -25,8 +25,8 @@ const folders = (parent: 'packages' | 'examples') =>
 // one that says why with a comment naming `isolated-test`. Mocks, stubbed globals and environment variables are
 // restored after every test, so nothing a test changes reaches the next file.
 const needsIsolation = (file: string) => /\bvi\.(?:do)?[mM]ock\(|\bisolated-test\b/.test(readFileSync(file, 'utf8'))
-const testPatterns = ['src/**/*.test.ts', 'test/**/*.test.ts', 'view/src/**/*.test.ts']
 const testFolders = ['src', 'test', 'view/src']
+const testPatterns = testFolders.map((folder) => `${folder}/**/*.test.ts`)
 /** The test files under `root` (relative paths), as `testPatterns` name them. */
 const testFiles = (root: string) =>
   testFolders

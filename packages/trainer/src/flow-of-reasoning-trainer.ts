@@ -616,8 +616,8 @@ function forwardPlan(
       if (state === undefined) {
         const ids = encode(prompt)
         const pairs = new Map<string, number>()
+        // The legal actions are distinct (`StepwiseState.legalActions`).
         for (const allowed of open.legalActions) {
-          if (pairs.has(allowed)) continue
           let response = actionIds.get(allowed)
           if (response === undefined) {
             response = Int32Array.from([...encode(allowed), end])
