@@ -509,20 +509,27 @@ export interface ImportPluginsOptions {
 export async function importPlugins(plugins: readonly string[], options: ImportPluginsOptions): Promise<void> {
   const importModule = options.importModule ?? ((url: string) => import(url))
   const at = options.path ?? []
-  for (const [index, plugin] of plugins.entries()) {
-    const file = resolve(options.base, plugin)
-    if (!existsSync(file))
-      throw new ParseError({
-        source: options.source,
-        path: [...at, index],
-        message: `no such file: ${file}`,
-        cause: Object.assign(new Error(file), { code: 'ENOENT' }),
-      })
-    try {
-      await importModule(pathToFileURL(file).href)
-    } catch (error) {
-      throw new ParseError({ source: options.source, path: [...at, index], message: `cannot import ${file} (${(error as Error).message})`, cause: error })
-    }
+  for (const [index, plugin] of plugins.entries()) await importFile(plugin, options.base, options.source, [...at, index], importModule)
+}
+
+/**
+ * Imports the module at `relative` (a path from `base`), returning its file and exports: a missing file is a
+ * `ParseError` at `source`'s `path` whose `cause` has `code: 'ENOENT'`; a module that fails to import is a
+ * `ParseError` there with the import's error as cause.
+ */
+async function importFile(
+  relative: string,
+  base: string,
+  source: string,
+  path: readonly (string | number)[],
+  importModule: (url: string) => Promise<unknown> = (url) => import(url),
+): Promise<{ file: string; exports: Record<string, unknown> }> {
+  const file = resolve(base, relative)
+  if (!existsSync(file)) throw new ParseError({ source, path, message: `no such file: ${file}`, cause: Object.assign(new Error(file), { code: 'ENOENT' }) })
+  try {
+    return { file, exports: (await importModule(pathToFileURL(file).href)) as Record<string, unknown> }
+  } catch (error) {
+    throw new ParseError({ source, path, message: `cannot import ${file} (${describeError(error)})`, cause: error })
   }
 }
 
@@ -850,15 +857,9 @@ async function importFunctionExport(
   field: string,
   signature: string,
 ): Promise<{ exported: (...args: never[]) => unknown; fail: (message: string) => ParseError }> {
-  const file = resolve(base, source.module)
-  const fail = (message: string, cause?: unknown) => new ParseError({ source: path, path: [field, 'module'], message, cause })
-  if (!existsSync(file)) throw fail(`no such file: ${file}`, Object.assign(new Error(file), { code: 'ENOENT' }))
-  let exported: unknown
-  try {
-    exported = ((await import(pathToFileURL(file).href)) as Record<string, unknown>)[source.export]
-  } catch (error) {
-    throw fail(`cannot import ${file} (${describeError(error)})`, error)
-  }
+  const { file, exports } = await importFile(source.module, base, path, [field, 'module'])
+  const fail = (message: string) => new ParseError({ source: path, path: [field, 'module'], message })
+  const exported = exports[source.export]
   if (typeof exported !== 'function') throw fail(`${file} has no function export '${source.export}' ${signature}`)
   return { exported: exported as (...args: never[]) => unknown, fail: (message) => fail(`'${source.export}' of ${file} ${message}`) }
 }
