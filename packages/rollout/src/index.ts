@@ -16,7 +16,7 @@ export {
   type EpisodePlan,
   type RunEpisodesOptions,
 } from './episode-runner.js'
-export { defaultPromptTemplate, renderPrompt, type PromptContext, type PromptFunction, type PromptTemplate } from './prompt-template.js'
+export { defaultPromptTemplate, historyTurn, renderPrompt, type PromptContext, type PromptFunction, type PromptTemplate } from './prompt-template.js'
 export {
   gameSeedStride,
   randomLegalPlay,

@@ -1,6 +1,6 @@
 import { ParseError } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
-import { defaultPromptTemplate, renderPrompt } from './prompt-template.js'
+import { defaultPromptTemplate, historyTurn, renderPrompt } from './prompt-template.js'
 
 const view = { role: 'player0', observation: 'Your card is: K {role}', legalActions: ['[check]', '[bet]'] }
 const context = { environmentId: 'kuhn-poker-v1', role: 'player0', turnIndex: 0, seed: 1 }
@@ -30,5 +30,23 @@ describe('renderPrompt', () => {
     ])
     expect(() => renderPrompt(() => [], view, [], context)).toThrow(ParseError)
     expect(() => renderPrompt(() => [{ role: 'narrator', content: 'x' }] as never, view, [], context)).toThrow(/prompt function at \[0\]\.role/)
+  })
+})
+
+describe('historyTurn', () => {
+  it('records the turn as collect does: the view it acted on (legal actions and state key when given), the action, the rewards, invalid or not', () => {
+    const outcome = { done: false, truncated: false, rewards: { player0: 0, player1: 0 }, info: {} }
+    expect(historyTurn(3, { ...view, stateKey: 'K' }, '[bet]', outcome)).toEqual({
+      index: 3,
+      role: 'player0',
+      observation: 'Your card is: K {role}',
+      legalActions: ['[check]', '[bet]'],
+      stateKey: 'K',
+      action: '[bet]',
+      rewards: { player0: 0, player1: 0 },
+      invalidAction: false,
+    })
+    const refused = historyTurn(0, { role: 'player1', observation: 'o' }, 'x', { ...outcome, info: { invalidAction: true } })
+    expect(refused).toEqual({ index: 0, role: 'player1', observation: 'o', action: 'x', rewards: { player0: 0, player1: 0 }, invalidAction: true })
   })
 })

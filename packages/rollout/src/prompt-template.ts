@@ -1,4 +1,4 @@
-import { chatMessageSchema, parseInput, type ChatMessage, type Turn, type TurnView } from '@ludic/core'
+import { chatMessageSchema, parseInput, type ChatMessage, type StepOutcome, type Turn, type TurnView } from '@ludic/core'
 import { z } from 'zod'
 
 /** What a prompt function knows besides the view and the history. */
@@ -42,4 +42,22 @@ export function renderPrompt(template: PromptTemplate, view: TurnView, history: 
   }
   const messages = template(view, history, context)
   return parseInput(messagesSchema, messages, { source: 'the prompt function' })
+}
+
+/**
+ * The turn a prompt's history records when `view`'s role took `action` and the environment answered `outcome`: the
+ * fields `collect` records (its policy's completion and id aside), so that a prompt function sees the same history
+ * in random legal play and in Flow of Reasoning's replays as in a rollout.
+ */
+export function historyTurn(index: number, view: TurnView, action: string, outcome: StepOutcome): Turn {
+  return {
+    index,
+    role: view.role,
+    observation: view.observation,
+    ...(view.legalActions === undefined ? {} : { legalActions: view.legalActions }),
+    ...(view.stateKey === undefined ? {} : { stateKey: view.stateKey }),
+    action,
+    rewards: outcome.rewards,
+    invalidAction: outcome.info.invalidAction === true,
+  }
 }

@@ -1,6 +1,6 @@
 import { createRandom, InvalidArgumentError, parseArgument, type ChatMessage, type EnvironmentV1, type Random, type Turn, type TurnView } from '@ludic/core'
 import { z } from 'zod'
-import { defaultPromptTemplate, renderPrompt, type PromptContext, type PromptTemplate } from './prompt-template.js'
+import { defaultPromptTemplate, historyTurn, renderPrompt, type PromptContext, type PromptTemplate } from './prompt-template.js'
 
 /** Game `g` of random legal play is reset with `seed × gameSeedStride + g`. */
 export const gameSeedStride = 100_000
@@ -144,14 +144,7 @@ export function randomLegalPlay(options: RandomLegalPlayOptions): RandomLegalPla
         const action = random.choice(legal)
         visit(view, history, { environmentId: environment.id, role: view.role, turnIndex: history.length, seed }, legal, action)
         const outcome = environment.step(action)
-        history.push({
-          index: history.length,
-          role: view.role,
-          observation: view.observation,
-          action,
-          rewards: outcome.rewards,
-          invalidAction: outcome.info.invalidAction === true,
-        })
+        history.push(historyTurn(history.length, view, action, outcome))
         view = outcome.done || outcome.truncated ? undefined : outcome.next
       }
     }

@@ -8,7 +8,7 @@ import {
   type Turn,
   type TurnView,
 } from '@ludic/core'
-import { renderPrompt, type PromptTemplate } from '@ludic/rollout'
+import { historyTurn, renderPrompt, type PromptTemplate } from '@ludic/rollout'
 import { chatTemplateRenderer, hasChatTemplate } from '@ludic/tokenizer'
 
 /** A training problem of Flow of Reasoning: one of the environments (its index) and the seed it is reset with. */
@@ -131,16 +131,7 @@ export function createStepwiseEnvironments(
           message: `refused its own legal action ${JSON.stringify(action)} at ${where(history.length)}: ${outcome.info.reason ?? 'no reason given'}`,
         })
       total += outcome.rewards[role] ?? 0
-      history.push({
-        index: history.length,
-        role: view.role,
-        observation: view.observation,
-        ...(view.legalActions === undefined ? {} : { legalActions: view.legalActions }),
-        ...(view.stateKey === undefined ? {} : { stateKey: view.stateKey }),
-        action,
-        rewards: outcome.rewards,
-        invalidAction: false,
-      })
+      history.push(historyTurn(history.length, view, action, outcome))
       if (outcome.done || outcome.truncated) {
         if (history.length < actions.length)
           throw new InvalidArgumentError({
