@@ -37,12 +37,16 @@ const testFiles = (root: string) =>
 /** A folder's test projects: the shared one, and `<name>:isolated` when some of its files need their own module graph. */
 function projects(root: string, name: string, patterns: readonly string[], files: readonly string[]): TestProjectInlineConfiguration[] {
   const isolated = files.filter((file) => needsIsolation(join(root, file)))
+  // A package whose browser-safe modules reach Node-only parts through a registration (`src/node-platform.ts`, which
+  // its Node entry imports and its browser entry does not) has it registered before each file, as its Node entry would.
+  const nodePlatform = join(root, 'src', 'node-platform.ts')
+  const setupFiles = existsSync(nodePlatform) ? [nodePlatform] : []
   const shared: TestProjectInlineConfiguration = {
     extends: true,
-    test: { name, root, include: [...patterns], exclude: [...configDefaults.exclude, ...isolated], isolate: false },
+    test: { name, root, include: [...patterns], exclude: [...configDefaults.exclude, ...isolated], isolate: false, setupFiles },
   }
   if (isolated.length === 0) return [shared]
-  return [shared, { extends: true, test: { name: `${name}:isolated`, root, include: isolated, isolate: true } }]
+  return [shared, { extends: true, test: { name: `${name}:isolated`, root, include: isolated, isolate: true, setupFiles } }]
 }
 
 const packageProjects = folders('packages').flatMap((folder) => {
