@@ -48,6 +48,10 @@ function refusal(build: () => unknown): InvalidArgumentError {
   return caught as InvalidArgumentError
 }
 
+/** The entries' exports by name. */
+const browserEntry: Record<string, unknown> = { ...browser }
+const nodeEntry: Record<string, unknown> = { ...node }
+
 describe('the browser entry', () => {
   it("has the trainers and their parts under the Node entry's names, and none of the Node-only ones", () => {
     for (const name of [
@@ -60,7 +64,7 @@ describe('the browser entry', () => {
       'evaluateAgainst',
       'createRunLoggers',
     ] as const) {
-      expect(browser[name], name).toBe(node[name])
+      expect(browserEntry[name], name).toBe(nodeEntry[name])
     }
     for (const name of [
       'loadRunConfig',
@@ -70,8 +74,8 @@ describe('the browser entry', () => {
       'readPreferencePairs',
       'createDisaggregatedRolloutSource',
     ]) {
-      expect(name in browser, name).toBe(false)
-      expect(name in node, name).toBe(true)
+      expect(name in browserEntry, name).toBe(false)
+      expect(name in nodeEntry, name).toBe(true)
     }
   })
 
