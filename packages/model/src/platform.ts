@@ -18,14 +18,17 @@ export interface ModelPlatform {
   environmentVariable?: (name: string) => string | undefined
 }
 
-let registered: ModelPlatform = {}
+/** Parts to register; `undefined` takes a part away. */
+export type ModelPlatformParts = { [Part in keyof ModelPlatform]?: ModelPlatform[Part] | undefined }
+
+let registered: ModelPlatformParts = {}
 
 /** Registers the runtime's parts (the Node entry does, on import). Later registrations replace earlier ones, part by part. */
-export function setPlatform(parts: ModelPlatform): void {
+export function setPlatform(parts: ModelPlatformParts): void {
   registered = { ...registered, ...parts }
 }
 
 /** The parts registered so far. */
-export function platform(): Readonly<ModelPlatform> {
+export function platform(): Readonly<ModelPlatformParts> {
   return registered
 }
