@@ -1,54 +1,14 @@
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { deriveSeed, InvalidArgumentError, parseArgument } from '@ludic/core'
-import { z } from 'zod'
 import { AsyncCollectorError } from './async-collector-error.js'
 import { builtModulePath } from './built-module-path.js'
-import { generationOptionsSchema, type CollectResult } from './collect.js'
+import type { CollectResult } from './collect.js'
 import { deserializeError, deserializeFailures, type FromWorker, type SerializedError, type ToWorker, type WorkerStartData } from './async-protocol.js'
 
-export const asyncCollectorOptionsSchema = z.strictObject({
-  /**
-   * The rollout worker module, by absolute path or URL: it exports `createRolloutWorker(data, context)` (or a
-   * default function) returning a `RolloutWorkerSetup` (environments, policy, prompt, setWeights). Each worker
-   * thread imports it, so it is plain JavaScript unless `execArgv` loads a TypeScript loader.
-   */
-  worker: z.union([z.string().min(1), z.instanceof(URL)]),
-  /** Given to `createRolloutWorker` (structured-cloned into every worker: plain data, typed arrays). */
-  workerData: z.unknown().optional(),
-  /** Worker threads. Default 1. */
-  workers: z.number().int().min(1).default(1),
-  /** Reset seeds per batch (each environment plays each `groupSize` times). Default 32. */
-  episodesPerBatch: z.number().int().min(1).default(32),
-  groupSize: z.number().int().min(1).default(1),
-  /** Episodes in flight per worker; their requests are batched. Default 32. */
-  concurrency: z.number().int().min(1).default(32),
-  maxTurns: z.number().int().min(1).default(64),
-  maxBatchSize: z.number().int().min(1).optional(),
-  generateTimeoutMs: z.number().positive().optional(),
-  generation: generationOptionsSchema.default({ maxTokens: 256 }),
-  trainRoles: z.array(z.string()).min(1).optional(),
-  learnerPolicyIds: z.array(z.string()).min(1).optional(),
-  /** Seeds the reset seeds and sampling of batch b (a function of (seed, b) only). Default 0. */
-  seed: z.number().int().default(0),
-  /** The version of the weights the workers start with (their `workerData`). Default 0. */
-  initialVersion: z.number().int().min(0).default(0),
-  /**
-   * The staleness bound: a batch played with weights of version v is handed to a consumer at version c only
-   * if c − v ≤ maxStaleness (older ones are dropped and counted), and no batch is started while the newest
-   * pushed weights are already further behind. Default 1 (one-step off-policy, as in pipelined RL).
-   */
-  maxStaleness: z.number().int().min(0).default(1),
-  /** Finished batches kept waiting beyond one per worker (more overlap, more staleness). Default 0. */
-  prefetch: z.number().int().min(0).default(0),
-  /**
-   * Node options of the worker threads. Default: the process's, less the `@ludic/source` export condition (the
-   * worker entry is built JavaScript that imports built packages; that condition, set by Ludic's own tests,
-   * would point it at TypeScript sources).
-   */
-  execArgv: z.array(z.string()).optional(),
-})
-export type AsyncCollectorOptions = z.input<typeof asyncCollectorOptionsSchema>
+import { asyncCollectorOptionsSchema, type AsyncCollectorOptions } from './async-collector-options.js'
+
+export type { AsyncCollectorOptions } from './async-collector-options.js'
 
 /** One batch of episodes played by a worker with one version of the weights. */
 export interface AsyncBatch extends CollectResult {

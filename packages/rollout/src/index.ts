@@ -48,14 +48,8 @@ export {
   type ServerStats,
 } from './openai-compatible-server.js'
 export { AsyncCollectorError } from './async-collector-error.js'
-export {
-  asyncCollectorOptionsSchema,
-  createAsyncCollector,
-  type AsyncBatch,
-  type AsyncCollector,
-  type AsyncCollectorOptions,
-  type AsyncCollectorStats,
-} from './async-collector.js'
+export { asyncCollectorOptionsSchema, type AsyncCollectorOptions } from './async-collector-options.js'
+export { createAsyncCollector, type AsyncBatch, type AsyncCollector, type AsyncCollectorStats } from './async-collector.js'
 export type { CreateRolloutWorker, RolloutWorkerContext, RolloutWorkerSetup } from './async-protocol.js'
 export {
   isAdapterNotFound,

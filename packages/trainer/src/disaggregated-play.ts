@@ -5,12 +5,7 @@
  */
 import { deriveSeed, type EnvironmentV1, type PolicyV1, type TokenizerV1 } from '@ludic/core'
 import { collect, createOpenAICompatiblePolicy, type CollectResult, type PromptTemplate } from '@ludic/rollout'
-
-/** The reset seeds of step `stepIndex`'s episodes: consecutive from one derived from the run's seed (every source alike). */
-export function episodeSeeds(seed: number, stepIndex: number, count: number): number[] {
-  const first = deriveSeed('ludic.episodes', seed, stepIndex) % 2 ** 30
-  return Array.from({ length: count }, (_, index) => first + index)
-}
+import { episodeSeeds } from './episode-seeds.js'
 
 /** How a disaggregated source plays its batches: the servers and the run's collection settings (structured-cloneable). */
 export interface DisaggregatedPlan {

@@ -4,6 +4,7 @@
  * checkpoint), the warm-up, the trainer settings those options decide, the evaluations before, during and
  * after training, the report and its chart, and the command line.
  */
+import './node-platform.js'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { latestCheckpoint } from '@ludic/model'
@@ -23,7 +24,8 @@ import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { z } from 'zod'
 import type { StepMetrics } from './metrics-log.js'
 import type { EvaluationContext, RlTrainerConfig } from './rl-config.js'
-import { createSftTrainer, type SftTrainerConfig } from './sft-trainer.js'
+import type { SftTrainerConfig } from './sft-trainer.js'
+import { warmUp } from './warm-up.js'
 
 /** The defaults of `exampleOptionsSchema`; an example passes those it changes. */
 export const exampleOptionDefaults = {
@@ -103,8 +105,8 @@ export interface ExampleRun {
    */
   beforeTraining<T>(measure: () => Promise<T>): Promise<T>
   /**
-   * The warm-up: `createSftTrainer` for `sftSteps` updates at `sftLearningRate`, seeded with `seed`. Returns the
-   * last update's NLL and the seconds taken.
+   * The warm-up (`warmUp`: `createSftTrainer` for `sftSteps` updates at `sftLearningRate`, seeded with `seed`). Returns
+   * the last update's NLL and the seconds taken.
    */
   warmUp(config: Omit<SftTrainerConfig, 'optimizer' | 'seed'>): Promise<{ nll: number | undefined; seconds: number }>
   /**
@@ -165,11 +167,14 @@ export async function startExampleRun(exampleDirectory: string | URL, options: E
       return before
     },
     async warmUp(config) {
-      const warmUpStarted = performance.now()
-      const sft = createSftTrainer({ ...config, optimizer: { learningRate: options.sftLearningRate }, seed: options.seed })
-      const history = await sft.run({ steps: options.sftSteps, progress: options.progress })
-      sft.dispose()
-      return { nll: history.at(-1)?.loss, seconds: (performance.now() - warmUpStarted) / 1000 }
+      const { nll, seconds } = await warmUp({
+        ...config,
+        steps: options.sftSteps,
+        learningRate: options.sftLearningRate,
+        seed: options.seed,
+        progress: options.progress,
+      })
+      return { nll, seconds }
     },
     trainerConfig({ maxTokens, groupSize = 1, evaluate }) {
       return {

@@ -23,7 +23,7 @@ import { createRewardReplayBuffer, type RewardReplayBufferState } from './reward
 import { createStepwiseEnvironments, type StepwiseEnvironments, type StepwiseEpisode, type StepwiseProblem } from './stepwise-environments.js'
 import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
 import { trajectoryFormat, trajectoryLogConfigSchema, type TrajectoryRecord } from './trajectory-log.js'
-import { boundedTrajectoryLine, sampledEpisodes } from './trajectory-writer.js'
+import { boundedTrajectoryLine, sampledEpisodes } from './trajectory-records.js'
 
 const functionOf = <T>(message: string) => z.custom<T>((value) => typeof value === 'function', message)
 const unitInterval = z.number().min(0).max(1)

@@ -1,3 +1,5 @@
+import './node-platform.js'
+
 export { checkRlTrainerConfig, createRlTrainer, type RlRunOptions, type RlTrainer, type RlTrainerHooks } from './rl-trainer.js'
 export type { RolloutBatch, RolloutSource, RolloutSourceContext } from './rollout-source.js'
 export {
@@ -50,6 +52,7 @@ export {
   type SftTrainer,
   type SftTrainerConfig,
 } from './sft-trainer.js'
+export { warmUp, type WarmUpConfig, type WarmUpResult } from './warm-up.js'
 export { optimizerConfigSchema, type OptimizerConfig } from './optimizer-config.js'
 export { resolveSchedule, scheduleConfigSchema, type ScheduleConfig } from './schedule.js'
 export { outcomeAdvantageBatch } from './outcome-rewards.js'
@@ -152,9 +155,9 @@ export {
   type PreferenceTrainer,
   type PreferenceTrainerConfig,
 } from './preference-trainer.js'
+export { readPreferencePairs } from './preference-file.js'
 export {
   encodePreferencePair,
-  readPreferencePairs,
   truncatePreferencePair,
   type PreferenceEncodingOptions,
   type PreferencePairIds,

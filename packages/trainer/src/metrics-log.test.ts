@@ -5,7 +5,10 @@ import { FileSystemError } from '@ludic/core'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { createMetricsLog } from './metrics-log.js'
 
-// A disk that is full under any folder named `full-disk`: Node's error names no file.
+// A disk that is full under any folder named `full-disk`: Node's error names no file. The setup file (the Node entry's
+// registration, `node-platform.ts`) has already imported metrics-log with the real file system, and Vitest does not mock
+// what a setup file imported: the module cache is cleared first, so this file imports metrics-log afresh, mocked.
+vi.hoisted(() => vi.resetModules())
 vi.mock('node:fs/promises', async (importOriginal) => (await import('@ludic/core/test')).fullDiskFileSystem(await importOriginal()))
 
 const directory = await mkdtemp(join(tmpdir(), 'ludic-metrics-log-'))

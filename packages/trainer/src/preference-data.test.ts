@@ -3,7 +3,8 @@ import { join } from 'node:path'
 import { ParseError, type PreferencePair } from '@ludic/core'
 import { createByteTokenizer } from '@ludic/core/test'
 import { describe, expect, it } from 'vitest'
-import { encodePreferencePair, readPreferencePairs, truncatePreferencePair } from './preference-data.js'
+import { encodePreferencePair, truncatePreferencePair } from './preference-data.js'
+import { readPreferencePairs } from './preference-file.js'
 import { useBackendAndDirectory } from './test/support.js'
 
 const tokenizer = createByteTokenizer()

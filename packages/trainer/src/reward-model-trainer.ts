@@ -1,4 +1,3 @@
-import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import {
   createRandom,
@@ -10,7 +9,7 @@ import {
   type PreferencePair,
   type Random,
 } from '@ludic/core'
-import { CausalLanguageModel, clipGradientsByGlobalNorm, computeGradients, createAdamW, saveModel, type LearningRateSchedule } from '@ludic/model'
+import { CausalLanguageModel, clipGradientsByGlobalNorm, computeGradients, createAdamW, type LearningRateSchedule } from '@ludic/model'
 import {
   createRewardModel,
   createRewardModelLoss,
@@ -27,6 +26,7 @@ import type { UpdateStepMetrics } from './metrics-log.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { resolveSchedule, scheduleConfigSchema } from './schedule.js'
 import { createDataOrder } from './data-order.js'
+import { nodePlatform } from './platform.js'
 import { createTrainerSkeleton, runConfigFields, trainerWith, type TrainerControls, type TrainerRunOptions } from './skeleton.js'
 
 export const rewardModelTrainerConfigSchema = z.strictObject({
@@ -270,7 +270,7 @@ export function createRewardModelTrainer(config: RewardModelTrainerConfig): Rewa
       evaluateEvery = every ?? parsed.evaluateEvery
       const history = await skeleton.run({ ...options, steps, label })
       const evaluation = heldOutPairs.length > 0 ? await evaluate() : undefined
-      if (runDirectory !== undefined) await saveModel(model, join(runDirectory, 'model'))
+      if (runDirectory !== undefined) await nodePlatform('config.runDirectory', runDirectory).saveRunModel(model, runDirectory)
       return { history, evaluation }
     },
     evaluate,

@@ -12,13 +12,14 @@ import { episodeTranscript } from './loggers/episode-transcript.js'
 import { createRunLoggers, plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
 import { rlTrainerConfigSchema, type ParsedRlTrainerConfig, type RlTrainerConfig } from './rl-config.js'
+import { nodePlatform } from './platform.js'
 import { offPolicyMetrics, progressFields, rolloutMetrics } from './rl-metrics.js'
 import { createRolloutSource, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
 import { createTrainerSkeleton, trainerWith, type TrainerControls, type TrainerRunOptions, type TrainerUpdate } from './skeleton.js'
 import { resolveSchedule } from './schedule.js'
 import { scoreRollout } from './scored-rewards.js'
 import { raggedOf, responseRows } from './sequences.js'
-import { boundedTrajectoryLine, rlTrajectoryRecords, sampledEpisodes, trainedSamplesOf, type RlTrajectoryInput } from './trajectory-writer.js'
+import { boundedTrajectoryLine, rlTrajectoryRecords, sampledEpisodes, trainedSamplesOf, type RlTrajectoryInput } from './trajectory-records.js'
 
 /**
  * `run`'s options: run until `steps` have been taken in total (a resumed run continues to it). The progress bar's
@@ -109,8 +110,9 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       critic?.dispose()
     },
   })
-  rolloutSource = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
   try {
+    // (`config.asyncRollout`'s worker threads are refused here in the browser entry.)
+    rolloutSource = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
     // Refused now, not after a rollout: an off-policy source without recomputed π_old, an estimator's unmet needs.
     refuseUnrunnable(parsed, estimator, { offPolicy: rolloutSource.offPolicy, greedyBaselines: rolloutSource.greedyReturns !== undefined })
   } catch (error) {
@@ -332,10 +334,13 @@ function externalMetrics({ trajectories, samples }: DemonstrationBatch): Record<
  */
 export function checkRlTrainerConfig(config: RlTrainerConfig): void {
   const parsed = parseArgument(rlTrainerConfigSchema, config, 'config')
+  // The browser entry's refusals of what needs Node, in the trainer's order: the run directory, the loggers, the workers.
+  if (parsed.runDirectory !== undefined) nodePlatform('config.runDirectory', parsed.runDirectory)
   // Loggers that cannot work (online W&B without an API key): made and dropped (they open nothing until started).
   createRunLoggers({ loggers: parsed.loggers, directory: parsed.runDirectory, trainer: 'rl', config: {}, notify: () => {} })
   // The synchronous source is on-policy and plays greedy baselines; asynchronous workers are off-policy and do not.
   const asynchronous = parsed.asyncRollout !== undefined
+  if (asynchronous) nodePlatform('config.asyncRollout', parsed.asyncRollout)
   refuseUnrunnable(parsed, parsed.advantage ?? createRae(), { offPolicy: asynchronous, greedyBaselines: !asynchronous })
 }
 

@@ -1,12 +1,10 @@
-import * as tf from '@tensorflow/tfjs-core'
-import { deriveSeed, InvalidArgumentError, LudicError, type Sample, type Trajectory } from '@ludic/core'
+import { deriveSeed, InvalidArgumentError, type Sample, type Trajectory } from '@ludic/core'
 import { createLocalPolicy, type CausalLanguageModel } from '@ludic/model'
-import { collect, createAsyncCollector, type AsyncCollector, type CollectResult } from '@ludic/rollout'
-import { builtModulePath } from '@ludic/rollout/worker'
-import { episodeSeeds } from './disaggregated-play.js'
+import { collect, type CollectResult } from '@ludic/rollout'
+import { episodeSeeds } from './episode-seeds.js'
 import { seatPolicies } from './opponents.js'
+import { nodePlatform } from './platform.js'
 import { learnerPolicyId, type ParsedRlTrainerConfig } from './rl-config.js'
-import { weightsPayload, type ModelRolloutWorkerData, type RolloutAnnotation } from './rollout-worker.js'
 
 /** One step's experience, whichever way it was collected. */
 export interface RolloutBatch {
@@ -58,9 +56,13 @@ export interface RolloutSourceContext {
   reference: CausalLanguageModel | undefined
 }
 
-/** The rollout source a config asks for: asynchronous with `config.asyncRollout`, else synchronous. */
+/**
+ * The rollout source a config asks for: asynchronous with `config.asyncRollout` (worker threads: the Node entry's,
+ * refused in the browser entry), else synchronous.
+ */
 export function createRolloutSource(context: RolloutSourceContext): RolloutSource {
-  return context.config.asyncRollout === undefined ? synchronousSource(context) : asynchronousSource(context)
+  const { asyncRollout } = context.config
+  return asyncRollout === undefined ? synchronousSource(context) : nodePlatform('config.asyncRollout', asyncRollout).createAsyncRolloutSource(context)
 }
 
 /** Self-play (and opponents) through `collect` with a local policy of the current weights. */
@@ -111,81 +113,6 @@ function synchronousSource({ config, model }: RolloutSourceContext): RolloutSour
   }
 }
 
-/** Rollout workers (`createAsyncCollector`) playing with weights at most `maxStaleness` steps old. */
-function asynchronousSource({ config, model, reference }: RolloutSourceContext): RolloutSource {
-  const settings = config.asyncRollout!
-  const { batch, seed } = config
-  let collector: AsyncCollector | undefined
-  const start = async (stepIndex: number): Promise<AsyncCollector> => {
-    const data: ModelRolloutWorkerData = {
-      setupModule: settings.setupModule instanceof URL ? settings.setupModule.href : settings.setupModule,
-      setupData: settings.setupData,
-      modelConfig: model.config,
-      weights: weightsPayload(model.parameters()),
-      backend: settings.backend ?? tf.getBackend(),
-      maxBatch: batch.maxGenerationBatch,
-      seed: deriveSeed('ludic.policy', seed),
-      vocabSize: config.tokenizer.vocabSize,
-      ...(reference === undefined ? {} : { reference: weightsPayload(reference.parameters()) }),
-      chunkSize: batch.miniBatchSize,
-      temperature: batch.temperature,
-    }
-    const started = createAsyncCollector({
-      worker: builtModulePath(import.meta.url, 'rollout-worker', '@ludic/trainer'),
-      workerData: data,
-      workers: settings.workers,
-      episodesPerBatch: batch.episodesPerStep,
-      groupSize: batch.groupSize,
-      concurrency: batch.concurrency,
-      maxTurns: batch.maxTurns,
-      maxBatchSize: batch.maxGenerationBatch,
-      generation: { maxTokens: batch.maxTokens, temperature: batch.temperature },
-      ...(config.trainRoles === undefined ? {} : { trainRoles: config.trainRoles }),
-      // Batches continue from the step reached, so a resumed run plays new seeds.
-      seed: deriveSeed('ludic.async', seed, stepIndex),
-      initialVersion: stepIndex,
-      maxStaleness: settings.maxStaleness,
-      prefetch: settings.prefetch,
-      ...(settings.execArgv === undefined ? {} : { execArgv: settings.execArgv }),
-    })
-    try {
-      await started.start()
-    } catch (error) {
-      await started.close()
-      throw error
-    }
-    return started
-  }
-  return {
-    offPolicy: true,
-    async next(stepIndex) {
-      collector ??= await start(stepIndex)
-      const received = await collector.next(stepIndex)
-      const samples = trainableSamples(received)
-      const referenceLogprobs = workerReferenceLogprobs(received.annotation as RolloutAnnotation | undefined, samples)
-      return {
-        trajectories: received.trajectories,
-        samples,
-        generationSeconds: received.seconds,
-        offPolicy: {
-          policyVersion: received.policyVersion,
-          dropped: collector.stats.batchesDropped,
-          importanceCap: settings.importanceCap,
-          ...(referenceLogprobs === undefined ? {} : { referenceLogprobs }),
-        },
-      }
-    },
-    updated(stepCount) {
-      if (collector !== undefined && stepCount % settings.pushEvery === 0) collector.pushWeights(stepCount, weightsPayload(model.parameters()))
-    },
-    async close() {
-      const running = collector
-      collector = undefined
-      await running?.close()
-    },
-  }
-}
-
 /** The samples with a response; a failed episode fails the step, and a step with nothing to train on is an error. */
 export function trainableSamples(result: Pick<CollectResult, 'samples' | 'failures' | 'trajectories'>): Sample[] {
   if (result.failures.length > 0) throw result.failures[0]!.error
@@ -193,14 +120,4 @@ export function trainableSamples(result: Pick<CollectResult, 'samples' | 'failur
   if (samples.length === 0)
     throw new InvalidArgumentError({ argument: 'config.environments', value: result.trajectories.length, message: 'gave no samples to train on' })
   return samples
-}
-
-/** The worker's reference log-probs of these samples, when it sent them (checked against the response lengths). */
-function workerReferenceLogprobs(annotation: RolloutAnnotation | undefined, samples: readonly Sample[]): Float32Array[] | undefined {
-  const logprobs = annotation?.referenceLogprobs
-  if (logprobs === undefined) return undefined
-  if (logprobs.length !== samples.length || logprobs.some((row, index) => row.length !== samples[index]!.responseTokenIds.length)) {
-    throw new LudicError(`the rollout worker's reference log-probs do not match the batch (${logprobs.length} rows for ${samples.length} samples)`)
-  }
-  return logprobs
 }

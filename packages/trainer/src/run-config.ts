@@ -33,7 +33,7 @@ import { flowOfReasoningTrainerConfigSchema, type FlowOfReasoningTrainerConfig }
 import { plainConfig, runConfigLoggersSchema, type LoggerEntry } from './loggers/run-loggers.js'
 import { criticConfigSchema } from './experience/critic.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
-import { readPreferencePairs } from './preference-data.js'
+import { readPreferencePairs } from './preference-file.js'
 import { preferenceTrainerConfigSchema, type PreferenceTrainerConfig } from './preference-trainer.js'
 import { rewardModelTrainerConfigSchema, type RewardModelTrainerConfig } from './reward-model-trainer.js'
 import { klConfigSchema, rlBatchConfigSchema, type EvaluationHook, type RlTrainerConfig } from './rl-config.js'

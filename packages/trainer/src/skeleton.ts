@@ -4,7 +4,8 @@ import type * as tf from '@tensorflow/tfjs-core'
 import type { z } from 'zod'
 import { createRunLoggers, type loggingConfigFields, warnNotify } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
-import { createProgressBar, type ProgressStream } from '@ludic/report'
+import type { ProgressStream } from '@ludic/report'
+import { nodePlatform } from './platform.js'
 export { runConfigFields } from './run-config-fields.js'
 import { createRunState, refuseAnotherRun, type JsonValue, type RunState, type RunStateOptions } from './run-state.js'
 
@@ -16,7 +17,7 @@ export interface TrainerRunOptions<Metrics extends StepMetrics = StepMetrics> {
    */
   steps?: number
   onStep?: (metrics: Metrics) => void | Promise<void>
-  /** A progress bar on stderr (`true`) or on a stream. Default false. */
+  /** A progress bar on stderr (`true`) or on a stream (the Node entry's: refused in the browser entry). Default false. */
   progress?: boolean | ProgressStream
   /** Stops after the current step (which is checkpointed when checkpoints are on). */
   signal?: AbortSignal
@@ -117,6 +118,8 @@ export function createTrainerSkeleton<Metrics extends StepMetrics>(parts: Traine
 
 function createSkeleton<Metrics extends StepMetrics>(parts: TrainerParts<Metrics>): TrainerSkeleton<Metrics> {
   const { run: fields } = parts
+  // The run directory's files are the Node entry's: in the browser entry the option is refused here, before anything is made.
+  if (fields.runDirectory !== undefined) nodePlatform('config.runDirectory', fields.runDirectory)
   for (const [field, needed] of [
     ['checkpointEvery', fields.checkpointEvery > 0 ? `${fields.checkpointEvery}` : undefined],
     ['resume', fields.resume ? 'true' : undefined],
@@ -184,9 +187,11 @@ function createSkeleton<Metrics extends StepMetrics>(parts: TrainerParts<Metrics
     async run({ steps, onStep, progress = false, signal, label = parts.name }) {
       if (!Number.isInteger(steps) || steps < 0)
         throw new InvalidArgumentError({ argument: 'options.steps', value: steps, message: 'must be a non-negative integer (the total step count to reach)' })
+      // A terminal's progress bar is the Node entry's (in a browser, `onStep` gives each step's metrics).
+      const createBar = progress === false ? undefined : nodePlatform('options.progress', progress === true ? true : 'a stream').createProgressBar
       if (!resumeChecked) await resume()
       await runState.prepare()
-      const bar = progress === false ? undefined : createProgressBar(steps, { label, ...(progress === true ? {} : { stream: progress }) })
+      const bar = createBar?.(steps, { label, ...(progress === true || progress === false ? {} : { stream: progress }) })
       bar?.update(Math.min(stepCount, steps))
       const taken: Metrics[] = []
       try {

@@ -90,6 +90,16 @@ describe('boundedTrajectoryLine', () => {
     expect(kept.truncatedFields).toContain(`turns[${kept.turns.length}:]`)
   })
 
+  it('counts the bytes as UTF-8 writes them (3-byte CJK, 4-byte emoji): a line exactly at the limit kept whole, one byte over cut', () => {
+    const record = recordOf([turn(0, '中文 😀 é'.repeat(300), 2)])
+    const whole = JSON.stringify(record)
+    expect(boundedTrajectoryLine(record, bytes(whole))).toBe(whole)
+    const cut = boundedTrajectoryLine(record, bytes(whole) - 1)!
+    expect(cut).not.toBe(whole)
+    expect(bytes(cut)).toBeLessThanOrEqual(bytes(whole) - 1)
+    expect(parsed(cut).truncatedFields).toContain('turns[0].prompt')
+  })
+
   it('gives nothing when even the bare episode is longer than the limit', () => {
     const record = recordOf([turn(0, 'short', 1)])
     record.episode.roles = Array.from({ length: 1000 }, (_, index) => `role-${index}`)

@@ -1,5 +1,4 @@
 import type { Trajectory } from '@ludic/core'
-import { preformatted } from './tensorboard-logger.js'
 
 /**
  * One episode as text for a logger's text summary (tag `episodes/sample`): its environment, seed and returns, then each
@@ -24,4 +23,12 @@ export function episodeTranscript(trajectory: Trajectory, maxCharacters = 16_384
   let text = lines.join('\n')
   if (text.length > maxCharacters) text = `${text.slice(0, maxCharacters)}\n… (cut at ${maxCharacters} characters of ${text.length})`
   return preformatted(text)
+}
+
+/** Text TensorBoard shows as it is: its text plugin reads Markdown, where lines indented by four spaces are preformatted. */
+export function preformatted(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `    ${line}`)
+    .join('\n')
 }

@@ -1,11 +1,9 @@
 import { closestName, InvalidArgumentError, LudicError } from '@ludic/core'
-import { isAbsolute } from 'node:path'
 import { z } from 'zod'
 import type { StepMetrics } from '../metrics-log.js'
-import { createJsonlLogger } from './jsonl-logger.js'
+import { nodePlatform } from '../platform.js'
 import { isRunLogger, type RunLoggerV1 } from './run-logger.js'
-import { createTensorBoardLogger } from './tensorboard-logger.js'
-import { createWandbLogger, resolveWandbSettings, wandbOnlineProblem, wandbLoggerConfigSchema, type WandbEnvironment } from './wandb-logger.js'
+import { wandbLoggerConfigSchema, type WandbEnvironment } from './wandb-config.js'
 
 /** The loggers Ludic has, by name. */
 export const loggerNames = ['jsonl', 'tensorboard', 'wandb'] as const
@@ -113,13 +111,19 @@ export interface RunLoggersOptions {
 /**
  * Makes the loggers of `loggers` now, so that a logger that cannot work is refused before anything trains (an
  * `InvalidArgumentError` naming `config.loggers.<i>`: TensorBoard or offline W&B without a run directory, online W&B
- * without `@wandb/sdk` or an API key).
+ * without `@wandb/sdk` or an API key; in the browser entry, any of Ludic's loggers that writes files or needs Node:
+ * `tensorboard`, `wandb`, `jsonl` with a run directory).
  */
 export function createRunLoggers(options: RunLoggersOptions): RunLoggers {
   const argument = options.argument ?? 'config.loggers'
   const loggers = options.loggers.map((entry, index) => {
+    if (isRunLogger(entry)) return entry
+    const spec: LoggerSpec = typeof entry === 'string' ? { kind: entry } : entry
+    // `metrics.jsonl` without a run directory writes nothing, in a browser as in Node.
+    if (spec.kind === 'jsonl' && options.directory === undefined) return idleLogger('jsonl')
+    const platform = nodePlatform(`${argument}.${index}`, entry)
     try {
-      return makeLogger(entry, options)
+      return platform.createFileLogger(spec, options)
     } catch (error) {
       if (!LudicError.isInstance(error)) throw error
       throw new InvalidArgumentError({
@@ -165,32 +169,8 @@ export function createRunLoggers(options: RunLoggersOptions): RunLoggers {
   }
 }
 
-function makeLogger(entry: LoggerEntry, options: RunLoggersOptions): RunLoggerV1 {
-  if (isRunLogger(entry)) return entry
-  const spec: LoggerSpec = typeof entry === 'string' ? { kind: entry } : entry
-  const needDirectory = (directory: string, what: string) => {
-    if (options.directory === undefined && !isAbsolute(directory))
-      throw new LudicError(`needs config.runDirectory: ${what} go under it (or give an absolute directory)`)
-  }
-  switch (spec.kind) {
-    case 'jsonl':
-      return createJsonlLogger()
-    case 'tensorboard':
-      needDirectory(spec.directory ?? 'tensorboard', "TensorBoard's event files")
-      return createTensorBoardLogger(spec.directory === undefined ? {} : { directory: spec.directory })
-    case 'wandb': {
-      const { kind: _, ...config } = spec
-      const environment = options.environment ?? process.env
-      const settings = resolveWandbSettings(config, environment)
-      if (settings.mode === 'offline') needDirectory(settings.directory, "W&B's offline run files")
-      else {
-        const problem = wandbOnlineProblem(options.resolveWandbSdk === undefined ? {} : { resolveSdk: options.resolveWandbSdk }, environment)
-        if (problem !== undefined) throw new LudicError(problem)
-      }
-      return createWandbLogger({ ...config, environment })
-    }
-  }
-}
+/** A logger that records nothing (`jsonl` without a run directory). */
+const idleLogger = (name: string): RunLoggerV1 => ({ specificationVersion: 'v1', name, start() {}, log() {}, text() {}, close() {} })
 
 /** The `notify` of trainers that take none: a warning on stderr. */
 /** Field names whose string values a run's recorded configuration does not keep: keys, tokens, passwords. */

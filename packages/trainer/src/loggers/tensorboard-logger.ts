@@ -4,6 +4,7 @@ import { isAbsolute, join, resolve } from 'node:path'
 import { FileSystemError, LudicError } from '@ludic/core'
 import type { RunLoggerV1 } from './run-logger.js'
 import { encodeEvents, type TensorBoardEvent } from './tensorboard-events.js'
+import { preformatted } from './episode-transcript.js'
 
 export interface TensorBoardLoggerOptions {
   /** Where the event files go: relative to the run directory, or absolute. Default `tensorboard`. */
@@ -85,12 +86,4 @@ export function createTensorBoardLogger(options: TensorBoardLoggerOptions = {}):
       await closing?.handle.close()
     },
   }
-}
-
-/** Text TensorBoard shows as it is: its text plugin reads Markdown, where lines indented by four spaces are preformatted. */
-export function preformatted(text: string): string {
-  return text
-    .split('\n')
-    .map((line) => `    ${line}`)
-    .join('\n')
 }
