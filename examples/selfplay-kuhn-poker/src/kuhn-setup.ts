@@ -35,10 +35,19 @@ export function randomPlayExamples(): { prompt: string; response: string }[] {
   return examples.map(({ prompt, response }) => ({ prompt, response }))
 }
 
-/** A byte-level BPE trained on what the model will read and write: every decision's prompt and move. */
-export function trainKuhnTokenizer(vocabSize: number): Tokenizer {
+/**
+ * The files of a byte-level BPE trained on what the model will read and write, every decision's prompt and move:
+ * `tokenizer.json` and `tokenizer_config.json` (its end token), as `loadTokenizer` reads them.
+ */
+export function kuhnTokenizerFiles(vocabSize: number): { tokenizer: object; config: { eos_token: string } } {
   const corpus = randomPlayExamples().map((example) => `${example.prompt}${example.response}`)
-  return Tokenizer.fromJSON(trainBpe(corpus, { vocabSize, specialTokens: [endOfText] }), { eos_token: endOfText })
+  return { tokenizer: trainBpe(corpus, { vocabSize, specialTokens: [endOfText] }), config: { eos_token: endOfText } }
+}
+
+/** The tokenizer of `kuhnTokenizerFiles`. */
+export function trainKuhnTokenizer(vocabSize: number): Tokenizer {
+  const { tokenizer, config } = kuhnTokenizerFiles(vocabSize)
+  return Tokenizer.fromJSON(tokenizer, config)
 }
 
 /**

@@ -71,12 +71,18 @@ export function nonTerminalPositions(): TicTacToeBoard[] {
  * characters, so each move and each cell becomes one token (36 merges; 293 ids with the end token).
  */
 export function trainTicTacToeTokenizer(vocabSize: number): Tokenizer {
+  const { tokenizer, config } = ticTacToeTokenizerFiles(vocabSize)
+  return Tokenizer.fromJSON(tokenizer, config)
+}
+
+/** The files of `trainTicTacToeTokenizer`'s tokenizer: `tokenizer.json` and `tokenizer_config.json` (its end token). */
+export function ticTacToeTokenizerFiles(vocabSize: number): { tokenizer: object; config: { eos_token: string } } {
   const corpus: string[] = []
   for (const board of nonTerminalPositions()) {
     for (const cell of ticTacToeEmptyCells(board)) corpus.push(`${promptOfBoard(board)}${moveText(cell)}`)
   }
-  const json = trainBpe(corpus, { vocabSize, specialTokens: [endOfText], preTokenizer: { pattern: '\\[\\d\\]|[OX]?\\d|.|\\n' } })
-  return Tokenizer.fromJSON(json, { eos_token: endOfText })
+  const tokenizer = trainBpe(corpus, { vocabSize, specialTokens: [endOfText], preTokenizer: { pattern: '\\[\\d\\]|[OX]?\\d|.|\\n' } })
+  return { tokenizer, config: { eos_token: endOfText } }
 }
 
 /** Random legal play as supervised examples: at every non-terminal position, each legal move once (uniform). */

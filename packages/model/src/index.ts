@@ -1,3 +1,6 @@
+// Node's parts (worker threads for the host decoder, the machine's memory…) registered first (see platform.ts)
+import './node-platform.js'
+
 // Configuration
 export {
   modelConfigSchema,
@@ -18,13 +21,23 @@ export { KeyValueCache } from './model/key-value-cache.js'
 export { ContextLengthError } from './model/context-length.js'
 export type { IntegerMatrix } from './model/model-inputs.js'
 export { parameterSpecs, type ParameterInit, type ParameterSpec } from './model/parameter-shapes.js'
-export { countParameters, defaultMaxParameterBytes, type ParameterCount } from './model/parameter-budget.js'
+export { browserParameterBytes, countParameters, defaultMaxParameterBytes, type ParameterCount } from './model/parameter-budget.js'
 export { matchesParameterNamePattern, parameterNamePatternSchema, type ParameterNamePattern } from './parameter-name-pattern.js'
 
 // Checkpoints
 export { loadModel, loadModelOptionsSchema, type LoadModelOptions } from './checkpoint/load-model.js'
 export { saveModel, saveModelOptionsSchema, type SaveModelOptions } from './checkpoint/save-model.js'
 export { CheckpointMismatchError, type MisshapedTensor } from './checkpoint/checkpoint-mismatch-error.js'
+export {
+  loadModelFromFiles,
+  loadModelFromFilesOptionsSchema,
+  modelFiles,
+  modelFilesOptionsSchema,
+  type LoadModelFromFilesOptions,
+  type ModelFiles,
+  type ModelFilesInput,
+  type ModelFilesOptions,
+} from './checkpoint/model-files.js'
 
 // Generation
 export {

@@ -64,7 +64,7 @@ export type {
 export { bfloat16BitsToFloat32, float16BitsToFloat32, float32ToBfloat16Bits, float32ToFloat16Bits } from './safetensors/half-precision.js'
 export { bigInt64ArrayToInt32Array } from './safetensors/big-int64-to-int32.js'
 export { maxHeaderByteLength } from './safetensors/safetensors-header.js'
-export { parseSafetensors, parseSafetensorsOptionsSchema, type ParseSafetensorsOptions } from './safetensors/parse-safetensors.js'
+export { parseSafetensors, parseSafetensorsOptionsSchema, safetensorsBytesReader, type ParseSafetensorsOptions } from './safetensors/parse-safetensors.js'
 export {
   serializeSafetensors,
   serializeSafetensorsOptionsSchema,

@@ -1,34 +1,18 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import * as tf from '@tensorflow/tfjs-core'
-import { InvalidArgumentError, ParseError, parseArgument } from '@ludic/core'
+import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { hubOptionsSchema, isRepoId, resolveModelSource } from '@ludic/hub'
-import { readShardedSafetensors, type SafetensorsTensor, type ShardedSafetensors } from '@ludic/tensors'
+import { readShardedSafetensors } from '@ludic/tensors'
 import { z } from 'zod'
-import { huggingFaceSizeFields, parseHuggingFaceConfig } from '../config/hugging-face-config.js'
-import type { ModelConfig } from '../config/model-config.js'
-import { CausalLanguageModel } from '../model/causal-language-model.js'
-import { checkParameterBudget, defaultMaxParameterBytes } from '../model/parameter-budget.js'
-import { parameterSpecs } from '../model/parameter-shapes.js'
-import { scoreWeightName } from '../heads/scalar-heads.js'
-import { CheckpointMismatchError, type MisshapedTensor } from './checkpoint-mismatch-error.js'
+import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { loadModelFromFilesOptionsSchema, modelFromWeights, parseModelConfig } from './model-files.js'
 
-/**
- * Tensors older checkpoints hold that are computed, not learned: the rotary frequencies, GPT-2's causal-mask
- * buffers (`h.0.attn.bias`, `h.0.attn.masked_bias`).
- */
-const ignoredTensor = /(^|\.)rotary_emb\.inv_freq$|(^|\.)h\.\d+\.attn\.(bias|masked_bias)$/
+export { checkWeights } from './model-files.js'
 
 export const loadModelOptionsSchema = z
   .object({
-    /** The model's context (`model.maxContextTokens`). Default: the config's `max_position_embeddings` (GPT-2: `n_positions`). */
-    maxContextTokens: z.number().int().positive().optional(),
-    /**
-     * The most bytes the parameters (float32) may take; a config.json implying more is a `ParseError` naming the
-     * size field, before any weight is read. Default: `defaultMaxParameterBytes()`, half of the machine's memory
-     * (at most 3 GiB on WebAssembly).
-     */
-    maxParameterBytes: z.number().positive().optional(),
+    /** `maxContextTokens` and `maxParameterBytes`, as `loadModelFromFiles` takes them. */
+    ...loadModelFromFilesOptionsSchema.shape,
     /**
      * How a Hugging Face Hub repository id is fetched (`token`, `cacheDir`, `offline`, `endpoint`, `signal`,
      * `onProgress`…; see `@ludic/hub`'s `downloadRepo`). Default: from `HF_TOKEN`, `HF_HOME`, `HF_HUB_OFFLINE`…
@@ -60,89 +44,11 @@ export async function loadModel(directory: string, options: LoadModelOptions = {
   const configText = await readFile(configPath, 'utf8').catch((error: unknown) => {
     throw new InvalidArgumentError({ argument: 'directory', value: folder, message: 'holds no readable config.json', cause: error })
   })
-  let json: unknown
-  try {
-    json = JSON.parse(configText)
-  } catch (error) {
-    throw new ParseError({ source: configPath, message: `not valid JSON (${error instanceof Error ? error.message : String(error)})`, cause: error })
-  }
-  const config = parseHuggingFaceConfig(json, configPath)
-  checkParameterBudget(config, maxParameterBytes ?? defaultMaxParameterBytes(), (field, message) => {
-    throw new ParseError({ source: configPath, path: [huggingFaceSizeFields(config.architecture)[field]], message })
-  })
+  const { config, json } = parseModelConfig(configText, configPath, maxParameterBytes)
   const file = await readShardedSafetensors(folder)
-  const reader = withModelNames(config, file)
-  const weights = new Map<string, tf.Tensor>()
-  const pending: Promise<SafetensorsTensor>[] = []
   try {
-    checkWeights(config, reader, folder)
-    const names = parameterSpecs(config).map((spec) => spec.name)
-    if (reader.has(scoreWeightName)) names.push(scoreWeightName)
-    for (const name of names) {
-      const dtype = reader.info(name).dtype
-      if (dtype !== 'F32' && dtype !== 'F16' && dtype !== 'BF16') {
-        throw new ParseError({ source: folder, path: [name], message: `has dtype ${dtype}; weights must be F32, F16 or BF16` })
-      }
-    }
-    // Tensor by tensor, `readAhead` reads in flight: the file reads run on Node's I/O threads while this thread
-    // widens the tensor before them (bf16 → float32), and each float32 array goes to the backend as it is.
-    const readAhead = 2
-    const startRead = (index: number) => {
-      if (index < names.length) pending.push(reader.read(names[index]!))
-    }
-    for (let index = 0; index < readAhead; index++) startRead(index)
-    for (let index = 0; index < names.length; index++) {
-      const tensor = await pending.shift()!
-      startRead(index + readAhead)
-      const weight = tf.tensor(tensor.data as Float32Array, tensor.shape, 'float32')
-      weights.set(names[index]!, weight)
-      // The native backend keeps the array and copies it into TensorFlow at the weight's first use, so a model
-      // would hold every weight twice until then; one no-op reshape copies it now and lets the array go.
-      if (tf.getBackend() === 'tensorflow' || tf.getBackend() === 'tensorflow-gpu') tf.reshape(weight, weight.shape).dispose()
-    }
-    return new CausalLanguageModel(config, weights, { sourceConfig: json as Record<string, unknown>, maxContextTokens })
+    return await modelFromWeights(config, json, file, folder, maxContextTokens)
   } finally {
-    for (const tensor of weights.values()) tensor.dispose()
-    // A read still in flight (an error stopped the loop) finishes before its file is closed; its failure is not the error.
-    await Promise.allSettled(pending)
     await file.close()
-  }
-}
-
-/**
- * The checkpoint's tensors under the model's names: GPT-2 checkpoints saved by the original conversion have
- * no `transformer.` prefix (`wte.weight`, `h.0.ln_1.weight`), which transformers adds when loading.
- */
-function withModelNames(config: ModelConfig, file: ShardedSafetensors): Pick<ShardedSafetensors, 'names' | 'info' | 'has' | 'read'> {
-  if (config.architecture !== 'gpt2' || file.has('transformer.wte.weight') || !file.has('wte.weight')) return file
-  const prefix = 'transformer.'
-  const fileName = (name: string): string => (name.startsWith(prefix) ? name.slice(prefix.length) : name)
-  return {
-    names: file.names.map((name) => (name === 'lm_head.weight' ? name : `${prefix}${name}`)),
-    info: (name) => file.info(fileName(name)),
-    has: (name) => file.has(fileName(name)),
-    read: (name) => file.read(fileName(name)),
-  }
-}
-
-/** Compares the checkpoint's tensor names and shapes with those the configuration implies. */
-export function checkWeights(config: ModelConfig, reader: Pick<ShardedSafetensors, 'names' | 'info'>, source: string): void {
-  const specs = parameterSpecs(config)
-  const expected = new Map(specs.map((spec) => [spec.name, spec.shape]))
-  const present = new Set(reader.names)
-  const missing = specs.map((spec) => spec.name).filter((name) => !present.has(name))
-  const unexpected = reader.names.filter(
-    (name) => !expected.has(name) && !ignoredTensor.test(name) && !(config.tieWordEmbeddings && name === 'lm_head.weight') && name !== scoreWeightName,
-  )
-  if (reader.names.includes(scoreWeightName)) expected.set(scoreWeightName, [1, config.hiddenSize])
-  const misshaped: MisshapedTensor[] = []
-  for (const name of reader.names) {
-    const shape = expected.get(name)
-    if (shape === undefined) continue
-    const actual = reader.info(name).shape
-    if (actual.length !== shape.length || actual.some((size, index) => size !== shape[index])) misshaped.push({ name, expected: shape, actual })
-  }
-  if (missing.length > 0 || unexpected.length > 0 || misshaped.length > 0) {
-    throw new CheckpointMismatchError({ source, missing, unexpected, misshaped })
   }
 }

@@ -144,7 +144,10 @@ describe('createMatmulArena with worker threads', () => {
 
   it('a process that used a shared arena exits by itself, even without dispose (the workers are unreferenced)', () => {
     const module = fileURLToPath(new URL('./simd-matmul.ts', import.meta.url))
+    // The Node entry registers the worker threads first (node-platform.ts); this script imports the module directly.
+    const nodePlatform = fileURLToPath(new URL('../node-platform.ts', import.meta.url))
     const script = `
+      import ${JSON.stringify(nodePlatform)}
       import { createMatmulArena } from ${JSON.stringify(module)}
       const arena = createMatmulArena({ threads: 2 })
       arena.reserve(600 * 256 + 8 * 256 + 8 * 600)

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
+import { controlSlots, type MatmulHelpers } from './matmul-control.js'
 
 /**
  * Worker threads that run the SIMD matmul kernel (`simd-matmul.ts`) on a shared WebAssembly memory beside the
@@ -13,28 +14,6 @@ import { Worker } from 'node:worker_threads'
  * one arena at a time; an arena hands them back with `release`. Between products a helper spins briefly on
  * the counter, then sleeps in `Atomics.wait` until the next product is posted.
  */
-
-/** Int32 slots of the control block (64 bytes at the start of the shared memory). */
-export const controlSlots = {
-  /** `generation << 8 | next unclaimed chunk`; generation (23 bits) changes with every product posted. */
-  next: 0,
-  /** Chunks finished in the current generation. */
-  done: 1,
-  /** 1: the helpers leave the memory (the arena is done with them). */
-  release: 2,
-  /** Chunks of the current product. */
-  chunks: 3,
-  /** Output rows per chunk (a multiple of 4). */
-  rowsPerChunk: 4,
-  /** The kernel's nine arguments (`w, x, y, rows, columns, batch, wStride, xStride, yStride`, bytes), rows = all blocked rows. */
-  arguments: 5,
-  /** 1: the product runs `matmulPacked` (weights in `packWeights`' layout), 0: `matmul`. */
-  packed: 14,
-} as const
-/** Bytes of the control block. */
-export const controlBytes = 64
-/** Most chunks a product is cut into (the chunk index has 8 bits). */
-export const maximumChunks = 64
 
 /**
  * The helper's loop (CommonJS, evaluated in the worker). `Atomics.load` spins of about 20–50 µs cover the
@@ -106,14 +85,6 @@ function startWorker(): PooledWorker | undefined {
   } catch {
     return undefined
   }
-}
-
-/** Helpers lent to one arena. */
-export interface MatmulHelpers {
-  /** How many joined. */
-  readonly count: number
-  /** Tells them to leave the memory and returns them to the pool. */
-  release(): void
 }
 
 /**

@@ -1,5 +1,5 @@
-import { setFlagsFromString } from 'node:v8'
-import { controlBytes, controlSlots, lendMatmulHelpers, maximumChunks, type MatmulHelpers } from './matmul-workers.js'
+import { platform } from '../platform.js'
+import { controlBytes, controlSlots, maximumChunks, type MatmulHelpers } from './matmul-control.js'
 
 /**
  * A matrix–vector-batch product for the host decoder, as a small WebAssembly module with 128-bit SIMD
@@ -308,9 +308,9 @@ let relaxed: boolean | undefined
 export function relaxedSimdAvailable(): boolean {
   if (relaxed !== undefined) return relaxed
   relaxed = false
-  if (wasm === undefined || process.env.LUDIC_RELAXED_SIMD === '0') return relaxed
+  if (wasm === undefined || platform().environmentVariable?.('LUDIC_RELAXED_SIMD') === '0') return relaxed
   try {
-    if (!wasm.validate(relaxedProbe)) setFlagsFromString('--experimental-wasm-relaxed-simd')
+    if (!wasm.validate(relaxedProbe)) platform().enableRelaxedSimd?.()
     relaxed = wasm.validate(relaxedProbe)
   } catch {
     relaxed = false
@@ -425,7 +425,9 @@ const waitSpins = 4_000
  */
 export function createMatmulArena(options: { simd?: boolean; fused?: boolean; threads?: number } = {}): MatmulArena {
   const wantHelpers = options.simd === false ? 0 : Math.max(0, Math.floor(options.threads ?? 1) - 1)
-  const shared = wantHelpers > 0 && sharedMemoryAvailable()
+  // Helper threads where the runtime lends them (Node's worker threads; a browser page: none, this thread alone).
+  const lendHelpers = platform().lendMatmulHelpers
+  const shared = wantHelpers > 0 && lendHelpers !== undefined && sharedMemoryAvailable()
   const fused = options.simd !== false && options.fused !== false && relaxedSimdAvailable()
   const module = options.simd === false ? null : kernelModule(shared, fused)
   let kernel: ((...args: number[]) => void) | undefined
@@ -538,7 +540,7 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
         if (shared) {
           slots = new Int32Array(reserved, 0, controlBytes / 4)
           used = controlBytes
-          helpers = lendMatmulHelpers(wantHelpers, module, memory, 0, slots)
+          helpers = lendHelpers!(wantHelpers, module, memory, 0, slots)
         }
       } else reserved = new ArrayBuffer(bytes)
       buffer = reserved

@@ -1,19 +1,26 @@
-import { totalmem } from 'node:os'
 import * as tf from '@tensorflow/tfjs-core'
 import { currentRuntime } from '@ludic/tensors'
 import type { ModelConfig } from '../config/model-config.js'
+import { platform } from '../platform.js'
 
 /** The WebAssembly backend's heap ends at 4 GiB; parameters may take 3 of it, leaving 1 for activations and caches. */
 const wasmParameterBytes = 3 * 2 ** 30
 
 /**
+ * The default budget in a browser, which does not tell a page the machine's memory: 1 GiB (268 million float32
+ * parameters, far more than a tab trains). `maxParameterBytes` overrides it.
+ */
+export const browserParameterBytes = 2 ** 30
+
+/**
  * The default budget for a model's parameters (float32, 4 bytes each): half of the machine's memory
- * (`os.totalmem() / 2`), and at most 3 GiB on the WebAssembly backend (its heap holds 4 GiB in all).
- * `createModel`, `loadModel` and `applyLora` refuse what would exceed it before allocating anything; their
- * `maxParameterBytes` option overrides it.
+ * (`os.totalmem() / 2`) in Node, `browserParameterBytes` (1 GiB) in a browser, and at most 3 GiB on the
+ * WebAssembly backend (its heap holds 4 GiB in all). `createModel`, `loadModel`, `loadModelFromFiles` and
+ * `applyLora` refuse what would exceed it before allocating anything; their `maxParameterBytes` option overrides it.
  */
 export function defaultMaxParameterBytes(): number {
-  const half = Math.floor(totalmem() / 2)
+  const totalMemoryBytes = platform().totalMemoryBytes
+  const half = totalMemoryBytes === undefined ? browserParameterBytes : Math.floor(totalMemoryBytes() / 2)
   const backend = currentRuntime()?.tfBackend ?? (tf.engine().backendName as string | null | undefined)
   return backend === 'wasm' ? Math.min(half, wasmParameterBytes) : half
 }

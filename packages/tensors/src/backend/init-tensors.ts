@@ -5,8 +5,8 @@ import * as tf from '@tensorflow/tfjs-core'
 import './register-gradients.js'
 import { z } from 'zod'
 import { BackendError, InvalidArgumentError, parseArgument } from '@ludic/core'
-import { checkEngineInternals, quietCpuBackendBanner } from '../engine/engine-internals.js'
-import { applyKernelFixes } from '../kernels/index.js'
+import { checkEngineInternals } from '../engine/engine-internals.js'
+import { errorMessage, shortReason, startBackend } from './start-backend.js'
 
 /** The backends Ludic can run on, fastest first. */
 export const backendNames = ['tensorflow-gpu', 'tensorflow', 'webgpu', 'wasm', 'cpu'] as const
@@ -168,40 +168,16 @@ export async function activateBackend(
   backend: BackendName,
   options: { wasmThreads?: number | 'max'; nativeThreads?: NativeThreads } = {},
 ): Promise<Omit<TensorsRuntime, 'skipped'>> {
-  let registered: { tfBackend: string; device: string; threads: number }
-  try {
-    registered = await registerBackend(backend, options.wasmThreads ?? 1, options.nativeThreads ?? {})
-  } catch (error) {
-    if (InvalidArgumentError.isInstance(error)) throw error
-    const missing = isModuleNotFound(error)
-    throw new BackendError({
-      backend,
-      message: `${missing ? 'is not installed' : `failed to load (${errorMessage(error)})`}: ${installHints[backend]}`,
-      cause: error,
-    })
+  return startBackend(backend, installHints[backend], () => registerBackend(backend, options.wasmThreads ?? 1, options.nativeThreads ?? {}), {
+    wrapStart: backend === 'wasm' ? withoutProcessListenersAdded : undefined,
+    afterStart: backend === 'tensorflow-gpu' ? requireNativeGpu : undefined,
+  })
+}
+
+async function requireNativeGpu(): Promise<void> {
+  if (!(await nativeSeesGpu())) {
+    throw new BackendError({ backend: 'tensorflow-gpu', message: 'TensorFlow native started without a CUDA GPU (no GPU device visible)' })
   }
-  let ok: boolean
-  try {
-    const start = async () => {
-      const started = await tf.setBackend(registered.tfBackend)
-      await tf.ready()
-      return started
-    }
-    ok = await (backend === 'wasm' ? withoutProcessListenersAdded(start) : start())
-  } catch (error) {
-    throw new BackendError({ backend, message: `failed to start (${errorMessage(error)}): ${installHints[backend]}`, cause: error })
-  }
-  if (!ok || tf.getBackend() !== registered.tfBackend) {
-    throw new BackendError({ backend, message: `failed to start: ${installHints[backend]}` })
-  }
-  if (backend === 'tensorflow-gpu' && !(await nativeSeesGpu())) {
-    throw new BackendError({ backend, message: 'TensorFlow native started without a CUDA GPU (no GPU device visible)' })
-  }
-  if (backend === 'cpu') quietCpuBackendBanner()
-  applyKernelFixes(registered.tfBackend)
-  const threads = backend === 'wasm' ? wasmThreads() : registered.threads
-  const device = backend === 'wasm' ? `CPU (WebAssembly${wasmSimd() ? ', SIMD' : ''})` : registered.device
-  return { backend, tfBackend: registered.tfBackend, device, threads }
 }
 
 /**
@@ -229,34 +205,6 @@ async function nativeSeesGpu(): Promise<boolean> {
   } catch {
     return true
   }
-}
-
-function wasmThreads(): number {
-  try {
-    const backend = tf.backend() as unknown as { wasm?: { tfjs?: { getThreadsCount?: () => number } } }
-    const threads = backend.wasm?.tfjs?.getThreadsCount?.()
-    return typeof threads === 'number' && threads >= 1 ? threads : 1
-  } catch {
-    return 1
-  }
-}
-
-function wasmSimd(): boolean {
-  try {
-    return Boolean(tf.env().getAsync === undefined ? false : tf.env().get('WASM_HAS_SIMD_SUPPORT'))
-  } catch {
-    return false
-  }
-}
-
-function isModuleNotFound(error: unknown): boolean {
-  const code = (error as { code?: string } | null)?.code
-  return code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND'
-}
-
-function errorMessage(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error)
-  return message.split('\n')[0] ?? message
 }
 
 /** Reads `LUDIC_BACKEND`; an unknown value is an `InvalidArgumentError`. */
@@ -306,12 +254,6 @@ export async function initTensors(options: InitTensorsOptions = {}): Promise<Ten
     return current
   }
   throw new BackendError({ backend: 'auto', message: `no backend could start: ${skipped.map((skip) => skip.reason).join('; ')}` })
-}
-
-function shortReason(reason: string): string {
-  if (reason.includes('is not installed')) return 'not installed'
-  if (reason.includes('failed to load')) return 'failed to load'
-  return 'failed to start'
 }
 
 /** The runtime chosen by the last `initTensors`, if any. */

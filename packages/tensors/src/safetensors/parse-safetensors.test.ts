@@ -1,6 +1,6 @@
 import { InvalidArgumentError, ParseError } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
-import { parseSafetensors } from './parse-safetensors.js'
+import { parseSafetensors, safetensorsBytesReader } from './parse-safetensors.js'
 import { serializeSafetensors } from './serialize-safetensors.js'
 
 describe('parseSafetensors', () => {
@@ -29,5 +29,29 @@ describe('parseSafetensors', () => {
   it('refuses input that is not bytes, and unknown options', () => {
     expect(() => parseSafetensors('{}' as never)).toThrow(InvalidArgumentError)
     expect(() => parseSafetensors(new Uint8Array(0), { sauce: 'x' } as never)).toThrow(InvalidArgumentError)
+  })
+})
+
+describe('safetensorsBytesReader', () => {
+  it('reads each tensor of in-memory bytes on demand, as parseSafetensors gives it', async () => {
+    const bytes = serializeSafetensors({
+      weight: { dtype: 'BF16', shape: [2, 2], data: new Float32Array([1, -2, 0.5, 4]) },
+      ids: { shape: [3], data: new Int32Array([7, 8, 9]) },
+    })
+    const reader = safetensorsBytesReader(bytes, { source: 'model.safetensors' })
+    const whole = parseSafetensors(bytes)
+    expect(reader.names).toEqual([...whole.tensors.keys()])
+    expect(reader.has('weight')).toBe(true)
+    expect(reader.info('weight')).toMatchObject({ dtype: 'BF16', shape: [2, 2] })
+    for (const name of reader.names) expect(await reader.read(name)).toEqual(whole.tensors.get(name))
+    await reader.close()
+    await expect(reader.read('weight')).rejects.toThrow(/closed/)
+  })
+
+  it('gives typed errors for bad bytes and unknown names', () => {
+    expect(() => safetensorsBytesReader(new Uint8Array([1, 2, 3]), { source: 'x.safetensors' })).toThrow(ParseError)
+    expect(() => safetensorsBytesReader([1, 2] as unknown as Uint8Array)).toThrow(InvalidArgumentError)
+    const reader = safetensorsBytesReader(serializeSafetensors({ a: { shape: [1], data: new Float32Array([1]) } }))
+    expect(() => reader.info('b')).toThrow(InvalidArgumentError)
   })
 })

@@ -2,7 +2,7 @@ import { InvalidArgumentError, ParseError, parseArgument } from '@ludic/core'
 import { z } from 'zod'
 import { isSupportedDtype, supportedDtypes } from './safetensors-dtype.js'
 import { parseSafetensorsHeader, readHeaderByteLength } from './safetensors-header.js'
-import type { SafetensorsContents, SafetensorsTensor, SafetensorsTensorInfo } from './safetensors-tensor.js'
+import type { SafetensorsContents, SafetensorsReader, SafetensorsTensor, SafetensorsTensorInfo } from './safetensors-tensor.js'
 import { allocateTensorData, decodeTensorBytes, makeTensor } from './tensor-bytes.js'
 
 export const parseSafetensorsOptionsSchema = z
@@ -66,5 +66,43 @@ export function allocateOrFail(name: string, info: SafetensorsTensorInfo, source
       message: `tensor ${JSON.stringify(name)} has ${info.elementCount} elements, more than one typed array can hold here`,
       cause: error,
     })
+  }
+}
+
+/**
+ * A `SafetensorsReader` over a whole safetensors file held in memory (a browser's `fetch` or file picker, an
+ * `ArrayBuffer`): the header is parsed (and checked) up front, each tensor is converted only when read, into a
+ * fresh array, so a model's weights are not all held twice at once. `close` ends reading. Malformed input throws
+ * `ParseError` as `parseSafetensors` does.
+ */
+export function safetensorsBytesReader(bytes: Uint8Array, options: ParseSafetensorsOptions = {}): SafetensorsReader {
+  const { source } = parseArgument(parseSafetensorsOptionsSchema, options, 'options')
+  if (!(bytes instanceof Uint8Array)) {
+    throw new InvalidArgumentError({ argument: 'bytes', value: bytes, message: 'must be a Uint8Array (a Node Buffer is one)' })
+  }
+  const headerByteLength = readHeaderByteLength(bytes, bytes.length, source)
+  const dataStart = 8 + headerByteLength
+  const header = parseSafetensorsHeader(bytes.subarray(8, dataStart), { source, dataByteLength: bytes.length - dataStart })
+  const names = [...header.tensors.keys()]
+  let closed = false
+  const info = (name: string): SafetensorsTensorInfo => {
+    const found = header.tensors.get(name)
+    if (found === undefined) throw new InvalidArgumentError({ argument: 'name', value: name, message: `is not a tensor of ${source}` })
+    return found
+  }
+  return {
+    metadata: header.metadata,
+    names,
+    has: (name) => header.tensors.has(name),
+    info,
+    read: async (name) => {
+      if (closed) throw new InvalidArgumentError({ argument: 'name', value: name, message: `cannot be read: the reader of ${source} is closed` })
+      const tensorInfo = info(name)
+      const [begin, end] = tensorInfo.dataOffsets
+      return decodeTensor(name, tensorInfo, bytes.subarray(dataStart + begin, dataStart + end), source)
+    },
+    close: async () => {
+      closed = true
+    },
   }
 }

@@ -56,13 +56,14 @@ const builders: Record<string, ComponentBuilder<Normalizer>> = {
         precompiled_charsmap: z
           .string()
           .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64')
+          .refine((text) => text.length % 4 !== 1 && (!text.endsWith('=') || text.length % 4 === 0), 'must be base64 (its length does not fit)')
           .nullable()
           .default(null),
       }),
       json,
       location,
     )
-    return createPrecompiled(charsmap === null ? undefined : Buffer.from(charsmap, 'base64'), childLocation(location, 'precompiled_charsmap'))
+    return createPrecompiled(charsmap === null ? undefined : decodeBase64(charsmap), childLocation(location, 'precompiled_charsmap'))
   },
   ByteLevel: () => createByteLevelNormalizer(),
   Sequence: (json, location, limits) => {
@@ -78,4 +79,9 @@ const builders: Record<string, ComponentBuilder<Normalizer>> = {
 /** Builds the normalizer of a `tokenizer.json` (its `normalizer` field) from its JSON. */
 export function createNormalizer(json: unknown, location: JsonLocation, limits: TokenizerLimits = defaultTokenizerLimits): Normalizer {
   return buildComponent('normalizer', builders, json, location, limits)
+}
+
+/** Base64 to bytes with `atob`, which browsers and Node both have (Node's `Buffer` is not in a browser). */
+function decodeBase64(text: string): Uint8Array {
+  return Uint8Array.from(atob(text), (character) => character.charCodeAt(0))
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
 import { ParseError } from '@ludic/core'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { conformanceCorpus } from '../../test/conformance-corpus.js'
 import { nativeEncode, nativeNormalize, nativeTokenizer } from '../../test/native-reference.js'
 import { Tokenizer } from '../tokenizer.js'
@@ -64,6 +64,16 @@ describe('a SentencePiece Unigram tokenizer with a Precompiled normalizer', () =
   })
 })
 
+describe('Precompiled without Node globals', () => {
+  it("decodes the charsmap without Node's Buffer, as in a browser", () => {
+    const json = { type: 'Precompiled', precompiled_charsmap: nfkcCharsmap }
+    const expected = createNormalizer(json, location).normalize('ＡＢＣ ﬁ ①')
+    vi.stubGlobal('Buffer', undefined)
+    expect(createNormalizer(json, location).normalize('ＡＢＣ ﬁ ①')).toBe(expected)
+    expect(expected).toBe('ABC fi 1')
+  })
+})
+
 describe('Precompiled errors', () => {
   it('treats a null charsmap as no normalization', () => {
     expect(createNormalizer({ type: 'Precompiled', precompiled_charsmap: null }, location).normalize('ＡＢＣ')).toBe('ＡＢＣ')
@@ -71,6 +81,8 @@ describe('Precompiled errors', () => {
 
   it.each([
     ['not base64!', /must be base64/],
+    ['QUJDR', /must be base64/],
+    ['QU=', /must be base64/],
     [Buffer.from([200, 0, 0, 0, 1, 2]).toString('base64'), /does not fit/],
   ])('gives a ParseError at the charsmap for %j', (charsmap, message) => {
     try {
