@@ -83,7 +83,9 @@ describe('the playground session', () => {
     const session = PlaygroundSession.create({ game: 'kuhn', ...small })
     try {
       await session.warmUp()
-      const game = await session.newGame('player1')
+      let game = await session.newGame('player1')
+      // Whoever opens (the deal decides), after one move of the person's the model has decided once.
+      if (game.modelMoves.length === 0) game = await session.play(game.legalActions[0]!)
       const decision = game.modelMoves[0]!
       const [first, second] = decision.moves
       const chosen = first!.probability < second!.probability ? first! : second!
@@ -109,8 +111,15 @@ describe('the playground session', () => {
     let restored: PlaygroundSession | undefined
     try {
       await session.warmUp()
-      const files = session.files()
-      expect(Object.keys(files).sort()).toEqual(['config.json', 'model.safetensors', 'playground.json', 'tokenizer.json', 'tokenizer_config.json'])
+      const files = await session.files()
+      expect(Object.keys(files).sort()).toEqual([
+        'config.json',
+        'generation_config.json',
+        'model.safetensors',
+        'playground.json',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ])
       for (const [name, content] of Object.entries(files)) await writeFile(join(directory, name), content)
       const model = await loadModel(directory)
       const tokenizer = await loadTokenizer(directory)

@@ -18,15 +18,7 @@ import {
 import { createLocalPolicy, createModel, loadModelFromFiles, modelFiles, type CausalLanguageModel } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
 import { Tokenizer } from '@ludic/tokenizer'
-import {
-  actionLogprobs,
-  createPreferenceTrainer,
-  createRlTrainer,
-  createSftTrainer,
-  evaluateAgainst,
-  type RlTrainer,
-  type RlTrainerConfig,
-} from '@ludic/trainer'
+import { actionLogprobs, createPreferenceTrainer, createRlTrainer, evaluateAgainst, type RlTrainer, type RlTrainerConfig, warmUp } from '@ludic/trainer'
 import {
   chatTemplate as kuhnChatTemplate,
   exploitabilityOf,
@@ -174,36 +166,27 @@ export class PlaygroundSession {
   }
 
   /**
-   * The warm-up: SFT on random legal play (each legal move once at every decision), as the example's, one update per
-   * call of `onStep`; `shouldStop` is asked between updates. Returns the last update's loss.
+   * The warm-up (`warmUp`, as the examples run it): SFT on random legal play (each legal move once at every decision),
+   * with TicTacToe's warm-up schedule; `onStep` gets each update's loss, `signal` stops between updates. Returns the
+   * last update's loss.
    */
-  async warmUp(options: { onStep?: (step: number, loss: number) => void; shouldStop?: () => boolean } = {}): Promise<number | undefined> {
+  async warmUp(options: { onStep?: (step: number, loss: number) => void; signal?: AbortSignal } = {}): Promise<number | undefined> {
     const { recipe } = this
-    const examples = recipe.game === 'kuhn' ? kuhnRandomPlayExamples() : ticTacToeRandomPlayExamples()
-    const schedule =
-      recipe.game === 'tictactoe'
-        ? ({ type: 'warmup-cosine', warmupSteps: Math.min(10, recipe.sftSteps), totalSteps: Math.max(1, recipe.sftSteps), minRatio: 0.1 } as const)
-        : undefined
-    const sft = createSftTrainer({
+    const { nll } = await warmUp({
       model: this.model,
       tokenizer: this.tokenizer,
-      examples,
+      examples: recipe.game === 'kuhn' ? kuhnRandomPlayExamples() : ticTacToeRandomPlayExamples(),
       batchSize: recipe.sftBatchSize,
-      ...(schedule === undefined ? {} : { schedule }),
-      optimizer: { learningRate: recipe.sftLearningRate },
+      ...(recipe.game === 'tictactoe'
+        ? { schedule: { type: 'warmup-cosine', warmupSteps: Math.min(10, recipe.sftSteps), totalSteps: Math.max(1, recipe.sftSteps), minRatio: 0.1 } as const }
+        : {}),
+      steps: recipe.sftSteps,
+      learningRate: recipe.sftLearningRate,
       seed: recipe.seed,
+      onStep: (metrics) => options.onStep?.(metrics.step, metrics.loss),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
     })
-    let loss: number | undefined
-    try {
-      for (let step = 1; step <= recipe.sftSteps; step++) {
-        loss = (await sft.step()).loss
-        options.onStep?.(step, loss)
-        if (options.shouldStop?.()) break
-      }
-    } finally {
-      sft.dispose()
-    }
-    return loss
+    return nll
   }
 
   /** The self-play trainer, built at the first step: the example's settings (RAE, PPO clip, KL, cosine schedule). */
@@ -397,9 +380,9 @@ export class PlaygroundSession {
   }
 
   /** The model as files `loadModel` and `loadTokenizer` read in Node (a directory of them), and `fromFiles` here. */
-  files(): ModelFiles {
+  async files(): Promise<ModelFiles> {
     return {
-      ...modelFiles(this.model),
+      ...(await modelFiles(this.model)),
       'tokenizer.json': JSON.stringify(this.tokenizerFiles.tokenizer),
       // Kuhn's chat template as Jinja too (the last message, then `\n>`), so `ludic eval`/`ludic serve` render the
       // terse prompt (`prompt: kuhn-terse`) as the page does; TicTacToe's rewrites the board, which needs its prompt module.

@@ -20,6 +20,8 @@ let paused = false
 /** Bumped by reset: a training loop of an older generation stops. */
 let generation = 0
 let warmUpStep = 0
+/** Aborted by reset: a warm-up in flight stops after its update. */
+let stopping = new AbortController()
 const queue: Envelope[] = []
 /** The queue being worked through, when it is. */
 let draining: Promise<void> | undefined
@@ -59,7 +61,7 @@ async function train(own: number): Promise<void> {
       warmUpStep = step
       post({ kind: 'warmUp', step, loss })
     },
-    shouldStop: () => own !== generation,
+    signal: stopping.signal,
   })
   if (own !== generation) return
   post({ kind: 'evaluation', evaluation: await current.evaluate(), warmedUp: true })
@@ -138,7 +140,7 @@ async function answer(request: Request): Promise<AnswerValue> {
     case 'files':
       return current.files()
     case 'logits':
-      return { logits: lastLogits(current, request.prompt) }
+      return { logits: await lastLogits(current, request.prompt) }
     case 'probe':
       return probe(current, request.examples)
     default:
@@ -147,19 +149,22 @@ async function answer(request: Request): Promise<AnswerValue> {
 }
 
 /** The logits after `prompt` (its last position), as numbers. */
-function lastLogits(current: PlaygroundSession, prompt: string): number[] {
+async function lastLogits(current: PlaygroundSession, prompt: string): Promise<number[]> {
   const ids = current.tokenizer.encode(prompt, { addSpecialTokens: false })
   const last = tf.tidy(() => {
     const logits = current.model.forward(tf.tensor2d([Array.from(ids)], [1, ids.length], 'int32')) as tf.Tensor3D
     return tf.slice(logits, [0, ids.length - 1, 0], [1, 1, -1])
   })
-  const values = Array.from(last.dataSync())
+  const values = Array.from(await last.data())
   last.dispose()
   return values
 }
 
 /** The backend check: the mean NLL of `examples`' responses and the logits after the first prompt, with no update. */
-function probe(current: PlaygroundSession, examples: { prompt: string; response: string }[]): { loss: number; logits: number[]; backend: string } {
+async function probe(
+  current: PlaygroundSession,
+  examples: { prompt: string; response: string }[],
+): Promise<{ loss: number; logits: number[]; backend: string }> {
   let total = 0
   let count = 0
   for (const { prompt, response } of examples) {
@@ -170,19 +175,21 @@ function probe(current: PlaygroundSession, examples: { prompt: string; response:
       const logits = current.model.forward(tf.tensor2d([ids], [1, ids.length], 'int32')) as tf.Tensor3D
       return tf.logSoftmax(tf.squeeze(logits, [0]) as tf.Tensor2D)
     })
-    const logprobs = logprobTensor.arraySync() as number[][]
+    const logprobs = (await logprobTensor.array()) as number[][]
     logprobTensor.dispose()
     responseIds.forEach((id, index) => {
       total -= logprobs[promptIds.length - 1 + index]![id]!
       count++
     })
   }
-  return { loss: total / count, logits: lastLogits(current, examples[0]!.prompt), backend: backend ?? 'unknown' }
+  return { loss: total / count, logits: await lastLogits(current, examples[0]!.prompt), backend: backend ?? 'unknown' }
 }
 
 /** Drops the model; a training loop in flight stops after its step and disposes its model itself. */
 function reset(): void {
   generation++
+  stopping.abort()
+  stopping = new AbortController()
   paused = false
   warmUpStep = 0
   if (training === undefined) session?.dispose()
@@ -231,12 +238,13 @@ self.onmessage = (message: MessageEvent<Envelope>) => {
 
 /** Runs the queued requests one at a time; a second caller waits for the same run. */
 function drain(): Promise<void> {
-  draining ??= (async () => {
-    try {
-      while (queue.length > 0) await runQueued()
-    } finally {
-      draining = undefined
-    }
+  if (draining !== undefined) return draining
+  if (queue.length === 0) return Promise.resolve()
+  const run = (async () => {
+    while (queue.length > 0) await runQueued()
   })()
+  draining = run.finally(() => {
+    draining = undefined
+  })
   return draining
 }
