@@ -428,7 +428,7 @@ async function loadArchive(bytes: Uint8Array): Promise<void> {
     if (game !== undefined && (gameNames as readonly string[]).includes(game)) gameSelect.value = game
   }
   clearRun(gameSelect.value as GameName)
-  await request({ kind: 'load', files, backend: backendSelect.value as BackendChoice })
+  await request({ kind: 'load', files, backend: backendSelect.value as BackendChoice, game: gameSelect.value as GameName })
 }
 
 buttons.download.addEventListener('click', () => guarded(downloadModel))

@@ -2,14 +2,15 @@ import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadModel } from '@ludic/model'
+import { type CausalLanguageModel, loadModel } from '@ludic/model'
 import { initTensors } from '@ludic/tensors'
 import { loadTokenizer } from '@ludic/tokenizer'
 import * as tf from '@tensorflow/tfjs-core'
-import { unzipSync } from 'fflate'
+import { strToU8, unzipSync, zipSync } from 'fflate'
 import { type BrowserContext, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest'
 import { buildDirectory, chromiumArguments, serveBuild } from './serve-build.js'
+import { PlaygroundSession } from './session.js'
 
 // The playground in a real browser: Debian's Chromium (`.ci/run` installs it and sets LUDIC_CHROMIUM), driven by
 // playwright-core (no browser download), on the built page (`npm run build --workspace playground`; `npm test`
@@ -23,6 +24,17 @@ const screenshots = process.env.LUDIC_SCREENSHOTS
 /** Bounds of the waits: they catch a hang; they are not speed checks. */
 const wait = { timeout: 60_000 }
 const trainingWait = { timeout: 1_500_000, intervals: [1000] }
+
+/** The logits after `ids` (the last position). */
+function lastLogits(model: CausalLanguageModel, ids: Int32Array): number[] {
+  const last = tf.tidy(() => {
+    const logits = model.forward(tf.tensor2d([Array.from(ids)], [1, ids.length], 'int32')) as tf.Tensor3D
+    return tf.slice(logits, [0, ids.length - 1, 0], [1, 1, -1])
+  })
+  const values = Array.from(last.dataSync())
+  last.dispose()
+  return values
+}
 
 interface PageState {
   phase: string
@@ -153,7 +165,7 @@ describe.runIf(chromiumPath !== undefined)('[opt-in] the playground in Chromium 
     expect(problems).toEqual([])
   })
 
-  it('downloads the model as a zip that Node loads with the same logits (1e-5); WebGPU and WebGL give the losses and logits of WebAssembly (1e-4)', async () => {
+  it('downloads the model as a zip that Node loads with the same logits (1e-5), and loads one made in Node likewise; WebGPU and WebGL give the losses and logits of WebAssembly (1e-4)', async () => {
     await open('game=kuhn&backend=wasm&sftSteps=10&steps=1&episodesPerStep=8&miniBatchSize=16&evaluationEpisodes=8&autostart=1')
     await finished()
     const [download] = await Promise.all([page.waitForEvent('download', wait), page.locator('#download').click(wait)])
@@ -167,17 +179,27 @@ describe.runIf(chromiumPath !== undefined)('[opt-in] the playground in Chromium 
     const model = await loadModel(modelDirectory)
     const tokenizer = await loadTokenizer(modelDirectory)
     const ids = tokenizer.encode(prompt, { addSpecialTokens: false })
-    const nodeLogits = Array.from(
-      tf
-        .tidy(() => {
-          const logits = model.forward(tf.tensor2d([Array.from(ids)], [1, ids.length], 'int32')) as tf.Tensor3D
-          return tf.slice(logits, [0, ids.length - 1, 0], [1, 1, -1])
-        })
-        .dataSync(),
-    )
+    const nodeLogits = lastLogits(model, ids)
     model.dispose()
     expect(pageLogits).toHaveLength(nodeLogits.length)
     expect(Math.max(...pageLogits.map((value, index) => Math.abs(value - nodeLogits[index]!)))).toBeLessThanOrEqual(1e-5)
+
+    // A model made in Node (files as saveModel and the tokenizer write them, no recipe) loads in the page, same logits.
+    const nodeSession = PlaygroundSession.create({ game: 'kuhn', sftSteps: 3, seed: 5 })
+    await nodeSession.warmUp()
+    const { 'playground.json': _recipe, ...nodeFiles } = await nodeSession.files()
+    extra.set(
+      '/node-model.zip',
+      zipSync(Object.fromEntries(Object.entries(nodeFiles).map(([name, file]) => [name, typeof file === 'string' ? strToU8(file) : file]))),
+    )
+    const nodeSessionLogits = lastLogits(nodeSession.model, nodeSession.tokenizer.encode(prompt, { addSpecialTokens: false }))
+    nodeSession.dispose()
+    await open('game=kuhn&backend=wasm')
+    await page.locator('#load-url').fill(`${site!.url}/node-model.zip`)
+    await page.locator('#load-url-form button[type="submit"]').click(wait)
+    await expect.poll(async () => (await pageState()).phase, wait).toBe('done')
+    const { logits: loadedLogits } = await ask<{ logits: number[] }>({ kind: 'logits', prompt })
+    expect(Math.max(...loadedLogits.map((value, index) => Math.abs(value - nodeSessionLogits[index]!)))).toBeLessThanOrEqual(1e-5)
 
     // The same weights on each backend: the mean NLL of a few moves and the logits after a prompt.
     extra.set('/test-model.zip', new Uint8Array(zip))

@@ -1,5 +1,5 @@
 /** Messages between the page (`main.ts`) and the training worker (`worker.ts`). Plain data only. */
-import type { RecipeOptions } from './recipes.js'
+import type { GameName, RecipeOptions } from './recipes.js'
 import type { Evaluation, GameState, MoveChoice, StepReport } from './session.js'
 
 export type BackendChoice = 'auto' | 'webgpu' | 'webgl' | 'wasm' | 'cpu'
@@ -17,7 +17,7 @@ export type Request =
   | { kind: 'prefer'; prompt: string; chosen: string; rejected: string }
   | { kind: 'trainPreferences'; steps: number }
   | { kind: 'files' }
-  | { kind: 'load'; files: Record<string, string | Uint8Array>; backend: BackendChoice }
+  | { kind: 'load'; files: Record<string, string | Uint8Array>; backend: BackendChoice; game: GameName }
   | { kind: 'logits'; prompt: string }
   | { kind: 'probe'; examples: { prompt: string; response: string }[] }
 

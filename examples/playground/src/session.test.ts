@@ -133,6 +133,13 @@ describe('the playground session', () => {
       expect(restored.recipe).toEqual(session.recipe)
       expect(Array.from(lastLogits(restored.model, ids))).toEqual(Array.from(expected))
       await expect(PlaygroundSession.fromFiles({ ...files, 'playground.json': '{' })).rejects.toThrow(/playground.json/)
+      // A model saved in Node (saveModel's files and the tokenizer's, no recipe): the page's game names the recipe.
+      const { 'playground.json': _recipe, ...fromNode } = files
+      await expect(PlaygroundSession.fromFiles(fromNode)).rejects.toThrow(/has no playground.json/)
+      const nodeSession = await PlaygroundSession.fromFiles(fromNode, { game: 'kuhn' })
+      expect(Array.from(lastLogits(nodeSession.model, ids))).toEqual(Array.from(expected))
+      nodeSession.dispose()
+      await expect(PlaygroundSession.fromFiles({ ...fromNode, 'tokenizer_config.json': '{}' }, { game: 'kuhn' })).rejects.toThrow(/eos_token/)
       const { 'config.json': _config, ...withoutConfig } = files
       await expect(PlaygroundSession.fromFiles(withoutConfig)).rejects.toThrow(/has no config.json/)
     } finally {

@@ -15,7 +15,7 @@ import {
   parseTicTacToeBoard,
   type TicTacToeBoard,
 } from '@ludic/games'
-import { createLocalPolicy, createModel, loadModelFromFiles, modelFiles, type CausalLanguageModel } from '@ludic/model'
+import { checkVocabularyFits, createLocalPolicy, createModel, loadModelFromFiles, modelFiles, type CausalLanguageModel } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
 import { Tokenizer } from '@ludic/tokenizer'
 import { actionLogprobs, createPreferenceTrainer, createRlTrainer, evaluateAgainst, type RlTrainer, type RlTrainerConfig, warmUp } from '@ludic/trainer'
@@ -93,6 +93,12 @@ export interface PreferencePair {
   rejected: string
 }
 
+/** `tokenizer.json` and `tokenizer_config.json`, parsed. */
+interface TokenizerFiles {
+  tokenizer: object
+  config: Record<string, unknown>
+}
+
 /** What a model download holds: `config.json`, `model.safetensors`, `tokenizer.json`, `tokenizer_config.json`, `playground.json`. */
 export type ModelFiles = Record<string, string | Uint8Array>
 
@@ -100,7 +106,7 @@ export class PlaygroundSession {
   readonly recipe: Recipe
   readonly model: CausalLanguageModel
   readonly tokenizer: Tokenizer
-  private readonly tokenizerFiles: { tokenizer: object; config: { eos_token: string } }
+  private readonly tokenizerFiles: TokenizerFiles
   private trainer: RlTrainer | undefined
   private selfPlaySteps = 0
   private game: { environment: EnvironmentV1; view: TurnView | undefined; state: GameState } | undefined
@@ -109,7 +115,7 @@ export class PlaygroundSession {
   /** Draws the model's moves in games against a person. */
   private readonly playRandom: Random
 
-  private constructor(recipe: Recipe, model: CausalLanguageModel, tokenizerFiles: { tokenizer: object; config: { eos_token: string } }) {
+  private constructor(recipe: Recipe, model: CausalLanguageModel, tokenizerFiles: TokenizerFiles) {
     this.recipe = recipe
     this.model = model
     this.tokenizerFiles = tokenizerFiles
@@ -125,24 +131,52 @@ export class PlaygroundSession {
     return new PlaygroundSession(recipe, createModel(recipe.modelSize, { vocabSize, seed: recipe.seed }), files)
   }
 
-  /** A session on a downloaded model (`files()`, from this page or from Node with `playground.json` beside it). */
-  static async fromFiles(files: ModelFiles): Promise<PlaygroundSession> {
+  /**
+   * A session on a model's files: the page's download (`files()`), or a model trained in Node (`saveModel`'s
+   * `config.json` and `model.safetensors` with `loadTokenizer`'s `tokenizer.json` and `tokenizer_config.json`, as
+   * `ludic train` writes them under `<run>/model`). Without `playground.json` the recipe is `fallback`'s game's.
+   * The tokenizer must fit the model's vocabulary.
+   */
+  static async fromFiles(files: ModelFiles, fallback?: { game: GameName }): Promise<PlaygroundSession> {
     const text = (name: string): string => {
       const file = files[name]
       if (file === undefined) throw new InvalidArgumentError({ argument: 'files', value: Object.keys(files), message: `has no ${name}` })
       return typeof file === 'string' ? file : new TextDecoder().decode(file)
     }
     const parse = (name: string): unknown => {
+      const content = text(name)
       try {
-        return JSON.parse(text(name))
+        return JSON.parse(content)
       } catch (error) {
-        if (error instanceof InvalidArgumentError) throw error
-        throw new InvalidArgumentError({ argument: `files['${name}']`, value: text(name).slice(0, 80), message: 'is not valid JSON', cause: error })
+        throw new InvalidArgumentError({ argument: `files['${name}']`, value: content.slice(0, 80), message: 'is not valid JSON', cause: error })
       }
     }
-    const recipe = resolveRecipe(parse('playground.json') as RecipeOptions)
-    const tokenizerFiles = { tokenizer: parse('tokenizer.json') as object, config: parse('tokenizer_config.json') as { eos_token: string } }
+    const recipeOptions =
+      files['playground.json'] !== undefined
+        ? (parse('playground.json') as RecipeOptions)
+        : fallback === undefined
+          ? parse('playground.json')
+          : { game: fallback.game }
+    const recipe = resolveRecipe(recipeOptions as RecipeOptions)
+    const tokenizerFiles: TokenizerFiles = {
+      tokenizer: parse('tokenizer.json') as object,
+      config: files['tokenizer_config.json'] === undefined ? {} : (parse('tokenizer_config.json') as Record<string, unknown>),
+    }
+    const tokenizer = Tokenizer.fromJSON(tokenizerFiles.tokenizer, tokenizerFiles.config)
+    if (tokenizer.eosTokenId === undefined) {
+      throw new InvalidArgumentError({
+        argument: "files['tokenizer_config.json']",
+        value: tokenizerFiles.config,
+        message: 'names no end token (eos_token), which ends every move',
+      })
+    }
     const model = await loadModelFromFiles({ 'config.json': text('config.json'), 'model.safetensors': bytes(files['model.safetensors'], 'model.safetensors') })
+    try {
+      checkVocabularyFits(tokenizer, model.config)
+    } catch (error) {
+      model.dispose()
+      throw error
+    }
     return new PlaygroundSession(recipe, model, tokenizerFiles)
   }
 
@@ -360,7 +394,7 @@ export class PlaygroundSession {
    */
   async trainPreferences(options: { steps?: number; learningRate?: number; beta?: number } = {}): Promise<Record<string, number>[]> {
     if (this.preferences.length === 0) throw new InvalidArgumentError({ argument: 'preferences', value: 0, message: 'none recorded yet: mark a move first' })
-    const end = this.tokenizerFiles.config.eos_token
+    const end = this.tokenizer.idToToken(this.tokenizer.eosTokenId!)!
     const trainer = createPreferenceTrainer({
       model: this.model,
       tokenizer: this.tokenizer,

@@ -110,7 +110,7 @@ async function answer(request: Request): Promise<AnswerValue> {
     case 'load': {
       reset()
       await useBackend(request.backend)
-      session = await PlaygroundSession.fromFiles(request.files)
+      session = await PlaygroundSession.fromFiles(request.files, { game: request.game })
       phase = 'done'
       status('model loaded')
       return { ok: true }
