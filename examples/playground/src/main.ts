@@ -35,6 +35,8 @@ function request<T extends AnswerValue>(message: Request): Promise<T> {
 const state = {
   phase: 'idle' as Phase,
   backend: undefined as string | undefined,
+  /** Whether the backend's synchronous reads work (undefined: unchecked, for the backend check only). */
+  synchronousReads: undefined as boolean | undefined,
   game: 'kuhn' as GameName,
   step: 0,
   steps: 0,
@@ -69,6 +71,7 @@ worker.onmessage = (message: MessageEvent<Event>) => {
       state.step = event.step
       state.steps = event.steps
       if (event.backend !== undefined) state.backend = event.backend
+      if (event.synchronousReads !== undefined) state.synchronousReads = event.synchronousReads
       if (event.phase === 'error' && event.message !== undefined) state.errors.push(event.message)
       renderStatus(event.message, event.warmUpStep, event.warmUpSteps)
       return
@@ -224,6 +227,7 @@ function renderStatus(message?: string, warmUpStep?: number, warmUpSteps?: numbe
   buttons.firstGame.disabled = !playable
   buttons.secondGame.disabled = !playable
   buttons.download.disabled = !playable
+  byId<HTMLButtonElement>('keep').disabled = !playable
   buttons.trainPreferences.disabled = !playable || state.preferences === 0
   buttons.start.textContent = running ? 'Restart' : 'Start'
 }
@@ -403,11 +407,18 @@ buttons.trainPreferences.addEventListener('click', () =>
 )
 
 // ---- the model's files ----
-async function downloadModel(): Promise<void> {
+/** The model's files in a zip. */
+async function modelArchive(): Promise<Uint8Array<ArrayBuffer>> {
   const files = await request<Record<string, string | Uint8Array>>({ kind: 'files' })
-  const zip = zipSync(Object.fromEntries(Object.entries(files).map(([name, file]) => [name, typeof file === 'string' ? strToU8(file) : file])))
+  return zipSync(
+    Object.fromEntries(Object.entries(files).map(([name, file]) => [name, typeof file === 'string' ? strToU8(file) : file])),
+  ) as Uint8Array<ArrayBuffer>
+}
+
+async function downloadModel(): Promise<void> {
+  const zip = await modelArchive()
   const link = document.createElement('a')
-  link.href = URL.createObjectURL(new Blob([zip as Uint8Array<ArrayBuffer>], { type: 'application/zip' }))
+  link.href = URL.createObjectURL(new Blob([zip], { type: 'application/zip' }))
   link.download = `ludic-${state.game}-step${state.step}.zip`
   link.click()
   setTimeout(() => URL.revokeObjectURL(link.href), 10_000)
@@ -428,10 +439,51 @@ async function loadArchive(bytes: Uint8Array): Promise<void> {
     if (game !== undefined && (gameNames as readonly string[]).includes(game)) gameSelect.value = game
   }
   clearRun(gameSelect.value as GameName)
-  await request({ kind: 'load', files, backend: backendSelect.value as BackendChoice, game: gameSelect.value as GameName })
+  await request({
+    kind: 'load',
+    files,
+    backend: backendSelect.value as BackendChoice,
+    game: gameSelect.value as GameName,
+    // The backend check of the tests: a model on a backend whose synchronous reads are wrong, for forward passes only.
+    asyncReadsOnly: parameters.get('asyncReadsOnly') === '1',
+  })
 }
 
 buttons.download.addEventListener('click', () => guarded(downloadModel))
+
+// The Origin Private File System: the model's zip kept per game, for the next visit (nothing leaves the machine).
+const keptName = (game: GameName) => `ludic-playground-${game}.zip`
+async function keptFile(game: GameName): Promise<File | undefined> {
+  try {
+    const root = await navigator.storage.getDirectory()
+    return await (await root.getFileHandle(keptName(game))).getFile()
+  } catch {
+    return undefined
+  }
+}
+async function showKept(): Promise<void> {
+  const file = await keptFile(gameSelect.value as GameName)
+  byId<HTMLButtonElement>('restore').disabled = file === undefined
+  byId('kept').textContent = file === undefined ? '' : `kept: ${(file.size / 1024 / 1024).toFixed(1)} MB, ${new Date(file.lastModified).toLocaleString()}`
+}
+byId('keep').addEventListener('click', () =>
+  guarded(async () => {
+    const root = await navigator.storage.getDirectory()
+    const writable = await (await root.getFileHandle(keptName(state.game), { create: true })).createWritable()
+    await writable.write(await modelArchive())
+    await writable.close()
+    await showKept()
+  }),
+)
+byId('restore').addEventListener('click', () =>
+  guarded(async () => {
+    const file = await keptFile(gameSelect.value as GameName)
+    if (file === undefined) throw new Error('no model is kept for this game')
+    await loadArchive(new Uint8Array(await file.arrayBuffer()))
+  }),
+)
+gameSelect.addEventListener('change', () => void showKept())
+void showKept()
 byId<HTMLInputElement>('load-file').addEventListener('change', (event) =>
   guarded(async () => {
     const file = (event.target as HTMLInputElement).files?.[0]

@@ -165,7 +165,7 @@ describe.runIf(chromiumPath !== undefined)('[opt-in] the playground in Chromium 
     expect(problems).toEqual([])
   })
 
-  it('downloads the model as a zip that Node loads with the same logits (1e-5), and loads one made in Node likewise; WebGPU and WebGL give the losses and logits of WebAssembly (1e-4)', async () => {
+  it('downloads the model as a zip that Node loads with the same logits (1e-5), loads one made in Node likewise and keeps it for the next visit; WebGPU and WebGL give the losses and logits of WebAssembly (1e-4)', async () => {
     await open('game=kuhn&backend=wasm&sftSteps=10&steps=1&episodesPerStep=8&miniBatchSize=16&evaluationEpisodes=8&autostart=1')
     await finished()
     const [download] = await Promise.all([page.waitForEvent('download', wait), page.locator('#download').click(wait)])
@@ -200,6 +200,17 @@ describe.runIf(chromiumPath !== undefined)('[opt-in] the playground in Chromium 
     await expect.poll(async () => (await pageState()).phase, wait).toBe('done')
     const { logits: loadedLogits } = await ask<{ logits: number[] }>({ kind: 'logits', prompt })
     expect(Math.max(...loadedLogits.map((value, index) => Math.abs(value - nodeSessionLogits[index]!)))).toBeLessThanOrEqual(1e-5)
+    // Kept in the browser's private file system, it is there on the next visit.
+    await page.locator('#keep').click(wait)
+    await page
+      .locator('#kept')
+      .filter({ hasText: /^kept: / })
+      .waitFor(wait)
+    await open('game=kuhn&backend=wasm')
+    await page.locator('#restore:enabled').click(wait)
+    await expect.poll(async () => (await pageState()).phase, wait).toBe('done')
+    const { logits: keptLogits } = await ask<{ logits: number[] }>({ kind: 'logits', prompt })
+    expect(keptLogits).toEqual(loadedLogits)
 
     // The same weights on each backend: the mean NLL of a few moves and the logits after a prompt.
     extra.set('/test-model.zip', new Uint8Array(zip))
@@ -209,7 +220,8 @@ describe.runIf(chromiumPath !== undefined)('[opt-in] the playground in Chromium 
     ]
     const probes: Record<string, { loss: number; logits: number[]; backend: string }> = {}
     for (const backend of ['wasm', 'webgl', 'webgpu']) {
-      await open(`game=kuhn&backend=${backend}`)
+      // The check reads with await, so it runs on a backend whose synchronous reads are wrong here too (asyncReadsOnly).
+      await open(`game=kuhn&backend=${backend}&asyncReadsOnly=1`)
       await page.locator('#load-url').fill(`${site!.url}/test-model.zip`)
       await page.locator('#load-url-form button[type="submit"]').click(wait)
       await expect.poll(async () => (await pageState()).phase, wait).toBe('done')
@@ -220,6 +232,13 @@ describe.runIf(chromiumPath !== undefined)('[opt-in] the playground in Chromium 
       expect(Math.abs(probes[backend]!.loss - probes.wasm!.loss)).toBeLessThanOrEqual(1e-4)
       expect(Math.max(...probes[backend]!.logits.map((value, index) => Math.abs(value - probes.wasm!.logits[index]!)))).toBeLessThanOrEqual(1e-4)
     }
+    // Training reads synchronously, and here (headless Chromium on SwiftShader, in a worker) a synchronous read on WebGPU
+    // loses the device: Start on WebGPU is refused with initTensors' BackendError saying so, rather than training on a
+    // lost device (on a machine whose WebGPU reads synchronously, this would train instead).
+    await open('game=kuhn&backend=webgpu&sftSteps=1&steps=1&episodesPerStep=4&miniBatchSize=4&evaluationEpisodes=4&autostart=1')
+    await expect.poll(async () => (await pageState()).errors.join(' '), wait).toMatch(/reads tensors synchronously wrong in this browser.*use wasm or webgl/)
+    expect(await page.locator('#status').textContent()).toMatch(/^Error: .*reads tensors synchronously wrong/)
+    problems.length = 0 // the refusal is the page's answer here, printed as an error by design
     expect(problems).toEqual([])
   })
 })

@@ -17,7 +17,7 @@ export type Request =
   | { kind: 'prefer'; prompt: string; chosen: string; rejected: string }
   | { kind: 'trainPreferences'; steps: number }
   | { kind: 'files' }
-  | { kind: 'load'; files: Record<string, string | Uint8Array>; backend: BackendChoice; game: GameName }
+  | { kind: 'load'; files: Record<string, string | Uint8Array>; backend: BackendChoice; game: GameName; asyncReadsOnly?: boolean }
   | { kind: 'logits'; prompt: string }
   | { kind: 'probe'; examples: { prompt: string; response: string }[] }
 
@@ -25,7 +25,17 @@ export type Phase = 'idle' | 'warming-up' | 'training' | 'paused' | 'done' | 'er
 
 /** What the worker tells the page unasked: progress, and the answers to requests. */
 export type Event =
-  | { kind: 'status'; phase: Phase; backend?: string; step: number; steps: number; warmUpStep?: number; warmUpSteps?: number; message?: string }
+  | {
+      kind: 'status'
+      phase: Phase
+      backend?: string
+      synchronousReads?: boolean | undefined
+      step: number
+      steps: number
+      warmUpStep?: number
+      warmUpSteps?: number
+      message?: string
+    }
   | { kind: 'warmUp'; step: number; loss: number }
   | { kind: 'step'; report: StepReport }
   | { kind: 'evaluation'; evaluation: Evaluation; warmedUp: boolean }

@@ -16,6 +16,8 @@ const post = (event: Event, transfer: Transferable[] = []) => (self as unknown a
 let session: PlaygroundSession | undefined
 let backend: string | undefined
 let phase: Phase = 'idle'
+/** Whether the backend's synchronous reads work (undefined: not checked, for the backend check only; see `useBackend`). */
+let synchronousReads: boolean | undefined = true
 let paused = false
 /** Bumped by reset: a training loop of an older generation stops. */
 let generation = 0
@@ -32,7 +34,7 @@ function status(message?: string): void {
   post({
     kind: 'status',
     phase,
-    ...(backend === undefined ? {} : { backend }),
+    ...(backend === undefined ? {} : { backend, synchronousReads }),
     step: session?.steps ?? 0,
     steps: session?.recipe.steps ?? 0,
     ...(session === undefined ? {} : { warmUpStep, warmUpSteps: session.recipe.sftSteps }),
@@ -40,10 +42,21 @@ function status(message?: string): void {
   })
 }
 
-async function useBackend(choice: BackendChoice): Promise<void> {
+/**
+ * Starts the backend. Training and play read tensors synchronously, so a backend whose synchronous reads are wrong
+ * here is refused (`initTensors`'s BackendError says why); `asyncReadsOnly` keeps it for the backend check (`probe`,
+ * `logits`: forward passes read with await) and refuses everything else.
+ */
+async function useBackend(choice: BackendChoice, asyncReadsOnly = false): Promise<void> {
   const wasmPaths = { 'tfjs-backend-wasm.wasm': plainWasm, 'tfjs-backend-wasm-simd.wasm': simdWasm, 'tfjs-backend-wasm-threaded-simd.wasm': threadedWasm }
-  const runtime = await initTensors({ ...(choice === 'auto' ? {} : { backend: choice }), wasmPaths, verbose: false })
+  const runtime = await initTensors({
+    ...(choice === 'auto' ? {} : { backend: choice }),
+    wasmPaths,
+    verbose: false,
+    requireSynchronousReads: !asyncReadsOnly,
+  })
   backend = runtime.backend
+  synchronousReads = runtime.synchronousReads
 }
 
 /** Lets pause/reset messages arrive and queued requests run, between training steps. */
@@ -109,10 +122,10 @@ async function answer(request: Request): Promise<AnswerValue> {
     }
     case 'load': {
       reset()
-      await useBackend(request.backend)
+      await useBackend(request.backend, request.asyncReadsOnly === true)
       session = await PlaygroundSession.fromFiles(request.files, { game: request.game })
       phase = 'done'
-      status('model loaded')
+      status(synchronousReads === true ? 'model loaded' : 'model loaded for the backend check only (asyncReadsOnly)')
       return { ok: true }
     }
     case 'reset':
@@ -124,6 +137,9 @@ async function answer(request: Request): Promise<AnswerValue> {
   }
   const current = session
   if (current === undefined) throw new Error('no model yet: start training or load a model first')
+  if (synchronousReads !== true && !['probe', 'logits', 'files'].includes(request.kind)) {
+    throw new Error(`${backend} was started for the backend check only (asyncReadsOnly): forward passes read with await run on it, nothing else`)
+  }
   switch (request.kind) {
     case 'evaluate':
       return current.evaluate()

@@ -8,6 +8,8 @@ import {
   type GenerateOptions,
   type GenerationRequest,
   type PolicyV1,
+  limitResponseBody,
+  ResponseTooLarge,
 } from '@ludic/core'
 import OpenAI from 'openai'
 import { z } from 'zod'
@@ -15,7 +17,6 @@ import { createConcurrencyLimit } from './concurrency-limit.js'
 import { GenerationBatchError } from './generation-batch-error.js'
 import { tokenIdsFromText } from './openai-protocol.js'
 import { RemotePolicyError } from './remote-policy-error.js'
-import { limitResponseBody, ResponseTooLarge } from './response-size-limit.js'
 import { abortableSleep, RetriesExhausted, withRetries } from './retry.js'
 
 export const openAICompatiblePolicyOptionsSchema = z.strictObject({

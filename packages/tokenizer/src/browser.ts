@@ -1,5 +1,6 @@
 // The browser entry (the `browser` export condition): everything but loadTokenizer, which reads files and the
-// Hugging Face cache. In a browser, parse tokenizer.json yourself (fetch, a file picker) and call Tokenizer.fromJSON.
+// Hugging Face cache. In a browser, loadTokenizerFromUrl fetches tokenizer.json (bounded), or parse it yourself (a file
+// picker) and call Tokenizer.fromJSON.
 export {
   Tokenizer,
   type TokenizerChatEncodeOptions,
@@ -7,6 +8,7 @@ export {
   type TokenizerDecodeOptions,
   type TokenizerLoadOptions,
 } from './tokenizer.js'
+export { loadTokenizerFromUrl, loadTokenizerFromUrlOptionsSchema, type LoadTokenizerFromUrlOptions } from './load-tokenizer-from-url.js'
 export { MissingChatTemplateError } from './chat-template/missing-chat-template-error.js'
 export { tokenizerLimitsSchema, defaultTokenizerLimits, TokenizerLimitError, type TokenizerLimits, type TokenizerLimitsOptions } from './tokenizer-limits.js'
 export { createStreamDecoder, type StreamDecoder } from './stream-decoder.js'

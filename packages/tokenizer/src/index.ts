@@ -5,6 +5,7 @@ export {
   type TokenizerDecodeOptions,
   type TokenizerLoadOptions,
 } from './tokenizer.js'
+export { loadTokenizerFromUrl, loadTokenizerFromUrlOptionsSchema, type LoadTokenizerFromUrlOptions } from './load-tokenizer-from-url.js'
 export { MissingChatTemplateError } from './chat-template/missing-chat-template-error.js'
 export { loadTokenizer, type LoadTokenizerOptions, type TokenizerFiles } from './load-tokenizer.js'
 export { tokenizerLimitsSchema, defaultTokenizerLimits, TokenizerLimitError, type TokenizerLimits, type TokenizerLimitsOptions } from './tokenizer-limits.js'

@@ -43,6 +43,15 @@ export const initTensorsOptionsSchema = z
         z.strictObject(Object.fromEntries(wasmBinaryNames.map((name) => [name, z.string().min(1)])) as Record<WasmBinaryName, z.ZodString>),
       ])
       .optional(),
+    /**
+     * Refuse a backend whose synchronous reads (`dataSync`, `arraySync`) return wrong values. Ludic's generation,
+     * sampling and trainers read synchronously, so on such a backend they would compute on wrong numbers without a
+     * word. WebGPU reads synchronously through an offscreen canvas, which gives zeros in some browsers (headless
+     * Chromium on SwiftShader, in a Web Worker): `initTensors` checks one read and throws a `BackendError` then.
+     * `false` keeps the backend for code that reads only asynchronously (`await data()`, `await array()`: a forward
+     * pass and its loss), and `TensorsRuntime.synchronousReads` says what the check found. Default: true.
+     */
+    requireSynchronousReads: z.boolean().default(true),
     /** When `auto` skips a backend, print one line saying which it chose and why. Default: true. */
     verbose: z.boolean().default(true),
     /** Where notices go. Default: `console.warn`. */
@@ -63,6 +72,11 @@ export interface TensorsRuntime {
   threads: number
   /** Backends `auto` tried and skipped, with the reason. */
   skipped: { backend: BackendName; reason: string }[]
+  /**
+   * Whether synchronous reads (`dataSync`) work: they gave back what was computed and left the backend working (see
+   * `requireSynchronousReads`). `undefined`: not checked (`requireSynchronousReads: false`).
+   */
+  synchronousReads: boolean | undefined
 }
 
 const autoOrder: readonly BackendName[] = ['wasm', 'cpu']
@@ -142,7 +156,7 @@ async function registerBackend(
 export async function activateBackend(
   backend: BackendName,
   options: { wasmThreads?: number | 'max'; wasmPaths?: InitTensorsOptions['wasmPaths'] } = {},
-): Promise<Omit<TensorsRuntime, 'skipped'>> {
+): Promise<Omit<TensorsRuntime, 'skipped' | 'synchronousReads'>> {
   if (!(backendNames as readonly string[]).includes(backend)) {
     throw new InvalidArgumentError({ argument: 'backend', value: backend, message: `must be one of ${backendNames.join(', ')} in a browser` })
   }
@@ -163,14 +177,24 @@ export async function initTensors(options: InitTensorsOptions = {}): Promise<Ten
   const parsed = parseArgument(initTensorsOptionsSchema, options, 'options')
   const log = parsed.log ?? ((message: string) => console.warn(message))
   if (parsed.backend !== 'auto') {
-    current = { ...(await activateBackend(parsed.backend, parsed)), skipped: [] }
+    const runtime = await activateBackend(parsed.backend, parsed)
+    // Unchecked when not required: on a backend where they fail, the check's own read would break the asynchronous ones.
+    const synchronousReads = parsed.requireSynchronousReads ? await synchronousReadsWork() : undefined
+    if (synchronousReads === false) {
+      throw new BackendError({
+        backend: parsed.backend,
+        message:
+          'reads tensors synchronously wrong in this browser (a dataSync gave wrong values or left the backend unable to read: WebGPU reads synchronously through an offscreen canvas, which fails on some, such as headless Chromium on SwiftShader in a Web Worker); Ludic generates and trains with synchronous reads, so use wasm or webgl here (requireSynchronousReads: false keeps it, unchecked, for code that reads only with await data())',
+      })
+    }
+    current = { ...runtime, skipped: [], synchronousReads }
     checkEngineInternals()
     return current
   }
   const skipped: TensorsRuntime['skipped'] = []
   for (const backend of autoOrder) {
     try {
-      current = { ...(await activateBackend(backend, parsed)), skipped }
+      current = { ...(await activateBackend(backend, parsed)), skipped, synchronousReads: await synchronousReadsWork() }
     } catch (error) {
       if (InvalidArgumentError.isInstance(error)) throw error
       skipped.push({ backend, reason: BackendError.isInstance(error) ? error.message : errorMessage(error) })
@@ -184,6 +208,34 @@ export async function initTensors(options: InitTensorsOptions = {}): Promise<Ten
     return current
   }
   throw new BackendError({ backend: 'auto', message: `no backend could start: ${skipped.map((skip) => skip.reason).join('; ')}` })
+}
+
+/**
+ * Synchronous reads on the active backend: a small computed vector and a matrix product through a softmax (a forward
+ * pass's shape of work) read with `dataSync`, then a fresh result read with `await data()` (WebGPU in headless
+ * Chromium on SwiftShader, in a worker, reads right once and loses its device doing so: later reads fail or never
+ * end, so the last read has a deadline). Right values and a working read after: synchronous reads work.
+ */
+async function synchronousReadsWork(): Promise<boolean> {
+  const computed = tf.tidy(() => {
+    const vector = tf.add(tf.tensor1d([1.5, -2, 3]), tf.scalar(0.25))
+    const left = tf.reshape(tf.range(0, 32 * 64, 1, 'float32'), [32, 64])
+    const right = tf.reshape(tf.range(0, 64 * 48, 1, 'float32'), [64, 48])
+    return [vector, tf.softmax(tf.div(tf.matMul(left, right), tf.scalar(1e6)))]
+  })
+  const after = tf.tidy(() => tf.mul(tf.tensor1d([2, 4]), tf.scalar(0.5)))
+  try {
+    const [vector, product] = computed.map((tensor) => Array.from(tensor.dataSync() as Float32Array))
+    const total = product!.reduce((sum, value) => sum + value, 0)
+    if (vector![0] !== 1.75 || vector![1] !== -1.75 || vector![2] !== 3.25 || Math.abs(total - 32) > 1e-3) return false
+    const deadline = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 10_000))
+    const values = await Promise.race([after.data(), deadline])
+    return values !== undefined && values[0] === 1 && values[1] === 2
+  } catch {
+    return false
+  } finally {
+    tf.dispose([...computed, after])
+  }
 }
 
 /** The runtime chosen by the last `initTensors`, if any. */

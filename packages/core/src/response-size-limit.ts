@@ -1,8 +1,11 @@
-/** The answer's body grew past the limit (internal: the remote policy reports it as a `ParseError`). */
+/**
+ * A response body grew past its limit (`limitResponseBody`). Internal to a reader: the remote policy and
+ * `loadTokenizerFromUrl` report it as a `ParseError` naming the limit.
+ */
 export class ResponseTooLarge extends Error {
   override readonly name = 'ResponseTooLarge'
   constructor(readonly limit: number) {
-    super(`The answer is larger than maxResponseBytes (${limit} bytes)`)
+    super(`The response is larger than its limit (${limit} bytes)`)
   }
 }
 
