@@ -138,14 +138,13 @@ describe.runIf(chromiumPath !== undefined)('[opt-in] the playground in Chromium 
     await open('game=tictactoe&backend=wasm&sftSteps=20&steps=1&episodesPerStep=8&miniBatchSize=16&evaluationEpisodes=8&minimaxEpisodes=2&autostart=1')
     await finished()
     await page.locator('#new-game-first').click(wait)
+    // Each click is answered with the board after the move and the model's reply, drawn at once: wait for it.
+    const filled = () => page.locator('.board button').evaluateAll((cells) => cells.filter((cell) => cell.textContent !== '').length)
     for (let move = 0; move < 5; move++) {
-      const result = (await page.locator('#game-result').textContent()) ?? ''
-      if (result.startsWith('Game over')) break
+      if (((await page.locator('#game-result').textContent()) ?? '').startsWith('Game over')) break
+      const before = await filled()
       await page.locator('.board button:enabled').first().click(wait)
-      await page
-        .locator('#game-result')
-        .filter({ hasText: /Your move|Game over/ })
-        .waitFor(wait)
+      await expect.poll(filled, wait).toBeGreaterThan(before)
     }
     await expect.poll(() => page.locator('#game-result').textContent(), wait).toMatch(/^Game over/)
     await screenshot('playing')

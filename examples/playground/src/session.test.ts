@@ -63,13 +63,20 @@ describe('the playground session', () => {
       let game = await session.newGame('player0')
       expect(game.board).toEqual(['', '', '', '', '', '', '', '', ''])
       expect(game.legalActions).toHaveLength(9)
-      while (!game.done) game = await session.play(game.legalActions[0]!)
+      let personMoves = 0
+      while (!game.done) {
+        game = await session.play(game.legalActions[0]!)
+        personMoves++
+      }
       expect(game.modelMoves.length).toBeGreaterThan(0)
       for (const move of game.modelMoves) {
         expect(move.moves.map((entry) => entry.action)).toContain(move.played)
         expect(move.moves.reduce((total, entry) => total + entry.probability, 0)).toBeCloseTo(1, 6)
       }
       expect(Object.keys(game.rewards).sort()).toEqual(['player0', 'player1'])
+      // The last board has the game's last move on it: an O for each of the person's moves, an X for each of the model's.
+      expect(game.board!.filter((mark) => mark === 'O')).toHaveLength(personMoves)
+      expect(game.board!.filter((mark) => mark === 'X')).toHaveLength(game.modelMoves.length)
       await expect(session.play('[4]')).rejects.toThrow(InvalidArgumentError)
       game = await session.newGame('player1')
       expect(game.modelMoves).toHaveLength(1)

@@ -13,6 +13,7 @@ import {
   createTicTacToeMinimaxPolicy,
   evaluationInvalidRewards,
   parseTicTacToeBoard,
+  ticTacToeMarkToMove,
   type TicTacToeBoard,
 } from '@ludic/games'
 import { checkVocabularyFits, createLocalPolicy, createModel, loadModelFromFiles, modelFiles, type CausalLanguageModel } from '@ludic/model'
@@ -346,6 +347,13 @@ export class PlaygroundSession {
 
   private apply(action: string): void {
     const game = this.game!
+    if (this.recipe.game === 'tictactoe' && game.view !== undefined) {
+      // The board with this move on it: the last one drawn when the move ends the game (no next view follows).
+      const board = [...parseTicTacToeBoard(game.view.observation)]
+      const cell = /^\[(\d)\]$/.exec(action)?.[1]
+      if (cell !== undefined && board[Number(cell)] === '') board[Number(cell)] = ticTacToeMarkToMove(board)
+      game.state.board = board
+    }
     const outcome = game.environment.step(action)
     for (const [role, reward] of Object.entries(outcome.rewards)) game.state.rewards[role] = (game.state.rewards[role] ?? 0) + reward
     game.view = outcome.done || outcome.truncated ? undefined : outcome.next
