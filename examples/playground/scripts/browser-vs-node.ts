@@ -72,7 +72,7 @@ async function browserRun(page: Page, url: string, backend: string, count: numbe
   for (;;) {
     const state = await page.evaluate(() => (window as unknown as { playground: { state: { phase: string; errors: string[] } } }).playground.state)
     if (state.phase === 'done') break
-    if (state.phase === 'error') throw new Error(`the page failed on ${backend}: ${state.errors.join('; ')}`)
+    if (state.phase === 'error' || state.errors.length > 0) throw new Error(`the page failed on ${backend}: ${state.errors.join('; ')}`)
     if (performance.now() - started > 3_600_000) throw new Error(`no end after an hour on ${backend}`)
     await new Promise((resolve) => setTimeout(resolve, 1000))
   }

@@ -190,7 +190,14 @@ async function guarded(action: () => Promise<unknown>): Promise<void> {
 buttons.start.addEventListener('click', () =>
   guarded(async () => {
     clearRun(gameSelect.value as GameName)
-    await request({ kind: 'start', recipe: recipe(), backend: backendSelect.value as BackendChoice })
+    try {
+      await request({ kind: 'start', recipe: recipe(), backend: backendSelect.value as BackendChoice })
+    } catch (error) {
+      // A backend that cannot start (or train here) ends the run before it began.
+      state.phase = 'error'
+      renderStatus()
+      throw error
+    }
   }),
 )
 buttons.pause.addEventListener('click', () => guarded(() => request({ kind: 'pause' })))

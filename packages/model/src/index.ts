@@ -1,76 +1,10 @@
-// Node's parts (worker threads for the host decoder, the machine's memory…) registered first (see platform.ts)
+// The Node entry: the browser entry (browser.ts: the model, generation, LoRA, training, modelFiles/loadModelFromFiles),
+// Node's parts registered first (node-platform.ts: matmul worker threads, V8 flags, total memory), and what reads and
+// writes files: loadModel/saveModel, LoRA adapter files, training checkpoints.
 import './node-platform.js'
-
-// Configuration
-export {
-  modelConfigSchema,
-  ropeScalingSchema,
-  supportedArchitectures,
-  supportedRopeScalingTypes,
-  type Architecture,
-  type ModelConfig,
-  type RopeScaling,
-} from './config/model-config.js'
-export { parseHuggingFaceConfig, supportedHuggingFaceClasses, toHuggingFaceConfig } from './config/hugging-face-config.js'
-export { presetConfig, presetNames, type PresetName } from './config/presets.js'
-
-// The model
-export { CausalLanguageModel, forwardOptionsSchema, type ForwardOptions, type LinearAdapter } from './model/causal-language-model.js'
-export { createModel, createModelOptionsSchema, resolveConfig, type CreateModelOptions, type ModelSpecification } from './model/create-model.js'
-export { KeyValueCache } from './model/key-value-cache.js'
-export { ContextLengthError } from './model/context-length.js'
-export type { IntegerMatrix } from './model/model-inputs.js'
-export { parameterSpecs, type ParameterInit, type ParameterSpec } from './model/parameter-shapes.js'
-export { browserParameterBytes, countParameters, defaultMaxParameterBytes, type ParameterCount } from './model/parameter-budget.js'
-export { matchesParameterNamePattern, parameterNamePatternSchema, type ParameterNamePattern } from './parameter-name-pattern.js'
-
-// Checkpoints
+export * from './browser.js'
 export { loadModel, loadModelOptionsSchema, type LoadModelOptions } from './checkpoint/load-model.js'
 export { saveModel, saveModelOptionsSchema, type SaveModelOptions } from './checkpoint/save-model.js'
-export { CheckpointMismatchError, type MisshapedTensor } from './checkpoint/checkpoint-mismatch-error.js'
-export {
-  loadModelFromFiles,
-  loadModelFromFilesOptionsSchema,
-  modelFiles,
-  modelFilesOptionsSchema,
-  type LoadModelFromFilesOptions,
-  type ModelFiles,
-  type ModelFilesInput,
-  type ModelFilesOptions,
-} from './checkpoint/model-files.js'
-
-// Generation
-export {
-  generate,
-  modelGenerateOptionsSchema,
-  type DecodePath,
-  type DecodeThreads,
-  type GeneratedSequence,
-  type ModelGenerateOptions,
-} from './generation/generate.js'
-export { sampleToken, type SampledToken, type SamplingParameters } from './generation/sampling.js'
-
-// Training support: log-probabilities, heads, LoRA
-export {
-  sequenceLogprobs,
-  sequenceLogprobsOptionsSchema,
-  type PaddedSequences,
-  type RaggedSequences,
-  type SequenceLogprobs,
-  type SequenceLogprobsOptions,
-} from './sequence-logprobs.js'
-export { sequenceValues, sequenceValuesOptionsSchema, type SequenceValues, type SequenceValuesOptions } from './sequence-values.js'
-export {
-  createRewardHead,
-  createValueHead,
-  scalarHeadOptionsSchema,
-  scoreWeightName,
-  type RewardHead,
-  type ScalarHeadOptions,
-  type ValueHead,
-} from './heads/scalar-heads.js'
-export { createCriticModel, type CriticModel, type CriticModelOptions } from './heads/critic-model.js'
-export { applyLora, loraOptionsSchema, type LoraAdapters, type LoraConfig, type LoraOptions, type LoraPlan } from './lora/apply-lora.js'
 export {
   attachLoraAdapter,
   loadLoraAdapter,
@@ -85,40 +19,8 @@ export {
   type StoredLoraAdapter,
 } from './lora/lora-adapter-files.js'
 export { ConfinedPathError } from './lora/confined-files.js'
-
-// Policy
-export { checkVocabularyFits } from './policy/check-vocabulary-fits.js'
-export { createLocalPolicy, localPolicyOptionsSchema, type LocalPolicyOptions } from './policy/create-local-policy.js'
-export { createPromptEncoder, type PromptEncoderOptions } from './policy/prompt-encoder.js'
-
-// Optimizer, gradient clipping, schedules, training checkpoints (src/training)
-export {
-  adamWOptionsSchema,
-  adamWStepOptionsSchema,
-  createAdamW,
-  type AdamW,
-  type AdamWHyperparameters,
-  type AdamWOptions,
-  type AdamWState,
-  type AdamWStepOptions,
-} from './training/adamw.js'
-export { clipGradientsByGlobalNorm, type ClippedGradients } from './training/clip-gradients-by-global-norm.js'
-export { computeGradients } from './training/compute-gradients.js'
-export {
-  constantSchedule,
-  constantScheduleOptionsSchema,
-  warmupCosineSchedule,
-  warmupCosineScheduleOptionsSchema,
-  warmupLinearSchedule,
-  warmupLinearScheduleOptionsSchema,
-  type ConstantScheduleOptions,
-  type LearningRateSchedule,
-  type WarmupCosineScheduleOptions,
-  type WarmupLinearScheduleOptions,
-} from './training/learning-rate-schedules.js'
 export { latestCheckpoint, listCheckpoints, type CheckpointEntry } from './training/list-checkpoints.js'
 export { loadTrainingCheckpoint, type LoadedTrainingCheckpoint, type TrainingCheckpointTargets } from './training/load-training-checkpoint.js'
-export { NonFiniteGradientError } from './training/non-finite-gradient-error.js'
 export {
   saveTrainingCheckpoint,
   saveTrainingCheckpointOptionsSchema,

@@ -13,6 +13,17 @@ export const parseSafetensorsOptionsSchema = z
   .strict()
 export type ParseSafetensorsOptions = z.input<typeof parseSafetensorsOptionsSchema>
 
+/** The checked options, where the data starts and the parsed header of a whole safetensors file in memory. */
+function parseHeaderOf(bytes: Uint8Array, options: ParseSafetensorsOptions) {
+  const { source } = parseArgument(parseSafetensorsOptionsSchema, options, 'options')
+  if (!(bytes instanceof Uint8Array)) {
+    throw new InvalidArgumentError({ argument: 'bytes', value: bytes, message: 'must be a Uint8Array (a Node Buffer is one)' })
+  }
+  const headerByteLength = readHeaderByteLength(bytes, bytes.length, source)
+  const dataStart = 8 + headerByteLength
+  return { source, dataStart, header: parseSafetensorsHeader(bytes.subarray(8, dataStart), { source, dataByteLength: bytes.length - dataStart }) }
+}
+
 /**
  * Parses a whole safetensors file held in memory. `F32`/`F16`/`BF16` tensors come back as `Float32Array`,
  * `I32` as `Int32Array`, `I64` as `BigInt64Array`; the arrays are copies (they do not share memory with
@@ -21,13 +32,7 @@ export type ParseSafetensorsOptions = z.input<typeof parseSafetensorsOptionsSche
  * at a time.
  */
 export function parseSafetensors(bytes: Uint8Array, options: ParseSafetensorsOptions = {}): SafetensorsContents {
-  const { source } = parseArgument(parseSafetensorsOptionsSchema, options, 'options')
-  if (!(bytes instanceof Uint8Array)) {
-    throw new InvalidArgumentError({ argument: 'bytes', value: bytes, message: 'must be a Uint8Array (a Node Buffer is one)' })
-  }
-  const headerByteLength = readHeaderByteLength(bytes, bytes.length, source)
-  const dataStart = 8 + headerByteLength
-  const header = parseSafetensorsHeader(bytes.subarray(8, dataStart), { source, dataByteLength: bytes.length - dataStart })
+  const { source, dataStart, header } = parseHeaderOf(bytes, options)
   const tensors = new Map<string, SafetensorsTensor>()
   for (const [name, info] of header.tensors) {
     const [begin, end] = info.dataOffsets
@@ -76,13 +81,7 @@ export function allocateOrFail(name: string, info: SafetensorsTensorInfo, source
  * `ParseError` as `parseSafetensors` does.
  */
 export function safetensorsBytesReader(bytes: Uint8Array, options: ParseSafetensorsOptions = {}): SafetensorsReader {
-  const { source } = parseArgument(parseSafetensorsOptionsSchema, options, 'options')
-  if (!(bytes instanceof Uint8Array)) {
-    throw new InvalidArgumentError({ argument: 'bytes', value: bytes, message: 'must be a Uint8Array (a Node Buffer is one)' })
-  }
-  const headerByteLength = readHeaderByteLength(bytes, bytes.length, source)
-  const dataStart = 8 + headerByteLength
-  const header = parseSafetensorsHeader(bytes.subarray(8, dataStart), { source, dataByteLength: bytes.length - dataStart })
+  const { source, dataStart, header } = parseHeaderOf(bytes, options)
   const names = [...header.tensors.keys()]
   let closed = false
   const info = (name: string): SafetensorsTensorInfo => {
