@@ -8,8 +8,8 @@ import {
   type GenerateOptions,
   type GenerationRequest,
   type PolicyV1,
+  isResponseTooLarge,
   limitResponseBody,
-  ResponseTooLarge,
 } from '@ludic/core'
 import OpenAI from 'openai'
 import { z } from 'zod'
@@ -161,7 +161,7 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
   const urlOf = (request: GenerationRequest) => (request.messages === undefined ? textUrl : chatUrl)
   const baseFetch = settings.fetch ?? globalThis.fetch
   // Every body the SDK or this policy reads, error answers included, goes through the size limit.
-  const limitedFetch: typeof fetch = async (input, init) => limitResponseBody(await baseFetch(input, init), settings.maxResponseBytes)
+  const limitedFetch: typeof fetch = async (input, init) => limitResponseBody(await baseFetch(input, init), settings.maxResponseBytes, 'maxResponseBytes')
   const client = new OpenAI({
     baseURL: settings.baseURL,
     apiKey: settings.apiKey,
@@ -251,7 +251,7 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
       return await response.text()
     } catch (error) {
       if (signal.aborted) throw signal.reason
-      if (error instanceof ResponseTooLarge) {
+      if (isResponseTooLarge(error)) {
         throw new ParseError({
           source,
           message: `is larger than maxResponseBytes (${error.limit} bytes); raise the option if answers are meant to be this large`,

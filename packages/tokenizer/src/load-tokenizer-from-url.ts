@@ -1,4 +1,4 @@
-import { InvalidArgumentError, limitResponseBody, ParseError, parseArgument, ResponseTooLarge } from '@ludic/core'
+import { InvalidArgumentError, isResponseTooLarge, limitResponseBody, ParseError, parseArgument } from '@ludic/core'
 import { z } from 'zod'
 import { Tokenizer } from './tokenizer.js'
 import type { TokenizerLimitsOptions } from './tokenizer-limits.js'
@@ -73,9 +73,9 @@ async function readJson(fetchFunction: typeof fetch, url: URL, options: { maxByt
   }
   let text: string
   try {
-    text = await limitResponseBody(response, options.maxBytes).text()
+    text = await limitResponseBody(response, options.maxBytes, 'maxBytes').text()
   } catch (error) {
-    if (error instanceof ResponseTooLarge) {
+    if (isResponseTooLarge(error)) {
       throw new ParseError({ source: url.href, message: `is larger than maxBytes (${options.maxBytes} bytes)`, cause: error })
     }
     throw error
