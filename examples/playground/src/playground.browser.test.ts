@@ -2,15 +2,14 @@ import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type CausalLanguageModel, loadModel } from '@ludic/model'
+import { loadModel } from '@ludic/model'
 import { initTensors } from '@ludic/tensors'
 import { loadTokenizer } from '@ludic/tokenizer'
-import * as tf from '@tensorflow/tfjs-core'
 import { strToU8, unzipSync, zipSync } from 'fflate'
 import { type BrowserContext, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest'
 import { buildDirectory, chromiumArguments, serveBuild } from './serve-build.js'
-import { PlaygroundSession } from './session.js'
+import { lastLogits, PlaygroundSession } from './session.js'
 
 // The playground in a real browser: Debian's Chromium (`.ci/run` installs it and sets LUDIC_CHROMIUM), driven by
 // playwright-core (no browser download), on the built page (`npm run build --workspace playground`; `npm test`
@@ -24,17 +23,6 @@ const screenshots = process.env.LUDIC_SCREENSHOTS
 /** Bounds of the waits: they catch a hang; they are not speed checks. */
 const wait = { timeout: 60_000 }
 const trainingWait = { timeout: 1_500_000, intervals: [1000] }
-
-/** The logits after `ids` (the last position). */
-function lastLogits(model: CausalLanguageModel, ids: Int32Array): number[] {
-  const last = tf.tidy(() => {
-    const logits = model.forward(tf.tensor2d([Array.from(ids)], [1, ids.length], 'int32')) as tf.Tensor3D
-    return tf.slice(logits, [0, ids.length - 1, 0], [1, 1, -1])
-  })
-  const values = Array.from(last.dataSync())
-  last.dispose()
-  return values
-}
 
 interface PageState {
   phase: string
@@ -178,7 +166,7 @@ describe.runIf(chromiumPath !== undefined)('[opt-in] the playground in Chromium 
     const model = await loadModel(modelDirectory)
     const tokenizer = await loadTokenizer(modelDirectory)
     const ids = tokenizer.encode(prompt, { addSpecialTokens: false })
-    const nodeLogits = lastLogits(model, ids)
+    const nodeLogits = await lastLogits(model, ids)
     model.dispose()
     expect(pageLogits).toHaveLength(nodeLogits.length)
     expect(Math.max(...pageLogits.map((value, index) => Math.abs(value - nodeLogits[index]!)))).toBeLessThanOrEqual(1e-5)
@@ -191,7 +179,7 @@ describe.runIf(chromiumPath !== undefined)('[opt-in] the playground in Chromium 
       '/node-model.zip',
       zipSync(Object.fromEntries(Object.entries(nodeFiles).map(([name, file]) => [name, typeof file === 'string' ? strToU8(file) : file]))),
     )
-    const nodeSessionLogits = lastLogits(nodeSession.model, nodeSession.tokenizer.encode(prompt, { addSpecialTokens: false }))
+    const nodeSessionLogits = await lastLogits(nodeSession.model, nodeSession.tokenizer.encode(prompt, { addSpecialTokens: false }))
     nodeSession.dispose()
     await open('game=kuhn&backend=wasm')
     await page.locator('#load-url').fill(`${site!.url}/node-model.zip`)

@@ -5,11 +5,10 @@ import { InvalidArgumentError } from '@ludic/core'
 import { loadModel } from '@ludic/model'
 import { initTensors } from '@ludic/tensors'
 import { loadTokenizer } from '@ludic/tokenizer'
-import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { main as kuhnMain } from '../../selfplay-kuhn-poker/src/main.js'
 import { resolveRecipe } from './recipes.js'
-import { PlaygroundSession } from './session.js'
+import { lastLogits, PlaygroundSession } from './session.js'
 
 // The playground's session in Node, on WebAssembly as the page's default: the same recipe as the Kuhn example (same
 // figures for the same seed), play, preferences and DPO, and files Node's loaders read.
@@ -23,17 +22,6 @@ afterAll(async () => {
 })
 
 const small = { sftSteps: 6, episodesPerStep: 8, miniBatchSize: 16, evaluationEpisodes: 8, seed: 3 } as const
-
-/** The logits at the last position of `text` (no special tokens). */
-function lastLogits(model: PlaygroundSession['model'], ids: Int32Array): Float32Array {
-  const last = tf.tidy(() => {
-    const logits = model.forward(tf.tensor2d([Array.from(ids)], [1, ids.length], 'int32')) as tf.Tensor3D
-    return tf.slice(logits, [0, ids.length - 1, 0], [1, 1, -1])
-  })
-  const values = last.dataSync() as Float32Array
-  last.dispose()
-  return values
-}
 
 describe('the playground session', () => {
   it('trains Kuhn Poker as the example does: the same exploitability and win rate after the warm-up and after a step', async () => {
@@ -132,19 +120,19 @@ describe('the playground session', () => {
       const tokenizer = await loadTokenizer(directory)
       const ids = tokenizer.encode('[Player 0] [check]\n[check], [bet]\ncard K\n>', { addSpecialTokens: false })
       expect(Array.from(ids)).toEqual(Array.from(session.tokenizer.encode('[Player 0] [check]\n[check], [bet]\ncard K\n>', { addSpecialTokens: false })))
-      const expected = lastLogits(session.model, ids)
-      const loaded = lastLogits(model, ids)
+      const expected = await lastLogits(session.model, ids)
+      const loaded = await lastLogits(model, ids)
       model.dispose()
       for (let index = 0; index < expected.length; index++) expect(Math.abs(loaded[index]! - expected[index]!)).toBeLessThanOrEqual(1e-5)
       restored = await PlaygroundSession.fromFiles(files)
       expect(restored.recipe).toEqual(session.recipe)
-      expect(Array.from(lastLogits(restored.model, ids))).toEqual(Array.from(expected))
+      expect(await lastLogits(restored.model, ids)).toEqual(expected)
       await expect(PlaygroundSession.fromFiles({ ...files, 'playground.json': '{' })).rejects.toThrow(/playground.json/)
       // A model saved in Node (saveModel's files and the tokenizer's, no recipe): the page's game names the recipe.
       const { 'playground.json': _recipe, ...fromNode } = files
       await expect(PlaygroundSession.fromFiles(fromNode)).rejects.toThrow(/has no playground.json/)
       const nodeSession = await PlaygroundSession.fromFiles(fromNode, { game: 'kuhn' })
-      expect(Array.from(lastLogits(nodeSession.model, ids))).toEqual(Array.from(expected))
+      expect(await lastLogits(nodeSession.model, ids)).toEqual(expected)
       nodeSession.dispose()
       await expect(PlaygroundSession.fromFiles({ ...fromNode, 'tokenizer_config.json': '{}' }, { game: 'kuhn' })).rejects.toThrow(/eos_token/)
       const { 'config.json': _config, ...withoutConfig } = files

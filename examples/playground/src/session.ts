@@ -19,6 +19,7 @@ import {
 import { checkVocabularyFits, createLocalPolicy, createModel, loadModelFromFiles, modelFiles, type CausalLanguageModel } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
 import { Tokenizer } from '@ludic/tokenizer'
+import * as tf from '@tensorflow/tfjs-core'
 import { actionLogprobs, createPreferenceTrainer, createRlTrainer, evaluateAgainst, type RlTrainer, type RlTrainerConfig, warmUp } from '@ludic/trainer'
 import {
   chatTemplate as kuhnChatTemplate,
@@ -92,6 +93,22 @@ export interface PreferencePair {
   prompt: string
   chosen: string
   rejected: string
+}
+
+/**
+ * The logits of `model` after `ids` (its last position), read asynchronously (as WebGPU needs): what the page, its
+ * backend check and the tests compare across backends and between the page and Node.
+ */
+export async function lastLogits(model: CausalLanguageModel, ids: ArrayLike<number>): Promise<number[]> {
+  const last = tf.tidy(() => {
+    const logits = model.forward(tf.tensor2d([Array.from(ids)], [1, ids.length], 'int32')) as tf.Tensor3D
+    return tf.slice(logits, [0, ids.length - 1, 0], [1, 1, -1])
+  })
+  try {
+    return Array.from(await last.data())
+  } finally {
+    last.dispose()
+  }
 }
 
 /** `tokenizer.json` and `tokenizer_config.json`, parsed. */

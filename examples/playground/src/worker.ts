@@ -9,7 +9,7 @@ import threadedWasm from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-t
 import plainWasm from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm?url'
 import * as tf from '@tensorflow/tfjs-core'
 import type { AnswerValue, BackendChoice, Envelope, Event, Phase, Request } from './protocol.js'
-import { PlaygroundSession } from './session.js'
+import { lastLogits, PlaygroundSession } from './session.js'
 
 const post = (event: Event, transfer: Transferable[] = []) => (self as unknown as Worker).postMessage(event, transfer)
 
@@ -156,24 +156,12 @@ async function answer(request: Request): Promise<AnswerValue> {
     case 'files':
       return current.files()
     case 'logits':
-      return { logits: await lastLogits(current, request.prompt) }
+      return { logits: await lastLogits(current.model, current.tokenizer.encode(request.prompt, { addSpecialTokens: false })) }
     case 'probe':
       return probe(current, request.examples)
     default:
       throw new Error(`unknown request ${JSON.stringify(request)}`)
   }
-}
-
-/** The logits after `prompt` (its last position), as numbers. */
-async function lastLogits(current: PlaygroundSession, prompt: string): Promise<number[]> {
-  const ids = current.tokenizer.encode(prompt, { addSpecialTokens: false })
-  const last = tf.tidy(() => {
-    const logits = current.model.forward(tf.tensor2d([Array.from(ids)], [1, ids.length], 'int32')) as tf.Tensor3D
-    return tf.slice(logits, [0, ids.length - 1, 0], [1, 1, -1])
-  })
-  const values = Array.from(await last.data())
-  last.dispose()
-  return values
 }
 
 /** The backend check: the mean NLL of `examples`' responses and the logits after the first prompt, with no update. */
@@ -198,7 +186,11 @@ async function probe(
       count++
     })
   }
-  return { loss: total / count, logits: await lastLogits(current, examples[0]!.prompt), backend: backend ?? 'unknown' }
+  return {
+    loss: total / count,
+    logits: await lastLogits(current.model, current.tokenizer.encode(examples[0]!.prompt, { addSpecialTokens: false })),
+    backend: backend ?? 'unknown',
+  }
 }
 
 /** Drops the model; a training loop in flight stops after its step and disposes its model itself. */
