@@ -48,6 +48,15 @@ export {
   type GeneratedSequence,
   type ModelGenerateOptions,
 } from './generation/generate.js'
+export {
+  GenerationEngine,
+  generationEngineOptionsSchema,
+  type EngineSequence,
+  type EngineStats,
+  type EngineSubmitControls,
+  type GenerationEngineOptions,
+} from './generation/engine.js'
+export type { GenerationRow } from './generation/generate.js'
 export { sampleToken, type SampledToken, type SamplingParameters } from './generation/sampling.js'
 
 // Training support: log-probabilities, heads, LoRA

@@ -483,7 +483,7 @@ function isGpuBackend(): boolean {
  * characters; the last `longest stop string - 1` characters are held back until no stop string can begin in
  * them, so the pieces never include text a stop string later cuts. `finish` returns the rest of the final text.
  */
-function createTextStream(tokenizer: TokenizerV1, stopStrings: readonly string[]): { push(id: number): string; finish(text: string): string } {
+export function createTextStream(tokenizer: TokenizerV1, stopStrings: readonly string[]): { push(id: number): string; finish(text: string): string } {
   const decoder = tokenizer.createStreamDecoder?.() ?? createStreamDecoder((ids) => tokenizer.decode(ids))
   const heldBack = Math.max(0, ...stopStrings.map((stop) => stop.length - 1))
   let decoded = ''
@@ -507,7 +507,7 @@ function createTextStream(tokenizer: TokenizerV1, stopStrings: readonly string[]
 }
 
 /** Index of the earliest stop string in `text`, or undefined. */
-function firstStop(text: string, stopStrings: readonly string[]): number | undefined {
+export function firstStop(text: string, stopStrings: readonly string[]): number | undefined {
   let earliest: number | undefined
   for (const stop of stopStrings) {
     const index = text.indexOf(stop)

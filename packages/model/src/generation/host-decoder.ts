@@ -475,6 +475,148 @@ export class HostDecoder {
     return this.logits.slice()
   }
 
+  /**
+   * Feeds `tokens` to row `slot` at positions `start … start + count - 1` (a slot's positions count from its first
+   * token, no padding): each token attends causally to the slot's positions 0 … its own, whose keys and values
+   * (`start` of them already there) it extends. At most `prefillLength` tokens a call; no logits (the engine feeds a
+   * sequence's last token through `stepRows`). `GenerationEngine`'s chunked prefill and its recomputation after new
+   * weights; the products as `prefill`'s, so a token's keys and values do not depend on how its sequence was chunked.
+   */
+  extend(slot: number, tokens: Int32Array, start: number): void {
+    const { config } = this.model
+    const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = config
+    const { arena, x, projected, attended, scores, capacity, projectedWidth } = this
+    const count = tokens.length
+    const end = start + count
+    if (!(slot >= 0 && slot < this.batch) || count === 0 || count > this.prefillLength || !(start >= 0) || end > capacity)
+      throw new RangeError(
+        `HostDecoder.extend: ${count} tokens from position ${start} of row ${slot}, for ${this.batch} rows of ${capacity} positions and at most ${this.prefillLength} tokens a call`,
+      )
+    const groups = heads / keyValueHeads
+    const queryWidth = heads * headDim
+    const endPadded = Math.ceil(end / 4) * 4
+    const scale = 1 / Math.sqrt(headDim)
+    for (let index = 0; index < count; index++) arena.copyWeightRow(this.weights.embedding, tokens[index]!, hiddenSize, x, index * hiddenSize)
+    const { cos, sin } = this.rotations(Int32Array.from({ length: count }, (_, index) => start + index))
+    for (const layer of this.layers) {
+      this.projectQueryKeyValue(layer, count)
+      for (let index = 0; index < count; index++) this.rotateAndStore(layer, index, slot, start + index, cos, sin)
+      for (let group = 0; group < keyValueHeads; group++) {
+        const block = slot * keyValueHeads + group
+        for (let member = 0; member < groups; member++) {
+          const head = group * groups + member
+          // Scores over every slot to a multiple of 4 (the slots past `end` are masked below): each score then comes from
+          // the SIMD kernel, not from its scalar remainder, whatever the chunk's end.
+          arena.matmul(
+            layer.keys.subarray(block * capacity * headDim),
+            projected.subarray(head * headDim),
+            scores,
+            endPadded,
+            headDim,
+            count,
+            headDim,
+            projectedWidth,
+            capacity,
+          )
+          for (let index = 0; index < count; index++) attentionSoftmax(scores, index * capacity, 0, start + index + 1, endPadded, scale, undefined, 0)
+          arena.matmul(
+            layer.values.subarray(block * headDim * capacity),
+            scores,
+            attended.subarray(head * headDim),
+            headDim,
+            endPadded,
+            count,
+            capacity,
+            capacity,
+            queryWidth,
+          )
+        }
+      }
+      this.outputAndMlp(layer, count)
+    }
+  }
+
+  /**
+   * One decode step for some rows, each at its own length: `tokens[i]` goes to row `slots[i]` at position
+   * `lengths[i]` (the positions it holds already) and attends to its positions 0 … `lengths[i]`. Returns the
+   * next-token logits `[slots.length · vocab]` (a new array). Each row's result depends on its own keys, values and
+   * token only (the products run per row), not on which other rows step with it.
+   */
+  stepRows(slots: Int32Array, tokens: Int32Array, lengths: Int32Array): Float32Array {
+    const { config } = this.model
+    const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, vocabSize, rmsNormEps } = config
+    const { arena, x, normed, projected, attended, scores, capacity, projectedWidth } = this
+    const rows = slots.length
+    if (rows === 0 || rows > this.batch || tokens.length !== rows || lengths.length !== rows)
+      throw new RangeError(`HostDecoder.stepRows: ${rows} rows (${tokens.length} tokens, ${lengths.length} lengths), for at most ${this.batch}`)
+    for (let index = 0; index < rows; index++) {
+      if (!(slots[index]! >= 0 && slots[index]! < this.batch) || !(lengths[index]! >= 0 && lengths[index]! < capacity))
+        throw new RangeError(`HostDecoder.stepRows: row ${slots[index]} at position ${lengths[index]}, for ${this.batch} rows of ${capacity} positions`)
+    }
+    const groups = heads / keyValueHeads
+    const scale = 1 / Math.sqrt(headDim)
+    const queryWidth = heads * headDim
+    for (let index = 0; index < rows; index++) arena.copyWeightRow(this.weights.embedding, tokens[index]!, hiddenSize, x, index * hiddenSize)
+    const { cos, sin } = this.rotations(lengths)
+    for (const layer of this.layers) {
+      this.projectQueryKeyValue(layer, rows)
+      for (let index = 0; index < rows; index++) {
+        const slot = slots[index]!
+        const length = lengths[index]! + 1
+        const lengthPadded = Math.ceil(length / 4) * 4
+        this.rotateAndStore(layer, index, slot, length - 1, cos, sin)
+        for (let group = 0; group < keyValueHeads; group++) {
+          const block = slot * keyValueHeads + group
+          const query = projected.subarray(index * projectedWidth + group * groups * headDim)
+          const rowScores = scores.subarray(index * heads * capacity + group * groups * capacity)
+          arena.matmul(layer.keys.subarray(block * capacity * headDim), query, rowScores, lengthPadded, headDim, groups, headDim, headDim, capacity) // as in `extend`
+          for (let member = 0; member < groups; member++) attentionSoftmax(rowScores, member * capacity, 0, length, lengthPadded, scale, undefined, 0)
+          arena.matmul(
+            layer.values.subarray(block * headDim * capacity),
+            rowScores,
+            attended.subarray(index * queryWidth + group * groups * headDim),
+            headDim,
+            lengthPadded,
+            groups,
+            capacity,
+            capacity,
+            headDim,
+          )
+        }
+      }
+      this.outputAndMlp(layer, rows)
+    }
+    rmsNormalise(x, this.weights.finalNorm, normed, rows, hiddenSize, rmsNormEps)
+    arena.weightProduct(this.weights.head, normed, this.logits, vocabSize, hiddenSize, rows, hiddenSize, vocabSize)
+    addBias(this.logits, this.weights.headBias, rows, vocabSize, vocabSize)
+    return this.logits.slice(0, rows * vocabSize)
+  }
+
+  /** Copies the keys and values of row `from`'s first `count` positions to row `to` (a shared prefix, computed once). */
+  copyPositions(from: number, to: number, count: number): void {
+    const { numKeyValueHeads: keyValueHeads, headDim } = this.model.config
+    const { capacity } = this
+    if (!(from >= 0 && from < this.batch && to >= 0 && to < this.batch && count >= 0 && count <= capacity))
+      throw new RangeError(`HostDecoder.copyPositions: ${count} positions from row ${from} to row ${to}, for ${this.batch} rows of ${capacity}`)
+    if (from === to || count === 0) return
+    for (const layer of this.layers) {
+      for (let group = 0; group < keyValueHeads; group++) {
+        const source = from * keyValueHeads + group
+        const target = to * keyValueHeads + group
+        layer.keys.copyWithin(target * capacity * headDim, source * capacity * headDim, (source * capacity + count) * headDim)
+        for (let dimension = 0; dimension < headDim; dimension++) {
+          const start = (source * headDim + dimension) * capacity
+          layer.values.copyWithin((target * headDim + dimension) * capacity, start, start + count)
+        }
+      }
+    }
+  }
+
+  /** Whether these are the weights the model has now (its parameters' data and adapters unchanged since the copy). */
+  weightsCurrent(): boolean {
+    return sameSource(this.weights.source, weightSource(this.model))
+  }
+
   /** RoPE's cos and sin for each of `positions` (`[positions.length · headDim / 2]` each, float32 values). */
   private rotations(positions: Int32Array): { cos: Float64Array; sin: Float64Array } {
     const half = this.model.config.headDim / 2

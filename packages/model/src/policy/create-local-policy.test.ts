@@ -199,3 +199,48 @@ describe('createLocalPolicy', () => {
     })
   })
 })
+
+describe('createLocalPolicy on the generation engine (engine: true)', () => {
+  it("gives the batch path's greedy completions, and the same samples for a seed whatever runs beside them", async () => {
+    const requests = [
+      { messages: question('hi'), maxTokens: 7, temperature: 0 },
+      { messages: question('a longer question'), maxTokens: 3, temperature: 0 },
+      { prompt: 'raw text', maxTokens: 5, temperature: 0 },
+    ]
+    const batch = createLocalPolicy({ model, tokenizer, maxBatch: 4 })
+    const engine = createLocalPolicy({ model, tokenizer, engine: { maxSequenceLength: 128 } })
+    const before = tf.memory().numTensors
+    const [expected, got] = [await batch.generate(requests), await engine.generate(requests)]
+    expect(tf.memory().numTensors).toBe(before)
+    expect(got.map((completion) => [completion.text, [...completion.tokenIds], completion.finishReason])).toEqual(
+      expected.map((completion) => [completion.text, [...completion.tokenIds], completion.finishReason]),
+    )
+    got.forEach((completion) => completionSchema.parse(completion))
+    // Concurrent calls (two callers) run together; a seeded request's samples do not depend on its company.
+    const seeded = { messages: question('roll'), maxTokens: 9, temperature: 1.1, seed: 77 }
+    const [alone] = await engine.generate([seeded])
+    const [[crowded], others] = await Promise.all([engine.generate([seeded]), engine.generate([{ messages: question('other'), maxTokens: 20, seed: 3 }])])
+    expect(others).toHaveLength(1)
+    expect([...crowded!.tokenIds]).toEqual([...alone!.tokenIds])
+    expect([...crowded!.logprobs]).toEqual([...alone!.logprobs])
+  })
+
+  it('streams text and stops at stop strings as the batch path does', async () => {
+    const request = { messages: question('stream me'), maxTokens: 12, temperature: 0, stop: ['e'] }
+    const [expected] = await createLocalPolicy({ model, tokenizer }).generate([request])
+    const pieces: string[] = []
+    const [got] = await createLocalPolicy({ model, tokenizer, engine: true }).generate([request], { onText: (_, text) => pieces.push(text) })
+    expect(got!.text).toBe(expected!.text)
+    expect(pieces.join('')).toBe(got!.text)
+  })
+
+  it('refuses a model the engine cannot run when the policy is built, naming options.engine', () => {
+    const gpt2 = createModel('tiny', { vocabSize: 259, seed: 1, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
+    try {
+      expect(() => createLocalPolicy({ model: gpt2, tokenizer, engine: true })).toThrow(/options\.engine.*Llama-style models only/)
+      expect(() => createLocalPolicy({ model, tokenizer, engine: { maxRows: 0 } })).toThrow(/options\.engine\.maxRows/)
+    } finally {
+      gpt2.dispose()
+    }
+  })
+})

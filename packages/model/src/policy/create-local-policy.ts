@@ -11,6 +11,7 @@ import {
   type PolicyV1,
 } from '@ludic/core'
 import { z } from 'zod'
+import { GenerationEngine, generationEngineOptionsSchema } from '../generation/engine.js'
 import { batchContextLength, defaultStopTokenIds, generateRows, type GenerationRow } from '../generation/generate.js'
 import { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
@@ -45,6 +46,15 @@ export const localPolicyOptionsSchema = z
     seed: z.number().int().default(0),
     /** Stop token ids. Default: the model config's `eos_token_id`s and the tokenizer's end-of-sequence id. */
     stopTokenIds: z.array(z.number().int().nonnegative()).optional(),
+    /**
+     * Runs the requests on a `GenerationEngine` (continuous batching: a request joins the running rows as soon as its
+     * prompt is computed and leaves the step it ends; prompts start from the longest prefix a row holds): `true` for the
+     * engine's defaults, or its options (its tokenizer is this policy's). Concurrent `generate` calls share it, so
+     * requests from many callers (episodes stepped per trajectory, a server's clients) run together; `maxBatch` does not
+     * apply. Llama-style models only: refused here otherwise. Default: false (each call's requests in batches of
+     * `maxBatch`, left-padded, run to the end of the longest).
+     */
+    engine: z.union([z.boolean(), generationEngineOptionsSchema.omit({ tokenizer: true })]).default(false),
   })
   .strict()
 export type LocalPolicyOptions = z.input<typeof localPolicyOptionsSchema>
@@ -71,8 +81,19 @@ const policyGenerateOptionsSchema = z.object({
  * stops at the next decode step (rejecting with its reason); `onText` streams each request's new text.
  */
 export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
-  const { model, tokenizer, chatTemplate, splitSpecialTokens, maxBatch, id, seed, stopTokenIds } = parseArgument(localPolicyOptionsSchema, options, 'options')
+  const {
+    model,
+    tokenizer,
+    chatTemplate,
+    splitSpecialTokens,
+    maxBatch,
+    id,
+    seed,
+    stopTokenIds,
+    engine: engineOptions,
+  } = parseArgument(localPolicyOptionsSchema, options, 'options')
   checkVocabularyFits(tokenizer, model.config)
+  const engine = engineOptions === false ? undefined : createPolicyEngine(model, tokenizer, engineOptions)
   const encodePrompt = createPromptEncoder(tokenizer, { chatTemplate, splitSpecialTokens, who: 'createLocalPolicy' })
   const seeds = createRandom(seed)
   const stops = new Set(stopTokenIds ?? defaultStopTokenIds(model, tokenizer))
@@ -103,6 +124,23 @@ export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
           random: createRandom(request.seed ?? seeds.nextUint32()),
         }
       })
+      if (engine !== undefined) {
+        const sequences = await Promise.all(
+          rows.map((row, index) =>
+            engine.submit(row, {
+              ...(signal === undefined ? {} : { signal }),
+              ...(onText === undefined ? {} : { onText: (text: string) => onText(index, text) }),
+            }),
+          ),
+        )
+        return sequences.map((result) => ({
+          text: result.text ?? '',
+          promptTokenIds: result.promptIds,
+          tokenIds: result.tokenIds,
+          logprobs: result.logprobs,
+          finishReason: result.finishReason,
+        }))
+      }
       const completions: Completion[] = []
       for (const batch of contextBatches(rows, maxBatch, model.maxContextTokens)) {
         const offset = completions.length
@@ -142,4 +180,24 @@ function contextBatches(rows: readonly GenerationRow[], maxBatch: number, limit:
   }
   if (batch.length > 0) batches.push(batch)
   return batches
+}
+
+/** The policy's engine: `options.engine`'s settings, the policy's tokenizer; a model the engine cannot run is refused naming `options.engine`. */
+function createPolicyEngine(
+  model: CausalLanguageModel,
+  tokenizer: z.output<typeof localPolicyOptionsSchema>['tokenizer'],
+  settings: true | z.output<typeof localPolicyOptionsSchema>['engine'],
+): GenerationEngine {
+  try {
+    return new GenerationEngine(model, { ...(settings === true ? {} : settings), tokenizer })
+  } catch (error) {
+    if (error instanceof InvalidArgumentError && error.argument === 'model')
+      throw new InvalidArgumentError({
+        argument: 'options.engine',
+        value: settings,
+        message: error.message.slice(error.message.indexOf('): ') + 3),
+        cause: error,
+      })
+    throw error
+  }
 }

@@ -1,0 +1,216 @@
+import { createRandom, InvalidArgumentError } from '@ludic/core'
+import * as tf from '@tensorflow/tfjs-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { createModel } from '../model/create-model.js'
+import { initTestBackend } from '../test/init-test-backend.js'
+import { GenerationEngine, type EngineSequence } from './engine.js'
+import { generate, type GenerationRow } from './generate.js'
+
+beforeAll(initTestBackend)
+
+const vocabSize = 259
+
+function row(prompt: readonly number[], options: { maxNewTokens?: number; temperature?: number; seed?: number; stop?: number[] } = {}): GenerationRow {
+  return {
+    promptIds: Int32Array.from(prompt),
+    sampling: { temperature: options.temperature ?? 1, topK: 0, topP: 1, minP: 0 },
+    maxNewTokens: options.maxNewTokens ?? 8,
+    stopTokenIds: new Set(options.stop ?? []),
+    stopStrings: [],
+    random: createRandom(options.seed ?? 0),
+  }
+}
+
+const prompt = (length: number, salt: number) => Array.from({ length }, (_, index) => (index * 37 + salt * 11 + 5) % vocabSize)
+const plain = (sequence: EngineSequence) => ({ tokens: [...sequence.tokenIds], logprobs: [...sequence.logprobs], finishReason: sequence.finishReason })
+
+describe('GenerationEngine', () => {
+  let model: CausalLanguageModel
+  let numTensors: number
+  beforeAll(() => {
+    numTensors = tf.memory().numTensors
+    model = createModel('tiny', {
+      vocabSize,
+      seed: 5,
+      overrides: { hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, intermediateSize: 64, initializerRange: 0.3, maxPositionEmbeddings: 512 },
+    })
+  })
+  afterAll(() => {
+    model.dispose()
+    expect(tf.memory().numTensors).toBe(numTensors)
+  })
+
+  it("gives generate()'s greedy tokens, and log-probabilities to float32 rounding", async () => {
+    const prompts = [prompt(5, 1), prompt(1, 2), prompt(17, 3), prompt(9, 4)]
+    const engine = new GenerationEngine(model, { maxSequenceLength: 64 })
+    try {
+      const results = await Promise.all(prompts.map((ids) => engine.submit(row(ids, { temperature: 0, maxNewTokens: 12 }))))
+      for (const [index, ids] of prompts.entries()) {
+        const [reference] = await generate(model, { inputIds: [ids], maxNewTokens: 12, temperature: 0, stopTokenIds: [], decodePath: 'layers' })
+        expect([...results[index]!.tokenIds]).toEqual([...reference!.tokenIds])
+        results[index]!.logprobs.forEach((logprob, position) => expect(Math.abs(logprob - reference!.logprobs[position]!)).toBeLessThan(1e-4))
+      }
+    } finally {
+      engine.dispose()
+    }
+  })
+
+  it("gives a request the same samples, bit for bit, alone, among others, chunked, or from another row's prefix", async () => {
+    const request = () => row(prompt(23, 7), { seed: 42, maxNewTokens: 20 })
+    const alone = new GenerationEngine(model, { maxSequenceLength: 64, prefixCaching: false })
+    const crowded = new GenerationEngine(model, { maxSequenceLength: 64, maxRows: 6 })
+    const chunked = new GenerationEngine(model, { maxSequenceLength: 64, prefillChunkTokens: 3, prefixCaching: false })
+    try {
+      const reference = plain(await alone.submit(request()))
+      const others = [0, 1, 2, 3].map((index) => crowded.submit(row(prompt(4 + 5 * index, index), { seed: index, maxNewTokens: 3 + 7 * index })))
+      const amid = crowded.submit(request())
+      expect(plain(await amid)).toEqual(reference)
+      await Promise.all(others)
+      const shared = await crowded.submit(request()) // from the finished row's prefix
+      expect(shared.reusedPromptTokens).toBe(22)
+      expect(plain(shared)).toEqual(reference)
+      expect(plain(await chunked.submit(request()))).toEqual(reference)
+    } finally {
+      alone.dispose()
+      crowded.dispose()
+      chunked.dispose()
+    }
+  })
+
+  it("computes a group's shared prompt once (a GRPO group of 8) and reuses a multi-turn episode's conversation", async () => {
+    const engine = new GenerationEngine(model, { maxSequenceLength: 128, maxRows: 8 })
+    try {
+      const groupPrompt = prompt(40, 9)
+      const group = await Promise.all(Array.from({ length: 8 }, (_, index) => engine.submit(row(groupPrompt, { seed: index, maxNewTokens: 6 }))))
+      const stats = engine.stats()
+      expect(stats.promptTokens).toBe(8 * 40)
+      expect(stats.reusedPromptTokens).toBe(7 * 39)
+      expect(group.map((sequence) => sequence.reusedPromptTokens)).toEqual([0, 39, 39, 39, 39, 39, 39, 39])
+      // The next turn: the conversation so far plus new tokens.
+      const first = group[3]!
+      const next = [...groupPrompt, ...first.tokenIds, 17, 18, 19]
+      const turn = await engine.submit(row(next, { seed: 3, maxNewTokens: 4 }))
+      expect(turn.reusedPromptTokens).toBe(40 + first.tokenIds.length - 1) // the last sampled token was never fed
+      const fresh = new GenerationEngine(model, { maxSequenceLength: 128, prefixCaching: false })
+      try {
+        expect(plain(turn)).toEqual(plain(await fresh.submit(row(next, { seed: 3, maxNewTokens: 4 }))))
+      } finally {
+        fresh.dispose()
+      }
+    } finally {
+      engine.dispose()
+    }
+  })
+
+  it('lets short requests finish while a long one runs, and admits them as rows free up', async () => {
+    const engine = new GenerationEngine(model, { maxSequenceLength: 256, maxRows: 3 })
+    try {
+      const order: string[] = []
+      const long = engine.submit(row(prompt(6, 1), { maxNewTokens: 200 })).then(() => order.push('long'))
+      const shorts = Array.from({ length: 8 }, (_, index) =>
+        engine.submit(row(prompt(3 + index, index), { maxNewTokens: 4, seed: index })).then(() => order.push(`short${index}`)),
+      )
+      await Promise.all([long, ...shorts])
+      expect(order[order.length - 1]).toBe('long')
+      const stats = engine.stats()
+      expect(stats.finished).toBe(9)
+      expect(stats.decodeSteps).toBe(200) // the shorts ran beside the long one, two rows at a time
+      expect(stats.running).toBe(0)
+    } finally {
+      engine.dispose()
+    }
+  })
+
+  it('frees an aborted request at once and rejects it with the reason; the others finish', async () => {
+    const engine = new GenerationEngine(model, { maxSequenceLength: 256, maxRows: 2 })
+    try {
+      const controller = new AbortController()
+      let pieces = 0
+      const aborted = engine.submit(row(prompt(4, 1), { maxNewTokens: 200 }), { signal: controller.signal })
+      const other = engine.submit(row(prompt(4, 2), { maxNewTokens: 30 }))
+      const waiting = engine.submit(row(prompt(4, 3), { maxNewTokens: 5 }))
+      const timer = setInterval(() => {
+        if (++pieces === 3) controller.abort(new Error('caller left'))
+      }, 1)
+      await expect(aborted).rejects.toThrow('caller left')
+      clearInterval(timer)
+      expect((await other).tokenIds.length).toBe(30)
+      expect((await waiting).tokenIds.length).toBe(5)
+      expect(engine.stats().aborted).toBe(1)
+      const queued = new AbortController()
+      queued.abort(new Error('never mind'))
+      await expect(engine.submit(row(prompt(4, 4)), { signal: queued.signal })).rejects.toThrow('never mind')
+    } finally {
+      engine.dispose()
+    }
+  })
+
+  it('continues running sequences on new weights (partial rollouts), tagging each token with its weights version', async () => {
+    const engine = new GenerationEngine(model, { maxSequenceLength: 128, maxRows: 2 })
+    const other = createModel('tiny', {
+      vocabSize,
+      seed: 6,
+      overrides: { hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, intermediateSize: 64, initializerRange: 0.3, maxPositionEmbeddings: 512 },
+    })
+    const saved = new Map([...model.parameters()].map(([name, tensor]) => [name, tf.clone(tensor)]))
+    try {
+      const ids = prompt(7, 2)
+      let produced = 0
+      let swapped = false
+      const running = engine.submit(row(ids, { temperature: 0, maxNewTokens: 40 }))
+      await new Promise<void>((resolve) => {
+        const poll = setInterval(() => {
+          produced = engine.stats().generatedTokens
+          if (produced >= 5 && !swapped) {
+            swapped = true
+            for (const [name, tensor] of model.parameters()) (tensor as tf.Variable).assign(other.parameter(name))
+            clearInterval(poll)
+            resolve()
+          }
+        }, 0)
+      })
+      const sequence = await running
+      const versions = [...sequence.weightsVersions]
+      const switchAt = versions.indexOf(1)
+      expect(switchAt).toBeGreaterThan(0)
+      expect(versions.slice(0, switchAt).every((version) => version === 0)).toBe(true)
+      expect(versions.slice(switchAt).every((version) => version === 1)).toBe(true)
+      expect(engine.weightsVersion).toBe(1)
+      // After the switch: what the new weights give greedily from the prompt and the tokens before it.
+      const [continued] = await generate(model, {
+        inputIds: [[...ids, ...sequence.tokenIds.slice(0, switchAt)]],
+        maxNewTokens: 40 - switchAt,
+        temperature: 0,
+        stopTokenIds: [],
+        decodePath: 'layers',
+      })
+      expect([...sequence.tokenIds.slice(switchAt)]).toEqual([...continued!.tokenIds])
+    } finally {
+      engine.dispose()
+      for (const [name, tensor] of saved) (model.parameter(name) as tf.Variable).assign(tensor)
+      tf.dispose([...saved.values()])
+      other.dispose()
+    }
+  })
+
+  it('refuses what it cannot run when built or submitted, by name', async () => {
+    const gpt2 = createModel('tiny', { vocabSize, seed: 1, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
+    try {
+      expect(() => new GenerationEngine(gpt2)).toThrow(/Llama-style models only \(this is gpt2\)/)
+    } finally {
+      gpt2.dispose()
+    }
+    expect(() => new GenerationEngine(model, { kvCacheBytes: 100 })).toThrow(InvalidArgumentError)
+    expect(() => new GenerationEngine(model, { maxRows: 0 })).toThrow(/maxRows/)
+    const engine = new GenerationEngine(model, { maxSequenceLength: 32 })
+    try {
+      await expect(engine.submit(row(prompt(30, 1), { maxNewTokens: 8 }))).rejects.toThrow(/row.maxNewTokens.*exceed the engine's 32 positions/)
+      await expect(engine.submit(row([1, 2, vocabSize]))).rejects.toThrow(/row.promptIds\[2\]/)
+      await expect(engine.submit(row([]))).rejects.toThrow(/at least one token/)
+    } finally {
+      engine.dispose()
+    }
+    await expect(engine.submit(row([1]))).rejects.toThrow(/disposed/)
+  })
+})

@@ -1,0 +1,528 @@
+import { InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason, yieldToEventLoop } from '@ludic/core'
+import { z } from 'zod'
+import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { checkContextLength } from '../model/context-length.js'
+import { fusedDecoderSupports } from './fused-decoder.js'
+import { createTextStream, firstStop, type GeneratedSequence, type GenerationRow } from './generate.js'
+import { HostDecoder, hostDecoderFloats } from './host-decoder.js'
+import { sampleToken } from './sampling.js'
+
+export const generationEngineOptionsSchema = z.strictObject({
+  /** Rows decoded together at most (each holds one sequence's keys and values). Default: 64. */
+  maxRows: z.number().int().min(1).max(1024).default(64),
+  /**
+   * Positions a row holds at most (prompt + new tokens); a request past it is refused at `submit`. Default: the
+   * model's context (`maxContextTokens`), at most 2,048.
+   */
+  maxSequenceLength: z.number().int().min(1).optional(),
+  /**
+   * Bytes of keys and values (float32, every layer) the engine holds at most: the rows are `min(maxRows, kvCacheBytes /
+   * a row's bytes)`, refused when not even one fits. Default: 256 MiB.
+   */
+  kvCacheBytes: z
+    .number()
+    .int()
+    .min(1)
+    .default(2 ** 28),
+  /**
+   * Prompt tokens computed per scheduler iteration at most (chunked prefill): a long prompt is split over iterations,
+   * with a decode step of the running rows between its chunks. Default: 256.
+   */
+  prefillChunkTokens: z.number().int().min(1).max(8192).default(256),
+  /**
+   * Keep a finished sequence's keys and values in its row until the row is needed (least recently used first), and start
+   * a new request from the longest prefix of its prompt held by any row (running or finished). Default: true.
+   */
+  prefixCaching: z.boolean().default(true),
+  /** Decodes `text`, finds stop strings and streams text (`submit`'s `onText`). */
+  tokenizer: tokenizerSchema.optional(),
+})
+export type GenerationEngineOptions = z.input<typeof generationEngineOptionsSchema>
+
+/** A sequence the engine generated: `GeneratedSequence`, and the weights version each token was sampled under. */
+export interface EngineSequence extends GeneratedSequence {
+  /**
+   * For each token of `tokenIds`, the engine's `weightsVersion` when it was sampled: a sequence that was running when
+   * the model's weights changed continues on the new ones (its keys and values recomputed), so its tokens can come
+   * from more than one version (a partial rollout).
+   */
+  weightsVersions: Int32Array
+  /** Prompt tokens whose keys and values were taken from a row that held them (a shared prefix), not computed. */
+  reusedPromptTokens: number
+}
+
+/** What `submit` takes besides the row. */
+export interface EngineSubmitControls {
+  /** Takes the request out of the queue, or out of its row at the next iteration; `submit` rejects with its reason. */
+  signal?: AbortSignal
+  /** The request's new text as it is produced, whole characters (needs the engine's `tokenizer`). */
+  onText?: (text: string) => void
+}
+
+/** Counters since the engine was made, and its state now. */
+export interface EngineStats {
+  /** Requests running now (prefilling or decoding). */
+  running: number
+  /** Requests waiting for a row. */
+  waiting: number
+  /** Rows (the most sequences held at once). */
+  rows: number
+  /** Positions a row holds. */
+  rowLength: number
+  /** Positions holding a running sequence's keys and values, over all rows' positions (0 … 1). */
+  kvUsage: number
+  /** Rows holding a finished sequence's keys and values for reuse. */
+  cachedRows: number
+  requests: number
+  finished: number
+  aborted: number
+  /** Prompt tokens of admitted requests. */
+  promptTokens: number
+  /** Of them, taken from a row that held them (shared prefix) instead of computed. */
+  reusedPromptTokens: number
+  /** Tokens whose keys and values were computed (prompts, and sequences recomputed after new weights). */
+  computedTokens: number
+  generatedTokens: number
+  /** Scheduler iterations with a decode step. */
+  decodeSteps: number
+  /** Times the weights changed under the engine (its `weightsVersion`). */
+  weightsVersion: number
+  /** Sum of the finished requests' times from `submit` to their first token, in seconds. */
+  timeToFirstTokenSeconds: number
+  /** Sum of the finished requests' times from `submit` to their end, in seconds. */
+  requestSeconds: number
+}
+
+interface Request {
+  row: GenerationRow
+  /** The prompt, then the generated tokens. */
+  tokens: number[]
+  promptLength: number
+  /** Tokens of `tokens` whose keys and values are in the row (a prefix of it). */
+  held: number
+  slot: number
+  generated: number[]
+  logprobs: number[]
+  versions: number[]
+  reused: number
+  finishReason: FinishReason | undefined
+  text: string | undefined
+  stream: ReturnType<typeof createTextStream> | undefined
+  onText: ((text: string) => void) | undefined
+  submitted: number
+  /** Arrival order. */
+  order: number
+  firstToken: number | undefined
+  resolve(sequence: EngineSequence): void
+  reject(error: unknown): void
+  abort: (() => void) | undefined
+  signal: AbortSignal | undefined
+}
+
+/** A row's contents: free, running a request, or holding a finished sequence's keys and values (`tokens`, `held` of them). */
+type Slot = { state: 'free' } | { state: 'running'; request: Request } | { state: 'cached'; tokens: number[]; held: number; used: number }
+
+/**
+ * A generation engine with iteration-level scheduling (Orca; vLLM's continuous batching) on the host decoder: requests
+ * join a running decode loop as soon as a row is free and their prompt is computed, and leave it the step they finish,
+ * so a long request never holds the short ones back and a finished row is reused at once. Each iteration computes up
+ * to `prefillChunkTokens` prompt tokens of the admitted requests (first come, first served; a long prompt in chunks),
+ * then one decode step of every running row, each at its own length (no padding). A new request starts from the
+ * longest prefix of its prompt any row holds (SGLang's RadixAttention and vLLM's prefix caching share the idea;
+ * here a prefix is copied between rows rather than shared in pages): the G samples of a GRPO group compute their
+ * prompt once, a multi-turn episode's next turn reuses the conversation so far. When the model's weights change (a
+ * training step), running sequences keep their tokens, their keys and values are recomputed on the new weights and
+ * they continue (partial rollouts, as verl's and AReaL's interruptible generation), each token tagged with the
+ * `weightsVersion` it was sampled under; cached rows are dropped.
+ *
+ * Sampling is per request (its own `Random`) and each row's logits depend on its own tokens only, so a request's
+ * samples do not depend on what else runs: the same as the request run alone, bit for bit. Llama-style models only
+ * (refused here otherwise, as the host decoder's): GPT-2, Qwen3's query/key norms and sliding windows shorter than
+ * `maxSequenceLength` are refused by name. One thread; between iterations it yields to the event loop.
+ */
+export class GenerationEngine {
+  private readonly options: z.output<typeof generationEngineOptionsSchema>
+  readonly rows: number
+  readonly rowLength: number
+  private decoder: HostDecoder | undefined
+  private readonly slots: Slot[]
+  private readonly waiting: Request[] = []
+  private running = false
+  private disposed = false
+  private clock = 0
+  private version = 0
+  private readonly counters = {
+    requests: 0,
+    finished: 0,
+    aborted: 0,
+    promptTokens: 0,
+    reusedPromptTokens: 0,
+    computedTokens: 0,
+    generatedTokens: 0,
+    decodeSteps: 0,
+    timeToFirstTokenSeconds: 0,
+    requestSeconds: 0,
+  }
+
+  constructor(
+    private readonly model: CausalLanguageModel,
+    options: GenerationEngineOptions = {},
+  ) {
+    this.options = parseArgument(generationEngineOptionsSchema, options, 'options')
+    const { config } = model
+    const rowLength = this.options.maxSequenceLength ?? Math.min(model.maxContextTokens, 2048)
+    checkContextLength(model, rowLength, { argument: 'options.maxSequenceLength', value: rowLength, what: `maxSequenceLength (${rowLength})` })
+    if (!fusedDecoderSupports(model, rowLength)) {
+      throw new InvalidArgumentError({
+        argument: 'model',
+        value: config.architecture,
+        message: `the generation engine runs Llama-style models only (this is ${config.architecture}${config.queryKeyNorm ? ' with query/key norms' : ''}${config.slidingWindow === null ? '' : `, sliding window ${config.slidingWindow} < maxSequenceLength ${rowLength}`}): use generate()`,
+      })
+    }
+    const rowBytes = 2 * 4 * config.numHiddenLayers * config.numKeyValueHeads * config.headDim * Math.ceil(rowLength / 4) * 4
+    const rows = Math.min(this.options.maxRows, Math.floor(this.options.kvCacheBytes / rowBytes))
+    if (rows < 1) {
+      throw new InvalidArgumentError({
+        argument: 'options.kvCacheBytes',
+        value: this.options.kvCacheBytes,
+        message: `holds no row: one row of ${rowLength} positions takes ${rowBytes} bytes (lower maxSequenceLength or raise kvCacheBytes)`,
+      })
+    }
+    const floats = hostDecoderFloats(config, rows, rowLength, this.options.prefillChunkTokens)
+    if (floats > 2 ** 30 - 2 ** 20) {
+      throw new InvalidArgumentError({
+        argument: 'options.kvCacheBytes',
+        value: this.options.kvCacheBytes,
+        message: `the engine would hold ${floats} floats (weights, ${rows} rows × ${rowLength} positions), past the 4 GiB a WebAssembly memory addresses: fewer rows or positions`,
+      })
+    }
+    this.rows = rows
+    this.rowLength = rowLength
+    this.slots = Array.from({ length: rows }, () => ({ state: 'free' }) as Slot)
+  }
+
+  /** Times the model's weights changed under the engine (0 at first); each token records the version it was sampled under. */
+  get weightsVersion(): number {
+    return this.version
+  }
+
+  /**
+   * Queues one sequence; resolves when it ends. Its prompt plus `maxNewTokens` must fit a row (`maxSequenceLength`),
+   * its ids the vocabulary: an `InvalidArgumentError` naming `row` otherwise, before anything runs.
+   */
+  submit(row: GenerationRow, controls: EngineSubmitControls = {}): Promise<EngineSequence> {
+    if (this.disposed) return Promise.reject(new InvalidArgumentError({ argument: 'engine', value: 'disposed', message: 'was disposed' }))
+    const { vocabSize } = this.model.config
+    if (row.promptIds.length === 0)
+      return Promise.reject(new InvalidArgumentError({ argument: 'row.promptIds', value: row.promptIds, message: 'a prompt needs at least one token' }))
+    for (let position = 0; position < row.promptIds.length; position++) {
+      const id = row.promptIds[position]!
+      if (!(id >= 0 && id < vocabSize))
+        return Promise.reject(
+          new InvalidArgumentError({ argument: `row.promptIds[${position}]`, value: id, message: `must be a token id in [0, ${vocabSize})` }),
+        )
+    }
+    if (row.promptIds.length + row.maxNewTokens > this.rowLength) {
+      return Promise.reject(
+        new InvalidArgumentError({
+          argument: 'row.maxNewTokens',
+          value: row.maxNewTokens,
+          message: `the prompt (${row.promptIds.length} tokens) + maxNewTokens (${row.maxNewTokens}) exceed the engine's ${this.rowLength} positions a row (maxSequenceLength)`,
+        }),
+      )
+    }
+    const { signal, onText } = controls
+    if (onText !== undefined && this.options.tokenizer === undefined)
+      return Promise.reject(new InvalidArgumentError({ argument: 'controls.onText', value: onText, message: "needs the engine's tokenizer" }))
+    if (row.stopStrings.length > 0 && this.options.tokenizer === undefined)
+      return Promise.reject(new InvalidArgumentError({ argument: 'row.stopStrings', value: row.stopStrings, message: "need the engine's tokenizer" }))
+    if (signal?.aborted) return Promise.reject(signal.reason)
+    return new Promise<EngineSequence>((resolve, reject) => {
+      const request: Request = {
+        row,
+        tokens: Array.from(row.promptIds),
+        promptLength: row.promptIds.length,
+        held: 0,
+        slot: -1,
+        generated: [],
+        logprobs: [],
+        versions: [],
+        reused: 0,
+        finishReason: undefined,
+        text: undefined,
+        stream: onText === undefined ? undefined : createTextStream(this.options.tokenizer!, row.stopStrings),
+        onText,
+        submitted: performance.now(),
+        order: this.counters.requests,
+        firstToken: undefined,
+        resolve,
+        reject,
+        abort: undefined,
+        signal,
+      }
+      if (signal !== undefined) {
+        request.abort = () => this.cancel(request, signal.reason)
+        signal.addEventListener('abort', request.abort, { once: true })
+      }
+      this.counters.requests++
+      this.waiting.push(request)
+      this.start()
+    })
+  }
+
+  /** Counters since the engine was made, and its state now. */
+  stats(): EngineStats {
+    let running = 0
+    let held = 0
+    let cachedRows = 0
+    for (const slot of this.slots) {
+      if (slot.state === 'running') {
+        running++
+        held += slot.request.held
+      } else if (slot.state === 'cached') cachedRows++
+    }
+    return {
+      running,
+      waiting: this.waiting.length,
+      rows: this.rows,
+      rowLength: this.rowLength,
+      kvUsage: held / (this.rows * this.rowLength),
+      cachedRows,
+      ...this.counters,
+      weightsVersion: this.version,
+    }
+  }
+
+  /** Rejects every queued and running request (with an `InvalidArgumentError` saying so) and frees the decoder. */
+  dispose(): void {
+    if (this.disposed) return
+    this.disposed = true
+    const gone = new InvalidArgumentError({ argument: 'engine', value: 'disposed', message: 'was disposed while the request ran' })
+    for (const request of [...this.waiting]) this.cancel(request, gone)
+    for (const slot of this.slots) if (slot.state === 'running') this.cancel(slot.request, gone)
+    if (!this.running) this.releaseDecoder()
+  }
+
+  private releaseDecoder(): void {
+    this.decoder?.dispose()
+    this.decoder = undefined
+    this.slots.fill({ state: 'free' })
+  }
+
+  private cancel(request: Request, reason: unknown): void {
+    const index = this.waiting.indexOf(request)
+    if (index >= 0) this.waiting.splice(index, 1)
+    else if (request.slot >= 0 && this.slots[request.slot]?.state === 'running') {
+      // Its keys and values so far stay for reuse.
+      this.slots[request.slot] = { state: 'cached', tokens: request.tokens, held: request.held, used: this.clock++ }
+    } else return
+    this.counters.aborted++
+    this.settle(request)
+    request.reject(reason)
+  }
+
+  private settle(request: Request): void {
+    if (request.abort !== undefined) request.signal?.removeEventListener('abort', request.abort)
+  }
+
+  private start(): void {
+    if (this.running) return
+    this.running = true
+    void this.loop()
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      while (!this.disposed && (this.waiting.length > 0 || this.slots.some((slot) => slot.state === 'running'))) {
+        this.iterate()
+        await yieldToEventLoop() // new requests, aborts, timers and I/O come in here
+      }
+    } catch (error) {
+      // A failure of the decoder (out of memory) fails every request in flight, never hangs them.
+      for (const request of [...this.waiting]) this.cancel(request, error)
+      for (const slot of this.slots) if (slot.state === 'running') this.cancel(slot.request, error)
+      this.releaseDecoder()
+    } finally {
+      this.running = false
+      if (this.disposed) this.releaseDecoder()
+      else if (this.waiting.length > 0) this.start()
+    }
+  }
+
+  /** One scheduler iteration: new weights, admission, a prefill budget, one decode step. */
+  private iterate(): void {
+    this.refreshWeights()
+    this.admit()
+    this.prefill()
+    this.decode()
+  }
+
+  private refreshWeights(): void {
+    if (this.decoder?.weightsCurrent()) return
+    const fresh = this.decoder !== undefined
+    this.decoder?.dispose()
+    this.decoder = undefined
+    this.decoder = new HostDecoder(this.model, this.rows, this.rowLength, { prefillLength: this.options.prefillChunkTokens })
+    if (!fresh) return
+    this.version++
+    this.slots.forEach((slot, index) => {
+      if (slot.state === 'running')
+        slot.request.held = 0 // recomputed on the new weights
+      else this.slots[index] = { state: 'free' }
+    })
+  }
+
+  /** Gives waiting requests rows, in arrival order, each from the longest prefix of its prompt a row holds. */
+  private admit(): void {
+    while (this.waiting.length > 0) {
+      const request = this.waiting[0]!
+      const found = this.options.prefixCaching ? this.longestPrefix(request) : undefined
+      let slot: number
+      let reuse = 0
+      if (found !== undefined && this.slots[found.slot]!.state === 'cached') {
+        slot = found.slot // continue in the row itself
+        reuse = found.length
+      } else {
+        const free = this.freeSlot()
+        if (free === undefined) return
+        slot = free
+        if (found !== undefined) {
+          this.decoder!.copyPositions(found.slot, slot, found.length)
+          reuse = found.length
+        }
+      }
+      this.waiting.shift()
+      request.slot = slot
+      request.held = reuse
+      request.reused = reuse
+      this.counters.promptTokens += request.promptLength
+      this.counters.reusedPromptTokens += reuse
+      this.slots[slot] = { state: 'running', request }
+    }
+  }
+
+  /**
+   * The row holding the longest prefix of the request's prompt (at most its length less one: the last token is fed to
+   * get the first logits), preferring a cached row on ties; undefined when none holds a token of it.
+   */
+  private longestPrefix(request: Request): { slot: number; length: number } | undefined {
+    let best: { slot: number; length: number } | undefined
+    const prompt = request.tokens
+    const limit = request.promptLength - 1
+    this.slots.forEach((slot, index) => {
+      if (slot.state === 'free') return
+      const tokens = slot.state === 'running' ? slot.request.tokens : slot.tokens
+      const held = Math.min(slot.state === 'running' ? slot.request.held : slot.held, limit)
+      let length = 0
+      while (length < held && tokens[length] === prompt[length]) length++
+      if (length === 0) return
+      if (best === undefined || length > best.length || (length === best.length && slot.state === 'cached')) best = { slot: index, length }
+    })
+    return best
+  }
+
+  /** A free row, else the least recently used cached one; undefined when every row runs. */
+  private freeSlot(): number | undefined {
+    let oldest: number | undefined
+    let oldestUse = Number.POSITIVE_INFINITY
+    for (let index = 0; index < this.slots.length; index++) {
+      const slot = this.slots[index]!
+      if (slot.state === 'free') return index
+      if (slot.state === 'cached' && slot.used < oldestUse) {
+        oldest = index
+        oldestUse = slot.used
+      }
+    }
+    return oldest
+  }
+
+  /** Computes up to `prefillChunkTokens` tokens of the running requests that hold less than all but their last token. */
+  private prefill(): void {
+    let budget = this.options.prefillChunkTokens
+    const running: Request[] = []
+    for (const slot of this.slots) if (slot.state === 'running') running.push(slot.request)
+    running.sort((a, b) => a.order - b.order) // first come, first served
+    for (const request of running) {
+      if (budget === 0) return
+      const missing = request.tokens.length - 1 - request.held
+      if (missing <= 0) continue
+      const count = Math.min(missing, budget)
+      this.decoder!.extend(request.slot, Int32Array.from(request.tokens.slice(request.held, request.held + count)), request.held)
+      request.held += count
+      budget -= count
+      this.counters.computedTokens += count
+    }
+  }
+
+  /** One decode step of every running request holding all but its last token; samples each one's next token. */
+  private decode(): void {
+    const ready: Request[] = []
+    for (const slot of this.slots) if (slot.state === 'running' && slot.request.held === slot.request.tokens.length - 1) ready.push(slot.request)
+    if (ready.length === 0) return
+    const logits = this.decoder!.stepRows(
+      Int32Array.from(ready, (request) => request.slot),
+      Int32Array.from(ready, (request) => request.tokens[request.held]!),
+      Int32Array.from(ready, (request) => request.held),
+    )
+    this.counters.decodeSteps++
+    this.counters.computedTokens += ready.length
+    const { vocabSize } = this.model.config
+    ready.forEach((request, index) => {
+      request.held++
+      this.sample(request, logits, index * vocabSize)
+    })
+  }
+
+  private sample(request: Request, logits: Float32Array, offset: number): void {
+    const { row } = request
+    const tokenizer = this.options.tokenizer
+    const { token, logprob } = sampleToken(logits, offset, this.model.config.vocabSize, row.sampling, row.random)
+    request.firstToken ??= performance.now()
+    request.tokens.push(token)
+    request.generated.push(token)
+    request.logprobs.push(logprob)
+    request.versions.push(this.version)
+    this.counters.generatedTokens++
+    if (row.stopTokenIds.has(token)) request.finishReason = 'stop'
+    else if (row.stopStrings.length > 0) {
+      const text = tokenizer!.decode(request.generated)
+      const cut = firstStop(text, row.stopStrings)
+      if (cut !== undefined) {
+        request.finishReason = 'stop'
+        request.text = text.slice(0, cut)
+      }
+    }
+    if (request.finishReason === undefined && request.generated.length >= row.maxNewTokens) request.finishReason = 'length'
+    if (request.stream !== undefined) {
+      const piece = request.finishReason === undefined ? request.stream.push(token) : request.stream.finish(this.finalText(request))
+      if (piece !== '') request.onText!(piece)
+    }
+    if (request.finishReason !== undefined) this.finish(request)
+  }
+
+  private finalText(request: Request): string {
+    if (request.text !== undefined) return request.text
+    const last = request.generated[request.generated.length - 1]
+    const ids = last !== undefined && request.row.stopTokenIds.has(last) ? request.generated.slice(0, -1) : request.generated
+    return this.options.tokenizer!.decode(ids)
+  }
+
+  private finish(request: Request): void {
+    this.slots[request.slot] = { state: 'cached', tokens: request.tokens, held: request.held, used: this.clock++ }
+    const now = performance.now()
+    this.counters.finished++
+    this.counters.timeToFirstTokenSeconds += (request.firstToken! - request.submitted) / 1000
+    this.counters.requestSeconds += (now - request.submitted) / 1000
+    this.settle(request)
+    const sequence: EngineSequence = {
+      promptIds: Int32Array.from(request.row.promptIds),
+      tokenIds: Int32Array.from(request.generated),
+      logprobs: Float32Array.from(request.logprobs),
+      finishReason: request.finishReason!,
+      weightsVersions: Int32Array.from(request.versions),
+      reusedPromptTokens: request.reused,
+    }
+    if (this.options.tokenizer !== undefined) sequence.text = this.finalText(request)
+    request.resolve(sequence)
+  }
+}
