@@ -5,13 +5,14 @@ import { gamesSuite, kuhnSuite, transferSuite } from './evaluation/evaluation-su
 import { disaggregatedSuite } from './disaggregated/disaggregated-suite.js'
 import { collectionSuite } from './perf/collection-suite.js'
 import { decodeSuite } from './perf/decode-suite.js'
+import { engineSuite } from './perf/engine-suite.js'
 import { kernelsSuite } from './perf/kernels-suite.js'
 import { tokenizerSuite } from './perf/tokenizer-suite.js'
 import { trainStepSuite } from './perf/train-step-suite.js'
 import { scaleSuite } from './scale/scale-suite.js'
 
 /**
- * Every suite by name. Speed: `kernels`, `tokenizer`, `train-step`, `decode`, `collection`, `disaggregated` (ratios against peers
+ * Every suite by name. Speed: `kernels`, `tokenizer`, `train-step`, `decode`, `collection`, `engine`, `disaggregated` (ratios against peers
  * measured side by side in one run). Evaluation: `games` (win rates with 95% Wilson intervals), `kuhn` (exact
  * exploitability), `transfer` (SPIRAL's transfer table).
  */
@@ -21,6 +22,7 @@ export const benchSuites: Readonly<Record<string, BenchSuite>> = Object.freeze({
   'train-step': trainStepSuite,
   decode: decodeSuite,
   collection: collectionSuite,
+  engine: engineSuite,
   scale: scaleSuite,
   disaggregated: disaggregatedSuite,
   games: gamesSuite,

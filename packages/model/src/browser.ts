@@ -83,7 +83,7 @@ export { applyLora, loraOptionsSchema, type LoraAdapters, type LoraConfig, type 
 
 // Policy
 export { checkVocabularyFits } from './policy/check-vocabulary-fits.js'
-export { createLocalPolicy, localPolicyOptionsSchema, type LocalPolicyOptions } from './policy/create-local-policy.js'
+export { createLocalPolicy, localPolicyOptionsSchema, type LocalPolicy, type LocalPolicyOptions } from './policy/create-local-policy.js'
 export { createPromptEncoder, type PromptEncoderOptions } from './policy/prompt-encoder.js'
 
 // Optimizer, gradient clipping, schedules, training checkpoints (src/training)

@@ -79,13 +79,17 @@ describe('GenerationEngine', () => {
   })
 
   it("computes a group's shared prompt once (a GRPO group of 8) and reuses a multi-turn episode's conversation", async () => {
-    const engine = new GenerationEngine(model, { maxSequenceLength: 128, maxRows: 8 })
+    const engine = new GenerationEngine(model, { maxSequenceLength: 128, maxRows: 9 })
     try {
+      const busy = engine.submit(row(prompt(3, 99), { maxNewTokens: 30 })) // the loop runs: the group is admitted in one iteration
+      await new Promise((resolve) => setImmediate(resolve))
       const groupPrompt = prompt(40, 9)
       const group = await Promise.all(Array.from({ length: 8 }, (_, index) => engine.submit(row(groupPrompt, { seed: index, maxNewTokens: 6 }))))
+      await busy
       const stats = engine.stats()
-      expect(stats.promptTokens).toBe(8 * 40)
+      expect(stats.promptTokens).toBe(3 + 8 * 40)
       expect(stats.reusedPromptTokens).toBe(7 * 39)
+      expect(stats.computedTokens).toBe(2 + 39 + 30 + 8 * 6) // prompts (less their last token) once, then every fed token
       expect(group.map((sequence) => sequence.reusedPromptTokens)).toEqual([0, 39, 39, 39, 39, 39, 39, 39])
       // The next turn: the conversation so far plus new tokens.
       const first = group[3]!

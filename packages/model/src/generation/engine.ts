@@ -91,6 +91,10 @@ export interface EngineStats {
   timeToFirstTokenSeconds: number
   /** Sum of the finished requests' times from `submit` to their end, in seconds. */
   requestSeconds: number
+  /** Time spent computing prompts (and recomputing sequences after new weights), in seconds. */
+  prefillSeconds: number
+  /** Time spent in decode steps and sampling, in seconds. */
+  decodeSeconds: number
 }
 
 interface Request {
@@ -105,6 +109,8 @@ interface Request {
   logprobs: number[]
   versions: number[]
   reused: number
+  /** A running request still computing the prefix this one shares: copied from its row once it holds it. */
+  follow: { donor: Request; length: number } | undefined
   finishReason: FinishReason | undefined
   text: string | undefined
   stream: ReturnType<typeof createTextStream> | undefined
@@ -162,6 +168,8 @@ export class GenerationEngine {
     decodeSteps: 0,
     timeToFirstTokenSeconds: 0,
     requestSeconds: 0,
+    prefillSeconds: 0,
+    decodeSeconds: 0,
   }
 
   constructor(
@@ -248,6 +256,7 @@ export class GenerationEngine {
         logprobs: [],
         versions: [],
         reused: 0,
+        follow: undefined,
         finishReason: undefined,
         text: undefined,
         stream: onText === undefined ? undefined : createTextStream(this.options.tokenizer!, row.stopStrings),
@@ -353,8 +362,12 @@ export class GenerationEngine {
   private iterate(): void {
     this.refreshWeights()
     this.admit()
+    const started = performance.now()
     this.prefill()
+    const prefilled = performance.now()
     this.decode()
+    this.counters.prefillSeconds += (prefilled - started) / 1000
+    this.counters.decodeSeconds += (performance.now() - prefilled) / 1000
   }
 
   private refreshWeights(): void {
@@ -372,53 +385,78 @@ export class GenerationEngine {
     })
   }
 
-  /** Gives waiting requests rows, in arrival order, each from the longest prefix of its prompt a row holds. */
+  /**
+   * Gives waiting requests rows, in arrival order, each from the longest prefix of its prompt a row holds or a running
+   * request will hold once its prompt is computed (then it follows that request and copies the prefix when it is there).
+   */
   private admit(): void {
     while (this.waiting.length > 0) {
       const request = this.waiting[0]!
       const found = this.options.prefixCaching ? this.longestPrefix(request) : undefined
       let slot: number
-      let reuse = 0
       if (found !== undefined && this.slots[found.slot]!.state === 'cached') {
         slot = found.slot // continue in the row itself
-        reuse = found.length
+        request.held = found.length
       } else {
         const free = this.freeSlot()
         if (free === undefined) return
         slot = free
         if (found !== undefined) {
-          this.decoder!.copyPositions(found.slot, slot, found.length)
-          reuse = found.length
+          const donor = (this.slots[found.slot] as { request: Request }).request
+          request.follow = { donor, length: found.length }
         }
       }
       this.waiting.shift()
       request.slot = slot
-      request.held = reuse
-      request.reused = reuse
       this.counters.promptTokens += request.promptLength
-      this.counters.reusedPromptTokens += reuse
       this.slots[slot] = { state: 'running', request }
+      this.copyFollowed(request)
     }
   }
 
+  /** Copies a following request's prefix from its donor's row once the donor holds it; stops following a donor that left. */
+  private copyFollowed(request: Request): void {
+    const { follow } = request
+    if (follow === undefined) {
+      if (request.held > 0 && request.reused === 0) this.countReuse(request, request.held) // took over a cached row
+      return
+    }
+    const { donor, length } = follow
+    const donorRunning = donor.slot >= 0 && this.slots[donor.slot]?.state === 'running' && (this.slots[donor.slot] as { request: Request }).request === donor
+    if (donorRunning && donor.held < length) return // not there yet
+    request.follow = undefined
+    if (!donorRunning) return // aborted: this request computes its prompt itself
+    this.decoder!.copyPositions(donor.slot, request.slot, length)
+    request.held = length
+    this.countReuse(request, length)
+  }
+
+  private countReuse(request: Request, length: number): void {
+    request.reused = length
+    this.counters.reusedPromptTokens += length
+  }
+
   /**
-   * The row holding the longest prefix of the request's prompt (at most its length less one: the last token is fed to
-   * get the first logits), preferring a cached row on ties; undefined when none holds a token of it.
+   * The row holding, or running a request that will hold, the longest prefix of the request's prompt (at most its
+   * length less one: the last token is fed to get the first logits), preferring a cached row, then one holding it
+   * already, on ties; undefined when none has a token of it.
    */
   private longestPrefix(request: Request): { slot: number; length: number } | undefined {
-    let best: { slot: number; length: number } | undefined
+    let best: { slot: number; length: number; rank: number } | undefined
     const prompt = request.tokens
     const limit = request.promptLength - 1
     this.slots.forEach((slot, index) => {
       if (slot.state === 'free') return
+      if (slot.state === 'running' && slot.request.follow !== undefined) return // its donor is the better source
       const tokens = slot.state === 'running' ? slot.request.tokens : slot.tokens
-      const held = Math.min(slot.state === 'running' ? slot.request.held : slot.held, limit)
+      const known = Math.min(slot.state === 'running' ? slot.request.tokens.length - 1 : slot.held, limit)
       let length = 0
-      while (length < held && tokens[length] === prompt[length]) length++
+      while (length < known && tokens[length] === prompt[length]) length++
       if (length === 0) return
-      if (best === undefined || length > best.length || (length === best.length && slot.state === 'cached')) best = { slot: index, length }
+      const rank = slot.state === 'cached' ? 2 : slot.request.held >= length ? 1 : 0
+      if (best === undefined || length > best.length || (length === best.length && rank > best.rank)) best = { slot: index, length, rank }
     })
-    return best
+    return best === undefined ? undefined : { slot: best.slot, length: best.length }
   }
 
   /** A free row, else the least recently used cached one; undefined when every row runs. */
@@ -442,16 +480,21 @@ export class GenerationEngine {
     const running: Request[] = []
     for (const slot of this.slots) if (slot.state === 'running') running.push(slot.request)
     running.sort((a, b) => a.order - b.order) // first come, first served
+    for (const request of running) if (request.follow !== undefined) this.copyFollowed(request)
+    const parts: { slot: number; tokens: Int32Array; start: number }[] = []
     for (const request of running) {
-      if (budget === 0) return
+      if (budget === 0) break
+      if (request.follow !== undefined) continue
       const missing = request.tokens.length - 1 - request.held
       if (missing <= 0) continue
       const count = Math.min(missing, budget)
-      this.decoder!.extend(request.slot, Int32Array.from(request.tokens.slice(request.held, request.held + count)), request.held)
+      parts.push({ slot: request.slot, tokens: Int32Array.from(request.tokens.slice(request.held, request.held + count)), start: request.held })
       request.held += count
       budget -= count
-      this.counters.computedTokens += count
     }
+    if (parts.length === 0) return
+    this.decoder!.extend(parts)
+    this.counters.computedTokens += this.options.prefillChunkTokens - budget
   }
 
   /** One decode step of every running request holding all but its last token; samples each one's next token. */

@@ -476,63 +476,80 @@ export class HostDecoder {
   }
 
   /**
-   * Feeds `tokens` to row `slot` at positions `start … start + count - 1` (a slot's positions count from its first
-   * token, no padding): each token attends causally to the slot's positions 0 … its own, whose keys and values
-   * (`start` of them already there) it extends. At most `prefillLength` tokens a call; no logits (the engine feeds a
-   * sequence's last token through `stepRows`). `GenerationEngine`'s chunked prefill and its recomputation after new
-   * weights; the products as `prefill`'s, so a token's keys and values do not depend on how its sequence was chunked.
+   * Feeds each part's `tokens` to its row `slot` at positions `start … start + count - 1` (a slot's positions count
+   * from its first token, no padding): each token attends causally to its row's positions 0 … its own, whose keys and
+   * values (`start` of them already there) it extends. The parts' weight products run as one (their tokens are the
+   * product's batch); attention runs per part. At most `prefillLength` tokens a call, a row at most once; no logits
+   * (the engine feeds a sequence's last token through `stepRows`). `GenerationEngine`'s chunked prefill and its
+   * recomputation after new weights; a token's keys and values do not depend on how its sequence was chunked or on
+   * the other parts.
    */
-  extend(slot: number, tokens: Int32Array, start: number): void {
+  extend(parts: readonly { slot: number; tokens: Int32Array; start: number }[]): void {
     const { config } = this.model
     const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = config
     const { arena, x, projected, attended, scores, capacity, projectedWidth } = this
-    const count = tokens.length
-    const end = start + count
-    if (!(slot >= 0 && slot < this.batch) || count === 0 || count > this.prefillLength || !(start >= 0) || end > capacity)
-      throw new RangeError(
-        `HostDecoder.extend: ${count} tokens from position ${start} of row ${slot}, for ${this.batch} rows of ${capacity} positions and at most ${this.prefillLength} tokens a call`,
-      )
+    const total = parts.reduce((sum, part) => sum + part.tokens.length, 0)
+    const seen = new Set<number>()
+    for (const { slot, tokens, start } of parts) {
+      if (!(slot >= 0 && slot < this.batch) || seen.has(slot) || tokens.length === 0 || !(start >= 0) || start + tokens.length > capacity)
+        throw new RangeError(`HostDecoder.extend: ${tokens.length} tokens from position ${start} of row ${slot}, for ${this.batch} rows of ${capacity} positions, each row once`)
+      seen.add(slot)
+    }
+    if (total === 0 || total > this.prefillLength) throw new RangeError(`HostDecoder.extend: ${total} tokens, for 1 … ${this.prefillLength} a call`)
     const groups = heads / keyValueHeads
     const queryWidth = heads * headDim
-    const endPadded = Math.ceil(end / 4) * 4
     const scale = 1 / Math.sqrt(headDim)
-    for (let index = 0; index < count; index++) arena.copyWeightRow(this.weights.embedding, tokens[index]!, hiddenSize, x, index * hiddenSize)
-    const { cos, sin } = this.rotations(Int32Array.from({ length: count }, (_, index) => start + index))
-    for (const layer of this.layers) {
-      this.projectQueryKeyValue(layer, count)
-      for (let index = 0; index < count; index++) this.rotateAndStore(layer, index, slot, start + index, cos, sin)
-      for (let group = 0; group < keyValueHeads; group++) {
-        const block = slot * keyValueHeads + group
-        for (let member = 0; member < groups; member++) {
-          const head = group * groups + member
-          // Scores over every slot to a multiple of 4 (the slots past `end` are masked below): each score then comes from
-          // the SIMD kernel, not from its scalar remainder, whatever the chunk's end.
-          arena.matmul(
-            layer.keys.subarray(block * capacity * headDim),
-            projected.subarray(head * headDim),
-            scores,
-            endPadded,
-            headDim,
-            count,
-            headDim,
-            projectedWidth,
-            capacity,
-          )
-          for (let index = 0; index < count; index++) attentionSoftmax(scores, index * capacity, 0, start + index + 1, endPadded, scale, undefined, 0)
-          arena.matmul(
-            layer.values.subarray(block * headDim * capacity),
-            scores,
-            attended.subarray(head * headDim),
-            headDim,
-            endPadded,
-            count,
-            capacity,
-            capacity,
-            queryWidth,
-          )
-        }
+    const positions = new Int32Array(total)
+    let offset = 0
+    for (const { tokens, start } of parts) {
+      for (let index = 0; index < tokens.length; index++) {
+        arena.copyWeightRow(this.weights.embedding, tokens[index]!, hiddenSize, x, (offset + index) * hiddenSize)
+        positions[offset + index] = start + index
       }
-      this.outputAndMlp(layer, count)
+      offset += tokens.length
+    }
+    const { cos, sin } = this.rotations(positions)
+    for (const layer of this.layers) {
+      this.projectQueryKeyValue(layer, total)
+      let first = 0
+      for (const { slot, tokens, start } of parts) {
+        const count = tokens.length
+        const endPadded = Math.ceil((start + count) / 4) * 4
+        for (let index = 0; index < count; index++) this.rotateAndStore(layer, first + index, slot, start + index, cos, sin)
+        for (let group = 0; group < keyValueHeads; group++) {
+          const block = slot * keyValueHeads + group
+          for (let member = 0; member < groups; member++) {
+            const head = group * groups + member
+            // Scores over every slot to a multiple of 4 (those past the token's own are masked below): each score then
+            // comes from the SIMD kernel, not its scalar remainder, whatever the chunk's end.
+            arena.matmul(
+              layer.keys.subarray(block * capacity * headDim),
+              projected.subarray(first * projectedWidth + head * headDim),
+              scores,
+              endPadded,
+              headDim,
+              count,
+              headDim,
+              projectedWidth,
+              capacity,
+            )
+            for (let index = 0; index < count; index++) attentionSoftmax(scores, index * capacity, 0, start + index + 1, endPadded, scale, undefined, 0)
+            arena.matmul(
+              layer.values.subarray(block * headDim * capacity),
+              scores,
+              attended.subarray(first * queryWidth + head * headDim),
+              headDim,
+              endPadded,
+              count,
+              capacity,
+              capacity,
+              queryWidth,
+            )
+          }
+        }
+        first += count
+      }
+      this.outputAndMlp(layer, total)
     }
   }
 

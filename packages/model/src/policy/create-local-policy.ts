@@ -11,7 +11,7 @@ import {
   type PolicyV1,
 } from '@ludic/core'
 import { z } from 'zod'
-import { GenerationEngine, generationEngineOptionsSchema } from '../generation/engine.js'
+import { type EngineStats, GenerationEngine, generationEngineOptionsSchema } from '../generation/engine.js'
 import { batchContextLength, defaultStopTokenIds, generateRows, type GenerationRow } from '../generation/generate.js'
 import { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
@@ -59,6 +59,12 @@ export const localPolicyOptionsSchema = z
   .strict()
 export type LocalPolicyOptions = z.input<typeof localPolicyOptionsSchema>
 
+/** `createLocalPolicy`'s policy: a `PolicyV1`, and its engine's counters when it runs on one. */
+export interface LocalPolicy extends PolicyV1 {
+  /** The generation engine's counters and state (`options.engine`); undefined without an engine. */
+  engineStats(): EngineStats | undefined
+}
+
 /** Core's `GenerateOptions` of `PolicyV1.generate` (other fields, from a newer core, are ignored). */
 const policyGenerateOptionsSchema = z.object({
   signal: z.instanceof(AbortSignal, { message: 'must be an AbortSignal' }).optional(),
@@ -80,7 +86,7 @@ const policyGenerateOptionsSchema = z.object({
  * model's context is a `ContextLengthError` before anything is generated. `generate`'s options: `signal`
  * stops at the next decode step (rejecting with its reason); `onText` streams each request's new text.
  */
-export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
+export function createLocalPolicy(options: LocalPolicyOptions): LocalPolicy {
   const {
     model,
     tokenizer,
@@ -100,6 +106,7 @@ export function createLocalPolicy(options: LocalPolicyOptions): PolicyV1 {
   return {
     specificationVersion: 'v1',
     id: id ?? `local-${model.config.architecture}`,
+    engineStats: () => engine?.stats(),
     async generate(requests: readonly GenerationRequest[], options: GenerateOptions = {}): Promise<Completion[]> {
       const parsed = parseArgument(z.array(generationRequestSchema), requests, 'requests')
       const { signal, onText } = parseArgument(policyGenerateOptionsSchema, options, 'options')
