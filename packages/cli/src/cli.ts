@@ -234,7 +234,8 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .option('--model-id <name>', "the model name clients send (default: the directory's or repo's name)")
     .option('--api-key <key>', 'require Authorization: Bearer <key> (default: LUDIC_API_KEY, else none)')
     .option('--chat-template <file>', "a Jinja chat template file, instead of the tokenizer's")
-    .option('--max-batch <n>', 'requests generated together', integer('--max-batch', 1), 16)
+    .option('--max-batch <n>', 'requests generated together (with --engine: the rows decoded together)', integer('--max-batch', 1), 16)
+    .option('--engine', 'generate with continuous batching and shared prompt prefixes (a long request does not hold short ones back); Llama-style models')
     .option('--enable-lora', "take LoRA adapters at run time (vLLM's POST /v1/load_lora_adapter and /v1/unload_lora_adapter); needs --lora-root")
     .option('--lora-root <dir>', 'a directory clients may load LoRA adapters from, symbolic links resolved (repeatable; required with --enable-lora)', collect)
     .option('--max-loras <n>', 'LoRA adapters held at once, with --enable-lora', integer('--max-loras', 1), 8)
@@ -248,6 +249,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
       examples([
         'ludic serve runs/kuhn-try/model',
         'ludic serve HuggingFaceTB/SmolLM2-135M-Instruct --port 8080',
+        'ludic serve runs/kuhn-try/model --engine --max-batch 64',
         'ludic serve runs/kuhn-try/model --enable-lora --lora-root runs/adapters',
       ]),
     )
@@ -262,6 +264,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
           apiKey?: string
           chatTemplate?: string
           maxBatch: number
+          engine?: boolean
           enableLora?: boolean
           loraRoot?: string[]
           maxLoras: number
@@ -282,6 +285,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
             host: options.host,
             maxTokens: options.maxTokens,
             maxBatch: options.maxBatch,
+            ...(options.engine === true ? { engine: true } : {}),
             ...(options.enableLora === true ? { enableLora: true, maxLoras: options.maxLoras, loraRoots: options.loraRoot ?? [] } : {}),
             ...(options.allowedHost === undefined ? {} : { allowedHosts: options.allowedHost }),
             ...(options.modelId === undefined ? {} : { modelId: options.modelId }),

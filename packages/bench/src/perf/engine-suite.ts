@@ -70,7 +70,10 @@ interface SelfPlayCell {
 }
 
 /** A game's environments, tokenizer, prompt and warm-up examples, as the bench's self-play trains it. */
-function selfPlayGame(game: string, seed: number): { environment: () => EnvironmentV1; tokenizer: Tokenizer; prompt: typeof tersePrompt; examples: { prompt: string; response: string }[]; maxTokens: number } {
+function selfPlayGame(
+  game: string,
+  seed: number,
+): { environment: () => EnvironmentV1; tokenizer: Tokenizer; prompt: typeof tersePrompt; examples: { prompt: string; response: string }[]; maxTokens: number } {
   if (game === negotiationGame) {
     const workload = { turns: 4, warmupGames: 64, vocabSize: 320, invalidPenalty: -3, seed }
     return {
@@ -92,7 +95,14 @@ function selfPlayGame(game: string, seed: number): { environment: () => Environm
 }
 
 /** Plays `episodes` games with one policy in every seat; seconds and the trajectories' turns and tokens. */
-async function collectOnce(policy: PolicyV1, environment: () => EnvironmentV1, prompt: typeof tersePrompt, options: Options, maxTokens: number, engine: boolean) {
+async function collectOnce(
+  policy: PolicyV1,
+  environment: () => EnvironmentV1,
+  prompt: typeof tersePrompt,
+  options: Options,
+  maxTokens: number,
+  engine: boolean,
+) {
   const started = performance.now()
   const result = await collect({
     environments: [environment],
@@ -105,7 +115,10 @@ async function collectOnce(policy: PolicyV1, environment: () => EnvironmentV1, p
   })
   const seconds = (performance.now() - started) / 1000
   const turns = result.trajectories.reduce((total, trajectory) => total + trajectory.turns.length, 0)
-  const tokens = result.trajectories.reduce((total, trajectory) => total + trajectory.turns.reduce((sum, turn) => sum + (turn.completion?.tokenIds.length ?? 0), 0), 0)
+  const tokens = result.trajectories.reduce(
+    (total, trajectory) => total + trajectory.turns.reduce((sum, turn) => sum + (turn.completion?.tokenIds.length ?? 0), 0),
+    0,
+  )
   const signature = JSON.stringify(result.trajectories.map((trajectory) => trajectory.turns.map((turn) => turn.action)))
   return { seconds, turns, tokens, signature }
 }
@@ -178,14 +191,25 @@ interface SamplingCell {
 }
 
 /** The same rows through today's `generate` (one batch, run to its end) and through the engine; medians of `repeats`. */
-async function compareSampling(model: CausalLanguageModel, prompts: Int32Array<ArrayBuffer>[], newTokens: number, options: Options, shape: string, log: (line: string) => void): Promise<SamplingCell> {
+async function compareSampling(
+  model: CausalLanguageModel,
+  prompts: Int32Array<ArrayBuffer>[],
+  newTokens: number,
+  options: Options,
+  shape: string,
+  log: (line: string) => void,
+): Promise<SamplingCell> {
   const times = { batch: [] as number[], engine: [] as number[] }
   let enginePrefill = 0
   for (let repeat = 0; repeat < options.repeats; repeat++) {
     let started = performance.now()
     await generate(model, { inputIds: prompts, maxNewTokens: newTokens, temperature: 1, stopTokenIds: [], seed: options.seed })
     times.batch.push((performance.now() - started) / 1000)
-    const engine = new GenerationEngine(model, { maxRows: prompts.length, maxSequenceLength: Math.max(...prompts.map((ids) => ids.length)) + newTokens, kvCacheBytes: 2 ** 30 })
+    const engine = new GenerationEngine(model, {
+      maxRows: prompts.length,
+      maxSequenceLength: Math.max(...prompts.map((ids) => ids.length)) + newTokens,
+      kvCacheBytes: 2 ** 30,
+    })
     try {
       started = performance.now()
       await Promise.all(rows(prompts, newTokens, options.seed).map((row) => engine.submit(row)))
@@ -253,7 +277,16 @@ export const engineSuite = defineBenchSuite({
           const random = createRandom(options.seed)
           const prompts = Array.from({ length: options.groups }, () => Int32Array.from({ length: options.promptTokens }, () => random.nextInt(320)))
           const grouped = prompts.flatMap((ids) => Array.from({ length: options.groupSize }, () => ids))
-          samplingCells.push(await compareSampling(model, grouped, options.newTokens, options, `grpo ${preset}: ${options.groups} prompts × G ${options.groupSize}, ${options.promptTokens} → +${options.newTokens}`, log))
+          samplingCells.push(
+            await compareSampling(
+              model,
+              grouped,
+              options.newTokens,
+              options,
+              `grpo ${preset}: ${options.groups} prompts × G ${options.groupSize}, ${options.promptTokens} → +${options.newTokens}`,
+              log,
+            ),
+          )
         } finally {
           model.dispose()
         }
@@ -275,7 +308,16 @@ export const engineSuite = defineBenchSuite({
       raw.sampling = samplingCells
       tables.push({
         title: `Sampling: today's generate against the engine, T = 1, no stop token, median of ${options.repeats}, ${runtime.backend}`,
-        columns: ['shape', 'rows', 'generate s', 'engine s', 'engine ÷ generate (time)', 'prompt tokens computed: generate', 'engine', 'engine ÷ generate (prefill work)'],
+        columns: [
+          'shape',
+          'rows',
+          'generate s',
+          'engine s',
+          'engine ÷ generate (time)',
+          'prompt tokens computed: generate',
+          'engine',
+          'engine ÷ generate (prefill work)',
+        ],
         rows: samplingCells.map((cell): BenchCell[] => [
           cell.shape,
           cell.rows,

@@ -55,3 +55,46 @@ describe('ludic serve', () => {
     await expect(client.models.list()).rejects.toThrow()
   })
 })
+
+describe('ludic serve --engine', () => {
+  it('answers a short request (n = 3) while a long one runs, and greedy text as without the engine', async () => {
+    const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny-engine'))
+    const start = async (flags: string[]) => {
+      const { io, controller, stderr } = captureIo()
+      let listening: (url: string) => void = () => {}
+      const url = new Promise<string>((resolve) => {
+        listening = resolve
+      })
+      io.onListening = (address) => listening(address)
+      const exit = runCli(['serve', directory, '--port', '0', '--model-id', 'tiny', '--seed', '1', ...flags], io)
+      return { client: new OpenAI({ baseURL: await url, apiKey: 'not-needed', maxRetries: 0 }), controller, exit, stderr }
+    }
+    const greedy = { model: 'tiny', messages: [{ role: 'user' as const, content: 'hello there' }], max_tokens: 6, temperature: 0 }
+    const plain = await start([])
+    const expected = await plain.client.chat.completions.create(greedy)
+    plain.controller.abort()
+    await plain.exit
+
+    const engine = await start(['--engine', '--max-batch', '4'])
+    expect(engine.stderr()).toContain('generation engine: 4 rows')
+    expect((await engine.client.chat.completions.create(greedy)).choices[0]!.message.content).toBe(expected.choices[0]!.message.content)
+    const finished: string[] = []
+    const long = engine.client.completions.create({ model: 'tiny', prompt: 'a long one', max_tokens: 400, temperature: 1 }).then(() => finished.push('long'))
+    const short = engine.client.completions.create({ model: 'tiny', prompt: 'short', max_tokens: 3, n: 3, temperature: 1 }).then((answer) => {
+      finished.push('short')
+      return answer
+    })
+    expect((await short).choices).toHaveLength(3)
+    await long
+    expect(finished).toEqual(['short', 'long'])
+    engine.controller.abort()
+    expect(await engine.exit).toBe(exitCodes.interrupted)
+  })
+
+  it('is refused with --enable-lora, naming both flags', async () => {
+    const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny-engine-lora'))
+    const { io, stderr } = captureIo()
+    expect(await runCli(['serve', directory, '--port', '0', '--engine', '--enable-lora', '--lora-root', directory], io)).toBe(exitCodes.usage)
+    expect(stderr()).toMatch(/--engine.*--enable-lora/)
+  })
+})

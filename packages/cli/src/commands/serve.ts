@@ -1,6 +1,7 @@
 import { readFile, stat } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import { createLocalPolicy, loadModel, type CausalLanguageModel } from '@ludic/model'
+import { InvalidArgumentError } from '@ludic/core'
+import { createLocalPolicy, loadModel, type CausalLanguageModel, type LocalPolicy, type LocalPolicyOptions } from '@ludic/model'
 import { serveOpenAICompatible, type OpenAICompatibleServer } from '@ludic/rollout'
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { loadTokenizer } from '@ludic/tokenizer'
@@ -24,8 +25,15 @@ export interface ServeOptions {
   apiKey?: string
   /** A file with a Jinja chat template, used instead of the tokenizer's. */
   chatTemplate?: string
-  /** Requests generated together. Default 16. */
+  /** Requests generated together (with `engine`: the engine's rows). Default 16. */
   maxBatch?: number
+  /**
+   * Generate on `@ludic/model`'s `GenerationEngine` (continuous batching: a request joins the running ones as soon as
+   * its prompt is computed and leaves the step it ends, so a long request does not hold short ones back; prompts share
+   * computed prefixes, so `n` samples compute their prompt once). Llama-style models only; not with `enableLora`.
+   * Default false.
+   */
+  engine?: boolean
   /**
    * Take LoRA adapters at run time through vLLM's API (`POST /v1/load_lora_adapter`, `/v1/unload_lora_adapter`;
    * PEFT directories, see `createLocalLoraAdapters`), from the `loraRoots` directories only. Default false.
@@ -72,6 +80,12 @@ export async function serve(
       exitCodes.usage,
     )
   }
+  if (options.engine === true && options.enableLora === true) {
+    throw new CliError(
+      '--engine does not run LoRA adapters yet (an adapter changes the weights its running requests share): drop --engine or --enable-lora',
+      exitCodes.usage,
+    )
+  }
   const loraRoots = (options.loraRoots ?? []).map((root) => resolve(context.cwd, root))
   for (const root of loraRoots) {
     const isDirectory = await stat(root).then(
@@ -90,7 +104,7 @@ export async function serve(
   try {
     const chatTemplate = options.chatTemplate === undefined ? undefined : await readFile(resolve(context.cwd, options.chatTemplate), 'utf8')
     const modelId = options.modelId ?? source.replace(/\/+$/, '').split(/[\\/]/).slice(-2).join('/')
-    const policy = createLocalPolicy({
+    const policy = createServedPolicy(options, {
       model,
       tokenizer,
       id: modelId,
@@ -98,6 +112,7 @@ export async function serve(
       ...(context.seed === undefined ? {} : { seed: context.seed }),
       ...(chatTemplate === undefined ? {} : { chatTemplate }),
     })
+    if (options.engine === true) log(context, `generation engine: ${policy.engineStats()!.rows} rows of ${policy.engineStats()!.rowLength} positions`)
     const apiKey = options.apiKey ?? process.env.LUDIC_API_KEY
     const lora = options.enableLora === true ? createLocalLoraAdapters(model, policy, { roots: loraRoots }) : undefined
     const port = options.port ?? 8000
@@ -109,7 +124,9 @@ export async function serve(
       tokenizer,
       defaultMaxTokens: options.maxTokens ?? 256,
       maxContextTokens: model.maxContextTokens,
-      batching: { windowMs: 5, maxBatchSize: options.maxBatch ?? 16 },
+      // The engine batches requests as they come: each goes to it at once.
+      batching:
+        options.engine === true ? { windowMs: 0, maxBatchSize: 1, maxConcurrentBatches: 1_000_000 } : { windowMs: 5, maxBatchSize: options.maxBatch ?? 16 },
       extraStats: () => ({ tensors: tf.memory().numTensors }),
       ...(apiKey === undefined || apiKey === '' ? {} : { apiKey }),
       ...(onFatalError === undefined ? {} : { onFatalError }),
@@ -130,6 +147,18 @@ export async function serve(
     }
   } catch (error) {
     model.dispose()
+    throw error
+  }
+}
+
+/** The served policy: on the generation engine with `--engine` (its rows `--max-batch`), a model it cannot run refused naming the flag. */
+function createServedPolicy(options: ServeOptions, settings: LocalPolicyOptions): LocalPolicy {
+  if (options.engine !== true) return createLocalPolicy(settings)
+  try {
+    return createLocalPolicy({ ...settings, engine: { maxRows: options.maxBatch ?? 16 } })
+  } catch (error) {
+    if (InvalidArgumentError.isInstance(error) && error.argument === 'options.engine')
+      throw new CliError(`--engine: ${error.message.slice(error.message.indexOf('): ') + 3)}`, exitCodes.usage)
     throw error
   }
 }

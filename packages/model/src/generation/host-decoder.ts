@@ -492,7 +492,9 @@ export class HostDecoder {
     const seen = new Set<number>()
     for (const { slot, tokens, start } of parts) {
       if (!(slot >= 0 && slot < this.batch) || seen.has(slot) || tokens.length === 0 || !(start >= 0) || start + tokens.length > capacity)
-        throw new RangeError(`HostDecoder.extend: ${tokens.length} tokens from position ${start} of row ${slot}, for ${this.batch} rows of ${capacity} positions, each row once`)
+        throw new RangeError(
+          `HostDecoder.extend: ${tokens.length} tokens from position ${start} of row ${slot}, for ${this.batch} rows of ${capacity} positions, each row once`,
+        )
       seen.add(slot)
     }
     if (total === 0 || total > this.prefillLength) throw new RangeError(`HostDecoder.extend: ${total} tokens, for 1 … ${this.prefillLength} a call`)
