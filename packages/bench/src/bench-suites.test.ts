@@ -4,7 +4,19 @@ import { benchSuiteNames, benchSuites, runBenchSuite } from './bench-suites.js'
 
 describe('benchSuites', () => {
   it('holds the speed and evaluation suites, each with a description and an options schema whose defaults parse', () => {
-    expect(benchSuiteNames).toEqual(['kernels', 'tokenizer', 'train-step', 'decode', 'collection', 'scale', 'disaggregated', 'games', 'kuhn', 'transfer'])
+    expect(benchSuiteNames).toEqual([
+      'kernels',
+      'tokenizer',
+      'train-step',
+      'decode',
+      'collection',
+      'engine',
+      'scale',
+      'disaggregated',
+      'games',
+      'kuhn',
+      'transfer',
+    ])
     for (const name of benchSuiteNames) {
       const suite = benchSuites[name]!
       expect(suite.name).toBe(name)

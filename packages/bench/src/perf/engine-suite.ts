@@ -1,7 +1,7 @@
 import { createRandom, deriveSeed, type EnvironmentV1, type PolicyV1 } from '@ludic/core'
 import { createGame } from '@ludic/games'
 import { createLocalPolicy, createModel, generate, GenerationEngine, type CausalLanguageModel, type EngineStats, type GenerationRow } from '@ludic/model'
-import { collect } from '@ludic/rollout'
+import { collect, serveOpenAICompatible } from '@ludic/rollout'
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import type { Tokenizer } from '@ludic/tokenizer'
 import { z } from 'zod'
@@ -16,9 +16,9 @@ const presetSchema = z.enum(['tiny', 'small'])
 export const engineOptionsSchema = z.strictObject({
   /** What to measure: multi-turn self-play collection, GRPO-shaped sampling, large batches. Default: all three. */
   parts: z
-    .array(z.enum(['selfplay', 'grpo', 'batch']))
+    .array(z.enum(['selfplay', 'grpo', 'batch', 'server']))
     .min(1)
-    .default(['selfplay', 'grpo', 'batch']),
+    .default(['selfplay', 'grpo', 'batch', 'server']),
   /** Self-play games. Default: TicTacToe and Simple Negotiation (4 actions). */
   games: z
     .array(z.enum(['tictactoe-v0', 'simple-negotiation-v1']))
@@ -42,6 +42,12 @@ export const engineOptionsSchema = z.strictObject({
   /** Batch part (`small` preset): completions of `batchTokens` tokens at these batch sizes. Default: 32, 64, 128 of 32. */
   batchSizes: z.array(z.number().int().positive().max(1024)).min(1).default([32, 64, 128]),
   batchTokens: z.number().int().positive().max(1024).default(32),
+  /** Server part (tiny preset): short requests (`shortTokens` each) from `clients` clients, and one in `longEvery` asking for `longTokens`. Defaults: 60, 16, 4, 10, 1024. */
+  shortRequests: z.number().int().positive().max(10_000).default(60),
+  shortTokens: z.number().int().positive().max(1024).default(16),
+  clients: z.number().int().positive().max(256).default(4),
+  longEvery: z.number().int().min(2).max(1000).default(10),
+  longTokens: z.number().int().positive().max(1900).default(1024),
   seed: z.number().int().default(0),
   /** Default: `wasm`. */
   backend: z.string().default('wasm'),
@@ -231,6 +237,107 @@ async function compareSampling(
   }
 }
 
+interface ServerCell {
+  mode: 'batch' | 'engine'
+  /** p50 and p95 of the short requests' latencies, alone and beside the long ones, in seconds. */
+  aloneP50: number
+  aloneP95: number
+  mixedP50: number
+  mixedP95: number
+  longRequests: number
+  errors: number
+}
+
+const percentile = (values: readonly number[], fraction: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!
+}
+
+/**
+ * The served tiny model under `clients` clients sending short requests, alone and then with one request in
+ * `longEvery` asking for `longTokens` tokens (sent beside the short ones, each by its own client); the short ones'
+ * latencies. No stop token, so every request runs to its `max_tokens`.
+ */
+async function measureServer(options: Options, log: (line: string) => void): Promise<ServerCell[]> {
+  const examples = randomPlayExamples(['tictactoe-v0'], 50, 100, options.seed)
+  const tokenizer = trainGamesTokenizer(examples, 320)
+  const model = createModel('tiny', { vocabSize: tokenizer.vocabSize, seed: options.seed })
+  const cells: ServerCell[] = []
+  try {
+    for (const mode of ['batch', 'engine'] as const) {
+      const policy = createLocalPolicy({
+        model,
+        tokenizer,
+        chatTemplate: gameChatTemplate,
+        stopTokenIds: [],
+        maxBatch: 16,
+        ...(mode === 'engine' ? { engine: { maxRows: 16 } } : {}),
+      })
+      const server = await serveOpenAICompatible(policy, {
+        modelId: 'tiny',
+        tokenizer,
+        batching: mode === 'engine' ? { windowMs: 0, maxBatchSize: 1, maxConcurrentBatches: 1_000_000 } : { windowMs: 5, maxBatchSize: 16 },
+      })
+      let errors = 0
+      const ask = async (maxTokens: number, index: number): Promise<number> => {
+        const started = performance.now()
+        const response = await fetch(`${server.url}/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'tiny', prompt: `tictactoe X\n${index % 9}`, max_tokens: maxTokens, temperature: 1, seed: index }),
+        })
+        if (!response.ok) {
+          errors++
+          if (errors === 1) log(`[server] ${mode}: HTTP ${response.status}: ${(await response.clone().text()).slice(0, 300)}`)
+        }
+        await response.arrayBuffer()
+        return (performance.now() - started) / 1000
+      }
+      const shorts = async (): Promise<number[]> => {
+        const latencies: number[] = []
+        let next = 0
+        await Promise.all(
+          Array.from({ length: options.clients }, async () => {
+            while (next < options.shortRequests) latencies.push(await ask(options.shortTokens, next++))
+          }),
+        )
+        return latencies
+      }
+      try {
+        await ask(options.shortTokens, 0) // weights to the host
+        const alone = await shorts()
+        const longCount = Math.max(1, Math.round(options.shortRequests / (options.longEvery - 1)))
+        let longsDone = 0
+        const longs = Array.from({ length: longCount }, async (_, index) => {
+          await new Promise((resolve) => setTimeout(resolve, (index * 200) % 1000))
+          await ask(options.longTokens, 10_000 + index)
+          longsDone++
+        })
+        const mixed = await shorts()
+        const longsRunning = longsDone < longCount
+        await Promise.all(longs)
+        log(
+          `[server] ${mode}: short p95 ${percentile(alone, 0.95).toFixed(3)} s alone, ${percentile(mixed, 0.95).toFixed(3)} s with ${longCount} long requests${longsRunning ? '' : ' (they ended before the short ones)'}`,
+        )
+        cells.push({
+          mode,
+          aloneP50: percentile(alone, 0.5),
+          aloneP95: percentile(alone, 0.95),
+          mixedP50: percentile(mixed, 0.5),
+          mixedP95: percentile(mixed, 0.95),
+          longRequests: longCount,
+          errors,
+        })
+      } finally {
+        await server.close()
+      }
+    }
+  } finally {
+    model.dispose()
+  }
+  return cells
+}
+
 /**
  * `engine`: the generation engine (`GenerationEngine`: continuous batching, shared prefixes) against today's batch
  * generation, side by side in one process, same model, weights and seeds: multi-turn self-play collection (128 games,
@@ -330,6 +437,36 @@ export const engineSuite = defineBenchSuite({
         ]),
         notes: [
           "generate: one call with every row (decodePath 'auto'), run to the end; engine: every row submitted at once to a fresh GenerationEngine (weights copied inside the timing, as generate's host path does on its first call). Prompt tokens computed by the engine: its computed tokens less the fed sampled tokens (a group's shared prompt is computed once and copied).",
+        ],
+      })
+    }
+    if (options.parts.includes('server')) {
+      const cells = await measureServer(options, log)
+      raw.server = cells
+      tables.push({
+        title: `Server under a mix: ${options.clients} clients, ${options.shortRequests} requests of ${options.shortTokens} tokens, then the same beside long requests of ${options.longTokens} tokens (one in ${options.longEvery}), tiny preset, ${runtime.backend}`,
+        columns: [
+          'mode',
+          'short p50 alone (s)',
+          'short p95 alone (s)',
+          'short p50 mixed (s)',
+          'short p95 mixed (s)',
+          'p95 mixed ÷ alone',
+          'long requests',
+          'errors',
+        ],
+        rows: cells.map((cell): BenchCell[] => [
+          cell.mode,
+          numberCell(cell.aloneP50, 3),
+          numberCell(cell.aloneP95, 3),
+          numberCell(cell.mixedP50, 3),
+          numberCell(cell.mixedP95, 3),
+          numberCell(cell.mixedP95 / cell.aloneP95, 2),
+          cell.longRequests,
+          cell.errors,
+        ]),
+        notes: [
+          "batch: serveOpenAICompatible over today's createLocalPolicy (5 ms batching window, 16 a batch, one batch at a time); engine: over createLocalPolicy({ engine: { maxRows: 16 } }), each request straight to the engine (as `ludic serve --engine`). No stop token: every request runs to its max_tokens.",
         ],
       })
     }

@@ -127,4 +127,30 @@ describe('the speed suites, smallest options', () => {
     expect(async).toBeGreaterThan(0)
     for (const value of column(report, 'exploitability after')) expect(value).toBeGreaterThan(0)
   })
+
+  it('engine: batch generation against the engine, every part, the shared prompt computed once', async () => {
+    const report = await runBenchSuite('engine', {
+      games: ['tictactoe-v0'],
+      presets: ['tiny'],
+      episodes: 6,
+      repeats: 1,
+      sftSteps: 1,
+      groupSize: 4,
+      groups: 2,
+      promptTokens: 12,
+      newTokens: 3,
+      batchSizes: [4],
+      batchTokens: 2,
+      shortRequests: 6,
+      shortTokens: 2,
+      clients: 2,
+      longEvery: 3,
+      longTokens: 20,
+    })
+    expect(report.tables.map((table) => table.title.split(':')[0])).toEqual(['Self-play collection', 'Sampling', 'Server under a mix'])
+    for (const value of column(report, 'engine ÷ batch')) expect(value).toBeGreaterThan(0)
+    // A group of 4 computes its 12-token prompt once (11 tokens: the last is fed with the first decode step).
+    expect(report.tables[1]!.rows[0]!.slice(5, 7)).toEqual([2 * 4 * 12, 2 * 11])
+    expect(column(report, 'errors', 2)).toEqual([0, 0])
+  })
 })
