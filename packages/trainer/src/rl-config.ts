@@ -1,5 +1,5 @@
 import { policySchema, tokenizerSchema, type AdvantageEstimatorV1, type ChatMessage, type TokenizerV1, type TrajectoryScorerV1 } from '@ludic/core'
-import { CausalLanguageModel, type LearningRateSchedule } from '@ludic/model'
+import { CausalLanguageModel, generationEngineOptionsSchema, type LearningRateSchedule } from '@ludic/model'
 import { klEstimatorSchema, type PolicyLoss } from '@ludic/objectives'
 import { asyncCollectorOptionsSchema, collectOptionsSchema, generationOptionsSchema, type PromptTemplate } from '@ludic/rollout'
 import { z } from 'zod'
@@ -50,6 +50,14 @@ export const rlBatchConfigSchema = z.strictObject({
   concurrency: collectFields.concurrency,
   /** Requests per `generate` batch. Default 64. */
   maxGenerationBatch: z.number().int().positive().default(64),
+  /**
+   * Play the rollout on `@ludic/model`'s `GenerationEngine` (continuous batching: each episode's request joins the
+   * running rows as soon as its prompt is computed and leaves the step it ends, episodes stepped per trajectory; prompts
+   * share computed prefixes): `true` for the engine's defaults (its rows `maxGenerationBatch`), or its options. One
+   * engine for the run, following the weights step to step. Llama-style models and the synchronous rollout only: refused
+   * when the trainer is built otherwise. Default: false (each turn's requests of the episodes in flight as batches).
+   */
+  engine: z.union([z.boolean(), generationEngineOptionsSchema.omit({ tokenizer: true })]).default(false),
   /** Episodes still going after this many turns are truncated. `collect`'s default (64). */
   maxTurns: collectFields.maxTurns,
 })

@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError } from '@ludic/core'
 import { createScriptedPolicy } from '@ludic/core/test'
 import { createGrpo } from '@ludic/advantages'
-import { sequenceLogprobs } from '@ludic/model'
+import { createModel, sequenceLogprobs } from '@ludic/model'
 import { describe, expect, it, vi } from 'vitest'
 import { entropyKeep } from './experience/update.js'
 import { learnerPolicyId, type RlTrainerConfig } from './rl-config.js'
@@ -299,6 +299,28 @@ describe('createRlTrainer', () => {
     model.dispose()
   })
 
+  it('plays the rollout on the generation engine (config.batch.engine): the episodes of batched generation, steps that train', async () => {
+    const batched = createTestModel(5)
+    const onEngine = createTestModel(5)
+    const config = (model: ReturnType<typeof createTestModel>, engine: boolean) =>
+      baseConfig(model, { batch: { episodesPerStep: 8, miniBatchSize: 8, ppoEpochs: 1, maxTokens: 3, engine }, seed: 9 })
+    const a = createRlTrainer(config(batched, false))
+    const b = createRlTrainer(config(onEngine, true))
+    try {
+      const [first, second] = [await a.step(), await b.step()]
+      for (const name of ['reward/pick-v1/player0', 'reward/pick-v1/player1', 'invalidRate', 'responseLength']) expect(second[name], name).toBe(first[name])
+      const tensors = tf.memory().numTensors
+      const later = await b.step() // new weights: the engine copies them and goes on
+      expect(Number.isFinite(later.loss)).toBe(true)
+      expect(tf.memory().numTensors).toBe(tensors)
+    } finally {
+      a.dispose()
+      b.dispose()
+      batched.dispose()
+      onEngine.dispose()
+    }
+  })
+
   it('rejects bad configurations with errors that name the argument', () => {
     const model = createTestModel(4)
     const attempt = (config: unknown) => {
@@ -317,6 +339,19 @@ describe('createRlTrainer', () => {
     expect((attempt({ ...baseConfig(model), checkpointEvery: 3 }) as InvalidArgumentError).argument).toBe('config.runDirectory')
     expect(attempt({ ...baseConfig(model), unknownOption: 1 }) as InvalidArgumentError).toBeInstanceOf(InvalidArgumentError)
     expect((attempt({ ...baseConfig(model), resume: true }) as InvalidArgumentError).argument).toBe('config.runDirectory')
+    const engineWithWorkers = attempt({
+      ...baseConfig(model),
+      environments: undefined,
+      batch: { engine: true },
+      asyncRollout: { setupModule: '/nowhere.js' },
+      recomputeOldLogprobs: true,
+    })
+    expect((engineWithWorkers as InvalidArgumentError).argument).toBe('config.batch.engine')
+    const gpt2 = createModel('tiny', { vocabSize: 259, seed: 1, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
+    const notLlama = attempt({ ...baseConfig(model), model: gpt2, batch: { engine: true } }) as InvalidArgumentError
+    gpt2.dispose()
+    expect(notLlama.argument).toBe('config.batch.engine')
+    expect(notLlama.message).toContain('Llama-style models only (this is gpt2)')
     const smallTokenizer = { ...tokenizer, vocabSize: 300 }
     const mismatch = attempt({ ...baseConfig(model), tokenizer: smallTokenizer }) as InvalidArgumentError
     expect(mismatch.message).toContain('tokenizer has 300 ids, model has 259')

@@ -112,6 +112,13 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
   })
   try {
     // (`config.asyncRollout`'s worker threads are refused here in the browser entry.)
+    if (hooks.rolloutSource !== undefined && parsed.batch.engine !== false) {
+      throw new InvalidArgumentError({
+        argument: 'config.batch.engine',
+        value: parsed.batch.engine,
+        message: "is the config's own rollout's: a rollout source given to the trainer generates its own way (drop one of them)",
+      })
+    }
     rolloutSource = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
     // Refused now, not after a rollout: an off-policy source without recomputed π_old, an estimator's unmet needs.
     refuseUnrunnable(parsed, estimator, { offPolicy: rolloutSource.offPolicy, greedyBaselines: rolloutSource.greedyReturns !== undefined })
@@ -346,6 +353,13 @@ export function checkRlTrainerConfig(config: RlTrainerConfig): void {
 
 /** An off-policy source without recomputed π_old, an estimator whose needs the source and the config do not meet. */
 function refuseUnrunnable(parsed: ParsedRlTrainerConfig, estimator: AdvantageEstimatorV1, source: { offPolicy: boolean; greedyBaselines: boolean }): void {
+  if (parsed.batch.engine !== false && parsed.asyncRollout !== undefined) {
+    throw new InvalidArgumentError({
+      argument: 'config.batch.engine',
+      value: parsed.batch.engine,
+      message: 'runs the synchronous rollout only (the asynchronous workers generate in their threads without it): drop it or config.asyncRollout',
+    })
+  }
   if (source.offPolicy && !parsed.recomputeOldLogprobs) {
     throw new InvalidArgumentError({
       argument: 'config.recomputeOldLogprobs',

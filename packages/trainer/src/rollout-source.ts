@@ -1,5 +1,5 @@
 import { deriveSeed, InvalidArgumentError, type Sample, type Trajectory } from '@ludic/core'
-import { createLocalPolicy, type CausalLanguageModel } from '@ludic/model'
+import { createLocalPolicy, GenerationEngine, type CausalLanguageModel } from '@ludic/model'
 import { collect, type CollectResult } from '@ludic/rollout'
 import { episodeSeeds } from './episode-seeds.js'
 import { seatPolicies } from './opponents.js'
@@ -69,6 +69,8 @@ export function createRolloutSource(context: RolloutSourceContext): RolloutSourc
 function synchronousSource({ config, model }: RolloutSourceContext): RolloutSource {
   const { batch, seed, opponents, rolePolicies } = config
   const mixed = opponents !== undefined || rolePolicies !== undefined
+  // One engine for the run (it follows the weights step to step); made now, so a model it cannot run is refused here.
+  let engine = batch.engine === false ? undefined : createRunEngine(model, config)
   /** The step's episodes with the current weights: `groupSize` each at the batch's temperature, or one greedy. */
   const play = (stepIndex: number, greedy: boolean) => {
     const chatTemplate = config.chatTemplate === undefined ? {} : { chatTemplate: config.chatTemplate }
@@ -79,6 +81,7 @@ function synchronousSource({ config, model }: RolloutSourceContext): RolloutSour
       seed: deriveSeed('ludic.policy', seed, stepIndex),
       id: learnerPolicyId,
       ...chatTemplate,
+      ...(batch.engine === false ? {} : { engine: (engine ??= createRunEngine(model, config)) }),
     })
     return collect({
       environments: config.environments!,
@@ -89,6 +92,8 @@ function synchronousSource({ config, model }: RolloutSourceContext): RolloutSour
       concurrency: batch.concurrency,
       maxTurns: batch.maxTurns,
       maxBatchSize: batch.maxGenerationBatch,
+      // On the engine each episode steps as soon as its own completion is back.
+      ...(batch.engine === false ? {} : { stepping: 'per-trajectory' as const }),
       ...(config.prompt === undefined ? {} : { prompt: config.prompt }),
       generation: { maxTokens: batch.maxTokens, temperature: greedy ? 0 : batch.temperature },
       samplingSeed: deriveSeed('ludic.sampling', seed, stepIndex),
@@ -109,7 +114,27 @@ function synchronousSource({ config, model }: RolloutSourceContext): RolloutSour
       return new Map(result.trajectories.map((trajectory) => [trajectory.groupId, trajectory.returns]))
     },
     updated() {},
-    async close() {},
+    async close() {
+      engine?.dispose() // its host copy of the weights; the next step makes a new one
+      engine = undefined
+    },
+  }
+}
+
+/** The run's generation engine (`config.batch.engine`; its rows `maxGenerationBatch` unless set); a model it cannot run is refused naming the option. */
+function createRunEngine(model: CausalLanguageModel, config: ParsedRlTrainerConfig): GenerationEngine {
+  const settings = config.batch.engine === true ? {} : (config.batch.engine as Exclude<typeof config.batch.engine, boolean>)
+  try {
+    return new GenerationEngine(model, { maxRows: config.batch.maxGenerationBatch, ...settings, tokenizer: config.tokenizer })
+  } catch (error) {
+    if (InvalidArgumentError.isInstance(error) && error.argument === 'model')
+      throw new InvalidArgumentError({
+        argument: 'config.batch.engine',
+        value: config.batch.engine,
+        message: error.message.slice(error.message.indexOf('): ') + 3),
+        cause: error,
+      })
+    throw error
   }
 }
 

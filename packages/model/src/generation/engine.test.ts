@@ -56,7 +56,7 @@ describe('GenerationEngine', () => {
     }
   })
 
-  it("gives a request the same samples, bit for bit, alone, among others, chunked, or from another row's prefix", async () => {
+  it("gives a request the same samples, bit for bit, alone, among others, chunked, from another row's prefix, or on two threads", async () => {
     const request = () => row(prompt(23, 7), { seed: 42, maxNewTokens: 20 })
     const alone = new GenerationEngine(model, { maxSequenceLength: 64, prefixCaching: false })
     const crowded = new GenerationEngine(model, { maxSequenceLength: 64, maxRows: 6 })
@@ -71,6 +71,12 @@ describe('GenerationEngine', () => {
       expect(shared.reusedPromptTokens).toBe(22)
       expect(plain(shared)).toEqual(reference)
       expect(plain(await chunked.submit(request()))).toEqual(reference)
+      const threaded = new GenerationEngine(model, { maxSequenceLength: 64, threads: 2 })
+      try {
+        expect(plain(await threaded.submit(request()))).toEqual(reference)
+      } finally {
+        threaded.dispose()
+      }
     } finally {
       alone.dispose()
       crowded.dispose()

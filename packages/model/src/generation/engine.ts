@@ -34,6 +34,11 @@ export const generationEngineOptionsSchema = z.strictObject({
    * a new request from the longest prefix of its prompt held by any row (running or finished). Default: true.
    */
   prefixCaching: z.boolean().default(true),
+  /**
+   * Threads sharing the weight products (the calling thread and worker threads over a shared WebAssembly memory, as
+   * `generate`'s `decodeThreads`; the same results bit for bit at any count). Default: 1.
+   */
+  threads: z.number().int().min(1).max(64).default(1),
   /** Decodes `text`, finds stop strings and streams text (`submit`'s `onText`). */
   tokenizer: tokenizerSchema.optional(),
 })
@@ -173,7 +178,8 @@ export class GenerationEngine {
   }
 
   constructor(
-    private readonly model: CausalLanguageModel,
+    /** The model it generates with (its weights as they are at each step). */
+    readonly model: CausalLanguageModel,
     options: GenerationEngineOptions = {},
   ) {
     this.options = parseArgument(generationEngineOptionsSchema, options, 'options')
@@ -375,7 +381,7 @@ export class GenerationEngine {
     const fresh = this.decoder !== undefined
     this.decoder?.dispose()
     this.decoder = undefined
-    this.decoder = new HostDecoder(this.model, this.rows, this.rowLength, { prefillLength: this.options.prefillChunkTokens })
+    this.decoder = new HostDecoder(this.model, this.rows, this.rowLength, { prefillLength: this.options.prefillChunkTokens, threads: this.options.threads })
     if (!fresh) return
     this.version++
     this.slots.forEach((slot, index) => {

@@ -51,10 +51,13 @@ export const localPolicyOptionsSchema = z
      * prompt is computed and leaves the step it ends; prompts start from the longest prefix a row holds): `true` for the
      * engine's defaults, or its options (its tokenizer is this policy's). Concurrent `generate` calls share it, so
      * requests from many callers (episodes stepped per trajectory, a server's clients) run together; `maxBatch` does not
-     * apply. Llama-style models only: refused here otherwise. Default: false (each call's requests in batches of
-     * `maxBatch`, left-padded, run to the end of the longest).
+     * apply. Or an engine of this model to share (several policies over it, e.g. one a training step, with their own
+     * seeds; its tokenizer must decode as this one). Llama-style models only: refused here otherwise. Default: false (each
+     * call's requests in batches of `maxBatch`, left-padded, run to the end of the longest).
      */
-    engine: z.union([z.boolean(), generationEngineOptionsSchema.omit({ tokenizer: true })]).default(false),
+    engine: z
+      .union([z.boolean(), generationEngineOptionsSchema.omit({ tokenizer: true }), z.instanceof(GenerationEngine, { message: 'must be a GenerationEngine' })])
+      .default(false),
   })
   .strict()
 export type LocalPolicyOptions = z.input<typeof localPolicyOptionsSchema>
@@ -99,7 +102,10 @@ export function createLocalPolicy(options: LocalPolicyOptions): LocalPolicy {
     engine: engineOptions,
   } = parseArgument(localPolicyOptionsSchema, options, 'options')
   checkVocabularyFits(tokenizer, model.config)
-  const engine = engineOptions === false ? undefined : createPolicyEngine(model, tokenizer, engineOptions)
+  if (engineOptions instanceof GenerationEngine && engineOptions.model !== model)
+    throw new InvalidArgumentError({ argument: 'options.engine', value: engineOptions, message: "is another model's engine (give an engine of options.model)" })
+  const engine =
+    engineOptions === false ? undefined : engineOptions instanceof GenerationEngine ? engineOptions : createPolicyEngine(model, tokenizer, engineOptions)
   const encodePrompt = createPromptEncoder(tokenizer, { chatTemplate, splitSpecialTokens, who: 'createLocalPolicy' })
   const seeds = createRandom(seed)
   const stops = new Set(stopTokenIds ?? defaultStopTokenIds(model, tokenizer))
@@ -193,7 +199,7 @@ function contextBatches(rows: readonly GenerationRow[], maxBatch: number, limit:
 function createPolicyEngine(
   model: CausalLanguageModel,
   tokenizer: z.output<typeof localPolicyOptionsSchema>['tokenizer'],
-  settings: true | z.output<typeof localPolicyOptionsSchema>['engine'],
+  settings: true | Exclude<z.output<typeof localPolicyOptionsSchema>['engine'], boolean | GenerationEngine>,
 ): GenerationEngine {
   try {
     return new GenerationEngine(model, { ...(settings === true ? {} : settings), tokenizer })
