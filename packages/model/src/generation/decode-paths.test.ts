@@ -4,9 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyLora } from '../lora/apply-lora.js'
 import { createModel, type CreateModelOptions } from '../model/create-model.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
-import { createRandom } from '@ludic/core'
+import { createRandom, deriveSeed } from '@ludic/core'
 import { sequenceLogprobs } from '../sequence-logprobs.js'
 import { initTestBackend } from '../test/init-test-backend.js'
+import { GenerationEngine } from './engine.js'
 import { chooseDecodePath, generate, generateRows, type GeneratedSequence, type GenerationRow, type ModelGenerateOptions } from './generate.js'
 
 beforeAll(initTestBackend)
@@ -28,12 +29,37 @@ function randomize(model: CausalLanguageModel, pattern: RegExp, seed: number): v
 /** Eight prompts of different lengths (left padding), some of them repeated. */
 const prompts = [[5, 9, 13, 2, 44], [7], [100, 3, 8], [1, 2, 3, 4, 5, 6, 7, 8, 9], [258, 0], [7], [40, 41], [99, 98, 97, 96]].map((row) => Int32Array.from(row))
 
-/** Runs `generate` on every decode path and checks each against `'layers'`: same tokens and finish reasons, log-probs within 1e-4, no tensor left. */
+/** The same rows on a `GenerationEngine` (each row its own sequence, seeds as `generate` derives them). */
+async function engineGenerate(model: CausalLanguageModel, options: Omit<ModelGenerateOptions, 'decodePath'>): Promise<GeneratedSequence[]> {
+  const engine = new GenerationEngine(model, { maxSequenceLength: 64 })
+  try {
+    const seeds = options.seed ?? 0
+    return await Promise.all(
+      options.inputIds!.map((ids, index) =>
+        engine.submit({
+          promptIds: Int32Array.from(ids),
+          sampling: { temperature: options.temperature ?? 1, topK: options.topK ?? 0, topP: options.topP ?? 1, minP: options.minP ?? 0 },
+          maxNewTokens: options.maxNewTokens ?? 32,
+          stopTokenIds: new Set(options.stopTokenIds ?? []),
+          stopStrings: [],
+          random: createRandom(Array.isArray(seeds) ? seeds[index]! : deriveSeed(seeds, index)),
+        }),
+      ),
+    )
+  } finally {
+    engine.dispose()
+  }
+}
+
+/**
+ * Runs `generate` on every decode path, and the rows on the generation engine, and checks each against `'layers'`:
+ * same tokens and finish reasons, log-probs within 1e-4, no tensor left.
+ */
 async function expectPathsAgree(model: CausalLanguageModel, options: Omit<ModelGenerateOptions, 'decodePath'>): Promise<GeneratedSequence[]> {
   const before = tf.memory().numTensors
   const reference = await generate(model, { ...options, decodePath: 'layers' })
-  for (const decodePath of ['fused', 'host', 'auto'] as const) {
-    const result = await generate(model, { ...options, decodePath })
+  for (const decodePath of ['fused', 'host', 'auto', 'engine'] as const) {
+    const result = decodePath === 'engine' ? await engineGenerate(model, options) : await generate(model, { ...options, decodePath })
     expect(tf.memory().numTensors).toBe(before)
     expect(result.map((sequence) => [...sequence.tokenIds])).toEqual(reference.map((sequence) => [...sequence.tokenIds]))
     expect(result.map((sequence) => sequence.finishReason)).toEqual(reference.map((sequence) => sequence.finishReason))
