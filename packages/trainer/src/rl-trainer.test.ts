@@ -351,7 +351,7 @@ describe('createRlTrainer', () => {
     const notLlama = attempt({ ...baseConfig(model), model: gpt2, batch: { engine: true } }) as InvalidArgumentError
     gpt2.dispose()
     expect(notLlama.argument).toBe('config.batch.engine')
-    expect(notLlama.message).toContain('Llama-style models only (this is gpt2)')
+    expect(notLlama.message).toContain('Llama-style models only (Llama, Qwen2, Qwen3, Mistral; this is gpt2)')
     const smallTokenizer = { ...tokenizer, vocabSize: 300 }
     const mismatch = attempt({ ...baseConfig(model), tokenizer: smallTokenizer }) as InvalidArgumentError
     expect(mismatch.message).toContain('tokenizer has 300 ids, model has 259')

@@ -138,6 +138,39 @@ describe('decode paths', () => {
     }
   })
 
+  it("the generation engine gives the layer-by-layer path's tokens and log-probs for Qwen3's query/key norms and Mistral's sliding window", async () => {
+    const qwen3 = tinyModel(15, { architecture: 'qwen3', queryKeyNorm: true, attentionBias: false })
+    const mistral = tinyModel(16, { architecture: 'mistral', slidingWindow: 4 })
+    try {
+      randomize(qwen3, /_norm\.weight$/, 90) // q_norm and k_norm start at one: make them matter
+      for (const model of [qwen3, mistral]) {
+        for (const options of [
+          { inputIds: prompts, maxNewTokens: 10, temperature: 0, stopTokenIds: [] },
+          { inputIds: prompts, maxNewTokens: 10, temperature: 0.9, topK: 30, seed: 5, stopTokenIds: [] },
+        ]) {
+          const reference = await generate(model, { ...options, decodePath: 'layers' })
+          const result = await engineGenerate(model, options)
+          expect(result.map((sequence) => [...sequence.tokenIds])).toEqual(reference.map((sequence) => [...sequence.tokenIds]))
+          result.forEach((sequence, row) =>
+            sequence.logprobs.forEach((logprob, index) => expect(Math.abs(logprob - reference[row]!.logprobs[index]!)).toBeLessThan(1e-4)),
+          )
+        }
+      }
+      // The window matters: the same weights without it decode otherwise.
+      const unwindowed = tinyModel(16, { architecture: 'mistral', slidingWindow: null })
+      try {
+        const options = { inputIds: prompts, maxNewTokens: 10, temperature: 0, stopTokenIds: [] }
+        const [windowed, plain] = [await engineGenerate(mistral, options), await engineGenerate(unwindowed, options)]
+        expect(windowed.map((sequence) => [...sequence.tokenIds])).not.toEqual(plain.map((sequence) => [...sequence.tokenIds]))
+      } finally {
+        unwindowed.dispose()
+      }
+    } finally {
+      qwen3.dispose()
+      mistral.dispose()
+    }
+  })
+
   it("'auto' decodes small models on the host on CPU backends, and not where the weights and cache would pass 1 GiB", () => {
     expect(chooseDecodePath(model, 8, 100)).toBe('host')
     expect(chooseDecodePath(model, 4096, 2048)).toBe('fused') // 4096 rows × 2048 positions of keys and values

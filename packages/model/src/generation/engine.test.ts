@@ -207,7 +207,7 @@ describe('GenerationEngine', () => {
   it('refuses what it cannot run when built or submitted, by name', async () => {
     const gpt2 = createModel('tiny', { vocabSize, seed: 1, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
     try {
-      expect(() => new GenerationEngine(gpt2)).toThrow(/Llama-style models only \(this is gpt2\)/)
+      expect(() => new GenerationEngine(gpt2)).toThrow(/Llama-style models only \(Llama, Qwen2, Qwen3, Mistral; this is gpt2\)/)
     } finally {
       gpt2.dispose()
     }

@@ -2,7 +2,6 @@ import { InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
-import { fusedDecoderSupports } from './fused-decoder.js'
 import { createTextStream, firstStop, type GeneratedSequence, type GenerationRow } from './generate.js'
 import { HostDecoder, hostDecoderFloats } from './host-decoder.js'
 import { sampleToken } from './sampling.js'
@@ -147,9 +146,9 @@ type Slot = { state: 'free' } | { state: 'running'; request: Request } | { state
  * `weightsVersion` it was sampled under; cached rows are dropped.
  *
  * Sampling is per request (its own `Random`) and each row's logits depend on its own tokens only, so a request's
- * samples do not depend on what else runs: the same as the request run alone, bit for bit. Llama-style models only
- * (refused here otherwise, as the host decoder's): GPT-2, Qwen3's query/key norms and sliding windows shorter than
- * `maxSequenceLength` are refused by name. One thread; between iterations it yields to the event loop.
+ * samples do not depend on what else runs: the same as the request run alone, bit for bit. Llama-style models (Llama,
+ * Qwen2's biases, Qwen3's query/key norms, Mistral's sliding window); GPT-2 is refused by name. Between iterations it
+ * yields to the event loop.
  */
 export class GenerationEngine {
   private readonly options: z.output<typeof generationEngineOptionsSchema>
@@ -186,11 +185,11 @@ export class GenerationEngine {
     const { config } = model
     const rowLength = this.options.maxSequenceLength ?? Math.min(model.maxContextTokens, 2048)
     checkContextLength(model, rowLength, { argument: 'options.maxSequenceLength', value: rowLength, what: `maxSequenceLength (${rowLength})` })
-    if (!fusedDecoderSupports(model, rowLength)) {
+    if (config.architecture === 'gpt2') {
       throw new InvalidArgumentError({
         argument: 'model',
         value: config.architecture,
-        message: `the generation engine runs Llama-style models only (this is ${config.architecture}${config.queryKeyNorm ? ' with query/key norms' : ''}${config.slidingWindow === null ? '' : `, sliding window ${config.slidingWindow} < maxSequenceLength ${rowLength}`}): use generate()`,
+        message: `the generation engine runs Llama-style models only (Llama, Qwen2, Qwen3, Mistral; this is ${config.architecture}): use generate()`,
       })
     }
     const rowBytes = 2 * 4 * config.numHiddenLayers * config.numKeyValueHeads * config.headDim * Math.ceil(rowLength / 4) * 4

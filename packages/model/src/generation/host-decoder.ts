@@ -20,7 +20,8 @@ function hostWeightFloats(config: ModelConfig): number {
   const weights = queryKeyValueWidth * hiddenSize + hiddenSize * heads * headDim + 3 * intermediateSize * hiddenSize
   const biasesAndNorms = queryKeyValueWidth + hiddenSize + 2 * intermediateSize + hiddenSize + 2 * hiddenSize
   const outputs = 2 * vocabSize * hiddenSize + vocabSize + hiddenSize + 4 * 4 // embedding, untied head, its bias, final norm
-  return numHiddenLayers * (weights + biasesAndNorms + 8 * 4) + outputs
+  const queryKeyNorms = config.queryKeyNorm ? 2 * (Math.ceil(headDim / 4) * 4) : 0 // Qwen3's q_norm and k_norm, [headDim] each
+  return numHiddenLayers * (weights + biasesAndNorms + queryKeyNorms + 8 * 4) + outputs
 }
 
 /** The floats of one generation's keys, values and scratch for `batch` rows of `capacity` positions (a prefill of `prefillLength` tokens). */
@@ -44,6 +45,9 @@ function generationFloats(config: ModelConfig, batch: number, capacity: number, 
  */
 interface HostLayerWeights {
   attentionNorm: Float32Array
+  /** Qwen3's RMSNorm weights of each query and key head (`[headDim]`), applied before RoPE; undefined without them. */
+  queryNorm: Float32Array | undefined
+  keyNorm: Float32Array | undefined
   /** `[(heads + 2 · kvHeads) · headDim, hidden]`: q, k and v. */
   queryKeyValue: Float32Array
   queryKeyValueBias: Float32Array | undefined
@@ -174,8 +178,8 @@ function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options
       })
       return joined
     }
-    const norm = (name: string) => {
-      const weight = arena.allocate(hiddenSize)
+    const norm = (name: string, width = hiddenSize) => {
+      const weight = arena.allocate(width)
       weight.set(parameter(name))
       return weight
     }
@@ -186,6 +190,8 @@ function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options
       const mlp = ['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)
       layers.push({
         attentionNorm: norm(`${prefix}.input_layernorm.weight`),
+        queryNorm: config.queryKeyNorm ? norm(`${prefix}.self_attn.q_norm.weight`, headDim) : undefined,
+        keyNorm: config.queryKeyNorm ? norm(`${prefix}.self_attn.k_norm.weight`, headDim) : undefined,
         queryKeyValue: stack(attention, hiddenSize),
         queryKeyValueBias: joinBiases(attention, [heads * headDim, keyValueHeads * headDim, keyValueHeads * headDim]),
         output: stack([`${prefix}.self_attn.o_proj`], heads * headDim),
@@ -535,7 +541,8 @@ export class HostDecoder {
               projectedWidth,
               capacity,
             )
-            for (let index = 0; index < count; index++) attentionSoftmax(scores, index * capacity, 0, start + index + 1, endPadded, scale, undefined, 0)
+            for (let index = 0; index < count; index++)
+              attentionSoftmax(scores, index * capacity, this.windowStart(start + index), start + index + 1, endPadded, scale, undefined, 0)
             arena.matmul(
               layer.values.subarray(block * headDim * capacity),
               scores,
@@ -589,7 +596,8 @@ export class HostDecoder {
           const query = projected.subarray(index * projectedWidth + group * groups * headDim)
           const rowScores = scores.subarray(index * heads * capacity + group * groups * capacity)
           arena.matmul(layer.keys.subarray(block * capacity * headDim), query, rowScores, lengthPadded, headDim, groups, headDim, headDim, capacity) // as in `extend`
-          for (let member = 0; member < groups; member++) attentionSoftmax(rowScores, member * capacity, 0, length, lengthPadded, scale, undefined, 0)
+          const from = this.windowStart(length - 1)
+          for (let member = 0; member < groups; member++) attentionSoftmax(rowScores, member * capacity, from, length, lengthPadded, scale, undefined, 0)
           arena.matmul(
             layer.values.subarray(block * headDim * capacity),
             rowScores,
@@ -609,6 +617,12 @@ export class HostDecoder {
     arena.weightProduct(this.weights.head, normed, this.logits, vocabSize, hiddenSize, rows, hiddenSize, vocabSize)
     addBias(this.logits, this.weights.headBias, rows, vocabSize, vocabSize)
     return this.logits.slice(0, rows * vocabSize)
+  }
+
+  /** The first position a token at `position` attends to: 0, or with a sliding window W (Mistral) `position - W + 1`. */
+  private windowStart(position: number): number {
+    const window = this.model.config.slidingWindow
+    return window === null ? 0 : Math.max(0, position - window + 1)
   }
 
   /** Copies the keys and values of row `from`'s first `count` positions to row `to` (a shared prefix, computed once). */
@@ -669,6 +683,15 @@ export class HostDecoder {
     const { projected, capacity } = this
     const half = headDim / 2
     const base = index * this.projectedWidth
+    if (layer.queryNorm !== undefined && layer.keyNorm !== undefined) {
+      // Qwen3: each query and key head RMS-normalised over headDim (its own weight), before RoPE.
+      const { rmsNormEps } = this.model.config
+      for (let head = 0; head < heads + keyValueHeads; head++) {
+        const start = base + head * headDim
+        const slice = projected.subarray(start, start + headDim)
+        rmsNormalise(slice, head < heads ? layer.queryNorm : layer.keyNorm, slice, 1, headDim, rmsNormEps)
+      }
+    }
     for (let head = 0; head < heads + keyValueHeads; head++) {
       const start = base + head * headDim
       for (let dimension = 0; dimension < half; dimension++) {
