@@ -68,9 +68,14 @@ export function logSoftmaxAt(row: Float32Array, index: number): number {
 
 /** The index of the largest value outside `excluded` (the lowest index on ties). */
 function argmax(row: Float32Array, excluded?: ReadonlySet<number>): number {
+  if (excluded === undefined) {
+    let best = 0
+    for (let index = 1; index < row.length; index++) if (row[index]! > row[best]!) best = index
+    return best
+  }
   let best = -1
   for (let index = 0; index < row.length; index++) {
-    if (excluded?.has(index) === true) continue
+    if (excluded.has(index)) continue
     if (best < 0 || row[index]! > row[best]!) best = index
   }
   return best
