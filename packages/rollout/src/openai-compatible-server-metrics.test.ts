@@ -119,8 +119,13 @@ describe("vLLM's min_tokens and ignore_eos on serveOpenAICompatible", () => {
     const cases: [string, unknown, RegExp][] = [
       ['/chat/completions', chat('x', { min_tokens: 6, max_tokens: 5 }), /'min_tokens'.*less than or equal to max_tokens=5, got 6/],
       ['/chat/completions', chat('x', { min_tokens: 6, max_completion_tokens: 5 }), /max_completion_tokens=5, got 6/],
-      ['/chat/completions', chat('x', { min_tokens: 17 }), /max_tokens=16 \(or the server's default, 16: the defaultMaxTokens option\), got 17/],
+      [
+        '/chat/completions',
+        chat('x', { min_tokens: 17 }),
+        /max_tokens=16 \(the server's default, as the request gives none: the defaultMaxTokens option\), got 17/,
+      ],
       ['/completions', { model: 'echo', prompt: 'x', min_tokens: 9, max_tokens: 8 }, /max_tokens=8, got 9/],
+      ['/completions', { model: 'echo', prompt: 'x', min_tokens: 17, max_tokens: 16 }, /max_tokens=16, got 17\.$/], // given, though equal to the default
       ['/completions', { model: 'echo', prompt: 'x', min_tokens: 2 ** 60 }, /'min_tokens'/],
       ['/chat/completions', chat('x', { min_tokens: -1 }), /'min_tokens'/],
       ['/chat/completions', chat('x', { min_tokens: 1.5 }), /'min_tokens'/],

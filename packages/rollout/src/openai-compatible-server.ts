@@ -448,7 +448,8 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     const n = chat.n ?? 1
     checkGenerationCount(1, n)
     const maxTokens = chat.max_completion_tokens ?? chat.max_tokens ?? settings.defaultMaxTokens
-    checkMinTokens(chat.min_tokens, maxTokens, chat.max_completion_tokens == null ? 'max_tokens' : 'max_completion_tokens')
+    const maxParam = chat.max_completion_tokens == null ? 'max_tokens' : 'max_completion_tokens'
+    checkMinTokens(chat.min_tokens, maxTokens, maxParam, chat.max_completion_tokens == null && chat.max_tokens == null)
     const generation = checkRequest({ messages: toChatMessages(chat.messages), maxTokens, ...sampling(chat) })
     checkContext(generation)
     const requests = repeat(generation, n)
@@ -473,7 +474,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     const n = plain.n ?? 1
     checkGenerationCount(prompts.length, n)
     const maxTokens = plain.max_tokens ?? settings.defaultMaxTokens
-    checkMinTokens(plain.min_tokens, maxTokens, 'max_tokens')
+    checkMinTokens(plain.min_tokens, maxTokens, 'max_tokens', plain.max_tokens == null)
     const generations = prompts.map((prompt) => checkRequest({ prompt, maxTokens, ...sampling(plain) }))
     generations.forEach(checkContext)
     const requests = generations.flatMap((generation) => repeat(generation, n))
@@ -495,10 +496,9 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   }
 
   /** vLLM's rule: `min_tokens` at most `max_tokens` (the server's default counts when the request gives none). */
-  const checkMinTokens = (minTokens: number | null | undefined, maxTokens: number, maxParam: string) => {
+  const checkMinTokens = (minTokens: number | null | undefined, maxTokens: number, maxParam: string, defaulted: boolean) => {
     if (minTokens == null || minTokens <= maxTokens) return
-    const given =
-      maxParam === 'max_tokens' && maxTokens === settings.defaultMaxTokens ? ` (or the server's default, ${maxTokens}: the defaultMaxTokens option)` : ''
+    const given = defaulted ? " (the server's default, as the request gives none: the defaultMaxTokens option)" : ''
     throw new HttpError(
       400,
       `Invalid value for 'min_tokens': must be less than or equal to ${maxParam}=${maxTokens}${given}, got ${minTokens}.`,
