@@ -5,6 +5,7 @@ import {
   generationRequestSchema,
   groupJudgementSchema,
   pairwiseJudgementSchema,
+  refuseLengthControls,
   requestMessages,
   sampleSchema,
   stepOutcomeSchema,
@@ -34,6 +35,23 @@ describe('data schemas', () => {
     expect(() => requestMessages({ prompt: 'go on', maxTokens: 1 }, 3, 'the opponent')).toThrow(
       /Invalid argument 'requests\[3\]\.prompt' \(value: "go on"\): the opponent continues chats only/,
     )
+  })
+
+  it("a request's minTokens is an integer from 0 to maxTokens; ignoreEos a boolean; a policy that cannot honour them refuses them by name", () => {
+    const chat = { messages: [{ role: 'user' as const, content: 'hi' }], maxTokens: 8 }
+    expect(generationRequestSchema.parse({ ...chat, minTokens: 8, ignoreEos: true })).toMatchObject({ minTokens: 8, ignoreEos: true })
+    expect(generationRequestSchema.safeParse({ ...chat, minTokens: 9 }).error?.issues[0]).toMatchObject({
+      path: ['minTokens'],
+      message: 'must not exceed maxTokens (8)',
+    })
+    expect(generationRequestSchema.safeParse({ ...chat, minTokens: -1 }).error?.issues[0]).toMatchObject({ path: ['minTokens'] })
+    expect(generationRequestSchema.safeParse({ ...chat, minTokens: 1.5 }).error?.issues[0]).toMatchObject({ path: ['minTokens'] })
+    expect(generationRequestSchema.safeParse({ ...chat, ignoreEos: 'yes' }).error?.issues[0]).toMatchObject({ path: ['ignoreEos'] })
+    expect(() => refuseLengthControls({ ...chat, minTokens: 0, ignoreEos: false }, 0)).not.toThrow()
+    expect(() => refuseLengthControls({ ...chat, minTokens: 4 }, 2, 'the scripted policy')).toThrow(
+      /Invalid argument 'requests\[2\]\.minTokens' \(value: 4\): is not supported by the scripted policy/,
+    )
+    expect(() => refuseLengthControls({ ...chat, ignoreEos: true }, 0)).toThrow(/'requests\[0\]\.ignoreEos' \(value: true\)/)
   })
 
   it('completion needs one log-probability per token', () => {

@@ -118,6 +118,17 @@ export const generationRequestSchema = z
     /** Seed for this request's sampling. */
     seed: z.number().int().optional(),
     /**
+     * vLLM's `min_tokens`: the policy's stop tokens (end of sequence and its other stop token ids) cannot be drawn before
+     * this many tokens are generated (they are left out of the draw, as a filter like top-k: the recorded log-probability
+     * stays the unfiltered one); `stop` strings still end the completion. An integer from 0 to `maxTokens`. Default: 0.
+     */
+    minTokens: z.number().int().min(0).optional(),
+    /**
+     * vLLM's `ignore_eos`: the end-of-sequence tokens do not end the completion (they may be drawn and are kept as text),
+     * so it runs to `maxTokens` unless a `stop` string ends it. Default: false.
+     */
+    ignoreEos: z.boolean().optional(),
+    /**
      * The structured view of the turn this request is for (`turnContextOf`): filled by the rollout and every
      * evaluation that plays an environment, absent for a plain chat request. Scripted players read it.
      */
@@ -131,8 +142,29 @@ export const generationRequestSchema = z
         message: request.messages === undefined ? 'a request needs messages (a chat) or a prompt (a text)' : 'a request takes messages or a prompt, not both',
       })
     }
+    if (request.minTokens !== undefined && request.minTokens > request.maxTokens) {
+      context.addIssue({ code: 'custom', path: ['minTokens'], message: `must not exceed maxTokens (${request.maxTokens})` })
+    }
   })
 export type GenerationRequest = z.infer<typeof generationRequestSchema>
+
+/**
+ * Refuses `requests[index]`'s `minTokens` (above 0) and `ignoreEos` (true) with an `InvalidArgumentError` naming the
+ * field, for a policy whose completions do not come from a token-by-token draw (scripted replies, opponents,
+ * demonstrations) and so cannot honour them (`who` says which policy).
+ */
+export function refuseLengthControls(request: GenerationRequest, index: number, who = 'this policy'): void {
+  if (request.minTokens !== undefined && request.minTokens > 0) {
+    throw new InvalidArgumentError({
+      argument: `requests[${index}].minTokens`,
+      value: request.minTokens,
+      message: `is not supported by ${who} (it does not sample tokens)`,
+    })
+  }
+  if (request.ignoreEos === true) {
+    throw new InvalidArgumentError({ argument: `requests[${index}].ignoreEos`, value: true, message: `is not supported by ${who} (it does not sample tokens)` })
+  }
+}
 
 /**
  * The messages of `requests[index]`, for a policy that continues chats only: a raw `prompt` is refused with an

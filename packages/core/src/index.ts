@@ -37,6 +37,7 @@ export {
   judgementWinnerSchema,
   pairwiseJudgementSchema,
   preferencePairSchema,
+  refuseLengthControls,
   requestMessages,
   rewardsSchema,
   maxStateKeyLength,

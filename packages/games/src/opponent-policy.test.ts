@@ -34,6 +34,13 @@ describe('createOpponentPolicy', () => {
     expect(await ask(make(1), [7, 7])).toEqual(await ask(make(2), [7, 7]))
   })
 
+  it('refuses minTokens and ignoreEos by name: a move is not drawn token by token', async () => {
+    const policy = createOpponentPolicy({ id: 'fixed', decide: () => '[ok]' })
+    const request = { messages: renderGamePrompt('x', 'spiral'), maxTokens: 4 }
+    await expect(policy.generate([{ ...request, minTokens: 1 }])).rejects.toThrow(/'requests\[0\]\.minTokens'.*opponent policy 'fixed'/)
+    await expect(policy.generate([request, { ...request, ignoreEos: true }])).rejects.toThrow(/'requests\[1\]\.ignoreEos'/)
+  })
+
   it('builds empty typed arrays', () => {
     const completion = opponentCompletion('[bet]')
     expect(completion.promptTokenIds).toEqual(new Int32Array(0))

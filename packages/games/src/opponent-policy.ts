@@ -1,4 +1,13 @@
-import { createRandom, InvalidArgumentError, requestMessages, type Completion, type PolicyV1, type Random, type TurnContext } from '@ludic/core'
+import {
+  createRandom,
+  InvalidArgumentError,
+  refuseLengthControls,
+  requestMessages,
+  type Completion,
+  type PolicyV1,
+  type Random,
+  type TurnContext,
+} from '@ludic/core'
 import { observationFromMessages } from './game-prompts.js'
 
 export interface OpponentPolicyOptions {
@@ -51,7 +60,8 @@ export function requireTurn<Field extends 'legalActions' | 'state' | 'stateKey'>
  * (`observationFromMessages`) and its `turn` the structured view; the answer is the bracketed move. Random
  * choices come from `createRandom(request.seed)` when the request has a seed, else from the policy's own
  * stream (seeded by `seed`), so a run is reproducible either way. A request the opponent cannot play (no turn
- * view where it needs one) is an error (a wiring mistake, not a game move).
+ * view where it needs one) is an error (a wiring mistake, not a game move), and so are `minTokens` and `ignoreEos`
+ * (`refuseLengthControls`: a move is not drawn token by token).
  */
 export function createOpponentPolicy(options: OpponentPolicyOptions): PolicyV1 {
   const stream = createRandom(options.seed ?? 0)
@@ -60,6 +70,7 @@ export function createOpponentPolicy(options: OpponentPolicyOptions): PolicyV1 {
     id: options.id,
     async generate(requests) {
       return requests.map((request, index) => {
+        refuseLengthControls(request, index, `the opponent policy '${options.id}'`)
         const random = request.seed === undefined ? stream : createRandom(request.seed)
         const observation = observationFromMessages(requestMessages(request, index, `the opponent policy '${options.id}'`))
         return opponentCompletion(options.decide(observation, random, request.turn))

@@ -11,6 +11,7 @@ export {
   type ServeOptions,
   type ServerStats,
 } from './openai-compatible-server.js'
+export { policyMetricNames, type PolicyMetricsSource, type PolicyWithMetrics } from './openai-server-metrics.js'
 export { AsyncCollectorError } from './async-collector-error.js'
 export { createAsyncCollector, type AsyncBatch, type AsyncCollector, type AsyncCollectorStats } from './async-collector.js'
 export type { CreateRolloutWorker, RolloutWorkerContext, RolloutWorkerSetup } from './async-protocol.js'

@@ -82,6 +82,33 @@ describe('createOpenAICompatiblePolicy against serveOpenAICompatible', () => {
     expect(await remote.generate([])).toEqual([])
   })
 
+  it("sends minTokens and ignoreEos as vLLM's min_tokens and ignore_eos, only when set", async () => {
+    const seeded = createSeededPolicy('seeded')
+    const received: GenerationRequest[] = []
+    const recording: PolicyV1 = {
+      specificationVersion: 'v1',
+      id: 'seeded',
+      generate(requests) {
+        received.push(...requests)
+        // The scripted replies are fixed texts: it refuses the two fields, so they are taken off after being recorded.
+        return seeded.generate(requests.map(({ minTokens: _, ignoreEos: __, ...rest }) => rest))
+      },
+    }
+    const server = await serve(recording)
+    const remote = createOpenAICompatiblePolicy({ baseURL: server.url, model: 'seeded' })
+    const requests: GenerationRequest[] = [
+      request('both', { minTokens: 4, ignoreEos: true, seed: 1 }),
+      request('defaults', { minTokens: 0, ignoreEos: false, seed: 2 }),
+      { prompt: 'raw text', maxTokens: 8, minTokens: 8, seed: 3 },
+    ]
+    await remote.generate(requests)
+    const byContent = (content: string) => received.find((each) => (each.messages?.[0]?.content ?? each.prompt) === content)
+    expect(byContent('both')).toMatchObject({ minTokens: 4, ignoreEos: true })
+    expect(byContent('defaults')).not.toHaveProperty('minTokens')
+    expect(byContent('defaults')).not.toHaveProperty('ignoreEos')
+    expect(byContent('raw text')).toMatchObject({ minTokens: 8 })
+  })
+
   it('reads ids from token_id:<id> token strings when the server sends no id fields', async () => {
     const server = await serve(createSeededPolicy('seeded'))
     const noIds = createOpenAICompatiblePolicy({ baseURL: server.url, model: 'seeded', returnTokenIds: false, requireTokenIds: false })

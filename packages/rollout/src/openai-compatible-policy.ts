@@ -182,6 +182,9 @@ export function createOpenAICompatiblePolicy(options: OpenAICompatiblePolicyOpti
       ...(request.minP === undefined ? {} : { min_p: request.minP }), // vLLM extension
       ...(request.stop === undefined ? {} : { stop: request.stop }),
       ...(request.seed === undefined ? {} : { seed: request.seed }),
+      // vLLM extensions, sent only when asked for (a server without them, such as OpenAI's, refuses unknown fields).
+      ...(request.minTokens === undefined || request.minTokens === 0 ? {} : { min_tokens: request.minTokens }),
+      ...(request.ignoreEos === true ? { ignore_eos: true } : {}),
       ...(settings.returnTokenIds ? { return_token_ids: true } : {}),
     }
     const source = `the answer of ${urlOf(request)}`

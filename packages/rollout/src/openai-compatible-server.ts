@@ -30,6 +30,7 @@ import {
   type OpenAIErrorBody,
 } from './openai-protocol.js'
 import { isAdapterNotFound, loadLoraAdapterRequestSchema, loraAdapterServeOptionsSchema, unloadLoraAdapterRequestSchema } from './lora-adapters.js'
+import { createServerMetrics, policyMetricsSource } from './openai-server-metrics.js'
 
 export const serveOptionsSchema = z
   .strictObject({
@@ -55,8 +56,8 @@ export const serveOptionsSchema = z
     /** `max_tokens` when a request gives none. Default: 256. */
     defaultMaxTokens: z.number().int().positive().default(256),
     /**
-     * Clients must send `Authorization: Bearer <apiKey>` on every route but `/health` (401 otherwise; compared
-     * in constant time). Default: none (no key asked).
+     * Clients must send `Authorization: Bearer <apiKey>` on every route but `/health` and `/metrics` (401 otherwise;
+     * compared in constant time; vLLM's `--api-key` leaves those two open too). Default: none (no key asked).
      */
     apiKey: z.string().min(1).optional(),
     /**
@@ -182,6 +183,7 @@ const routes: Record<string, readonly string[]> = {
   '/v1/chat/completions': ['POST'],
   '/v1/completions': ['POST'],
   '/health': ['GET'],
+  '/metrics': ['GET'],
   '/stats': ['GET'],
   '/v1/load_lora_adapter': ['POST'],
   '/v1/unload_lora_adapter': ['POST'],
@@ -205,8 +207,13 @@ interface ServedModel {
  * Serves any `PolicyV1` over the OpenAI HTTP API (node:http; JSON, or server-sent events with `stream: true`):
  *
  * - `GET /v1/models`, `GET /v1/models/<id>`, `GET /health`;
+ * - `GET /metrics`: Prometheus' text format (0.0.4) in vLLM's metric names where vLLM has the metric, Ludic's under
+ *   `ludic_` (see `createServerMetrics`); the policy's engine adds its own through an optional `metrics` method
+ *   (`PolicyWithMetrics`). Like `/health`, open without the API key, as vLLM serves it;
  * - `POST /v1/chat/completions`: `messages`, `max_tokens` / `max_completion_tokens`, `temperature`,
- *   `top_p`, `stop`, `seed`, `n`, `logprobs`, `top_logprobs`, and vLLM's `top_k`, `min_p` and
+ *   `top_p`, `stop`, `seed`, `n`, `logprobs`, `top_logprobs`, and vLLM's `top_k`, `min_p`, `min_tokens` and
+ *   `ignore_eos` (`GenerationRequest.minTokens` / `ignoreEos`: `min_tokens` above `max_tokens`, or above
+ *   `defaultMaxTokens` without one, is a 400 naming it; a policy that cannot honour them refuses them, 400) and
  *   `return_token_ids` (answers with `prompt_token_ids` and per-choice `token_ids`); `usage` always;
  * - `POST /v1/completions`: `prompt` (a string or a list) is raw text to continue, as vLLM serves it: each
  *   goes to the policy as a `GenerationRequest` `prompt`, with no chat template (a local model reads special
@@ -293,6 +300,39 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     hostsRefused,
   })
   const stalledAfterMs = settings.stalledAfterMs ?? settings.generationTimeoutMs + 10_000
+  /** Generation sequences (prompts × n) being answered now, waiting for a batch or in one (`/metrics`). */
+  let sequencesInFlight = 0
+  const metrics = createServerMetrics(
+    modelId,
+    {
+      sequences: () => ({
+        inFlight: sequencesInFlight,
+        waiting: [base, ...adapters.values()].reduce((sum, served) => sum + served.batching.stats().queued, 0),
+      }),
+      answers: () => answers,
+      connections: () => connections,
+      slowClientsCut: () => slowClientsCut,
+      hostsRefused: () => hostsRefused,
+      loraAdapters: () => adapters.size,
+      healthy: () => fatal === undefined && stalled() === undefined,
+      policy: policyMetricsSource(policy),
+    },
+    settings.maxContextTokens === undefined ? {} : { maxModelLength: settings.maxContextTokens },
+  )
+  /** A generation request's answer for `/metrics`: tokens, finish reasons, time to first text and latency. */
+  const recordFinished = (timing: RequestTiming, completions: readonly Completion[], choicesPerPrompt: number) => {
+    const now = performance.now()
+    metrics.requestFinished({
+      promptTokens: usage(completions, choicesPerPrompt).prompt_tokens,
+      choices: completions.map((completion) => ({
+        promptTokens: completion.promptTokenIds.length,
+        tokens: completion.tokenIds.length,
+        finishReason: completion.finishReason,
+      })),
+      timeToFirstTokenSeconds: ((timing.firstText ?? now) - timing.arrived) / 1000,
+      latencySeconds: (now - timing.arrived) / 1000,
+    })
+  }
   /** When each adapter load under way started (`performance.now()`). */
   const loadsStarted = new Set<{ startedAt: number }>()
   /** What is stuck now, if anything: a generate call or an adapter load past `stalledAfterMs`. */
@@ -313,6 +353,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
   eventLoopDelay.enable()
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
+    const timing: RequestTiming = { arrived: performance.now(), firstText: undefined }
     const path = (request.url ?? '/').split('?')[0]!
     const method = request.method ?? 'GET'
     if (!hostAllowed(request.headers.host)) {
@@ -325,7 +366,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
         'host_not_allowed',
       )
     }
-    if (expectedKey !== undefined && path !== '/health') checkApiKey(request, expectedKey)
+    if (expectedKey !== undefined && path !== '/health' && path !== '/metrics') checkApiKey(request, expectedKey)
     if (path.startsWith('/v1/models/') && method === 'GET') {
       const id = decodePathPart(path.slice('/v1/models/'.length))
       if (id === modelId) return sendJson(response, 200, model)
@@ -351,6 +392,12 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       return sendJson(response, stuck === undefined ? 200 : 503, stuck === undefined ? { status: 'ok' } : { status: 'stalled', error: stuck })
     }
     if (path === '/v1/models') return sendJson(response, 200, { object: 'list', data: [model, ...[...adapters.values()].map(adapterCard)] })
+    if (path === '/metrics') {
+      const text = await metrics.scrape()
+      if (response.headersSent || response.destroyed) return
+      response.writeHead(200, { 'content-type': metrics.contentType, 'content-length': Buffer.byteLength(text) })
+      return void response.end(text)
+    }
     if (path === '/stats') {
       const memory = process.memoryUsage()
       return sendJson(response, 200, {
@@ -382,7 +429,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       const chat = parseBody(chatCompletionRequestSchema, body)
       const served = acquire(chat.model)
       try {
-        await answerChat(chat, served, response)
+        await answerChat(chat, served, response, timing)
       } finally {
         release(served)
       }
@@ -391,39 +438,74 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     const plain = parseBody(completionRequestSchema, body)
     const served = acquire(plain.model)
     try {
-      await answerCompletion(plain, served, response)
+      await answerCompletion(plain, served, response, timing)
     } finally {
       release(served)
     }
   }
 
-  const answerChat = async (chat: ChatCompletionRequest, served: ServedModel, response: ServerResponse) => {
-    checkGenerationCount(1, chat.n ?? 1)
-    const generation = checkRequest({
-      messages: toChatMessages(chat.messages),
-      maxTokens: chat.max_completion_tokens ?? chat.max_tokens ?? settings.defaultMaxTokens,
-      ...sampling(chat),
-    })
+  const answerChat = async (chat: ChatCompletionRequest, served: ServedModel, response: ServerResponse, timing: RequestTiming) => {
+    const n = chat.n ?? 1
+    checkGenerationCount(1, n)
+    const maxTokens = chat.max_completion_tokens ?? chat.max_tokens ?? settings.defaultMaxTokens
+    const maxParam = chat.max_completion_tokens == null ? 'max_tokens' : 'max_completion_tokens'
+    checkMinTokens(chat.min_tokens, maxTokens, maxParam, chat.max_completion_tokens == null && chat.max_tokens == null)
+    const generation = checkRequest({ messages: toChatMessages(chat.messages), maxTokens, ...sampling(chat) })
     checkContext(generation)
-    const requests = repeat(generation, chat.n ?? 1)
+    const requests = repeat(generation, n)
     if (chat.stream === true)
-      return streamAnswer(served, response, requests, 'chat', chat.stream_options?.include_usage === true, (completions) => chatAnswer(chat, completions))
-    return sendJson(response, 200, chatAnswer(chat, await generate(served, requests, response)))
+      return streamAnswer(
+        served,
+        response,
+        requests,
+        'chat',
+        chat.stream_options?.include_usage === true,
+        (completions) => chatAnswer(chat, completions),
+        timing,
+        n,
+      )
+    const completions = await generate(served, requests, response, timing)
+    recordFinished(timing, completions, n)
+    return sendJson(response, 200, chatAnswer(chat, completions))
   }
 
-  const answerCompletion = async (plain: CompletionRequest, served: ServedModel, response: ServerResponse) => {
+  const answerCompletion = async (plain: CompletionRequest, served: ServedModel, response: ServerResponse, timing: RequestTiming) => {
     const prompts = typeof plain.prompt === 'string' ? [plain.prompt] : plain.prompt
     const n = plain.n ?? 1
     checkGenerationCount(prompts.length, n)
-    const generations = prompts.map((prompt) => checkRequest({ prompt, maxTokens: plain.max_tokens ?? settings.defaultMaxTokens, ...sampling(plain) }))
+    const maxTokens = plain.max_tokens ?? settings.defaultMaxTokens
+    checkMinTokens(plain.min_tokens, maxTokens, 'max_tokens', plain.max_tokens == null)
+    const generations = prompts.map((prompt) => checkRequest({ prompt, maxTokens, ...sampling(plain) }))
     generations.forEach(checkContext)
     const requests = generations.flatMap((generation) => repeat(generation, n))
     if (plain.stream === true) {
-      return streamAnswer(served, response, requests, 'text', plain.stream_options?.include_usage === true, (completions) =>
-        completionAnswer(plain, completions, n),
+      return streamAnswer(
+        served,
+        response,
+        requests,
+        'text',
+        plain.stream_options?.include_usage === true,
+        (completions) => completionAnswer(plain, completions, n),
+        timing,
+        n,
       )
     }
-    return sendJson(response, 200, completionAnswer(plain, await generate(served, requests, response), n))
+    const completions = await generate(served, requests, response, timing)
+    recordFinished(timing, completions, n)
+    return sendJson(response, 200, completionAnswer(plain, completions, n))
+  }
+
+  /** vLLM's rule: `min_tokens` at most `max_tokens` (the server's default counts when the request gives none). */
+  const checkMinTokens = (minTokens: number | null | undefined, maxTokens: number, maxParam: string, defaulted: boolean) => {
+    if (minTokens == null || minTokens <= maxTokens) return
+    const given = defaulted ? " (the server's default, as the request gives none: the defaultMaxTokens option)" : ''
+    throw new HttpError(
+      400,
+      `Invalid value for 'min_tokens': must be less than or equal to ${maxParam}=${maxTokens}${given}, got ${minTokens}.`,
+      'invalid_request_error',
+      'invalid_value',
+      'min_tokens',
+    )
   }
 
   /** A required, bounded string field of an adapter request (400 naming it otherwise). */
@@ -601,21 +683,29 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     served: ServedModel,
     requests: GenerationRequest[],
     response: ServerResponse,
+    timing: RequestTiming,
     onText?: (requestIndex: number, text: string) => void,
   ): Promise<Completion[]> => {
     checkHealthy()
+    // Always listened to, for the time to first token (a policy that cannot stream calls it once, at the end).
+    const listener = (index: number, text: string) => {
+      if (text !== '' && timing.firstText === undefined) timing.firstText = performance.now()
+      onText?.(index, text)
+    }
     const controller = new AbortController()
     const deadline = setTimeout(() => controller.abort(generationTimedOut()), settings.generationTimeoutMs)
     const onClose = () => {
       if (!response.writableFinished) controller.abort(new Error('the client closed the connection'))
     }
     response.once('close', onClose)
+    sequencesInFlight += requests.length
     try {
-      return await served.batching.generate(requests, { signal: controller.signal, ...(onText === undefined ? {} : { onText }) })
+      return await served.batching.generate(requests, { signal: controller.signal, onText: listener })
     } catch (error) {
       if (controller.signal.aborted) throw controller.signal.reason
       throw toHttpError(error)
     } finally {
+      sequencesInFlight -= requests.length
       clearTimeout(deadline)
       response.off('close', onClose)
     }
@@ -650,6 +740,8 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     kind: 'chat' | 'text',
     includeUsage: boolean,
     answer: (completions: Completion[]) => { choices: Record<string, unknown>[]; usage: unknown; prompt_token_ids?: number[] },
+    timing: RequestTiming,
+    choicesPerPrompt: number,
   ) => {
     checkHealthy()
     const base = {
@@ -676,7 +768,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
     const streamed = requests.map(() => '')
     let completions: Completion[]
     try {
-      completions = await generate(served, requests, response, (index, text) => {
+      completions = await generate(served, requests, response, timing, (index, text) => {
         if (text === '' || index < 0 || index >= requests.length) return
         streamed[index] += text
         send([textChoice(index, text)])
@@ -686,6 +778,7 @@ export async function serveOpenAICompatible(policy: PolicyV1, options: ServeOpti
       sendEvent(response, { error: { message: failure.message, type: failure.type, param: failure.param, code: failure.code } })
       return endEvents(response)
     }
+    recordFinished(timing, completions, choicesPerPrompt)
     const whole = answer(completions)
     whole.choices.forEach((choice, index) => {
       const text = String((kind === 'chat' ? (choice.message as { content: string }).content : choice.text) ?? '')
@@ -849,9 +942,17 @@ function modelNotFound(id: string): HttpError {
   return new HttpError(404, `The model '${id}' does not exist.`, 'invalid_request_error', 'model_not_found', 'model')
 }
 
-/** Sampling fields shared by both endpoints, as `GenerationRequest` fields. */
+/** When a generation request arrived, and when its first text came (`/metrics`' latencies), in `performance.now()` ms. */
+interface RequestTiming {
+  readonly arrived: number
+  firstText: number | undefined
+}
+
+/** Sampling fields shared by both endpoints, as `GenerationRequest` fields (vLLM's defaults, `min_tokens` 0 and `ignore_eos` false, left out). */
 function sampling(body: ChatCompletionRequest | CompletionRequest): Omit<GenerationRequest, 'messages' | 'maxTokens'> {
   return {
+    ...(body.min_tokens == null || body.min_tokens === 0 ? {} : { minTokens: body.min_tokens }),
+    ...(body.ignore_eos === true ? { ignoreEos: true } : {}),
     ...(body.temperature == null ? {} : { temperature: body.temperature }),
     ...(body.top_p == null ? {} : { topP: body.top_p }),
     ...(body.top_k == null || body.top_k <= 0 ? {} : { topK: body.top_k }),

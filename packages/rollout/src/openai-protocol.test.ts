@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { chatCompletionRequestSchema, messageText, tokenIdsFromText, toChatMessages } from './openai-protocol.js'
+import { chatCompletionRequestSchema, completionRequestSchema, messageText, tokenIdsFromText, toChatMessages } from './openai-protocol.js'
 
 describe('OpenAI protocol helpers', () => {
   it('reads message contents and maps developer to system', () => {
@@ -20,6 +20,18 @@ describe('OpenAI protocol helpers', () => {
       { role: 'assistant', content: '' },
       { role: 'user', content: 'x', name: 'bob' },
     ])
+  })
+
+  it("parses vLLM's min_tokens (an integer ≥ 0) and ignore_eos (a boolean) on both endpoints", () => {
+    const chat = { model: 'm', messages: [{ role: 'user', content: 'x' }] }
+    expect(chatCompletionRequestSchema.parse({ ...chat, min_tokens: 3, ignore_eos: true })).toMatchObject({ min_tokens: 3, ignore_eos: true })
+    expect(completionRequestSchema.parse({ model: 'm', prompt: 'x', min_tokens: 0, ignore_eos: false })).toMatchObject({ min_tokens: 0, ignore_eos: false })
+    expect(chatCompletionRequestSchema.parse({ ...chat, min_tokens: null, ignore_eos: null })).toMatchObject({ min_tokens: null, ignore_eos: null })
+    for (const bad of [{ min_tokens: -1 }, { min_tokens: 1.5 }, { min_tokens: '3' }, { ignore_eos: 'yes' }, { ignore_eos: 1 }]) {
+      const issue = chatCompletionRequestSchema.safeParse({ ...chat, ...bad }).error?.issues[0]
+      expect(issue?.path).toEqual(Object.keys(bad))
+      expect(completionRequestSchema.safeParse({ model: 'm', prompt: 'x', ...bad }).error?.issues[0]?.path).toEqual(Object.keys(bad))
+    }
   })
 
   it('reads token ids back from token_id:<id> strings only when every token has that form', () => {

@@ -44,6 +44,13 @@ const samplingFields = {
   logit_bias: optional(z.record(z.string(), z.number()).refine((bias) => Object.keys(bias).length === 0, notSupported('logit_bias'))),
   /** vLLM extension: answer with `prompt_token_ids` and per-choice `token_ids`. */
   return_token_ids: optional(z.boolean()),
+  /**
+   * vLLM extension: the stop tokens (end of sequence, the policy's stop ids) cannot be generated before this many
+   * tokens; `stop` strings still end a choice. At most `max_tokens` (the server checks it against its default too).
+   */
+  min_tokens: optional(z.number().int().min(0)),
+  /** vLLM extension: the end-of-sequence token does not end a choice, which runs to `max_tokens` (unless a `stop` string ends it). */
+  ignore_eos: optional(z.boolean()),
 }
 
 export const chatCompletionRequestSchema = z

@@ -1,5 +1,6 @@
 import {
   LudicError,
+  refuseLengthControls,
   parseInput,
   type ChatMessage,
   type Completion,
@@ -163,6 +164,7 @@ function demonstrationPolicy(
     id: externalPolicyId,
     async generate(requests) {
       return requests.map((request, index): Completion => {
+        refuseLengthControls(request, index, `the demonstrations of ${source}`)
         const text = responses[cursor.next]
         if (text === undefined) throw new LudicError(`${source} has ${responses.length} responses; the episode asked for turn ${cursor.next + 1}`)
         cursor.next++

@@ -63,7 +63,7 @@ export interface RunningServer {
 /**
  * `ludic serve <checkpoint|repo>`: loads the model and its tokenizer (a local directory, or a Hugging Face repo id,
  * downloaded into the Hub cache) and serves them over the OpenAI API (`/v1/chat/completions`, `/v1/completions`,
- * streaming with `stream: true`, `/v1/models`, `/health`) with `@ludic/rollout`'s server. Returns once listening;
+ * streaming with `stream: true`, `/v1/models`, `/health`, `/metrics`) with `@ludic/rollout`'s server. Returns once listening;
  * `close()` (the command line calls it at Ctrl+C or SIGTERM) stops it. A fatal policy fault (a broken backend) calls
  * `onFatalError`; the command line then exits 1 for a supervisor to restart it.
  */

@@ -1,4 +1,4 @@
-import type { Completion, FinishReason, GenerationRequest } from '../data.js'
+import { refuseLengthControls, type Completion, type FinishReason, type GenerationRequest } from '../data.js'
 import { LudicError } from '../errors.js'
 import type { PolicyV1, TokenizerV1 } from '../interfaces.js'
 import { createByteTokenizer } from './byte-tokenizer.js'
@@ -30,7 +30,8 @@ export interface ScriptedPolicy extends PolicyV1 {
  * A policy for tests that replays given replies. Prompt ids are a local model's: a chat's through the tokenizer's
  * `encodeChat` (special-token text of the messages kept plain), else its rendered template or the contents joined by
  * lines; a raw `prompt` encoded as it is (special tokens added). Running out of replies is an error, so a test that
- * asks for more turns than it scripted fails loudly.
+ * asks for more turns than it scripted fails loudly. A request's `minTokens` (above 0) or `ignoreEos` is refused by name
+ * (`refuseLengthControls`): replies are fixed texts, not draws.
  */
 export function createScriptedPolicy(options: ScriptedPolicyOptions): ScriptedPolicy {
   const tokenizer = options.tokenizer ?? createByteTokenizer()
@@ -54,7 +55,8 @@ export function createScriptedPolicy(options: ScriptedPolicyOptions): ScriptedPo
     },
     async generate(batch: readonly GenerationRequest[]): Promise<Completion[]> {
       calls++
-      return batch.map((request) => {
+      return batch.map((request, index) => {
+        refuseLengthControls(request, index, `the scripted policy '${options.id ?? 'scripted'}'`)
         const reply = nextReply(request, requests.length)
         requests.push(request)
         const tokenIds = tokenizer.encode(reply.text, { addSpecialTokens: false })

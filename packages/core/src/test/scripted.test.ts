@@ -27,6 +27,13 @@ describe('test doubles', () => {
     await expect(policy.generate([request])).rejects.toThrow(/ran out of replies/)
   })
 
+  it('scripted policy refuses minTokens and ignoreEos by name (its replies are fixed texts)', async () => {
+    const policy = createScriptedPolicy({ id: 'fixed', replies: ['a', 'b'] })
+    const request = { messages: [{ role: 'user' as const, content: 'go' }], maxTokens: 4 }
+    await expect(policy.generate([request, { ...request, minTokens: 2 }])).rejects.toThrow(/'requests\[1\]\.minTokens'.*scripted policy 'fixed'/)
+    await expect(policy.generate([{ ...request, ignoreEos: true }])).rejects.toThrow(/'requests\[0\]\.ignoreEos'/)
+  })
+
   it('scripted environment plays its turns, ends with rewards, and treats illegal actions as outcomes', () => {
     const environment = createScriptedEnvironment({
       id: 'duel-v1',

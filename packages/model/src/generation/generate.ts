@@ -98,6 +98,11 @@ export interface GenerationRow {
   promptIds: Int32Array
   sampling: SamplingParameters
   maxNewTokens: number
+  /**
+   * vLLM's `min_tokens`: while the row has fewer generated tokens than this, its `stopTokenIds` are left out of the draw
+   * (`sampleToken`'s `excluded`); `stopStrings` still apply. From 0 to `maxNewTokens`. Default: 0.
+   */
+  minNewTokens?: number
   stopTokenIds: ReadonlySet<number>
   stopStrings: readonly string[]
   random: Random
@@ -239,6 +244,14 @@ export async function generateRows(
       if (!(id >= 0 && id < vocabSize))
         throw new InvalidArgumentError({ argument: `inputIds[${index}][${position}]`, value: id, message: `must be a token id in [0, ${vocabSize})` })
     })
+    const minNewTokens = row.minNewTokens ?? 0
+    if (!(Number.isInteger(minNewTokens) && minNewTokens >= 0 && minNewTokens <= row.maxNewTokens)) {
+      throw new InvalidArgumentError({
+        argument: `rows[${index}].minNewTokens`,
+        value: row.minNewTokens,
+        message: `must be an integer from 0 to the row's maxNewTokens (${row.maxNewTokens})`,
+      })
+    }
     checkContextLength(model, row.promptIds.length + row.maxNewTokens, {
       argument: `inputIds[${index}]`,
       value: row.promptIds.length,
@@ -302,7 +315,8 @@ export async function generateRows(
       const next = new Int32Array(batch).fill(padId)
       rows.forEach((row, index) => {
         if (finishReasons[index] !== undefined) return
-        const { token, logprob } = sampleToken(logits, index * vocabSize, vocabSize, row.sampling, row.random)
+        const excluded = generated[index]!.length < (row.minNewTokens ?? 0) ? row.stopTokenIds : undefined // min_tokens
+        const { token, logprob } = sampleToken(logits, index * vocabSize, vocabSize, row.sampling, row.random, excluded)
         generated[index]!.push(token)
         logprobs[index]!.push(logprob)
         next[index] = token

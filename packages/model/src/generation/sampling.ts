@@ -1,4 +1,4 @@
-import type { Random } from '@ludic/core'
+import { InvalidArgumentError, type Random } from '@ludic/core'
 
 /** How one sequence picks its next token. */
 export interface SamplingParameters {
@@ -26,14 +26,32 @@ export interface SampledToken {
  * applied, as verl and TRL compute it in their training forward): what `sequenceLogprobs` recomputes with the
  * same `temperature`, and what policy-gradient ratios need. Greedy decoding (T = 0) records T = 1's,
  * `log softmax(logits)[token]`.
+ *
+ * `excluded` (token ids) are never chosen: they are left out before the filters (vLLM's `min_tokens` sets their
+ * logits to -inf before top-k/top-p/min-p), so greedy takes the best token outside them and top-k counts the others.
+ * Like the filters, the exclusion does not change the recorded `logprob` (still the unfiltered softmax's). This is the
+ * one place a generation loop masks tokens: `generateRows` passes a row's stop tokens while it has fewer than
+ * `minNewTokens` tokens. An exclusion that leaves no token of the row is an `InvalidArgumentError`. Without
+ * exclusions the choice is the same, bit for bit, as with an empty set.
  */
-export function sampleToken(logits: Float32Array, offset: number, vocab: number, parameters: SamplingParameters, random: Random): SampledToken {
+export function sampleToken(
+  logits: Float32Array,
+  offset: number,
+  vocab: number,
+  parameters: SamplingParameters,
+  random: Random,
+  excluded?: ReadonlySet<number>,
+): SampledToken {
   const row = logits.subarray(offset, offset + vocab)
+  const exclusion = excluded !== undefined && excluded.size > 0 ? excluded : undefined
+  if (exclusion !== undefined && [...exclusion].filter((id) => id >= 0 && id < vocab).length >= vocab) {
+    throw new InvalidArgumentError({ argument: 'excluded', value: [...exclusion].slice(0, 16), message: `leaves none of the ${vocab} tokens to draw` })
+  }
   if (parameters.temperature === 0) {
-    const token = argmax(row)
+    const token = argmax(row, exclusion)
     return { token, logprob: logSoftmaxAt(row, token) }
   }
-  const { token, max, total } = drawFiltered(row, parameters, random)
+  const { token, max, total } = drawFiltered(row, parameters, random, exclusion)
   // The draw's unfiltered weights exp((logit - max) / T) are log softmax(logits / T)'s terms: its value at the
   // token is (logit - max) / T - log Σ weights, in float64 (at T = 1, bit for bit logSoftmaxAt's).
   return { token, logprob: (row[token]! - max) / parameters.temperature - Math.log(total) }
@@ -48,28 +66,57 @@ export function logSoftmaxAt(row: Float32Array, index: number): number {
   return row[index]! - max - Math.log(sum)
 }
 
-function argmax(row: Float32Array): number {
-  let best = 0
-  for (let index = 1; index < row.length; index++) if (row[index]! > row[best]!) best = index
+/** The index of the largest value outside `excluded` (the lowest index on ties). */
+function argmax(row: Float32Array, excluded?: ReadonlySet<number>): number {
+  if (excluded === undefined) {
+    let best = 0
+    for (let index = 1; index < row.length; index++) if (row[index]! > row[best]!) best = index
+    return best
+  }
+  let best = -1
+  for (let index = 0; index < row.length; index++) {
+    if (excluded.has(index)) continue
+    if (best < 0 || row[index]! > row[best]!) best = index
+  }
   return best
 }
 
 let scratch = new Float64Array(0)
 
-/** The drawn token, the row's largest logit and the sum of the unfiltered weights `exp((logit - max) / T)`. */
-function drawFiltered(row: Float32Array, parameters: SamplingParameters, random: Random): { token: number; max: number; total: number } {
+/**
+ * The drawn token, the row's largest logit and the sum of the unfiltered weights `exp((logit - max) / T)` (over the
+ * whole row, `excluded` included: the recorded log-probability is the unfiltered one).
+ */
+function drawFiltered(
+  row: Float32Array,
+  parameters: SamplingParameters,
+  random: Random,
+  excluded: ReadonlySet<number> | undefined,
+): { token: number; max: number; total: number } {
   const { temperature, topK, topP, minP } = parameters
   const vocab = row.length
   let max = -Infinity
   for (let index = 0; index < vocab; index++) if (row[index]! > max) max = row[index]!
-  // Unnormalised tempered probabilities exp((logit - max) / T), in a buffer reused across calls.
+  // The draw's weights are taken from the largest logit it may draw, so that an excluded token far above the others
+  // (at a low temperature) cannot underflow all of theirs to 0.
+  let drawMax = max
+  if (excluded !== undefined) {
+    drawMax = -Infinity
+    for (let index = 0; index < vocab; index++) if (!excluded.has(index) && row[index]! > drawMax) drawMax = row[index]!
+  }
+  // Unnormalised tempered probabilities exp((logit - drawMax) / T), in a buffer reused across calls.
   if (scratch.length < vocab) scratch = new Float64Array(vocab)
   const weights = scratch.subarray(0, vocab)
   let unfiltered = 0
   for (let index = 0; index < vocab; index++) {
-    const weight = Math.exp((row[index]! - max) / temperature)
+    const weight = Math.exp((row[index]! - drawMax) / temperature)
     weights[index] = weight
     unfiltered += weight
+  }
+  if (excluded !== undefined) {
+    unfiltered = 0
+    for (let index = 0; index < vocab; index++) unfiltered += Math.exp((row[index]! - max) / temperature)
+    for (const id of excluded) if (id >= 0 && id < vocab) weights[id] = 0
   }
 
   if ((topK > 0 && topK < vocab) || topP < 1) {

@@ -94,6 +94,63 @@ describe('createLocalPolicy', () => {
     expect(ended!.tokenIds.length).toBeLessThanOrEqual(2)
   })
 
+  describe("vLLM's min_tokens and ignore_eos (minTokens, ignoreEos)", () => {
+    // A tokenizer whose end-of-sequence id is the token greedy decoding picks first: the EOS comes at once.
+    const endingAtOnce = async () => {
+      const [free] = await createLocalPolicy({ model, tokenizer }).generate([{ messages: question('go'), maxTokens: 8, temperature: 0 }])
+      const eos = free!.tokenIds[0]!
+      return { eos, policy: createLocalPolicy({ model, tokenizer: { ...tokenizer, eosTokenId: eos } }) }
+    }
+
+    it('without them, the end-of-sequence token ends a greedy completion at once', async () => {
+      const { eos, policy } = await endingAtOnce()
+      const [ended] = await policy.generate([{ messages: question('go'), maxTokens: 8, temperature: 0 }])
+      expect(Array.from(ended!.tokenIds)).toEqual([eos])
+      expect(ended!.finishReason).toBe('stop')
+    })
+
+    it('minTokens: no end-of-sequence token among the first minTokens tokens, greedy or sampled', async () => {
+      const { eos, policy } = await endingAtOnce()
+      const completions = await policy.generate([
+        { messages: question('go'), maxTokens: 8, minTokens: 5, temperature: 0 },
+        { messages: question('go'), maxTokens: 8, minTokens: 5, temperature: 0.05, seed: 3 },
+        { messages: question('go'), maxTokens: 4, minTokens: 4, temperature: 0 },
+      ])
+      completions.forEach((completion, index) => {
+        completionSchema.parse(completion)
+        const minTokens = index === 2 ? 4 : 5
+        expect(completion.tokenIds.length).toBeGreaterThanOrEqual(minTokens)
+        expect(Array.from(completion.tokenIds.subarray(0, minTokens))).not.toContain(eos)
+        expect(completion.logprobs.every(Number.isFinite)).toBe(true)
+      })
+      expect(completions[2]).toMatchObject({ finishReason: 'length' })
+      expect(completions[2]!.tokenIds).toHaveLength(4)
+    })
+
+    it('ignoreEos: the completion runs to maxTokens, the end-of-sequence token kept as a token; other stop ids still end it', async () => {
+      const { eos, policy } = await endingAtOnce()
+      const [ignored] = await policy.generate([{ messages: question('go'), maxTokens: 8, temperature: 0, ignoreEos: true }])
+      expect(ignored!.tokenIds).toHaveLength(8)
+      expect(ignored!.tokenIds[0]).toBe(eos)
+      expect(ignored!.finishReason).toBe('length')
+      expect(ignored!.text).toBe(tokenizer.decode(ignored!.tokenIds))
+      const other = ignored!.tokenIds[3]!
+      if (other !== eos) {
+        const withOtherStop = createLocalPolicy({ model, tokenizer: { ...tokenizer, eosTokenId: eos }, stopTokenIds: [eos, other] })
+        const [stopped] = await withOtherStop.generate([{ messages: question('go'), maxTokens: 8, temperature: 0, ignoreEos: true }])
+        expect(stopped!.finishReason).toBe('stop')
+        expect(stopped!.tokenIds.at(-1)).toBe(other)
+      }
+    })
+
+    it('refuses minTokens above maxTokens, naming it', async () => {
+      const policy = createLocalPolicy({ model, tokenizer })
+      await expect(policy.generate([{ messages: question('x'), maxTokens: 2, minTokens: 3 }])).rejects.toThrow(
+        /requests\.0\.minTokens.*must not exceed maxTokens \(2\)/,
+      )
+    })
+  })
+
   it('renders a given Jinja chat template', async () => {
     const policy = createLocalPolicy({
       model,

@@ -80,7 +80,9 @@ const policyGenerateOptionsSchema = z.object({
  * special-token text in the messages stays text, see `splitSpecialTokens`), and a raw `prompt` is encoded as it is
  * (as vLLM's `/v1/completions`: special tokens read, BOS added; see `createPromptEncoder`);
  * requests are generated in batches of up to `maxBatch` (left-padded), each with its own `temperature`
- * (default 1), `topP`, `topK`, `minP`, `stop` strings, `seed` and `maxTokens`. A completion carries the prompt
+ * (default 1), `topP`, `topK`, `minP`, `stop` strings, `seed` and `maxTokens`, and vLLM's `minTokens` (the stop token
+ * ids are left out of the draw until that many tokens are generated) and `ignoreEos` (the end-of-sequence ids, the
+ * config's and the tokenizer's, do not end it; other `stopTokenIds` still do). A completion carries the prompt
  * ids, the generated ids (a stop token that ended it included), their log-probabilities under the request's
  * sampling distribution (`log softmax(logits / temperature)`, unfiltered; T = 1's for a greedy request; see
  * `generate`), the decoded text (without the stop token, cut before a stop
@@ -109,6 +111,9 @@ export function createLocalPolicy(options: LocalPolicyOptions): LocalPolicy {
   const encodePrompt = createPromptEncoder(tokenizer, { chatTemplate, splitSpecialTokens, who: 'createLocalPolicy' })
   const seeds = createRandom(seed)
   const stops = new Set(stopTokenIds ?? defaultStopTokenIds(model, tokenizer))
+  // ignoreEos (vLLM's ignore_eos): the end-of-sequence ids are no stop; other configured stop ids still are.
+  const endOfSequence = new Set(defaultStopTokenIds(model, tokenizer))
+  const stopsIgnoringEos = new Set([...stops].filter((id) => !endOfSequence.has(id)))
   return {
     specificationVersion: 'v1',
     id: id ?? `local-${model.config.architecture}`,
@@ -132,7 +137,9 @@ export function createLocalPolicy(options: LocalPolicyOptions): LocalPolicy {
           promptIds,
           sampling: { temperature: request.temperature ?? 1, topK: request.topK ?? 0, topP: request.topP ?? 1, minP: request.minP ?? 0 },
           maxNewTokens: request.maxTokens,
-          stopTokenIds: stops,
+          // vLLM's min_tokens and ignore_eos (lane SERVE's mapping of the two request fields)
+          minNewTokens: request.minTokens ?? 0,
+          stopTokenIds: request.ignoreEos === true ? stopsIgnoringEos : stops,
           stopStrings: request.stop ?? [],
           random: createRandom(request.seed ?? seeds.nextUint32()),
         }

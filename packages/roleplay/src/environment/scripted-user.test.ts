@@ -47,6 +47,13 @@ describe('createScriptedUser', () => {
     expect(seen.size).toBeGreaterThan(1)
   })
 
+  it('refuses minTokens and ignoreEos by name: its lines are not drawn token by token', async () => {
+    const user = createScriptedUser(persona, { seed: 1 })
+    const system = { role: 'system' as const, content: 'You are Milo.' }
+    await expect(user.generate([{ ...request([system]), minTokens: 2 }])).rejects.toThrow(/'requests\[0\]\.minTokens'.*scripted user 'child'/)
+    await expect(user.generate([request([system]), { ...request([system]), ignoreEos: true }])).rejects.toThrow(/'requests\[1\]\.ignoreEos'/)
+  })
+
   it('ends a roleplay-v1 episode after endAfter lines', async () => {
     const environment = createRoleplayEnvironment({ character: { id: 'maren', name: 'Maren' }, persona, maxTurns: 10 })
     const user = createScriptedUser(persona, { seed: 2, endAfter: 2 })

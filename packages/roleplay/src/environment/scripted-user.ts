@@ -1,4 +1,13 @@
-import { createRandom, deriveSeed, parseArgument, requestMessages, type Completion, type GenerationRequest, type PolicyV1 } from '@ludic/core'
+import {
+  createRandom,
+  deriveSeed,
+  parseArgument,
+  refuseLengthControls,
+  requestMessages,
+  type Completion,
+  type GenerationRequest,
+  type PolicyV1,
+} from '@ludic/core'
 import { z } from 'zod'
 import { openingOfPersonaPrompt } from '../cards/persona-prompt.js'
 import { personaSchema, type Persona } from '../cards/persona.js'
@@ -18,12 +27,14 @@ export type ScriptedUserOptions = z.input<typeof scriptedUserOptionsSchema>
  * opening its system prompt asks for (else an opener of the persona), later lines are follow-ups. Which
  * opener or follow-up is chosen depends only on `seed`, the request's `seed` and how many lines it has
  * said (its `assistant` messages), so equal requests get equal lines. Completions carry no tokens
- * (empty `promptTokenIds`, `tokenIds` and `logprobs`): it is not trained.
+ * (empty `promptTokenIds`, `tokenIds` and `logprobs`): it is not trained. A request's `minTokens` or `ignoreEos` is
+ * refused by name (`refuseLengthControls`): its lines are not drawn token by token.
  */
 export function createScriptedUser(persona: Persona, options: ScriptedUserOptions): PolicyV1 {
   const parsed = parseArgument(personaSchema, persona, 'persona')
   const { seed, endAfter, stopPhrase } = parseArgument(scriptedUserOptionsSchema, options, 'options')
   const line = (request: GenerationRequest, index: number): string => {
+    refuseLengthControls(request, index, `the scripted user '${parsed.id}'`)
     const messages = requestMessages(request, index, `the scripted user '${parsed.id}'`)
     const said = messages.filter((message) => message.role === 'assistant').length
     if (endAfter !== undefined && said >= endAfter) return stopPhrase
