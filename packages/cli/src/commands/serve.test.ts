@@ -87,6 +87,13 @@ describe('ludic serve --engine', () => {
     expect((await short).choices).toHaveLength(3)
     await long
     expect(finished).toEqual(['short', 'long'])
+    // The engine's figures on /metrics under vLLM's names: the n = 3 samples computed their prompt once.
+    const metrics = await (await fetch(`${engine.client.baseURL.replace(/\/v1$/, '')}/metrics`)).text()
+    const value = (name: string) => Number(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(metrics)?.[1])
+    expect(value('vllm:kv_cache_usage_perc')).toBe(0)
+    expect(value('vllm:prefix_cache_hits_total')).toBeGreaterThan(0)
+    expect(value('vllm:prefix_cache_queries_total')).toBeGreaterThan(value('vllm:prefix_cache_hits_total'))
+    expect(value('vllm:num_requests_running')).toBe(0)
     engine.controller.abort()
     expect(await engine.exit).toBe(exitCodes.interrupted)
   })

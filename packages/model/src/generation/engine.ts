@@ -244,6 +244,15 @@ export class GenerationEngine {
         }),
       )
     }
+    const minNewTokens = row.minNewTokens ?? 0
+    if (!(Number.isInteger(minNewTokens) && minNewTokens >= 0 && minNewTokens <= row.maxNewTokens))
+      return Promise.reject(
+        new InvalidArgumentError({
+          argument: 'row.minNewTokens',
+          value: row.minNewTokens,
+          message: `must be an integer in [0, maxNewTokens = ${row.maxNewTokens}]`,
+        }),
+      )
     const { signal, onText } = controls
     if (onText !== undefined && this.options.tokenizer === undefined)
       return Promise.reject(new InvalidArgumentError({ argument: 'controls.onText', value: onText, message: "needs the engine's tokenizer" }))
@@ -524,7 +533,9 @@ export class GenerationEngine {
   private sample(request: Request, logits: Float32Array, offset: number): void {
     const { row } = request
     const tokenizer = this.options.tokenizer
-    const { token, logprob } = sampleToken(logits, offset, this.model.config.vocabSize, row.sampling, row.random)
+    // vLLM's min_tokens: the stop ids are not drawn before the row's minNewTokens.
+    const excluded = request.generated.length < (row.minNewTokens ?? 0) ? row.stopTokenIds : undefined
+    const { token, logprob } = sampleToken(logits, offset, this.model.config.vocabSize, row.sampling, row.random, excluded)
     request.firstToken ??= performance.now()
     request.tokens.push(token)
     request.generated.push(token)

@@ -143,6 +143,22 @@ describe('createLocalPolicy', () => {
       }
     })
 
+    it('on the generation engine too (engine: true): minTokens holds the end-of-sequence token off, ignoreEos runs to maxTokens', async () => {
+      const { eos } = await endingAtOnce()
+      const policy = createLocalPolicy({ model, tokenizer: { ...tokenizer, eosTokenId: eos }, engine: true })
+      const [plain, held, ignored] = await policy.generate([
+        { messages: question('go'), maxTokens: 8, temperature: 0 },
+        { messages: question('go'), maxTokens: 8, minTokens: 5, temperature: 0 },
+        { messages: question('go'), maxTokens: 8, temperature: 0, ignoreEos: true },
+      ])
+      expect(Array.from(plain!.tokenIds)).toEqual([eos])
+      expect(held!.tokenIds.length).toBeGreaterThanOrEqual(5)
+      expect(Array.from(held!.tokenIds.subarray(0, 5))).not.toContain(eos)
+      expect(ignored!.tokenIds).toHaveLength(8)
+      expect(ignored!.tokenIds[0]).toBe(eos)
+      expect(policy.metrics?.()).toMatchObject({ prefixCacheQueries: 3 * plain!.promptTokenIds.length, runningRequests: 0, waitingRequests: 0 })
+    })
+
     it('refuses minTokens above maxTokens, naming it', async () => {
       const policy = createLocalPolicy({ model, tokenizer })
       await expect(policy.generate([{ messages: question('x'), maxTokens: 2, minTokens: 3 }])).rejects.toThrow(

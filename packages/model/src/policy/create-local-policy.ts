@@ -66,6 +66,28 @@ export type LocalPolicyOptions = z.input<typeof localPolicyOptionsSchema>
 export interface LocalPolicy extends PolicyV1 {
   /** The generation engine's counters and state (`options.engine`); undefined without an engine. */
   engineStats(): EngineStats | undefined
+  /**
+   * With an engine: its figures by the names a server's `/metrics` reads (`@ludic/rollout`'s `PolicyMetricsSource`:
+   * `kvCacheUsage`, `prefixCacheQueries`, `prefixCacheHits`, `runningRequests`, `waitingRequests`, and the engine's other
+   * counters). Absent without one.
+   */
+  metrics?: () => Record<string, number>
+}
+
+/** An engine's stats as `/metrics` figures: vLLM's prefix-cache queries and hits are prompt tokens looked up and found. */
+function engineMetrics(stats: EngineStats): Record<string, number> {
+  return {
+    kvCacheUsage: stats.kvUsage,
+    prefixCacheQueries: stats.promptTokens,
+    prefixCacheHits: stats.reusedPromptTokens,
+    runningRequests: stats.running,
+    waitingRequests: stats.waiting,
+    cachedRows: stats.cachedRows,
+    rows: stats.rows,
+    computedTokens: stats.computedTokens,
+    decodeSteps: stats.decodeSteps,
+    weightsVersion: stats.weightsVersion,
+  }
 }
 
 /** Core's `GenerateOptions` of `PolicyV1.generate` (other fields, from a newer core, are ignored). */
@@ -118,6 +140,7 @@ export function createLocalPolicy(options: LocalPolicyOptions): LocalPolicy {
     specificationVersion: 'v1',
     id: id ?? `local-${model.config.architecture}`,
     engineStats: () => engine?.stats(),
+    ...(engine === undefined ? {} : { metrics: () => engineMetrics(engine.stats()) }),
     async generate(requests: readonly GenerationRequest[], options: GenerateOptions = {}): Promise<Completion[]> {
       const parsed = parseArgument(z.array(generationRequestSchema), requests, 'requests')
       const { signal, onText } = parseArgument(policyGenerateOptionsSchema, options, 'options')
