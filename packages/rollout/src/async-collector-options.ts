@@ -27,6 +27,11 @@ export const asyncCollectorOptionsSchema = z.strictObject({
   generation: generationOptionsSchema.default({ maxTokens: 256 }),
   trainRoles: z.array(z.string()).min(1).optional(),
   learnerPolicyIds: z.array(z.string()).min(1).optional(),
+  /**
+   * `collect`'s `stepping` in the workers: `'per-trajectory'` for a worker policy that batches requests as they come (a
+   * local policy on a `GenerationEngine`). Default: `'batched'`.
+   */
+  stepping: z.enum(['batched', 'per-trajectory']).default('batched'),
   /** Seeds the reset seeds and sampling of batch b (a function of (seed, b) only). Default 0. */
   seed: z.number().int().default(0),
   /** The version of the weights the workers start with (their `workerData`). Default 0. */

@@ -182,6 +182,7 @@ export function createAsyncCollector(options: AsyncCollectorOptions): AsyncColle
         generation: parsed.generation,
         trainRoles: parsed.trainRoles,
         learnerPolicyIds: parsed.learnerPolicyIds,
+        stepping: parsed.stepping,
       },
     }
     const thread = new Worker(builtModulePath(import.meta.url, 'async-worker', '@ludic/rollout'), {

@@ -42,6 +42,8 @@ export interface AsyncBatchPlan {
   generation: GenerationOptions
   trainRoles?: string[] | undefined
   learnerPolicyIds?: string[] | undefined
+  /** `collect`'s `stepping`. */
+  stepping: 'batched' | 'per-trajectory'
 }
 
 export interface SerializedError {

@@ -68,6 +68,7 @@ async function handle(setup: RolloutWorkerSetup, message: ToWorker): Promise<voi
       ...(plan.generateTimeoutMs === undefined ? {} : { generateTimeoutMs: plan.generateTimeoutMs }),
       ...(setup.prompt === undefined ? {} : { prompt: setup.prompt }),
       generation: plan.generation,
+      stepping: plan.stepping,
       samplingSeed: message.samplingSeed,
       runId: message.runId,
       policyVersion: version,

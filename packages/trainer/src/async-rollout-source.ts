@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { deriveSeed, LudicError, type Sample } from '@ludic/core'
 import { createAsyncCollector, type AsyncCollector } from '@ludic/rollout'
 import { builtModulePath } from '@ludic/rollout/worker'
-import { trainableSamples, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
+import { createRunEngine, trainableSamples, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
 import { weightsPayload, type ModelRolloutWorkerData, type RolloutAnnotation } from './rollout-worker.js'
 
 /**
@@ -12,6 +12,7 @@ import { weightsPayload, type ModelRolloutWorkerData, type RolloutAnnotation } f
 export function createAsyncRolloutSource({ config, model, reference }: RolloutSourceContext): RolloutSource {
   const settings = config.asyncRollout!
   const { batch, seed } = config
+  if (batch.engine !== false) createRunEngine(model, config).dispose() // a model the workers' engines cannot run: refused now
   let collector: AsyncCollector | undefined
   const start = async (stepIndex: number): Promise<AsyncCollector> => {
     const data: ModelRolloutWorkerData = {
@@ -26,6 +27,7 @@ export function createAsyncRolloutSource({ config, model, reference }: RolloutSo
       ...(reference === undefined ? {} : { reference: weightsPayload(reference.parameters()) }),
       chunkSize: batch.miniBatchSize,
       temperature: batch.temperature,
+      engine: batch.engine,
     }
     const started = createAsyncCollector({
       worker: builtModulePath(import.meta.url, 'rollout-worker', '@ludic/trainer'),
@@ -37,6 +39,8 @@ export function createAsyncRolloutSource({ config, model, reference }: RolloutSo
       maxTurns: batch.maxTurns,
       maxBatchSize: batch.maxGenerationBatch,
       generation: { maxTokens: batch.maxTokens, temperature: batch.temperature },
+      // On the engine each episode steps as soon as its own completion is back.
+      ...(batch.engine === false ? {} : { stepping: 'per-trajectory' as const }),
       ...(config.trainRoles === undefined ? {} : { trainRoles: config.trainRoles }),
       // Batches continue from the step reached, so a resumed run plays new seeds.
       seed: deriveSeed('ludic.async', seed, stepIndex),

@@ -83,6 +83,30 @@ describe('createRlTrainer with asynchronous collection', () => {
     model.dispose()
   })
 
+  it('plays in the worker threads on the generation engine (batch.engine): steps that train, weights at most one step old', async () => {
+    const model = createTestModel(3)
+    const trainer = createRlTrainer({
+      model,
+      tokenizer,
+      optimizer: { learningRate: 1e-2 },
+      batch: { episodesPerStep: 8, miniBatchSize: 8, ppoEpochs: 1, maxTokens: 2, engine: { maxSequenceLength: 128 } },
+      seed: 4,
+      asyncRollout: asyncRollout(),
+    })
+    try {
+      const history = await trainer.run({ steps: 3 })
+      expect(history).toHaveLength(3)
+      for (const metrics of history) {
+        expect(metrics.episodes).toBe(8)
+        expect(Number.isFinite(metrics.loss)).toBe(true)
+        expect(metrics.staleness).toBeLessThanOrEqual(1)
+      }
+    } finally {
+      trainer.dispose()
+      model.dispose()
+    }
+  })
+
   it('fails clearly when the setup module fails in the workers, and rejects bad configurations', async () => {
     const model = createTestModel(3)
     const failing = createRlTrainer({

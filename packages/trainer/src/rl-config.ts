@@ -54,8 +54,9 @@ export const rlBatchConfigSchema = z.strictObject({
    * Play the rollout on `@ludic/model`'s `GenerationEngine` (continuous batching: each episode's request joins the
    * running rows as soon as its prompt is computed and leaves the step it ends, episodes stepped per trajectory; prompts
    * share computed prefixes): `true` for the engine's defaults (its rows `maxGenerationBatch`), or its options. One
-   * engine for the run, following the weights step to step. Llama-style models and the synchronous rollout only: refused
-   * when the trainer is built otherwise. Default: false (each turn's requests of the episodes in flight as batches).
+   * engine for the run (one per worker thread with `asyncRollout`), following the weights step to step. Llama-style
+   * models (not GPT-2): refused when the trainer is built otherwise, as with a rollout source given to the trainer.
+   * Default: false (each turn's requests of the episodes in flight as batches).
    */
   engine: z.union([z.boolean(), generationEngineOptionsSchema.omit({ tokenizer: true })]).default(false),
   /** Episodes still going after this many turns are truncated. `collect`'s default (64). */

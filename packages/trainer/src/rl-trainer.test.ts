@@ -339,17 +339,19 @@ describe('createRlTrainer', () => {
     expect((attempt({ ...baseConfig(model), checkpointEvery: 3 }) as InvalidArgumentError).argument).toBe('config.runDirectory')
     expect(attempt({ ...baseConfig(model), unknownOption: 1 }) as InvalidArgumentError).toBeInstanceOf(InvalidArgumentError)
     expect((attempt({ ...baseConfig(model), resume: true }) as InvalidArgumentError).argument).toBe('config.runDirectory')
-    const engineWithWorkers = attempt({
+    const gpt2 = createModel('tiny', { vocabSize: 259, seed: 1, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
+    const notLlama = attempt({ ...baseConfig(model), model: gpt2, batch: { engine: true } }) as InvalidArgumentError
+    // With worker threads too: refused when the trainer is built, before a worker starts.
+    const notLlamaWorkers = attempt({
       ...baseConfig(model),
+      model: gpt2,
       environments: undefined,
       batch: { engine: true },
       asyncRollout: { setupModule: '/nowhere.js' },
       recomputeOldLogprobs: true,
-    })
-    expect((engineWithWorkers as InvalidArgumentError).argument).toBe('config.batch.engine')
-    const gpt2 = createModel('tiny', { vocabSize: 259, seed: 1, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
-    const notLlama = attempt({ ...baseConfig(model), model: gpt2, batch: { engine: true } }) as InvalidArgumentError
+    }) as InvalidArgumentError
     gpt2.dispose()
+    expect(notLlamaWorkers.argument).toBe('config.batch.engine')
     expect(notLlama.argument).toBe('config.batch.engine')
     expect(notLlama.message).toContain('Llama-style models only (Llama, Qwen2, Qwen3, Mistral; this is gpt2)')
     const smallTokenizer = { ...tokenizer, vocabSize: 300 }

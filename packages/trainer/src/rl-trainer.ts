@@ -353,13 +353,6 @@ export function checkRlTrainerConfig(config: RlTrainerConfig): void {
 
 /** An off-policy source without recomputed π_old, an estimator whose needs the source and the config do not meet. */
 function refuseUnrunnable(parsed: ParsedRlTrainerConfig, estimator: AdvantageEstimatorV1, source: { offPolicy: boolean; greedyBaselines: boolean }): void {
-  if (parsed.batch.engine !== false && parsed.asyncRollout !== undefined) {
-    throw new InvalidArgumentError({
-      argument: 'config.batch.engine',
-      value: parsed.batch.engine,
-      message: 'runs the synchronous rollout only (the asynchronous workers generate in their threads without it): drop it or config.asyncRollout',
-    })
-  }
   if (source.offPolicy && !parsed.recomputeOldLogprobs) {
     throw new InvalidArgumentError({
       argument: 'config.recomputeOldLogprobs',

@@ -122,7 +122,7 @@ function synchronousSource({ config, model }: RolloutSourceContext): RolloutSour
 }
 
 /** The run's generation engine (`config.batch.engine`; its rows `maxGenerationBatch` unless set); a model it cannot run is refused naming the option. */
-function createRunEngine(model: CausalLanguageModel, config: ParsedRlTrainerConfig): GenerationEngine {
+export function createRunEngine(model: CausalLanguageModel, config: ParsedRlTrainerConfig): GenerationEngine {
   const settings = config.batch.engine === true ? {} : (config.batch.engine as Exclude<typeof config.batch.engine, boolean>)
   try {
     return new GenerationEngine(model, { maxRows: config.batch.maxGenerationBatch, ...settings, tokenizer: config.tokenizer })

@@ -5,7 +5,7 @@
  * a local policy; pushed weights are assigned to that copy between batches.
  */
 import type { Sample } from '@ludic/core'
-import { CausalLanguageModel, createLocalPolicy, type ModelConfig } from '@ludic/model'
+import { CausalLanguageModel, createLocalPolicy, type GenerationEngineOptions, type ModelConfig } from '@ludic/model'
 import type { RolloutWorkerContext, RolloutWorkerSetup } from '@ludic/rollout'
 import { initTensors } from '@ludic/tensors'
 import * as tf from '@tensorflow/tfjs-core'
@@ -41,6 +41,8 @@ export interface ModelRolloutWorkerData {
   chunkSize: number
   /** The sampling temperature: the reference's log-probs are those of softmax(logits / T), as the policy's. */
   temperature: number
+  /** The trainer's `batch.engine`: the worker's policy runs on a `GenerationEngine` (its rows `maxBatch` unless set). */
+  engine?: false | true | GenerationEngineOptions
 }
 
 /** A batch's annotation from the trainer's rollout worker. */
@@ -73,6 +75,7 @@ export async function createRolloutWorker(data: ModelRolloutWorkerData, context:
     tokenizer: setup.tokenizer,
     maxBatch: data.maxBatch,
     seed: data.seed + context.workerIndex,
+    ...(data.engine === undefined || data.engine === false ? {} : { engine: { maxRows: data.maxBatch, ...(data.engine === true ? {} : data.engine) } }),
     ...(setup.chatTemplate === undefined ? {} : { chatTemplate: setup.chatTemplate }),
   })
   return {
