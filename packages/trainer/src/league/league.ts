@@ -97,7 +97,7 @@ export class League {
       await this.files?.write(stepIndex, values)
       for (const dropped of this.pool.add(stepIndex)) this.values.delete(dropped)
     }
-    await this.sweepFiles()
+    this.sweepFiles()
   }
 
   /** The seats of step `stepIndex`: `self` everywhere but an opponent's seat in its share of the episodes. */
@@ -167,10 +167,14 @@ export class League {
     return metrics
   }
 
-  /** The league's state for a checkpoint (the snapshots' values are in their files). */
+  /**
+   * The league's state for a checkpoint (the snapshots' values are in their files). The files that neither the pool
+   * nor the `keepLast` checkpoints ending with this one name are deleted.
+   */
   getState(): JsonValue {
     const members = this.pool.all.map((member) => member.step)
     this.retained = [...this.retained, members].slice(-this.options.keepLast)
+    this.sweepFiles()
     return { pool: this.pool.getState() as unknown as JsonValue, games: this.ratings.getState() as unknown as JsonValue, retained: this.retained }
   }
 
@@ -193,10 +197,10 @@ export class League {
   }
 
   /** Deletes the snapshot files that neither the pool nor a kept checkpoint names. */
-  private async sweepFiles(): Promise<void> {
+  private sweepFiles(): void {
     if (this.files === undefined) return
     const needed = new Set([...this.pool.all.map((member) => member.step), ...this.retained.flat()])
-    for (const step of this.files.steps()) if (!needed.has(step)) await this.files.remove(step)
+    for (const step of this.files.steps()) if (!needed.has(step)) this.files.remove(step)
   }
 }
 

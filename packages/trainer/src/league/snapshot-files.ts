@@ -2,8 +2,7 @@
  * The league's snapshots on disk (Node only: the Node entry registers it through `node-platform.ts`):
  * `<runDirectory>/league/snapshot-<step>.safetensors`, the snapshot's trainable parameters as float32.
  */
-import { mkdirSync, readdirSync } from 'node:fs'
-import { rm } from 'node:fs/promises'
+import { mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { LudicError } from '@ludic/core'
 import { readSafetensorsFile, writeSafetensorsFile } from '@ludic/tensors'
@@ -19,8 +18,8 @@ export interface SnapshotFiles {
   read(step: number): Promise<Map<string, { shape: number[]; data: Float32Array }>>
   /** The steps of the snapshot files there now. */
   steps(): number[]
-  /** Deletes the snapshot file of `step`, if any. */
-  remove(step: number): Promise<void>
+  /** Deletes the snapshot file of `step`, if any (synchronously: a checkpoint's state is taken synchronously). */
+  remove(step: number): void
 }
 
 const filePattern = /^snapshot-(\d+)\.safetensors$/
@@ -63,8 +62,8 @@ export function createSnapshotFiles(runDirectory: string): SnapshotFiles {
         return match === null ? [] : [Number(match[1])]
       })
     },
-    async remove(step) {
-      await rm(path(step), { force: true })
+    remove(step) {
+      rmSync(path(step), { force: true })
     },
   }
 }
