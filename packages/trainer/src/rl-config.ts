@@ -192,7 +192,12 @@ export const rlTrainerConfigSchema = z
      * metrics). Shares add up to at most 1; the rest is pure self-play. Default: none (pure self-play).
      */
     opponents: z
-      .array(z.union([z.strictObject({ policy: policySchema, share: z.number().gt(0).max(1) }), snapshotPoolConfigSchema]))
+      .array(
+        z.discriminatedUnion('pool', [
+          z.strictObject({ pool: z.undefined().optional(), policy: policySchema, share: z.number().gt(0).max(1) }),
+          snapshotPoolConfigSchema,
+        ]),
+      )
       .min(1)
       .refine((opponents) => opponents.reduce((total, opponent) => total + opponent.share, 0) <= 1 + 1e-9, 'shares must add up to at most 1')
       .optional(),
@@ -227,12 +232,12 @@ export const rlTrainerConfigSchema = z
     const problem = (path: (string | number)[], message: string) => context.addIssue({ code: 'custom', path, message })
     if (config.checkpointEvery > 0 && config.runDirectory === undefined) problem(['runDirectory'], 'is needed with config.checkpointEvery > 0')
     if (config.resume && config.runDirectory === undefined) problem(['runDirectory'], 'is needed with config.resume')
-    const pools = (config.opponents ?? []).flatMap((opponent, index) => ('pool' in opponent ? [index] : []))
+    const pools = (config.opponents ?? []).flatMap((opponent, index) => (opponent.pool === 'snapshots' ? [index] : []))
     if (pools.length > 1) problem(['opponents', pools[1]!], 'is a second snapshot pool: the league has one (give it the sum of the shares)')
     if (pools.length > 0 && config.rolePolicies !== undefined)
       problem(['opponents', pools[0]!], 'a snapshot pool is not supported with config.rolePolicies yet (the league seats every role)')
     config.opponents?.forEach((opponent, index) => {
-      if ('pool' in opponent) return
+      if (opponent.pool === 'snapshots') return
       if (pools.length > 0 && /^snapshot-\d+$/.test(opponent.policy.id))
         problem(['opponents', index, 'policy', 'id'], `is a snapshot's policy id ('snapshot-<step>'); beside a snapshot pool a fixed opponent needs another`)
       if (opponent.policy.id === learnerPolicyId)

@@ -152,7 +152,12 @@ const rlFields = {
    * keep: 20, sampling: pfsp }`; see `snapshotPoolConfigSchema` for every field and its default).
    */
   opponents: z
-    .array(z.union([z.strictObject({ name: z.string().min(1), share: z.number().gt(0).max(1) }), snapshotPoolConfigSchema]))
+    .array(
+      z.discriminatedUnion('pool', [
+        z.strictObject({ pool: z.undefined().optional(), name: z.string().min(1), share: z.number().gt(0).max(1) }),
+        snapshotPoolConfigSchema,
+      ]),
+    )
     .min(1)
     .optional(),
   warmUp: warmUpSchema.optional(),
@@ -589,7 +594,12 @@ function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType 
     advantage: advantage.optional(),
     policyLoss: policyLoss.default({ name: 'ppo-clip' }),
     opponents: z
-      .array(z.union([z.strictObject({ name: named(opponents, 'opponent'), share: z.number().gt(0).max(1) }), snapshotPoolConfigSchema]))
+      .array(
+        z.discriminatedUnion('pool', [
+          z.strictObject({ pool: z.undefined().optional(), name: named(opponents, 'opponent'), share: z.number().gt(0).max(1) }),
+          snapshotPoolConfigSchema,
+        ]),
+      )
       .min(1)
       .optional(),
     evaluation: evaluationSchema.extend({ opponents: z.array(named(opponents, 'opponent')).min(1).default(['random']) }).optional(),
@@ -755,7 +765,7 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
       ? {}
       : {
           opponents: file.opponents.map((opponent, index) =>
-            'pool' in opponent
+            opponent.pool === 'snapshots'
               ? opponent
               : { policy: opponentOf(opponent.name, deriveSeed('ludic.run-config.opponent', seed, index)), share: opponent.share },
           ),
