@@ -31,7 +31,7 @@ const leagueConfig = (model: ReturnType<typeof createTestModel>, extra: Partial<
 describe('League', () => {
   it("seats a snapshot's own model in its share of the episodes, trains only the learner's turns, and frees the snapshot models", async () => {
     const model = createTestModel(4)
-    const options = snapshotPoolConfigSchema.parse(pool({ share: 1 }))
+    const options = snapshotPoolConfigSchema.parse(pool({ share: 1, sampling: 'pfsp', keep: 3 }))
     const league = new League({ model, tokenizer, maxGenerationBatch: 8, seed: 1, opponents: [options], learnerId: learnerPolicyId, keepLast: 2 })
     const learner = createLocalPolicy({ model, tokenizer, id: learnerPolicyId, maxBatch: 8 })
     const tensors = tf.memory().numTensors
@@ -64,11 +64,26 @@ describe('League', () => {
       trajectory.turns.filter((turn) => turn.policyId === learnerPolicyId).map((turn) => `${trajectory.id}#${turn.index}`),
     )
     expect([...trained].sort()).toEqual(learnerTurns.sort())
-    // The snapshot is the starting weights: it plays what the learner would (same model, other sampling stream).
     league.record(step.seating, result.trajectories)
     expect(league.pool.all[0]!.scores).toHaveLength(6)
     expect(league.metrics()['league/games']).toBe(6)
     expect(Number.isFinite(league.metrics()['league/rating/snapshot-0'])).toBe(true)
+    // The step's greedy baselines (ReMax) meet the opponents its episodes met, though the games changed the PFSP weights.
+    await league.prepare(1)
+    const seeds = Array.from({ length: 24 }, (_, index) => index)
+    const play = async () => {
+      const played = league.step(learner, 1, 'step-1')
+      const games = await collect({ environments: [twoRoles], policies: played.policies, seeds, runId: 'step-1', generation: { maxTokens: 1 } })
+      played.release()
+      return { seating: played.seating, trajectories: games.trajectories }
+    }
+    const sampled = await play()
+    expect(new Set([...sampled.seating.values()].map((seated) => seated.opponent))).toEqual(new Set(['snapshot-0', 'snapshot-1']))
+    const weights = league.pool.weights()
+    league.record(sampled.seating, sampled.trajectories)
+    expect(league.pool.weights()).not.toEqual(weights)
+    await league.prepare(1)
+    expect((await play()).seating).toEqual(sampled.seating)
     model.dispose()
   })
 

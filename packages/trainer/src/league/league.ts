@@ -68,6 +68,8 @@ export class League {
   /** Steps whose values must be read from disk before the next rollout (after a restore). */
   private pendingRead = false
   private stepGames = 0
+  /** The members and their sampling weights of the step being played, fixed at its `prepare` (its greedy baselines draw as its episodes did). */
+  private stepDraw: { stepIndex: number; steps: number[]; weights: number[] } | undefined
 
   constructor(private readonly options: LeagueOptions) {
     const poolIndex = options.opponents.findIndex(isPoolConfig)
@@ -98,6 +100,8 @@ export class League {
       for (const dropped of this.pool.add(stepIndex)) this.values.delete(dropped)
     }
     this.sweepFiles()
+    if (this.stepDraw?.stepIndex !== stepIndex)
+      this.stepDraw = { stepIndex, steps: this.pool.all.map((member) => member.step), weights: this.pool.weights() }
   }
 
   /** The seats of step `stepIndex`: `self` everywhere but an opponent's seat in its share of the episodes. */
@@ -120,8 +124,11 @@ export class League {
       }
       return made.policy
     }
+    const draw = this.stepDraw
+    if (draw?.stepIndex !== stepIndex)
+      throw new InvalidArgumentError({ argument: 'stepIndex', value: stepIndex, message: 'is not the step the league was prepared for (prepare(stepIndex) first)' })
     const opponents: Opponent[] = this.options.opponents.map((opponent) =>
-      isPoolConfig(opponent) ? { share: opponent.share, policy: (random) => snapshotPolicy(this.pool.draw(random)) } : opponent,
+      isPoolConfig(opponent) ? { share: opponent.share, policy: (random) => snapshotPolicy(draw.steps[random.sampleIndex(draw.weights)]!) } : opponent,
     )
     const seats = seatPolicies(self, { opponents, seed: this.options.seed, stepIndex })
     const seating: LeagueSeating = new Map()
@@ -190,6 +197,7 @@ export class League {
     this.retained = parsed.retained.slice(-this.options.keepLast)
     this.values.clear()
     this.pendingRead = true
+    this.stepDraw = undefined
   }
 
   dispose(): void {

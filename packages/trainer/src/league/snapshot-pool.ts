@@ -134,7 +134,7 @@ export class SnapshotPool {
     return weights.map((weight) => weight / total)
   }
 
-  /** Draws a member's step with `random`, by the weights (the pool must not be empty). */
+  /** Draws a member's step with `random`, by the weights (the pool must not be empty): `random.sampleIndex(weights())`. */
   draw(random: Random): number {
     if (this.members.length === 0) throw new InvalidArgumentError({ argument: 'pool', value: 0, message: 'has no snapshot to draw' })
     return this.members[random.sampleIndex(this.weights())]!.step
