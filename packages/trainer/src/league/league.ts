@@ -100,8 +100,7 @@ export class League {
       for (const dropped of this.pool.add(stepIndex)) this.values.delete(dropped)
     }
     this.sweepFiles()
-    if (this.stepDraw?.stepIndex !== stepIndex)
-      this.stepDraw = { stepIndex, steps: this.pool.all.map((member) => member.step), weights: this.pool.weights() }
+    if (this.stepDraw?.stepIndex !== stepIndex) this.stepDraw = { stepIndex, steps: this.pool.all.map((member) => member.step), weights: this.pool.weights() }
   }
 
   /** The seats of step `stepIndex`: `self` everywhere but an opponent's seat in its share of the episodes. */
@@ -126,7 +125,11 @@ export class League {
     }
     const draw = this.stepDraw
     if (draw?.stepIndex !== stepIndex)
-      throw new InvalidArgumentError({ argument: 'stepIndex', value: stepIndex, message: 'is not the step the league was prepared for (prepare(stepIndex) first)' })
+      throw new InvalidArgumentError({
+        argument: 'stepIndex',
+        value: stepIndex,
+        message: 'is not the step the league was prepared for (prepare(stepIndex) first)',
+      })
     const opponents: Opponent[] = this.options.opponents.map((opponent) =>
       isPoolConfig(opponent) ? { share: opponent.share, policy: (random) => snapshotPolicy(draw.steps[random.sampleIndex(draw.weights)]!) } : opponent,
     )

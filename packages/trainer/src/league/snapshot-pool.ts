@@ -160,4 +160,3 @@ export class SnapshotPool {
 const poolStateSchema = z.strictObject({
   members: z.array(z.strictObject({ step: z.number().int().min(0), scores: z.array(z.number().min(0).max(1)) })),
 })
-
