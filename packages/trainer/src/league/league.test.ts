@@ -115,6 +115,69 @@ describe('League', () => {
   })
 })
 
+describe('League with a learner that trains LoRA adapters', () => {
+  it("keeps the adapters only, and a snapshot's model is the base with the snapshot's adapters attached", async () => {
+    const model = createTestModel(12)
+    const lora = applyLora(model, { rank: 2, alpha: 4 })
+    const league = new League({
+      model,
+      tokenizer,
+      maxGenerationBatch: 8,
+      seed: 1,
+      opponents: [snapshotPoolConfigSchema.parse(pool({ share: 1, keep: 3 }))],
+      learnerId: learnerPolicyId,
+      keepLast: 2,
+    })
+    const ids = [[5, 9, 33, 70]]
+    const logitsOf = (of: ReturnType<typeof createTestModel>) => tf.tidy(() => Array.from(of.forward(ids).dataSync()))
+    const learner = createLocalPolicy({ model, tokenizer, id: learnerPolicyId })
+    await league.prepare(0) // B = 0: the base model
+    const base = logitsOf(model)
+    for (const [name, variable] of lora.parameters()) if (name.endsWith('lora_B.weight')) variable.assign(tf.randomNormal(variable.shape, 0, 0.5, 'float32', 3))
+    await league.prepare(1) // the adapters trained
+    const trained = logitsOf(model)
+    expect(trained).not.toEqual(base)
+    const values = (league as unknown as { values: Map<number, Map<string, unknown>> }).values
+    expect([...values.get(1)!.keys()].sort()).toEqual([...lora.parameters().keys()].sort()) // the adapters only
+    const tensors = tf.memory().numTensors
+    const step = league.step(learner, 1, 'step-1')
+    const seat = (groupIndex: number) =>
+      step.policies({ role: 'player0', roles: ['player0'], environmentId: 'pick-v1', seed: 0, groupIndex, episodeIndex: groupIndex })
+    const drawn = new Set(Array.from({ length: 12 }, (_, index) => seat(index).id))
+    expect(drawn).toEqual(new Set(['snapshot-0', 'snapshot-1']))
+    step.release()
+    expect(tf.memory().numTensors).toBe(tensors)
+    // The snapshots' models reproduce the learner at their steps (made directly, as the step makes them).
+    const made = (league as unknown as { snapshotModelOf(step: number): ReturnType<typeof createTestModel> }).snapshotModelOf
+    for (const [snapshot, expected] of [
+      [0, base],
+      [1, trained],
+    ] as const) {
+      const copy = made.call(league, snapshot)
+      expect(copy.linearAdapters().size).toBe(model.linearAdapters().size)
+      const logits = logitsOf(copy)
+      logits.forEach((value, index) => expect(value).toBeCloseTo(expected[index]!, 5))
+      copy.dispose()
+    }
+    expect(tf.memory().numTensors).toBe(tensors)
+    model.dispose()
+  })
+
+  it('trains the adapters against their own snapshots, with no leak', async () => {
+    const model = createTestModel(13)
+    applyLora(model, { rank: 2 })
+    const trainer = createRlTrainer(leagueConfig(model))
+    await trainer.step()
+    const tensors = tf.memory().numTensors
+    const metrics = [await trainer.step(), await trainer.step()]
+    expect(tf.memory().numTensors).toBe(tensors)
+    expect(metrics.map((step) => step['league/members'])).toEqual([2, 2])
+    expect(metrics[1]!['league/games']).toBeGreaterThan(0)
+    trainer.dispose()
+    model.dispose()
+  })
+})
+
 describe('createRlTrainer with a snapshot pool', () => {
   it('logs the pool and its ratings each step, leaks no tensor, and is the same again for the same seed', async () => {
     const run = async () => {
@@ -188,8 +251,8 @@ describe('createRlTrainer with a snapshot pool', () => {
     expect(tooSmall.argument).toBe('config.opponents.0.maxBytes')
     expect(() => createRlTrainer(leagueConfig(model), { rolloutSource: () => ({}) as never })).toThrow(/config\.opponents\.0.*hooks\.rolloutSource/)
     const adapted = createTestModel(11)
-    applyLora(adapted, { rank: 2 })
-    expect(() => createRlTrainer(leagueConfig(adapted))).toThrow(/config\.opponents\.0.*LoRA adapters/)
+    adapted.setAdapter('model.layers.0.self_attn.q_proj', { merged: false, apply: (x) => tf.zerosLike(x) as tf.Tensor2D })
+    expect(() => createRlTrainer(leagueConfig(adapted))).toThrow(/config\.opponents\.0.*not LoRA adapters/)
     adapted.dispose()
     model.dispose()
   })

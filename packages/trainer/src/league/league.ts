@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { deriveSeed, InvalidArgumentError, LudicError, parseArgument, type ChatMessage, type PolicyV1, type TokenizerV1, type Trajectory } from '@ludic/core'
-import { CausalLanguageModel, createLocalPolicy } from '@ludic/model'
+import { attachedLoraAdapters, attachLora, CausalLanguageModel, createLocalPolicy } from '@ludic/model'
 import type { PolicyContext } from '@ludic/rollout'
 import { z } from 'zod'
 import { nodePlatform } from '../platform.js'
@@ -109,7 +109,7 @@ export class League {
     const snapshotPolicy = (step: number): PolicyV1 => {
       let made = models.get(step)
       if (made === undefined) {
-        const model = snapshotModel(this.options.model, this.values.get(step)!)
+        const model = this.snapshotModelOf(step)
         const policy = createLocalPolicy({
           model,
           tokenizer: this.options.tokenizer,
@@ -207,6 +207,13 @@ export class League {
     this.values.clear()
   }
 
+  /** A model of the snapshot of `step` (a member's): the caller frees it. */
+  snapshotModelOf(step: number): CausalLanguageModel {
+    const values = this.values.get(step)
+    if (values === undefined) throw new InvalidArgumentError({ argument: 'step', value: step, message: 'is no snapshot the league holds' })
+    return snapshotModel(this.options.model, values)
+  }
+
   /** Deletes the snapshot files that neither the pool nor a kept checkpoint names. */
   private sweepFiles(): void {
     if (this.files === undefined) return
@@ -226,15 +233,16 @@ export function isPoolConfig(opponent: FixedOpponent | ParsedSnapshotPoolConfig)
 }
 
 /**
- * Refuses a learner the pool cannot snapshot: one with LoRA adapters attached (its snapshot model would need the
- * adapters' configuration, which the trainer does not have), or one whose `keep` snapshots exceed `maxBytes`.
+ * Refuses a learner the pool cannot snapshot: one with adapters on its linear layers that `attachLora` did not attach
+ * (its snapshot model could not rebuild them), or one whose `keep` snapshots exceed `maxBytes`.
  */
 export function checkLeagueModel(model: CausalLanguageModel, config: ParsedSnapshotPoolConfig, argument: string): void {
-  if (model.linearAdapters().size > 0)
+  const lora = attachedLoraAdapters(model).reduce((total, { adapters }) => total + adapters.layers.length, 0)
+  if (model.linearAdapters().size !== lora)
     throw new InvalidArgumentError({
       argument,
       value: config,
-      message: 'snapshot opponents of a model with LoRA adapters attached are not supported yet: train the full weights, or use scripted opponents',
+      message: `the model has ${model.linearAdapters().size - lora} linear adapters that are not LoRA adapters of applyLora or attachLoraAdapter: a snapshot could not rebuild them`,
     })
   let elements = 0
   for (const variable of model.trainableParameters().values()) elements += variable.size
@@ -254,12 +262,22 @@ async function snapshotValues(model: CausalLanguageModel): Promise<SnapshotValue
   return values
 }
 
-/** A model of the learner's parameters with a snapshot's values in place of its trainable ones (every variable its own copy). */
+/**
+ * A model of the learner's parameters with a snapshot's values in place of its trainable ones, every variable its own
+ * copy. A learner that trains LoRA adapters has its base copied and the same adapters attached with the snapshot's
+ * values (`attachLora` with the learner's plans); merged adapters are refused (their base weights hold B·A).
+ */
 function snapshotModel(learner: CausalLanguageModel, values: SnapshotValues): CausalLanguageModel {
+  const loras = attachedLoraAdapters(learner)
+  if (loras.some(({ adapters }) => adapters.merged))
+    throw new LudicError("the learner's LoRA adapters are merged into its weights: a snapshot's model needs them apart (unmerge before training)")
+  const adapterNames = new Set(loras.flatMap(({ adapters }) => [...adapters.parameters().keys()]))
   const made: tf.Tensor[] = []
+  let model: CausalLanguageModel | undefined
   try {
     const weights = new Map<string, tf.Tensor>()
     for (const [name, variable] of learner.parameters()) {
+      if (adapterNames.has(name)) continue // attached below, as adapters
       const value = values.get(name)
       if (value === undefined) weights.set(name, variable)
       else {
@@ -268,7 +286,12 @@ function snapshotModel(learner: CausalLanguageModel, values: SnapshotValues): Ca
         weights.set(name, tensor)
       }
     }
-    return new CausalLanguageModel(learner.config, weights, { maxContextTokens: learner.maxContextTokens })
+    model = new CausalLanguageModel(learner.config, weights, { maxContextTokens: learner.maxContextTokens })
+    for (const { plan } of loras) attachLora(model, plan, new Map([...values].map(([name, value]) => [name, value.data])))
+    return model
+  } catch (error) {
+    model?.dispose()
+    throw error
   } finally {
     tf.dispose(made)
   }
