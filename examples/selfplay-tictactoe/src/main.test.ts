@@ -37,6 +37,8 @@ describe('selfplay-tictactoe', () => {
       evaluateEvery: 1,
       evaluationEpisodes: 8,
       minimaxEpisodes: 4,
+      leagueShare: 0.25,
+      leagueEvery: 1,
       checkpointEvery: 1,
       runDirectory,
       backend: 'wasm',
@@ -69,6 +71,7 @@ describe('selfplay-tictactoe', () => {
     expect(metrics.map((record) => record.step)).toEqual([1, 2])
     expect(metrics[0]!['eval/winRate']).toBeTypeOf('number')
     expect(metrics[0]!['eval/greedyWinRate']).toBeTypeOf('number')
+    expect(metrics.map((record) => record['league/members'])).toEqual([1, 2]) // the league: a snapshot at the start and after step 1
     const chart = await readFile(join(runDirectory, 'chart.svg'), 'utf8')
     expect(chart).toMatch(/^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/)
     expect(chart).toContain('win rate vs random')

@@ -10,7 +10,7 @@ import { parseArgument } from '@ludic/core'
 import { createRandomPolicy, createTicTacToe, createTicTacToeMinimaxPolicy } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
 import { runExampleMain, type ExampleReport } from '@ludic/report'
-import { createRlTrainer } from '@ludic/trainer'
+import { createRlTrainer, snapshotPoolConfigSchema } from '@ludic/trainer'
 import { exampleOptionsSchema, startExampleRun } from '@ludic/trainer/example'
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
@@ -35,6 +35,17 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
    * default) won slightly more often against random after the default steps (the README's "Measured" has both runs).
    */
   randomOpponentShare: z.number().min(0).max(1).default(0.5),
+  /**
+   * Share of the training episodes in which one seat is a past snapshot of the model itself (the trainer's league:
+   * a snapshot pool in `opponents`). 0 (the default): none. With `randomOpponentShare` at most 1 in all.
+   */
+  leagueShare: z.number().min(0).max(1).default(0),
+  /** A snapshot every this many steps (and at the start). The pool's default (10). */
+  leagueEvery: snapshotPoolConfigSchema.shape.every,
+  /** Snapshots kept. The pool's default (20). */
+  leagueKeep: snapshotPoolConfigSchema.shape.keep,
+  /** How a game's snapshot is drawn: `uniform`, `recency` or `pfsp`. The pool's default (`uniform`). */
+  leagueSampling: snapshotPoolConfigSchema.shape.sampling,
   /** Games against minimax at the end (sampled; greedy play against minimax is deterministic: 2 games). */
   minimaxEpisodes: z.number().int().positive().default(200),
   /** `tiny` (d 128, 2 layers) or `small` (d 256, 4 layers). */
@@ -109,13 +120,17 @@ export async function main(options: MainOptions = {}): Promise<Report> {
 
   // 3. Self-play with RAE and PPO; evaluations every few steps.
   const selfPlayStarted = performance.now()
+  const opponents = [
+    ...(parsed.randomOpponentShare > 0 ? [{ policy: createRandomPolicy({ seed: seed + 7, id: 'random-opponent' }), share: parsed.randomOpponentShare }] : []),
+    ...(parsed.leagueShare > 0
+      ? [{ pool: 'snapshots' as const, share: parsed.leagueShare, every: parsed.leagueEvery, keep: parsed.leagueKeep, sampling: parsed.leagueSampling }]
+      : []),
+  ]
   const trainer = createRlTrainer({
     model,
     tokenizer,
     environments: [() => createTicTacToe({ invalidPenalty: parsed.invalidPenalty })],
-    ...(parsed.randomOpponentShare > 0
-      ? { opponents: [{ policy: createRandomPolicy({ seed: seed + 7, id: 'random-opponent' }), share: parsed.randomOpponentShare }] }
-      : {}),
+    ...(opponents.length > 0 ? { opponents } : {}),
     chatTemplate,
     ...run.trainerConfig({ maxTokens: 4, evaluate }),
     advantage: createRae(),

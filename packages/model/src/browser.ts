@@ -79,7 +79,16 @@ export {
   type ValueHead,
 } from './heads/scalar-heads.js'
 export { createCriticModel, type CriticModel, type CriticModelOptions } from './heads/critic-model.js'
-export { applyLora, loraOptionsSchema, type LoraAdapters, type LoraConfig, type LoraOptions, type LoraPlan } from './lora/apply-lora.js'
+export {
+  applyLora,
+  attachedLoraAdapters,
+  attachLora,
+  loraOptionsSchema,
+  type LoraAdapters,
+  type LoraConfig,
+  type LoraOptions,
+  type LoraPlan,
+} from './lora/apply-lora.js'
 
 // Policy
 export { checkVocabularyFits } from './policy/check-vocabulary-fits.js'

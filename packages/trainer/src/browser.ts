@@ -33,6 +33,18 @@ export {
   type RlTrainerConfig,
 } from './rl-config.js'
 export {
+  defaultSnapshotPoolBytes,
+  pfspWeightings,
+  snapshotPoolConfigSchema,
+  SnapshotPool,
+  snapshotSamplings,
+  type PfspWeighting,
+  type SnapshotPoolConfig,
+  type SnapshotPoolState,
+  type SnapshotSampling,
+} from './league/snapshot-pool.js'
+export { PoolRatings, type LeagueGame } from './league/pool-ratings.js'
+export {
   createSftTrainer,
   sftStep,
   sftTrainerConfigSchema,

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { saveModel } from '@ludic/model'
 import { createProgressBar } from '@ludic/report'
 import { createAsyncRolloutSource } from './async-rollout-source.js'
+import { createSnapshotFiles } from './league/snapshot-files.js'
 import { createFileLogger } from './loggers/file-loggers.js'
 import { setTrainerPlatform } from './platform.js'
 import { createRunDirectoryState, refuseRunDirectoryOfAnother } from './run-directory.js'
@@ -17,6 +18,7 @@ setTrainerPlatform({
   createFileLogger,
   createAsyncRolloutSource,
   createProgressBar,
+  snapshotFiles: createSnapshotFiles,
   saveRunModel: async (model, runDirectory) => {
     await saveModel(model, join(runDirectory, 'model'))
   },

@@ -1,9 +1,13 @@
-import { createRandom, deriveSeed, type PolicyV1 } from '@ludic/core'
+import { createRandom, deriveSeed, type PolicyV1, type Random } from '@ludic/core'
 import type { PolicyContext } from '@ludic/rollout'
 
-/** A fixed policy that plays one seat in a share of the episodes. */
+/** A policy that plays one seat in a share of the episodes. */
 export interface Opponent {
-  policy: PolicyV1
+  /**
+   * A fixed policy, or a draw among several (the league's snapshot pool), made with the episode's generator after
+   * the share and the seat were drawn from it.
+   */
+  policy: PolicyV1 | ((random: Random) => PolicyV1)
   /** Fraction of the episodes it plays in, in (0, 1]. */
   share: number
 }
@@ -20,7 +24,10 @@ export function withOpponents(self: PolicyV1, opponents: readonly Opponent[], se
     let u = draw.nextFloat()
     const seat = roles[draw.nextInt(roles.length)]
     for (const opponent of opponents) {
-      if (u < opponent.share) return role === seat ? opponent.policy : self
+      if (u < opponent.share) {
+        if (role !== seat) return self
+        return typeof opponent.policy === 'function' ? opponent.policy(draw) : opponent.policy
+      }
       u -= opponent.share
     }
     return self

@@ -5,6 +5,7 @@ import type { LoggerSpec, RunLoggersOptions } from './loggers/run-loggers.js'
 import type { RunLoggerV1 } from './loggers/run-logger.js'
 import type { RolloutSource, RolloutSourceContext } from './rollout-source.js'
 import type { RunState, RunStateOptions } from './run-state.js'
+import type { SnapshotFiles } from './league/snapshot-files.js'
 
 /**
  * The trainers' Node-only parts: files, worker threads, the terminal. The Node entry (`index.ts`) registers them
@@ -22,6 +23,8 @@ export interface TrainerPlatform {
   createAsyncRolloutSource(context: RolloutSourceContext): RolloutSource
   /** A progress bar on a terminal (`run({ progress })`). */
   createProgressBar(total: number, options: ProgressBarOptions): ProgressBar
+  /** The league's snapshot files under `<runDirectory>/league/` (`opponents` with a snapshot pool and a run directory). */
+  snapshotFiles(runDirectory: string): SnapshotFiles
   /** Saves a model's weights and config as files in `<runDirectory>/model` (the reward model trainer's, at the end of `run`). */
   saveRunModel(model: CausalLanguageModel, runDirectory: string): Promise<void>
 }

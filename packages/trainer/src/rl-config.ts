@@ -5,6 +5,7 @@ import { asyncCollectorOptionsSchema, collectOptionsSchema, generationOptionsSch
 import { z } from 'zod'
 import { criticConfigSchema } from './experience/critic.js'
 import { externalDemonstrationsConfigSchema } from './external-demonstrations.js'
+import { snapshotPoolConfigSchema } from './league/snapshot-pool.js'
 import { runConfigFields } from './run-config-fields.js'
 import { optimizerConfigSchema } from './optimizer-config.js'
 import { scheduleConfigSchema } from './schedule.js'
@@ -191,13 +192,21 @@ export const rlTrainerConfigSchema = z
     /** Only these roles' turns are trained on. Default: every role. */
     trainRoles: z.array(z.string()).min(1).optional(),
     /**
-     * Fixed opponents beside self-play (a population, as in league training): in a `share` of the episodes (drawn
-     * per episode from the seed and step) one role, drawn likewise, is played by `policy` (e.g. the random player),
-     * and only the model's turns are trained on. Shares add up to at most 1; an opponent's id must not be
-     * `learnerPolicyId`. Default: none (pure self-play).
+     * Opponents beside self-play (a population, as in league training): in a `share` of the episodes (drawn per
+     * episode from the seed and step) one role, drawn likewise, is played by an opponent, and only the model's turns
+     * are trained on. An entry is a fixed policy `{ policy, share }` (e.g. the random player; its id must not be
+     * `learnerPolicyId`) or, once at most, the pool of the learner's own past snapshots `{ pool: 'snapshots', share,
+     * every, keep, sampling, … }` (`snapshotPoolConfigSchema`: a snapshot every `every` steps, `keep` kept, drawn
+     * `uniform`ly, by `recency` or by PFSP; its games give PFSP's win rates and the pool's Bradley–Terry ratings in the
+     * metrics). Shares add up to at most 1; the rest is pure self-play. Default: none (pure self-play).
      */
     opponents: z
-      .array(z.strictObject({ policy: policySchema, share: z.number().gt(0).max(1) }))
+      .array(
+        z.discriminatedUnion('pool', [
+          z.strictObject({ pool: z.undefined().optional(), policy: policySchema, share: z.number().gt(0).max(1) }),
+          snapshotPoolConfigSchema,
+        ]),
+      )
       .min(1)
       .refine((opponents) => opponents.reduce((total, opponent) => total + opponent.share, 0) <= 1 + 1e-9, 'shares must add up to at most 1')
       .optional(),
@@ -232,7 +241,14 @@ export const rlTrainerConfigSchema = z
     const problem = (path: (string | number)[], message: string) => context.addIssue({ code: 'custom', path, message })
     if (config.checkpointEvery > 0 && config.runDirectory === undefined) problem(['runDirectory'], 'is needed with config.checkpointEvery > 0')
     if (config.resume && config.runDirectory === undefined) problem(['runDirectory'], 'is needed with config.resume')
+    const pools = (config.opponents ?? []).flatMap((opponent, index) => (opponent.pool === 'snapshots' ? [index] : []))
+    if (pools.length > 1) problem(['opponents', pools[1]!], 'is a second snapshot pool: the league has one (give it the sum of the shares)')
+    if (pools.length > 0 && config.rolePolicies !== undefined)
+      problem(['opponents', pools[0]!], 'a snapshot pool is not supported with config.rolePolicies yet (the league seats every role)')
     config.opponents?.forEach((opponent, index) => {
+      if (opponent.pool === 'snapshots') return
+      if (pools.length > 0 && /^snapshot-\d+$/.test(opponent.policy.id))
+        problem(['opponents', index, 'policy', 'id'], `is a snapshot's policy id ('snapshot-<step>'); beside a snapshot pool a fixed opponent needs another`)
       if (opponent.policy.id === learnerPolicyId)
         problem(
           ['opponents', index, 'policy', 'id'],

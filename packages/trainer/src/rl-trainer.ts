@@ -8,10 +8,12 @@ import { checkBatchNeeds, checkEstimatorNeeds, providedNeeds } from './experienc
 import { advantageStage, baselineStage, importanceWeights, logprobStage, sequencesOf } from './experience/stages.js'
 import { policyUpdateEpochs, type PolicyUpdateSettings } from './experience/update.js'
 import { externalTokenMasks, replayDemonstrations, type DemonstrationBatch, type DemonstrationReplaySettings } from './external-demonstrations.js'
+import { checkLeagueModel, isPoolConfig, League } from './league/league.js'
 import { episodeTranscript } from './loggers/episode-transcript.js'
 import { createRunLoggers, plainConfig } from './loggers/run-loggers.js'
 import type { StepMetrics } from './metrics-log.js'
-import { rlTrainerConfigSchema, type ParsedRlTrainerConfig, type RlTrainerConfig } from './rl-config.js'
+import { learnerPolicyId, rlTrainerConfigSchema, type ParsedRlTrainerConfig, type RlTrainerConfig } from './rl-config.js'
+import type { JsonValue } from './run-state.js'
 import { nodePlatform } from './platform.js'
 import { offPolicyMetrics, progressFields, rolloutMetrics } from './rl-metrics.js'
 import { createRolloutSource, type RolloutSource, type RolloutSourceContext } from './rollout-source.js'
@@ -58,6 +60,8 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     parsed.scorer !== undefined ? 'cpo' : parsed.rolePolicies !== undefined && Object.keys(parsed.rolePolicies).length > 0 ? 'rl' : 'self-play'
   const { model, batch, kl, seed } = parsed
   checkVocabularyFits(parsed.tokenizer, model.config)
+  // The league of the learner's snapshots, when an opponent is a snapshot pool: refused before anything is made.
+  const league = leagueOf(parsed, hooks)
   const estimator = parsed.advantage ?? createRae()
   const schedule = resolveSchedule(parsed.schedule)
   const { maxGradNorm, learningRate, ...adamW } = parsed.optimizer
@@ -97,9 +101,10 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     critic: critic?.own === undefined ? undefined : { parameters: critic.own.parameters, optimizer: critic.own.optimizer },
     update: (stepIndex) => update(stepIndex),
     random: () => random,
-    saveState: () => null,
-    restoreState(_, restored) {
+    saveState: () => (league === undefined ? null : { league: league.getState() }),
+    restoreState(state, restored) {
       random = restored
+      if (league !== undefined) league.setState((state as { league?: JsonValue } | null | undefined)?.league)
     },
     progressFields,
     finish: () => rolloutSource.close(),
@@ -108,6 +113,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       optimizer.dispose()
       reference?.dispose()
       critic?.dispose()
+      league?.dispose()
     },
   })
   try {
@@ -119,7 +125,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
         message: "is the config's own rollout's: a rollout source given to the trainer generates its own way (drop one of them)",
       })
     }
-    rolloutSource = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference })
+    rolloutSource = (hooks.rolloutSource ?? createRolloutSource)({ config: parsed, model, reference, league })
     // Refused now, not after a rollout: an off-policy source without recomputed π_old, an estimator's unmet needs.
     refuseUnrunnable(parsed, estimator, { offPolicy: rolloutSource.offPolicy, greedyBaselines: rolloutSource.greedyReturns !== undefined })
   } catch (error) {
@@ -230,6 +236,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       updateSeconds,
     }
     if (external) Object.assign(metrics, externalMetrics(external))
+    if (league !== undefined) Object.assign(metrics, league.metrics())
     if (offPolicy !== undefined) Object.assign(metrics, offPolicyMetrics(stepIndex, offPolicy.policyVersion, offPolicy.dropped, importance!))
     if (parsed.evaluateEvery > 0 && stepCount % parsed.evaluateEvery === 0) Object.assign(metrics, await evaluate(stepCount))
     const record = async () => {
@@ -281,6 +288,30 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       await skeleton.close()
       await rolloutSource.close()
     },
+  })
+}
+
+/** The league of `config.opponents`' snapshot pool, if any: only the config's synchronous collection plays it. */
+function leagueOf(parsed: ParsedRlTrainerConfig, hooks: RlTrainerHooks): League | undefined {
+  const opponents = parsed.opponents ?? []
+  const index = opponents.findIndex(isPoolConfig)
+  if (index < 0) return undefined
+  if (hooks.rolloutSource !== undefined)
+    throw new InvalidArgumentError({
+      argument: `config.opponents.${index}`,
+      value: opponents[index],
+      message: "a snapshot pool is played by the config's synchronous collection only, not by a rollout source of the caller's (hooks.rolloutSource)",
+    })
+  return new League({
+    model: parsed.model,
+    tokenizer: parsed.tokenizer,
+    chatTemplate: parsed.chatTemplate,
+    maxGenerationBatch: parsed.batch.maxGenerationBatch,
+    seed: parsed.seed,
+    opponents,
+    learnerId: learnerPolicyId,
+    runDirectory: parsed.runDirectory,
+    keepLast: parsed.keepLast,
   })
 }
 
@@ -343,6 +374,9 @@ export function checkRlTrainerConfig(config: RlTrainerConfig): void {
   const parsed = parseArgument(rlTrainerConfigSchema, config, 'config')
   // The browser entry's refusals of what needs Node, in the trainer's order: the run directory, the loggers, the workers.
   if (parsed.runDirectory !== undefined) nodePlatform('config.runDirectory', parsed.runDirectory)
+  parsed.opponents?.forEach((opponent, index) => {
+    if (isPoolConfig(opponent)) checkLeagueModel(parsed.model, opponent, `config.opponents.${index}`)
+  })
   // Loggers that cannot work (online W&B without an API key): made and dropped (they open nothing until started).
   createRunLoggers({ loggers: parsed.loggers, directory: parsed.runDirectory, trainer: 'rl', config: {}, notify: () => {} })
   // The synchronous source is on-policy and plays greedy baselines; asynchronous workers are off-policy and do not.

@@ -2,7 +2,8 @@ import { deriveSeed, InvalidArgumentError, type Sample, type Trajectory } from '
 import { createLocalPolicy, GenerationEngine, type CausalLanguageModel } from '@ludic/model'
 import { collect, type CollectResult } from '@ludic/rollout'
 import { episodeSeeds } from './episode-seeds.js'
-import { seatPolicies } from './opponents.js'
+import type { League, LeagueStep } from './league/league.js'
+import { seatPolicies, type Opponent } from './opponents.js'
 import { nodePlatform } from './platform.js'
 import { learnerPolicyId, type ParsedRlTrainerConfig } from './rl-config.js'
 
@@ -54,6 +55,8 @@ export interface RolloutSourceContext {
   model: CausalLanguageModel
   /** The KL term's frozen reference model, if any (rollout workers compute its log-probs). */
   reference: CausalLanguageModel | undefined
+  /** The league, when `config.opponents` has a snapshot pool (only the synchronous source plays it). */
+  league?: League | undefined
 }
 
 /**
@@ -65,14 +68,14 @@ export function createRolloutSource(context: RolloutSourceContext): RolloutSourc
   return asyncRollout === undefined ? synchronousSource(context) : nodePlatform('config.asyncRollout', asyncRollout).createAsyncRolloutSource(context)
 }
 
-/** Self-play (and opponents) through `collect` with a local policy of the current weights. */
-function synchronousSource({ config, model }: RolloutSourceContext): RolloutSource {
+/** Self-play (and opponents, the league) through `collect` with a local policy of the current weights. */
+function synchronousSource({ config, model, league }: RolloutSourceContext): RolloutSource {
   const { batch, seed, opponents, rolePolicies } = config
   const mixed = opponents !== undefined || rolePolicies !== undefined
   // One engine for the run (it follows the weights step to step); made now, so a model it cannot run is refused here.
   let engine = batch.engine === false ? undefined : createRunEngine(model, config)
   /** The step's episodes with the current weights: `groupSize` each at the batch's temperature, or one greedy. */
-  const play = (stepIndex: number, greedy: boolean) => {
+  const play = async (stepIndex: number, greedy: boolean) => {
     const chatTemplate = config.chatTemplate === undefined ? {} : { chatTemplate: config.chatTemplate }
     const policy = createLocalPolicy({
       model,
@@ -83,24 +86,37 @@ function synchronousSource({ config, model }: RolloutSourceContext): RolloutSour
       ...chatTemplate,
       ...(batch.engine === false ? {} : { engine: (engine ??= createRunEngine(model, config)) }),
     })
-    return collect({
-      environments: config.environments!,
-      policies: seatPolicies(policy, { opponents, rolePolicies, seed, stepIndex }),
-      ...(mixed ? { learnerPolicyIds: [learnerPolicyId] } : {}),
-      seeds: episodeSeeds(seed, stepIndex, batch.episodesPerStep),
-      groupSize: greedy ? 1 : batch.groupSize,
-      concurrency: batch.concurrency,
-      maxTurns: batch.maxTurns,
-      maxBatchSize: batch.maxGenerationBatch,
-      // On the engine each episode steps as soon as its own completion is back.
-      ...(batch.engine === false ? {} : { stepping: 'per-trajectory' as const }),
-      ...(config.prompt === undefined ? {} : { prompt: config.prompt }),
-      generation: { maxTokens: batch.maxTokens, temperature: greedy ? 0 : batch.temperature },
-      samplingSeed: deriveSeed('ludic.sampling', seed, stepIndex),
-      // The same run id and seeds: the greedy episodes' group ids are the sampled ones'.
-      runId: `step-${stepIndex}`,
-      ...(config.trainRoles === undefined ? {} : { trainRoles: config.trainRoles }),
-    })
+    const runId = `step-${stepIndex}`
+    let leagueStep: LeagueStep | undefined
+    if (league !== undefined) {
+      await league.prepare(stepIndex)
+      leagueStep = league.step(policy, stepIndex, runId)
+    }
+    try {
+      const result = await collect({
+        environments: config.environments!,
+        policies: leagueStep?.policies ?? seatPolicies(policy, { opponents: opponents as Opponent[] | undefined, rolePolicies, seed, stepIndex }),
+        ...(mixed ? { learnerPolicyIds: [learnerPolicyId] } : {}),
+        seeds: episodeSeeds(seed, stepIndex, batch.episodesPerStep),
+        groupSize: greedy ? 1 : batch.groupSize,
+        concurrency: batch.concurrency,
+        maxTurns: batch.maxTurns,
+        maxBatchSize: batch.maxGenerationBatch,
+        // On the engine each episode steps as soon as its own completion is back.
+        ...(batch.engine === false ? {} : { stepping: 'per-trajectory' as const }),
+        ...(config.prompt === undefined ? {} : { prompt: config.prompt }),
+        generation: { maxTokens: batch.maxTokens, temperature: greedy ? 0 : batch.temperature },
+        samplingSeed: deriveSeed('ludic.sampling', seed, stepIndex),
+        // The same run id and seeds: the greedy episodes' group ids are the sampled ones'.
+        runId,
+        ...(config.trainRoles === undefined ? {} : { trainRoles: config.trainRoles }),
+      })
+      // The sampled games against opponents feed the league's win rates and ratings (greedy baselines do not).
+      if (leagueStep !== undefined && !greedy) league!.record(leagueStep.seating, result.trajectories)
+      return result
+    } finally {
+      leagueStep?.release()
+    }
   }
   return {
     offPolicy: false,

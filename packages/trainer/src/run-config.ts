@@ -36,6 +36,7 @@ import { optimizerConfigSchema } from './optimizer-config.js'
 import { readPreferencePairs } from './preference-file.js'
 import { preferenceTrainerConfigSchema, type PreferenceTrainerConfig } from './preference-trainer.js'
 import { rewardModelTrainerConfigSchema, type RewardModelTrainerConfig } from './reward-model-trainer.js'
+import { snapshotPoolConfigSchema } from './league/snapshot-pool.js'
 import { klConfigSchema, rlBatchConfigSchema, type EvaluationHook, type RlTrainerConfig } from './rl-config.js'
 import { scheduleConfigSchema } from './schedule.js'
 import { sftTrainerConfigSchema, type SftTrainerConfig } from './sft-trainer.js'
@@ -145,9 +146,18 @@ const rlFields = {
   trajectories: trajectoryLogConfigSchema.optional(),
   resume: z.boolean().optional(),
   trainRoles: z.array(z.string()).min(1).optional(),
-  /** Fixed opponents (by name) in a share of the episodes, beside self-play. */
+  /**
+   * Opponents in a share of the episodes, beside self-play: scripted players by name (`{ name: random, share: 0.2 }`)
+   * and, once at most, the league's pool of the learner's own snapshots (`{ pool: snapshots, share: 0.8, every: 10,
+   * keep: 20, sampling: pfsp }`; see `snapshotPoolConfigSchema` for every field and its default).
+   */
   opponents: z
-    .array(z.strictObject({ name: z.string().min(1), share: z.number().gt(0).max(1) }))
+    .array(
+      z.discriminatedUnion('pool', [
+        z.strictObject({ pool: z.undefined().optional(), name: z.string().min(1), share: z.number().gt(0).max(1) }),
+        snapshotPoolConfigSchema,
+      ]),
+    )
     .min(1)
     .optional(),
   warmUp: warmUpSchema.optional(),
@@ -584,7 +594,12 @@ function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType 
     advantage: advantage.optional(),
     policyLoss: policyLoss.default({ name: 'ppo-clip' }),
     opponents: z
-      .array(z.strictObject({ name: named(opponents, 'opponent'), share: z.number().gt(0).max(1) }))
+      .array(
+        z.discriminatedUnion('pool', [
+          z.strictObject({ pool: z.undefined().optional(), name: named(opponents, 'opponent'), share: z.number().gt(0).max(1) }),
+          snapshotPoolConfigSchema,
+        ]),
+      )
       .min(1)
       .optional(),
     evaluation: evaluationSchema.extend({ opponents: z.array(named(opponents, 'opponent')).min(1).default(['random']) }).optional(),
@@ -749,10 +764,11 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
     ...(file.opponents === undefined
       ? {}
       : {
-          opponents: file.opponents.map(({ name, share }, index) => ({
-            policy: opponentOf(name, deriveSeed('ludic.run-config.opponent', seed, index)),
-            share,
-          })),
+          opponents: file.opponents.map((opponent, index) =>
+            opponent.pool === 'snapshots'
+              ? opponent
+              : { policy: opponentOf(opponent.name, deriveSeed('ludic.run-config.opponent', seed, index)), share: opponent.share },
+          ),
         }),
   }
   for (const key of [

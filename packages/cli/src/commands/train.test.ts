@@ -265,6 +265,39 @@ describe('ludic train', () => {
     expect(text.stdout()).toMatch(/^ {2}against random: win rate [\d.]+ \[[\d.]+, [\d.]+\] \(95%\), mean reward -?[\d.]+, invalid moves [\d.]+$/m)
   })
 
+  it("plays league opponents named in the config (a snapshot pool and the random player), logs the pool's ratings, and refuses a wrong pool field by name", async () => {
+    const directory = temporaryDirectory()
+    const path = join(directory, 'league.yaml')
+    const league = 'opponents: [{ pool: snapshots, every: 1, keep: 2, sampling: pfsp, share: 0.6 }, { name: random, share: 0.2 }]'
+    await writeFile(path, rlConfig('tictactoe-v0', [league, 'runDirectory: runs/league', 'checkpointEvery: 1']).replace(/^evaluation:.*\n/m, ''))
+    const { io, stdout, stderr } = captureIo()
+    expect(await runCli(['--json', '--quiet', 'train', path], io), stderr()).toBe(exitCodes.ok)
+    const summary = JSON.parse(stdout()) as TrainSummary
+    expect(summary).toMatchObject({ kind: 'rl', steps: 2 })
+    const lines = (await readFile(join(summary.runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>)
+    expect(lines.map((line) => line['league/members'])).toEqual([1, 2])
+    expect(Object.keys(lines[1]!).filter((name) => name.startsWith('league/winRate/'))).toEqual(['league/winRate/snapshot-0', 'league/winRate/snapshot-1'])
+    expect(lines.some((line) => Number.isFinite(line['league/rating/learner']))).toBe(true)
+    expect((await readdir(join(summary.runDirectory, 'league'))).sort()).toEqual(['snapshot-0.safetensors', 'snapshot-1.safetensors'])
+    // --resume continues the pool from the run directory: a third step, its snapshot added, the oldest dropped.
+    const resumed = captureIo()
+    expect(await runCli(['--json', '--quiet', 'train', path, '--resume', '--steps', '3'], resumed.io), resumed.stderr()).toBe(exitCodes.ok)
+    const last = JSON.parse((await readFile(join(summary.runDirectory, 'metrics.jsonl'), 'utf8')).trim().split('\n').at(-1)!) as Record<string, number>
+    expect(last.step).toBe(3)
+    expect(Object.keys(last).filter((name) => name.startsWith('league/winRate/'))).toEqual(['league/winRate/snapshot-1', 'league/winRate/snapshot-2'])
+
+    const wrong = join(directory, 'wrong-league.yaml')
+    await writeFile(wrong, rlConfig('tictactoe-v0', ['opponents: [{ pool: snapshots, every: 0, sampling: best, share: 0.5 }]']))
+    const refused = captureIo()
+    expect(await runCli(['train', wrong], refused.io)).toBe(exitCodes.usage)
+    expect(refused.stderr()).toContain('opponents[0].every: Too small')
+    expect(refused.stderr()).toMatch(/opponents\[0\]\.sampling: not an allowed value \(got "best"\) \(allowed: uniform \| recency \| pfsp\)/)
+    expect(refused.stderr()).not.toContain('opponents[0].name') // the entry is read as a pool, not as a scripted player
+  })
+
   it('stops at Ctrl+C after the current step, saves a checkpoint and exits 130; --resume continues', async () => {
     const directory = temporaryDirectory()
     const path = join(directory, 'stop.yaml')

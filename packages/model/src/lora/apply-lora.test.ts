@@ -9,7 +9,7 @@ import { createModel } from '../model/create-model.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { sequenceLogprobs } from '../sequence-logprobs.js'
 import { initTestBackend } from '../test/init-test-backend.js'
-import { applyLora, type LoraOptions } from './apply-lora.js'
+import { applyLora, attachedLoraAdapters, attachLora, type LoraOptions } from './apply-lora.js'
 import { encodeLoraAdapter, loadLoraAdapter, saveLoraAdapter } from './lora-adapter-files.js'
 
 beforeAll(initTestBackend)
@@ -204,6 +204,30 @@ describe('applyLora', () => {
     await saveLoraAdapter(loaded, path) // a pattern read from a file is written back as it was
     expect((JSON.parse(await readFile(join(path, 'adapter_config.json'), 'utf8')) as { target_modules: unknown }).target_modules).toBe('.*(?:q_proj|down).*')
     loaded.remove()
+    model.dispose()
+  })
+
+  it('lists the adapters attached to a model with their plans, so a copy of the base gets the same adapters', () => {
+    const model = base()
+    expect(attachedLoraAdapters(model)).toEqual([])
+    const adapters = applyLora(model, { rank: 2, alpha: 6 })
+    for (const [name, variable] of adapters.parameters()) if (name.endsWith('lora_B.weight')) variable.assign(tf.fill(variable.shape, 0.05))
+    const [attached] = attachedLoraAdapters(model)
+    expect(attached!.adapters).toBe(adapters)
+    expect(attached!.plan.scale).toBe(3)
+    const copy = createModel('tiny', {
+      vocabSize: 40,
+      seed: 7,
+      overrides: { hiddenSize: 32, intermediateSize: 48, numKeyValueHeads: 2, initializerRange: 0.2 },
+    })
+    attachLora(copy, attached!.plan, new Map([...adapters.parameters()].map(([name, variable]) => [name, variable.dataSync() as Float32Array])))
+    expect([...copy.linearAdapters().keys()]).toEqual([...model.linearAdapters().keys()])
+    const logits = (of: CausalLanguageModel) => tf.tidy(() => Array.from(of.forward(ids).dataSync()))
+    expect(logits(copy)).toEqual(logits(model))
+    adapters.remove()
+    expect(attachedLoraAdapters(model)).toEqual([])
+    expect(attachedLoraAdapters(copy)).toHaveLength(1)
+    copy.dispose()
     model.dispose()
   })
 

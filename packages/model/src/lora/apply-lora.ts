@@ -219,7 +219,7 @@ export function attachLora(model: CausalLanguageModel, plan: LoraPlan, values?: 
   const checkAttached = (): void => {
     if (removed) throw new LudicError('the LoRA adapters were removed')
   }
-  return {
+  const handle: LoraAdapters = {
     config,
     layers: plan.layers.map(({ layer }) => layer),
     scale,
@@ -245,8 +245,25 @@ export function attachLora(model: CausalLanguageModel, plan: LoraPlan, values?: 
       }
       for (const variable of frozen) if (!variable.isDisposed) variable.trainable = true
       removed = true
+      const attached = attachedLoras.get(model)?.filter((entry) => entry.adapters !== handle) ?? []
+      if (attached.length === 0) attachedLoras.delete(model)
+      else attachedLoras.set(model, attached)
     },
   }
+  attachedLoras.set(model, [...(attachedLoras.get(model) ?? []), { plan, adapters: handle }])
+  return handle
+}
+
+/** The adapters `attachLora` attached to each model, with their plans (removed ones left out). */
+const attachedLoras = new WeakMap<CausalLanguageModel, { plan: LoraPlan; adapters: LoraAdapters }[]>()
+
+/**
+ * The LoRA adapters attached to `model` by `applyLora`, `attachLora` or `attachLoraAdapter` (in the order attached),
+ * each with its plan: what attaching the same adapters to another model of the same shape takes
+ * (`attachLora(copy, plan, values)`, e.g. a frozen snapshot of a learner that trains an adapter). Empty when none are.
+ */
+export function attachedLoraAdapters(model: CausalLanguageModel): { plan: LoraPlan; adapters: LoraAdapters }[] {
+  return [...(attachedLoras.get(model) ?? [])]
 }
 
 interface LoraLayer extends LinearAdapter {
