@@ -307,6 +307,17 @@ describe('createLocalPolicy on the generation engine (engine: true)', () => {
     expect(pieces.join('')).toBe(got!.text)
   })
 
+  it("refuses a request past the engine's rows by its maxTokens, before anything runs", async () => {
+    const policy = createLocalPolicy({ model, tokenizer, engine: { maxSequenceLength: 40 } })
+    await expect(
+      policy.generate([
+        { messages: question('hi'), maxTokens: 2 },
+        { messages: question('hi'), maxTokens: 39 },
+      ]),
+    ).rejects.toThrow(/requests\[1\]\.maxTokens.*exceed the engine's 40 positions a row/)
+    expect(policy.engineStats()!.requests).toBe(0)
+  })
+
   it('refuses a model the engine cannot run when the policy is built, naming options.engine', () => {
     const gpt2 = createModel('tiny', { vocabSize: 259, seed: 1, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
     try {

@@ -156,6 +156,13 @@ export function createLocalPolicy(options: LocalPolicyOptions): LocalPolicy {
           value: request.maxTokens,
           what: `the prompt (${promptIds.length} tokens) + maxTokens (${request.maxTokens})`,
         })
+        if (engine !== undefined && promptIds.length + request.maxTokens > engine.rowLength) {
+          throw new InvalidArgumentError({
+            argument: `requests[${index}].maxTokens`,
+            value: request.maxTokens,
+            message: `the prompt (${promptIds.length} tokens) + maxTokens (${request.maxTokens}) exceed the engine's ${engine.rowLength} positions a row (options.engine.maxSequenceLength)`,
+          })
+        }
         return {
           promptIds,
           sampling: { temperature: request.temperature ?? 1, topK: request.topK ?? 0, topP: request.topP ?? 1, minP: request.minP ?? 0 },
