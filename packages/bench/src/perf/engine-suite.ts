@@ -48,12 +48,22 @@ export const engineOptionsSchema = z.strictObject({
   clients: z.number().int().positive().max(256).default(4),
   longEvery: z.number().int().min(2).max(1000).default(10),
   longTokens: z.number().int().positive().max(1900).default(1024),
+  /** The engine's `prefill` (where prompt tokens are computed). Default: the engine's (`'host'`). */
+  prefill: z.enum(['host', 'backend']).default('host'),
+  /** The engine's `prefillChunkTokens`. Default: the engine's (256). */
+  prefillChunkTokens: z.number().int().min(1).max(8192).optional(),
   seed: z.number().int().default(0),
   /** Default: `wasm`. */
   backend: z.string().default('wasm'),
 })
 export type EngineBenchOptions = z.input<typeof engineOptionsSchema>
 type Options = z.output<typeof engineOptionsSchema>
+
+/** The engine settings the options give (where and how much prompt is computed per iteration). */
+const engineSettings = (options: Options) => ({
+  prefill: options.prefill,
+  ...(options.prefillChunkTokens === undefined ? {} : { prefillChunkTokens: options.prefillChunkTokens }),
+})
 
 const median = (values: readonly number[]) => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -141,7 +151,7 @@ async function measureSelfPlay(options: Options, log: (line: string) => void, si
         await warmUp(model, setup.tokenizer, setup.examples, { steps: options.sftSteps, batchSize: 32, learningRate: 3e-3, seed: options.seed })
         const common = { model, tokenizer: setup.tokenizer, chatTemplate: gameChatTemplate }
         const batch = createLocalPolicy({ ...common, maxBatch: options.episodes })
-        const engine = createLocalPolicy({ ...common, engine: { maxSequenceLength: 256, maxRows: options.episodes } })
+        const engine = createLocalPolicy({ ...common, engine: { maxSequenceLength: 256, maxRows: options.episodes, ...engineSettings(options) } })
         const times = { batch: [] as number[], engine: [] as number[] }
         let last: { turns: number; tokens: number; batchSignature: string; engineSignature: string } | undefined
         for (let repeat = 0; repeat < options.repeats; repeat++) {
@@ -215,6 +225,7 @@ async function compareSampling(
       maxRows: prompts.length,
       maxSequenceLength: Math.max(...prompts.map((ids) => ids.length)) + newTokens,
       kvCacheBytes: 2 ** 30,
+      ...engineSettings(options),
     })
     try {
       started = performance.now()
@@ -273,7 +284,7 @@ async function measureServer(options: Options, log: (line: string) => void): Pro
         chatTemplate: gameChatTemplate,
         stopTokenIds: [],
         maxBatch: 16,
-        ...(mode === 'engine' ? { engine: { maxRows: 16 } } : {}),
+        ...(mode === 'engine' ? { engine: { maxRows: 16, ...engineSettings(options) } } : {}),
       })
       const server = await serveOpenAICompatible(policy, {
         modelId: 'tiny',

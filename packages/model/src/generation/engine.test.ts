@@ -113,6 +113,39 @@ describe('GenerationEngine', () => {
     }
   })
 
+  it("computes prompts on the backend (prefill: 'backend') as on the host: same greedy tokens, log-probs to float32 rounding", async () => {
+    const run = async (prefill: 'host' | 'backend') => {
+      const engine = new GenerationEngine(model, { maxSequenceLength: 128, maxRows: 6, prefill, prefillChunkTokens: 16 })
+      const before = tf.memory().numTensors
+      try {
+        const shared = prompt(20, 3)
+        const first = await Promise.all([
+          engine.submit(row(shared, { temperature: 0, maxNewTokens: 6 })),
+          engine.submit(row([...shared, 1, 2, 3], { temperature: 0, maxNewTokens: 6 })), // follows the first's prefix
+          engine.submit(row(prompt(37, 4), { temperature: 0, maxNewTokens: 6 })), // chunked: 16 a step
+          engine.submit(row(prompt(2, 5), { temperature: 0, maxNewTokens: 6 })),
+        ])
+        // A next turn from the first's conversation: held positions with a gap to the longest row's.
+        const next = await Promise.all([
+          engine.submit(row([...shared, ...first[0]!.tokenIds, 9, 8], { temperature: 0, maxNewTokens: 5 })),
+          engine.submit(row(prompt(30, 6), { temperature: 0, maxNewTokens: 5 })),
+        ])
+        expect(tf.memory().numTensors).toBe(before)
+        return { sequences: [...first, ...next], stats: engine.stats() }
+      } finally {
+        engine.dispose()
+      }
+    }
+    const host = await run('host')
+    const backend = await run('backend')
+    expect(backend.stats.reusedPromptTokens).toBe(host.stats.reusedPromptTokens)
+    expect(backend.stats.reusedPromptTokens).toBeGreaterThan(19 + 20)
+    backend.sequences.forEach((sequence, index) => {
+      expect([...sequence.tokenIds]).toEqual([...host.sequences[index]!.tokenIds])
+      sequence.logprobs.forEach((logprob, position) => expect(Math.abs(logprob - host.sequences[index]!.logprobs[position]!)).toBeLessThan(1e-4))
+    })
+  })
+
   it('lets short requests finish while a long one runs, and admits them as rows free up', async () => {
     const engine = new GenerationEngine(model, { maxSequenceLength: 256, maxRows: 3 })
     try {

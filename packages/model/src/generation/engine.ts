@@ -1,4 +1,5 @@
 import { InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason, yieldToEventLoop } from '@ludic/core'
+import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
@@ -33,6 +34,16 @@ export const generationEngineOptionsSchema = z.strictObject({
    * a new request from the longest prefix of its prompt held by any row (running or finished). Default: true.
    */
   prefixCaching: z.boolean().default(true),
+  /**
+   * Where prompt tokens are computed: `'host'` (the host decoder's kernel, as the decode steps: a token's keys and
+   * values, so its samples, the same bit for bit however it was batched), or `'backend'` (`model.hiddenStates` on the
+   * TensorFlow.js backend, an iteration's parts as one padded batch with their held positions as its cache; the same up
+   * to float32 rounding). Measured on the 2-core machine (the bench's `engine` suite, `prefill` option), `'backend'` was
+   * no faster on native TensorFlow and slower on short self-play prompts (each iteration's small batch pays the
+   * backend's per-op cost); it is there for backends whose products are much faster than the host's. Models with a
+   * sliding window always use `'host'`. Default: `'host'`.
+   */
+  prefill: z.enum(['host', 'backend']).default('host'),
   /**
    * Threads sharing the weight products (the calling thread and worker threads over a shared WebAssembly memory, as
    * `generate`'s `decodeThreads`; the same results bit for bit at any count). Default: 1.
@@ -507,8 +518,89 @@ export class GenerationEngine {
       budget -= count
     }
     if (parts.length === 0) return
-    this.decoder!.extend(parts)
+    if (this.prefillOnBackend()) this.backendExtend(parts)
+    else this.decoder!.extend(parts)
     this.counters.computedTokens += this.options.prefillChunkTokens - budget
+  }
+
+  /** Whether prompt tokens are computed by `model.hiddenStates` (`options.prefill`). */
+  private prefillOnBackend(): boolean {
+    // With a sliding window a padded batch's slots are not its positions: the host's own steps apply the window.
+    return this.options.prefill === 'backend' && this.model.config.slidingWindow === null
+  }
+
+  /**
+   * `HostDecoder.extend` on the backend: the parts as one batch of `model.hiddenStates`, each row its new tokens
+   * left-padded to the longest and its held positions (read from its row) left-padded in the cache, the gap masked,
+   * positions given; the new keys and values written back to the rows.
+   */
+  private backendExtend(parts: readonly { slot: number; tokens: Int32Array; start: number }[]): void {
+    const decoder = this.decoder!
+    const { numHiddenLayers: layers, numKeyValueHeads: keyValueHeads, headDim } = this.model.config
+    const rows = parts.length
+    const past = Math.max(...parts.map((part) => part.start))
+    const time = Math.max(...parts.map((part) => part.tokens.length))
+    const padId = this.model.config.padTokenId ?? 0
+    const inputRows = parts.map(({ tokens }) => {
+      const padded = new Int32Array(time).fill(padId)
+      padded.set(tokens, time - tokens.length)
+      return padded
+    })
+    const maskRows = parts.map(({ tokens, start }) => {
+      const mask = new Int32Array(past + time)
+      mask.fill(1, past - start, past)
+      mask.fill(1, past + time - tokens.length)
+      return mask
+    })
+    // Each new token's position in its sequence (padding: 0): the held positions are `0 … start - 1` whatever the gap.
+    const positions = parts.map(({ tokens, start }) => {
+      const row = new Int32Array(time)
+      for (let index = 0; index < tokens.length; index++) row[time - tokens.length + index] = start + index
+      return row
+    })
+    const cache = this.model.createCache()
+    try {
+      if (past > 0) {
+        const block = keyValueHeads * past * headDim
+        const keys = Array.from({ length: layers }, () => new Float32Array(rows * block))
+        const values = Array.from({ length: layers }, () => new Float32Array(rows * block))
+        parts.forEach(({ slot, start }, row) => {
+          if (start === 0) return
+          const held = decoder.readPositions(slot, start)
+          for (let layer = 0; layer < layers; layer++) {
+            for (let group = 0; group < keyValueHeads; group++) {
+              const target = ((row * keyValueHeads + group) * past + past - start) * headDim
+              keys[layer]!.set(held.keys[layer]!.subarray(group * start * headDim, (group + 1) * start * headDim), target)
+              values[layer]!.set(held.values[layer]!.subarray(group * start * headDim, (group + 1) * start * headDim), target)
+            }
+          }
+        })
+        for (let layer = 0; layer < layers; layer++) {
+          const key = tf.tensor4d(keys[layer]!, [rows, keyValueHeads, past, headDim])
+          const value = tf.tensor4d(values[layer]!, [rows, keyValueHeads, past, headDim])
+          cache.append(layer, key, value)
+          tf.dispose([key, value])
+        }
+        cache.advance(rows, past)
+      }
+      tf.tidy(() => {
+        this.model.hiddenStates(inputRows, { attentionMask: maskRows, positions, cache })
+      })
+      const taken = cache.take()
+      try {
+        for (let layer = 0; layer < layers; layer++) {
+          const keys = taken.keys[layer]!.dataSync() as Float32Array // [rows, kvHeads, past + time, headDim]
+          const values = taken.values[layer]!.dataSync() as Float32Array
+          parts.forEach(({ slot, tokens, start }, row) => {
+            decoder.writePositions(layer, slot, start, keys, values, { row, length: past + time, from: past + time - tokens.length, count: tokens.length })
+          })
+        }
+      } finally {
+        tf.dispose([...taken.keys, ...taken.values])
+      }
+    } finally {
+      cache.dispose()
+    }
   }
 
   /** One decode step of every running request holding all but its last token; samples each one's next token. */

@@ -645,6 +645,65 @@ export class HostDecoder {
     }
   }
 
+  /**
+   * Row `slot`'s keys and values of its first `count` positions, every layer: `keys[layer]` and `values[layer]` each
+   * `[kvHeads, count, headDim]` (new arrays; values back in the model's layout).
+   */
+  readPositions(slot: number, count: number): { keys: Float32Array[]; values: Float32Array[] } {
+    const { numKeyValueHeads: keyValueHeads, headDim } = this.model.config
+    const { capacity } = this
+    if (!(slot >= 0 && slot < this.batch && count >= 0 && count <= capacity))
+      throw new RangeError(`HostDecoder.readPositions: ${count} positions of row ${slot}`)
+    const keys: Float32Array[] = []
+    const values: Float32Array[] = []
+    for (const layer of this.layers) {
+      const layerKeys = new Float32Array(keyValueHeads * count * headDim)
+      const layerValues = new Float32Array(keyValueHeads * count * headDim)
+      for (let group = 0; group < keyValueHeads; group++) {
+        const block = slot * keyValueHeads + group
+        layerKeys.set(layer.keys.subarray(block * capacity * headDim, (block * capacity + count) * headDim), group * count * headDim)
+        for (let dimension = 0; dimension < headDim; dimension++) {
+          const row = (block * headDim + dimension) * capacity
+          for (let position = 0; position < count; position++) layerValues[(group * count + position) * headDim + dimension] = layer.values[row + position]!
+        }
+      }
+      keys.push(layerKeys)
+      values.push(layerValues)
+    }
+    return { keys, values }
+  }
+
+  /**
+   * Writes keys and values computed elsewhere (`[batch, kvHeads, length, headDim]` of one layer, as a `KeyValueCache`
+   * holds them, keys rotated) into row `slot`: source row `row`'s positions `from … from + count - 1` go to the slot's
+   * positions `start …`.
+   */
+  writePositions(
+    layerIndex: number,
+    slot: number,
+    start: number,
+    keys: Float32Array,
+    values: Float32Array,
+    source: { row: number; length: number; from: number; count: number },
+  ): void {
+    const { numKeyValueHeads: keyValueHeads, headDim } = this.model.config
+    const { capacity } = this
+    const { row, length, from, count } = source
+    if (!(slot >= 0 && slot < this.batch && start >= 0 && start + count <= capacity && from >= 0 && from + count <= length))
+      throw new RangeError(`HostDecoder.writePositions: ${count} positions to row ${slot} from ${start}`)
+    const layer = this.layers[layerIndex]!
+    for (let group = 0; group < keyValueHeads; group++) {
+      const block = slot * keyValueHeads + group
+      const base = ((row * keyValueHeads + group) * length + from) * headDim
+      layer.keys.set(keys.subarray(base, base + count * headDim), (block * capacity + start) * headDim)
+      for (let position = 0; position < count; position++) {
+        for (let dimension = 0; dimension < headDim; dimension++) {
+          layer.values[(block * headDim + dimension) * capacity + start + position] = values[base + position * headDim + dimension]!
+        }
+      }
+    }
+  }
+
   /** Whether these are the weights the model has now (its parameters' data and adapters unchanged since the copy). */
   weightsCurrent(): boolean {
     return sameSource(this.weights.source, weightSource(this.model))
