@@ -433,50 +433,24 @@ export class HostDecoder {
    * `[batch · (length + 1)]` or undefined. Returns the next-token logits `[batch · vocab]` (a new array).
    */
   step(tokens: Int32Array, positions: Int32Array, padding: Float32Array | undefined): Float32Array {
-    const { config } = this.model
-    const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, vocabSize, rmsNormEps } = config
-    const { arena, x, normed, projected, attended, scores, capacity, batch, projectedWidth } = this
+    const { hiddenSize } = this.model.config
+    const { arena, x, capacity, batch } = this
     const length = this.length + 1
     if (length > capacity) throw new RangeError(`HostDecoder: ${length} positions exceed its capacity of ${capacity}`)
-    const groups = heads / keyValueHeads
-    const scale = 1 / Math.sqrt(headDim)
-    const queryWidth = heads * headDim
     for (let row = 0; row < batch; row++) {
       arena.copyWeightRow(this.weights.embedding, tokens[row]!, hiddenSize, x, row * hiddenSize)
     }
     const { cos, sin } = this.rotations(positions)
-    const lengthPadded = Math.ceil(length / 4) * 4
     for (const layer of this.layers) {
       this.projectQueryKeyValue(layer, batch)
       for (let row = 0; row < batch; row++) {
-        const base = row * projectedWidth
         this.rotateAndStore(layer, row, row, length - 1, cos, sin)
-        for (let group = 0; group < keyValueHeads; group++) {
-          const block = row * keyValueHeads + group
-          const query = projected.subarray(base + group * groups * headDim)
-          const rowScores = scores.subarray(row * heads * capacity + group * groups * capacity)
-          // scores[j, t] = q_j · k_t for the `groups` query heads sharing this key/value head.
-          arena.matmul(layer.keys.subarray(block * capacity * headDim), query, rowScores, length, headDim, groups, headDim, headDim, capacity)
-          for (let member = 0; member < groups; member++) attentionSoftmax(rowScores, member * capacity, 0, length, lengthPadded, scale, padding, row * length)
-          // attended_j = Σ_t p[j, t] v_t: values are stored transposed, so this is a product too.
-          arena.matmul(
-            layer.values.subarray(block * headDim * capacity),
-            rowScores,
-            attended.subarray(row * queryWidth + group * groups * headDim),
-            headDim,
-            lengthPadded,
-            groups,
-            capacity,
-            capacity,
-            headDim,
-          )
-        }
+        // Scores over the `length` slots (the padding's bias masks some), as this path always computed them.
+        this.attendOneToken(layer, row, row, length, length, 0, padding, row * length)
       }
       this.outputAndMlp(layer, batch)
     }
-    rmsNormalise(x, this.weights.finalNorm, normed, batch, hiddenSize, rmsNormEps)
-    arena.weightProduct(this.weights.head, normed, this.logits, vocabSize, hiddenSize, batch, hiddenSize, vocabSize)
-    addBias(this.logits, this.weights.headBias, batch, vocabSize, vocabSize)
+    this.nextTokenLogits(batch)
     this.length = length
     return this.logits.slice()
   }
@@ -569,9 +543,8 @@ export class HostDecoder {
    * token only (the products run per row), not on which other rows step with it.
    */
   stepRows(slots: Int32Array, tokens: Int32Array, lengths: Int32Array): Float32Array {
-    const { config } = this.model
-    const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, vocabSize, rmsNormEps } = config
-    const { arena, x, normed, projected, attended, scores, capacity, projectedWidth } = this
+    const { hiddenSize, vocabSize } = this.model.config
+    const { arena, x, capacity } = this
     const rows = slots.length
     if (rows === 0 || rows > this.batch || tokens.length !== rows || lengths.length !== rows)
       throw new RangeError(`HostDecoder.stepRows: ${rows} rows (${tokens.length} tokens, ${lengths.length} lengths), for at most ${this.batch}`)
@@ -579,9 +552,6 @@ export class HostDecoder {
       if (!(slots[index]! >= 0 && slots[index]! < this.batch) || !(lengths[index]! >= 0 && lengths[index]! < capacity))
         throw new RangeError(`HostDecoder.stepRows: row ${slots[index]} at position ${lengths[index]}, for ${this.batch} rows of ${capacity} positions`)
     }
-    const groups = heads / keyValueHeads
-    const scale = 1 / Math.sqrt(headDim)
-    const queryWidth = heads * headDim
     for (let index = 0; index < rows; index++) arena.copyWeightRow(this.weights.embedding, tokens[index]!, hiddenSize, x, index * hiddenSize)
     const { cos, sin } = this.rotations(lengths)
     for (const layer of this.layers) {
@@ -589,33 +559,13 @@ export class HostDecoder {
       for (let index = 0; index < rows; index++) {
         const slot = slots[index]!
         const length = lengths[index]! + 1
-        const lengthPadded = Math.ceil(length / 4) * 4
         this.rotateAndStore(layer, index, slot, length - 1, cos, sin)
-        for (let group = 0; group < keyValueHeads; group++) {
-          const block = slot * keyValueHeads + group
-          const query = projected.subarray(index * projectedWidth + group * groups * headDim)
-          const rowScores = scores.subarray(index * heads * capacity + group * groups * capacity)
-          arena.matmul(layer.keys.subarray(block * capacity * headDim), query, rowScores, lengthPadded, headDim, groups, headDim, headDim, capacity) // as in `extend`
-          const from = this.windowStart(length - 1)
-          for (let member = 0; member < groups; member++) attentionSoftmax(rowScores, member * capacity, from, length, lengthPadded, scale, undefined, 0)
-          arena.matmul(
-            layer.values.subarray(block * headDim * capacity),
-            rowScores,
-            attended.subarray(index * queryWidth + group * groups * headDim),
-            headDim,
-            lengthPadded,
-            groups,
-            capacity,
-            capacity,
-            headDim,
-          )
-        }
+        // Scores over every slot to a multiple of 4, as in `extend`.
+        this.attendOneToken(layer, index, slot, length, Math.ceil(length / 4) * 4, this.windowStart(length - 1), undefined, 0)
       }
       this.outputAndMlp(layer, rows)
     }
-    rmsNormalise(x, this.weights.finalNorm, normed, rows, hiddenSize, rmsNormEps)
-    arena.weightProduct(this.weights.head, normed, this.logits, vocabSize, hiddenSize, rows, hiddenSize, vocabSize)
-    addBias(this.logits, this.weights.headBias, rows, vocabSize, vocabSize)
+    this.nextTokenLogits(rows)
     return this.logits.slice(0, rows * vocabSize)
   }
 
@@ -707,6 +657,57 @@ export class HostDecoder {
   /** Whether these are the weights the model has now (its parameters' data and adapters unchanged since the copy). */
   weightsCurrent(): boolean {
     return sameSource(this.weights.source, weightSource(this.model))
+  }
+
+  /**
+   * Attention of one new token (projected row `index`, its key and value already stored at slot `length - 1` of row
+   * `slot`) over its row's slots `from … length - 1`, every query head, into `attended` row `index`: `scoreSlots` scores
+   * are computed (`length`, or more to reach a multiple of 4 so that each comes from the SIMD kernel), `bias` added
+   * from `biasOffset` when given.
+   */
+  private attendOneToken(
+    layer: HostLayerWeights & HostLayerCache,
+    index: number,
+    slot: number,
+    length: number,
+    scoreSlots: number,
+    from: number,
+    bias: Float32Array | undefined,
+    biasOffset: number,
+  ): void {
+    const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = this.model.config
+    const { arena, projected, attended, scores, capacity, projectedWidth } = this
+    const groups = heads / keyValueHeads
+    const scale = 1 / Math.sqrt(headDim)
+    const lengthPadded = Math.ceil(length / 4) * 4
+    for (let group = 0; group < keyValueHeads; group++) {
+      const block = slot * keyValueHeads + group
+      const query = projected.subarray(index * projectedWidth + group * groups * headDim)
+      const rowScores = scores.subarray(index * heads * capacity + group * groups * capacity)
+      // scores[j, t] = q_j · k_t for the `groups` query heads sharing this key/value head.
+      arena.matmul(layer.keys.subarray(block * capacity * headDim), query, rowScores, scoreSlots, headDim, groups, headDim, headDim, capacity)
+      for (let member = 0; member < groups; member++) attentionSoftmax(rowScores, member * capacity, from, length, lengthPadded, scale, bias, biasOffset)
+      // attended_j = Σ_t p[j, t] v_t: values are stored transposed, so this is a product too.
+      arena.matmul(
+        layer.values.subarray(block * headDim * capacity),
+        rowScores,
+        attended.subarray(index * heads * headDim + group * groups * headDim),
+        headDim,
+        lengthPadded,
+        groups,
+        capacity,
+        capacity,
+        headDim,
+      )
+    }
+  }
+
+  /** The final norm and the output projection of `rows` rows of `x` into `logits` (the head's bias added). */
+  private nextTokenLogits(rows: number): void {
+    const { hiddenSize, vocabSize, rmsNormEps } = this.model.config
+    rmsNormalise(this.x, this.weights.finalNorm, this.normed, rows, hiddenSize, rmsNormEps)
+    this.arena.weightProduct(this.weights.head, this.normed, this.logits, vocabSize, hiddenSize, rows, hiddenSize, vocabSize)
+    addBias(this.logits, this.weights.headBias, rows, vocabSize, vocabSize)
   }
 
   /** RoPE's cos and sin for each of `positions` (`[positions.length · headDim / 2]` each, float32 values). */
