@@ -168,3 +168,38 @@ describe('ludic serve soak with hostile clients (issue 34)', () => {
     )
   })
 })
+
+describe('ludic serve --engine soak', () => {
+  it('answers every good request while a tenth of the clients send bad ones: no 5xx, tensors and memory flat', async () => {
+    const base = temporaryDirectory()
+    const modelDirectory = await saveTinyModel(join(base, 'tiny-engine'))
+    const report = await runSoak({
+      durationMs: 10_000,
+      clients: 20,
+      badFraction: 0.1,
+      warmupMs: 3_000,
+      sampleEveryMs: 1_000,
+      levelWindowMs: 3_000,
+      server: {
+        command: process.execPath,
+        args: [bin, '--json', 'serve', modelDirectory, '--port', '0', '--model-id', 'tiny', '--api-key', 'soak-key', '--engine', '--max-batch', '32'],
+        model: 'tiny',
+        apiKey: 'soak-key',
+        requestTimeoutMs: 30_000,
+      },
+    })
+    expect(report.serverExit).toBeUndefined()
+    expect(report.good.failures).toEqual([])
+    expect(report.good.ok).toBe(report.good.sent)
+    expect(report.good.ok).toBeGreaterThan(20)
+    expect(report.unexpected).toEqual([])
+    expect(report.health).toEqual({ status: 200, body: { status: 'ok' } })
+    expect(report.idleTensors.after).toBe(report.idleTensors.before)
+    const answers = report.stats.answers as Record<string, number>
+    expect(Object.keys(answers).filter((status) => status.startsWith('5'))).toEqual([])
+    expect(Math.abs(report.rss.change)).toBeLessThan(0.5)
+    console.log(
+      `engine soak: ${report.good.ok}/${report.good.sent} good requests answered (p95 ${report.good.latencyMs.p95} ms); RSS change ${(report.rss.change * 100).toFixed(1)} %, answers ${JSON.stringify(answers)}`,
+    )
+  })
+})
