@@ -56,6 +56,34 @@ describe('ludic train', () => {
     expect(tf.memory().numTensors).toBe(tensors)
   })
 
+  it('plays the rollout on the generation engine with batch.engine in the config, the same episodes as without it; a wrong engine field is a usage error', async () => {
+    const run = async (name: string, engine: string) => {
+      const path = join(temporaryDirectory(), `${name}.yaml`)
+      await writeFile(
+        path,
+        rlConfig('tictactoe-v0', [`runDirectory: runs/${name}`]).replace(
+          'batch: { episodesPerStep: 2, miniBatchSize: 8, ppoEpochs: 1, maxTokens: 4 }',
+          `batch: { episodesPerStep: 2, miniBatchSize: 8, ppoEpochs: 1, maxTokens: 4${engine} }`,
+        ),
+      )
+      const { io, stdout, stderr } = captureIo()
+      const code = await runCli(['--json', 'train', path], io)
+      return { code, stdout: stdout(), stderr: stderr(), directory: join(temporaryDirectory(), `runs/${name}`) }
+    }
+    const plain = await run('batched', '')
+    const engine = await run('engine', ', engine: true')
+    expect([plain.code, engine.code], engine.stderr).toEqual([exitCodes.ok, exitCodes.ok])
+    const rewards = async (directory: string) =>
+      (await readFile(join(directory, 'metrics.jsonl'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as Record<string, number>)['reward/tictactoe-v0/player0'])
+    expect(await rewards(engine.directory)).toEqual(await rewards(plain.directory))
+    const wrong = await run('wrong', ', engine: { maxRows: 0 }')
+    expect(wrong.code).toBe(exitCodes.usage)
+    expect(wrong.stderr).toContain('batch.engine')
+  })
+
   it("imports a config's plugins: a user game (its legal moves reach the random opponent), a user estimator and a user policy loss", async () => {
     const directory = temporaryDirectory()
     const path = join(directory, 'coin.yaml')
