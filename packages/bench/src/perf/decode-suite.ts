@@ -19,6 +19,11 @@ export const decodeOptionsSchema = z.strictObject({
   promptLength: z.number().int().positive().max(4096).default(32),
   /** New tokens per sequence. Default 128. */
   newTokens: z.number().int().positive().max(4096).default(128),
+  /**
+   * What samples on Ludic's side: `generate` (one batch run to its end), or `engine` (every row submitted at once to a
+   * fresh `GenerationEngine`, rows as the batch). Default: `generate`.
+   */
+  sampler: z.enum(['generate', 'engine']).default('generate'),
 })
 export type DecodeOptions = z.input<typeof decodeOptionsSchema>
 
@@ -49,6 +54,7 @@ export const decodeSuite = defineBenchSuite({
       batchSizes: options.batchSizes,
       promptLength: options.promptLength,
       newTokens: options.newTokens,
+      sampler: options.sampler,
       vocabSize: options.vocabSize,
       warmup: 1,
       repetitions: options.repetitions ?? (options.quick ? 1 : 3),
@@ -182,7 +188,7 @@ export const decodeSuite = defineBenchSuite({
         peers: { PyTorch: pytorchPeer(peer, options.peerThreads) },
         tables: [
           {
-            title: `Batched sampling with a key/value cache: ${settings.promptLength}-token prompt, ${settings.newTokens} new tokens, temperature 1, vocabulary ${settings.vocabSize}`,
+            title: `Batched sampling with a key/value cache (Ludic: ${settings.sampler === 'engine' ? 'GenerationEngine' : 'generate'}): ${settings.promptLength}-token prompt, ${settings.newTokens} new tokens, temperature 1, vocabulary ${settings.vocabSize}`,
             columns: [
               'preset',
               'batch',

@@ -6,8 +6,8 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createRandom } from '@ludic/core'
-import { computeGradients, createAdamW, createModel, generate, type CausalLanguageModel, type PresetName } from '@ludic/model'
+import { createRandom, deriveSeed } from '@ludic/core'
+import { computeGradients, createAdamW, createModel, GenerationEngine, generate, type CausalLanguageModel, type PresetName } from '@ludic/model'
 import { initTensors, tokenLogprobs, writeSafetensorsFile, type InitTensorsOptions } from '@ludic/tensors'
 import * as tf from '@tensorflow/tfjs-core'
 
@@ -134,6 +134,8 @@ export interface DecodeSettings {
   batchSizes: number[]
   promptLength: number
   newTokens: number
+  /** `generate`, or every row on a fresh `GenerationEngine`. */
+  sampler: 'generate' | 'engine'
   vocabSize: number
   warmup: number
   repetitions: number
@@ -171,7 +173,10 @@ export async function measureDecode(backend: string, settings: DecodeSettings): 
         })
         const run = async (): Promise<number> => {
           const begin = performance.now()
-          const sequences = await generate(model, { inputIds, maxNewTokens: settings.newTokens, temperature: 1, seed: 0, stopTokenIds: [] })
+          const sequences =
+            settings.sampler === 'engine'
+              ? await engineSample(model, inputIds, settings.newTokens)
+              : await generate(model, { inputIds, maxNewTokens: settings.newTokens, temperature: 1, seed: 0, stopTokenIds: [] })
           const elapsed = performance.now() - begin
           for (const sequence of sequences) {
             if (sequence.tokenIds.length !== settings.newTokens) throw new Error(`generated ${sequence.tokenIds.length} tokens, not ${settings.newTokens}`)
@@ -199,6 +204,27 @@ export async function measureDecode(backend: string, settings: DecodeSettings): 
     model.dispose()
   }
   return result
+}
+
+/** `inputIds` sampled on a fresh engine (every row at once, temperature 1, no stop token; seeds as `generate`'s). */
+async function engineSample(model: CausalLanguageModel, inputIds: readonly Int32Array[], newTokens: number) {
+  const engine = new GenerationEngine(model, { maxRows: inputIds.length, maxSequenceLength: inputIds[0]!.length + newTokens, kvCacheBytes: 2 ** 31 })
+  try {
+    return await Promise.all(
+      inputIds.map((promptIds, index) =>
+        engine.submit({
+          promptIds,
+          sampling: { temperature: 1, topK: 0, topP: 1, minP: 0 },
+          maxNewTokens: newTokens,
+          stopTokenIds: new Set(),
+          stopStrings: [],
+          random: createRandom(deriveSeed(0, index)),
+        }),
+      ),
+    )
+  } finally {
+    engine.dispose()
+  }
 }
 
 /**
