@@ -251,6 +251,8 @@ describe('GenerationEngine', () => {
       await expect(engine.submit(row(prompt(30, 1), { maxNewTokens: 8 }))).rejects.toThrow(/row.maxNewTokens.*exceed the engine's 32 positions/)
       await expect(engine.submit(row([1, 2, vocabSize]))).rejects.toThrow(/row.promptIds\[2\]/)
       await expect(engine.submit(row([]))).rejects.toThrow(/at least one token/)
+      await expect(engine.submit(row([1], { maxNewTokens: 0 }))).rejects.toThrow(/row\.maxNewTokens.*positive integer/)
+      await expect(engine.submit({ ...row([1]), minNewTokens: 9 })).rejects.toThrow(/row\.minNewTokens/)
     } finally {
       engine.dispose()
     }

@@ -246,6 +246,8 @@ export class GenerationEngine {
           new InvalidArgumentError({ argument: `row.promptIds[${position}]`, value: id, message: `must be a token id in [0, ${vocabSize})` }),
         )
     }
+    if (!(Number.isInteger(row.maxNewTokens) && row.maxNewTokens >= 1))
+      return Promise.reject(new InvalidArgumentError({ argument: 'row.maxNewTokens', value: row.maxNewTokens, message: 'must be a positive integer' }))
     if (row.promptIds.length + row.maxNewTokens > this.rowLength) {
       return Promise.reject(
         new InvalidArgumentError({
