@@ -106,6 +106,24 @@ function hostileRequests(root: string, base: string, specialId: number): Record<
   }
 }
 
+/**
+ * What every soak must show: the server alive, every good request answered, no unexpected answer to a bad one, healthy
+ * at the end, tensors and memory flat, no 5xx. Returns the answers by status.
+ */
+function expectSoakPassed(report: Awaited<ReturnType<typeof runSoak>>): Record<string, number> {
+  expect(report.serverExit).toBeUndefined()
+  expect(report.good.failures).toEqual([])
+  expect(report.good.ok).toBe(report.good.sent)
+  expect(report.good.ok).toBeGreaterThan(20)
+  expect(report.unexpected).toEqual([])
+  expect(report.health).toEqual({ status: 200, body: { status: 'ok' } })
+  expect(report.idleTensors.after).toBe(report.idleTensors.before)
+  const answers = report.stats.answers as Record<string, number>
+  expect(Object.keys(answers).filter((status) => status.startsWith('5'))).toEqual([])
+  expect(Math.abs(report.rss.change)).toBeLessThan(0.5) // 20 % is the 2-minute bound; 10 seconds leave the RSS less settled
+  return answers
+}
+
 describe('ludic serve soak with hostile clients (issue 34)', () => {
   it('answers every good request (base and adapter) while a tenth of the clients send hostile loads, unread streams, injections and rebound hosts', async () => {
     const base = temporaryDirectory()
@@ -146,18 +164,9 @@ describe('ludic serve soak with hostile clients (issue 34)', () => {
         expect(loaded.status).toBe(200)
       },
     })
-    expect(report.serverExit).toBeUndefined()
-    expect(report.good.failures).toEqual([])
-    expect(report.good.ok).toBe(report.good.sent)
-    expect(report.good.ok).toBeGreaterThan(20)
-    expect(report.unexpected).toEqual([])
+    const answers = expectSoakPassed(report)
     expect(Object.keys(report.bad)).toHaveLength(8) // every hostile kind was sent
-    expect(report.health).toEqual({ status: 200, body: { status: 'ok' } })
     expect(report.samples.map((sample) => sample.healthStatus)).not.toContain(503)
-    expect(report.idleTensors.after).toBe(report.idleTensors.before)
-    const answers = report.stats.answers as Record<string, number>
-    expect(Object.keys(answers).filter((status) => status.startsWith('5'))).toEqual([])
-    expect(Math.abs(report.rss.change)).toBeLessThan(0.5) // 20 % is the 2-minute bound; 10 seconds leave the RSS less settled
     const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`
     console.log(
       `hostile soak: ${report.good.ok}/${report.good.sent} good requests answered (p95 ${report.good.latencyMs.p95} ms); ` +
@@ -174,10 +183,14 @@ describe('ludic serve --engine soak', () => {
     const base = temporaryDirectory()
     const modelDirectory = await saveTinyModel(join(base, 'tiny-engine'))
     const report = await runSoak({
-      durationMs: 10_000,
+      durationMs: 25_000, // 15 s of warm-up, then 10 s measured as the hostile soak's
       clients: 20,
       badFraction: 0.1,
-      warmupMs: 3_000,
+      // The engine answers short requests about twice as fast as the batch path: the server's heap takes ~15 s to grow
+      // to its working size at that rate (RSS samples of a 40 s run: 144 → 258 MiB by 15 s, then 238–268), so the
+      // baseline is taken after it. The engine itself holds nothing per request: 128,000 requests on one engine leave
+      // heap and RSS flat after each forced GC.
+      warmupMs: 15_000,
       sampleEveryMs: 1_000,
       levelWindowMs: 3_000,
       server: {
@@ -188,16 +201,7 @@ describe('ludic serve --engine soak', () => {
         requestTimeoutMs: 30_000,
       },
     })
-    expect(report.serverExit).toBeUndefined()
-    expect(report.good.failures).toEqual([])
-    expect(report.good.ok).toBe(report.good.sent)
-    expect(report.good.ok).toBeGreaterThan(20)
-    expect(report.unexpected).toEqual([])
-    expect(report.health).toEqual({ status: 200, body: { status: 'ok' } })
-    expect(report.idleTensors.after).toBe(report.idleTensors.before)
-    const answers = report.stats.answers as Record<string, number>
-    expect(Object.keys(answers).filter((status) => status.startsWith('5'))).toEqual([])
-    expect(Math.abs(report.rss.change)).toBeLessThan(0.5)
+    const answers = expectSoakPassed(report)
     console.log(
       `engine soak: ${report.good.ok}/${report.good.sent} good requests answered (p95 ${report.good.latencyMs.p95} ms); RSS change ${(report.rss.change * 100).toFixed(1)} %, answers ${JSON.stringify(answers)}`,
     )

@@ -3,7 +3,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
-import { createTextStream, firstStop, type GeneratedSequence, type GenerationRow } from './generate.js'
+import { checkGenerationRow, createTextStream, firstStop, type GeneratedSequence, type GenerationRow } from './generate.js'
 import { HostDecoder, hostDecoderFloats } from './host-decoder.js'
 import { sampleToken } from './sampling.js'
 
@@ -236,18 +236,11 @@ export class GenerationEngine {
    */
   submit(row: GenerationRow, controls: EngineSubmitControls = {}): Promise<EngineSequence> {
     if (this.disposed) return Promise.reject(new InvalidArgumentError({ argument: 'engine', value: 'disposed', message: 'was disposed' }))
-    const { vocabSize } = this.model.config
-    if (row.promptIds.length === 0)
-      return Promise.reject(new InvalidArgumentError({ argument: 'row.promptIds', value: row.promptIds, message: 'a prompt needs at least one token' }))
-    for (let position = 0; position < row.promptIds.length; position++) {
-      const id = row.promptIds[position]!
-      if (!(id >= 0 && id < vocabSize))
-        return Promise.reject(
-          new InvalidArgumentError({ argument: `row.promptIds[${position}]`, value: id, message: `must be a token id in [0, ${vocabSize})` }),
-        )
+    try {
+      checkGenerationRow(row, this.model.config.vocabSize, { prompt: 'row.promptIds', row: 'row' })
+    } catch (error) {
+      return Promise.reject(error)
     }
-    if (!(Number.isInteger(row.maxNewTokens) && row.maxNewTokens >= 1))
-      return Promise.reject(new InvalidArgumentError({ argument: 'row.maxNewTokens', value: row.maxNewTokens, message: 'must be a positive integer' }))
     if (row.promptIds.length + row.maxNewTokens > this.rowLength) {
       return Promise.reject(
         new InvalidArgumentError({
@@ -257,15 +250,6 @@ export class GenerationEngine {
         }),
       )
     }
-    const minNewTokens = row.minNewTokens ?? 0
-    if (!(Number.isInteger(minNewTokens) && minNewTokens >= 0 && minNewTokens <= row.maxNewTokens))
-      return Promise.reject(
-        new InvalidArgumentError({
-          argument: 'row.minNewTokens',
-          value: row.minNewTokens,
-          message: `must be an integer in [0, maxNewTokens = ${row.maxNewTokens}]`,
-        }),
-      )
     const { signal, onText } = controls
     if (onText !== undefined && this.options.tokenizer === undefined)
       return Promise.reject(new InvalidArgumentError({ argument: 'controls.onText', value: onText, message: "needs the engine's tokenizer" }))

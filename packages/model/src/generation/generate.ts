@@ -238,20 +238,7 @@ export async function generateRows(
     })
   }
   rows.forEach((row, index) => {
-    if (row.promptIds.length === 0)
-      throw new InvalidArgumentError({ argument: `inputIds[${index}]`, value: row.promptIds, message: 'a prompt needs at least one token' })
-    row.promptIds.forEach((id, position) => {
-      if (!(id >= 0 && id < vocabSize))
-        throw new InvalidArgumentError({ argument: `inputIds[${index}][${position}]`, value: id, message: `must be a token id in [0, ${vocabSize})` })
-    })
-    const minNewTokens = row.minNewTokens ?? 0
-    if (!(Number.isInteger(minNewTokens) && minNewTokens >= 0 && minNewTokens <= row.maxNewTokens)) {
-      throw new InvalidArgumentError({
-        argument: `rows[${index}].minNewTokens`,
-        value: row.minNewTokens,
-        message: `must be an integer from 0 to the row's maxNewTokens (${row.maxNewTokens})`,
-      })
-    }
+    checkGenerationRow(row, vocabSize, { prompt: `inputIds[${index}]`, row: `rows[${index}]` })
     checkContextLength(model, row.promptIds.length + row.maxNewTokens, {
       argument: `inputIds[${index}]`,
       value: row.promptIds.length,
@@ -376,6 +363,29 @@ export async function generateRows(
     if (tokenizer !== undefined) sequence.text = finalText(index)
     return sequence
   })
+}
+
+/**
+ * A row's prompt (at least one token, each an id of the vocabulary), `maxNewTokens` (a positive integer) and
+ * `minNewTokens` (0 … `maxNewTokens`), refused with an `InvalidArgumentError` named from `names` (`prompt[i]` for
+ * a bad id, `row.maxNewTokens`, `row.minNewTokens`). What `generateRows` and `GenerationEngine.submit` check.
+ */
+export function checkGenerationRow(row: GenerationRow, vocabSize: number, names: { prompt: string; row: string }): void {
+  if (row.promptIds.length === 0) throw new InvalidArgumentError({ argument: names.prompt, value: row.promptIds, message: 'a prompt needs at least one token' })
+  row.promptIds.forEach((id, position) => {
+    if (!(id >= 0 && id < vocabSize))
+      throw new InvalidArgumentError({ argument: `${names.prompt}[${position}]`, value: id, message: `must be a token id in [0, ${vocabSize})` })
+  })
+  if (!(Number.isInteger(row.maxNewTokens) && row.maxNewTokens >= 1))
+    throw new InvalidArgumentError({ argument: `${names.row}.maxNewTokens`, value: row.maxNewTokens, message: 'must be a positive integer' })
+  const minNewTokens = row.minNewTokens ?? 0
+  if (!(Number.isInteger(minNewTokens) && minNewTokens >= 0 && minNewTokens <= row.maxNewTokens)) {
+    throw new InvalidArgumentError({
+      argument: `${names.row}.minNewTokens`,
+      value: row.minNewTokens,
+      message: `must be an integer from 0 to the row's maxNewTokens (${row.maxNewTokens})`,
+    })
+  }
 }
 
 /** The positions a batch of rows spans at most: the longest prompt (the others are left-padded to it) plus the most new tokens of a row. */

@@ -539,7 +539,7 @@ export class HostDecoder {
   /**
    * One decode step for some rows, each at its own length: `tokens[i]` goes to row `slots[i]` at position
    * `lengths[i]` (the positions it holds already) and attends to its positions 0 … `lengths[i]`. Returns the
-   * next-token logits `[slots.length · vocab]` (a new array). Each row's result depends on its own keys, values and
+   * next-token logits `[slots.length · vocab]`: a view of the decoder's buffer, valid until its next call (no copy a step). Each row's result depends on its own keys, values and
    * token only (the products run per row), not on which other rows step with it.
    */
   stepRows(slots: Int32Array, tokens: Int32Array, lengths: Int32Array): Float32Array {
@@ -566,7 +566,7 @@ export class HostDecoder {
       this.outputAndMlp(layer, rows)
     }
     this.nextTokenLogits(rows)
-    return this.logits.slice(0, rows * vocabSize)
+    return this.logits.subarray(0, rows * vocabSize) // a view: read before the next call
   }
 
   /** The first position a token at `position` attends to: 0, or with a sliding window W (Mistral) `position - W + 1`. */
