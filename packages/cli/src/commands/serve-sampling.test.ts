@@ -3,11 +3,12 @@ import { join } from 'node:path'
 import { createModel, saveModel } from '@ludic/model'
 import { trainBpe } from '@ludic/tokenizer'
 import { describe, expect, it } from 'vitest'
-import { runCli } from '../cli.js'
-import { exitCodes } from '../errors.js'
-import { captureIo, tinyOverrides, useBackendAndDirectory } from '../test/support.js'
+import { tinyOverrides, useBackendAndDirectory, whileServing } from '../test/support.js'
 
 // vLLM's min_tokens and ignore_eos through `ludic serve`'s local model, end to end, and its /metrics.
+/** The served model's name and seed in every test here. */
+const serveFlags = ['--model-id', 'tiny', '--seed', '1']
+
 const temporaryDirectory = useBackendAndDirectory('ludic-cli-serve-sampling-')
 
 /** A tiny model over a byte-level BPE (no chat template); `endOfSequence` is its config's eos_token_id. */
@@ -20,22 +21,6 @@ async function saveTinyModel(name: string, endOfSequence: number[]): Promise<str
   await saveModel(model, directory)
   model.dispose()
   return directory
-}
-
-async function whileServing<T>(directory: string, work: (url: string) => Promise<T>): Promise<T> {
-  const { io, controller } = captureIo()
-  let listening: (url: string) => void = () => {}
-  const url = new Promise<string>((resolve) => {
-    listening = resolve
-  })
-  io.onListening = (address) => listening(address)
-  const exit = runCli(['serve', directory, '--port', '0', '--model-id', 'tiny', '--seed', '1'], io)
-  try {
-    return await work(await url)
-  } finally {
-    controller.abort()
-    expect(await exit).toBe(exitCodes.interrupted)
-  }
 }
 
 interface Choice {
@@ -55,9 +40,13 @@ const complete = async (url: string, body: Record<string, unknown>) => {
 describe("ludic serve: vLLM's min_tokens and ignore_eos on a local model", () => {
   it('holds the end-of-sequence token off for min_tokens and past it with ignore_eos, where greedy decoding would end at once', async () => {
     // The token greedy decoding picks first, made the model's end-of-sequence token below (same seed, same weights).
-    const first = await whileServing(await saveTinyModel('free', []), async (url) => (await complete(url, { max_tokens: 6 })).body.choices[0]!.token_ids[0]!)
+    const first = await whileServing(
+      await saveTinyModel('free', []),
+      serveFlags,
+      async (url) => (await complete(url, { max_tokens: 6 })).body.choices[0]!.token_ids[0]!,
+    )
     const directory = await saveTinyModel('ending', [first])
-    await whileServing(directory, async (url) => {
+    await whileServing(directory, serveFlags, async (url) => {
       const plain = await complete(url, { max_tokens: 6 })
       expect(plain.body.choices[0]).toMatchObject({ token_ids: [first], finish_reason: 'stop' })
 

@@ -4,7 +4,7 @@ import OpenAI from 'openai'
 import { describe, expect, it } from 'vitest'
 import { runCli } from '../cli.js'
 import { exitCodes } from '../errors.js'
-import { captureIo, saveTinyModel, useBackendAndDirectory } from '../test/support.js'
+import { captureIo, saveTinyModel, useBackendAndDirectory, whileServing } from '../test/support.js'
 
 const temporaryDirectory = useBackendAndDirectory('ludic-cli-serve-')
 
@@ -59,43 +59,32 @@ describe('ludic serve', () => {
 describe('ludic serve --engine', () => {
   it('answers a short request (n = 3) while a long one runs, and greedy text as without the engine', async () => {
     const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny-engine'))
-    const start = async (flags: string[]) => {
-      const { io, controller, stderr } = captureIo()
-      let listening: (url: string) => void = () => {}
-      const url = new Promise<string>((resolve) => {
-        listening = resolve
-      })
-      io.onListening = (address) => listening(address)
-      const exit = runCli(['serve', directory, '--port', '0', '--model-id', 'tiny', '--seed', '1', ...flags], io)
-      return { client: new OpenAI({ baseURL: await url, apiKey: 'not-needed', maxRetries: 0 }), controller, exit, stderr }
-    }
+    const flags = ['--model-id', 'tiny', '--seed', '1']
+    const client = (url: string) => new OpenAI({ baseURL: url, apiKey: 'not-needed', maxRetries: 0 })
     const greedy = { model: 'tiny', messages: [{ role: 'user' as const, content: 'hello there' }], max_tokens: 6, temperature: 0 }
-    const plain = await start([])
-    const expected = await plain.client.chat.completions.create(greedy)
-    plain.controller.abort()
-    await plain.exit
+    const expected = await whileServing(directory, flags, async (url) => (await client(url).chat.completions.create(greedy)).choices[0]!.message.content)
 
-    const engine = await start(['--engine', '--max-batch', '4'])
-    expect(engine.stderr()).toContain('generation engine: 4 rows')
-    expect((await engine.client.chat.completions.create(greedy)).choices[0]!.message.content).toBe(expected.choices[0]!.message.content)
-    const finished: string[] = []
-    const long = engine.client.completions.create({ model: 'tiny', prompt: 'a long one', max_tokens: 400, temperature: 1 }).then(() => finished.push('long'))
-    const short = engine.client.completions.create({ model: 'tiny', prompt: 'short', max_tokens: 3, n: 3, temperature: 1 }).then((answer) => {
-      finished.push('short')
-      return answer
+    await whileServing(directory, [...flags, '--engine', '--max-batch', '4'], async (url, stderr) => {
+      const engine = client(url)
+      expect(stderr()).toContain('generation engine: 4 rows')
+      expect((await engine.chat.completions.create(greedy)).choices[0]!.message.content).toBe(expected)
+      const finished: string[] = []
+      const long = engine.completions.create({ model: 'tiny', prompt: 'a long one', max_tokens: 400, temperature: 1 }).then(() => finished.push('long'))
+      const short = engine.completions.create({ model: 'tiny', prompt: 'short', max_tokens: 3, n: 3, temperature: 1 }).then((answer) => {
+        finished.push('short')
+        return answer
+      })
+      expect((await short).choices).toHaveLength(3)
+      await long
+      expect(finished).toEqual(['short', 'long'])
+      // The engine's figures on /metrics under vLLM's names: the n = 3 samples computed their prompt once.
+      const metrics = await (await fetch(`${url.replace(/\/v1$/, '')}/metrics`)).text()
+      const value = (name: string) => Number(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(metrics)?.[1])
+      expect(value('vllm:kv_cache_usage_perc')).toBe(0)
+      expect(value('vllm:prefix_cache_hits_total')).toBeGreaterThan(0)
+      expect(value('vllm:prefix_cache_queries_total')).toBeGreaterThan(value('vllm:prefix_cache_hits_total'))
+      expect(value('vllm:num_requests_running')).toBe(0)
     })
-    expect((await short).choices).toHaveLength(3)
-    await long
-    expect(finished).toEqual(['short', 'long'])
-    // The engine's figures on /metrics under vLLM's names: the n = 3 samples computed their prompt once.
-    const metrics = await (await fetch(`${engine.client.baseURL.replace(/\/v1$/, '')}/metrics`)).text()
-    const value = (name: string) => Number(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(metrics)?.[1])
-    expect(value('vllm:kv_cache_usage_perc')).toBe(0)
-    expect(value('vllm:prefix_cache_hits_total')).toBeGreaterThan(0)
-    expect(value('vllm:prefix_cache_queries_total')).toBeGreaterThan(value('vllm:prefix_cache_hits_total'))
-    expect(value('vllm:num_requests_running')).toBe(0)
-    engine.controller.abort()
-    expect(await engine.exit).toBe(exitCodes.interrupted)
   })
 
   it('is refused with --enable-lora, naming both flags', async () => {

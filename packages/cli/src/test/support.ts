@@ -5,8 +5,9 @@ import { applyLora, createModel, loadModel, saveLoraAdapter, saveModel } from '@
 import * as tf from '@tensorflow/tfjs-core'
 import { initTensors } from '@ludic/tensors'
 import { trainBpe } from '@ludic/tokenizer'
-import { afterAll, beforeAll } from 'vitest'
-import type { CliIo } from '../cli.js'
+import { afterAll, beforeAll, expect } from 'vitest'
+import { runCli, type CliIo } from '../cli.js'
+import { exitCodes } from '../errors.js'
 
 /** What a fake stream was given, and the stream. */
 export function captureStream(isTTY = false) {
@@ -65,5 +66,25 @@ export async function saveRandomAdapter(modelDirectory: string, directory: strin
     await saveLoraAdapter(adapters, directory)
   } finally {
     model.dispose()
+  }
+}
+
+/**
+ * Runs `ludic serve <directory> --port 0 …flags` in this process until `work` (given the server's URL and its stderr so
+ * far) is done, then stops it by its signal, as Ctrl+C, and expects exit code 130. Returns what `work` returned.
+ */
+export async function whileServing<T>(directory: string, flags: readonly string[], work: (url: string, stderr: () => string) => Promise<T>): Promise<T> {
+  const { io, controller, stderr } = captureIo()
+  let listening: (url: string) => void = () => {}
+  const url = new Promise<string>((resolve) => {
+    listening = resolve
+  })
+  io.onListening = (address) => listening(address)
+  const exit = runCli(['serve', directory, '--port', '0', ...flags], io)
+  try {
+    return await work(await url, stderr)
+  } finally {
+    controller.abort()
+    expect(await exit).toBe(exitCodes.interrupted) // stopped by its signal, as Ctrl+C
   }
 }
