@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto'
 import { createRandom } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
-import { createMatmulArena, relaxedSimdAvailable, simdAvailable } from './simd-matmul.js'
+import { createMatmulArena, matmulModuleBytes, relaxedProbe, relaxedSimdAvailable, simdAvailable } from './simd-matmul.js'
 
 /** `y[b·yStride + r] = Σ_i w[r·wStride + i] · x[b·xStride + i]` in float64. */
 function reference(w: Float32Array, x: Float32Array, rows: number, columns: number, batch: number, wStride: number, xStride: number): number[][] {
@@ -125,5 +126,34 @@ describe('createMatmulArena', () => {
     arena.reserve(8)
     arena.allocate(8)
     expect(() => arena.allocate(1_000_000)).toThrow(RangeError)
+  })
+})
+
+describe('the kernel module', () => {
+  const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')
+
+  // The digests of the bytes the hand-written assembler emitted before the module moved onto @ludic/tensors'
+  // WebAssembly writer: the same module, byte for byte, in every variant (plain or shared memory, two roundings or fused).
+  it('is the same bytes in every variant as before it was written with the shared WebAssembly writer', () => {
+    expect({ length: matmulModuleBytes(false, false).length, sha256: sha256(matmulModuleBytes(false, false)) }).toEqual({
+      length: 1942,
+      sha256: '4d41d9f48897f7f938eb69637def3335bd0cd9995c60c5d710919b84738e3adf',
+    })
+    expect({ length: matmulModuleBytes(false, true).length, sha256: sha256(matmulModuleBytes(false, true)) }).toEqual({
+      length: 1870,
+      sha256: 'a8af70dc481f4d84857805b2dda363f8e0819c0e4f5f889a407e3e004491ce07',
+    })
+    expect({ length: matmulModuleBytes(true, false).length, sha256: sha256(matmulModuleBytes(true, false)) }).toEqual({
+      length: 1945,
+      sha256: '193ba0a18853d907de8c8ded8d4ec390db6e367b6b01875a87f21771d43c92c6',
+    })
+    expect({ length: matmulModuleBytes(true, true).length, sha256: sha256(matmulModuleBytes(true, true)) }).toEqual({
+      length: 1873,
+      sha256: '8396ae4c109a78a2375a4afb2f13261a94fafd3554cc3237cda94696d8cde6c9',
+    })
+    expect({ length: relaxedProbe.length, sha256: sha256(relaxedProbe) }).toEqual({
+      length: 37,
+      sha256: '82f1e8813aca62afd16844b7ed943c5d1b6be2a15dc4eac7da4a94940f28bd75',
+    })
   })
 })

@@ -96,7 +96,7 @@ const signedLeb = (value: number): number[] => {
  * `fused`: each multiply-add is one `f32x4.relaxed_madd` (a fused multiply-add where the CPU has one, one
  * rounding instead of two).
  */
-function moduleBytes(shared: boolean, fused: boolean): Uint8Array {
+export function matmulModuleBytes(shared: boolean, fused: boolean): Uint8Array {
   const section = (id: number, bytes: number[]) => [id, ...unsignedLeb(bytes.length), ...bytes]
   const vector = (items: number[][]) => [...unsignedLeb(items.length), ...items.flat()]
   const name = (text: string) => [...unsignedLeb(text.length), ...Array.from(text, (character) => character.charCodeAt(0))]
@@ -292,7 +292,7 @@ const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly
 const compiled = new Map<string, WasmModule | null>()
 
 /** `f32x4.relaxed_madd` alone in a function: whether the runtime accepts relaxed SIMD. */
-const relaxedProbe = Uint8Array.from([
+export const relaxedProbe = Uint8Array.from([
   0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x01, 0x60, 0x03, 0x7b, 0x7b, 0x7b, 0x01, 0x7b, 0x03, 0x02, 0x01, 0x00, 0x0a, 0x0d, 0x01, 0x0b,
   0x00, 0x20, 0x00, 0x20, 0x01, 0x20, 0x02, 0xfd, 0x85, 0x02, 0x0b,
 ])
@@ -329,7 +329,7 @@ function kernelModule(shared = false, fused = true): WasmModule | null {
   if (known !== undefined) return known
   let module: WasmModule | null = null
   try {
-    const bytes = moduleBytes(shared, fuse)
+    const bytes = matmulModuleBytes(shared, fuse)
     if (wasm?.validate(bytes)) {
       module = new wasm.Module(bytes)
       if (shared) new wasm.Instance(module, { env: { memory: new wasm.Memory({ initial: 1, maximum: 1, shared: true }) } })
