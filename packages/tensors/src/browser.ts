@@ -28,6 +28,8 @@ export {
 } from './numerics/index.js'
 // Kernel fixes: `initTensors` applies them; a benchmark removes and re-applies them to measure the stock kernels beside the fixed ones
 export { applyKernelFixes, removeKernelFixes } from './kernels/index.js'
+// The WebAssembly binary writer of Ludic's hand-written SIMD kernels (these and @ludic/model's host-decoder matmul kernel)
+export * as wasmBytecode from './kernels/wasm-bytecode.js'
 // TensorFlow's own ops on the native backend (resource variables and the fused Adam that createAdamW uses)
 export { NativeVariable, hasNativeOps } from './kernels/native-ops.js'
 // tfjs-core's private engine internals, all here: the gradient tape that frees as it goes, untaped computations, and the version check

@@ -1,10 +1,15 @@
+import { wasmBytecode } from '@ludic/tensors'
 import { platform } from '../platform.js'
 import { controlBytes, controlSlots, maximumChunks, type MatmulHelpers } from './matmul-control.js'
 
+const { encodeModule, instruction: op, valueType, whileLoop } = wasmBytecode
+type Code = wasmBytecode.Code
+type ValueType = wasmBytecode.ValueType
+
 /**
  * A matrix–vector-batch product for the host decoder, as a small WebAssembly module with 128-bit SIMD
- * (`f32x4`), written out here byte by byte (the module is ~1.9 KB, two functions; no toolchain). For `b < batch`,
- * `r < rows`:
+ * (`f32x4`), written with `@ludic/tensors`' WebAssembly writer (`wasmBytecode`; the module is ~1.9 KB, two
+ * functions; no toolchain). For `b < batch`, `r < rows`:
  *
  *     y[b·yStride + r] = Σ_{i < columns} w[r·wStride + i] · x[b·xStride + i]
  *
@@ -64,213 +69,92 @@ export interface MatmulArena {
   dispose(): void
 }
 
-const unsignedLeb = (value: number): number[] => {
-  const bytes: number[] = []
-  do {
-    let byte = value & 0x7f
-    value >>>= 7
-    if (value !== 0) byte |= 0x80
-    bytes.push(byte)
-  } while (value !== 0)
-  return bytes
-}
-
-const signedLeb = (value: number): number[] => {
-  const bytes: number[] = []
-  for (;;) {
-    const byte = value & 0x7f
-    value >>= 7
-    if ((value === 0 && (byte & 0x40) === 0) || (value === -1 && (byte & 0x40) !== 0)) {
-      bytes.push(byte)
-      return bytes
-    }
-    bytes.push(byte | 0x80)
-  }
-}
-
 /**
  * The module: `matmul(w, x, y, rows, columns, batch, wStride, xStride, yStride)` (pointers and strides in
- * bytes) over the imported memory `env.memory` — a shared one (limits 1 … 65 536 pages) when `shared`, so
- * that worker threads run the same function on the same buffers — and `matmulPacked`, the same product over
- * weights in `packWeights`' layout (`wStride` = the columns' bytes), whose four rows are one sequential stream.
- * `fused`: each multiply-add is one `f32x4.relaxed_madd` (a fused multiply-add where the CPU has one, one
- * rounding instead of two).
+ * bytes) over the imported memory `env.memory` (at least one page) — a shared one when `shared`, so that worker
+ * threads run the same function on the same buffers — and `matmulPacked`, the same product over weights in
+ * `packWeights`' layout (`wStride` = the columns' bytes), whose four rows are one sequential stream. `fused`:
+ * each multiply-add is one `f32x4.relaxed_madd` (a fused multiply-add where the CPU has one, one rounding
+ * instead of two). Written with `@ludic/tensors`' WebAssembly writer.
  */
 export function matmulModuleBytes(shared: boolean, fused: boolean): Uint8Array {
-  const section = (id: number, bytes: number[]) => [id, ...unsignedLeb(bytes.length), ...bytes]
-  const vector = (items: number[][]) => [...unsignedLeb(items.length), ...items.flat()]
-  const name = (text: string) => [...unsignedLeb(text.length), ...Array.from(text, (character) => character.charCodeAt(0))]
-  const get = (index: number) => [0x20, index]
-  const set = (index: number) => [0x21, index]
-  const tee = (index: number) => [0x22, index]
-  const i32 = (value: number) => [0x41, ...signedLeb(value)]
-  const [add, mul, shl, geU, gtU] = [[0x6a], [0x6c], [0x74], [0x4f], [0x4b]]
-  const [block, loop, end] = [[0x02, 0x40], [0x03, 0x40], [0x0b]]
-  const br = (depth: number) => [0x0c, depth]
-  const brIf = (depth: number) => [0x0d, depth]
-  const load128 = [0xfd, 0x00, 0x02, 0x00] // v128.load align=4 offset=0
-  const loadAt = (offset: number) => [0xfd, 0x00, 0x02, ...unsignedLeb(offset)] // v128.load align=4 offset
-  const zero128 = [0xfd, 0x0c, ...new Array<number>(16).fill(0)] // v128.const 0
-  const add4 = [0xfd, ...unsignedLeb(228)] // f32x4.add
-  const mul4 = [0xfd, ...unsignedLeb(230)] // f32x4.mul
-  const relaxedMadd4 = [0xfd, ...unsignedLeb(0x105)] // f32x4.relaxed_madd (relaxed SIMD): a · b + c
-  const lane = (index: number) => [0xfd, 0x1f, index] // f32x4.extract_lane
-  const addScalar = [0x92] // f32.add
-  const store = (offset: number) => [0x38, 0x02, ...unsignedLeb(offset)] // f32.store align=4
+  const { localGet: get, localSet: set, localTee: tee, i32Const: i32 } = op
   // Parameters 0–8; i32 locals 9–19; v128 locals 20–30.
   const [W, X, Y, ROWS, COLUMNS, BATCH, WSTRIDE, XSTRIDE, YSTRIDE] = [0, 1, 2, 3, 4, 5, 6, 7, 8]
   const [ROW, B, I, ROWBYTES, W0, W1, W2, W3, XP, XQ, YP] = [9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
   const [A0, A1, A2, A3, A4, A5, A6, A7, XV, XW, WV] = [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30]
-  /** Leaves the enclosing loop's block when `counter + step > limit` (fewer than `step` left). */
-  const exitWhenPast = (counter: number, step: number, limit: number) => [...get(counter), ...i32(step), ...add, ...get(limit), ...gtU, ...brIf(1)]
+  /** Whether `counter + step > limit` (fewer than `step` left): a loop's exit condition. */
+  const past = (counter: number, step: number, limit: number): Code => [get(counter), i32(step), op.i32Add, get(limit), op.i32GreaterThanUnsigned]
   /** `base + index · stride` on the stack. */
-  const address = (base: number, index: number, stride: number) => [...get(base), ...get(index), ...get(stride), ...mul, ...add]
-  /** One function's code: rows of `w` read as four streams, or (`packed`) as one stream of 4 × 4 tiles. */
-  const codeFor = (packed: boolean) => {
-    const weightRows = [W0, W1, W2, W3]
-    /** `accumulator += x · WV`: one fused `f32x4.relaxed_madd` (x, WV, accumulator) where `fused`, else `f32x4.mul` then `f32x4.add`. */
-    const multiplyAdd = (accumulator: number, x: number) =>
-      fused
-        ? [...get(x), ...get(WV), ...get(accumulator), ...relaxedMadd4, ...set(accumulator)]
-        : [...get(accumulator), ...get(x), ...get(WV), ...mul4, ...add4, ...set(accumulator)]
-    /** Stores the horizontal sums of four accumulators at `YP + offset`, `+ 4`, `+ 8`, `+ 12`. */
-    const storeSums = (accumulators: number[], offset: number) =>
-      accumulators.flatMap((accumulator, index) => [
-        ...get(YP),
-        ...get(accumulator),
-        ...lane(0),
-        ...get(accumulator),
-        ...lane(1),
-        ...addScalar,
-        ...get(accumulator),
-        ...lane(2),
-        ...addScalar,
-        ...get(accumulator),
-        ...lane(3),
-        ...addScalar,
-        ...store(offset + 4 * index),
-      ])
+  const address = (base: number, index: number, stride: number): Code => [get(base), get(index), get(stride), op.i32Mul, op.i32Add]
+  /** `accumulator += x · WV`: one fused `f32x4.relaxed_madd` (x, WV, accumulator) where `fused`, else `f32x4.mul` then `f32x4.add`. */
+  const multiplyAdd = (accumulator: number, x: number): Code =>
+    fused
+      ? [get(x), get(WV), get(accumulator), op.f32x4RelaxedMadd, set(accumulator)]
+      : [get(accumulator), get(x), get(WV), op.f32x4Mul, op.f32x4Add, set(accumulator)]
+  /** Stores the horizontal sums of four accumulators at `YP`, `YP + 4`, `+ 8`, `+ 12`. */
+  const storeSums = (accumulators: number[]): Code =>
+    accumulators.map((accumulator, index) => [
+      get(YP),
+      [0, 1, 2, 3].map((lane) => [get(accumulator), op.f32x4ExtractLane(lane), lane > 0 ? op.f32Add : []]),
+      op.f32Store(4 * index),
+    ])
+  /** One function's body: rows of `w` read as four streams, or (`packed`) as one stream of 4 × 4 tiles. */
+  const bodyFor = (packed: boolean): Code => {
     /** The loop over batch rows, `pair` rows at once (1 or 2): the four weight rows are loaded once for both. */
-    const batchLoop = (pair: 1 | 2) => [
-      ...block,
-      ...loop,
-      ...exitWhenPast(B, pair, BATCH),
-      ...address(X, B, XSTRIDE),
-      ...tee(XP),
-      ...get(XSTRIDE),
-      ...add,
-      ...set(XQ),
-      ...zero128,
-      ...tee(A0),
-      ...tee(A1),
-      ...tee(A2),
-      ...tee(A3),
-      ...tee(A4),
-      ...tee(A5),
-      ...tee(A6),
-      ...set(A7),
-      ...i32(0),
-      ...set(I),
-      ...(packed ? [...get(W0), ...set(W1)] : []), // W1: the packed block's next four columns
-      ...block,
-      ...loop, // columns, four per lane
-      ...get(I),
-      ...get(ROWBYTES),
-      ...geU,
-      ...brIf(1),
-      ...get(XP),
-      ...get(I),
-      ...add,
-      ...load128,
-      ...set(XV),
-      ...(pair === 2 ? [...get(XQ), ...get(I), ...add, ...load128, ...set(XW)] : []),
-      ...weightRows.flatMap((row, index) => [
-        ...(packed ? [...get(W1), ...loadAt(16 * index)] : [...get(row), ...get(I), ...add, ...load128]),
-        ...set(WV),
-        ...multiplyAdd(A0 + index, XV),
-        ...(pair === 2 ? multiplyAdd(A4 + index, XW) : []),
+    const batchLoop = (pair: 1 | 2): Code =>
+      whileLoop(past(B, pair, BATCH), [
+        address(X, B, XSTRIDE),
+        tee(XP),
+        get(XSTRIDE),
+        op.i32Add,
+        set(XQ),
+        op.v128Const0,
+        [A0, A1, A2, A3, A4, A5, A6].map((accumulator) => tee(accumulator)),
+        set(A7),
+        i32(0),
+        set(I),
+        packed ? [get(W0), set(W1)] : [], // W1: the packed block's next four columns
+        // columns, four per lane
+        whileLoop(
+          [get(I), get(ROWBYTES), op.i32GreaterOrEqualUnsigned],
+          [
+            [get(XP), get(I), op.i32Add, op.v128Load(), set(XV)],
+            pair === 2 ? [get(XQ), get(I), op.i32Add, op.v128Load(), set(XW)] : [],
+            [W0, W1, W2, W3].map((row, index) => [
+              packed ? [get(W1), op.v128Load(16 * index)] : [get(row), get(I), op.i32Add, op.v128Load()],
+              set(WV),
+              multiplyAdd(A0 + index, XV),
+              pair === 2 ? multiplyAdd(A4 + index, XW) : [],
+            ]),
+            [get(I), i32(16), op.i32Add, set(I)],
+            packed ? [get(W1), i32(64), op.i32Add, set(W1)] : [],
+          ],
+        ),
+        [address(Y, B, YSTRIDE), get(ROW), i32(2), op.i32Shl, op.i32Add, set(YP)],
+        storeSums([A0, A1, A2, A3]),
+        pair === 2 ? [get(YP), get(YSTRIDE), op.i32Add, set(YP), storeSums([A4, A5, A6, A7])] : [],
+        [get(B), i32(pair), op.i32Add, set(B)],
+      ])
+    return [
+      [get(COLUMNS), i32(2), op.i32Shl, set(ROWBYTES)],
+      // rows of w, four at a time
+      whileLoop(past(ROW, 4, ROWS), [
+        [address(W, ROW, WSTRIDE), tee(W0), get(WSTRIDE), op.i32Add, tee(W1), get(WSTRIDE), op.i32Add, tee(W2), get(WSTRIDE), op.i32Add, set(W3)],
+        [i32(0), set(B)],
+        batchLoop(2),
+        batchLoop(1), // the last batch row when their number is odd
+        [get(ROW), i32(4), op.i32Add, set(ROW)],
       ]),
-      ...get(I),
-      ...i32(16),
-      ...add,
-      ...set(I),
-      ...(packed ? [...get(W1), ...i32(64), ...add, ...set(W1)] : []),
-      ...br(0),
-      ...end,
-      ...end,
-      ...address(Y, B, YSTRIDE),
-      ...get(ROW),
-      ...i32(2),
-      ...shl,
-      ...add,
-      ...set(YP),
-      ...storeSums([A0, A1, A2, A3], 0),
-      ...(pair === 2 ? [...get(YP), ...get(YSTRIDE), ...add, ...set(YP), ...storeSums([A4, A5, A6, A7], 0)] : []),
-      ...get(B),
-      ...i32(pair),
-      ...add,
-      ...set(B),
-      ...br(0),
-      ...end,
-      ...end,
     ]
-    const body = [
-      ...get(COLUMNS),
-      ...i32(2),
-      ...shl,
-      ...set(ROWBYTES),
-      ...block,
-      ...loop, // rows of w, four at a time
-      ...exitWhenPast(ROW, 4, ROWS),
-      ...address(W, ROW, WSTRIDE),
-      ...tee(W0),
-      ...get(WSTRIDE),
-      ...add,
-      ...tee(W1),
-      ...get(WSTRIDE),
-      ...add,
-      ...tee(W2),
-      ...get(WSTRIDE),
-      ...add,
-      ...set(W3),
-      ...i32(0),
-      ...set(B),
-      ...batchLoop(2),
-      ...batchLoop(1), // the last batch row when their number is odd
-      ...get(ROW),
-      ...i32(4),
-      ...add,
-      ...set(ROW),
-      ...br(0),
-      ...end,
-      ...end,
-      ...end,
-    ]
-    return [2, 11, 0x7f, 11, 0x7b, ...body] // locals: 11 × i32, 11 × v128
   }
-  const codes = [codeFor(false), codeFor(true)]
-  return Uint8Array.from([
-    0x00,
-    0x61,
-    0x73,
-    0x6d,
-    0x01,
-    0x00,
-    0x00,
-    0x00,
-    ...section(1, vector([[0x60, ...vector(new Array<number[]>(9).fill([0x7f])), 0x00]])), // type: (i32 × 9) → ()
-    // import env.memory: at least one page; shared ones need a maximum (the whole 32-bit space)
-    ...section(2, vector([[...name('env'), ...name('memory'), 0x02, ...(shared ? [0x03, 0x01, ...unsignedLeb(65_536)] : [0x00, 0x01])]])),
-    ...section(3, vector([[0x00], [0x00]])), // functions 0 and 1 have type 0
-    ...section(
-      7,
-      vector([
-        [...name('matmul'), 0x00, 0x00],
-        [...name('matmulPacked'), 0x00, 0x01],
-      ]),
-    ),
-    ...section(10, vector(codes.map((code) => [...unsignedLeb(code.length), ...code]))),
-  ])
+  const kernel = (exportName: string, packed: boolean): wasmBytecode.FunctionDefinition => ({
+    exportName,
+    parameters: new Array<ValueType>(9).fill(valueType.i32),
+    locals: [...new Array<ValueType>(11).fill(valueType.i32), ...new Array<ValueType>(11).fill(valueType.v128)],
+    body: bodyFor(packed),
+  })
+  return encodeModule({ memory: { shared, minimumPages: 1 }, functions: [kernel('matmul', false), kernel('matmulPacked', true)] })
 }
 
 /** The parts of the WebAssembly JS API used here (the project's `lib` has no DOM or WebAssembly types). */
@@ -292,10 +176,16 @@ const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly
 const compiled = new Map<string, WasmModule | null>()
 
 /** `f32x4.relaxed_madd` alone in a function: whether the runtime accepts relaxed SIMD. */
-export const relaxedProbe = Uint8Array.from([
-  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x01, 0x60, 0x03, 0x7b, 0x7b, 0x7b, 0x01, 0x7b, 0x03, 0x02, 0x01, 0x00, 0x0a, 0x0d, 0x01, 0x0b,
-  0x00, 0x20, 0x00, 0x20, 0x01, 0x20, 0x02, 0xfd, 0x85, 0x02, 0x0b,
-])
+export const relaxedProbe = encodeModule({
+  functions: [
+    {
+      parameters: [valueType.v128, valueType.v128, valueType.v128],
+      results: [valueType.v128],
+      locals: [],
+      body: [op.localGet(0), op.localGet(1), op.localGet(2), op.f32x4RelaxedMadd],
+    },
+  ],
+})
 let relaxed: boolean | undefined
 
 /**

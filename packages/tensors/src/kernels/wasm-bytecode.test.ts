@@ -20,7 +20,7 @@ describe('the WebAssembly writer', () => {
     // sum(address, count): memory[address] = Σ memory[address + 4i], i < count
     const [address, count, total] = [0, 1, 2]
     const bytes = encodeModule({
-      sharedMemory: false,
+      memory: { shared: false },
       functions: [
         {
           exportName: 'sum',
@@ -66,6 +66,58 @@ describe('the WebAssembly writer', () => {
     new Float32Array(memory.buffer as ArrayBuffer).set([1.5, 2, 3.25, 4], 4)
     ;(instance.exports.sum as (address: number, count: number) => void)(16, 4)
     expect(new Float32Array(memory.buffer as ArrayBuffer)[4]).toBe(10.75)
+  })
+
+  it('writes functions with results, the lanes of a vector, and modules without a memory', () => {
+    // lanes(address) → f32: the sum of the four floats of the vector at `address`
+    const lanes = encodeModule({
+      memory: { shared: false, minimumPages: 1 },
+      functions: [
+        {
+          exportName: 'lanes',
+          parameters: [valueType.i32],
+          results: [valueType.f32],
+          locals: [valueType.v128],
+          body: [
+            op.localGet(0),
+            op.v128Load(),
+            op.localSet(1),
+            [0, 1, 2, 3].map((lane) => [op.localGet(1), op.f32x4ExtractLane(lane), lane > 0 ? op.f32Add : []]),
+          ],
+        },
+      ],
+    })
+    const memory = new webAssembly.Memory({ initial: 1 })
+    new Float32Array(memory.buffer as ArrayBuffer).set([1, 2.5, -4, 8], 4)
+    const instance = new webAssembly.Instance(new webAssembly.Module(lanes), { env: { memory } })
+    expect((instance.exports.lanes as (address: number) => number)(16)).toBe(7.5)
+    // No memory: no import section; two signatures, one type each.
+    const add = encodeModule({
+      functions: [
+        {
+          exportName: 'add',
+          parameters: [valueType.i32, valueType.i32],
+          results: [valueType.i32],
+          locals: [],
+          body: [op.localGet(0), op.localGet(1), op.i32Add],
+        },
+        { parameters: [], locals: [], body: [] },
+      ],
+    })
+    expect([...add.subarray(8, 20)]).toEqual([0x01, 0x0a, 0x02, 0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7f, 0x60, 0x00, 0x00])
+    expect(add[20]).toBe(0x03) // the function section right after the types
+    const plain = new webAssembly.Instance(new webAssembly.Module(add), {})
+    expect((plain.exports.add as (a: number, b: number) => number)(40, 2)).toBe(42)
+  })
+
+  it('declares the imported memory with its minimum pages, plain or shared', () => {
+    for (const shared of [false, true]) {
+      const bytes = encodeModule({ memory: { shared, minimumPages: 2 }, functions: [{ parameters: [], locals: [], body: [] }] })
+      const module = new webAssembly.Module(bytes)
+      const memoryOf = (pages: number) => new webAssembly.Memory(shared ? { initial: pages, maximum: pages, shared } : { initial: pages })
+      expect(() => new webAssembly.Instance(module, { env: { memory: memoryOf(1) } })).toThrow(/memory/i)
+      expect(() => new webAssembly.Instance(module, { env: { memory: memoryOf(2) } })).not.toThrow()
+    }
   })
 
   it('writes valid SIMD kernel modules for shared and unshared memories', () => {

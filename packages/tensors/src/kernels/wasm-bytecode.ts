@@ -1,9 +1,12 @@
 /**
- * A tiny WebAssembly binary writer: just what the hand-written SIMD kernels of this folder need
- * (one imported memory, functions over i32/f32/v128 locals, structured control flow, loads and
- * stores, a handful of integer, float and SIMD instructions). Reference: the WebAssembly core
- * specification, binary format (https://webassembly.github.io/spec/core/binary/) and the fixed-width
- * SIMD proposal for the `0xfd`-prefixed opcodes.
+ * A tiny WebAssembly binary writer: just what Ludic's hand-written SIMD kernels need — this folder's
+ * (`wasm-simd-kernels.ts`) and the host decoder's matmul kernel in `@ludic/model`, which imports it as
+ * `wasmBytecode` from this package. A module imports at most one memory (`env.memory`, plain or shared for
+ * threads) and defines functions over i32/f32/v128 locals with structured control flow, loads and stores, and a
+ * handful of integer, float and SIMD instructions (relaxed SIMD's fused multiply-add among them). Reference:
+ * the WebAssembly core specification, binary format (https://webassembly.github.io/spec/core/binary/), the
+ * fixed-width SIMD proposal for the `0xfd`-prefixed opcodes and the relaxed SIMD proposal for
+ * `f32x4.relaxed_madd`.
  */
 
 /** Nested arrays of bytes; flattened once when the module is encoded. */
@@ -84,8 +87,12 @@ export const instruction = {
     simd(0x0d),
     lanes.flatMap((lane) => [4 * lane, 4 * lane + 1, 4 * lane + 2, 4 * lane + 3]),
   ],
+  /** `f32x4.extract_lane`: lane `lane` (0–3) of the vector on the stack, as an f32. */
+  f32x4ExtractLane: (lane: number): Code => [simd(0x1f), lane],
   f32x4Add: simd(0xe4) as Code,
   f32x4Mul: simd(0xe6) as Code,
+  /** `f32x4.relaxed_madd` (relaxed SIMD): `a · b + c` for operands pushed as a, b, c — fused (one rounding) where the CPU has it. */
+  f32x4RelaxedMadd: simd(0x105) as Code,
   block: (...body: Code[]): Code => [0x02, emptyBlockType, body, 0x0b],
   loop: (...body: Code[]): Code => [0x03, emptyBlockType, body, 0x0b],
   ifElse: (thenBody: Code, elseBody: Code): Code => [0x04, emptyBlockType, thenBody, 0x05, elseBody, 0x0b],
@@ -105,6 +112,8 @@ export interface FunctionDefinition {
   /** Exported under this name when given. */
   exportName?: string
   parameters: readonly ValueType[]
+  /** What the function returns, left on the stack by `body` (default: nothing). */
+  results?: readonly ValueType[]
   /** Declared locals after the parameters, in index order. */
   locals: readonly ValueType[]
   body: Code
@@ -133,24 +142,37 @@ function encodeLocals(locals: readonly ValueType[]): number[] {
   return vector(groups)
 }
 
+/** The memory a module imports as `env.memory`. */
+export interface ImportedMemory {
+  /**
+   * Whether it is a shared memory (worker threads instantiating the module on the same memory): declared
+   * then with a maximum, which shared memories must have, of 65 536 pages (the whole 32-bit space), so that
+   * any shared memory fits. It must match the memory given at instantiation.
+   */
+  shared: boolean
+  /** Pages (64 KiB) the memory given must have at least (default 0). */
+  minimumPages?: number
+}
+
 /**
- * Encodes a module importing `env.memory` (shared or not, to match the memory it will be given) and
- * defining `functions` (void results; function `i` is called with `call(i)`).
+ * Encodes a module importing `memory` (none when omitted) and defining `functions` (function `i` is called
+ * with `call(i)`). Sections with nothing in them (no import, no export) are left out.
  */
-export function encodeModule(options: { sharedMemory: boolean; functions: readonly FunctionDefinition[] }): Uint8Array {
-  const signatures: string[] = []
+export function encodeModule(options: { memory?: ImportedMemory; functions: readonly FunctionDefinition[] }): Uint8Array {
+  // One function type per distinct signature, in order of first use.
+  const types: number[][] = []
   const typeIndices = options.functions.map((definition) => {
-    const key = definition.parameters.join(',')
-    if (!signatures.includes(key)) signatures.push(key)
-    return signatures.indexOf(key)
+    const type = [0x60, ...vector(definition.parameters.map((value) => [value])), ...vector((definition.results ?? []).map((value) => [value]))]
+    const known = types.findIndex((other) => other.length === type.length && other.every((byte, index) => byte === type[index]))
+    return known >= 0 ? known : types.push(type) - 1
   })
-  const types = signatures.map((key) => {
-    const parameters = key === '' ? [] : key.split(',').map(Number)
-    return [0x60, ...vector(parameters.map((type) => [type])), ...vector([])]
-  })
-  // Limits: 0x00 = minimum only; 0x03 = shared with a maximum (shared memories must declare one).
-  const memoryLimits = options.sharedMemory ? [0x03, 0, ...unsignedLeb128(65536)] : [0x00, 0]
-  const imports = [[...name('env'), ...name('memory'), 0x02, ...memoryLimits]]
+  const memory = options.memory
+  // Limits: 0x00 = minimum only; 0x03 = shared with a maximum.
+  const memoryLimits = (imported: ImportedMemory) => {
+    const minimum = unsignedLeb128(imported.minimumPages ?? 0)
+    return imported.shared ? [0x03, ...minimum, ...unsignedLeb128(65536)] : [0x00, ...minimum]
+  }
+  const imports = memory === undefined ? [] : [[...name('env'), ...name('memory'), 0x02, ...memoryLimits(memory)]]
   const exports = options.functions.flatMap((definition, index) =>
     definition.exportName === undefined ? [] : [[...name(definition.exportName), 0x00, ...unsignedLeb128(index)]],
   )
@@ -158,12 +180,16 @@ export function encodeModule(options: { sharedMemory: boolean; functions: readon
     const content = [...encodeLocals(definition.locals), ...flatten(definition.body), 0x0b]
     return [...unsignedLeb128(content.length), ...content]
   })
+  const sectionOf = (id: number, items: number[][]): number[] => (items.length === 0 ? [] : section(id, vector(items)))
   return new Uint8Array([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, vector(types)),
-    ...section(2, vector(imports)),
-    ...section(3, vector(typeIndices.map((index) => unsignedLeb128(index)))),
-    ...section(7, vector(exports)),
-    ...section(10, vector(bodies)),
+    ...sectionOf(1, types),
+    ...sectionOf(2, imports),
+    ...sectionOf(
+      3,
+      typeIndices.map((index) => unsignedLeb128(index)),
+    ),
+    ...sectionOf(7, exports),
+    ...sectionOf(10, bodies),
   ])
 }

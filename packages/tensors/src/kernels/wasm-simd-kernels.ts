@@ -257,7 +257,7 @@ export function simdKernelsModuleBytes(sharedMemory: boolean): Uint8Array {
     { rows: 1, columns: columnsFor(1) },
   ]
   functions.push(gemmDriver(tiles), transposeFunction())
-  return encodeModule({ sharedMemory, functions })
+  return encodeModule({ memory: { shared: sharedMemory }, functions })
 }
 
 const compiled = new Map<boolean, WasmCompiledModule>()
