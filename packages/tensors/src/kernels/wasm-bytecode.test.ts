@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { InvalidArgumentError } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { encodeModule, instruction as op, signedLeb128, unsignedLeb128, valueType } from './wasm-bytecode.js'
 import { simdKernelsModuleBytes } from './wasm-simd-kernels.js'
@@ -118,6 +119,14 @@ describe('the WebAssembly writer', () => {
       expect(() => new webAssembly.Instance(module, { env: { memory: memoryOf(1) } })).toThrow(/memory/i)
       expect(() => new webAssembly.Instance(module, { env: { memory: memoryOf(2) } })).not.toThrow()
     }
+  })
+
+  it('refuses a minimum of pages or a lane out of range, naming it', () => {
+    for (const minimumPages of [-1, 1.5, 65537]) {
+      expect(() => encodeModule({ memory: { shared: false, minimumPages }, functions: [] })).toThrow(InvalidArgumentError)
+      expect(() => encodeModule({ memory: { shared: false, minimumPages }, functions: [] })).toThrow(/memory\.minimumPages/)
+    }
+    expect(() => op.f32x4ExtractLane(4)).toThrow(/'lane' \(value: 4\)/)
   })
 
   it('writes valid SIMD kernel modules for shared and unshared memories', () => {

@@ -1,3 +1,5 @@
+import { InvalidArgumentError } from '@ludic/core'
+
 /**
  * A tiny WebAssembly binary writer: just what Ludic's hand-written SIMD kernels need — this folder's
  * (`wasm-simd-kernels.ts`) and the host decoder's matmul kernel in `@ludic/model`, which imports it as
@@ -88,7 +90,10 @@ export const instruction = {
     lanes.flatMap((lane) => [4 * lane, 4 * lane + 1, 4 * lane + 2, 4 * lane + 3]),
   ],
   /** `f32x4.extract_lane`: lane `lane` (0–3) of the vector on the stack, as an f32. */
-  f32x4ExtractLane: (lane: number): Code => [simd(0x1f), lane],
+  f32x4ExtractLane: (lane: number): Code => {
+    if (!(Number.isInteger(lane) && lane >= 0 && lane <= 3)) throw new InvalidArgumentError({ argument: 'lane', value: lane, message: 'must be 0, 1, 2 or 3' })
+    return [simd(0x1f), lane]
+  },
   f32x4Add: simd(0xe4) as Code,
   f32x4Mul: simd(0xe6) as Code,
   /** `f32x4.relaxed_madd` (relaxed SIMD): `a · b + c` for operands pushed as a, b, c — fused (one rounding) where the CPU has it. */
@@ -169,7 +174,15 @@ export function encodeModule(options: { memory?: ImportedMemory; functions: read
   const memory = options.memory
   // Limits: 0x00 = minimum only; 0x03 = shared with a maximum.
   const memoryLimits = (imported: ImportedMemory) => {
-    const minimum = unsignedLeb128(imported.minimumPages ?? 0)
+    const pages = imported.minimumPages ?? 0
+    if (!(Number.isInteger(pages) && pages >= 0 && pages <= 65536)) {
+      throw new InvalidArgumentError({
+        argument: 'memory.minimumPages',
+        value: pages,
+        message: 'must be an integer from 0 to 65536 (64 KiB pages of a 32-bit memory)',
+      })
+    }
+    const minimum = unsignedLeb128(pages)
     return imported.shared ? [0x03, ...minimum, ...unsignedLeb128(65536)] : [0x00, ...minimum]
   }
   const imports = memory === undefined ? [] : [[...name('env'), ...name('memory'), 0x02, ...memoryLimits(memory)]]
