@@ -69,6 +69,38 @@ describe('data schemas', () => {
     expect(completionSchema.safeParse({ ...completion, tokenIds: [97, 98] }).success).toBe(false)
   })
 
+  it('completion and sample per-token policy versions: one integer ≥ 0 per token, an Int32Array', () => {
+    const completion = {
+      text: 'ab',
+      promptTokenIds: new Int32Array([1]),
+      tokenIds: new Int32Array([97, 98]),
+      logprobs: new Float32Array([-0.1, -0.2]),
+      finishReason: 'stop',
+    }
+    expect(completionSchema.safeParse({ ...completion, tokenPolicyVersions: new Int32Array([3, 4]) }).success).toBe(true)
+    const short = completionSchema.safeParse({ ...completion, tokenPolicyVersions: new Int32Array([3]) })
+    expect(short.error?.issues[0]?.path).toEqual(['tokenPolicyVersions'])
+    expect(short.error?.issues[0]?.message).toMatch(/tokenIds and tokenPolicyVersions must have the same length/)
+    const negative = completionSchema.safeParse({ ...completion, tokenPolicyVersions: new Int32Array([3, -1]) })
+    expect(negative.error?.issues[0]?.message).toMatch(/integers ≥ 0/)
+    expect(completionSchema.safeParse({ ...completion, tokenPolicyVersions: [3, 4] }).success).toBe(false)
+    const sample = {
+      trajectoryId: 't1',
+      turnIndex: 0,
+      role: 'player0',
+      environmentId: 'e',
+      groupId: 'g',
+      promptTokenIds: new Int32Array([1]),
+      responseTokenIds: new Int32Array([97, 98]),
+      rolloutLogprobs: new Float32Array([-0.1, -0.2]),
+      invalid: false,
+      policyVersion: 3,
+    }
+    expect(sampleSchema.safeParse({ ...sample, tokenPolicyVersions: new Int32Array([3, 4]) }).success).toBe(true)
+    expect(sampleSchema.safeParse({ ...sample, tokenPolicyVersions: new Int32Array([3, 4, 4]) }).error?.issues[0]?.path).toEqual(['tokenPolicyVersions'])
+    expect(sampleSchema.safeParse({ ...sample, tokenPolicyVersions: new Int32Array([-2, 4]) }).success).toBe(false)
+  })
+
   it('a step that goes on needs the next view; rewards must be finite', () => {
     expect(stepOutcomeSchema.safeParse({ done: false, truncated: false, rewards: {}, info: {} }).success).toBe(false)
     expect(stepOutcomeSchema.safeParse({ done: true, truncated: false, rewards: { player0: 1 }, info: {} }).success).toBe(true)

@@ -10,6 +10,8 @@ import { InvalidArgumentError } from './errors.js'
 const finiteNumber = z.number().refine(Number.isFinite, 'must be a finite number')
 const int32Array = z.custom<Int32Array>((value) => value instanceof Int32Array, { message: 'must be an Int32Array' })
 const float32Array = z.custom<Float32Array>((value) => value instanceof Float32Array, { message: 'must be a Float32Array' })
+/** Per-token policy versions: an `Int32Array` of integers ≥ 0. */
+const policyVersionArray = int32Array.refine((versions) => versions.every((version) => version >= 0), 'must hold integers ≥ 0 (policy versions)')
 
 export const chatRoleSchema = z.enum(['system', 'user', 'assistant', 'tool'])
 export type ChatRole = z.infer<typeof chatRoleSchema>
@@ -192,10 +194,22 @@ export const completionSchema = z
     /** Log-probability of each generated token under the sampling policy; same length as tokenIds. */
     logprobs: float32Array,
     finishReason: finishReasonSchema,
+    /**
+     * For each generated token, the version of the policy's weights that sampled it (and gave its log-probability);
+     * same length as tokenIds. Given by a policy whose weights can change while it generates (a local policy on a
+     * `GenerationEngine` told its versions: a partial rollout continues a running sequence on new weights, so one
+     * completion can hold tokens of several versions). The version is the trainer's: the step index of the weights.
+     * Absent: the policy does not say (every token is of the version the caller stamps, if any).
+     */
+    tokenPolicyVersions: policyVersionArray.optional(),
   })
   .refine((completion) => completion.tokenIds.length === completion.logprobs.length, {
     message: 'tokenIds and logprobs must have the same length',
     path: ['logprobs'],
+  })
+  .refine((completion) => completion.tokenPolicyVersions === undefined || completion.tokenPolicyVersions.length === completion.tokenIds.length, {
+    message: 'tokenIds and tokenPolicyVersions must have the same length',
+    path: ['tokenPolicyVersions'],
   })
 export type Completion = z.infer<typeof completionSchema>
 
@@ -277,14 +291,27 @@ export const sampleSchema = z
     rolloutLogprobs: float32Array,
     /** The action was invalid. */
     invalid: z.boolean(),
-    /** Version of the policy weights that generated it (asynchronous collection). */
+    /**
+     * Version of the policy weights that generated it (asynchronous collection; the trainer's step index of the weights).
+     * When its tokens carry versions (`tokenPolicyVersions`), the oldest of them (the conservative choice: the staleness
+     * computed from it is the largest of its tokens'); else the version the collection stamped.
+     */
     policyVersion: z.number().int().min(0).optional(),
+    /**
+     * For each response token, the version of the weights that sampled it (its completion's `tokenPolicyVersions`): a
+     * partial rollout's response holds tokens of more than one version. Same length as responseTokenIds.
+     */
+    tokenPolicyVersions: policyVersionArray.optional(),
     /** The key of the state its turn acted on (`TurnView.stateKey`), when the environment gave one (GiGPO's anchor states). */
     stateKey: stateKeySchema.optional(),
   })
   .refine((sample) => sample.responseTokenIds.length === sample.rolloutLogprobs.length, {
     message: 'responseTokenIds and rolloutLogprobs must have the same length',
     path: ['rolloutLogprobs'],
+  })
+  .refine((sample) => sample.tokenPolicyVersions === undefined || sample.tokenPolicyVersions.length === sample.responseTokenIds.length, {
+    message: 'responseTokenIds and tokenPolicyVersions must have the same length',
+    path: ['tokenPolicyVersions'],
   })
 export type Sample = z.infer<typeof sampleSchema>
 

@@ -13,7 +13,13 @@ export type { AsyncCollectorOptions } from './async-collector-options.js'
 /** One batch of episodes played by a worker with one version of the weights. */
 export interface AsyncBatch extends CollectResult {
   batchIndex: number
-  /** The weights' version every sample was generated with (also on each sample as `policyVersion`). */
+  /**
+   * The oldest weights version that generated any of its tokens: the oldest of its samples' `policyVersion`s (the
+   * version the batch started with when it has none). Without partial rollouts every sample has the version the batch
+   * was played with; with them (a worker policy on a `GenerationEngine`, see `VersionedPolicy`) weights pushed during the
+   * batch apply at once, so a sample's tokens can be of several versions (`Sample.tokenPolicyVersions`) and its
+   * `policyVersion` is the oldest of them. `maxStaleness` is checked against this version: the oldest token's.
+   */
   policyVersion: number
   workerIndex: number
   /** Seconds the worker spent playing it (and annotating it). */
@@ -37,8 +43,9 @@ export interface AsyncCollector {
   /** Starts the worker threads; resolves when every one has its setup (rejects with the first failure). */
   start(): Promise<void>
   /**
-   * New weights for every worker, applied before each one's next batch. Versions increase; the payload is
-   * whatever the worker module's `setWeights` takes (structured-cloned, once per worker).
+   * New weights for every worker, applied before each one's next batch, or at once, while its batch is in flight, when
+   * its policy does partial rollouts (`VersionedPolicy`). Versions increase; the payload is whatever the worker module's
+   * `setWeights` takes (structured-cloned, once per worker).
    */
   pushWeights(version: number, weights: unknown): void
   /** The oldest finished batch within the staleness bound of `consumerVersion`; waits for one when none is ready. */
@@ -64,7 +71,9 @@ interface WorkerSlot {
  * Asynchronous collection (RollArc, LlamaRL): rollout workers in `worker_threads`, each with its own copy of
  * the policy (its own backend when the policy is a local model), play batches of episodes while the consumer
  * (the trainer) updates. New weights are pushed with a version; every sample carries the version it was
- * generated with, so the loss can correct with importance ratios; `maxStaleness` bounds how old a batch may be.
+ * generated with (and, from a policy that says so, every token: partial rollouts continue running sequences on
+ * weights pushed mid-batch), so the loss can correct with importance ratios; `maxStaleness` bounds how old a batch
+ * may be (by its oldest token).
  *
  * Batch b plays seeds and sampling seeds that depend only on (`seed`, b); which weights it is played with
  * depends on timing, so unlike `collect` a run is not reproducible bit for bit.

@@ -13,7 +13,12 @@ export interface RolloutWorkerSetup {
   policy: PolicyV1
   /** Default `'{observation}'`. */
   prompt?: PromptTemplate
-  /** Replaces the policy's weights with a payload given to `pushWeights` (opaque to the collector). */
+  /**
+   * Replaces the policy's weights with a payload given to `pushWeights` (opaque to the collector). Without partial
+   * rollouts (see `VersionedPolicy`) it runs between batches; with them, as soon as the weights arrive, beside a batch in
+   * flight: it should then replace them all without yielding midway (the engine picks the weights up at the start of
+   * its next iteration, so one that awaits between two tensors lets an iteration run on a mix).
+   */
   setWeights?(weights: unknown, version: number): void | Promise<void>
   /**
    * Extra plain data the worker computes for each batch it played (e.g. log-probs under a reference model, so
@@ -22,6 +27,25 @@ export interface RolloutWorkerSetup {
   annotate?(result: CollectResult, version: number): unknown
   /** Frees what the worker holds (called when the collector closes). */
   dispose?(): void | Promise<void>
+}
+
+/**
+ * What a worker's policy may offer besides `PolicyV1` (a `@ludic/model` local policy does): `setPolicyVersion`, told each
+ * weights version after `setWeights` (and the first version at setup), so that its completions say which version
+ * sampled each token (`Completion.tokenPolicyVersions`); and `partialRollouts: true` (a local policy on a
+ * `GenerationEngine`), so that the worker applies new weights as soon as they arrive, while a batch is in flight: the
+ * running sequences keep their tokens and continue on the new weights (partial rollouts, as verl's and AReaL's), instead
+ * of the new weights waiting for the batch to end.
+ */
+export interface VersionedPolicy {
+  setPolicyVersion(version: number): void
+  readonly partialRollouts?: boolean
+}
+
+/** The worker's policy as a `VersionedPolicy`, when it is one. */
+export function versionedPolicy(policy: PolicyV1): VersionedPolicy | undefined {
+  const candidate = policy as Partial<VersionedPolicy>
+  return typeof candidate.setPolicyVersion === 'function' ? (candidate as VersionedPolicy) : undefined
 }
 
 export interface RolloutWorkerContext {
@@ -72,6 +96,7 @@ export function deserializeFailures(failures: readonly SerializedFailure[]): Epi
 /** A batch played in a worker as it crosses back: its episodes, the policy version played, its wall time, failures serialized. */
 export interface SerializedBatch {
   batchIndex: number
+  /** The oldest version that played it: the oldest of its samples' `policyVersion`s (the version it started with when it has none). */
   version: number
   seconds: number
   trajectories: Trajectory[]

@@ -107,7 +107,10 @@ export const collectOptionsSchema = z.strictObject({
   trainRoles: z.array(z.string()).min(1).optional(),
   /** Prefixed to trajectory and group ids (`'<runId>/…'`), to keep them unique across calls. */
   runId: z.string().min(1).optional(),
-  /** Stamped on every sample as `policyVersion`. */
+  /**
+   * Stamped on every sample as `policyVersion`; a sample whose completion carries per-token versions
+   * (`Completion.tokenPolicyVersions`) carries them too, and the oldest of them as `policyVersion`.
+   */
   policyVersion: z.number().int().min(0).optional(),
   /**
    * `'batched'`: requests waiting on a policy go out as one `generate` call at a time (best for a local model).

@@ -14,7 +14,7 @@ export {
 export { policyMetricNames, type PolicyMetricsSource, type PolicyWithMetrics } from './openai-server-metrics.js'
 export { AsyncCollectorError } from './async-collector-error.js'
 export { createAsyncCollector, type AsyncBatch, type AsyncCollector, type AsyncCollectorStats } from './async-collector.js'
-export type { CreateRolloutWorker, RolloutWorkerContext, RolloutWorkerSetup } from './async-protocol.js'
+export type { CreateRolloutWorker, RolloutWorkerContext, RolloutWorkerSetup, VersionedPolicy } from './async-protocol.js'
 export {
   isAdapterNotFound,
   loraAdapterServeOptionsSchema,

@@ -68,4 +68,30 @@ describe('trajectoryToSamples', () => {
     expect('stateKey' in samples[1]!).toBe(false)
     expect(samples.map((sample) => sampleSchema.parse(sample).stateKey)).toEqual(['s0', undefined, 's2'])
   })
+
+  it("carries each completion's per-token policy versions, the sample's policyVersion the oldest of them (else the stamped one)", () => {
+    const versioned = (played: Turn, versions: number[]): Turn => ({
+      ...played,
+      completion: {
+        ...played.completion!,
+        tokenIds: Int32Array.from(versions, () => 5),
+        logprobs: new Float32Array(versions.length),
+        tokenPolicyVersions: Int32Array.from(versions),
+      },
+    })
+    const partial = {
+      ...trajectory,
+      turns: [versioned(trajectory.turns[0]!, [3, 3, 4, 4]), versioned(trajectory.turns[1]!, []), trajectory.turns[2]!, trajectory.turns[3]!],
+    }
+    const samples = trajectoryToSamples(partial, { policyVersion: 2 })
+    expect(samples.map((sample) => sample.policyVersion)).toEqual([3, 2, 2])
+    expect(samples.map((sample) => (sample.tokenPolicyVersions === undefined ? undefined : [...sample.tokenPolicyVersions]))).toEqual([
+      [3, 3, 4, 4],
+      [],
+      undefined,
+    ])
+    for (const sample of samples) sampleSchema.parse(sample)
+    // Unstamped (a versioned policy collected synchronously): the tokens' oldest version still.
+    expect(trajectoryToSamples(partial).map((sample) => sample.policyVersion)).toEqual([3, undefined, undefined])
+  })
 })

@@ -100,6 +100,10 @@ describe('createRlTrainer with asynchronous collection', () => {
         expect(metrics.episodes).toBe(8)
         expect(Number.isFinite(metrics.loss)).toBe(true)
         expect(metrics.staleness).toBeLessThanOrEqual(1)
+        // Per token (partial rollouts): the oldest token is the batch's, the mean between 0 and it.
+        expect(metrics.tokenStalenessMax).toBe(metrics.staleness)
+        expect(metrics.tokenStalenessMean).toBeGreaterThanOrEqual(0)
+        expect(metrics.tokenStalenessMean).toBeLessThanOrEqual(metrics.staleness!)
       }
     } finally {
       trainer.dispose()

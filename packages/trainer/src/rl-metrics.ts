@@ -20,15 +20,36 @@ export function rolloutMetrics(trajectories: readonly Trajectory[], samples: rea
   return metrics
 }
 
-/** Off-policy figures of asynchronous collection: how stale the batch was and how much the importance weights cut. */
+/**
+ * Off-policy figures of asynchronous collection: how stale the batch was and how much the importance weights cut.
+ * `staleness` is the batch's (`stepIndex` − its oldest token's version, `policyVersion`); `tokenStalenessMean` and
+ * `tokenStalenessMax` are over the samples' response tokens, each `stepIndex` − the version that sampled it
+ * (`Sample.tokenPolicyVersions`: a partial rollout's tokens differ), else its sample's `policyVersion`, else the batch's.
+ */
 export function offPolicyMetrics(
   stepIndex: number,
   policyVersion: number,
   dropped: number,
   importance: { mean: number; truncated: number },
+  samples: readonly Sample[],
 ): Record<string, number> {
+  let tokens = 0
+  let total = 0
+  let most = 0
+  for (const sample of samples) {
+    const length = sample.responseTokenIds.length
+    for (let index = 0; index < length; index++) {
+      const staleness = stepIndex - (sample.tokenPolicyVersions?.[index] ?? sample.policyVersion ?? policyVersion)
+      total += staleness
+      most = tokens === 0 ? staleness : Math.max(most, staleness)
+      tokens++
+    }
+  }
+  const batchStaleness = stepIndex - policyVersion
   return {
-    staleness: stepIndex - policyVersion,
+    staleness: batchStaleness,
+    tokenStalenessMean: tokens === 0 ? batchStaleness : total / tokens,
+    tokenStalenessMax: tokens === 0 ? batchStaleness : most,
     importanceWeightMean: importance.mean,
     importanceTruncatedFraction: importance.truncated,
     batchesDropped: dropped,

@@ -237,7 +237,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     }
     if (external) Object.assign(metrics, externalMetrics(external))
     if (league !== undefined) Object.assign(metrics, league.metrics())
-    if (offPolicy !== undefined) Object.assign(metrics, offPolicyMetrics(stepIndex, offPolicy.policyVersion, offPolicy.dropped, importance!))
+    if (offPolicy !== undefined) Object.assign(metrics, offPolicyMetrics(stepIndex, offPolicy.policyVersion, offPolicy.dropped, importance!, samples))
     if (parsed.evaluateEvery > 0 && stepCount % parsed.evaluateEvery === 0) Object.assign(metrics, await evaluate(stepCount))
     const record = async () => {
       // (With the log off, the first write still drops another run's lines of this step or later.)

@@ -54,6 +54,14 @@ describe('trajectoryRecordSchema', () => {
     expect(result.error?.issues[0]?.path).toEqual(['turns', 0, 'advantages'])
   })
 
+  it("keeps each token's policy version (partial rollouts), refused when their count differs from tokenIds", () => {
+    const turn = { ...record.turns[0]!, policyVersions: [2, 3] }
+    expect(trajectoryRecordSchema.parse(JSON.parse(JSON.stringify({ ...record, turns: [turn] }))).turns[0]!.policyVersions).toEqual([2, 3])
+    const result = trajectoryRecordSchema.safeParse({ ...record, turns: [{ ...turn, policyVersions: [2] }] })
+    expect(result.error?.issues[0]?.path).toEqual(['turns', 0, 'policyVersions'])
+    expect(trajectoryRecordSchema.safeParse({ ...record, turns: [{ ...turn, policyVersions: [2, -1] }] }).success).toBe(false)
+  })
+
   it('refuses another format', () => {
     expect(trajectoryRecordSchema.safeParse({ ...record, format: 'ludic.trajectory.v0' }).success).toBe(false)
   })

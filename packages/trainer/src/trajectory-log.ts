@@ -50,6 +50,11 @@ export const trajectoryTurnRecordSchema = z
     /** Per-token entropy of the policy, where the step computed it. */
     entropy: tokenValues.optional(),
     /**
+     * For each response token, the weights version that sampled it, where the policy said (`Sample.tokenPolicyVersions`:
+     * a partial rollout's tokens can be of two versions or more).
+     */
+    policyVersions: z.array(z.number().int().min(0)).optional(),
+    /**
      * The log-probability of the action among the allowed ones, where the policy chooses from enumerated actions
      * (Flow of Reasoning's log P_F(a|s), normalised over the allowed actions); `null` when not finite.
      */
@@ -57,7 +62,7 @@ export const trajectoryTurnRecordSchema = z
   })
   .superRefine((turn, context) => {
     const length = turn.tokenIds?.length
-    for (const field of ['tokens', 'logprobs', 'advantages', 'entropy'] as const) {
+    for (const field of ['tokens', 'logprobs', 'advantages', 'entropy', 'policyVersions'] as const) {
       const values = turn[field]
       if (values === undefined) continue
       if (length === undefined) {
@@ -118,7 +123,10 @@ export const trajectoryRecordSchema = z.object({
   format: z.literal(trajectoryFormat),
   /** The trainer step that trained on it (the numbering of `metrics.jsonl`'s `step`, 1-based). */
   step: z.number().int().min(1),
-  /** The weights version that played it (on-policy: `step - 1`); absent for an external demonstration. */
+  /**
+   * The weights version that played it (on-policy: `step - 1`; asynchronous: the batch's oldest token's, each turn's
+   * tokens in `policyVersions` where the policy said); absent for an external demonstration.
+   */
   policyVersion: z.number().int().min(0).optional(),
   /** Which trainer wrote it: `self-play`, `rl`, `cpo`, `rl-plus`, `for`… */
   trainer: z.string().min(1),

@@ -51,8 +51,8 @@ export function trainedSamplesOf(experience: Experience, episodes: readonly numb
 /**
  * The records of an RL step's sampled episodes: each turn's prompt (the tokens the model read, decoded with special
  * tokens) and response, its response token ids and pieces, its log-probs (the rollout's; for an external
- * demonstration, which no policy of this run sampled, π_old of the step's weights) and, for trained turns, the
- * per-token advantages the update uses. The learner's untrained turns (roles outside `trainRoles`) keep their
+ * demonstration, which no policy of this run sampled, π_old of the step's weights), the weights version of each
+ * token where the policy said (`policyVersions`) and, for trained turns, the per-token advantages the update uses. The learner's untrained turns (roles outside `trainRoles`) keep their
  * completion's tokens; other policies' turns (opponents, fixed roles) their response text only, their ids being
  * perhaps of another tokenizer.
  */
@@ -79,7 +79,7 @@ export function rlTrajectoryRecords(input: RlTrajectoryInput): TrajectoryRecord[
       }
       const sample = sampleOf.get(`${trajectory.id}\u0000${turn.index}`)
       if (sample !== undefined) {
-        const { promptTokenIds, responseTokenIds } = experience.samples[sample]!
+        const { promptTokenIds, responseTokenIds, tokenPolicyVersions } = experience.samples[sample]!
         const logprobs = row(external ? columns.oldLogprobs : columns.rolloutLogprobs, sample)
         const advantages = row(columns.advantages, sample)
         const entropy = input.entropies?.get(sample)
@@ -93,6 +93,7 @@ export function rlTrajectoryRecords(input: RlTrajectoryInput): TrajectoryRecord[
           ...(logprobs === undefined ? {} : { logprobs: tokenValues(logprobs) }),
           ...(advantages === undefined ? {} : { advantages: tokenValues(advantages) }),
           ...(entropy === undefined ? {} : { entropy: tokenValues(entropy) }),
+          ...(tokenPolicyVersions === undefined ? {} : { policyVersions: Array.from(tokenPolicyVersions) }),
         }
       }
       const completion = turn.completion
@@ -106,6 +107,7 @@ export function rlTrajectoryRecords(input: RlTrajectoryInput): TrajectoryRecord[
         tokens: tokenPieces(tokenizer, completion.tokenIds),
         tokenIds: Array.from(completion.tokenIds),
         logprobs: tokenValues(completion.logprobs),
+        ...(completion.tokenPolicyVersions === undefined ? {} : { policyVersions: Array.from(completion.tokenPolicyVersions) }),
       }
     })
     const judgement = input.scoring === undefined ? undefined : judgementOf(input.scoring, trajectory)
@@ -205,7 +207,7 @@ function textFields(record: TrajectoryRecord): TextField[] {
 }
 
 /** The per-token arrays of a turn, dropped together when a line is too long (named `turns[i].tokens`), and its legal actions. */
-const tokenArrayKeys = ['tokens', 'tokenIds', 'logprobs', 'advantages', 'entropy'] as const
+const tokenArrayKeys = ['tokens', 'tokenIds', 'logprobs', 'advantages', 'entropy', 'policyVersions'] as const
 
 /** The largest integer in [low, high] for which `holds` (monotone: true up to some point), or undefined when `holds(low)` is false. */
 function largestHolding(low: number, high: number, holds: (value: number) => boolean): number | undefined {

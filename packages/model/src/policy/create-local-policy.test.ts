@@ -3,6 +3,7 @@ import { completionSchema, InvalidArgumentError } from '@ludic/core'
 import { createByteTokenizer } from '@ludic/core/test'
 import { Tokenizer, trainBpe } from '@ludic/tokenizer'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { generate } from '../generation/generate.js'
 import { createModel } from '../model/create-model.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { sequenceLogprobs } from '../sequence-logprobs.js'
@@ -316,6 +317,115 @@ describe('createLocalPolicy on the generation engine (engine: true)', () => {
       ]),
     ).rejects.toThrow(/requests\[1\]\.maxTokens.*exceed the engine's 40 positions a row/)
     expect(policy.engineStats()!.requests).toBe(0)
+  })
+
+  describe('per-token policy versions (tokenPolicyVersions)', () => {
+    const modelOptions = { vocabSize: 259, overrides: { hiddenSize: 32, intermediateSize: 64, initializerRange: 0.3 } }
+    /** Runs `body` with `model` holding another model's weights for a while (`swap()`), restoring them after. */
+    async function withSwappableWeights(body: (swap: () => void, restore: () => void) => Promise<void>): Promise<void> {
+      const other = createModel('tiny', { ...modelOptions, seed: 22 })
+      const saved = new Map([...model.parameters()].map(([name, tensor]) => [name, tf.clone(tensor)]))
+      const restore = () => {
+        for (const [name, tensor] of saved) (model.parameter(name) as tf.Variable).assign(tensor)
+      }
+      try {
+        await body(() => {
+          for (const [name, tensor] of model.parameters()) (tensor as tf.Variable).assign(other.parameter(name))
+        }, restore)
+      } finally {
+        restore()
+        tf.dispose([...saved.values()])
+        other.dispose()
+      }
+    }
+
+    it("tags each token with the version that sampled it when the weights change mid-sequence, its log-prob that version's", async () => {
+      await withSwappableWeights(async (swap) => {
+        const policy = createLocalPolicy({ model, tokenizer, engine: { maxSequenceLength: 128 }, stopTokenIds: [], policyVersion: 3 })
+        const running = policy.generate([{ prompt: 'partial rollouts', maxTokens: 40, temperature: 0 }])
+        await new Promise<void>((resolve, reject) => {
+          const started = Date.now()
+          const poll = setInterval(() => {
+            if (policy.engineStats()!.generatedTokens >= 5) {
+              clearInterval(poll)
+              swap() // the trainer's new weights arrive between two engine iterations…
+              policy.setPolicyVersion(7) // …announced at once
+              resolve()
+            } else if (Date.now() - started > 20_000) {
+              clearInterval(poll)
+              reject(new Error('the engine generated no tokens'))
+            }
+          }, 0)
+        })
+        const [completion] = await running
+        completionSchema.parse(completion)
+        const versions = [...completion!.tokenPolicyVersions!]
+        const switchAt = versions.indexOf(7)
+        expect(switchAt).toBeGreaterThanOrEqual(5)
+        expect(versions.slice(0, switchAt).every((version) => version === 3)).toBe(true)
+        expect(versions.slice(switchAt).every((version) => version === 7)).toBe(true)
+        // Later tokens follow the new weights: their greedy continuation of the prompt and the tokens before the switch.
+        const ids = completion!.tokenIds
+        const [continued] = await generate(model, {
+          inputIds: [[...completion!.promptTokenIds, ...ids.slice(0, switchAt)]],
+          maxNewTokens: ids.length - switchAt,
+          temperature: 0,
+          stopTokenIds: [],
+          decodePath: 'layers',
+        })
+        expect([...ids.slice(switchAt)]).toEqual([...continued!.tokenIds])
+        // Each log-prob is the sampling weights' (the importance ratio's π_rollout per token): version 3's, then 7's.
+        const old = createModel('tiny', { ...modelOptions, seed: 21 })
+        try {
+          const scored = (scorer: CausalLanguageModel) =>
+            tf.tidy(() => Array.from(sequenceLogprobs(scorer, { promptIds: [completion!.promptTokenIds], responseIds: [ids] }).logprobs.dataSync()))
+          const [underOld, underNew] = [scored(old), scored(model)]
+          completion!.logprobs.forEach((value, step) => {
+            const expected = step < switchAt ? underOld[step]! : underNew[step]!
+            expect(Math.abs(value - expected), `token ${step}`).toBeLessThan(1e-4)
+          })
+          expect(Math.max(...underOld.slice(0, switchAt).map((value, step) => Math.abs(value - underNew[step]!)))).toBeGreaterThan(1e-2)
+        } finally {
+          old.dispose()
+        }
+      })
+    })
+
+    it('tags the next call after an announcement made between calls (before the engine first ran, and after), and none before any', async () => {
+      await withSwappableWeights(async (swap, restore) => {
+        const request = { prompt: 'versions', maxTokens: 6, temperature: 0 }
+        const policy = createLocalPolicy({ model, tokenizer, engine: { maxSequenceLength: 64 }, stopTokenIds: [] })
+        swap()
+        policy.setPolicyVersion(6) // the engine has not run: its first weights are these
+        const [first] = await policy.generate([request])
+        expect([...first!.tokenPolicyVersions!]).toEqual([6, 6, 6, 6, 6, 6])
+        restore()
+        policy.setPolicyVersion(7) // the engine has run: its next weights count is these
+        const [second] = await policy.generate([request])
+        expect([...second!.tokenPolicyVersions!]).toEqual([7, 7, 7, 7, 7, 7])
+        expect(policy.engineStats()!.weightsVersion).toBe(1)
+        expect([...second!.tokenIds]).not.toEqual([...first!.tokenIds])
+        policy.setPolicyVersion(8) // announced again with the same weights: the engine's count stays, it stands for 8 now
+        const [third] = await policy.generate([request])
+        expect([...third!.tokenPolicyVersions!]).toEqual([8, 8, 8, 8, 8, 8])
+        expect(policy.engineStats()!.weightsVersion).toBe(1)
+        const [unversioned] = await createLocalPolicy({ model, tokenizer, engine: true }).generate([request])
+        expect(unversioned!.tokenPolicyVersions).toBeUndefined()
+      })
+    })
+
+    it('without an engine, tags every token of a call with the version announced when it started; refuses a bad version', async () => {
+      const policy = createLocalPolicy({ model, tokenizer, policyVersion: 4 })
+      expect(policy.partialRollouts).toBe(false)
+      expect(createLocalPolicy({ model, tokenizer, engine: true }).partialRollouts).toBe(true)
+      const [completion] = await policy.generate([{ prompt: 'x', maxTokens: 3, temperature: 0 }])
+      expect([...completion!.tokenPolicyVersions!]).toEqual([4, 4, 4])
+      const [plain] = await createLocalPolicy({ model, tokenizer }).generate([{ prompt: 'x', maxTokens: 3, temperature: 0 }])
+      expect(plain!.tokenPolicyVersions).toBeUndefined()
+      expect(() => policy.setPolicyVersion(-1)).toThrow(InvalidArgumentError)
+      expect(() => policy.setPolicyVersion(1.5)).toThrow(/'version' \(value: 1\.5\)/)
+      expect(() => createLocalPolicy({ model, tokenizer, policyVersion: -2 })).toThrow(/options\.policyVersion/)
+    })
   })
 
   it('refuses a model the engine cannot run when the policy is built, naming options.engine', () => {

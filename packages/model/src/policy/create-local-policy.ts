@@ -58,6 +58,13 @@ export const localPolicyOptionsSchema = z
     engine: z
       .union([z.boolean(), generationEngineOptionsSchema.omit({ tokenizer: true }), z.instanceof(GenerationEngine, { message: 'must be a GenerationEngine' })])
       .default(false),
+    /**
+     * The policy version of the model's weights now: the trainer's step index of the weights (0: the initial ones). Given,
+     * every completion carries `tokenPolicyVersions`, the version of the weights that sampled each token; tell the policy
+     * each later version with `setPolicyVersion` when the weights change. Default: none (completions carry no versions
+     * until `setPolicyVersion` is called).
+     */
+    policyVersion: z.number().int().min(0).optional(),
   })
   .strict()
 export type LocalPolicyOptions = z.input<typeof localPolicyOptionsSchema>
@@ -72,6 +79,22 @@ export interface LocalPolicy extends PolicyV1 {
    * counters). Absent without one.
    */
   metrics?: () => Record<string, number>
+  /**
+   * True when it runs on a `GenerationEngine`: weights changed while it generates apply to its running sequences from the
+   * engine's next iteration (they keep their tokens and continue on the new weights: a partial rollout), so a caller
+   * (a rollout worker) may change them mid-batch. False without an engine: change the weights between `generate` calls.
+   */
+  readonly partialRollouts: boolean
+  /**
+   * The model's weights are now policy version `version` (the trainer's step index of the weights): call it right after
+   * changing them (before the next `generate` call or engine iteration, i.e. with no `await` between). From then on every
+   * completion carries `tokenPolicyVersions`. With an engine, each token's version is the version announced for the
+   * weights the engine sampled it with: the engine counts its own weight changes (`EngineSequence.weightsVersions`, one
+   * per change it sees at the start of an iteration), and the policy records which policy version each of the engine's
+   * counts stands for. Weights changed without telling the policy keep the last version announced. An integer ≥ 0: an
+   * `InvalidArgumentError` naming `version` otherwise.
+   */
+  setPolicyVersion(version: number): void
 }
 
 /** An engine's stats as `/metrics` figures: vLLM's prefix-cache queries and hits are prompt tokens looked up and found. */
@@ -124,6 +147,7 @@ export function createLocalPolicy(options: LocalPolicyOptions): LocalPolicy {
     seed,
     stopTokenIds,
     engine: engineOptions,
+    policyVersion,
   } = parseArgument(localPolicyOptionsSchema, options, 'options')
   checkVocabularyFits(tokenizer, model.config)
   if (engineOptions instanceof GenerationEngine && engineOptions.model !== model)
@@ -136,11 +160,18 @@ export function createLocalPolicy(options: LocalPolicyOptions): LocalPolicy {
   // ignoreEos (vLLM's ignore_eos): the end-of-sequence ids are no stop; other configured stop ids still are.
   const endOfSequence = new Set(defaultStopTokenIds(model, tokenizer))
   const stopsIgnoringEos = new Set([...stops].filter((id) => !endOfSequence.has(id)))
+  const versions = createVersionMap(engine)
+  if (policyVersion !== undefined) versions.announce(policyVersion)
   return {
     specificationVersion: 'v1',
     id: id ?? `local-${model.config.architecture}`,
     engineStats: () => engine?.stats(),
     ...(engine === undefined ? {} : { metrics: () => engineMetrics(engine.stats()) }),
+    partialRollouts: engine !== undefined,
+    setPolicyVersion(version: number): void {
+      parseArgument(z.number().int().min(0), version, 'version')
+      versions.announce(version)
+    },
     async generate(requests: readonly GenerationRequest[], options: GenerateOptions = {}): Promise<Completion[]> {
       const parsed = parseArgument(z.array(generationRequestSchema), requests, 'requests')
       const { signal, onText } = parseArgument(policyGenerateOptionsSchema, options, 'options')
@@ -175,22 +206,30 @@ export function createLocalPolicy(options: LocalPolicyOptions): LocalPolicy {
         }
       })
       if (engine !== undefined) {
-        const sequences = await Promise.all(
+        return Promise.all(
           rows.map((row, index) =>
-            engine.submit(row, {
-              ...(signal === undefined ? {} : { signal }),
-              ...(onText === undefined ? {} : { onText: (text: string) => onText(index, text) }),
-            }),
+            engine
+              .submit(row, {
+                ...(signal === undefined ? {} : { signal }),
+                ...(onText === undefined ? {} : { onText: (text: string) => onText(index, text) }),
+              })
+              // Mapped as soon as it ends, before the weights can change again (no macrotask between).
+              .then((result): Completion => {
+                const tokenPolicyVersions = versions.ofEngineVersions(result.weightsVersions)
+                return {
+                  text: result.text ?? '',
+                  promptTokenIds: result.promptIds,
+                  tokenIds: result.tokenIds,
+                  logprobs: result.logprobs,
+                  finishReason: result.finishReason,
+                  ...(tokenPolicyVersions === undefined ? {} : { tokenPolicyVersions }),
+                }
+              }),
           ),
         )
-        return sequences.map((result) => ({
-          text: result.text ?? '',
-          promptTokenIds: result.promptIds,
-          tokenIds: result.tokenIds,
-          logprobs: result.logprobs,
-          finishReason: result.finishReason,
-        }))
       }
+      // Without an engine every token of a call is sampled with the weights it started with.
+      const callVersion = versions.current()
       const completions: Completion[] = []
       for (const batch of contextBatches(rows, maxBatch, model.maxContextTokens)) {
         const offset = completions.length
@@ -205,10 +244,49 @@ export function createLocalPolicy(options: LocalPolicyOptions): LocalPolicy {
             tokenIds: result.tokenIds,
             logprobs: result.logprobs,
             finishReason: result.finishReason,
+            ...(callVersion === undefined ? {} : { tokenPolicyVersions: new Int32Array(result.tokenIds.length).fill(callVersion) }),
           })
         }
       }
       return completions
+    },
+  }
+}
+
+/**
+ * Which policy version each of the engine's weights versions stands for. The engine counts the weight changes it sees,
+ * each at the start of an iteration (`refreshWeights`), and tags each token with its count; `announce(v)` is called
+ * right after the weights change, before that iteration. While the engine has requests in flight its next count
+ * (`weightsVersion + 1`) is the one these weights will get. When it has none, no sequence holds a token of its current
+ * count that is not mapped yet (a sequence is mapped as it ends), and the new weights get the current count (an engine
+ * that has not run yet, or lost its decoder, starts its next decoder at it) or the next: both stand for `v`. A count with
+ * no entry (weights changed unannounced) keeps the version of the count before it. Without an engine: one version, the
+ * last announced.
+ */
+function createVersionMap(engine: GenerationEngine | undefined) {
+  const byEngineVersion = new Map<number, number>()
+  let latest: number | undefined
+  const lookup = (engineVersion: number): number => {
+    for (let count = engineVersion; count >= 0; count--) {
+      const version = byEngineVersion.get(count)
+      if (version !== undefined) return version
+    }
+    return latest! // (every count below the first announcement's is older than it: none sampled a mapped token)
+  }
+  return {
+    announce(version: number): void {
+      latest = version
+      if (engine === undefined) return
+      const count = engine.weightsVersion
+      const { running, waiting } = engine.stats()
+      if (running === 0 && waiting === 0) byEngineVersion.set(count, version)
+      byEngineVersion.set(count + 1, version)
+    },
+    current: (): number | undefined => latest,
+    /** The policy version of each token (undefined when no version was ever announced). */
+    ofEngineVersions(engineVersions: Int32Array): Int32Array | undefined {
+      if (latest === undefined) return undefined
+      return Int32Array.from(engineVersions, lookup)
     },
   }
 }
