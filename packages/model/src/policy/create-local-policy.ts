@@ -271,7 +271,7 @@ function createVersionMap(engine: GenerationEngine | undefined) {
       const version = byEngineVersion.get(count)
       if (version !== undefined) return version
     }
-    return latest! // (every count below the first announcement's is older than it: none sampled a mapped token)
+    return latest! // (every count below the lowest kept is older than it: no sequence still holds such a token)
   }
   return {
     announce(version: number): void {
@@ -279,7 +279,10 @@ function createVersionMap(engine: GenerationEngine | undefined) {
       if (engine === undefined) return
       const count = engine.weightsVersion
       const { running, waiting } = engine.stats()
-      if (running === 0 && waiting === 0) byEngineVersion.set(count, version)
+      if (running === 0 && waiting === 0) {
+        byEngineVersion.clear() // no sequence holds a token of an earlier count: the map stays two entries between pushes when idle
+        byEngineVersion.set(count, version)
+      }
       byEngineVersion.set(count + 1, version)
     },
     current: (): number | undefined => latest,
