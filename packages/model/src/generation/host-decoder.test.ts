@@ -167,4 +167,21 @@ describe("GPT-2's host weights", () => {
       }
     }
   })
+
+  it('refuse a position past the learned ones (a RangeError, not a read past the table)', () => {
+    const model = createModel('tiny', {
+      vocabSize: 97,
+      seed: 2,
+      overrides: { architecture: 'gpt2', hiddenSize: 32, numAttentionHeads: 4, maxPositionEmbeddings: 8 },
+    })
+    const decoder = new HostDecoder(model, 1, 12, { prefillLength: 4 })
+    try {
+      decoder.extend([{ slot: 0, tokens: Int32Array.of(1, 2, 3, 4), start: 0 }])
+      expect(decoder.stepRows(Int32Array.of(0), Int32Array.of(5), Int32Array.of(7)).every(Number.isFinite)).toBe(true)
+      expect(() => decoder.stepRows(Int32Array.of(0), Int32Array.of(5), Int32Array.of(8))).toThrow(/position 8, past GPT-2's learned positions 0 … 7/)
+    } finally {
+      decoder.dispose()
+      model.dispose()
+    }
+  })
 })
