@@ -235,7 +235,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
     .option('--api-key <key>', 'require Authorization: Bearer <key> (default: LUDIC_API_KEY, else none)')
     .option('--chat-template <file>', "a Jinja chat template file, instead of the tokenizer's")
     .option('--max-batch <n>', 'requests generated together (with --engine: the rows decoded together)', integer('--max-batch', 1), 16)
-    .option('--engine', 'generate with continuous batching and shared prompt prefixes (a long request does not hold short ones back); Llama-style models')
+    .option('--engine', 'generate with continuous batching and shared prompt prefixes (a long request does not hold short ones back)')
     .option('--enable-lora', "take LoRA adapters at run time (vLLM's POST /v1/load_lora_adapter and /v1/unload_lora_adapter); needs --lora-root")
     .option('--lora-root <dir>', 'a directory clients may load LoRA adapters from, symbolic links resolved (repeatable; required with --enable-lora)', collect)
     .option('--max-loras <n>', 'LoRA adapters held at once, with --enable-lora', integer('--max-loras', 1), 8)

@@ -12,7 +12,7 @@ import { weightsPayload, type ModelRolloutWorkerData, type RolloutAnnotation } f
 export function createAsyncRolloutSource({ config, model, reference }: RolloutSourceContext): RolloutSource {
   const settings = config.asyncRollout!
   const { batch, seed } = config
-  if (batch.engine !== false) createRunEngine(model, config).dispose() // a model the workers' engines cannot run: refused now
+  if (batch.engine !== false) createRunEngine(model, config).dispose() // settings the workers' engines cannot run (too small a kvCacheBytes): refused now
   let collector: AsyncCollector | undefined
   const start = async (stepIndex: number): Promise<AsyncCollector> => {
     const data: ModelRolloutWorkerData = {

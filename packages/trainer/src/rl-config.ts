@@ -55,8 +55,8 @@ export const rlBatchConfigSchema = z.strictObject({
    * Play the rollout on `@ludic/model`'s `GenerationEngine` (continuous batching: each episode's request joins the
    * running rows as soon as its prompt is computed and leaves the step it ends, episodes stepped per trajectory; prompts
    * share computed prefixes): `true` for the engine's defaults (its rows `maxGenerationBatch`), or its options. One
-   * engine for the run (one per worker thread with `asyncRollout`), following the weights step to step. Llama-style
-   * models (not GPT-2): refused when the trainer is built otherwise, as with a rollout source given to the trainer.
+   * engine for the run (one per worker thread with `asyncRollout`), following the weights step to step. Every
+   * architecture, GPT-2 included; refused when the trainer is built with a rollout source given to it.
    * Default: false (each turn's requests of the episodes in flight as batches).
    */
   engine: z.union([z.boolean(), generationEngineOptionsSchema.omit({ tokenizer: true })]).default(false),

@@ -299,27 +299,34 @@ describe('createRlTrainer', () => {
     model.dispose()
   })
 
-  it('plays the rollout on the generation engine (config.batch.engine): the episodes of batched generation, steps that train', async () => {
-    const batched = createTestModel(5)
-    const onEngine = createTestModel(5)
-    const config = (model: ReturnType<typeof createTestModel>, engine: boolean) =>
-      baseConfig(model, { batch: { episodesPerStep: 8, miniBatchSize: 8, ppoEpochs: 1, maxTokens: 3, engine }, seed: 9 })
-    const a = createRlTrainer(config(batched, false))
-    const b = createRlTrainer(config(onEngine, true))
-    try {
-      const [first, second] = [await a.step(), await b.step()]
-      for (const name of ['reward/pick-v1/player0', 'reward/pick-v1/player1', 'invalidRate', 'responseLength']) expect(second[name], name).toBe(first[name])
-      const tensors = tf.memory().numTensors
-      const later = await b.step() // new weights: the engine copies them and goes on
-      expect(Number.isFinite(later.loss)).toBe(true)
-      expect(tf.memory().numTensors).toBe(tensors)
-    } finally {
-      a.dispose()
-      b.dispose()
-      batched.dispose()
-      onEngine.dispose()
-    }
-  })
+  it.each(['llama', 'gpt2'])(
+    'plays the rollout on the generation engine (config.batch.engine, %s): the episodes of batched generation, steps that train',
+    async (architecture) => {
+      const testModel = () =>
+        architecture === 'llama'
+          ? createTestModel(5)
+          : createModel('tiny', { vocabSize: 259, seed: 5, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
+      const batched = testModel()
+      const onEngine = testModel()
+      const config = (model: ReturnType<typeof createTestModel>, engine: boolean) =>
+        baseConfig(model, { batch: { episodesPerStep: 8, miniBatchSize: 8, ppoEpochs: 1, maxTokens: 3, engine }, seed: 9 })
+      const a = createRlTrainer(config(batched, false))
+      const b = createRlTrainer(config(onEngine, true))
+      try {
+        const [first, second] = [await a.step(), await b.step()]
+        for (const name of ['reward/pick-v1/player0', 'reward/pick-v1/player1', 'invalidRate', 'responseLength']) expect(second[name], name).toBe(first[name])
+        const tensors = tf.memory().numTensors
+        const later = await b.step() // new weights: the engine copies them and goes on
+        expect(Number.isFinite(later.loss)).toBe(true)
+        expect(tf.memory().numTensors).toBe(tensors)
+      } finally {
+        a.dispose()
+        b.dispose()
+        batched.dispose()
+        onEngine.dispose()
+      }
+    },
+  )
 
   it('rejects bad configurations with errors that name the argument', () => {
     const model = createTestModel(4)
@@ -339,21 +346,20 @@ describe('createRlTrainer', () => {
     expect((attempt({ ...baseConfig(model), checkpointEvery: 3 }) as InvalidArgumentError).argument).toBe('config.runDirectory')
     expect(attempt({ ...baseConfig(model), unknownOption: 1 }) as InvalidArgumentError).toBeInstanceOf(InvalidArgumentError)
     expect((attempt({ ...baseConfig(model), resume: true }) as InvalidArgumentError).argument).toBe('config.runDirectory')
-    const gpt2 = createModel('tiny', { vocabSize: 259, seed: 1, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
-    const notLlama = attempt({ ...baseConfig(model), model: gpt2, batch: { engine: true } }) as InvalidArgumentError
-    // With worker threads too: refused when the trainer is built, before a worker starts.
-    const notLlamaWorkers = attempt({
+    // Engine settings it cannot run (no row fits the KV budget), named under config.batch.engine; with worker threads
+    // too, refused when the trainer is built, before a worker starts.
+    const noRow = attempt({ ...baseConfig(model), batch: { engine: { kvCacheBytes: 1 } } }) as InvalidArgumentError
+    const noRowWorkers = attempt({
       ...baseConfig(model),
-      model: gpt2,
       environments: undefined,
-      batch: { engine: true },
+      batch: { engine: { kvCacheBytes: 1 } },
       asyncRollout: { setupModule: '/nowhere.js' },
       recomputeOldLogprobs: true,
     }) as InvalidArgumentError
-    gpt2.dispose()
-    expect(notLlamaWorkers.argument).toBe('config.batch.engine')
-    expect(notLlama.argument).toBe('config.batch.engine')
-    expect(notLlama.message).toContain('Llama-style models only (Llama, Qwen2, Qwen3, Mistral; this is gpt2)')
+    for (const error of [noRow, noRowWorkers]) {
+      expect(error.argument).toBe('config.batch.engine.kvCacheBytes')
+      expect(error.message).toContain('holds no row')
+    }
     const smallTokenizer = { ...tokenizer, vocabSize: 300 }
     const mismatch = attempt({ ...baseConfig(model), tokenizer: smallTokenizer }) as InvalidArgumentError
     expect(mismatch.message).toContain('tokenizer has 300 ids, model has 259')

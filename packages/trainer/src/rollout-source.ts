@@ -72,7 +72,7 @@ export function createRolloutSource(context: RolloutSourceContext): RolloutSourc
 function synchronousSource({ config, model, league }: RolloutSourceContext): RolloutSource {
   const { batch, seed, opponents, rolePolicies } = config
   const mixed = opponents !== undefined || rolePolicies !== undefined
-  // One engine for the run (it follows the weights step to step); made now, so a model it cannot run is refused here.
+  // One engine for the run (it follows the weights step to step); made now, so settings it cannot run are refused here.
   let engine = batch.engine === false ? undefined : createRunEngine(model, config)
   /** The step's episodes with the current weights: `groupSize` each at the batch's temperature, or one greedy. */
   const play = async (stepIndex: number, greedy: boolean) => {
@@ -137,16 +137,19 @@ function synchronousSource({ config, model, league }: RolloutSourceContext): Rol
   }
 }
 
-/** The run's generation engine (`config.batch.engine`; its rows `maxGenerationBatch` unless set); a model it cannot run is refused naming the option. */
+/**
+ * The run's generation engine (`config.batch.engine`; its rows `maxGenerationBatch` unless set; every architecture the
+ * model defines): settings it cannot run are refused naming the option under `config.batch.engine`.
+ */
 export function createRunEngine(model: CausalLanguageModel, config: ParsedRlTrainerConfig): GenerationEngine {
   const settings = config.batch.engine === true ? {} : (config.batch.engine as Exclude<typeof config.batch.engine, boolean>)
   try {
     return new GenerationEngine(model, { maxRows: config.batch.maxGenerationBatch, ...settings, tokenizer: config.tokenizer })
   } catch (error) {
-    if (InvalidArgumentError.isInstance(error) && error.argument === 'model')
+    if (InvalidArgumentError.isInstance(error) && error.argument.startsWith('options.'))
       throw new InvalidArgumentError({
-        argument: 'config.batch.engine',
-        value: config.batch.engine,
+        argument: `config.batch.engine.${error.argument.slice('options.'.length)}`,
+        value: error.value,
         message: error.message.slice(error.message.indexOf('): ') + 3),
         cause: error,
       })

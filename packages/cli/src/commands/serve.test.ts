@@ -87,6 +87,20 @@ describe('ludic serve --engine', () => {
     })
   })
 
+  it('serves a GPT-2 model: greedy text as without the engine', async () => {
+    const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny-gpt2'), { architecture: 'gpt2', initializerRange: 0.3 })
+    const flags = ['--model-id', 'gpt2', '--seed', '1']
+    const client = (url: string) => new OpenAI({ baseURL: url, apiKey: 'not-needed', maxRetries: 0 })
+    const greedy = { model: 'gpt2', messages: [{ role: 'user' as const, content: 'hello there' }], max_tokens: 6, temperature: 0 }
+    const expected = await whileServing(directory, flags, async (url) => (await client(url).chat.completions.create(greedy)).choices[0]!.message.content)
+    await whileServing(directory, [...flags, '--engine', '--max-batch', '2'], async (url, stderr) => {
+      expect(stderr()).toContain('generation engine: 2 rows')
+      const answer = await client(url).chat.completions.create(greedy)
+      expect(answer.usage?.completion_tokens).toBeGreaterThan(0)
+      expect(answer.choices[0]!.message.content).toBe(expected)
+    })
+  })
+
   it('is refused with --enable-lora, naming both flags', async () => {
     const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny-engine-lora'))
     const { io, stderr } = captureIo()

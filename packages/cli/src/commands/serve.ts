@@ -30,7 +30,7 @@ export interface ServeOptions {
   /**
    * Generate on `@ludic/model`'s `GenerationEngine` (continuous batching: a request joins the running ones as soon as
    * its prompt is computed and leaves the step it ends, so a long request does not hold short ones back; prompts share
-   * computed prefixes, so `n` samples compute their prompt once). Llama-style models only; not with `enableLora`.
+   * computed prefixes, so `n` samples compute their prompt once). Every architecture, GPT-2 included; not with `enableLora`.
    * Default false.
    */
   engine?: boolean

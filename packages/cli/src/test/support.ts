@@ -43,13 +43,13 @@ export const tinyOverrides = { hiddenSize: 32, numAttentionHeads: 2, numHiddenLa
 export const plainChatTemplate =
   "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}"
 
-export async function saveTinyModel(directory: string): Promise<string> {
+export async function saveTinyModel(directory: string, overrides: Record<string, unknown> = {}): Promise<string> {
   await mkdir(directory, { recursive: true })
   const corpus = ['user: hello there\nassistant: hi', 'user: what is two plus two?\nassistant: four', 'the quick brown fox jumps over the lazy dog']
   const json = trainBpe(corpus, { vocabSize: 280, specialTokens: ['<|end|>'] })
   await writeFile(join(directory, 'tokenizer.json'), JSON.stringify(json))
   await writeFile(join(directory, 'tokenizer_config.json'), JSON.stringify({ eos_token: '<|end|>', chat_template: plainChatTemplate }))
-  const model = createModel('tiny', { vocabSize: 280, seed: 5, overrides: tinyOverrides })
+  const model = createModel('tiny', { vocabSize: 280, seed: 5, overrides: { ...tinyOverrides, ...overrides } })
   await saveModel(model, directory)
   model.dispose()
   return directory
@@ -71,7 +71,8 @@ export async function saveRandomAdapter(modelDirectory: string, directory: strin
 
 /**
  * Runs `ludic serve <directory> --port 0 …flags` in this process until `work` (given the server's URL and its stderr so
- * far) is done, then stops it by its signal, as Ctrl+C, and expects exit code 130. Returns what `work` returned.
+ * far) is done, then stops it by its signal, as Ctrl+C, and expects exit code 130. Returns what `work` returned; a
+ * server that exits before listening fails with its exit code and stderr.
  */
 export async function whileServing<T>(directory: string, flags: readonly string[], work: (url: string, stderr: () => string) => Promise<T>): Promise<T> {
   const { io, controller, stderr } = captureIo()
@@ -81,10 +82,16 @@ export async function whileServing<T>(directory: string, flags: readonly string[
   })
   io.onListening = (address) => listening(address)
   const exit = runCli(['serve', directory, '--port', '0', ...flags], io)
+  // A server that exits before it listens fails the test at once, with its stderr, rather than at the test's timeout.
+  const exitedEarly = exit.then((code) => Promise.reject(new Error(`ludic serve exited with ${code} before listening: ${stderr()}`)))
+  exitedEarly.catch(() => {}) // the stop at the end resolves `exit` too: that rejection is nobody's
+  let started = false
   try {
-    return await work(await url, stderr)
+    const address = await Promise.race([url, exitedEarly])
+    started = true
+    return await work(address, stderr)
   } finally {
     controller.abort()
-    expect(await exit).toBe(exitCodes.interrupted) // stopped by its signal, as Ctrl+C
+    if (started) expect(await exit).toBe(exitCodes.interrupted) // stopped by its signal, as Ctrl+C
   }
 }

@@ -1,5 +1,4 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { InvalidArgumentError } from '@ludic/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyLora } from '../lora/apply-lora.js'
 import { createModel, type CreateModelOptions } from '../model/create-model.js'
@@ -183,17 +182,39 @@ describe('decode paths', () => {
     expect(tf.memory().numTensors).toBe(before)
   })
 
-  it("'fused' and 'host' refuse models they cannot run; 'auto' decodes them layer by layer", async () => {
+  it("'fused' refuses GPT-2 and Qwen3's query/key norms, 'fused' and 'host' a generation past a sliding window, by decodePath; 'auto' runs GPT-2 on the host", async () => {
     const gpt2 = createModel('tiny', { vocabSize: 259, seed: 14, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
+    const qwen3 = tinyModel(15, { architecture: 'qwen3', queryKeyNorm: true, attentionBias: false })
+    const mistral = tinyModel(16, { architecture: 'mistral', slidingWindow: 4 })
+    const options = { inputIds: prompts.slice(0, 2), maxNewTokens: 3, temperature: 0, stopTokenIds: [] }
     try {
-      for (const decodePath of ['fused', 'host'] as const) {
-        await expect(generate(gpt2, { inputIds: prompts.slice(0, 2), maxNewTokens: 3, decodePath })).rejects.toThrow(InvalidArgumentError)
+      for (const [model, what] of [
+        [gpt2, /fused decoder runs Llama-style models without query\/key norms only .*this is gpt2\)/],
+        [qwen3, /fused decoder runs Llama-style models .*this is qwen3 with query\/key norms\)/],
+        [mistral, /fused decoder cannot run past the sliding window \(4 positions/],
+      ] as const) {
+        await expect(generate(model, { ...options, decodePath: 'fused' })).rejects.toMatchObject({
+          argument: 'decodePath',
+          value: 'fused',
+          message: expect.stringMatching(what),
+        })
       }
-      const auto = await generate(gpt2, { inputIds: prompts.slice(0, 2), maxNewTokens: 3, temperature: 0, stopTokenIds: [] })
-      const layers = await generate(gpt2, { inputIds: prompts.slice(0, 2), maxNewTokens: 3, temperature: 0, stopTokenIds: [], decodePath: 'layers' })
-      expect(auto).toEqual(layers)
+      await expect(generate(mistral, { ...options, decodePath: 'host' })).rejects.toMatchObject({
+        argument: 'decodePath',
+        value: 'host',
+        message: expect.stringMatching(/host decoder cannot run mistral past its sliding window \(4 positions/),
+      })
+      expect(chooseDecodePath(gpt2, 2, 10)).toBe('host')
+      expect(chooseDecodePath(mistral, 2, 10)).toBe('layers')
+      const layers = await generate(gpt2, { ...options, decodePath: 'layers' })
+      for (const decodePath of ['auto', 'host'] as const) {
+        const result = await generate(gpt2, { ...options, decodePath })
+        expect(result.map((sequence) => [...sequence.tokenIds])).toEqual(layers.map((sequence) => [...sequence.tokenIds]))
+      }
     } finally {
       gpt2.dispose()
+      qwen3.dispose()
+      mistral.dispose()
     }
   })
 

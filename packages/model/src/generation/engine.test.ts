@@ -237,13 +237,22 @@ describe('GenerationEngine', () => {
     }
   })
 
-  it('refuses what it cannot run when built or submitted, by name', async () => {
-    const gpt2 = createModel('tiny', { vocabSize, seed: 1, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
+  it("runs GPT-2: generate()'s greedy tokens (every step's logits: every-architecture.test.ts)", async () => {
+    const gpt2 = createModel('tiny', { vocabSize, seed: 1, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64, initializerRange: 0.3 } })
+    const engine = new GenerationEngine(gpt2, { maxSequenceLength: 32 })
     try {
-      expect(() => new GenerationEngine(gpt2)).toThrow(/Llama-style models only \(Llama, Qwen2, Qwen3, Mistral; this is gpt2\)/)
+      const [result, [reference]] = await Promise.all([
+        engine.submit(row(prompt(6, 2), { temperature: 0, maxNewTokens: 8 })),
+        generate(gpt2, { inputIds: [prompt(6, 2)], maxNewTokens: 8, temperature: 0, stopTokenIds: [], decodePath: 'layers' }),
+      ])
+      expect([...result.tokenIds]).toEqual([...reference!.tokenIds])
     } finally {
+      engine.dispose()
       gpt2.dispose()
     }
+  })
+
+  it('refuses what it cannot run when built or submitted, by name', async () => {
     expect(() => new GenerationEngine(model, { kvCacheBytes: 100 })).toThrow(InvalidArgumentError)
     expect(() => new GenerationEngine(model, { maxRows: 0 })).toThrow(/maxRows/)
     const engine = new GenerationEngine(model, { maxSequenceLength: 32 })

@@ -157,9 +157,9 @@ type Slot = { state: 'free' } | { state: 'running'; request: Request } | { state
  * `weightsVersion` it was sampled under; cached rows are dropped.
  *
  * Sampling is per request (its own `Random`) and each row's logits depend on its own tokens only, so a request's
- * samples do not depend on what else runs: the same as the request run alone, bit for bit. Llama-style models (Llama,
- * Qwen2's biases, Qwen3's query/key norms, Mistral's sliding window); GPT-2 is refused by name. Between iterations it
- * yields to the event loop.
+ * samples do not depend on what else runs: the same as the request run alone, bit for bit. Every architecture the
+ * model defines (Llama, Qwen2's biases, Qwen3's query/key norms, Mistral's sliding window, GPT-2's LayerNorms, learned
+ * positions and GELU MLP), on `HostDecoder`. Between iterations it yields to the event loop.
  */
 export class GenerationEngine {
   private readonly options: z.output<typeof generationEngineOptionsSchema>
@@ -196,13 +196,6 @@ export class GenerationEngine {
     const { config } = model
     const rowLength = this.options.maxSequenceLength ?? Math.min(model.maxContextTokens, 2048)
     checkContextLength(model, rowLength, { argument: 'options.maxSequenceLength', value: rowLength, what: `maxSequenceLength (${rowLength})` })
-    if (config.architecture === 'gpt2') {
-      throw new InvalidArgumentError({
-        argument: 'model',
-        value: config.architecture,
-        message: `the generation engine runs Llama-style models only (Llama, Qwen2, Qwen3, Mistral; this is ${config.architecture}): use generate()`,
-      })
-    }
     const rowBytes = 2 * 4 * config.numHiddenLayers * config.numKeyValueHeads * config.headDim * Math.ceil(rowLength / 4) * 4
     const rows = Math.min(this.options.maxRows, Math.floor(this.options.kvCacheBytes / rowBytes))
     if (rows < 1) {

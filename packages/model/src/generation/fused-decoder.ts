@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '@ludic/core'
 import * as tf from '@tensorflow/tfjs-core'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import type { KeyValueCache } from '../model/key-value-cache.js'
@@ -29,7 +30,9 @@ export interface FusedLayer {
 
 /**
  * Whether `FusedDecoder` can decode `model`: Llama-style models (Llama, Qwen2, Mistral, the presets) without
- * per-head query/key norms (Qwen3) and, with a sliding window, only where the whole generation fits in it.
+ * per-head query/key norms (Qwen3) and, with a sliding window, only where the whole generation fits in it. Not GPT-2
+ * (its LayerNorms' biases and learned positions do not fold into the fused weights): `generate` refuses an explicit
+ * `decodePath: 'fused'` for it, and `'auto'` takes the host path or the layers.
  */
 export function fusedDecoderSupports(model: CausalLanguageModel, contextLength: number): boolean {
   const { config } = model
@@ -167,6 +170,13 @@ export class FusedDecoder {
 
   constructor(private readonly model: CausalLanguageModel) {
     const { config } = model
+    if (config.architecture === 'gpt2' || config.queryKeyNorm) {
+      throw new InvalidArgumentError({
+        argument: 'model',
+        value: config.architecture,
+        message: `the fused decoder runs Llama-style models without query/key norms only (Llama, Qwen2, Mistral; this is ${config.architecture}${config.queryKeyNorm ? ' with query/key norms' : ''})`,
+      })
+    }
     this.inverseFrequency = inverseFrequencies(config.headDim, config.ropeTheta, config.ropeScaling)
     const weights = fuseWeights(model)
     this.layers = weights.layers

@@ -15,7 +15,7 @@ import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
 import { FusedDecoder, fusedDecoderSupports } from './fused-decoder.js'
-import { HostDecoder, hostDecoderFloats } from './host-decoder.js'
+import { HostDecoder, hostDecoderFloats, hostDecoderSupports } from './host-decoder.js'
 import { sampleToken, type SamplingParameters } from './sampling.js'
 
 const tokenIdsSchema = z.union([z.instanceof(Int32Array), z.array(z.number().int())])
@@ -183,8 +183,13 @@ const yieldIntervalMs = 10
  *   and 1/√headDim folded in, RoPE as two products, keys kept transposed).
  * - `'layers'`: `model.hiddenStates` with its `KeyValueCache`, op for op what training computes.
  * - `'auto'` (the default): `chooseDecodePath` — `'host'` on CPU backends for models up to 64M parameters,
- *   else `'fused'`; `'layers'` for models the others do not run (GPT-2, Qwen3's query/key norms, a generation
- *   longer than a sliding window).
+ *   else `'fused'` where it runs the model, else `'layers'`.
+ *
+ * Which paths run which models: `'layers'` every architecture; `'host'` every architecture (Llama, Qwen2's
+ * biases, Qwen3's query/key norms, Mistral, GPT-2's LayerNorms, learned positions and GELU MLP) but not a
+ * generation longer than a sliding window; `'fused'` Llama-style models without query/key norms (not GPT-2,
+ * not Qwen3) and not past a sliding window. An explicit path that does not run the model is refused (an
+ * `InvalidArgumentError` naming `decodePath`), never replaced.
  *
  * All compute the same function: logits differ by float32 rounding only, so a sampled token can differ where
  * a draw falls within that rounding of a boundary.
@@ -229,14 +234,7 @@ export async function generateRows(
   signal?.throwIfAborted()
   const { vocabSize } = model.config
   const contextLength = batchContextLength(rows)
-  const supported = fusedDecoderSupports(model, contextLength)
-  if ((decodePath === 'fused' || decodePath === 'host') && !supported) {
-    throw new InvalidArgumentError({
-      argument: 'decodePath',
-      value: decodePath,
-      message: `the ${decodePath} decoder runs Llama-style models only (this is ${model.config.architecture}${model.config.queryKeyNorm ? ' with query/key norms' : ''}${model.config.slidingWindow === null ? '' : `, sliding window ${model.config.slidingWindow}`}): use 'auto' or 'layers'`,
-    })
-  }
+  checkDecodePath(model, decodePath, contextLength)
   rows.forEach((row, index) => {
     checkGenerationRow(row, vocabSize, { prompt: `inputIds[${index}]`, row: `rows[${index}]` })
     checkContextLength(model, row.promptIds.length + row.maxNewTokens, {
@@ -271,7 +269,7 @@ export async function generateRows(
     return tokenizer!.decode(last !== undefined && rows[index]!.stopTokenIds.has(last) ? tokenIds.slice(0, -1) : tokenIds)
   }
   const streams = onText === undefined || tokenizer === undefined ? undefined : rows.map((row) => createTextStream(tokenizer, row.stopStrings))
-  const path = decodePath === 'auto' ? (supported ? chooseDecodePath(model, batch, contextLength) : 'layers') : decodePath
+  const path = decodePath === 'auto' ? chooseDecodePath(model, batch, contextLength) : decodePath
   if (path === 'host' && hostDecoderFloats(model.config, batch, contextLength) > hostDecodeFloatMaximum) {
     throw new InvalidArgumentError({
       argument: 'decodePath',
@@ -458,17 +456,41 @@ function stepPositions(maskRows: Int32Array[]): { positions: Int32Array; padding
 }
 
 /**
- * `'auto'`'s choice for a model the fused paths support: `'host'` on CPU backends (WebAssembly, native
- * TensorFlow on the CPU, the JS CPU backend) for models up to 64M parameters whose weights, keys and values
- * fit in 1 GiB (batch × context positions preallocated), where one
- * SIMD kernel with no per-op cost beats TensorFlow.js's ops at every batch size measured (README); `'fused'`
- * on GPU backends and for larger models.
+ * `'auto'`'s choice: `'host'` on CPU backends (WebAssembly, native TensorFlow on the CPU, the JS CPU backend) for
+ * models up to 64M parameters whose weights, keys and values fit in 1 GiB (batch × context positions
+ * preallocated), where one SIMD kernel with no per-op cost beats TensorFlow.js's ops at every batch size measured
+ * (README) — every architecture, GPT-2 included, the same rules; `'fused'` on GPU backends and for larger models;
+ * `'layers'` where neither runs the model (`hostDecoderSupports`, `fusedDecoderSupports`).
  */
-export function chooseDecodePath(model: CausalLanguageModel, batch: number, contextLength: number): 'fused' | 'host' {
+export function chooseDecodePath(model: CausalLanguageModel, batch: number, contextLength: number): 'fused' | 'host' | 'layers' {
   const backend = tf.getBackend()
   const cpu = backend === 'cpu' || backend === 'wasm' || (backend === 'tensorflow' && !isGpuBackend())
   const small = model.numParameters <= hostDecodeParameterLimit && hostDecoderFloats(model.config, batch, contextLength) <= hostDecodeFloatLimit
-  return cpu && small ? 'host' : 'fused'
+  if (cpu && small && hostDecoderSupports(model, contextLength)) return 'host'
+  return fusedDecoderSupports(model, contextLength) ? 'fused' : 'layers'
+}
+
+/**
+ * Refuses an explicit `decodePath` that does not run `model` for `contextLength` positions (an `InvalidArgumentError`
+ * naming `decodePath`, the path and the architecture), rather than running another path in its place.
+ */
+export function checkDecodePath(model: CausalLanguageModel, decodePath: DecodePath, contextLength: number): void {
+  const { config } = model
+  const what = `${config.architecture}${config.queryKeyNorm ? ' with query/key norms' : ''}`
+  if (decodePath === 'fused' && !fusedDecoderSupports(model, contextLength)) {
+    const reason =
+      config.architecture === 'gpt2' || config.queryKeyNorm
+        ? `runs Llama-style models without query/key norms only (Llama, Qwen2, Mistral; this is ${what})`
+        : `cannot run past the sliding window (${config.slidingWindow} positions; this generation spans ${contextLength})`
+    throw new InvalidArgumentError({ argument: 'decodePath', value: decodePath, message: `the fused decoder ${reason}: use 'auto', 'host' or 'layers'` })
+  }
+  if (decodePath === 'host' && !hostDecoderSupports(model, contextLength)) {
+    throw new InvalidArgumentError({
+      argument: 'decodePath',
+      value: decodePath,
+      message: `the host decoder cannot run ${what} past its sliding window (${config.slidingWindow} positions; this generation spans ${contextLength}): use 'auto' or 'layers'`,
+    })
+  }
 }
 
 /**
@@ -480,7 +502,8 @@ export function chooseDecodePath(model: CausalLanguageModel, batch: number, cont
  */
 function hostPrefills(model: CausalLanguageModel, batch: number, promptLength: number): boolean {
   const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, numHiddenLayers } = model.config
-  const layerParameters = (2 * heads + 2 * keyValueHeads) * headDim * hiddenSize + 3 * intermediateSize * hiddenSize
+  const mlpMatrices = model.config.architecture === 'gpt2' ? 2 : 3 // c_fc and c_proj; gate, up and down
+  const layerParameters = (2 * heads + 2 * keyValueHeads) * headDim * hiddenSize + mlpMatrices * intermediateSize * hiddenSize
   return batch === 1 && promptLength * layerParameters * numHiddenLayers <= hostPrefillWorkLimit
 }
 

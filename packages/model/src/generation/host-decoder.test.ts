@@ -5,7 +5,7 @@ import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { createModel } from '../model/create-model.js'
 import { initTestBackend } from '../test/init-test-backend.js'
 import { generate, type ModelGenerateOptions } from './generate.js'
-import { HostDecoder, hostWeightCopyCount } from './host-decoder.js'
+import { HostDecoder, hostDecoderFloats, hostWeightCopyCount, hostWeightFloats } from './host-decoder.js'
 
 beforeAll(initTestBackend)
 
@@ -144,5 +144,44 @@ describe('HostDecoder.prefill', () => {
     }
     expect(tf.memory().numTensors).toBe(before)
     model.dispose()
+  })
+})
+
+describe("GPT-2's host weights", () => {
+  it('are every parameter once, each buffer rounded up to 4 floats (tied and untied head, widths not multiples of 4), and the arena holds them', () => {
+    for (const overrides of [
+      { hiddenSize: 32, numAttentionHeads: 4, intermediateSize: 64 },
+      { hiddenSize: 30, numAttentionHeads: 3, intermediateSize: 45, tieWordEmbeddings: false, maxPositionEmbeddings: 37 },
+    ]) {
+      const model = createModel('tiny', { vocabSize: 97, seed: 2, overrides: { architecture: 'gpt2', ...overrides } })
+      try {
+        let floats = 0
+        for (const [, tensor] of model.parameters()) floats += Math.ceil(tensor.size / 4) * 4
+        expect(hostWeightFloats(model.config)).toBe(floats)
+        // Without the kernel the arena is exactly `hostDecoderFloats` (64 bytes over): a count short of the buffers throws here.
+        const decoder = new HostDecoder(model, 3, 17, { simd: false, prefillLength: 5 })
+        decoder.dispose()
+        expect(hostDecoderFloats(model.config, 3, 17, 5)).toBeGreaterThan(floats)
+      } finally {
+        model.dispose()
+      }
+    }
+  })
+
+  it('refuse a position past the learned ones (a RangeError, not a read past the table)', () => {
+    const model = createModel('tiny', {
+      vocabSize: 97,
+      seed: 2,
+      overrides: { architecture: 'gpt2', hiddenSize: 32, numAttentionHeads: 4, maxPositionEmbeddings: 8 },
+    })
+    const decoder = new HostDecoder(model, 1, 12, { prefillLength: 4 })
+    try {
+      decoder.extend([{ slot: 0, tokens: Int32Array.of(1, 2, 3, 4), start: 0 }])
+      expect(decoder.stepRows(Int32Array.of(0), Int32Array.of(5), Int32Array.of(7)).every(Number.isFinite)).toBe(true)
+      expect(() => decoder.stepRows(Int32Array.of(0), Int32Array.of(5), Int32Array.of(8))).toThrow(/position 8, past GPT-2's learned positions 0 … 7/)
+    } finally {
+      decoder.dispose()
+      model.dispose()
+    }
   })
 })

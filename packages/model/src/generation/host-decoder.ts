@@ -6,6 +6,16 @@ import type { KeyValueCache } from '../model/key-value-cache.js'
 import { createMatmulArena, type MatmulArena } from './simd-matmul.js'
 
 /**
+ * Whether `HostDecoder` runs `model` for a `generate` of `contextLength` positions (left padding included): every
+ * architecture (Llama, Qwen2, Qwen3's query/key norms, Mistral, GPT-2), but with a sliding window only where the
+ * whole generation fits in it (`step` attends over padded slots; `extend` and `stepRows`, the engine's, apply the window).
+ */
+export function hostDecoderSupports(model: CausalLanguageModel, contextLength: number): boolean {
+  const window = model.config.slidingWindow
+  return window === null || contextLength <= window
+}
+
+/**
  * The floats a `HostDecoder` holds for `batch` rows of `capacity` positions, prefilling prompts of `prefillLength`
  * tokens on the host (0: not): weights, biases, norms, keys, values and scratch (each buffer rounded up to 4 floats).
  */
@@ -14,14 +24,38 @@ export function hostDecoderFloats(config: ModelConfig, batch: number, capacity: 
 }
 
 /** The floats of the weights, biases and norms a `HostDecoder` copies (each buffer rounded up to 4 floats). */
-function hostWeightFloats(config: ModelConfig): number {
+export function hostWeightFloats(config: ModelConfig): number {
   const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = config
+  if (config.architecture === 'gpt2') return gpt2WeightFloats(config)
   const queryKeyValueWidth = (heads + 2 * keyValueHeads) * headDim
   const weights = queryKeyValueWidth * hiddenSize + hiddenSize * heads * headDim + 3 * intermediateSize * hiddenSize
   const biasesAndNorms = queryKeyValueWidth + hiddenSize + 2 * intermediateSize + hiddenSize + 2 * hiddenSize
   const outputs = 2 * vocabSize * hiddenSize + vocabSize + hiddenSize + 4 * 4 // embedding, untied head, its bias, final norm
   const queryKeyNorms = config.queryKeyNorm ? 2 * (Math.ceil(headDim / 4) * 4) : 0 // Qwen3's q_norm and k_norm, [headDim] each
   return numHiddenLayers * (weights + biasesAndNorms + queryKeyNorms + 8 * 4) + outputs
+}
+
+/**
+ * GPT-2's, exactly: per layer `ln_1` and `ln_2` (weight and bias each), `c_attn`, the attention's `c_proj`, `c_fc` and the
+ * MLP's `c_proj` with their biases; then `wte`, `wpe`, `ln_f` and an untied `lm_head` (each buffer rounded up to 4 floats).
+ */
+function gpt2WeightFloats(config: ModelConfig): number {
+  const { hiddenSize: hidden, intermediateSize: intermediate, vocabSize, maxPositionEmbeddings, numHiddenLayers, tieWordEmbeddings } = config
+  const round = (floats: number) => Math.ceil(floats / 4) * 4
+  const norm = 2 * round(hidden)
+  const layer =
+    2 * norm +
+    round(3 * hidden * hidden) +
+    round(3 * hidden) +
+    round(hidden * hidden) +
+    round(hidden) +
+    round(intermediate * hidden) +
+    round(intermediate) +
+    round(hidden * intermediate) +
+    round(hidden)
+  return (
+    numHiddenLayers * layer + round(vocabSize * hidden) + round(maxPositionEmbeddings * hidden) + norm + (tieWordEmbeddings ? 0 : round(vocabSize * hidden))
+  )
 }
 
 /** The floats of one generation's keys, values and scratch for `batch` rows of `capacity` positions (a prefill of `prefillLength` tokens). */
@@ -45,6 +79,8 @@ function generationFloats(config: ModelConfig, batch: number, capacity: number, 
  */
 interface HostLayerWeights {
   attentionNorm: Float32Array
+  /** GPT-2's LayerNorm bias (`ln_1.bias`); undefined for RMSNorm. */
+  attentionNormBias: Float32Array | undefined
   /** Qwen3's RMSNorm weights of each query and key head (`[headDim]`), applied before RoPE; undefined without them. */
   queryNorm: Float32Array | undefined
   keyNorm: Float32Array | undefined
@@ -55,7 +91,8 @@ interface HostLayerWeights {
   output: Float32Array
   outputBias: Float32Array | undefined
   mlpNorm: Float32Array
-  /** `[2 · intermediate, hidden]`: gate then up. */
+  mlpNormBias: Float32Array | undefined
+  /** `[2 · intermediate, hidden]`: gate then up (GPT-2: `[intermediate, hidden]`, `c_fc`). */
   gateUp: Float32Array
   gateUpBias: Float32Array | undefined
   /** `[hidden, intermediate]`. */
@@ -80,7 +117,10 @@ interface HostWeights {
   /** `[vocab, hidden]`: the output projection (the embedding when tied). */
   head: Float32Array
   finalNorm: Float32Array
+  finalNormBias: Float32Array | undefined
   headBias: Float32Array | undefined
+  /** GPT-2's learned positions `[maxPositionEmbeddings, hidden]` (row-major), added to the embedding; undefined for RoPE models. */
+  positionEmbedding: Float32Array | undefined
   /** The arena's bytes up to the end of the weights (where each generation's buffers begin). */
   weightsEnd: number
   /** The floats of room reserved after the weights for a generation. */
@@ -183,6 +223,37 @@ function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options
       weight.set(parameter(name))
       return weight
     }
+    if (config.architecture === 'gpt2') {
+      // GPT-2 (transformers' `GPT2LMHeadModel`): LayerNorms with biases, `c_attn` (q, k, v stacked, as the host wants
+      // them), `c_fc` then GELU, learned positions. Its `Conv1D` weights are `[in, out]`; `linearWeight` gives `[out, in]`.
+      const layers: HostLayerWeights[] = []
+      for (let layer = 0; layer < numHiddenLayers; layer++) {
+        const prefix = `transformer.h.${layer}`
+        layers.push({
+          attentionNorm: norm(`${prefix}.ln_1.weight`),
+          attentionNormBias: norm(`${prefix}.ln_1.bias`),
+          queryNorm: undefined,
+          keyNorm: undefined,
+          queryKeyValue: stack([`${prefix}.attn.c_attn`], hiddenSize),
+          queryKeyValueBias: joinBiases([`${prefix}.attn.c_attn`], [3 * hiddenSize]),
+          output: stack([`${prefix}.attn.c_proj`], hiddenSize),
+          outputBias: joinBiases([`${prefix}.attn.c_proj`], [hiddenSize]),
+          mlpNorm: norm(`${prefix}.ln_2.weight`),
+          mlpNormBias: norm(`${prefix}.ln_2.bias`),
+          gateUp: stack([`${prefix}.mlp.c_fc`], hiddenSize),
+          gateUpBias: joinBiases([`${prefix}.mlp.c_fc`], [intermediateSize]),
+          down: stack([`${prefix}.mlp.c_proj`], intermediateSize),
+          downBias: joinBiases([`${prefix}.mlp.c_proj`], [hiddenSize]),
+        })
+      }
+      const embedding = arena.allocateWeights(parameter('transformer.wte.weight'), vocabSize, hiddenSize) // `[vocab, hidden]`, not a `Conv1D`
+      const positionEmbedding = norm('transformer.wpe.weight', config.maxPositionEmbeddings * hiddenSize)
+      const finalNorm = norm('transformer.ln_f.weight')
+      const finalNormBias = norm('transformer.ln_f.bias')
+      const head = config.tieWordEmbeddings ? embedding : stack(['lm_head'], hiddenSize)
+      const headBias = config.tieWordEmbeddings ? undefined : joinBiases(['lm_head'], [vocabSize])
+      return { arena, layers, embedding, head, finalNorm, finalNormBias, headBias, positionEmbedding, weightsEnd: arena.used, roomFloats, source, busy: true }
+    }
     const layers: HostLayerWeights[] = []
     for (let layer = 0; layer < numHiddenLayers; layer++) {
       const prefix = `model.layers.${layer}`
@@ -190,6 +261,7 @@ function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options
       const mlp = ['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)
       layers.push({
         attentionNorm: norm(`${prefix}.input_layernorm.weight`),
+        attentionNormBias: undefined,
         queryNorm: config.queryKeyNorm ? norm(`${prefix}.self_attn.q_norm.weight`, headDim) : undefined,
         keyNorm: config.queryKeyNorm ? norm(`${prefix}.self_attn.k_norm.weight`, headDim) : undefined,
         queryKeyValue: stack(attention, hiddenSize),
@@ -197,6 +269,7 @@ function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options
         output: stack([`${prefix}.self_attn.o_proj`], heads * headDim),
         outputBias: joinBiases([`${prefix}.self_attn.o_proj`], [hiddenSize]),
         mlpNorm: norm(`${prefix}.post_attention_layernorm.weight`),
+        mlpNormBias: undefined,
         gateUp: stack(mlp, hiddenSize),
         gateUpBias: joinBiases(mlp, [intermediateSize, intermediateSize]),
         down: stack([`${prefix}.mlp.down_proj`], intermediateSize),
@@ -207,19 +280,41 @@ function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options
     const embedding = stack(['model.embed_tokens'], hiddenSize)
     const head = config.tieWordEmbeddings ? embedding : stack(['lm_head'], hiddenSize)
     const headBias = config.tieWordEmbeddings ? undefined : joinBiases(['lm_head'], [vocabSize])
-    return { arena, layers, embedding, head, finalNorm, headBias, weightsEnd: arena.used, roomFloats, source, busy: true }
+    return {
+      arena,
+      layers,
+      embedding,
+      head,
+      finalNorm,
+      finalNormBias: undefined,
+      headBias,
+      positionEmbedding: undefined,
+      weightsEnd: arena.used,
+      roomFloats,
+      source,
+      busy: true,
+    }
   } catch (error) {
     arena.dispose() // its worker threads back to the pool
     throw error
   }
 }
 
-/** A linear layer's weight `[out, in]` as the model applies it: an attached, unmerged adapter's update added (its output for the identity). */
+/**
+ * A linear layer's weight `[out, in]` as the model applies it: an attached, unmerged adapter's update added (its output
+ * for the identity); GPT-2's `Conv1D` weights (`[in, out]`, `linearLayout`) transposed.
+ */
 function linearWeight(model: CausalLanguageModel, name: string): Float32Array {
   const weight = model.parameter(`${name}.weight`)
   const adapter = model.linearAdapters().get(name)
-  if (adapter === undefined || adapter.merged) return weight.dataSync() as Float32Array
-  const effective = tf.tidy(() => tf.add(weight, tf.transpose(adapter.apply(tf.eye(weight.shape[1]!), false))))
+  const { inputs, inputMajor } = model.linearLayout(name)
+  const unmerged = adapter !== undefined && !adapter.merged
+  if (!unmerged && !inputMajor) return weight.dataSync() as Float32Array
+  const effective = tf.tidy(() => {
+    if (!unmerged) return tf.transpose(weight)
+    const update = adapter.apply(tf.eye(inputs), false) // [in, out]
+    return inputMajor ? tf.transpose(tf.add(weight, update)) : tf.add(weight, tf.transpose(update))
+  })
   try {
     return effective.dataSync() as Float32Array
   } finally {
@@ -245,6 +340,8 @@ export class HostDecoder {
   private disposed = false
   private readonly layers: (HostLayerWeights & HostLayerCache)[]
   private readonly inverseFrequency: Float32Array
+  /** GPT-2: learned positions added to the embedding instead of RoPE, LayerNorm with biases, GELU's MLP. */
+  private readonly gpt2: boolean
   /** Positions a row can hold, rounded up to a multiple of 4 (the kernel's column block). */
   private readonly capacity: number
   private length = 0
@@ -276,6 +373,7 @@ export class HostDecoder {
     const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize } = config
     this.capacity = Math.ceil(capacity / 4) * 4
     this.inverseFrequency = inverseFrequencies(headDim, config.ropeTheta, config.ropeScaling)
+    this.gpt2 = config.architecture === 'gpt2'
     this.prefillLength = options.prefillLength ?? 0
     const cacheable = options.simd !== false && (options.threads ?? 1) <= 1
     this.weights = acquireHostWeights(model, generationFloats(config, batch, this.capacity, this.prefillLength), options, cacheable)
@@ -377,10 +475,9 @@ export class HostDecoder {
       const start = mask.indexOf(1)
       if (start < 0 || mask.subarray(start).includes(0)) throw new RangeError(`HostDecoder.prefill: row ${row}'s mask is not left padding`)
       const count = length - start
-      for (let index = 0; index < count; index++) {
-        arena.copyWeightRow(this.weights.embedding, tokens[start + index]!, hiddenSize, x, index * hiddenSize)
-      }
-      const { cos, sin } = this.rotations(Int32Array.from({ length: count }, (_, index) => index))
+      const positions = Int32Array.from({ length: count }, (_, index) => index)
+      for (let index = 0; index < count; index++) this.embed(tokens[start + index]!, positions[index]!, index)
+      const { cos, sin } = this.rotations(positions)
       for (const layer of this.layers) {
         this.projectQueryKeyValue(layer, count)
         for (let index = 0; index < count; index++) this.rotateAndStore(layer, index, row, start + index, cos, sin)
@@ -420,7 +517,7 @@ export class HostDecoder {
       }
       // The last token's logits.
       const last = x.subarray((count - 1) * hiddenSize, count * hiddenSize)
-      rmsNormalise(last, this.weights.finalNorm, normed, 1, hiddenSize, rmsNormEps)
+      normalise(last, this.weights.finalNorm, this.weights.finalNormBias, normed, 1, hiddenSize, rmsNormEps)
       arena.weightProduct(this.weights.head, normed, this.logits.subarray(row * vocabSize), vocabSize, hiddenSize, 1, hiddenSize, vocabSize)
     })
     addBias(this.logits, this.weights.headBias, this.batch, vocabSize, vocabSize)
@@ -433,13 +530,10 @@ export class HostDecoder {
    * `[batch · (length + 1)]` or undefined. Returns the next-token logits `[batch · vocab]` (a new array).
    */
   step(tokens: Int32Array, positions: Int32Array, padding: Float32Array | undefined): Float32Array {
-    const { hiddenSize } = this.model.config
-    const { arena, x, capacity, batch } = this
+    const { capacity, batch } = this
     const length = this.length + 1
     if (length > capacity) throw new RangeError(`HostDecoder: ${length} positions exceed its capacity of ${capacity}`)
-    for (let row = 0; row < batch; row++) {
-      arena.copyWeightRow(this.weights.embedding, tokens[row]!, hiddenSize, x, row * hiddenSize)
-    }
+    for (let row = 0; row < batch; row++) this.embed(tokens[row]!, positions[row]!, row)
     const { cos, sin } = this.rotations(positions)
     for (const layer of this.layers) {
       this.projectQueryKeyValue(layer, batch)
@@ -466,8 +560,8 @@ export class HostDecoder {
    */
   extend(parts: readonly { slot: number; tokens: Int32Array; start: number }[]): void {
     const { config } = this.model
-    const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = config
-    const { arena, x, projected, attended, scores, capacity, projectedWidth } = this
+    const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = config
+    const { arena, projected, attended, scores, capacity, projectedWidth } = this
     const total = parts.reduce((sum, part) => sum + part.tokens.length, 0)
     const seen = new Set<number>()
     for (const { slot, tokens, start } of parts) {
@@ -485,8 +579,8 @@ export class HostDecoder {
     let offset = 0
     for (const { tokens, start } of parts) {
       for (let index = 0; index < tokens.length; index++) {
-        arena.copyWeightRow(this.weights.embedding, tokens[index]!, hiddenSize, x, (offset + index) * hiddenSize)
         positions[offset + index] = start + index
+        this.embed(tokens[index]!, start + index, offset + index)
       }
       offset += tokens.length
     }
@@ -543,8 +637,8 @@ export class HostDecoder {
    * token only (the products run per row), not on which other rows step with it.
    */
   stepRows(slots: Int32Array, tokens: Int32Array, lengths: Int32Array): Float32Array {
-    const { hiddenSize, vocabSize } = this.model.config
-    const { arena, x, capacity } = this
+    const { vocabSize } = this.model.config
+    const { capacity } = this
     const rows = slots.length
     if (rows === 0 || rows > this.batch || tokens.length !== rows || lengths.length !== rows)
       throw new RangeError(`HostDecoder.stepRows: ${rows} rows (${tokens.length} tokens, ${lengths.length} lengths), for at most ${this.batch}`)
@@ -552,7 +646,7 @@ export class HostDecoder {
       if (!(slots[index]! >= 0 && slots[index]! < this.batch) || !(lengths[index]! >= 0 && lengths[index]! < capacity))
         throw new RangeError(`HostDecoder.stepRows: row ${slots[index]} at position ${lengths[index]}, for ${this.batch} rows of ${capacity} positions`)
     }
-    for (let index = 0; index < rows; index++) arena.copyWeightRow(this.weights.embedding, tokens[index]!, hiddenSize, x, index * hiddenSize)
+    for (let index = 0; index < rows; index++) this.embed(tokens[index]!, lengths[index]!, index)
     const { cos, sin } = this.rotations(lengths)
     for (const layer of this.layers) {
       this.projectQueryKeyValue(layer, rows)
@@ -705,13 +799,31 @@ export class HostDecoder {
   /** The final norm and the output projection of `rows` rows of `x` into `logits` (the head's bias added). */
   private nextTokenLogits(rows: number): void {
     const { hiddenSize, vocabSize, rmsNormEps } = this.model.config
-    rmsNormalise(this.x, this.weights.finalNorm, this.normed, rows, hiddenSize, rmsNormEps)
+    normalise(this.x, this.weights.finalNorm, this.weights.finalNormBias, this.normed, rows, hiddenSize, rmsNormEps)
     this.arena.weightProduct(this.weights.head, this.normed, this.logits, vocabSize, hiddenSize, rows, hiddenSize, vocabSize)
     addBias(this.logits, this.weights.headBias, rows, vocabSize, vocabSize)
   }
 
-  /** RoPE's cos and sin for each of `positions` (`[positions.length · headDim / 2]` each, float32 values). */
+  /**
+   * Token `token` at `position` into row `index` of `x`: its embedding, plus GPT-2's learned position (a position past
+   * them a `RangeError`; `model.maxContextTokens` keeps generations within them).
+   */
+  private embed(token: number, position: number, index: number): void {
+    const { hiddenSize, maxPositionEmbeddings } = this.model.config
+    const { x } = this
+    this.arena.copyWeightRow(this.weights.embedding, token, hiddenSize, x, index * hiddenSize)
+    const table = this.weights.positionEmbedding
+    if (table === undefined) return
+    if (!(position >= 0 && position < maxPositionEmbeddings))
+      throw new RangeError(`HostDecoder: position ${position}, past GPT-2's learned positions 0 … ${maxPositionEmbeddings - 1}`)
+    const base = index * hiddenSize
+    const from = position * hiddenSize
+    for (let column = 0; column < hiddenSize; column++) x[base + column] = x[base + column]! + table[from + column]!
+  }
+
+  /** RoPE's cos and sin for each of `positions` (`[positions.length · headDim / 2]` each, float32 values; empty for GPT-2). */
   private rotations(positions: Int32Array): { cos: Float64Array; sin: Float64Array } {
+    if (this.gpt2) return { cos: new Float64Array(0), sin: new Float64Array(0) }
     const half = this.model.config.headDim / 2
     const cos = new Float64Array(positions.length * half)
     const sin = new Float64Array(positions.length * half)
@@ -725,18 +837,18 @@ export class HostDecoder {
     return { cos, sin }
   }
 
-  /** RMSNorm of `rows` rows of `x`, then q, k and v of each (`projected`, biases added). */
+  /** The attention norm of `rows` rows of `x`, then q, k and v of each (`projected`, biases added). */
   private projectQueryKeyValue(layer: HostLayerWeights, rows: number): void {
     const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, rmsNormEps } = this.model.config
     const width = (heads + 2 * keyValueHeads) * headDim
-    rmsNormalise(this.x, layer.attentionNorm, this.normed, rows, hiddenSize, rmsNormEps)
+    normalise(this.x, layer.attentionNorm, layer.attentionNormBias, this.normed, rows, hiddenSize, rmsNormEps)
     this.arena.weightProduct(layer.queryKeyValue, this.normed, this.projected, width, hiddenSize, rows, hiddenSize, this.projectedWidth)
     addBias(this.projected, layer.queryKeyValueBias, rows, width, this.projectedWidth)
   }
 
   /**
    * RoPE (rotate-half layout) on every q and k head of `projected` row `index` (its angles at `index` of
-   * `cos`/`sin`), then its key and value written into the cache of `row` at `slot`.
+   * `cos`/`sin`; not for GPT-2), then its key and value written into the cache of `row` at `slot`.
    */
   private rotateAndStore(layer: HostLayerWeights & HostLayerCache, index: number, row: number, slot: number, cos: Float64Array, sin: Float64Array): void {
     const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = this.model.config
@@ -752,7 +864,7 @@ export class HostDecoder {
         rmsNormalise(slice, head < heads ? layer.queryNorm : layer.keyNorm, slice, 1, headDim, rmsNormEps)
       }
     }
-    for (let head = 0; head < heads + keyValueHeads; head++) {
+    for (let head = 0; head < (this.gpt2 ? 0 : heads + keyValueHeads); head++) {
       const start = base + head * headDim
       for (let dimension = 0; dimension < half; dimension++) {
         const first = projected[start + dimension]!
@@ -773,7 +885,10 @@ export class HostDecoder {
     }
   }
 
-  /** The rest of a layer for `rows` rows: the output projection of `attended` added to `x`, then the MLP's output added. */
+  /**
+   * The rest of a layer for `rows` rows: the output projection of `attended` added to `x`, then the MLP's output added
+   * (SwiGLU, or GPT-2's `c_proj(gelu(c_fc(h)))` with GELU's tanh approximation, as `geluTanh`).
+   */
   private outputAndMlp(layer: HostLayerWeights, rows: number): void {
     const { hiddenSize, headDim, numAttentionHeads: heads, intermediateSize, rmsNormEps } = this.model.config
     const { arena, x, normed, projected, attended, delta, projectedWidth } = this
@@ -781,14 +896,22 @@ export class HostDecoder {
     arena.weightProduct(layer.output, attended, delta, hiddenSize, queryWidth, rows, queryWidth, hiddenSize)
     addBias(delta, layer.outputBias, rows, hiddenSize, hiddenSize)
     for (let index = 0; index < rows * hiddenSize; index++) x[index] = x[index]! + delta[index]!
-    rmsNormalise(x, layer.mlpNorm, normed, rows, hiddenSize, rmsNormEps)
-    arena.weightProduct(layer.gateUp, normed, projected, 2 * intermediateSize, hiddenSize, rows, hiddenSize, projectedWidth)
-    addBias(projected, layer.gateUpBias, rows, 2 * intermediateSize, projectedWidth)
-    for (let row = 0; row < rows; row++) {
-      const base = row * projectedWidth
-      for (let index = 0; index < intermediateSize; index++) {
-        const gate = projected[base + index]!
-        normed[row * intermediateSize + index] = (gate / (1 + Math.exp(-gate))) * projected[base + intermediateSize + index]!
+    normalise(x, layer.mlpNorm, layer.mlpNormBias, normed, rows, hiddenSize, rmsNormEps)
+    const mlpWidth = this.gpt2 ? intermediateSize : 2 * intermediateSize
+    arena.weightProduct(layer.gateUp, normed, projected, mlpWidth, hiddenSize, rows, hiddenSize, projectedWidth)
+    addBias(projected, layer.gateUpBias, rows, mlpWidth, projectedWidth)
+    if (this.gpt2) {
+      for (let row = 0; row < rows; row++) {
+        const base = row * projectedWidth
+        for (let index = 0; index < intermediateSize; index++) normed[row * intermediateSize + index] = geluTanh(projected[base + index]!)
+      }
+    } else {
+      for (let row = 0; row < rows; row++) {
+        const base = row * projectedWidth
+        for (let index = 0; index < intermediateSize; index++) {
+          const gate = projected[base + index]!
+          normed[row * intermediateSize + index] = (gate / (1 + Math.exp(-gate))) * projected[base + intermediateSize + index]!
+        }
       }
     }
     arena.weightProduct(layer.down, normed, delta, hiddenSize, intermediateSize, rows, intermediateSize, hiddenSize)
@@ -826,6 +949,42 @@ function attentionSoftmax(
     total += weight
   }
   for (let slot = 0; slot < end; slot++) scores[offset + slot] = slot >= from && slot < to ? scores[offset + slot]! / total : 0
+}
+
+/** RMSNorm of each row of `x`, or with a `bias` GPT-2's LayerNorm (`layerNormalise`). */
+function normalise(
+  x: Float32Array,
+  weight: Float32Array,
+  bias: Float32Array | undefined,
+  out: Float32Array,
+  batch: number,
+  width: number,
+  epsilon: number,
+): void {
+  if (bias === undefined) rmsNormalise(x, weight, out, batch, width, epsilon)
+  else layerNormalise(x, weight, bias, out, batch, width, epsilon)
+}
+
+/** LayerNorm of each row of `x` (`[batch, width]`), as `layerNorm`: `(x - mean) / sqrt(variance + epsilon) · weight + bias`, biased variance. */
+function layerNormalise(x: Float32Array, weight: Float32Array, bias: Float32Array, out: Float32Array, batch: number, width: number, epsilon: number): void {
+  for (let row = 0; row < batch; row++) {
+    const base = row * width
+    let sum = 0
+    for (let index = 0; index < width; index++) sum += x[base + index]!
+    const mean = Math.fround(sum / width)
+    let squares = 0
+    for (let index = 0; index < width; index++) {
+      const centred = Math.fround(x[base + index]! - mean)
+      squares += centred * centred
+    }
+    const scale = Math.fround(1 / Math.sqrt(Math.fround(Math.fround(squares / width) + epsilon)))
+    for (let index = 0; index < width; index++) out[base + index] = Math.fround(Math.fround(x[base + index]! - mean) * scale) * weight[index]! + bias[index]!
+  }
+}
+
+/** GELU's tanh approximation (GPT-2's `gelu_new`, `geluTanh`): `x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))`. */
+function geluTanh(x: number): number {
+  return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)))
 }
 
 /** RMSNorm of each row of `x` (`[batch, width]`): `weight · x / sqrt(mean(x²) + epsilon)`. */

@@ -428,10 +428,17 @@ describe('createLocalPolicy on the generation engine (engine: true)', () => {
     })
   })
 
-  it('refuses a model the engine cannot run when the policy is built, naming options.engine', () => {
-    const gpt2 = createModel('tiny', { vocabSize: 259, seed: 1, overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64 } })
+  it("runs GPT-2 on the engine (the batch path's greedy completion); refuses engine options it cannot run, naming options.engine", async () => {
+    const gpt2 = createModel('tiny', {
+      vocabSize: 259,
+      seed: 1,
+      overrides: { architecture: 'gpt2', hiddenSize: 32, intermediateSize: 64, initializerRange: 0.3 },
+    })
     try {
-      expect(() => createLocalPolicy({ model: gpt2, tokenizer, engine: true })).toThrow(/options\.engine.*Llama-style models only/)
+      const request = { messages: question('hi'), maxTokens: 5, temperature: 0 }
+      const [expected] = await createLocalPolicy({ model: gpt2, tokenizer }).generate([request])
+      const [got] = await createLocalPolicy({ model: gpt2, tokenizer, engine: { maxSequenceLength: 64 } }).generate([request])
+      expect([...got!.tokenIds]).toEqual([...expected!.tokenIds])
       expect(() => createLocalPolicy({ model, tokenizer, engine: { maxRows: 0 } })).toThrow(/options\.engine\.maxRows/)
     } finally {
       gpt2.dispose()

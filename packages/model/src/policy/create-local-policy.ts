@@ -52,7 +52,7 @@ export const localPolicyOptionsSchema = z
      * engine's defaults, or its options (its tokenizer is this policy's). Concurrent `generate` calls share it, so
      * requests from many callers (episodes stepped per trajectory, a server's clients) run together; `maxBatch` does not
      * apply. Or an engine of this model to share (several policies over it, e.g. one a training step, with their own
-     * seeds; its tokenizer must decode as this one). Llama-style models only: refused here otherwise. Default: false (each
+     * seeds; its tokenizer must decode as this one). Every architecture, GPT-2 included. Default: false (each
      * call's requests in batches of `maxBatch`, left-padded, run to the end of the longest).
      */
     engine: z
