@@ -46,7 +46,13 @@ function gatedPolicy(adapters: () => LocalLoraAdapters, options: { engine?: bool
       most = Math.max(most, running)
       await new Promise<void>((release) => started.push({ prompt: requests[0]!.prompt as string, attached: adapters().attached?.split('#')[0], release }))
       running--
-      return requests.map(() => ({ text: '', promptTokenIds: [], tokenIds: [], logprobs: [], finishReason: 'stop' }))
+      return requests.map(() => ({
+        text: '',
+        promptTokenIds: new Int32Array(0),
+        tokenIds: new Int32Array(0),
+        logprobs: new Float32Array(0),
+        finishReason: 'stop',
+      }))
     },
   }
   const release = (prompt: string) => {
