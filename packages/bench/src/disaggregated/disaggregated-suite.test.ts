@@ -55,8 +55,26 @@ describe('disaggregated suite', () => {
     expect(report.tables[0]!.notes!.join(' ')).toContain('computes with 2 thread(s)')
   })
 
+  it("--quick with engine: B's server generates on the generation engine, its adapter's requests decoding together", async () => {
+    const report = await runBenchSuite('disaggregated', { quick: true, target: -2, engine: true, configurations: ['disaggregated'] })
+    const [table] = report.tables
+    expect(table!.rows.map((row) => row[0])).toEqual(['B: disaggregated, 1 server(s) on the generation engine, episodes on a collection thread'])
+    expect(table!.columns).toContain('rows per server decode step')
+    const [result] = (report.raw as Raw).results
+    expect(result!.steps).toBe(2)
+    expect(result!.breakdown.push).toBeGreaterThan(0) // adapters were loaded on the server
+    const server = result!.breakdown.server as { generatedTokens: number; decodeSteps: number; generateCalls: number; generateRows: number }
+    expect(server.decodeSteps).toBeGreaterThan(0) // the engine generated (without it, no decode steps are reported)
+    expect(server.generateRows).toBe(server.generateCalls) // each request went to the engine at once, no batching window
+    expect(server.generatedTokens).toBeGreaterThan(server.decodeSteps) // some decode steps held more than one sequence
+  })
+
   it('takes --quick from the command line', async () => {
-    expect(benchOptionsFromArguments('disaggregated', ['--quick', '--servers', '2'])).toMatchObject({ quick: true, servers: 2 })
+    expect(benchOptionsFromArguments('disaggregated', ['--quick', '--servers', '2', '--engine', 'true'])).toMatchObject({
+      quick: true,
+      servers: 2,
+      engine: true,
+    })
     expect(benchOptionsFromArguments('disaggregated', ['--collectionThread', 'false', '--serverBatchWindowMs', '20', '--serverThreads', '1'])).toMatchObject({
       collectionThread: false,
       serverBatchWindowMs: 20,

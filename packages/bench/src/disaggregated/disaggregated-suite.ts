@@ -62,6 +62,13 @@ export const disaggregatedOptionsSchema = z.strictObject({
    */
   serverBatchWindowMs: z.number().min(0).max(1000).default(2),
   /**
+   * B's servers generate on a `GenerationEngine` (`createLocalPolicy({ engine })`, as `ludic serve --engine
+   * --enable-lora`): each request joins the running decode as soon as its prompt is computed (no batching window:
+   * `serverBatchWindowMs` does not apply), one adapter's requests decode together and adapters take turns
+   * (`createLocalLoraAdapters`). Its rows: `concurrency`. Default false (the window's requests batched, run to their end).
+   */
+  engine: z.boolean().default(false),
+  /**
    * Threads of each server process's backend: the native intra-op pool (`initTensors`' `nativeThreads.intraOp`;
    * `TF_NUM_INTRAOP_THREADS` wins where set) or WebAssembly's (`wasmThreads`, up to 8). Where the trainer and the
    * servers share the cores, fewer keep a generating server from stalling the trainer's multi-threaded kernels.
@@ -113,7 +120,17 @@ interface Breakdown {
   publish: number
   push: number
   /** B: the servers' own time in `generate` (summed over servers), their calls and rows (`GET /stats`). */
-  server: { generateSeconds: number; generateCalls: number; generateRows: number; threads: number | undefined } | undefined
+  server:
+    | {
+        generateSeconds: number
+        generateCalls: number
+        generateRows: number
+        /** With `engine`: the servers' decode steps and the tokens they generated (summed). */
+        decodeSteps: number
+        generatedTokens: number
+        threads: number | undefined
+      }
+    | undefined
 }
 
 interface ConfigurationResult {
@@ -175,7 +192,7 @@ async function stopServer(server: ServerProcess): Promise<void> {
 
 /** The servers' generation figures (`GET /stats`, from `server-child`), summed; the first one's backend threads. */
 async function serverGeneration(servers: readonly ServerProcess[]): Promise<NonNullable<Breakdown['server']>> {
-  const total = { generateSeconds: 0, generateCalls: 0, generateRows: 0 }
+  const total = { generateSeconds: 0, generateCalls: 0, generateRows: 0, decodeSteps: 0, generatedTokens: 0 }
   let threads: number | undefined
   for (const server of servers) {
     const response = await fetch(new URL('/stats', server.url))
@@ -184,6 +201,12 @@ async function serverGeneration(servers: readonly ServerProcess[]): Promise<NonN
     threads ??= figures.threads
   }
   return { ...total, threads }
+}
+
+/** How well the servers batched: rows per `generate` call, or with the engine, rows (tokens) per decode step. */
+function serverRows(server: Breakdown['server'], engine: boolean): number | undefined {
+  if (server === undefined) return undefined
+  return engine ? server.generatedTokens / Math.max(server.decodeSteps, 1) : server.generateRows / Math.max(server.generateCalls, 1)
 }
 
 /** The values of the adapters' parameters now (a snapshot to evaluate later). */
@@ -228,6 +251,7 @@ async function runConfiguration(
         batchWindowMs: settings.serverBatchWindowMs,
         seed: settings.seed,
         threads: settings.serverThreads,
+        engine: settings.engine,
       }
       servers.push(...(await Promise.all(Array.from({ length: settings.servers }, () => startServer(childSettings, context.signal)))))
       serverStartSeconds = (performance.now() - started) / 1000
@@ -408,7 +432,7 @@ export const disaggregatedSuite = defineBenchSuite({
     const rows: BenchCell[][] = results.map((result) => [
       result.configuration === 'sync'
         ? 'A: synchronous, one process'
-        : `B: disaggregated, ${settings.servers} server(s), episodes on ${settings.collectionThread ? 'a collection thread' : "the trainer's thread"}`,
+        : `B: disaggregated, ${settings.servers} server(s)${settings.engine ? ' on the generation engine' : ''}, episodes on ${settings.collectionThread ? 'a collection thread' : "the trainer's thread"}`,
       numberCell(result.timeToTargetSeconds, 1) ?? `not reached in ${result.steps} steps`,
       result.stepsToTarget ?? null,
       result === sync
@@ -426,10 +450,7 @@ export const disaggregatedSuite = defineBenchSuite({
       numberCell(result.breakdown.publish, 2),
       numberCell(result.breakdown.push, 1),
       numberCell(result.breakdown.server?.generateSeconds, 1),
-      numberCell(
-        result.breakdown.server === undefined ? undefined : result.breakdown.server.generateRows / Math.max(result.breakdown.server.generateCalls, 1),
-        1,
-      ),
+      numberCell(serverRows(result.breakdown.server, settings.engine), 1),
       numberCell(result.evaluations.at(-1)?.meanReward, 3),
     ])
     return {
@@ -460,14 +481,14 @@ export const disaggregatedSuite = defineBenchSuite({
             'adapter write, on the path (s)',
             'adapter load, background (s)',
             'server busy generating (s)',
-            'rows per server call',
+            settings.engine ? 'rows per server decode step' : 'rows per server call',
             'final mean reward',
           ],
           rows,
           notes: [
             'Time to target: training wall time (evaluations excluded: adapter snapshots taken every evaluateEvery steps are evaluated after the run, the same way for both) until the evaluated mean reward against the random player (fixed held-out seeds) first reaches the target.',
             "A generates, steps the games and updates on one thread: its time is generation + environment + update (+ small overheads). B generates on the servers while the trainer updates: generation is off the trainer's path (overlapped), and the trainer's time is waiting + update + writing the adapter's files. Loading it on the servers runs in the background (in the collection thread when there is one; its time as the trainer saw it).",
-            `B's generation is the collection's wall time less the environments' (requests in flight included; ${settings.collectionThread ? 'the episodes run in a collection thread, whose environment time is not measured apart and is counted here' : "answers waiting for the trainer's thread between its mini-batches included"}); server busy generating is the servers' own time in generate, and rows per server call how well the servers' batching window re-formed batches from the episodes' separate requests.`,
+            `B's generation is the collection's wall time less the environments' (requests in flight included; ${settings.collectionThread ? 'the episodes run in a collection thread, whose environment time is not measured apart and is counted here' : "answers waiting for the trainer's thread between its mini-batches included"}); server busy generating is the servers' wall time with a generation running (summed over servers), and ${settings.engine ? "rows per server decode step how many sequences the servers' engines decoded together (one adapter's, adapters taking turns)" : "rows per server call how well the servers' batching window re-formed batches from the episodes' separate requests"}.`,
             `B plays with adapters at most ${settings.maxStaleness} update(s) old (staleness ≤ ${settings.maxStaleness}), importance-corrected as the asynchronous collector is; it may need more steps than A to reach the same target.`,
             `Server start-up (not counted): ${results.map((result) => (result.serverStartSeconds === undefined ? '' : `${result.serverStartSeconds.toFixed(1)} s`)).join('')}; each server's backend computes with ${results.find((result) => result.breakdown.server !== undefined)?.breakdown.server?.threads ?? '—'} thread(s).`,
           ],

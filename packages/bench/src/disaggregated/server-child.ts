@@ -1,7 +1,8 @@
 /**
  * One generation server of the `disaggregated` suite, in its own process (`dist/disaggregated-server.js`): what
- * `ludic serve <model> --enable-lora` does, with the workload's tokenizer and terse chat template. Argument: a JSON
- * object `{ modelDirectory, adapterDirectory, workload, backend, maxBatch, batchWindowMs, seed, threads? }`. Prints `{"url": …}` once listening; stops at SIGTERM,
+ * `ludic serve <model> --enable-lora` (with `engine`: `--engine --enable-lora`) does, with the workload's tokenizer and
+ * terse chat template. Argument: a JSON object `{ modelDirectory, adapterDirectory, workload, backend, maxBatch,
+ * batchWindowMs, seed, threads?, engine? }`. Prints `{"url": …}` once listening; stops at SIGTERM,
  * SIGINT or when its standard input ends (the parent is gone).
  */
 import { mkdir } from 'node:fs/promises'
@@ -25,6 +26,12 @@ export interface ServerChildSettings {
   seed: number
   /** Threads of the backend: the native intra-op pool's, or WebAssembly's (undefined: the backend's default). */
   threads?: number | undefined
+  /**
+   * Generate on a `GenerationEngine` of `maxBatch` rows (`createLocalPolicy({ engine })`, as `ludic serve --engine`):
+   * each request goes to it at once (no batching window), an adapter's requests decode together, adapters taking turns
+   * (`createLocalLoraAdapters`). Default false: batches of the window's requests, one generation at a time.
+   */
+  engine?: boolean | undefined
 }
 
 export async function runServerChild(settings: ServerChildSettings): Promise<void> {
@@ -37,17 +44,31 @@ export async function runServerChild(settings: ServerChildSettings): Promise<voi
   })
   const tokenizer = negotiationTokenizer(settings.workload)
   const model = await loadModel(settings.modelDirectory)
-  const local = createLocalPolicy({ model, tokenizer, chatTemplate: gameChatTemplate, maxBatch: settings.maxBatch, seed: settings.seed, id: 'base' })
-  /** The server's own generation time (the model busy), its calls and rows, and its backend's threads, for `GET /stats`. */
+  const engine = settings.engine === true
+  const local = createLocalPolicy({
+    model,
+    tokenizer,
+    chatTemplate: gameChatTemplate,
+    maxBatch: settings.maxBatch,
+    seed: settings.seed,
+    id: 'base',
+    ...(engine ? { engine: { maxRows: settings.maxBatch } } : {}),
+  })
+  /**
+   * The server's own generation time (wall time with at least one `generate` running: the model busy), its calls and
+   * rows, and its backend's threads, for `GET /stats`; with the engine, its decode steps and generated tokens.
+   */
   const busy = { generateSeconds: 0, generateCalls: 0, generateRows: 0 }
+  let active = 0
+  let busySince = 0
   const policy: PolicyV1 = {
     ...local,
     generate: async (requests, options) => {
-      const started = performance.now()
+      if (active++ === 0) busySince = performance.now()
       try {
         return await local.generate(requests, options)
       } finally {
-        busy.generateSeconds += (performance.now() - started) / 1000
+        if (--active === 0) busy.generateSeconds += (performance.now() - busySince) / 1000
         busy.generateCalls++
         busy.generateRows += requests.length
       }
@@ -58,9 +79,15 @@ export async function runServerChild(settings: ServerChildSettings): Promise<voi
   const server = await serveOpenAICompatible(lora.base, {
     modelId: 'base',
     tokenizer,
-    batching: { windowMs: settings.batchWindowMs, maxBatchSize: settings.maxBatch },
+    // The engine batches requests as they come: each goes to it at once (as `ludic serve --engine`).
+    batching: engine
+      ? { windowMs: 0, maxBatchSize: 1, maxConcurrentBatches: 1_000_000 }
+      : { windowMs: settings.batchWindowMs, maxBatchSize: settings.maxBatch },
     lora: { loader: lora.loader, maxAdapters: 8 },
-    extraStats: () => ({ ...busy, threads: runtime.threads }),
+    extraStats: () => {
+      const stats = local.engineStats()
+      return { ...busy, threads: runtime.threads, ...(stats === undefined ? {} : { decodeSteps: stats.decodeSteps, generatedTokens: stats.generatedTokens }) }
+    },
   })
   process.stdout.write(`${JSON.stringify({ url: server.url })}\n`)
   await new Promise<void>((resolve) => {

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { runCli } from '../cli.js'
 import { exitCodes } from '../errors.js'
 import { serve } from './serve.js'
-import { captureIo, saveTinyModel, useBackendAndDirectory, saveRandomAdapter } from '../test/support.js'
+import { captureIo, saveRandomAdapter, saveTinyModel, useBackendAndDirectory, whileServing } from '../test/support.js'
 
 const temporaryDirectory = useBackendAndDirectory('ludic-cli-serve-lora-')
 
@@ -109,6 +109,44 @@ describe('ludic serve --enable-lora', () => {
     expect(await post('b')).toBe(400) // --max-loras 1
     controller.abort()
     expect(await exit).toBe(exitCodes.interrupted)
+  })
+})
+
+describe('ludic serve --engine --enable-lora', () => {
+  it("answers concurrent requests to two adapters and the base as without --engine (greedy), each adapter's requests decoding together", async () => {
+    const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny-engine-lora'))
+    const root = join(temporaryDirectory(), 'adapters-engine')
+    await saveRandomAdapter(directory, join(root, 'step-1'), 6)
+    await saveRandomAdapter(directory, join(root, 'step-2'), 7)
+    const prompts = ['hello there', 'what is two plus two?', 'the quick brown fox']
+    const flags = ['--model-id', 'tiny', '--enable-lora', '--lora-root', root]
+    /** Loads both adapters, then asks the base and each adapter every prompt, all at once: the answers' token ids, and /metrics. */
+    const askAll = async (url: string) => {
+      const post = (path: string, body: unknown) =>
+        fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      for (const name of ['step-1', 'step-2']) expect((await post('/load_lora_adapter', { lora_name: name, lora_path: join(root, name) })).status).toBe(200)
+      const asked = ['tiny', 'step-1', 'step-2'].flatMap((model) =>
+        prompts.map(async (content) => {
+          const body = { model, messages: [{ role: 'user', content }], max_tokens: 6, temperature: 0, ignore_eos: true, return_token_ids: true }
+          const response = await post('/chat/completions', body)
+          expect(response.status).toBe(200)
+          return ((await response.json()) as { choices: { token_ids: number[] }[] }).choices[0]!.token_ids
+        }),
+      )
+      const answers = await Promise.all(asked)
+      return { answers, metrics: await (await fetch(`${url.replace(/\/v1$/, '')}/metrics`)).text() }
+    }
+    const expected = (await whileServing(directory, flags, askAll)).answers
+    expect(expected[3]).not.toEqual(expected[0]) // the adapters change the answers
+    expect(expected[6]).not.toEqual(expected[3])
+    const { answers, metrics } = await whileServing(directory, [...flags, '--engine', '--max-batch', '4'], askAll)
+    expect(answers).toEqual(expected)
+    const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1])
+    // 9 requests × 6 tokens: one at a time, every decode step would hold one row (54 steps); a group's rows decode together.
+    expect(value('vllm:generation_tokens_total')).toBe(54)
+    expect(value('ludic_engine_decode_steps')).toBeLessThan(54)
+    expect(value('ludic_engine_lora_swaps')).toBeGreaterThanOrEqual(2)
+    expect(value('vllm:num_requests_waiting')).toBe(0)
   })
 })
 

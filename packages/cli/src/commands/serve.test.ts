@@ -101,10 +101,4 @@ describe('ludic serve --engine', () => {
     })
   })
 
-  it('is refused with --enable-lora, naming both flags', async () => {
-    const directory = await saveTinyModel(join(temporaryDirectory(), 'tiny-engine-lora'))
-    const { io, stderr } = captureIo()
-    expect(await runCli(['serve', directory, '--port', '0', '--engine', '--enable-lora', '--lora-root', directory], io)).toBe(exitCodes.usage)
-    expect(stderr()).toMatch(/--engine.*--enable-lora/)
-  })
 })

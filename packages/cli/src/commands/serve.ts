@@ -30,7 +30,8 @@ export interface ServeOptions {
   /**
    * Generate on `@ludic/model`'s `GenerationEngine` (continuous batching: a request joins the running ones as soon as
    * its prompt is computed and leaves the step it ends, so a long request does not hold short ones back; prompts share
-   * computed prefixes, so `n` samples compute their prompt once). Every architecture, GPT-2 included; not with `enableLora`.
+   * computed prefixes, so `n` samples compute their prompt once). Every architecture, GPT-2 included. With `enableLora`
+   * the requests of one adapter (or the base) run together, adapters taking turns (see `createLocalLoraAdapters`).
    * Default false.
    */
   engine?: boolean
@@ -80,12 +81,6 @@ export async function serve(
       exitCodes.usage,
     )
   }
-  if (options.engine === true && options.enableLora === true) {
-    throw new CliError(
-      '--engine does not run LoRA adapters yet (an adapter changes the weights its running requests share): drop --engine or --enable-lora',
-      exitCodes.usage,
-    )
-  }
   const loraRoots = (options.loraRoots ?? []).map((root) => resolve(context.cwd, root))
   for (const root of loraRoots) {
     const isDirectory = await stat(root).then(
@@ -114,7 +109,8 @@ export async function serve(
     })
     if (options.engine === true) log(context, `generation engine: ${policy.engineStats()!.rows} rows of ${policy.engineStats()!.rowLength} positions`)
     const apiKey = options.apiKey ?? process.env.LUDIC_API_KEY
-    const lora = options.enableLora === true ? createLocalLoraAdapters(model, policy, { roots: loraRoots }) : undefined
+    // On the engine an adapter's requests run together, adapters taking turns; without it one generation at a time.
+    const lora = options.enableLora === true ? createLocalLoraAdapters(model, policy, { roots: loraRoots, concurrent: options.engine === true }) : undefined
     const port = options.port ?? 8000
     const host = options.host ?? '127.0.0.1'
     const server = await serveOpenAICompatible(lora?.base ?? policy, {
