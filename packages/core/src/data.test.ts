@@ -54,14 +54,15 @@ describe('data schemas', () => {
     expect(() => refuseLengthControls({ ...chat, ignoreEos: true }, 0)).toThrow(/'requests\[0\]\.ignoreEos' \(value: true\)/)
   })
 
+  const completion = {
+    text: 'ab',
+    promptTokenIds: new Int32Array([1]),
+    tokenIds: new Int32Array([97, 98]),
+    logprobs: new Float32Array([-0.1, -0.2]),
+    finishReason: 'stop',
+  }
+
   it('completion needs one log-probability per token', () => {
-    const completion = {
-      text: 'ab',
-      promptTokenIds: new Int32Array([1]),
-      tokenIds: new Int32Array([97, 98]),
-      logprobs: new Float32Array([-0.1, -0.2]),
-      finishReason: 'stop',
-    }
     expect(completionSchema.safeParse(completion).success).toBe(true)
     const result = completionSchema.safeParse({ ...completion, logprobs: new Float32Array(1) })
     expect(result.success).toBe(false)
@@ -70,13 +71,6 @@ describe('data schemas', () => {
   })
 
   it('completion and sample per-token policy versions: one integer ≥ 0 per token, an Int32Array', () => {
-    const completion = {
-      text: 'ab',
-      promptTokenIds: new Int32Array([1]),
-      tokenIds: new Int32Array([97, 98]),
-      logprobs: new Float32Array([-0.1, -0.2]),
-      finishReason: 'stop',
-    }
     expect(completionSchema.safeParse({ ...completion, tokenPolicyVersions: new Int32Array([3, 4]) }).success).toBe(true)
     const short = completionSchema.safeParse({ ...completion, tokenPolicyVersions: new Int32Array([3]) })
     expect(short.error?.issues[0]?.path).toEqual(['tokenPolicyVersions'])
