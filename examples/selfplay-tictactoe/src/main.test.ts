@@ -80,7 +80,7 @@ describe('selfplay-tictactoe', () => {
     expect(lines.at(-2)).toMatch(/^after 2 self-play steps: vs random win [\d.]+%/)
   })
 
-  it('collects on the generation engine and trains with GAE and a critic when asked', async () => {
+  it('collects on the generation engine, trains with GAE and a critic, and plays the minimax opponent when asked', async () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-tictactoe-'))
     directories.push(runDirectory)
     const report = await main({
@@ -96,18 +96,27 @@ describe('selfplay-tictactoe', () => {
       advantage: 'gae',
       critic: 'shared',
       gaeLambda: 0.9,
+      randomOpponentShare: 0,
+      minimaxOpponentShare: 1,
       runDirectory,
       backend: 'wasm',
       progress: false,
       log: () => {},
     })
-    expect(report.options).toMatchObject({ engine: true, advantage: 'gae', critic: 'shared', gaeLambda: 0.9 })
+    expect(report.options).toMatchObject({ engine: true, advantage: 'gae', critic: 'shared', gaeLambda: 0.9, minimaxOpponentShare: 1 })
     const [metrics] = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line) as Record<string, number>)
     expect(metrics!.valueLoss).toBeTypeOf('number') // the critic was trained
     expect(await readFile(join(runDirectory, 'chart.svg'), 'utf8')).toContain('GAE + critic + PPO')
+    const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { turns: { policyId: string }[] })
+    expect(games).toHaveLength(4)
+    // Minimax in one seat of every training game (the learner's first move may end a game before minimax moves).
+    expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'minimax-opponent']))
   })
 
   it('refuses critic options with RAE, naming them', async () => {

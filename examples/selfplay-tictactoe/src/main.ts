@@ -36,6 +36,12 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
    */
   randomOpponentShare: z.number().min(0).max(1).default(0.5),
   /**
+   * Share of the training episodes in which one seat is the perfect player (`createTicTacToeMinimaxPolicy`, a scripted
+   * opponent in the trainer's `opponents`): a curriculum toward solid play, against the player the final evaluation
+   * uses. 0 (the default): none. With the other shares at most 1 in all.
+   */
+  minimaxOpponentShare: z.number().min(0).max(1).default(0),
+  /**
    * Share of the training episodes in which one seat is a past snapshot of the model itself (the trainer's league:
    * a snapshot pool in `opponents`). 0 (the default): none. With `randomOpponentShare` at most 1 in all.
    */
@@ -147,6 +153,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const selfPlayStarted = performance.now()
   const opponents = [
     ...(parsed.randomOpponentShare > 0 ? [{ policy: createRandomPolicy({ seed: seed + 7, id: 'random-opponent' }), share: parsed.randomOpponentShare }] : []),
+    ...(parsed.minimaxOpponentShare > 0 ? [{ policy: createTicTacToeMinimaxPolicy({ id: 'minimax-opponent' }), share: parsed.minimaxOpponentShare }] : []),
     ...(parsed.leagueShare > 0
       ? [{ pool: 'snapshots' as const, share: parsed.leagueShare, every: parsed.leagueEvery, keep: parsed.leagueKeep, sampling: parsed.leagueSampling }]
       : []),
