@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { InvalidArgumentError } from '@ludic/core'
 import { afterAll, describe, expect, it } from 'vitest'
 import { main } from './main.js'
 import { chatTemplate, nonTerminalPositions, randomPlayExamples, terseBoard, trainTicTacToeTokenizer } from './tictactoe-setup.js'
@@ -77,5 +78,55 @@ describe('selfplay-tictactoe', () => {
     expect(chart).toContain('win rate vs random')
     expect(chart).toContain('invalid')
     expect(lines.at(-2)).toMatch(/^after 2 self-play steps: vs random win [\d.]+%/)
+  })
+
+  it('collects on the generation engine, trains with GAE and a critic, and plays the minimax opponent when asked', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-tictactoe-'))
+    directories.push(runDirectory)
+    const report = await main({
+      steps: 1,
+      sftSteps: 2,
+      sftBatchSize: 16,
+      episodesPerStep: 4,
+      miniBatchSize: 32,
+      evaluationEpisodes: 4,
+      minimaxEpisodes: 2,
+      checkpointEvery: 0,
+      engine: true,
+      advantage: 'gae',
+      critic: 'shared',
+      gaeLambda: 0.9,
+      randomOpponentShare: 0,
+      minimaxOpponentShare: 1,
+      runDirectory,
+      backend: 'wasm',
+      progress: false,
+      log: () => {},
+    })
+    expect(report.options).toMatchObject({ engine: true, advantage: 'gae', critic: 'shared', gaeLambda: 0.9, minimaxOpponentShare: 1 })
+    const [metrics] = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>)
+    expect(metrics!.valueLoss).toBeTypeOf('number') // the critic was trained
+    expect(await readFile(join(runDirectory, 'chart.svg'), 'utf8')).toContain('GAE + critic + PPO')
+    const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { turns: { policyId: string }[] })
+    expect(games).toHaveLength(4)
+    // Minimax in one seat of every training game (the learner's first move may end a game before minimax moves).
+    expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'minimax-opponent']))
+  })
+
+  it('refuses critic options with RAE, naming them', async () => {
+    for (const [name, value] of [
+      ['critic', 'separate'],
+      ['gaeLambda', 0.5],
+    ] as const) {
+      const refused = main({ [name]: value, backend: 'wasm', progress: false, log: () => {} }).catch((error: unknown) => error)
+      const error = await refused
+      expect(InvalidArgumentError.isInstance(error) && error.argument).toBe(`options.${name}`)
+    }
   })
 })

@@ -5,12 +5,12 @@
  * and PPO. Measured against the uniform random player (sampled at temperature 1 as trained, and greedy)
  * and against perfect play (minimax).
  */
-import { createRae } from '@ludic/advantages'
-import { parseArgument } from '@ludic/core'
+import { createGae, createRae, gaeOptionsSchema } from '@ludic/advantages'
+import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { createRandomPolicy, createTicTacToe, createTicTacToeMinimaxPolicy } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
 import { runExampleMain, type ExampleReport } from '@ludic/report'
-import { createRlTrainer, snapshotPoolConfigSchema } from '@ludic/trainer'
+import { createRlTrainer, criticConfigSchema, snapshotPoolConfigSchema } from '@ludic/trainer'
 import { exampleOptionsSchema, startExampleRun } from '@ludic/trainer/example'
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
@@ -36,6 +36,12 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
    */
   randomOpponentShare: z.number().min(0).max(1).default(0.5),
   /**
+   * Share of the training episodes in which one seat is the perfect player (`createTicTacToeMinimaxPolicy`, a scripted
+   * opponent in the trainer's `opponents`): a curriculum toward solid play, against the player the final evaluation
+   * uses. 0 (the default): none. With the other shares at most 1 in all.
+   */
+  minimaxOpponentShare: z.number().min(0).max(1).default(0),
+  /**
    * Share of the training episodes in which one seat is a past snapshot of the model itself (the trainer's league:
    * a snapshot pool in `opponents`). 0 (the default): none. With `randomOpponentShare` at most 1 in all.
    */
@@ -46,6 +52,23 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
   leagueKeep: snapshotPoolConfigSchema.shape.keep,
   /** How a game's snapshot is drawn: `uniform`, `recency` or `pfsp`. The pool's default (`uniform`). */
   leagueSampling: snapshotPoolConfigSchema.shape.sampling,
+  /**
+   * Collect the self-play games on the generation engine (the trainer's `batch.engine: true`: continuous batching,
+   * each game steps as soon as its move is back). The evaluations keep the batch path. Default false (today's path).
+   */
+  engine: z.boolean().default(false),
+  /**
+   * The advantage estimator: `rae` (role-conditioned baselines, SPIRAL; the default) or `gae` (a critic's per-token
+   * values, GAE along each seat's moves, whitened over the batch: PPO's estimator; needs the critic of `critic`).
+   */
+  advantage: z.enum(['rae', 'gae']).default('rae'),
+  /**
+   * With `advantage` `gae`: the critic, `separate` (a value model copied from the warmed-up policy, trained beside it;
+   * the trainer's default) or `shared` (a value head on the policy's trunk). Refused with `rae`. Default `separate`.
+   */
+  critic: criticConfigSchema.shape.model.unwrap().optional(),
+  /** With `advantage` `gae`: GAE's λ (1: Monte Carlo returns, 0: one-step TD). Refused with `rae`. Default: the estimator's (1). */
+  gaeLambda: gaeOptionsSchema.shape.lambda.unwrap().optional(),
   /** Games against minimax at the end (sampled; greedy play against minimax is deterministic: 2 games). */
   minimaxEpisodes: z.number().int().positive().default(200),
   /** `tiny` (d 128, 2 layers) or `small` (d 256, 4 layers). */
@@ -78,6 +101,14 @@ export type Report = ExampleReport<Evaluation> & {
 
 export async function main(options: MainOptions = {}): Promise<Report> {
   const parsed = parseArgument(mainOptionsSchema, options, 'options')
+  if (parsed.advantage === 'rae') {
+    for (const [name, value] of [
+      ['critic', parsed.critic],
+      ['gaeLambda', parsed.gaeLambda],
+    ] as const)
+      if (value !== undefined)
+        throw new InvalidArgumentError({ argument: `options.${name}`, value, message: "needs options.advantage 'gae' (RAE uses no critic)" })
+  }
   const { log, seed } = parsed
   const run = await startExampleRun(new URL('..', import.meta.url), parsed)
 
@@ -118,22 +149,27 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   })
   log(`before self-play: ${describe(before)}; vs minimax ${describeMinimax(minimaxBefore)}`)
 
-  // 3. Self-play with RAE and PPO; evaluations every few steps.
+  // 3. Self-play with RAE (or GAE and a critic) and PPO; evaluations every few steps.
   const selfPlayStarted = performance.now()
   const opponents = [
     ...(parsed.randomOpponentShare > 0 ? [{ policy: createRandomPolicy({ seed: seed + 7, id: 'random-opponent' }), share: parsed.randomOpponentShare }] : []),
+    ...(parsed.minimaxOpponentShare > 0 ? [{ policy: createTicTacToeMinimaxPolicy({ id: 'minimax-opponent' }), share: parsed.minimaxOpponentShare }] : []),
     ...(parsed.leagueShare > 0
       ? [{ pool: 'snapshots' as const, share: parsed.leagueShare, every: parsed.leagueEvery, keep: parsed.leagueKeep, sampling: parsed.leagueSampling }]
       : []),
   ]
+  const trainerSettings = run.trainerConfig({ maxTokens: 4, evaluate })
   const trainer = createRlTrainer({
     model,
     tokenizer,
     environments: [() => createTicTacToe({ invalidPenalty: parsed.invalidPenalty })],
     ...(opponents.length > 0 ? { opponents } : {}),
     chatTemplate,
-    ...run.trainerConfig({ maxTokens: 4, evaluate }),
-    advantage: createRae(),
+    ...trainerSettings,
+    batch: { ...trainerSettings.batch, engine: parsed.engine },
+    ...(parsed.advantage === 'gae'
+      ? { advantage: createGae(parsed.gaeLambda === undefined ? {} : { lambda: parsed.gaeLambda }), critic: { model: parsed.critic ?? 'separate' } }
+      : { advantage: createRae() }),
     entropyCoefficient: parsed.entropyCoefficient,
     schedule: { type: 'warmup-cosine', totalSteps: Math.max(1, parsed.steps - 1), minRatio: parsed.finalLearningRateRatio },
   })
@@ -149,7 +185,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const report: Report = await run.writeReport(
     { options: parsed, before, after, evaluations, minimaxBefore, minimaxAfter, sftSeconds, selfPlaySeconds, tensorsLeftBeforeModelDispose: tensorsLeft },
     {
-      title: `TicTacToe self-play (RAE + PPO), ${parsed.modelSize} model from scratch`,
+      title: `TicTacToe self-play (${parsed.advantage === 'gae' ? 'GAE + critic' : 'RAE'} + PPO), ${parsed.modelSize} model from scratch`,
       series: [
         {
           name: 'win rate vs random (sampled, T = 1)',
