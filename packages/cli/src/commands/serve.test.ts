@@ -100,5 +100,4 @@ describe('ludic serve --engine', () => {
       expect(answer.choices[0]!.message.content).toBe(expected)
     })
   })
-
 })
