@@ -78,6 +78,18 @@ describe('selfplay-tictactoe', () => {
     expect(chart).toContain('win rate vs random')
     expect(chart).toContain('invalid')
     expect(lines.at(-2)).toMatch(/^after 2 self-play steps: vs random win [\d.]+%/)
+    // The pool's ratings at the end: as the last step's metrics have them, snapshots by step, and charted.
+    const last = metrics.at(-1)!
+    const rated = Object.keys(last).filter((key) => /^league\/rating\/snapshot-\d+$/.test(key))
+    expect(rated.length).toBeGreaterThan(0)
+    expect(report.leagueRatings!.snapshots).toEqual(
+      rated.map((key) => ({ step: Number(key.slice('league/rating/snapshot-'.length)), rating: last[key] })).sort((a, b) => a.step - b.step),
+    )
+    expect(report.leagueRatings!.learner).toBeTypeOf('number')
+    expect(report.leagueRatings!.learner).toBe(last['league/rating/learner'])
+    const ratingsChart = await readFile(join(runDirectory, 'league-ratings.svg'), 'utf8')
+    expect(ratingsChart).toMatch(/^<svg/)
+    expect(ratingsChart).toContain('snapshot taken after step')
   })
 
   it('collects on the generation engine, trains with GAE and a critic, and plays the minimax opponent when asked', async () => {
