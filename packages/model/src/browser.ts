@@ -49,6 +49,7 @@ export {
   type ModelGenerateOptions,
 } from './generation/generate.js'
 export {
+  createGenerationEngine,
   GenerationEngine,
   generationEngineOptionsSchema,
   type EngineSequence,

@@ -1,5 +1,5 @@
 import { deriveSeed, InvalidArgumentError, type Sample, type Trajectory } from '@ludic/core'
-import { createLocalPolicy, GenerationEngine, type CausalLanguageModel } from '@ludic/model'
+import { createGenerationEngine, createLocalPolicy, type CausalLanguageModel, type GenerationEngine } from '@ludic/model'
 import { collect, type CollectResult } from '@ludic/rollout'
 import { episodeSeeds } from './episode-seeds.js'
 import type { League, LeagueStep } from './league/league.js'
@@ -143,18 +143,7 @@ function synchronousSource({ config, model, league }: RolloutSourceContext): Rol
  */
 export function createRunEngine(model: CausalLanguageModel, config: ParsedRlTrainerConfig): GenerationEngine {
   const settings = config.batch.engine === true ? {} : (config.batch.engine as Exclude<typeof config.batch.engine, boolean>)
-  try {
-    return new GenerationEngine(model, { maxRows: config.batch.maxGenerationBatch, ...settings, tokenizer: config.tokenizer })
-  } catch (error) {
-    if (InvalidArgumentError.isInstance(error) && error.argument.startsWith('options.'))
-      throw new InvalidArgumentError({
-        argument: `config.batch.engine.${error.argument.slice('options.'.length)}`,
-        value: error.value,
-        message: error.message.slice(error.message.indexOf('): ') + 3),
-        cause: error,
-      })
-    throw error
-  }
+  return createGenerationEngine(model, { maxRows: config.batch.maxGenerationBatch, ...settings, tokenizer: config.tokenizer }, 'config.batch.engine')
 }
 
 /** The samples with a response; a failed episode fails the step, and a step with nothing to train on is an error. */

@@ -153,7 +153,7 @@ function createServedPolicy(options: ServeOptions, settings: LocalPolicyOptions)
   try {
     return createLocalPolicy({ ...settings, engine: { maxRows: options.maxBatch ?? 16 } })
   } catch (error) {
-    if (InvalidArgumentError.isInstance(error) && error.argument === 'options.engine')
+    if (InvalidArgumentError.isInstance(error) && error.argument.startsWith('options.engine'))
       throw new CliError(`--engine: ${error.message.slice(error.message.indexOf('): ') + 3)}`, exitCodes.usage)
     throw error
   }

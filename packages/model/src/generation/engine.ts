@@ -144,6 +144,25 @@ interface Request {
 type Slot = { state: 'free' } | { state: 'running'; request: Request } | { state: 'cached'; tokens: number[]; held: number; used: number }
 
 /**
+ * `new GenerationEngine(model, options)` for a caller whose own option holds the engine's settings (`argument`: the
+ * local policy's `options.engine`, the trainer's `config.batch.engine`): a setting the engine refuses is named there
+ * (`<argument>.kvCacheBytes` rather than the engine's own `options.kvCacheBytes`), as the caller's user wrote it.
+ */
+export function createGenerationEngine(model: CausalLanguageModel, options: GenerationEngineOptions, argument: string): GenerationEngine {
+  try {
+    return new GenerationEngine(model, options)
+  } catch (error) {
+    if (!(error instanceof InvalidArgumentError) || !error.argument.startsWith('options.')) throw error
+    throw new InvalidArgumentError({
+      argument: `${argument}.${error.argument.slice('options.'.length)}`,
+      value: error.value,
+      message: error.message.slice(error.message.indexOf('): ') + 3),
+      cause: error,
+    })
+  }
+}
+
+/**
  * A generation engine with iteration-level scheduling (Orca; vLLM's continuous batching) on the host decoder: requests
  * join a running decode loop as soon as a row is free and their prompt is computed, and leave it the step they finish,
  * so a long request never holds the short ones back and a finished row is reused at once. Each iteration computes up

@@ -440,6 +440,8 @@ describe('createLocalPolicy on the generation engine (engine: true)', () => {
       const [got] = await createLocalPolicy({ model: gpt2, tokenizer, engine: { maxSequenceLength: 64 } }).generate([request])
       expect([...got!.tokenIds]).toEqual([...expected!.tokenIds])
       expect(() => createLocalPolicy({ model, tokenizer, engine: { maxRows: 0 } })).toThrow(/options\.engine\.maxRows/)
+      // A setting the engine itself refuses (no row fits in 1 byte) is named as the policy's option too.
+      expect(() => createLocalPolicy({ model, tokenizer, engine: { kvCacheBytes: 1 } })).toThrow(/'options\.engine\.kvCacheBytes' \(value: 1\): holds no row/)
     } finally {
       gpt2.dispose()
     }

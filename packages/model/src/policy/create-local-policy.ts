@@ -11,7 +11,7 @@ import {
   type PolicyV1,
 } from '@ludic/core'
 import { z } from 'zod'
-import { type EngineStats, GenerationEngine, generationEngineOptionsSchema } from '../generation/engine.js'
+import { createGenerationEngine, type EngineStats, GenerationEngine, generationEngineOptionsSchema } from '../generation/engine.js'
 import { batchContextLength, defaultStopTokenIds, generateRows, type GenerationRow } from '../generation/generate.js'
 import { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
@@ -313,22 +313,11 @@ function contextBatches(rows: readonly GenerationRow[], maxBatch: number, limit:
   return batches
 }
 
-/** The policy's engine: `options.engine`'s settings, the policy's tokenizer; a model the engine cannot run is refused naming `options.engine`. */
+/** The policy's engine: `options.engine`'s settings, the policy's tokenizer; settings it cannot run are refused naming `options.engine.<setting>`. */
 function createPolicyEngine(
   model: CausalLanguageModel,
   tokenizer: z.output<typeof localPolicyOptionsSchema>['tokenizer'],
   settings: true | Exclude<z.output<typeof localPolicyOptionsSchema>['engine'], boolean | GenerationEngine>,
 ): GenerationEngine {
-  try {
-    return new GenerationEngine(model, { ...(settings === true ? {} : settings), tokenizer })
-  } catch (error) {
-    if (error instanceof InvalidArgumentError && error.argument === 'model')
-      throw new InvalidArgumentError({
-        argument: 'options.engine',
-        value: settings,
-        message: error.message.slice(error.message.indexOf('): ') + 3),
-        cause: error,
-      })
-    throw error
-  }
+  return createGenerationEngine(model, { ...(settings === true ? {} : settings), tokenizer }, 'options.engine')
 }
