@@ -109,5 +109,9 @@ describe('startExampleRun', () => {
     expect(await config.evaluate!({ step: 3 } as never)).toEqual({ 'random/winRate': 1 })
     const withKl = await startExampleRun(directory, { ...options, klCoefficient: 0.1 })
     expect(withKl.trainerConfig({ maxTokens: 4, groupSize: 2 })).toMatchObject({ kl: { coefficient: 0.1 }, batch: { groupSize: 2 } })
+    expect(withKl.trainerConfig({ maxTokens: 4 }).kl).not.toHaveProperty('schedule')
+    // klFinalRatio < 1: a cosine from β to klFinalRatio·β over the self-play steps.
+    const annealed = await startExampleRun(directory, { ...options, klCoefficient: 0.1, klFinalRatio: 0, steps: 41 })
+    expect(annealed.trainerConfig({ maxTokens: 4 }).kl).toEqual({ coefficient: 0.1, schedule: { type: 'warmup-cosine', totalSteps: 40, minRatio: 0 } })
   })
 })

@@ -68,6 +68,11 @@ export function exampleOptionsSchema(defaults: Partial<ExampleOptionDefaults> = 
     sftLearningRate: z.number().positive().default(value.sftLearningRate),
     /** β of the KL to the warmed-up policy: keeps the policy mixed and its moves legal. 0: none. Default 0.05. */
     klCoefficient: z.number().min(0).default(value.klCoefficient),
+    /**
+     * β's multiplier at the last step, by a cosine from 1 over the self-play steps (the trainer's `kl.schedule`): 0
+     * anneals the KL away, so the final policy is not held near the warmed-up one. Default 1: constant β.
+     */
+    klFinalRatio: z.number().min(0).max(1).default(1),
     /** Evaluate every k self-play steps (and before and after). Default 10. */
     evaluateEvery: z.number().int().positive().default(value.evaluateEvery),
     /** Episodes against each evaluation opponent per evaluation, seats alternating. Default 100. */
@@ -111,7 +116,7 @@ export interface ExampleRun {
   warmUp(config: Omit<SftTrainerConfig, 'optimizer' | 'seed'>): Promise<{ nll: number | undefined; seconds: number }>
   /**
    * The settings of `createRlTrainer` that the options decide: PPO clip (ε = 0.2 both ways), AdamW at
-   * `learningRate`, the KL term when `klCoefficient` > 0, the batch (`maxTokens` per move; `groupSize` plays per
+   * `learningRate`, the KL term when `klCoefficient` > 0 (annealed by a cosine to `klFinalRatio` × β over `steps`), the batch (`maxTokens` per move; `groupSize` plays per
    * reset seed, default 1), the seed, and this run's directory, checkpoints, resume and evaluations (the hook logs
    * `evaluate(step)` through `evaluationMetrics`). Spread them into the config.
    */
@@ -180,7 +185,16 @@ export async function startExampleRun(exampleDirectory: string | URL, options: E
       return {
         policyLoss: createPolicyLoss('ppo-clip', { clipLow: 0.2, clipHigh: 0.2 }),
         optimizer: { learningRate: options.learningRate },
-        ...(options.klCoefficient > 0 ? { kl: { coefficient: options.klCoefficient } } : {}),
+        ...(options.klCoefficient > 0
+          ? {
+              kl: {
+                coefficient: options.klCoefficient,
+                ...(options.klFinalRatio < 1
+                  ? { schedule: { type: 'warmup-cosine' as const, totalSteps: Math.max(1, options.steps - 1), minRatio: options.klFinalRatio } }
+                  : {}),
+              },
+            }
+          : {}),
         batch: {
           episodesPerStep: options.episodesPerStep,
           groupSize,

@@ -12,6 +12,8 @@ import { scheduleConfigSchema } from './schedule.js'
 import { trajectoryLogConfigSchema } from './trajectory-log.js'
 
 const functionOf = <T>(message: string) => z.custom<T>((value) => typeof value === 'function', message)
+/** A multiplier per step: a schedule by name (JSON) or a function of the step. */
+const scheduleSchema = z.union([scheduleConfigSchema, functionOf<LearningRateSchedule>('must be a function')])
 
 /**
  * The id of the trained model's policy in the trainer's rollouts: samples of this id are trained on, an
@@ -104,6 +106,12 @@ export const klConfigSchema = z.strictObject({
   coefficient: z.number().positive(),
   /** verl `kl_loss_type`. Default `low_var_kl` (k3). */
   estimator: klEstimatorSchema.default('low_var_kl'),
+  /**
+   * β's multiplier at each step, a schedule as the learning rate's (`schedule`): `{ type: 'warmup-cosine', totalSteps,
+   * minRatio: 0 }` anneals β to 0 by `totalSteps` — a reference (a warmed-up, near-uniform policy) that keeps early play
+   * mixed without holding the final policy near it. Default: constant β.
+   */
+  schedule: scheduleSchema.optional(),
 })
 
 /** What `evaluate` sees. */
@@ -158,7 +166,7 @@ export const rlTrainerConfigSchema = z
     recomputeLayers: z.boolean().default(false),
     optimizer: optimizerConfigSchema.prefault({}),
     /** Learning-rate multiplier per trainer step. Default: constant. */
-    schedule: z.union([scheduleConfigSchema, functionOf<LearningRateSchedule>('must be a function')]).optional(),
+    schedule: scheduleSchema.optional(),
     batch: rlBatchConfigSchema.prefault({}),
     /** The prompt of a turn (rollout's: a `{observation}` template or a function). Default `'{observation}'`. */
     prompt: z.union([z.string(), functionOf<PromptTemplate>('must be a string or a function')]).optional(),

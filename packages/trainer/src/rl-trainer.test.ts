@@ -176,6 +176,37 @@ describe('createRlTrainer', () => {
     expect(steps).toEqual([1, 2])
   })
 
+  it("scales β by kl.schedule each step: β·m(step) trains as that constant β would, and is logged", async () => {
+    const run = async (kl: RlTrainerConfig['kl']) => {
+      const model = createTestModel(4)
+      const trainer = createRlTrainer(baseConfig(model, { kl }))
+      const coefficients: (number | undefined)[] = []
+      for (let step = 0; step < 3; step++) coefficients.push((await trainer.step()).klCoefficient)
+      const weights = snapshot(model)
+      trainer.dispose()
+      model.dispose()
+      return { coefficients, weights }
+    }
+    const differs = (a: ReturnType<typeof snapshot>, b: ReturnType<typeof snapshot>) =>
+      [...a].some(([name, values]) => values.some((value, index) => value !== b.get(name)![index]))
+    const halved = await run({ coefficient: 0.4, schedule: () => 0.5 })
+    const constant = await run({ coefficient: 0.2 })
+    const doubled = await run({ coefficient: 0.4 })
+    expect(halved.coefficients).toEqual([0.2, 0.2, 0.2])
+    expect(constant.coefficients).toEqual([0.2, 0.2, 0.2])
+    // The schedule's β is the β trained with (bit for bit), and the KL term moves the weights (β 0.4 differs).
+    expect(differs(halved.weights, constant.weights)).toBe(false)
+    expect(differs(doubled.weights, constant.weights)).toBe(true)
+    // By name: a cosine from β to 0 over 2 steps.
+    const annealed = await run({ coefficient: 0.4, schedule: { type: 'warmup-cosine', totalSteps: 2, minRatio: 0 } })
+    expect(annealed.coefficients[0]).toBe(0.4)
+    expect(annealed.coefficients[1]).toBeCloseTo(0.2, 12)
+    expect(annealed.coefficients[2]).toBe(0)
+    expect(() => createRlTrainer(baseConfig(createTestModel(4), { kl: { coefficient: 0.1, schedule: { type: 'warmup-cosine', totalSteps: 0 } } }))).toThrow(
+      /config\.kl\.schedule/,
+    )
+  })
+
   it('restricts the entropy bonus to the response tokens whose ids are not excluded', async () => {
     const sequences = [
       { promptIds: Int32Array.from([1]), responseIds: Int32Array.from([5, 7, 9]) },

@@ -64,6 +64,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
   const league = leagueOf(parsed, hooks)
   const estimator = parsed.advantage ?? createRae()
   const schedule = resolveSchedule(parsed.schedule)
+  const klSchedule = resolveSchedule(kl?.schedule)
   const { maxGradNorm, learningRate, ...adamW } = parsed.optimizer
   // A shared critic's head joins the policy's parameters before its optimizer is made; a separate critic has its own.
   const critic = parsed.critic === undefined ? undefined : createCritic(model, parsed.critic, parsed.optimizer)
@@ -78,7 +79,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     policyLoss: parsed.policyLoss ?? createPolicyLoss('ppo-clip'),
     entropyCoefficient: parsed.entropyCoefficient,
     entropyExcluded: new Set(parsed.entropyExcludeTokenIds ?? []),
-    kl,
+    kl: kl && { coefficient: kl.coefficient, estimator: kl.estimator },
     maxGradNorm,
     recomputeLayers: parsed.recomputeLayers,
     microBatchTokens: batch.microBatchTokens,
@@ -203,8 +204,9 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     const importance = offPolicy && importanceWeights(rowsOf(experience, 'oldLogprobs'), rowsOf(experience, 'rolloutLogprobs'), offPolicy.importanceCap)
     // 10. Policy-update epochs over shuffled mini-batches (micro-batches within the token budget), and the critic's.
     const rate = learningRate * schedule(stepIndex)
+    const klCoefficient = kl && kl.coefficient * klSchedule(stepIndex)
     const terms = await policyUpdateEpochs(
-      ppo,
+      klCoefficient === undefined ? ppo : { ...ppo, kl: { coefficient: klCoefficient, estimator: kl!.estimator } },
       {
         sequences: sequencesOf(experience),
         oldLogprobs: rowsOf(experience, 'oldLogprobs'),
@@ -231,6 +233,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       ...terms,
       ...logprobs.metrics,
       learning_rate: rate,
+      ...(klCoefficient === undefined ? {} : { klCoefficient }),
       tokensPerSecond,
       rolloutSeconds,
       updateSeconds,
