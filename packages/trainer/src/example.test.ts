@@ -113,5 +113,7 @@ describe('startExampleRun', () => {
     // klFinalRatio < 1: a cosine from β to klFinalRatio·β over the self-play steps.
     const annealed = await startExampleRun(directory, { ...options, klCoefficient: 0.1, klFinalRatio: 0, steps: 41 })
     expect(annealed.trainerConfig({ maxTokens: 4 }).kl).toEqual({ coefficient: 0.1, schedule: { type: 'warmup-cosine', totalSteps: 40, minRatio: 0 } })
+    const moving = await startExampleRun(directory, { ...options, klCoefficient: 0.1, klReferenceEvery: 10, klReferenceMixup: 0.5 })
+    expect(moving.trainerConfig({ maxTokens: 4 }).kl).toEqual({ coefficient: 0.1, referenceSync: { every: 10, mixupAlpha: 0.5 } })
   })
 })

@@ -73,6 +73,13 @@ export function exampleOptionsSchema(defaults: Partial<ExampleOptionDefaults> = 
      * anneals the KL away, so the final policy is not held near the warmed-up one. Default 1: constant β.
      */
     klFinalRatio: z.number().min(0).max(1).default(1),
+    /**
+     * Every k self-play steps the KL's reference moves toward the policy (the trainer's `kl.referenceSync`; a moving
+     * magnet, R-NaD's regularisation). 0: the reference stays the warmed-up policy. Default 0.
+     */
+    klReferenceEvery: z.number().int().min(0).default(0),
+    /** α of each move: the policy's share of the new reference (the trainer's `kl.referenceSync.mixupAlpha`). Default 1: a copy. */
+    klReferenceMixup: z.number().gt(0).max(1).default(1),
     /** Evaluate every k self-play steps (and before and after). Default 10. */
     evaluateEvery: z.number().int().positive().default(value.evaluateEvery),
     /** Episodes against each evaluation opponent per evaluation, seats alternating. Default 100. */
@@ -192,6 +199,7 @@ export async function startExampleRun(exampleDirectory: string | URL, options: E
                 ...(options.klFinalRatio < 1
                   ? { schedule: { type: 'warmup-cosine' as const, totalSteps: Math.max(1, options.steps - 1), minRatio: options.klFinalRatio } }
                   : {}),
+                ...(options.klReferenceEvery > 0 ? { referenceSync: { every: options.klReferenceEvery, mixupAlpha: options.klReferenceMixup } } : {}),
               },
             }
           : {}),

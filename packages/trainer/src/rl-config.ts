@@ -112,6 +112,22 @@ export const klConfigSchema = z.strictObject({
    * mixed without holding the final policy near it. Default: constant β.
    */
   schedule: scheduleSchema.optional(),
+  /**
+   * Moves the reference toward the policy every `every` steps: π_ref ← α·π_θ + (1 − α)·π_ref on the weights (TRL's
+   * `sync_ref_model`, `ref_model_sync_steps`, `ref_model_mixup_alpha`; TR-DPO, Gorbatovski et al. 2024). α = 1 is a
+   * copy: a KL to a reference that catches up with the policy is magnetic mirror descent's moving magnet and R-NaD's
+   * regularisation (Sokota et al. 2023, Perolat et al. 2022), under which self-play on a two-player zero-sum game
+   * converges to a Nash equilibrium instead of cycling around it. Default: a frozen reference. Not with
+   * `asyncRollout` (its workers hold their own reference) nor with LoRA adapters (the reference has no adapters).
+   */
+  referenceSync: z
+    .strictObject({
+      /** Steps between syncs (after the update of steps every, 2·every, …). */
+      every: z.number().int().positive(),
+      /** α: the policy's share of the new reference. Default 1 (a copy). */
+      mixupAlpha: z.number().gt(0).max(1).default(1),
+    })
+    .optional(),
 })
 
 /** What `evaluate` sees. */

@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError } from '@ludic/core'
 import { createScriptedPolicy } from '@ludic/core/test'
 import { createGrpo } from '@ludic/advantages'
-import { createModel, sequenceLogprobs } from '@ludic/model'
+import { applyLora, createModel, loadTrainingCheckpoint, sequenceLogprobs } from '@ludic/model'
 import { describe, expect, it, vi } from 'vitest'
 import { entropyKeep } from './experience/update.js'
 import { learnerPolicyId, type RlTrainerConfig } from './rl-config.js'
@@ -124,6 +124,84 @@ describe('createRlTrainer', () => {
     for (const item of [straight, resumed]) item.dispose()
     straightModel.dispose()
     resumedModel.dispose()
+  })
+
+  it('kl.referenceSync moves the reference toward the policy every k steps, and a resumed run restores the moved reference', async () => {
+    const savedReference = async (directory: string, step: number) => {
+      const reference = createTestModel(77)
+      await loadTrainingCheckpoint(join(directory, 'reference', `checkpoint-${step}`), { parameters: reference.parameters() })
+      const weights = snapshot(reference)
+      reference.dispose()
+      return weights
+    }
+    // α = 1 (the default), every step: the reference saved with checkpoint 1 is the policy after step 1, bit for bit.
+    const copied = createTestModel(6)
+    const copiedDirectory = join(temporaryDirectory(), 'sync-copy')
+    const copying = createRlTrainer(baseConfig(copied, { checkpointEvery: 1, runDirectory: copiedDirectory, kl: { coefficient: 0.05, referenceSync: { every: 1 } } }))
+    await copying.step()
+    const policy = snapshot(copied)
+    for (const [name, values] of await savedReference(copiedDirectory, 1)) expect(values, name).toEqual(policy.get(name))
+    copying.dispose()
+    copied.dispose()
+
+    const options = { checkpointEvery: 1, keepLast: 10, kl: { coefficient: 0.2, referenceSync: { every: 2, mixupAlpha: 0.5 } }, entropyCoefficient: 0.01 }
+    const straightModel = createTestModel(6)
+    const straightDirectory = join(temporaryDirectory(), 'sync-straight')
+    const straight = createRlTrainer(baseConfig(straightModel, { ...options, runDirectory: straightDirectory }))
+    const start = snapshot(straightModel)
+    for (let step = 0; step < 2; step++) await straight.step()
+    const afterTwo = snapshot(straightModel)
+    await straight.run({ steps: 5 })
+    // The reference saved with checkpoint 2 is ½·θ₂ + ½·θ₀; with checkpoint 1 it is still θ₀.
+    const one = await savedReference(straightDirectory, 1)
+    for (const [name, values] of one) expect(values, name).toEqual(start.get(name))
+    const two = await savedReference(straightDirectory, 2)
+    let largest = 0
+    for (const [name, values] of two) {
+      const expected = Float32Array.from(afterTwo.get(name)!, (value, index) => 0.5 * value + 0.5 * start.get(name)![index]!)
+      largest = Math.max(largest, ...values.map((value, index) => Math.abs(value - expected[index]!)))
+    }
+    expect(largest).toBeLessThan(1e-6)
+    expect([...two].some(([name, values]) => values.some((value, index) => value !== start.get(name)![index]))).toBe(true)
+
+    // Killed after step 3 (checkpoint 3; the reference last moved at step 2), resumed to 5: equal to the straight run.
+    const interruptedModel = createTestModel(6)
+    const interrupted = createRlTrainer(baseConfig(interruptedModel, { ...options, runDirectory: join(temporaryDirectory(), 'sync-resumed') }))
+    for (let step = 0; step < 3; step++) await interrupted.step()
+    interrupted.dispose()
+    interruptedModel.dispose()
+    const resumedModel = createTestModel(99)
+    const resumed = createRlTrainer(baseConfig(resumedModel, { ...options, runDirectory: join(temporaryDirectory(), 'sync-resumed'), resume: true }))
+    await resumed.run({ steps: 5 })
+    const expected = snapshot(straightModel)
+    for (const [name, values] of snapshot(resumedModel)) expect(values, name).toEqual(expected.get(name))
+    expect(resumed.history.map((metrics) => metrics.kl)).toEqual(straight.history.map((metrics) => metrics.kl))
+    for (const item of [straight, resumed]) item.dispose()
+    straightModel.dispose()
+    resumedModel.dispose()
+  })
+
+  it('refuses kl.referenceSync where the reference cannot move: an off-policy source, LoRA adapters', () => {
+    const model = createTestModel(6)
+    const attempt = (config: RlTrainerConfig) => {
+      try {
+        createRlTrainer(config).dispose()
+      } catch (error) {
+        return error as InvalidArgumentError
+      }
+      throw new Error('not refused')
+    }
+    const sync = { coefficient: 0.1, referenceSync: { every: 1 } }
+    const workers = attempt({ ...baseConfig(model), environments: undefined, kl: sync, asyncRollout: { setupModule: '/nowhere.js' }, recomputeOldLogprobs: true })
+    expect(workers).toBeInstanceOf(InvalidArgumentError)
+    expect(workers.argument).toBe('config.kl.referenceSync')
+    expect(workers.message).toContain('off-policy')
+    applyLora(model, { rank: 2, targetModules: ['q_proj'] })
+    const lora = attempt(baseConfig(model, { kl: sync }))
+    expect(lora.argument).toBe('config.kl.referenceSync')
+    expect(lora.message).toContain('LoRA')
+    expect(() => createRlTrainer(baseConfig(model, { kl: { coefficient: 0.1, referenceSync: { every: 0 } } }))).toThrow(/config\.kl\.referenceSync\.every/)
+    model.dispose()
   })
 
   it('resumes from the newest checkpoint that loads, setting a broken one aside and saying so', async () => {

@@ -1,6 +1,7 @@
 import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgument, type AdvantageEstimatorV1, type Random } from '@ludic/core'
 import { createRae } from '@ludic/advantages'
 import { CausalLanguageModel, checkVocabularyFits, createAdamW, sequenceLogprobs } from '@ludic/model'
+import * as tf from '@tensorflow/tfjs-core'
 import { createPolicyLoss } from '@ludic/objectives'
 import { buildExperience, rowsIfAny, rowsOf, type Experience } from './experience/experience.js'
 import { createCritic, valueStage } from './experience/critic.js'
@@ -98,6 +99,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     plainConfig: () => plainConfig(parsed, rlConfigLeftOut),
     notify,
     reference,
+    referenceMoves: kl?.referenceSync !== undefined,
     estimator,
     critic: critic?.own === undefined ? undefined : { parameters: critic.own.parameters, optimizer: critic.own.optimizer },
     update: (stepIndex) => update(stepIndex),
@@ -220,8 +222,10 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       },
       { epochs: batch.ppoEpochs, miniBatchSize: batch.miniBatchSize, learningRate: rate, baseLearningRate: learningRate, random },
     )
-    const updateSeconds = (performance.now() - updateStarted) / 1000
     const stepCount = stepIndex + 1
+    // 11. `kl.referenceSync`: the reference moves toward the policy every `every` steps.
+    if (kl?.referenceSync !== undefined && stepCount % kl.referenceSync.every === 0) syncReference(reference!, model, kl.referenceSync.mixupAlpha)
+    const updateSeconds = (performance.now() - updateStarted) / 1000
     await source.updated(stepCount)
     // 5. Metrics (→ evaluation, log, checkpoint).
     const tokensPerSecond =
@@ -388,8 +392,38 @@ export function checkRlTrainerConfig(config: RlTrainerConfig): void {
   refuseUnrunnable(parsed, parsed.advantage ?? createRae(), { offPolicy: asynchronous, greedyBaselines: !asynchronous })
 }
 
-/** An off-policy source without recomputed π_old, an estimator whose needs the source and the config do not meet. */
+/**
+ * `kl.referenceSync`: π_ref ← α·π_θ + (1 − α)·π_ref, weight by weight (new tensors: the optimizer may update the
+ * policy's in place).
+ */
+function syncReference(reference: CausalLanguageModel, model: CausalLanguageModel, alpha: number): void {
+  const policy = model.parameters()
+  for (const [name, weight] of reference.parameters()) {
+    const source = policy.get(name)!
+    tf.tidy(() => weight.assign(alpha === 1 ? tf.mul(source, 1) : tf.add(tf.mul(source, alpha), tf.mul(weight, 1 - alpha))))
+  }
+}
+
+/**
+ * An off-policy source without recomputed π_old, an estimator whose needs the source and the config do not meet, a
+ * moving KL reference the source or the model cannot follow.
+ */
 function refuseUnrunnable(parsed: ParsedRlTrainerConfig, estimator: AdvantageEstimatorV1, source: { offPolicy: boolean; greedyBaselines: boolean }): void {
+  const sync = parsed.kl?.referenceSync
+  if (sync !== undefined && source.offPolicy) {
+    throw new InvalidArgumentError({
+      argument: 'config.kl.referenceSync',
+      value: sync,
+      message: "is not supported with an off-policy rollout source (asynchronous workers, generation servers): they compute the reference's log-probs with a reference of their own, which would not move",
+    })
+  }
+  if (sync !== undefined && parsed.model.linearAdapters().size > 0) {
+    throw new InvalidArgumentError({
+      argument: 'config.kl.referenceSync',
+      value: sync,
+      message: 'is not supported with LoRA adapters: the reference is the base weights, which the adapters leave unchanged (merge the adapters, or drop referenceSync)',
+    })
+  }
   if (source.offPolicy && !parsed.recomputeOldLogprobs) {
     throw new InvalidArgumentError({
       argument: 'config.recomputeOldLogprobs',

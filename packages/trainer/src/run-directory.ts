@@ -17,7 +17,7 @@ import { createTrajectoryFile, type TrajectoryFile } from './trajectory-writer.j
 
 /** A run directory's state (see `RunState`): the Node entry's, registered in `node-platform.ts`. */
 export function createRunDirectoryState(options: RunStateOptions & { directory: string }): RunState {
-  const { directory, keepLast, model, optimizer, estimator, reference, critic, notify, loggers } = options
+  const { directory, keepLast, model, optimizer, estimator, reference, referenceMoves = false, critic, notify, loggers } = options
   const weights = () => options.parameters ?? model.parameters()
   const trajectoryFile: TrajectoryFile = createTrajectoryFile(join(directory, trajectoriesFileName))
   /**
@@ -68,17 +68,24 @@ export function createRunDirectoryState(options: RunStateOptions & { directory: 
       })
     }
   }
-  /** The KL reference's weights, saved once under `reference/`: missing or unreadable is a `ResumeError`. */
-  const loadReference = async (runDirectory: string, model: CausalLanguageModel) => {
+  /**
+   * The KL reference's weights, saved once under `reference/` (or, when it moves, beside each checkpoint as
+   * `reference/checkpoint-<step>`): missing or unreadable is a `ResumeError`.
+   */
+  const loadReference = async (runDirectory: string, model: CausalLanguageModel, step: number) => {
     const folder = join(runDirectory, 'reference')
-    const saved = await latestCheckpoint(folder)
+    const saved = referenceMoves
+      ? (await listCheckpoints(folder)).find((checkpoint) => checkpoint.step === step)?.path
+      : await latestCheckpoint(folder)
     if (saved === undefined) {
       throw new ResumeError({
         reason: 'reference-missing',
         directory: runDirectory,
-        message:
-          `cannot resume: ${folder} is missing, and the KL term's reference (the weights the run started from) cannot be rebuilt from a ` +
-          'checkpoint; restore it, or start a new run (a run without the kl term needs none)',
+        message: referenceMoves
+          ? `cannot resume: ${join(folder, `checkpoint-${step}`)} is missing, and the KL term's reference at that step (it moves: kl.referenceSync) ` +
+            'cannot be rebuilt from the checkpoint; restore it, or start a new run'
+          : `cannot resume: ${folder} is missing, and the KL term's reference (the weights the run started from) cannot be rebuilt from a ` +
+            'checkpoint; restore it, or start a new run (a run without the kl term needs none)',
       })
     }
     try {
@@ -106,7 +113,7 @@ export function createRunDirectoryState(options: RunStateOptions & { directory: 
       const loaded = await loadNewest(runDirectory)
       if (loaded === undefined) return undefined
       const extra = (loaded.extra ?? {}) as { estimatorState?: unknown; history?: StepMetrics[]; trainerState?: JsonValue }
-      if (reference !== undefined) await loadReference(runDirectory, reference)
+      if (reference !== undefined) await loadReference(runDirectory, reference, loaded.step)
       if (critic !== undefined) await loadCritic(runDirectory, loaded.step, critic)
       if (extra.estimatorState !== undefined && extra.estimatorState !== null) estimator?.setState?.(extra.estimatorState)
       const history = extra.history ?? []
@@ -118,7 +125,10 @@ export function createRunDirectoryState(options: RunStateOptions & { directory: 
     },
     async checkpoint({ step, random, history, trainerState }) {
       const runDirectory = directory
-      if (reference !== undefined && (await latestCheckpoint(join(runDirectory, 'reference'))) === undefined) {
+      if (reference !== undefined && referenceMoves) {
+        // A moving reference is saved at every checkpoint, before it (like the critic's).
+        await saveTrainingCheckpoint(join(runDirectory, 'reference'), { parameters: reference.parameters(), randomState: random.getState(), step }, { keepLast: keepLast + 1 })
+      } else if (reference !== undefined && (await latestCheckpoint(join(runDirectory, 'reference'))) === undefined) {
         await saveTrainingCheckpoint(join(runDirectory, 'reference'), { parameters: reference.parameters(), randomState: random.getState(), step: 0 })
       }
       const extra = {

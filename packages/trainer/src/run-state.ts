@@ -93,6 +93,11 @@ export interface RunStateOptions {
   estimator?: AdvantageEstimatorV1 | undefined
   reference: CausalLanguageModel | undefined
   /**
+   * The reference moves during the run (`kl.referenceSync`): saved beside each checkpoint under
+   * `reference/checkpoint-<step>` and restored with it, instead of once. Default false.
+   */
+  referenceMoves?: boolean | undefined
+  /**
    * A separate critic's trained parameters and optimizer: saved beside each checkpoint under `critic/checkpoint-<step>`
    * and restored with it (a shared critic's head is one of the model's parameters).
    */

@@ -53,6 +53,8 @@ export interface TrainerParts<Metrics extends StepMetrics> {
   parameters?: ReadonlyMap<string, tf.Variable>
   /** A frozen reference model saved once under `reference/` and restored on resume (the run's starting weights). */
   reference?: CausalLanguageModel | undefined
+  /** The reference moves during the run (`kl.referenceSync`): saved with every checkpoint instead of once. */
+  referenceMoves?: boolean | undefined
   /** An advantage estimator whose state each checkpoint holds (RL). */
   estimator?: AdvantageEstimatorV1 | undefined
   /** A separate critic's parameters and optimizer, saved beside each checkpoint (RL; see `RunStateOptions.critic`). */
@@ -144,6 +146,7 @@ function createSkeleton<Metrics extends StepMetrics>(parts: TrainerParts<Metrics
     ...(parts.parameters === undefined ? {} : { parameters: parts.parameters }),
     optimizer: parts.optimizer,
     reference: parts.reference,
+    referenceMoves: parts.referenceMoves,
     estimator: parts.estimator,
     critic: parts.critic,
     notify,
