@@ -54,7 +54,16 @@ export {
   type KuhnInformationStateName,
   type KuhnPolicy,
 } from './kuhn-policy.js'
-export { kuhnBestResponse, kuhnExploitability, kuhnMatch, type KuhnExploitability, type KuhnMatch } from './kuhn-exploitability.js'
+export {
+  kuhnActionValues,
+  kuhnBestResponse,
+  kuhnExploitability,
+  kuhnMatch,
+  kuhnRegularizedEquilibrium,
+  type KuhnExploitability,
+  type KuhnMatch,
+  type KuhnRegularizedEquilibrium,
+} from './kuhn-exploitability.js'
 export { kuhnInformationStateOf, kuhnInformationStates, type KuhnInformationState } from './kuhn-information-states.js'
 export { kuhnTerseObservation } from './kuhn-terse-observation.js'
 export { kuhnPolicyOf, type KuhnActionScorer, type KuhnPolicyOfOptions } from './kuhn-policy-of.js'

@@ -137,7 +137,9 @@ describe('createRlTrainer', () => {
     // α = 1 (the default), every step: the reference saved with checkpoint 1 is the policy after step 1, bit for bit.
     const copied = createTestModel(6)
     const copiedDirectory = join(temporaryDirectory(), 'sync-copy')
-    const copying = createRlTrainer(baseConfig(copied, { checkpointEvery: 1, runDirectory: copiedDirectory, kl: { coefficient: 0.05, referenceSync: { every: 1 } } }))
+    const copying = createRlTrainer(
+      baseConfig(copied, { checkpointEvery: 1, runDirectory: copiedDirectory, kl: { coefficient: 0.05, referenceSync: { every: 1 } } }),
+    )
     await copying.step()
     const policy = snapshot(copied)
     for (const [name, values] of await savedReference(copiedDirectory, 1)) expect(values, name).toEqual(policy.get(name))
@@ -192,7 +194,13 @@ describe('createRlTrainer', () => {
       throw new Error('not refused')
     }
     const sync = { coefficient: 0.1, referenceSync: { every: 1 } }
-    const workers = attempt({ ...baseConfig(model), environments: undefined, kl: sync, asyncRollout: { setupModule: '/nowhere.js' }, recomputeOldLogprobs: true })
+    const workers = attempt({
+      ...baseConfig(model),
+      environments: undefined,
+      kl: sync,
+      asyncRollout: { setupModule: '/nowhere.js' },
+      recomputeOldLogprobs: true,
+    })
     expect(workers).toBeInstanceOf(InvalidArgumentError)
     expect(workers.argument).toBe('config.kl.referenceSync')
     expect(workers.message).toContain('off-policy')
@@ -254,7 +262,7 @@ describe('createRlTrainer', () => {
     expect(steps).toEqual([1, 2])
   })
 
-  it("scales β by kl.schedule each step: β·m(step) trains as that constant β would, and is logged", async () => {
+  it('scales β by kl.schedule each step: β·m(step) trains as that constant β would, and is logged', async () => {
     const run = async (kl: RlTrainerConfig['kl']) => {
       const model = createTestModel(4)
       const trainer = createRlTrainer(baseConfig(model, { kl }))

@@ -414,14 +414,16 @@ function refuseUnrunnable(parsed: ParsedRlTrainerConfig, estimator: AdvantageEst
     throw new InvalidArgumentError({
       argument: 'config.kl.referenceSync',
       value: sync,
-      message: "is not supported with an off-policy rollout source (asynchronous workers, generation servers): they compute the reference's log-probs with a reference of their own, which would not move",
+      message:
+        "is not supported with an off-policy rollout source (asynchronous workers, generation servers): they compute the reference's log-probs with a reference of their own, which would not move",
     })
   }
   if (sync !== undefined && parsed.model.linearAdapters().size > 0) {
     throw new InvalidArgumentError({
       argument: 'config.kl.referenceSync',
       value: sync,
-      message: 'is not supported with LoRA adapters: the reference is the base weights, which the adapters leave unchanged (merge the adapters, or drop referenceSync)',
+      message:
+        'is not supported with LoRA adapters: the reference is the base weights, which the adapters leave unchanged (merge the adapters, or drop referenceSync)',
     })
   }
   if (source.offPolicy && !parsed.recomputeOldLogprobs) {

@@ -74,9 +74,7 @@ export function createRunDirectoryState(options: RunStateOptions & { directory: 
    */
   const loadReference = async (runDirectory: string, model: CausalLanguageModel, step: number) => {
     const folder = join(runDirectory, 'reference')
-    const saved = referenceMoves
-      ? (await listCheckpoints(folder)).find((checkpoint) => checkpoint.step === step)?.path
-      : await latestCheckpoint(folder)
+    const saved = referenceMoves ? (await listCheckpoints(folder)).find((checkpoint) => checkpoint.step === step)?.path : await latestCheckpoint(folder)
     if (saved === undefined) {
       throw new ResumeError({
         reason: 'reference-missing',
@@ -127,7 +125,11 @@ export function createRunDirectoryState(options: RunStateOptions & { directory: 
       const runDirectory = directory
       if (reference !== undefined && referenceMoves) {
         // A moving reference is saved at every checkpoint, before it (like the critic's).
-        await saveTrainingCheckpoint(join(runDirectory, 'reference'), { parameters: reference.parameters(), randomState: random.getState(), step }, { keepLast: keepLast + 1 })
+        await saveTrainingCheckpoint(
+          join(runDirectory, 'reference'),
+          { parameters: reference.parameters(), randomState: random.getState(), step },
+          { keepLast: keepLast + 1 },
+        )
       } else if (reference !== undefined && (await latestCheckpoint(join(runDirectory, 'reference'))) === undefined) {
         await saveTrainingCheckpoint(join(runDirectory, 'reference'), { parameters: reference.parameters(), randomState: random.getState(), step: 0 })
       }
