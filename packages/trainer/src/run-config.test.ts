@@ -88,6 +88,28 @@ trajectories: { episodesPerStep: all, maxLineBytes: 8192 }
     config.model.dispose()
   })
 
+  it('passes the KL schedule and the moving reference (YAML) through to a trainer that runs them', async () => {
+    const yaml = `model: { preset: tiny, overrides: { hiddenSize: 32, numAttentionHeads: 2, numHiddenLayers: 1, intermediateSize: 64 } }
+environments: [{ game: kuhn-poker-v1 }]
+batch: { episodesPerStep: 2, miniBatchSize: 8, ppoEpochs: 1, maxTokens: 3 }
+kl: { coefficient: 0.2, schedule: { type: warmup-cosine, totalSteps: 1, minRatio: 0.25 }, referenceSync: { every: 1, mixupAlpha: 0.5 } }
+`
+    const config = await loadRunConfig(await write('kl.yaml', yaml), { ...registries, tokenizer })
+    expect(config.kl).toEqual({
+      coefficient: 0.2,
+      estimator: 'low_var_kl',
+      schedule: { type: 'warmup-cosine', totalSteps: 1, minRatio: 0.25, warmupSteps: 0, holdSteps: 0 },
+      referenceSync: { every: 1, mixupAlpha: 0.5 },
+    })
+    const trainer = createRlTrainer(config)
+    expect((await trainer.step()).klCoefficient).toBe(0.2)
+    expect((await trainer.step()).klCoefficient).toBe(0.05)
+    trainer.dispose()
+    config.model.dispose()
+    const wrong = await write('kl-wrong.yaml', yaml.replace('every: 1', 'every: 0'))
+    await expect(loadRunConfig(wrong, { ...registries, tokenizer })).rejects.toThrow(/kl\.referenceSync\.every/)
+  })
+
   it('gives the trainer its loggers (default [jsonl]) and the file’s checked settings for them to record', async () => {
     const plain = await loadRunConfig(await write('default-loggers.json', valid), { ...registries, tokenizer })
     expect(plain.loggers).toEqual(['jsonl'])
