@@ -85,7 +85,8 @@ export type Evaluation = { step: number } & Record<(typeof opponentNames)[number
 export type Report = ExampleReport<Evaluation> & {
   /**
    * With the league (`leagueShare` > 0): the pool's Bradley–Terry ratings at the end of training (Elo scale, mean 1000),
-   * each snapshot by the step it was taken after, and the learner's; charted in `league-ratings.svg`.
+   * each snapshot by the step it was taken after, the learner's, and the scripted opponents' that trained beside the
+   * pool (`heuristic-opponent`, `random-opponent`); charted in `league-ratings.svg`.
    */
   leagueRatings?: LeagueRatings
 }
@@ -138,7 +139,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   })
   log(`before self-play: ${describe(before)}`)
 
-  // 3. Self-play with RAE and PPO; evaluations every few steps.
+  // 3. Self-play with RAE and PPO (one seat of a share of the games played by the opponents asked for); evaluations every few steps.
   const trainingOpponents = [
     ...(parsed.heuristicOpponentShare > 0
       ? [{ policy: createNegotiationHeuristicPolicy({ seed: seed + 7, id: 'heuristic-opponent' }), share: parsed.heuristicOpponentShare }]
