@@ -1,9 +1,9 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Trajectory } from '@ludic/core'
+import { InvalidArgumentError, type Trajectory } from '@ludic/core'
 import { afterAll, describe, expect, it } from 'vitest'
-import { main } from './main.js'
+import { main, type MainOptions } from './main.js'
 import { negotiationOutcome, terseObservation } from './negotiation-setup.js'
 import { createSimpleNegotiation } from '@ludic/games'
 
@@ -94,5 +94,85 @@ describe('selfplay-negotiation', () => {
     expect(chart).toMatch(/^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/)
     expect(chart).toContain('value change per game vs heuristic')
     expect(lines.at(-2)).toMatch(/^after 2 self-play steps: vs heuristic: value [-+][\d.]+/)
+    expect(lines.at(-2)).toMatch(/win [\d.]+% \[[\d.]+%, [\d.]+%\]/) // the win rate's Wilson interval
+    // Pure self-play by default: no opponent, no league.
+    expect(report.leagueRatings).toBeUndefined()
+    expect(metrics[0]!['league/members']).toBeUndefined()
+  })
+
+  it('trains against the heuristic and the league when asked: both play, the ratings are reported and charted', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-negotiation-'))
+    directories.push(runDirectory)
+    const report = await main({
+      steps: 2,
+      sftSteps: 2,
+      warmupGames: 4,
+      turns: 4,
+      episodesPerStep: 8,
+      miniBatchSize: 16,
+      evaluationEpisodes: 4,
+      checkpointEvery: 0,
+      heuristicOpponentShare: 0.5,
+      leagueShare: 0.5,
+      leagueEvery: 1,
+      runDirectory,
+      backend: 'wasm',
+      progress: false,
+      log: () => {},
+    })
+    expect(report.options).toMatchObject({ heuristicOpponentShare: 0.5, randomOpponentShare: 0, leagueShare: 0.5, leagueEvery: 1 })
+    // The win rate before and after against each opponent, with its 95% Wilson interval around it.
+    for (const evaluation of [report.before, report.after]) {
+      for (const figures of [evaluation.heuristic, evaluation.random]) {
+        expect(figures.winRateInterval.low).toBeLessThanOrEqual(figures.winRate)
+        expect(figures.winRateInterval.high).toBeGreaterThanOrEqual(figures.winRate)
+        expect(figures.winRateInterval.high - figures.winRateInterval.low).toBeGreaterThan(0)
+      }
+    }
+    const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { turns: { policyId: string }[] })
+    const players = new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))
+    // Every game has an opponent in one seat: the heuristic, or a snapshot of the league (the learner's own moves are 'learner').
+    expect(players).toContain('learner')
+    expect([...players].filter((id) => id !== 'learner').every((id) => id === 'heuristic-opponent' || /^snapshot-\d+$/.test(id))).toBe(true)
+    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>)
+    expect(metrics.map((record) => record['league/members'])).toEqual([1, 2]) // a snapshot at the start and after step 1
+    const last = metrics.at(-1)!
+    // The heuristic's games are rated beside the pool's: both opponents played.
+    expect(last['league/rating/heuristic-opponent']).toBeTypeOf('number')
+    expect(Object.keys(last).some((key) => /^league\/rating\/snapshot-\d+$/.test(key))).toBe(true)
+    expect(report.leagueRatings!.learner).toBe(last['league/rating/learner'])
+    expect(report.leagueRatings!.opponents).toEqual([{ id: 'heuristic-opponent', rating: last['league/rating/heuristic-opponent'] }])
+    expect(report.leagueRatings!.snapshots.map((snapshot) => snapshot.rating)).toEqual(
+      report.leagueRatings!.snapshots.map((snapshot) => last[`league/rating/snapshot-${snapshot.step}`]),
+    )
+    const ratingsChart = await readFile(join(runDirectory, 'league-ratings.svg'), 'utf8')
+    expect(ratingsChart).toMatch(/^<svg/)
+    expect(ratingsChart).toContain('heuristic-opponent')
+  })
+
+  it("refuses opponents' shares adding up to more than 1 by name, before anything is made", async () => {
+    const lines: string[] = []
+    const refused: [Record<string, unknown>, string][] = [
+      [{ heuristicOpponentShare: 0.6, leagueShare: 0.5 }, 'options.leagueShare'],
+      [{ heuristicOpponentShare: 0.7, randomOpponentShare: 0.4 }, 'options.randomOpponentShare'],
+      [{ heuristicOpponentShare: 1.5 }, 'options.heuristicOpponentShare'],
+      [{ leagueSampling: 'elo' }, 'options.leagueSampling'],
+    ]
+    for (const [options, argument] of refused) {
+      const error = await main({ ...(options as MainOptions), backend: 'wasm', progress: false, log: (line) => lines.push(line) }).catch(
+        (caught: unknown) => caught,
+      )
+      expect(error).toBeInstanceOf(InvalidArgumentError)
+      expect((error as InvalidArgumentError).argument).toBe(argument)
+    }
+    const error = await main({ heuristicOpponentShare: 0.6, randomOpponentShare: 0.2, leagueShare: 0.3, log: () => {} }).catch((caught: unknown) => caught)
+    expect((error as Error).message).toContain('heuristicOpponentShare + randomOpponentShare + leagueShare add up to 1.1')
+    expect(lines).toEqual([]) // refused when parsed: no backend started, no run directory made
   })
 })

@@ -4,15 +4,16 @@
  * (SFT) so it writes well-formed offers, `[Accept]` and `[Deny]`, then let it play against itself with
  * role-conditioned advantages (RAE) and PPO. Before and after: games against the heuristic trader
  * (`createNegotiationHeuristicPolicy`) and against a random legal player — mean change in inventory value,
- * win rate, deal rate, invalid rate.
+ * win rate, deal rate, invalid rate. Optionally the heuristic, the random player or the model's own past snapshots
+ * (the trainer's league) sit in one seat of a share of the training games.
  */
 import { createRae } from '@ludic/advantages'
 import { parseArgument } from '@ludic/core'
-import { createSimpleNegotiation } from '@ludic/games'
+import { createNegotiationHeuristicPolicy, createRandomPolicy, createSimpleNegotiation } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
 import { runExampleMain, type EvaluationSeries, type ExampleReport } from '@ludic/report'
-import { createRlTrainer } from '@ludic/trainer'
-import { exampleOptionsSchema, startExampleRun } from '@ludic/trainer/example'
+import { createRlTrainer, snapshotPoolConfigSchema } from '@ludic/trainer'
+import { exampleOptionsSchema, leagueRatingsOf, startExampleRun, writeLeagueRatingsChart, type LeagueRatings } from '@ludic/trainer/example'
 import { z } from 'zod'
 import {
   chatTemplate,
@@ -29,24 +30,66 @@ import {
  * The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run)
  * with this example's defaults, and its own.
  */
-export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 150, episodesPerStep: 32, learningRate: 1e-3, evaluateEvery: 20 }).extend({
-  /** Random games whose states make the warm-up's prompts (and the tokenizer's corpus). */
-  warmupGames: z.number().int().positive().default(64),
-  /** `[Accept]` and `[Deny]` appear this many times per state in the warm-up, each offer once. */
-  answerWeight: z.number().int().positive().default(4),
-  /** Actions per game (alternating, player0 first; SPIRAL plays 10). */
-  turns: z.number().int().positive().default(6),
-  /** The training game's reward for an invalid move (the opponent gets +0.5); below −1, the worst win/loss outcome. */
-  invalidPenalty: z.number().max(0).default(-1.5),
-  /** Most tokens per move. */
-  maxTokens: z.number().int().positive().default(16),
-})
+export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 150, episodesPerStep: 32, learningRate: 1e-3, evaluateEvery: 20 })
+  .extend({
+    /** Random games whose states make the warm-up's prompts (and the tokenizer's corpus). */
+    warmupGames: z.number().int().positive().default(64),
+    /** `[Accept]` and `[Deny]` appear this many times per state in the warm-up, each offer once. */
+    answerWeight: z.number().int().positive().default(4),
+    /** Actions per game (alternating, player0 first; SPIRAL plays 10). */
+    turns: z.number().int().positive().default(6),
+    /** The training game's reward for an invalid move (the opponent gets +0.5); below −1, the worst win/loss outcome. */
+    invalidPenalty: z.number().max(0).default(-1.5),
+    /** Most tokens per move. */
+    maxTokens: z.number().int().positive().default(16),
+    /**
+     * Share of the training games in which one seat (drawn per game) is the heuristic trader
+     * (`createNegotiationHeuristicPolicy`, a scripted opponent in the trainer's `opponents`; only the model's moves are
+     * trained on). It decides from the turn's structured state, so the terse prompt does not hinder it. 0 (the default):
+     * none. With the other shares at most 1 in all.
+     */
+    heuristicOpponentShare: z.number().min(0).max(1).default(0),
+    /** Share of the training games in which one seat is the uniform random legal player. 0 (the default): none. */
+    randomOpponentShare: z.number().min(0).max(1).default(0),
+    /**
+     * Share of the training games in which one seat is a past snapshot of the model itself (the trainer's league: a
+     * snapshot pool in `opponents`; its Bradley–Terry ratings end in `report.json`'s `leagueRatings` and
+     * `league-ratings.svg`). 0 (the default): none.
+     */
+    leagueShare: z.number().min(0).max(1).default(0),
+    /** A snapshot every this many steps (and at the start). The pool's default (10). */
+    leagueEvery: snapshotPoolConfigSchema.shape.every,
+    /** Snapshots kept. The pool's default (20). */
+    leagueKeep: snapshotPoolConfigSchema.shape.keep,
+    /** How a game's snapshot is drawn: `uniform`, `recency` or `pfsp`. The pool's default (`uniform`). */
+    leagueSampling: snapshotPoolConfigSchema.shape.sampling,
+  })
+  .superRefine((options, context) => {
+    // Refused when parsed, before the warm-up: the shares of one game's seat add up to at most 1 (the rest is self-play).
+    const shares = (['heuristicOpponentShare', 'randomOpponentShare', 'leagueShare'] as const).filter((name) => options[name] > 0)
+    const total = shares.reduce((sum, name) => sum + options[name], 0)
+    if (total > 1 + 1e-9)
+      context.addIssue({
+        code: 'custom',
+        path: [shares.at(-1)!],
+        input: options[shares.at(-1)!],
+        message: `${shares.join(' + ')} add up to ${Number(total.toFixed(6))}: the opponents' shares must add up to at most 1`,
+      })
+  })
 export type MainOptions = z.input<typeof mainOptionsSchema>
 
 const opponentNames = ['heuristic', 'random'] as const
 /** The figures against each opponent at a step. */
 export type Evaluation = { step: number } & Record<(typeof opponentNames)[number], MatchFigures>
-export type Report = ExampleReport<Evaluation>
+/** `report.json`: the options, every evaluation, the time taken, and with the league its ratings at the end. */
+export type Report = ExampleReport<Evaluation> & {
+  /**
+   * With the league (`leagueShare` > 0): the pool's Bradley–Terry ratings at the end of training (Elo scale, mean 1000),
+   * each snapshot by the step it was taken after, the learner's, and the scripted opponents' that trained beside the
+   * pool (`heuristic-opponent`, `random-opponent`); charted in `league-ratings.svg`.
+   */
+  leagueRatings?: LeagueRatings
+}
 
 /** The chart: the value change per game against each opponent, the win rate against the heuristic, the invalid rate. */
 const chart: { title: string; series: EvaluationSeries<Evaluation>[] } = {
@@ -96,11 +139,21 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   })
   log(`before self-play: ${describe(before)}`)
 
-  // 3. Self-play with RAE and PPO; evaluations every few steps.
+  // 3. Self-play with RAE and PPO (one seat of a share of the games played by the opponents asked for); evaluations every few steps.
+  const trainingOpponents = [
+    ...(parsed.heuristicOpponentShare > 0
+      ? [{ policy: createNegotiationHeuristicPolicy({ seed: seed + 7, id: 'heuristic-opponent' }), share: parsed.heuristicOpponentShare }]
+      : []),
+    ...(parsed.randomOpponentShare > 0 ? [{ policy: createRandomPolicy({ seed: seed + 7, id: 'random-opponent' }), share: parsed.randomOpponentShare }] : []),
+    ...(parsed.leagueShare > 0
+      ? [{ pool: 'snapshots' as const, share: parsed.leagueShare, every: parsed.leagueEvery, keep: parsed.leagueKeep, sampling: parsed.leagueSampling }]
+      : []),
+  ]
   const trainer = createRlTrainer({
     model,
     tokenizer,
     environments: [() => createSimpleNegotiation({ turns, invalidPenalty: parsed.invalidPenalty })],
+    ...(trainingOpponents.length > 0 ? { opponents: trainingOpponents } : {}),
     prompt: (view) => promptOf(view),
     chatTemplate,
     ...run.trainerConfig({ maxTokens: parsed.maxTokens, evaluate }),
@@ -108,11 +161,16 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   })
   await trainer.run({ steps: parsed.steps, progress: parsed.progress })
   const { evaluations, after } = await run.evaluations(before, trainer, evaluate)
+  const leagueRatings = parsed.leagueShare > 0 ? leagueRatingsOf(trainer.history.at(-1)) : undefined
   trainer.dispose()
   model.dispose()
 
-  // 4. The report: JSON and a chart.
-  const report: Report = await run.writeReport({ options: parsed, before, after, evaluations }, chart)
+  // 4. The report: JSON and a chart (and the league's ratings).
+  const report: Report = await run.writeReport(
+    { options: parsed, before, after, evaluations, ...(leagueRatings === undefined ? {} : { leagueRatings }) },
+    chart,
+  )
+  if (leagueRatings !== undefined) await writeLeagueRatingsChart(run.runDirectory, leagueRatings)
   log(`after ${trainer.stepCount} self-play steps: ${describe(after)}`)
   log(`${report.seconds.toFixed(0)} s on ${run.backend}; report, metrics and chart in ${run.runDirectory}`)
   return report
@@ -125,7 +183,8 @@ function describe(evaluation: Evaluation): string {
   return opponentNames
     .map((name) => {
       const figures = evaluation[name]
-      return `vs ${name}: value ${signed(figures.meanValueChange)} (opponent ${signed(figures.opponentValueChange)}), win ${pct(figures.winRate)}, deals ${pct(figures.dealRate)}, invalid ${pct(figures.invalidRate)}`
+      const { low, high } = figures.winRateInterval
+      return `vs ${name}: value ${signed(figures.meanValueChange)} (opponent ${signed(figures.opponentValueChange)}), win ${pct(figures.winRate)} [${pct(low)}, ${pct(high)}], deals ${pct(figures.dealRate)}, invalid ${pct(figures.invalidRate)}`
     })
     .join('; ')
 }

@@ -126,6 +126,8 @@ export interface MatchFigures {
   opponentValueChange: number
   /** Share of games the learner wins (larger gain; an invalid move loses). */
   winRate: number
+  /** The Wilson score interval of `winRate`, 95% (`evaluateAgainst`'s). */
+  winRateInterval: { low: number; high: number }
   /** Mean game reward of the learner (+1 win, −1 loss, 0 draw; an invalid move −1). */
   meanReward: number
   /** Share of games with at least one accepted trade. */
@@ -168,6 +170,7 @@ export async function playAgainst(
     meanValueChange: value / games,
     opponentValueChange: opponentValue / games,
     winRate: match.winRate,
+    winRateInterval: { low: match.winRateInterval[0], high: match.winRateInterval[1] },
     meanReward: match.meanReward,
     dealRate: deals / games,
     invalidRate: match.invalidRate,

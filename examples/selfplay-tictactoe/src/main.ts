@@ -9,12 +9,10 @@ import { createGae, createRae, gaeOptionsSchema } from '@ludic/advantages'
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { createRandomPolicy, createTicTacToe, createTicTacToeMinimaxPolicy } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
-import { renderRunChart, runExampleMain, type ExampleReport } from '@ludic/report'
+import { runExampleMain, type ExampleReport } from '@ludic/report'
 import { createRlTrainer, criticConfigSchema, snapshotPoolConfigSchema } from '@ludic/trainer'
-import { exampleOptionsSchema, startExampleRun } from '@ludic/trainer/example'
+import { exampleOptionsSchema, leagueRatingsOf, startExampleRun, writeLeagueRatingsChart, type LeagueRatings } from '@ludic/trainer/example'
 import * as tf from '@tensorflow/tfjs-core'
-import { writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { z } from 'zod'
 import { chatTemplate, playAgainst, randomPlayExamples, trainTicTacToeTokenizer, type PlayResult } from './tictactoe-setup.js'
 
@@ -104,7 +102,7 @@ export type Report = ExampleReport<Evaluation> & {
    * over the pool's rating window), each snapshot by the step it was taken at, and the learner's; also charted in
    * `league-ratings.svg`. Later snapshots rated above earlier ones is the league's sign of progress.
    */
-  leagueRatings?: { snapshots: { step: number; rating: number }[]; learner: number | undefined }
+  leagueRatings?: LeagueRatings
 }
 
 export async function main(options: MainOptions = {}): Promise<Report> {
@@ -185,7 +183,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const { evaluations, after } = await run.evaluations(before, trainer, evaluate)
   const minimaxAfter = await evaluateMinimax(trainer.stepCount)
   const selfPlaySeconds = (performance.now() - selfPlayStarted) / 1000
-  const leagueRatings = parsed.leagueShare > 0 ? poolRatings(trainer.history.at(-1)) : undefined
+  const leagueRatings = parsed.leagueShare > 0 ? leagueRatingsOf(trainer.history.at(-1)) : undefined
   trainer.dispose()
   const tensorsLeft = tf.memory().numTensors
   model.dispose()
@@ -230,23 +228,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       ],
     },
   )
-  if (leagueRatings !== undefined) {
-    const chart = await renderRunChart(
-      'The league: Bradley–Terry rating of each pool snapshot at the end of training',
-      [
-        {
-          name: 'rating (Elo scale, mean 1000)',
-          color: '#9467bd',
-          points: leagueRatings.snapshots.map(({ step, rating }) => ({ step, value: rating })),
-          ...(leagueRatings.learner === undefined
-            ? {}
-            : { reference: { value: leagueRatings.learner, label: `the learner ${leagueRatings.learner.toFixed(0)}` } }),
-        },
-      ],
-      { xTitle: 'snapshot taken after step' },
-    )
-    await writeFile(join(run.runDirectory, 'league-ratings.svg'), chart)
-  }
+  if (leagueRatings !== undefined) await writeLeagueRatingsChart(run.runDirectory, leagueRatings)
   log(`after ${trainer.stepCount} self-play steps: ${describe(after)}; vs minimax ${describeMinimax(minimaxAfter)}`)
   log(
     `${report.seconds.toFixed(0)} s on ${run.backend} (warm-up ${sftSeconds.toFixed(0)} s, self-play ${selfPlaySeconds.toFixed(0)} s); report, metrics and chart in ${run.runDirectory}`,
@@ -259,18 +241,5 @@ const describe = (e: Evaluation) =>
   `vs random win ${pct(e.winRate)} (as O ${pct(e.winRateAsO)}, as X ${pct(e.winRateAsX)}), draw ${pct(e.drawRate)}, invalid ${pct(e.invalidRate)}; greedy win ${pct(e.greedyWinRate)}, invalid ${pct(e.greedyInvalidRate)}`
 const describeMinimax = (m: MinimaxEvaluation) =>
   `W/D/L ${pct(m.sampled.winRate)}/${pct(m.sampled.drawRate)}/${pct(m.sampled.lossRate)} (greedy ${pct(m.greedy.winRate)}/${pct(m.greedy.drawRate)}/${pct(m.greedy.lossRate)})`
-
-/** The pool's ratings in a step's metrics (`league/rating/snapshot-<step>`, `league/rating/learner`), snapshots by step. */
-function poolRatings(metrics: Readonly<Record<string, unknown>> | undefined): NonNullable<Report['leagueRatings']> {
-  const snapshots: { step: number; rating: number }[] = []
-  let learner: number | undefined
-  for (const [key, value] of Object.entries(metrics ?? {})) {
-    if (typeof value !== 'number' || !Number.isFinite(value)) continue
-    const snapshot = /^league\/rating\/snapshot-(\d+)$/.exec(key)
-    if (snapshot !== null) snapshots.push({ step: Number(snapshot[1]), rating: value })
-    else if (key === 'league/rating/learner') learner = value
-  }
-  return { snapshots: snapshots.sort((a, b) => a.step - b.step), learner }
-}
 
 runExampleMain(import.meta.url, main)

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { exampleOptionsSchema, startExampleRun } from './example.js'
+import { exampleOptionsSchema, leagueRatingsOf, startExampleRun, writeLeagueRatingsChart } from './example.js'
 import type { StepMetrics } from './metrics-log.js'
 
 let directory: string
@@ -115,5 +115,43 @@ describe('startExampleRun', () => {
     expect(annealed.trainerConfig({ maxTokens: 4 }).kl).toEqual({ coefficient: 0.1, schedule: { type: 'warmup-cosine', totalSteps: 40, minRatio: 0 } })
     const moving = await startExampleRun(directory, { ...options, klCoefficient: 0.1, klReferenceEvery: 10, klReferenceMixup: 0.5 })
     expect(moving.trainerConfig({ maxTokens: 4 }).kl).toEqual({ coefficient: 0.1, referenceSync: { every: 10, mixupAlpha: 0.5 } })
+  })
+})
+
+describe('leagueRatingsOf', () => {
+  it('reads the pool’s ratings from a step’s metrics, snapshots by step, and charts them', async () => {
+    const metrics = {
+      step: 12,
+      'league/rating/snapshot-10': 1012.5,
+      'league/rating/snapshot-0': 980,
+      'league/rating/snapshot-5': 1001,
+      'league/rating/snapshot-7': Number.NaN, // not a rating: skipped
+      'league/rating/learner': 1030,
+      'league/rating/random-opponent': 900,
+      'league/rating/heuristic-opponent': 1077.4,
+      'league/members': 3,
+      'league/winRate/snapshot-0': 0.6,
+    }
+    const ratings = leagueRatingsOf(metrics)
+    expect(ratings).toEqual({
+      snapshots: [
+        { step: 0, rating: 980 },
+        { step: 5, rating: 1001 },
+        { step: 10, rating: 1012.5 },
+      ],
+      learner: 1030,
+      opponents: [
+        { id: 'heuristic-opponent', rating: 1077.4 },
+        { id: 'random-opponent', rating: 900 },
+      ],
+    })
+    expect(leagueRatingsOf(undefined)).toEqual({ snapshots: [], learner: undefined, opponents: [] })
+    const path = await writeLeagueRatingsChart(directory, ratings)
+    expect(path).toBe(join(directory, 'league-ratings.svg'))
+    const chart = await readFile(path, 'utf8')
+    expect(chart).toMatch(/^<svg/)
+    expect(chart).toContain('snapshot taken after step')
+    expect(chart).toContain('the learner 1030')
+    expect(chart).toContain('heuristic-opponent 1077')
   })
 })

@@ -240,3 +240,60 @@ export async function startExampleRun(exampleDirectory: string | URL, options: E
     },
   }
 }
+
+/**
+ * The league's Bradley–Terry ratings at the end of a run (Elo scale, mean 1000, over the pool's rating window):
+ * each snapshot by the step it was taken after, the learner's, and those of the fixed opponents that played beside
+ * the pool (the trainer's `opponents` with a `policy`, by policy id). Later snapshots rated above earlier ones is the
+ * league's sign of progress.
+ */
+export interface LeagueRatings {
+  snapshots: { step: number; rating: number }[]
+  learner: number | undefined
+  opponents: { id: string; rating: number }[]
+}
+
+/**
+ * The pool's ratings in a step's metrics (`league/rating/<player>`: `snapshot-<step>`, `learner`, a fixed opponent's
+ * id; e.g. the last entry of the trainer's `history`), snapshots sorted by step, opponents by id; a metric that is
+ * not a finite number is skipped.
+ */
+export function leagueRatingsOf(metrics: Readonly<Record<string, unknown>> | undefined): LeagueRatings {
+  const snapshots: { step: number; rating: number }[] = []
+  const opponents: { id: string; rating: number }[] = []
+  let learner: number | undefined
+  for (const [key, value] of Object.entries(metrics ?? {})) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || !key.startsWith('league/rating/')) continue
+    const player = key.slice('league/rating/'.length)
+    const snapshot = /^snapshot-(\d+)$/.exec(player)
+    if (snapshot !== null) snapshots.push({ step: Number(snapshot[1]), rating: value })
+    else if (player === 'learner') learner = value
+    else opponents.push({ id: player, rating: value })
+  }
+  return { snapshots: snapshots.sort((a, b) => a.step - b.step), learner, opponents: opponents.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)) }
+}
+
+/**
+ * `league-ratings.svg` in the run directory: each snapshot's rating by its step, with the learner's as a reference
+ * line, and the same curve again with each fixed opponent's rating as the reference (one panel each). Returns its path.
+ */
+export async function writeLeagueRatingsChart(runDirectory: string, ratings: LeagueRatings): Promise<string> {
+  const points = ratings.snapshots.map(({ step, rating }) => ({ step, value: rating }))
+  const name = 'rating (Elo scale, mean 1000)'
+  const chart = await renderRunChart(
+    'The league: Bradley–Terry rating of each pool snapshot at the end of training',
+    [
+      {
+        name,
+        color: '#9467bd',
+        points,
+        ...(ratings.learner === undefined ? {} : { reference: { value: ratings.learner, label: `the learner ${ratings.learner.toFixed(0)}` } }),
+      },
+      ...ratings.opponents.map(({ id, rating }) => ({ name, color: '#8c564b', points, reference: { value: rating, label: `${id} ${rating.toFixed(0)}` } })),
+    ],
+    { xTitle: 'snapshot taken after step' },
+  )
+  const path = join(runDirectory, 'league-ratings.svg')
+  await writeFile(path, chart)
+  return path
+}
