@@ -183,8 +183,10 @@ function describe(evaluation: Evaluation): string {
   return opponentNames
     .map((name) => {
       const figures = evaluation[name]
-      const { low, high } = figures.winRateInterval
-      return `vs ${name}: value ${signed(figures.meanValueChange)} (opponent ${signed(figures.opponentValueChange)}), win ${pct(figures.winRate)} [${pct(low)}, ${pct(high)}], deals ${pct(figures.dealRate)}, invalid ${pct(figures.invalidRate)}`
+      // A run resumed from a before.json written before the intervals were recorded has none: the rate alone.
+      const interval = (figures as Partial<typeof figures>).winRateInterval
+      const bounds = interval === undefined ? '' : ` [${pct(interval.low)}, ${pct(interval.high)}]`
+      return `vs ${name}: value ${signed(figures.meanValueChange)} (opponent ${signed(figures.opponentValueChange)}), win ${pct(figures.winRate)}${bounds}, deals ${pct(figures.dealRate)}, invalid ${pct(figures.invalidRate)}`
     })
     .join('; ')
 }
