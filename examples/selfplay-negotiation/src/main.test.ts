@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { InvalidArgumentError, type Trajectory } from '@ludic/core'
 import { afterAll, describe, expect, it } from 'vitest'
-import { main, type MainOptions } from './main.js'
+import { describeEvaluation, main, type Evaluation, type MainOptions } from './main.js'
 import { negotiationOutcome, terseObservation } from './negotiation-setup.js'
 import { createSimpleNegotiation } from '@ludic/games'
 
@@ -174,5 +174,14 @@ describe('selfplay-negotiation', () => {
     const error = await main({ heuristicOpponentShare: 0.6, randomOpponentShare: 0.2, leagueShare: 0.3, log: () => {} }).catch((caught: unknown) => caught)
     expect((error as Error).message).toContain('heuristicOpponentShare + randomOpponentShare + leagueShare add up to 1.1')
     expect(lines).toEqual([]) // refused when parsed: no backend started, no run directory made
+  })
+
+  it('logs an evaluation with its win-rate interval, and one from a before.json written before intervals without it', () => {
+    const figures = { meanValueChange: 2, opponentValueChange: 1, winRate: 0.5, winRateInterval: { low: 0.4, high: 0.6 }, dealRate: 0.7, invalidRate: 0 }
+    const evaluation = { step: 0, heuristic: figures, random: figures } as unknown as Evaluation
+    expect(describeEvaluation(evaluation)).toContain('win 50.0% [40.0%, 60.0%]')
+    const { winRateInterval: _, ...older } = figures
+    const resumed = { step: 0, heuristic: older, random: older } as unknown as Evaluation
+    expect(describeEvaluation(resumed)).toContain('win 50.0%, deals 70.0%')
   })
 })

@@ -137,7 +137,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     log(`sft: ${parsed.sftSteps} steps on ${examples.length} examples, nll ${warmUp.nll?.toFixed(3) ?? 'n/a'}`)
     return evaluate(0)
   })
-  log(`before self-play: ${describe(before)}`)
+  log(`before self-play: ${describeEvaluation(before)}`)
 
   // 3. Self-play with RAE and PPO (one seat of a share of the games played by the opponents asked for); evaluations every few steps.
   const trainingOpponents = [
@@ -171,7 +171,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     chart,
   )
   if (leagueRatings !== undefined) await writeLeagueRatingsChart(run.runDirectory, leagueRatings)
-  log(`after ${trainer.stepCount} self-play steps: ${describe(after)}`)
+  log(`after ${trainer.stepCount} self-play steps: ${describeEvaluation(after)}`)
   log(`${report.seconds.toFixed(0)} s on ${run.backend}; report, metrics and chart in ${run.runDirectory}`)
   return report
 }
@@ -179,7 +179,8 @@ export async function main(options: MainOptions = {}): Promise<Report> {
 const pct = (value: number) => `${(100 * value).toFixed(1)}%`
 const signed = (value: number) => `${value >= 0 ? '+' : ''}${value.toFixed(1)}`
 
-function describe(evaluation: Evaluation): string {
+/** An evaluation's line in the log: against each opponent, the value changes, the win rate with its interval, deals and invalid moves. */
+export function describeEvaluation(evaluation: Evaluation): string {
   return opponentNames
     .map((name) => {
       const figures = evaluation[name]
