@@ -60,6 +60,10 @@ describe('selfplay-tictactoe', () => {
         expect(rate).toBeLessThanOrEqual(1)
       }
       expect(evaluation.winRate + evaluation.drawRate + evaluation.lossRate).toBeCloseTo(1, 9)
+      // The 95% Wilson interval of the win rate (400 games would give ±~4.5 points).
+      expect(evaluation.winRateInterval.low).toBeLessThanOrEqual(evaluation.winRate)
+      expect(evaluation.winRateInterval.high).toBeGreaterThanOrEqual(evaluation.winRate)
+      expect(evaluation.winRateInterval.high - evaluation.winRateInterval.low).toBeGreaterThan(0)
     }
     for (const play of [report.minimaxAfter.sampled, report.minimaxAfter.greedy]) expect(play.winRate + play.drawRate + play.lossRate).toBeCloseTo(1, 9)
     const saved = JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8')) as { after: { step: number }; backend: string }
@@ -77,7 +81,7 @@ describe('selfplay-tictactoe', () => {
     expect(chart).toMatch(/^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/)
     expect(chart).toContain('win rate vs random')
     expect(chart).toContain('invalid')
-    expect(lines.at(-2)).toMatch(/^after 2 self-play steps: vs random win [\d.]+%/)
+    expect(lines.at(-2)).toMatch(/^after 2 self-play steps: vs random win [\d.]+% \[[\d.]+%, [\d.]+%\]/)
     // The pool's ratings at the end: as the last step's metrics have them, snapshots by step, and charted.
     const last = metrics.at(-1)!
     const rated = Object.keys(last).filter((key) => /^league\/rating\/snapshot-\d+$/.test(key))

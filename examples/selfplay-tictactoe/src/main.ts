@@ -130,6 +130,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     return {
       step,
       winRate: sampled.winRate,
+      winRateInterval: sampled.winRateInterval,
       drawRate: sampled.drawRate,
       lossRate: sampled.lossRate,
       invalidRate: sampled.invalidRate,
@@ -153,7 +154,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     log(`sft: ${parsed.sftSteps} steps, nll ${warmUp.nll?.toFixed(3) ?? 'n/a'} (${warmUp.seconds.toFixed(0)} s)`)
     return { before: await evaluate(0), minimaxBefore: await evaluateMinimax(0), sftSeconds: warmUp.seconds }
   })
-  log(`before self-play: ${describe(before)}; vs minimax ${describeMinimax(minimaxBefore)}`)
+  log(`before self-play: ${describeEvaluation(before)}; vs minimax ${describeMinimax(minimaxBefore)}`)
 
   // 3. Self-play with RAE (or GAE and a critic) and PPO; evaluations every few steps.
   const selfPlayStarted = performance.now()
@@ -229,7 +230,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     },
   )
   if (leagueRatings !== undefined) await writeLeagueRatingsChart(run.runDirectory, leagueRatings)
-  log(`after ${trainer.stepCount} self-play steps: ${describe(after)}; vs minimax ${describeMinimax(minimaxAfter)}`)
+  log(`after ${trainer.stepCount} self-play steps: ${describeEvaluation(after)}; vs minimax ${describeMinimax(minimaxAfter)}`)
   log(
     `${report.seconds.toFixed(0)} s on ${run.backend} (warm-up ${sftSeconds.toFixed(0)} s, self-play ${selfPlaySeconds.toFixed(0)} s); report, metrics and chart in ${run.runDirectory}`,
   )
@@ -237,8 +238,13 @@ export async function main(options: MainOptions = {}): Promise<Report> {
 }
 
 const pct = (value: number) => `${(100 * value).toFixed(1)}%`
-const describe = (e: Evaluation) =>
-  `vs random win ${pct(e.winRate)} (as O ${pct(e.winRateAsO)}, as X ${pct(e.winRateAsX)}), draw ${pct(e.drawRate)}, invalid ${pct(e.invalidRate)}; greedy win ${pct(e.greedyWinRate)}, invalid ${pct(e.greedyInvalidRate)}`
+/** The win rate's 95% interval; none in a before.json written before the intervals were recorded (a resumed run). */
+const interval = (e: PlayResult) => {
+  const bounds = (e as Partial<PlayResult>).winRateInterval
+  return bounds === undefined ? '' : ` [${pct(bounds.low)}, ${pct(bounds.high)}]`
+}
+export const describeEvaluation = (e: Evaluation) =>
+  `vs random win ${pct(e.winRate)}${interval(e)} (as O ${pct(e.winRateAsO)}, as X ${pct(e.winRateAsX)}), draw ${pct(e.drawRate)}, invalid ${pct(e.invalidRate)}; greedy win ${pct(e.greedyWinRate)}, invalid ${pct(e.greedyInvalidRate)}`
 const describeMinimax = (m: MinimaxEvaluation) =>
   `W/D/L ${pct(m.sampled.winRate)}/${pct(m.sampled.drawRate)}/${pct(m.sampled.lossRate)} (greedy ${pct(m.greedy.winRate)}/${pct(m.greedy.drawRate)}/${pct(m.greedy.lossRate)})`
 

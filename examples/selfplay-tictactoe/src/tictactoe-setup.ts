@@ -92,6 +92,8 @@ export function randomPlayExamples(): { prompt: string; response: string }[] {
 
 export interface PlayResult {
   winRate: number
+  /** The Wilson score interval of `winRate`, 95% (`evaluateAgainst`'s). */
+  winRateInterval: { low: number; high: number }
   drawRate: number
   lossRate: number
   /** Share of the learner's moves that were invalid (each ends its game as a loss). */
@@ -107,7 +109,7 @@ export interface PlayResult {
  */
 export async function playAgainst(learner: PolicyV1, opponent: PolicyV1, episodes: number, seed: number, temperature: number): Promise<PlayResult> {
   const environments = [() => createTicTacToe({ ...evaluationInvalidRewards })]
-  const { winRate, drawRate, lossRate, invalidRate, winRateBySeat } = await evaluateAgainst({
+  const { winRate, winRateInterval, drawRate, lossRate, invalidRate, winRateBySeat } = await evaluateAgainst({
     learner,
     opponent,
     environments,
@@ -115,7 +117,15 @@ export async function playAgainst(learner: PolicyV1, opponent: PolicyV1, episode
     seed,
     generation: { maxTokens: 4, temperature },
   })
-  return { winRate, drawRate, lossRate, invalidRate, winRateAsO: winRateBySeat.player0 ?? 0, winRateAsX: winRateBySeat.player1 ?? 0 }
+  return {
+    winRate,
+    winRateInterval: { low: winRateInterval[0], high: winRateInterval[1] },
+    drawRate,
+    lossRate,
+    invalidRate,
+    winRateAsO: winRateBySeat.player0 ?? 0,
+    winRateAsX: winRateBySeat.player1 ?? 0,
+  }
 }
 
 /**
