@@ -12,8 +12,17 @@ import { parseArgument } from '@ludic/core'
 import { createNegotiationHeuristicPolicy, createRandomPolicy, createSimpleNegotiation } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
 import { runExampleMain, type EvaluationSeries, type ExampleReport } from '@ludic/report'
-import { createRlTrainer, snapshotPoolConfigSchema } from '@ludic/trainer'
-import { exampleOptionsSchema, leagueRatingsOf, startExampleRun, writeLeagueRatingsChart, type LeagueRatings } from '@ludic/trainer/example'
+import { createRlTrainer } from '@ludic/trainer'
+import {
+  exampleLeagueOptions,
+  exampleOptionsSchema,
+  leagueOpponents,
+  leagueRatingsOf,
+  opponentSharesAtMostOne,
+  startExampleRun,
+  writeLeagueRatingsChart,
+  type LeagueRatings,
+} from '@ludic/trainer/example'
 import { z } from 'zod'
 import {
   chatTemplate,
@@ -51,31 +60,11 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 150, episodesP
     heuristicOpponentShare: z.number().min(0).max(1).default(0),
     /** Share of the training games in which one seat is the uniform random legal player. 0 (the default): none. */
     randomOpponentShare: z.number().min(0).max(1).default(0),
-    /**
-     * Share of the training games in which one seat is a past snapshot of the model itself (the trainer's league: a
-     * snapshot pool in `opponents`; its Bradley–Terry ratings end in `report.json`'s `leagueRatings` and
-     * `league-ratings.svg`). 0 (the default): none.
-     */
-    leagueShare: z.number().min(0).max(1).default(0),
-    /** A snapshot every this many steps (and at the start). The pool's default (10). */
-    leagueEvery: snapshotPoolConfigSchema.shape.every,
-    /** Snapshots kept. The pool's default (20). */
-    leagueKeep: snapshotPoolConfigSchema.shape.keep,
-    /** How a game's snapshot is drawn: `uniform`, `recency` or `pfsp`. The pool's default (`uniform`). */
-    leagueSampling: snapshotPoolConfigSchema.shape.sampling,
+    /** The league (`exampleLeagueOptions`): its Bradley–Terry ratings end in `report.json`'s `leagueRatings` and `league-ratings.svg`. */
+    ...exampleLeagueOptions,
   })
-  .superRefine((options, context) => {
-    // Refused when parsed, before the warm-up: the shares of one game's seat add up to at most 1 (the rest is self-play).
-    const shares = (['heuristicOpponentShare', 'randomOpponentShare', 'leagueShare'] as const).filter((name) => options[name] > 0)
-    const total = shares.reduce((sum, name) => sum + options[name], 0)
-    if (total > 1 + 1e-9)
-      context.addIssue({
-        code: 'custom',
-        path: [shares.at(-1)!],
-        input: options[shares.at(-1)!],
-        message: `${shares.join(' + ')} add up to ${Number(total.toFixed(6))}: the opponents' shares must add up to at most 1`,
-      })
-  })
+  // Refused when parsed, before the warm-up: the shares of one game's seat add up to at most 1 (the rest is self-play).
+  .superRefine(opponentSharesAtMostOne(['heuristicOpponentShare', 'randomOpponentShare', 'leagueShare']))
 export type MainOptions = z.input<typeof mainOptionsSchema>
 
 const opponentNames = ['heuristic', 'random'] as const
@@ -145,9 +134,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       ? [{ policy: createNegotiationHeuristicPolicy({ seed: seed + 7, id: 'heuristic-opponent' }), share: parsed.heuristicOpponentShare }]
       : []),
     ...(parsed.randomOpponentShare > 0 ? [{ policy: createRandomPolicy({ seed: seed + 7, id: 'random-opponent' }), share: parsed.randomOpponentShare }] : []),
-    ...(parsed.leagueShare > 0
-      ? [{ pool: 'snapshots' as const, share: parsed.leagueShare, every: parsed.leagueEvery, keep: parsed.leagueKeep, sampling: parsed.leagueSampling }]
-      : []),
+    ...leagueOpponents(parsed),
   ]
   const trainer = createRlTrainer({
     model,

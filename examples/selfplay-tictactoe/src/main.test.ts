@@ -145,4 +145,19 @@ describe('selfplay-tictactoe', () => {
       expect(InvalidArgumentError.isInstance(error) && error.argument).toBe(`options.${name}`)
     }
   })
+
+  it('refuses opponent shares that add up to more than 1 when the options are parsed, before anything runs', async () => {
+    const lines: string[] = []
+    const error = await main({
+      randomOpponentShare: 0.5,
+      minimaxOpponentShare: 0.4,
+      leagueShare: 0.2,
+      backend: 'wasm',
+      progress: false,
+      log: (line) => lines.push(line),
+    }).catch((caught: unknown) => caught)
+    expect(InvalidArgumentError.isInstance(error) && error.argument).toBe('options.leagueShare')
+    expect((error as Error).message).toContain('randomOpponentShare + minimaxOpponentShare + leagueShare add up to 1.1')
+    expect(lines).toEqual([]) // no backend started, no run directory made
+  })
 })

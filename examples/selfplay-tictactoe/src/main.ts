@@ -10,8 +10,17 @@ import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { createRandomPolicy, createTicTacToe, createTicTacToeMinimaxPolicy } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
 import { runExampleMain, type ExampleReport } from '@ludic/report'
-import { createRlTrainer, criticConfigSchema, snapshotPoolConfigSchema } from '@ludic/trainer'
-import { exampleOptionsSchema, leagueRatingsOf, startExampleRun, writeLeagueRatingsChart, type LeagueRatings } from '@ludic/trainer/example'
+import { createRlTrainer, criticConfigSchema } from '@ludic/trainer'
+import {
+  exampleLeagueOptions,
+  exampleOptionsSchema,
+  leagueOpponents,
+  leagueRatingsOf,
+  opponentSharesAtMostOne,
+  startExampleRun,
+  writeLeagueRatingsChart,
+  type LeagueRatings,
+} from '@ludic/trainer/example'
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { chatTemplate, playAgainst, randomPlayExamples, trainTicTacToeTokenizer, type PlayResult } from './tictactoe-setup.js'
@@ -20,60 +29,54 @@ import { chatTemplate, playAgainst, randomPlayExamples, trainTicTacToeTokenizer,
  * The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run)
  * with this example's defaults, and its own.
  */
-export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSize: 128, evaluationEpisodes: 400, vocabSize: 300 }).extend({
-  /** Examples per warm-up update. */
-  sftBatchSize: z.number().int().positive().default(64),
-  /** Learning-rate multiplier reached at the last step, by a cosine from 1. 1: constant. */
-  finalLearningRateRatio: z.number().min(0).max(1).default(0.1),
-  /** The loss gets − c·entropy (token mean). Default 0: the bonus spreads mass over the whole vocabulary (invalid moves). */
-  entropyCoefficient: z.number().min(0).default(0),
-  /** The training game's reward for an invalid move (the opponent gets +0.5); below −1, the worst legal outcome. */
-  invalidPenalty: z.number().max(0).default(-3),
-  /**
-   * Share of the training episodes in which one seat (drawn per episode) is the uniform random player instead of
-   * the model itself (the trainer's `opponents`; only the model's moves are trained on). 0: pure self-play; 0.5 (the
-   * default) won slightly more often against random after the default steps (the README's "Measured" has both runs).
-   */
-  randomOpponentShare: z.number().min(0).max(1).default(0.5),
-  /**
-   * Share of the training episodes in which one seat is the perfect player (`createTicTacToeMinimaxPolicy`, a scripted
-   * opponent in the trainer's `opponents`): a curriculum toward solid play, against the player the final evaluation
-   * uses. 0 (the default): none. With the other shares at most 1 in all.
-   */
-  minimaxOpponentShare: z.number().min(0).max(1).default(0),
-  /**
-   * Share of the training episodes in which one seat is a past snapshot of the model itself (the trainer's league:
-   * a snapshot pool in `opponents`). 0 (the default): none. With `randomOpponentShare` at most 1 in all.
-   */
-  leagueShare: z.number().min(0).max(1).default(0),
-  /** A snapshot every this many steps (and at the start). The pool's default (10). */
-  leagueEvery: snapshotPoolConfigSchema.shape.every,
-  /** Snapshots kept. The pool's default (20). */
-  leagueKeep: snapshotPoolConfigSchema.shape.keep,
-  /** How a game's snapshot is drawn: `uniform`, `recency` or `pfsp`. The pool's default (`uniform`). */
-  leagueSampling: snapshotPoolConfigSchema.shape.sampling,
-  /**
-   * Collect the self-play games on the generation engine (the trainer's `batch.engine: true`: continuous batching,
-   * each game steps as soon as its move is back). The evaluations keep the batch path. Default false (today's path).
-   */
-  engine: z.boolean().default(false),
-  /**
-   * The advantage estimator: `rae` (role-conditioned baselines, SPIRAL; the default) or `gae` (a critic's per-token
-   * values, GAE along each seat's moves, whitened over the batch: PPO's estimator; needs the critic of `critic`).
-   */
-  advantage: z.enum(['rae', 'gae']).default('rae'),
-  /**
-   * With `advantage` `gae`: the critic, `separate` (a value model copied from the warmed-up policy, trained beside it;
-   * the trainer's default) or `shared` (a value head on the policy's trunk). Refused with `rae`. Default `separate`.
-   */
-  critic: criticConfigSchema.shape.model.unwrap().optional(),
-  /** With `advantage` `gae`: GAE's λ (1: Monte Carlo returns, 0: one-step TD). Refused with `rae`. Default: the estimator's (1). */
-  gaeLambda: gaeOptionsSchema.shape.lambda.unwrap().optional(),
-  /** Games against minimax at the end (sampled; greedy play against minimax is deterministic: 2 games). */
-  minimaxEpisodes: z.number().int().positive().default(200),
-  /** `tiny` (d 128, 2 layers) or `small` (d 256, 4 layers). */
-  modelSize: z.enum(['tiny', 'small']).default('tiny'),
-})
+export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSize: 128, evaluationEpisodes: 400, vocabSize: 300 })
+  .extend({
+    /** Examples per warm-up update. */
+    sftBatchSize: z.number().int().positive().default(64),
+    /** Learning-rate multiplier reached at the last step, by a cosine from 1. 1: constant. */
+    finalLearningRateRatio: z.number().min(0).max(1).default(0.1),
+    /** The loss gets − c·entropy (token mean). Default 0: the bonus spreads mass over the whole vocabulary (invalid moves). */
+    entropyCoefficient: z.number().min(0).default(0),
+    /** The training game's reward for an invalid move (the opponent gets +0.5); below −1, the worst legal outcome. */
+    invalidPenalty: z.number().max(0).default(-3),
+    /**
+     * Share of the training episodes in which one seat (drawn per episode) is the uniform random player instead of
+     * the model itself (the trainer's `opponents`; only the model's moves are trained on). 0: pure self-play; 0.5 (the
+     * default) won slightly more often against random after the default steps (the README's "Measured" has both runs).
+     */
+    randomOpponentShare: z.number().min(0).max(1).default(0.5),
+    /**
+     * Share of the training episodes in which one seat is the perfect player (`createTicTacToeMinimaxPolicy`, a scripted
+     * opponent in the trainer's `opponents`): a curriculum toward solid play, against the player the final evaluation
+     * uses. 0 (the default): none. With the other shares at most 1 in all.
+     */
+    minimaxOpponentShare: z.number().min(0).max(1).default(0),
+    /** The league (`exampleLeagueOptions`): a past snapshot in one seat of `leagueShare` of the games. */
+    ...exampleLeagueOptions,
+    /**
+     * Collect the self-play games on the generation engine (the trainer's `batch.engine: true`: continuous batching,
+     * each game steps as soon as its move is back). The evaluations keep the batch path. Default false (today's path).
+     */
+    engine: z.boolean().default(false),
+    /**
+     * The advantage estimator: `rae` (role-conditioned baselines, SPIRAL; the default) or `gae` (a critic's per-token
+     * values, GAE along each seat's moves, whitened over the batch: PPO's estimator; needs the critic of `critic`).
+     */
+    advantage: z.enum(['rae', 'gae']).default('rae'),
+    /**
+     * With `advantage` `gae`: the critic, `separate` (a value model copied from the warmed-up policy, trained beside it;
+     * the trainer's default) or `shared` (a value head on the policy's trunk). Refused with `rae`. Default `separate`.
+     */
+    critic: criticConfigSchema.shape.model.unwrap().optional(),
+    /** With `advantage` `gae`: GAE's λ (1: Monte Carlo returns, 0: one-step TD). Refused with `rae`. Default: the estimator's (1). */
+    gaeLambda: gaeOptionsSchema.shape.lambda.unwrap().optional(),
+    /** Games against minimax at the end (sampled; greedy play against minimax is deterministic: 2 games). */
+    minimaxEpisodes: z.number().int().positive().default(200),
+    /** `tiny` (d 128, 2 layers) or `small` (d 256, 4 layers). */
+    modelSize: z.enum(['tiny', 'small']).default('tiny'),
+  })
+  // Refused when parsed, before the warm-up: the opponents' shares of one game's seat add up to at most 1.
+  .superRefine(opponentSharesAtMostOne(['randomOpponentShare', 'minimaxOpponentShare', 'leagueShare']))
 export type MainOptions = z.input<typeof mainOptionsSchema>
 
 /** Against the uniform random player: sampled at temperature 1 (as trained: `PlayResult`'s figures) and greedy (argmax). */
@@ -161,9 +164,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const opponents = [
     ...(parsed.randomOpponentShare > 0 ? [{ policy: createRandomPolicy({ seed: seed + 7, id: 'random-opponent' }), share: parsed.randomOpponentShare }] : []),
     ...(parsed.minimaxOpponentShare > 0 ? [{ policy: createTicTacToeMinimaxPolicy({ id: 'minimax-opponent' }), share: parsed.minimaxOpponentShare }] : []),
-    ...(parsed.leagueShare > 0
-      ? [{ pool: 'snapshots' as const, share: parsed.leagueShare, every: parsed.leagueEvery, keep: parsed.leagueKeep, sampling: parsed.leagueSampling }]
-      : []),
+    ...leagueOpponents(parsed),
   ]
   const trainerSettings = run.trainerConfig({ maxTokens: 4, evaluate })
   const trainer = createRlTrainer({

@@ -4,7 +4,15 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { exampleOptionsSchema, leagueRatingsOf, startExampleRun, writeLeagueRatingsChart } from './example.js'
+import {
+  exampleLeagueOptions,
+  exampleOptionsSchema,
+  leagueOpponents,
+  leagueRatingsOf,
+  opponentSharesAtMostOne,
+  startExampleRun,
+  writeLeagueRatingsChart,
+} from './example.js'
 import type { StepMetrics } from './metrics-log.js'
 
 let directory: string
@@ -153,5 +161,24 @@ describe('leagueRatingsOf', () => {
     expect(chart).toContain('snapshot taken after step')
     expect(chart).toContain('the learner 1030')
     expect(chart).toContain('heuristic-opponent 1077')
+  })
+})
+
+describe('exampleLeagueOptions', () => {
+  const schema = exampleOptionsSchema()
+    .extend({ ...exampleLeagueOptions, randomShare: z.number().min(0).max(1).default(0) })
+    .superRefine(opponentSharesAtMostOne(['randomShare', 'leagueShare']))
+  it('gives no league by default, the pool entry with a share, and the pool’s own defaults', () => {
+    expect(leagueOpponents(schema.parse({}))).toEqual([])
+    expect(leagueOpponents(schema.parse({ leagueShare: 0.3, leagueSampling: 'pfsp' }))).toEqual([
+      { pool: 'snapshots', share: 0.3, every: 10, keep: 20, sampling: 'pfsp' },
+    ])
+  })
+  it('refuses shares adding up to more than 1, naming the last one and the sum', () => {
+    const result = schema.safeParse({ randomShare: 0.7, leagueShare: 0.5 })
+    expect(result.success).toBe(false)
+    expect(result.error?.issues[0]?.path).toEqual(['leagueShare'])
+    expect(result.error?.issues[0]?.message).toContain('randomShare + leagueShare add up to 1.2')
+    expect(schema.safeParse({ randomShare: 0.5, leagueShare: 0.5 }).success).toBe(true)
   })
 })

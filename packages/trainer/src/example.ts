@@ -25,6 +25,7 @@ import { z } from 'zod'
 import type { StepMetrics } from './metrics-log.js'
 import type { EvaluationContext, RlTrainerConfig } from './rl-config.js'
 import type { SftTrainerConfig } from './sft-trainer.js'
+import { snapshotPoolConfigSchema, type SnapshotPoolConfig } from './league/snapshot-pool.js'
 import { warmUp } from './warm-up.js'
 
 /** The defaults of `exampleOptionsSchema`; an example passes those it changes. */
@@ -296,4 +297,52 @@ export async function writeLeagueRatingsChart(runDirectory: string, ratings: Lea
   const path = join(runDirectory, 'league-ratings.svg')
   await writeFile(path, chart)
   return path
+}
+
+/**
+ * The league options of a self-play example (`exampleOptionsSchema().extend({ ...exampleLeagueOptions })`): the share
+ * of training games in which one seat is a past snapshot of the model (the trainer's league, a snapshot pool in
+ * `opponents`; 0, the default: none) and the pool's `every`, `keep` and `sampling` (the pool's defaults: 10, 20,
+ * `uniform`). `leagueOpponents(options)` turns them into the trainer's `opponents` entry.
+ */
+export const exampleLeagueOptions = {
+  /** Share of the training games with a past snapshot in one seat. 0 (the default): none. */
+  leagueShare: z.number().min(0).max(1).default(0),
+  /** A snapshot every this many steps (and at the start). The pool's default (10). */
+  leagueEvery: snapshotPoolConfigSchema.shape.every,
+  /** Snapshots kept. The pool's default (20). */
+  leagueKeep: snapshotPoolConfigSchema.shape.keep,
+  /** How a game's snapshot is drawn: `uniform`, `recency` or `pfsp`. The pool's default (`uniform`). */
+  leagueSampling: snapshotPoolConfigSchema.shape.sampling,
+}
+
+/** The trainer's `opponents` entry of `exampleLeagueOptions`: the snapshot pool, or none when `leagueShare` is 0. */
+export function leagueOpponents(options: {
+  leagueShare: number
+  leagueEvery: SnapshotPoolConfig['every']
+  leagueKeep: SnapshotPoolConfig['keep']
+  leagueSampling: SnapshotPoolConfig['sampling']
+}): SnapshotPoolConfig[] {
+  if (options.leagueShare === 0) return []
+  return [{ pool: 'snapshots', share: options.leagueShare, every: options.leagueEvery, keep: options.leagueKeep, sampling: options.leagueSampling }]
+}
+
+/**
+ * A `superRefine` for an example's options: the opponents' shares `names` (each in [0, 1]) add up to at most 1 (the
+ * rest of the games is self-play), refused when the options are parsed — before the warm-up — naming the last
+ * non-zero share and the sum.
+ */
+export function opponentSharesAtMostOne<Name extends string>(names: readonly Name[]) {
+  return (options: Record<Name, number>, context: z.RefinementCtx): void => {
+    const shares = names.filter((name) => options[name] > 0)
+    const total = shares.reduce((sum, name) => sum + options[name], 0)
+    if (total > 1 + 1e-9) {
+      context.addIssue({
+        code: 'custom',
+        path: [shares.at(-1)!],
+        input: options[shares.at(-1)!],
+        message: `${shares.join(' + ')} add up to ${Number(total.toFixed(6))}: the opponents' shares must add up to at most 1`,
+      })
+    }
+  }
 }
