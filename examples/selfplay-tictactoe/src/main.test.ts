@@ -1,10 +1,18 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { InvalidArgumentError } from '@ludic/core'
+import { createRandom, InvalidArgumentError } from '@ludic/core'
 import { afterAll, describe, expect, it } from 'vitest'
 import { main } from './main.js'
-import { chatTemplate, nonTerminalPositions, randomPlayExamples, terseBoard, trainTicTacToeTokenizer } from './tictactoe-setup.js'
+import {
+  chatTemplate,
+  createTacticalPolicy,
+  nonTerminalPositions,
+  randomPlayExamples,
+  tacticalMove,
+  terseBoard,
+  trainTicTacToeTokenizer,
+} from './tictactoe-setup.js'
 
 const directories: string[] = []
 afterAll(async () => {
@@ -12,6 +20,21 @@ afterAll(async () => {
 })
 
 describe('selfplay-tictactoe setup', () => {
+  it('the tactical player wins when it can, else blocks, else moves at random among the empty cells', async () => {
+    const board = (text: string) => [...text].map((cell) => (cell === 'O' || cell === 'X' ? cell : '')) as ('O' | 'X' | '')[]
+    const random = createRandom(1)
+    // O to move with O0 O1: it wins at 2 (though X also threatens 3-4-5).
+    expect(tacticalMove(board('OO.XX....'), random)).toBe(2)
+    // O to move, no win, X threatens 3-4-5: it blocks at 5.
+    expect(tacticalMove(board('O..XX...O'), random)).toBe(5)
+    // Nothing to win or block: a random empty cell, every one of them over many draws.
+    const seen = new Set(Array.from({ length: 200 }, () => tacticalMove(board('O...X....'), random)))
+    expect(seen).toEqual(new Set([1, 2, 3, 5, 6, 7, 8]))
+    const policy = createTacticalPolicy({ seed: 3, id: 'tactical' })
+    const [completion] = await policy.generate([{ messages: [{ role: 'user', content: 'board' }], turn: { state: { board: board('O..XX...O') } } } as never])
+    expect(completion!.text).toBe('[5]')
+  })
+
   it('renders the terse prompt, makes each move one token, and lists every position with each legal move', () => {
     expect(terseBoard(['O', '', 'X', '', 'O', '', '', '', ''])).toBe('O01X2\n3O45\n678\nX')
     const observation = "Current Board:\n\n O | 1 | X \n---+---+---\n 3 | O | 5 \n---+---+---\n 6 | 7 | 8 \n\nAvailable Moves: '[1]'"
@@ -144,6 +167,33 @@ describe('selfplay-tictactoe', () => {
       const error = await refused
       expect(InvalidArgumentError.isInstance(error) && error.argument).toBe(`options.${name}`)
     }
+  })
+
+  it('trains against the tactical player when asked', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-tictactoe-'))
+    directories.push(runDirectory)
+    const report = await main({
+      steps: 1,
+      sftSteps: 2,
+      sftBatchSize: 16,
+      episodesPerStep: 4,
+      miniBatchSize: 32,
+      evaluationEpisodes: 2,
+      minimaxEpisodes: 2,
+      checkpointEvery: 0,
+      randomOpponentShare: 0,
+      tacticalOpponentShare: 1,
+      runDirectory,
+      backend: 'wasm',
+      progress: false,
+      log: () => {},
+    })
+    expect(report.options).toMatchObject({ tacticalOpponentShare: 1 })
+    const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { turns: { policyId: string }[] })
+    expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'tactical-opponent']))
   })
 
   it('refuses opponent shares that add up to more than 1 when the options are parsed, before anything runs', async () => {

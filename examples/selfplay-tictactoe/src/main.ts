@@ -23,7 +23,7 @@ import {
 } from '@ludic/trainer/example'
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
-import { chatTemplate, playAgainst, randomPlayExamples, trainTicTacToeTokenizer, type PlayResult } from './tictactoe-setup.js'
+import { chatTemplate, createTacticalPolicy, playAgainst, randomPlayExamples, trainTicTacToeTokenizer, type PlayResult } from './tictactoe-setup.js'
 
 /**
  * The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run)
@@ -51,6 +51,12 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
      * uses. 0 (the default): none. With the other shares at most 1 in all.
      */
     minimaxOpponentShare: z.number().min(0).max(1).default(0),
+    /**
+     * Share of the training episodes in which one seat is the tactical player (`createTacticalPolicy`: it wins when it
+     * can, blocks when it must, else moves at random), which punishes a missed block at once in the varied positions of
+     * random play. 0 (the default): none.
+     */
+    tacticalOpponentShare: z.number().min(0).max(1).default(0),
     /** The league (`exampleLeagueOptions`): a past snapshot in one seat of `leagueShare` of the games. */
     ...exampleLeagueOptions,
     /**
@@ -76,7 +82,7 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
     modelSize: z.enum(['tiny', 'small']).default('tiny'),
   })
   // Refused when parsed, before the warm-up: the opponents' shares of one game's seat add up to at most 1.
-  .superRefine(opponentSharesAtMostOne(['randomOpponentShare', 'minimaxOpponentShare', 'leagueShare']))
+  .superRefine(opponentSharesAtMostOne(['randomOpponentShare', 'minimaxOpponentShare', 'tacticalOpponentShare', 'leagueShare']))
 export type MainOptions = z.input<typeof mainOptionsSchema>
 
 /** Against the uniform random player: sampled at temperature 1 (as trained: `PlayResult`'s figures) and greedy (argmax). */
@@ -164,6 +170,9 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const opponents = [
     ...(parsed.randomOpponentShare > 0 ? [{ policy: createRandomPolicy({ seed: seed + 7, id: 'random-opponent' }), share: parsed.randomOpponentShare }] : []),
     ...(parsed.minimaxOpponentShare > 0 ? [{ policy: createTicTacToeMinimaxPolicy({ id: 'minimax-opponent' }), share: parsed.minimaxOpponentShare }] : []),
+    ...(parsed.tacticalOpponentShare > 0
+      ? [{ policy: createTacticalPolicy({ seed: seed + 11, id: 'tactical-opponent' }), share: parsed.tacticalOpponentShare }]
+      : []),
     ...leagueOpponents(parsed),
   ]
   const trainerSettings = run.trainerConfig({ maxTokens: 4, evaluate })

@@ -1,10 +1,12 @@
-import type { ChatMessage, PolicyV1, TokenizerV1 } from '@ludic/core'
+import type { ChatMessage, PolicyV1, Random, TokenizerV1 } from '@ludic/core'
 import {
+  createOpponentPolicy,
   createTicTacToe,
   evaluationInvalidRewards,
   parseTicTacToeBoard,
   ticTacToeEmptyCells,
   ticTacToeMarkToMove,
+  ticTacToeTurnBoard,
   ticTacToeWinner,
   type TicTacToeBoard,
   type TicTacToeMark,
@@ -139,4 +141,31 @@ export async function legalMoveMass(model: CausalLanguageModel, tokenizer: Token
     scores.reduce((total, score) => total + Math.exp(score), 0),
   )
   return { mean: masses.reduce((total, mass) => total + mass, 0) / masses.length, min: Math.min(1, ...masses) }
+}
+
+/**
+ * A tactical TicTacToe player: it completes its own line when it can, blocks the opponent's when it must, and
+ * otherwise moves uniformly at random. Against it a missed block loses at once, in the varied positions random play
+ * makes — the positions a learner never meets against minimax, where it blunders against the random player.
+ */
+export function createTacticalPolicy(options: { seed: number; id?: string }): PolicyV1 {
+  const id = options.id ?? 'tictactoe-tactical'
+  return createOpponentPolicy({
+    id,
+    seed: options.seed,
+    decide: (_observation, random, turn) => `[${tacticalMove(ticTacToeTurnBoard(turn, `the tactical player '${id}'`), random)}]`,
+  })
+}
+
+/** The tactical player's move on `board` (a game not over): a winning cell, else a blocking cell, else a random empty one. */
+export function tacticalMove(board: TicTacToeBoard, random: Random): number {
+  const mark = ticTacToeMarkToMove(board)
+  const empty = ticTacToeEmptyCells(board)
+  const completes = (player: 'O' | 'X') =>
+    empty.find((cell) => {
+      const next = [...board]
+      next[cell] = player
+      return ticTacToeWinner(next) === player
+    })
+  return completes(mark) ?? completes(mark === 'O' ? 'X' : 'O') ?? random.choice(empty)
 }
