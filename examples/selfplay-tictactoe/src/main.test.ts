@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createRandom, InvalidArgumentError } from '@ludic/core'
 import { afterAll, describe, expect, it } from 'vitest'
-import { main } from './main.js'
+import { main, type MainOptions } from './main.js'
 import {
   chatTemplate,
   createTacticalPolicy,
@@ -46,6 +46,28 @@ describe('selfplay-tictactoe setup', () => {
     expect(randomPlayExamples()[0]).toEqual({ prompt: '012\n345\n678\nO>', response: '[0]' })
   })
 })
+
+/** One self-play step with the smallest settings on WebAssembly (4 games, 2-step warm-up), `options` on top. */
+async function oneStepRun(options: MainOptions) {
+  const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-tictactoe-'))
+  directories.push(runDirectory)
+  const report = await main({
+    steps: 1,
+    sftSteps: 2,
+    sftBatchSize: 16,
+    episodesPerStep: 4,
+    miniBatchSize: 32,
+    evaluationEpisodes: 4,
+    minimaxEpisodes: 2,
+    checkpointEvery: 0,
+    runDirectory,
+    backend: 'wasm',
+    progress: false,
+    log: () => {},
+    ...options,
+  })
+  return { report, runDirectory }
+}
 
 describe('selfplay-tictactoe', () => {
   it('runs with tiny settings and writes the report, the metrics and the chart', async () => {
@@ -120,27 +142,13 @@ describe('selfplay-tictactoe', () => {
   })
 
   it('collects on the generation engine, trains with GAE and a critic, and plays the minimax opponent when asked', async () => {
-    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-tictactoe-'))
-    directories.push(runDirectory)
-    const report = await main({
-      steps: 1,
-      sftSteps: 2,
-      sftBatchSize: 16,
-      episodesPerStep: 4,
-      miniBatchSize: 32,
-      evaluationEpisodes: 4,
-      minimaxEpisodes: 2,
-      checkpointEvery: 0,
+    const { report, runDirectory } = await oneStepRun({
       engine: true,
       advantage: 'gae',
       critic: 'shared',
       gaeLambda: 0.9,
       randomOpponentShare: 0,
       minimaxOpponentShare: 1,
-      runDirectory,
-      backend: 'wasm',
-      progress: false,
-      log: () => {},
     })
     expect(report.options).toMatchObject({ engine: true, advantage: 'gae', critic: 'shared', gaeLambda: 0.9, minimaxOpponentShare: 1 })
     const [metrics] = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
@@ -170,24 +178,7 @@ describe('selfplay-tictactoe', () => {
   })
 
   it('trains against the tactical player when asked', async () => {
-    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-tictactoe-'))
-    directories.push(runDirectory)
-    const report = await main({
-      steps: 1,
-      sftSteps: 2,
-      sftBatchSize: 16,
-      episodesPerStep: 4,
-      miniBatchSize: 32,
-      evaluationEpisodes: 2,
-      minimaxEpisodes: 2,
-      checkpointEvery: 0,
-      randomOpponentShare: 0,
-      tacticalOpponentShare: 1,
-      runDirectory,
-      backend: 'wasm',
-      progress: false,
-      log: () => {},
-    })
+    const { report, runDirectory } = await oneStepRun({ randomOpponentShare: 0, tacticalOpponentShare: 1 })
     expect(report.options).toMatchObject({ tacticalOpponentShare: 1 })
     const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
       .trim()
