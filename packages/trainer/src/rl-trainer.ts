@@ -80,7 +80,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     policyLoss: parsed.policyLoss ?? createPolicyLoss('ppo-clip'),
     entropyCoefficient: parsed.entropyCoefficient,
     entropyExcluded: new Set(parsed.entropyExcludeTokenIds ?? []),
-    kl: kl && { coefficient: kl.coefficient, estimator: kl.estimator },
+    kl: undefined, // the step's β (kl.schedule): set by `update`
     maxGradNorm,
     recomputeLayers: parsed.recomputeLayers,
     microBatchTokens: batch.microBatchTokens,
@@ -206,9 +206,9 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     const importance = offPolicy && importanceWeights(rowsOf(experience, 'oldLogprobs'), rowsOf(experience, 'rolloutLogprobs'), offPolicy.importanceCap)
     // 10. Policy-update epochs over shuffled mini-batches (micro-batches within the token budget), and the critic's.
     const rate = learningRate * schedule(stepIndex)
-    const klCoefficient = kl && kl.coefficient * klSchedule(stepIndex)
+    const klTerm = kl && { coefficient: kl.coefficient * klSchedule(stepIndex), estimator: kl.estimator }
     const terms = await policyUpdateEpochs(
-      klCoefficient === undefined ? ppo : { ...ppo, kl: { coefficient: klCoefficient, estimator: kl!.estimator } },
+      { ...ppo, kl: klTerm },
       {
         sequences: sequencesOf(experience),
         oldLogprobs: rowsOf(experience, 'oldLogprobs'),
@@ -237,7 +237,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
       ...terms,
       ...logprobs.metrics,
       learning_rate: rate,
-      ...(klCoefficient === undefined ? {} : { klCoefficient }),
+      ...(klTerm === undefined ? {} : { klCoefficient: klTerm.coefficient }),
       tokensPerSecond,
       rolloutSeconds,
       updateSeconds,
