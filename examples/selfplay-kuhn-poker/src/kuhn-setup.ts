@@ -36,6 +36,20 @@ export function randomPlayExamples(): { prompt: string; response: string }[] {
 }
 
 /**
+ * Supervised examples whose moves come in `policy`'s proportions: at each of the 12 decisions `perState` examples,
+ * round(perState · π(s)) of them the aggressive move (bet, call) and the rest the passive one (check, fold). The NLL's
+ * optimum on them is those proportions, so fine-tuning on them distils a tabular policy into the model (to 1/perState).
+ */
+export function policyExamples(policy: KuhnPolicy, perState: number): { prompt: string; response: string }[] {
+  return kuhnInformationStates(kuhnOptions).flatMap((state) => {
+    const [passive, aggressive] = state.legalActions as [string, string]
+    const bets = Math.round(perState * policy[state.name])
+    const prompt = chatTemplate(promptOf(state))
+    return Array.from({ length: perState }, (_, index) => ({ prompt, response: index < bets ? aggressive : passive }))
+  })
+}
+
+/**
  * The files of a byte-level BPE trained on what the model will read and write, every decision's prompt and move:
  * `tokenizer.json` and `tokenizer_config.json` (its end token), as `loadTokenizer` reads them.
  */

@@ -1,7 +1,9 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { kuhnAveragePolicy, kuhnExploitability, kuhnNashPolicy } from '@ludic/games'
 import { afterAll, describe, expect, it } from 'vitest'
+import { policyExamples } from './kuhn-setup.js'
 import { main } from './main.js'
 
 const directories: string[] = []
@@ -22,12 +24,21 @@ describe('selfplay-kuhn-poker', () => {
       evaluateEvery: 1,
       evaluationEpisodes: 8,
       checkpointEvery: 1,
+      distilSteps: 2,
+      distilExamplesPerDecision: 3,
       runDirectory,
       backend: 'wasm',
       progress: false,
       log: (line) => lines.push(line),
     })
     expect(report.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2])
+    // The average of the policies evaluated from half the steps on (steps 1 and 2), exactly; then distilled into the model.
+    const averaged = kuhnAveragePolicy(report.evaluations.slice(1).map((evaluation) => evaluation.policy))
+    expect(report.average).toEqual({ fromStep: 1, evaluations: 2, exploitability: kuhnExploitability(averaged).exploitability, policy: averaged })
+    expect(report.distilled?.step).toBe(2)
+    expect(report.distilled?.policy).not.toEqual(report.after.policy)
+    expect(lines).toContainEqual(expect.stringMatching(/^average of the 2 policies evaluated from step 1: exploitability [\d.]+$/))
+    expect(lines).toContainEqual(expect.stringMatching(/^distilled the average into the model \(2 updates, \d+ s\): exploitability [\d.]+$/))
     for (const evaluation of report.evaluations) {
       expect(evaluation.exploitability).toBeGreaterThanOrEqual(0)
       expect(evaluation.exploitability).toBeLessThanOrEqual(1.5)
@@ -51,6 +62,19 @@ describe('selfplay-kuhn-poker', () => {
     expect(lines.at(-2)).toContain('Nash play wins 45.8%–50.0%, a best response to random 68.8%)')
     expect(report.againstRandom.nash[0]).toEqual({ meanReward: expect.closeTo(1 / 9, 12), winRate: expect.closeTo(11 / 24, 12) })
     expect(chart).toContain('Nash play 45.8%')
+  })
+})
+
+describe('selfplay-kuhn-poker policy examples', () => {
+  it("give each decision's moves in the policy's proportions", () => {
+    const examples = policyExamples(kuhnNashPolicy(0.2), 10)
+    expect(examples).toHaveLength(120)
+    // The first actor's K ("2", listed third): bet 3α = 0.6 of the time.
+    const kingOpening = examples.slice(20, 30)
+    expect(new Set(kingOpening.map((example) => example.prompt)).size).toBe(1)
+    expect(kingOpening.map((example) => example.response)).toEqual([...new Array(6).fill('[bet]'), ...new Array(4).fill('[check]')])
+    // Facing a bet with a Q after checking ("1pb"): call 1/3 + α ≈ 0.53 → 5 of 10.
+    expect(examples.slice(40, 50).filter((example) => example.response === '[call]')).toHaveLength(5)
   })
 })
 

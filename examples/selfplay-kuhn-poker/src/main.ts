@@ -11,19 +11,22 @@ import {
   createKuhnPoker,
   createRandomPolicy,
   evaluationInvalidRewards,
+  kuhnAveragePolicy,
   kuhnBestResponse,
+  kuhnExploitability,
   kuhnConstantPolicy,
   kuhnMatch,
   kuhnNashPolicy,
   type KuhnMatch,
+  type KuhnPolicy,
 } from '@ludic/games'
 import { createLocalPolicy, createModel } from '@ludic/model'
 import { runExampleMain, type ExampleReport } from '@ludic/report'
-import { checkRlTrainerConfig, createRlTrainer, evaluateAgainst, type RlTrainerConfig } from '@ludic/trainer'
+import { checkRlTrainerConfig, createRlTrainer, evaluateAgainst, warmUp, type RlTrainerConfig } from '@ludic/trainer'
 import { exampleOptionsSchema, startExampleRun } from '@ludic/trainer/example'
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
-import { chatTemplate, exploitabilityOf, kuhnOptions, promptOf, randomPlayExamples, trainKuhnTokenizer } from './kuhn-setup.js'
+import { chatTemplate, exploitabilityOf, kuhnOptions, policyExamples, promptOf, randomPlayExamples, trainKuhnTokenizer } from './kuhn-setup.js'
 import type { KuhnRolloutData } from './rollout-setup.js'
 
 /**
@@ -71,6 +74,22 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
      * step, batches at most one step old, the loss weighted by truncated importance ratios).
      */
     asyncWorkers: z.number().int().min(0).default(0),
+    /**
+     * The report's average policy (`kuhnAveragePolicy`, fictitious play's and NFSP's average strategy) averages the
+     * policies evaluated from this fraction of the steps on, one weight each: self-play's last iterate cycles around
+     * the equilibrium while the average settles. Default 0.5 (with 100 steps, evaluated every 10: steps 50–100).
+     */
+    averageFrom: z.number().min(0).max(1).default(0.5),
+    /**
+     * After self-play, fine-tune the model on the average policy (`policyExamples`: its move frequencies at each
+     * decision) for this many updates, so the model itself plays the average (NFSP's average network, here distilled
+     * once at the end); the report's `distilled` is measured after it. 0 (the default): no distillation.
+     */
+    distilSteps: z.number().int().min(0).default(0),
+    /** Examples per decision for the distillation (the average's probabilities to 1/k). Default 200. */
+    distilExamplesPerDecision: z.number().int().positive().max(10_000).default(200),
+    /** The distillation's learning rate (a cosine to a tenth of it over `distilSteps`). Default 5e-4. */
+    distilLearningRate: z.number().positive().default(5e-4),
   },
 )
 export type MainOptions = z.input<typeof mainOptionsSchema>
@@ -78,6 +97,8 @@ export type MainOptions = z.input<typeof mainOptionsSchema>
 export interface Evaluation {
   step: number
   exploitability: number
+  /** The model's tabular policy (`exploitabilityOf`): P(bet or call) at each of the 12 decisions. */
+  policy: KuhnPolicy
   winRate: number
   meanChips: number
   invalidRate: number
@@ -102,6 +123,13 @@ export function randomPlayReference(): { nash: [KuhnMatch, KuhnMatch]; bestRespo
  * response win against random play (`randomPlayReference`), for reference.
  */
 export type Report = ExampleReport<Evaluation> & {
+  /**
+   * The average (`kuhnAveragePolicy`) of the policies evaluated at `fromStep` and after (`evaluations` of them), and its
+   * exact exploitability: what the iterates' play averages to.
+   */
+  average: { fromStep: number; evaluations: number; exploitability: number; policy: KuhnPolicy }
+  /** With `distilSteps` > 0: the model after it was fine-tuned on the average policy, evaluated as `after` is. */
+  distilled?: Evaluation & { seconds: number }
   uniformExploitability: number
   againstRandom: ReturnType<typeof randomPlayReference>
   tensorsLeftBeforeModelDispose: number
@@ -119,7 +147,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const model = createModel('tiny', { vocabSize: tokenizer.vocabSize, seed })
   const learner = createLocalPolicy({ model, tokenizer, chatTemplate, maxBatch: 256, seed, id: 'learner' })
   const evaluate = async (step: number): Promise<Evaluation> => {
-    const { exploitability } = await exploitabilityOf(model, tokenizer)
+    const { exploitability, policy } = await exploitabilityOf(model, tokenizer)
     // Against the uniform random player, seats alternating, sampled at temperature 1, an invalid move counted as a loss.
     const match = await evaluateAgainst({
       learner,
@@ -130,7 +158,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       prompt: (view) => promptOf(view),
       generation: { maxTokens: 8, temperature: 1 },
     })
-    return { step, exploitability, winRate: match.winRate, meanChips: match.meanReward, invalidRate: match.invalidRate }
+    return { step, exploitability, policy, winRate: match.winRate, meanChips: match.meanReward, invalidRate: match.invalidRate }
   }
 
   // The self-play trainer's config, checked before the warm-up (an estimator whose needs it does not meet is refused now).
@@ -181,6 +209,28 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   await trainer.run({ steps: parsed.steps, progress: parsed.progress })
   const { evaluations, after } = await run.evaluations(before, trainer, evaluate)
   trainer.dispose()
+  const fromStep = Math.round(parsed.averageFrom * trainer.stepCount)
+  const averaged = evaluations.filter((evaluation) => evaluation.step >= fromStep && evaluation.policy !== undefined)
+  const averagePolicy = kuhnAveragePolicy(averaged.length > 0 ? averaged.map((evaluation) => evaluation.policy) : [after.policy])
+  const average = { fromStep, evaluations: averaged.length, exploitability: kuhnExploitability(averagePolicy).exploitability, policy: averagePolicy }
+  log(`average of the ${average.evaluations} policies evaluated from step ${fromStep}: exploitability ${average.exploitability.toFixed(3)}`)
+  let distilled: Report['distilled']
+  if (parsed.distilSteps > 0) {
+    const schedule = { type: 'warmup-cosine', totalSteps: parsed.distilSteps, minRatio: 0.1 } as const
+    const { seconds } = await warmUp({
+      model,
+      tokenizer,
+      examples: policyExamples(averagePolicy, parsed.distilExamplesPerDecision),
+      batchSize: 64,
+      steps: parsed.distilSteps,
+      learningRate: parsed.distilLearningRate,
+      schedule,
+      seed,
+      progress: parsed.progress,
+    })
+    distilled = { ...(await evaluate(trainer.stepCount)), seconds }
+    log(`distilled the average into the model (${parsed.distilSteps} updates, ${seconds.toFixed(0)} s): exploitability ${distilled.exploitability.toFixed(3)}`)
+  }
   const tensorsLeft = tf.memory().numTensors
   model.dispose()
 
@@ -192,6 +242,8 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       before,
       after,
       evaluations,
+      average,
+      ...(distilled === undefined ? {} : { distilled }),
       uniformExploitability: 11 / 24,
       againstRandom: reference,
       tensorsLeftBeforeModelDispose: tensorsLeft,

@@ -46,6 +46,7 @@ export {
   type KuhnPokerOptions,
 } from './kuhn-poker.js'
 export {
+  kuhnAveragePolicy,
   kuhnConstantPolicy,
   kuhnInformationStateNames,
   kuhnNashPolicy,

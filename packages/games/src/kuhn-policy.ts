@@ -54,3 +54,45 @@ export function kuhnNashPolicy(alpha: number): KuhnPolicy {
     '2b': 1,
   }
 }
+
+/**
+ * The average of tabular policies as the mixed strategy plays it (one of `policies` drawn per round by `weights`,
+ * equal by default), written back as one behavioural policy (Kuhn's theorem). Where the player arrives by an earlier
+ * choice of its own — the first actor's `"Xpb"`, reached by checking X — each policy counts by how often it gets
+ * there; elsewhere the average is the weighted mean:
+ *
+ *   π̄(Xpb) = Σᵢ wᵢ (1 − πᵢ(X)) πᵢ(Xpb) / Σᵢ wᵢ (1 − πᵢ(X)),   π̄(s) = Σᵢ wᵢ πᵢ(s) / Σᵢ wᵢ otherwise.
+ *
+ * The average strategy of fictitious play and CFR (Heinrich & Silver 2016, NFSP; OpenSpiel's `average_policy`,
+ * reach-weighted): self-play's iterates can cycle around an equilibrium while their average converges to it. A
+ * state no policy reaches (every πᵢ(X) = 1) gets the weighted mean. `InvalidArgumentError` for no policies, a
+ * weight that is negative or not finite, weights of another length than the policies, or weights summing to 0.
+ */
+export function kuhnAveragePolicy(policies: readonly KuhnPolicy[], weights?: readonly number[]): KuhnPolicy {
+  if (policies.length === 0) throw new InvalidArgumentError({ argument: 'policies', value: policies, message: 'must hold at least one policy' })
+  const checked = policies.map((policy, index) => parseKuhnPolicy(policy, `policies.${index}`))
+  const w = weights ?? checked.map(() => 1)
+  if (w.length !== checked.length)
+    throw new InvalidArgumentError({ argument: 'weights', value: w.length, message: `must hold one weight per policy (${checked.length})` })
+  w.forEach((weight, index) => {
+    if (!(Number.isFinite(weight) && weight >= 0))
+      throw new InvalidArgumentError({ argument: `weights.${index}`, value: weight, message: 'must be finite and ≥ 0' })
+  })
+  const total = w.reduce((sum, weight) => sum + weight, 0)
+  if (!(total > 0)) throw new InvalidArgumentError({ argument: 'weights', value: w, message: 'must sum to more than 0' })
+  const mean = (name: KuhnInformationStateName) => checked.reduce((sum, policy, index) => sum + w[index]! * policy[name], 0) / total
+  const average: Record<string, number> = {}
+  for (const name of kuhnInformationStateNames) {
+    if (!name.endsWith('pb')) {
+      average[name] = mean(name)
+      continue
+    }
+    const opening = name.slice(0, 1) as KuhnInformationStateName
+    const reach = checked.map((policy, index) => w[index]! * (1 - policy[opening]))
+    const reached = reach.reduce((sum, value) => sum + value, 0)
+    average[name] = reached > 0 ? checked.reduce((sum, policy, index) => sum + reach[index]! * policy[name], 0) / reached : mean(name)
+  }
+  // A weighted mean of probabilities, clamped against the last bit of rounding.
+  for (const name of kuhnInformationStateNames) average[name] = Math.min(1, Math.max(0, average[name]!))
+  return parseKuhnPolicy(average, 'average')
+}
