@@ -120,9 +120,17 @@ describe('startExampleRun', () => {
     expect(withKl.trainerConfig({ maxTokens: 4 }).kl).not.toHaveProperty('schedule')
     // klFinalRatio < 1: a cosine from β to klFinalRatio·β over the self-play steps.
     const annealed = await startExampleRun(directory, { ...options, klCoefficient: 0.1, klFinalRatio: 0, steps: 41 })
-    expect(annealed.trainerConfig({ maxTokens: 4 }).kl).toEqual({ coefficient: 0.1, schedule: { type: 'warmup-cosine', totalSteps: 40, minRatio: 0 } })
+    expect(annealed.trainerConfig({ maxTokens: 4 }).kl).toEqual({
+      coefficient: 0.1,
+      estimator: 'low_var_kl',
+      schedule: { type: 'warmup-cosine', totalSteps: 40, minRatio: 0 },
+    })
     const moving = await startExampleRun(directory, { ...options, klCoefficient: 0.1, klReferenceEvery: 10, klReferenceMixup: 0.5 })
-    expect(moving.trainerConfig({ maxTokens: 4 }).kl).toEqual({ coefficient: 0.1, referenceSync: { every: 10, mixupAlpha: 0.5 } })
+    expect(moving.trainerConfig({ maxTokens: 4 }).kl).toEqual({ coefficient: 0.1, estimator: 'low_var_kl', referenceSync: { every: 10, mixupAlpha: 0.5 } })
+    // The estimator by name (the reverse KL's gradient with low_var_kl+); a name the trainer does not know is refused when parsed.
+    const reverse = await startExampleRun(directory, { ...options, klCoefficient: 0.1, klEstimator: 'low_var_kl+' })
+    expect(reverse.trainerConfig({ maxTokens: 4 }).kl).toEqual({ coefficient: 0.1, estimator: 'low_var_kl+' })
+    expect(() => exampleOptionsSchema().parse({ ...options, klEstimator: 'k4' })).toThrow(/klEstimator/)
   })
 })
 

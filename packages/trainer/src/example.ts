@@ -8,7 +8,7 @@ import './node-platform.js'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { latestCheckpoint } from '@ludic/model'
-import { createPolicyLoss } from '@ludic/objectives'
+import { createPolicyLoss, klEstimatorSchema } from '@ludic/objectives'
 import {
   evaluationMetrics,
   loggedEvaluations,
@@ -74,6 +74,13 @@ export function exampleOptionsSchema(defaults: Partial<ExampleOptionDefaults> = 
      * anneals the KL away, so the final policy is not held near the warmed-up one. Default 1: constant β.
      */
     klFinalRatio: z.number().min(0).max(1).default(1),
+    /**
+     * The KL's per-token estimator (the trainer's `kl.estimator`, verl's `kl_penalty`). The default `low_var_kl` (k3)
+     * as a loss has the gradient of KL(π_ref ‖ π), not of KL(π ‖ π_ref): against a uniform reference it holds every
+     * move's probability away from 0. `low_var_kl+` (k3's value, k2's gradient) and `k2` follow KL(π ‖ π_ref), whose
+     * regularised equilibrium is the logit QRE (`kuhnRegularizedEquilibrium`). Default `low_var_kl`.
+     */
+    klEstimator: klEstimatorSchema.default('low_var_kl'),
     /**
      * Every k self-play steps the KL's reference moves toward the policy (the trainer's `kl.referenceSync`; a moving
      * magnet, R-NaD's regularisation). 0: the reference stays the warmed-up policy. Default 0.
@@ -197,6 +204,7 @@ export async function startExampleRun(exampleDirectory: string | URL, options: E
           ? {
               kl: {
                 coefficient: options.klCoefficient,
+                estimator: options.klEstimator,
                 ...(options.klFinalRatio < 1
                   ? { schedule: { type: 'warmup-cosine' as const, totalSteps: Math.max(1, options.steps - 1), minRatio: options.klFinalRatio } }
                   : {}),
