@@ -8,7 +8,7 @@ import './node-platform.js'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { latestCheckpoint } from '@ludic/model'
-import { createPolicyLoss, klEstimatorSchema } from '@ludic/objectives'
+import { createPolicyLoss } from '@ludic/objectives'
 import {
   evaluationMetrics,
   loggedEvaluations,
@@ -23,7 +23,7 @@ import {
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { z } from 'zod'
 import type { StepMetrics } from './metrics-log.js'
-import type { EvaluationContext, RlTrainerConfig } from './rl-config.js'
+import { klConfigSchema, type EvaluationContext, type RlTrainerConfig } from './rl-config.js'
 import type { SftTrainerConfig } from './sft-trainer.js'
 import { snapshotPoolConfigSchema, type SnapshotPoolConfig } from './league/snapshot-pool.js'
 import { warmUp } from './warm-up.js'
@@ -74,13 +74,8 @@ export function exampleOptionsSchema(defaults: Partial<ExampleOptionDefaults> = 
      * anneals the KL away, so the final policy is not held near the warmed-up one. Default 1: constant β.
      */
     klFinalRatio: z.number().min(0).max(1).default(1),
-    /**
-     * The KL's per-token estimator (the trainer's `kl.estimator`, verl's `kl_penalty`). The default `low_var_kl` (k3)
-     * as a loss has the gradient of KL(π_ref ‖ π), not of KL(π ‖ π_ref): against a uniform reference it holds every
-     * move's probability away from 0. `low_var_kl+` (k3's value, k2's gradient) and `k2` follow KL(π ‖ π_ref), whose
-     * regularised equilibrium is the logit QRE (`kuhnRegularizedEquilibrium`). Default `low_var_kl`.
-     */
-    klEstimator: klEstimatorSchema.default('low_var_kl'),
+    /** The KL's per-token estimator: the trainer's `kl.estimator`, its schema and default (`low_var_kl`). */
+    klEstimator: klConfigSchema.shape.estimator,
     /**
      * Every k self-play steps the KL's reference moves toward the policy (the trainer's `kl.referenceSync`; a moving
      * magnet, R-NaD's regularisation). 0: the reference stays the warmed-up policy. Default 0.

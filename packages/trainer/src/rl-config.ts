@@ -104,7 +104,12 @@ export type AsyncRolloutConfig = z.input<typeof asyncRolloutConfigSchema>
 export const klConfigSchema = z.strictObject({
   /** β: the loss gets + β·KL(π_θ ‖ π_ref). */
   coefficient: z.number().positive(),
-  /** verl `kl_loss_type`. Default `low_var_kl` (k3). */
+  /**
+   * verl `kl_loss_type`. Default `low_var_kl` (k3). As a loss, k3's gradient is in expectation that of KL(π_ref ‖ π), not
+   * of KL(π_θ ‖ π_ref) (Tang & Munos 2025): against a uniform reference it holds every action's probability away from 0,
+   * and its regularised equilibrium is further from Nash (`kuhnRegularizedEquilibrium`'s `divergence: 'forward'`).
+   * `low_var_kl+` (k3's value, k2's gradient) and `k2` follow KL(π_θ ‖ π_ref).
+   */
   estimator: klEstimatorSchema.default('low_var_kl'),
   /**
    * β's multiplier at each step, a schedule as the learning rate's (`schedule`): `{ type: 'warmup-cosine', totalSteps,
