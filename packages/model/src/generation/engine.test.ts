@@ -202,16 +202,18 @@ describe('GenerationEngine', () => {
       let produced = 0
       let swapped = false
       const running = engine.submit(row(ids, { temperature: 0, maxNewTokens: 40 }))
+      // Polled once per event-loop turn (setImmediate, as the engine yields between iterations), not by a timer: a 1 ms
+      // timer could first fire after all 40 tokens on a fast or a loaded machine, and then no token ran on new weights.
       await new Promise<void>((resolve) => {
-        const poll = setInterval(() => {
+        const poll = () => {
           produced = engine.stats().generatedTokens
           if (produced >= 5 && !swapped) {
             swapped = true
             for (const [name, tensor] of model.parameters()) (tensor as tf.Variable).assign(other.parameter(name))
-            clearInterval(poll)
             resolve()
-          }
-        }, 0)
+          } else setImmediate(poll)
+        }
+        setImmediate(poll)
       })
       const sequence = await running
       const versions = [...sequence.weightsVersions]
