@@ -24,6 +24,8 @@ export const decodeOptionsSchema = z.strictObject({
    * fresh `GenerationEngine`, rows as the batch). Default: `generate`.
    */
   sampler: z.enum(['generate', 'engine']).default('generate'),
+  /** With `sampler: 'engine'`: where its weight products run (`GenerationEngine`'s `products`). Default: `host`. */
+  engineProducts: z.enum(['host', 'backend']).default('host'),
 })
 export type DecodeOptions = z.input<typeof decodeOptionsSchema>
 
@@ -55,6 +57,7 @@ export const decodeSuite = defineBenchSuite({
       promptLength: options.promptLength,
       newTokens: options.newTokens,
       sampler: options.sampler,
+      engineProducts: options.engineProducts,
       vocabSize: options.vocabSize,
       warmup: 1,
       repetitions: options.repetitions ?? (options.quick ? 1 : 3),
@@ -188,7 +191,7 @@ export const decodeSuite = defineBenchSuite({
         peers: { PyTorch: pytorchPeer(peer, options.peerThreads) },
         tables: [
           {
-            title: `Batched sampling with a key/value cache (Ludic: ${settings.sampler === 'engine' ? 'GenerationEngine' : 'generate'}): ${settings.promptLength}-token prompt, ${settings.newTokens} new tokens, temperature 1, vocabulary ${settings.vocabSize}`,
+            title: `Batched sampling with a key/value cache (Ludic: ${settings.sampler === 'engine' ? `GenerationEngine, products on the ${settings.engineProducts}` : 'generate'}): ${settings.promptLength}-token prompt, ${settings.newTokens} new tokens, temperature 1, vocabulary ${settings.vocabSize}`,
             columns: [
               'preset',
               'batch',

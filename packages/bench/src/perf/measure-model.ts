@@ -136,6 +136,8 @@ export interface DecodeSettings {
   newTokens: number
   /** `generate`, or every row on a fresh `GenerationEngine`. */
   sampler: 'generate' | 'engine'
+  /** The engine's `products`. */
+  engineProducts: 'host' | 'backend'
   vocabSize: number
   warmup: number
   repetitions: number
@@ -175,7 +177,7 @@ export async function measureDecode(backend: string, settings: DecodeSettings): 
           const begin = performance.now()
           const sequences =
             settings.sampler === 'engine'
-              ? await engineSample(model, inputIds, settings.newTokens)
+              ? await engineSample(model, inputIds, settings.newTokens, settings.engineProducts)
               : await generate(model, { inputIds, maxNewTokens: settings.newTokens, temperature: 1, seed: 0, stopTokenIds: [] })
           const elapsed = performance.now() - begin
           for (const sequence of sequences) {
@@ -207,8 +209,8 @@ export async function measureDecode(backend: string, settings: DecodeSettings): 
 }
 
 /** `inputIds` sampled on a fresh engine (every row at once, temperature 1, no stop token; seeds as `generate`'s). */
-async function engineSample(model: CausalLanguageModel, inputIds: readonly Int32Array[], newTokens: number) {
-  const engine = new GenerationEngine(model, { maxRows: inputIds.length, maxSequenceLength: inputIds[0]!.length + newTokens, kvCacheBytes: 2 ** 31 })
+async function engineSample(model: CausalLanguageModel, inputIds: readonly Int32Array[], newTokens: number, products: 'host' | 'backend') {
+  const engine = new GenerationEngine(model, { maxRows: inputIds.length, maxSequenceLength: inputIds[0]!.length + newTokens, kvCacheBytes: 2 ** 31, products })
   try {
     return await Promise.all(
       inputIds.map((promptIds, index) =>

@@ -84,6 +84,44 @@ describe('GenerationEngine', () => {
     }
   })
 
+  it("runs the weight products on the backend (products: 'backend'): a request's samples the same, bit for bit, alone, among others, chunked or from another row's prefix; the tensors freed", async () => {
+    const before = tf.memory().numTensors
+    const options = { maxSequenceLength: 64, products: 'backend' } as const
+    const request = () => row(prompt(23, 7), { seed: 42, maxNewTokens: 20 })
+    const alone = new GenerationEngine(model, { ...options, prefixCaching: false })
+    const crowded = new GenerationEngine(model, { ...options, maxRows: 6 })
+    const chunked = new GenerationEngine(model, { ...options, prefillChunkTokens: 3, prefixCaching: false })
+    try {
+      const reference = plain(await alone.submit(request()))
+      const host = new GenerationEngine(model, { maxSequenceLength: 64, prefixCaching: false })
+      try {
+        // The same model up to float32 rounding: the host's greedy tokens (sampled ones may part where two are near).
+        const greedy = row(prompt(23, 7), { temperature: 0, maxNewTokens: 20 })
+        const [onHost, onBackend] = [await host.submit(greedy), await alone.submit(greedy)]
+        expect(onBackend.tokenIds).toEqual(onHost.tokenIds)
+        onBackend.logprobs.forEach((logprob, index) => expect(logprob).toBeCloseTo(onHost.logprobs[index]!, 4))
+      } finally {
+        host.dispose()
+      }
+      const others = [0, 1, 2, 3].map((index) => crowded.submit(row(prompt(4 + 5 * index, index), { seed: index, maxNewTokens: 3 + 7 * index })))
+      expect(plain(await crowded.submit(request()))).toEqual(reference)
+      await Promise.all(others)
+      const shared = await crowded.submit(request()) // from the finished row's prefix
+      expect(shared.reusedPromptTokens).toBe(22)
+      expect(plain(shared)).toEqual(reference)
+      expect(plain(await chunked.submit(request()))).toEqual(reference)
+      const during = tf.memory().numTensors // each engine's weights on the backend
+      expect(plain(await alone.submit(request()))).toEqual(reference)
+      expect(plain(await crowded.submit(request()))).toEqual(reference)
+      expect(tf.memory().numTensors).toBe(during) // nothing held per request or step
+    } finally {
+      alone.dispose()
+      crowded.dispose()
+      chunked.dispose()
+    }
+    expect(tf.memory().numTensors).toBe(before) // freed by dispose, at once
+  })
+
   it("computes a group's shared prompt once (a GRPO group of 8) and reuses a multi-turn episode's conversation", async () => {
     const engine = new GenerationEngine(model, { maxSequenceLength: 128, maxRows: 9 })
     try {

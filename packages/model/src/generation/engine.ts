@@ -49,6 +49,16 @@ export const generationEngineOptionsSchema = z.strictObject({
    * `generate`'s `decodeThreads`; the same results bit for bit at any count). Default: 1.
    */
   threads: z.number().int().min(1).max(64).default(1),
+  /**
+   * Where the weight products (q, k, v, the output projection, the MLP, the head) run: `'host'` (the host decoder's
+   * WebAssembly kernel, `threads` of it), or `'backend'` (`tf.matMul` on the TensorFlow.js backend, with the SwiGLU
+   * activation between the MLP's products, over the engine's own copy of the weights there): for native TensorFlow,
+   * whose multithreaded products run a large batch's step about twice as fast, where each call's fixed cost makes
+   * small batches slower (the package README's "Large batches" has the figures). Attention, norms, RoPE and sampling
+   * stay on the host. A request's samples still do not depend on what else runs (the backend's product of a row does
+   * not depend on the batch: tested on native TensorFlow), but differ from `'host'`'s in float32 rounding. Default: `'host'`.
+   */
+  products: z.enum(['host', 'backend']).default('host'),
   /** Decodes `text`, finds stop strings and streams text (`submit`'s `onText`). */
   tokenizer: tokenizerSchema.optional(),
 })
@@ -332,7 +342,8 @@ export class GenerationEngine {
     const gone = new InvalidArgumentError({ argument: 'engine', value: 'disposed', message: 'was disposed while the request ran' })
     for (const request of [...this.waiting]) this.cancel(request, gone)
     for (const slot of this.slots) if (slot.state === 'running') this.cancel(slot.request, gone)
-    if (!this.running) this.releaseDecoder()
+    // At once, even while the loop runs: it is between iterations here (each is synchronous) and ends at its next check.
+    this.releaseDecoder()
   }
 
   private releaseDecoder(): void {
@@ -398,7 +409,11 @@ export class GenerationEngine {
     const fresh = this.decoder !== undefined
     this.decoder?.dispose()
     this.decoder = undefined
-    this.decoder = new HostDecoder(this.model, this.rows, this.rowLength, { prefillLength: this.options.prefillChunkTokens, threads: this.options.threads })
+    this.decoder = new HostDecoder(this.model, this.rows, this.rowLength, {
+      prefillLength: this.options.prefillChunkTokens,
+      threads: this.options.threads,
+      products: this.options.products,
+    })
     if (!fresh) return
     this.version++
     this.slots.forEach((slot, index) => {

@@ -191,6 +191,7 @@ describe('every decode path, every architecture: the logits of the training forw
         ['engine', { maxSequenceLength: 32 }],
         ['engine, chunked prefill (3 tokens an iteration)', { maxSequenceLength: 32, prefillChunkTokens: 3 }],
         ['engine, prefill on the backend', { maxSequenceLength: 32, prefill: 'backend' }],
+        ['engine, weight products on the backend', { maxSequenceLength: 32, products: 'backend' }],
       ]
       for (const [name, options] of engines) {
         it(name, async () => {

@@ -106,6 +106,8 @@ interface HostLayerCache {
   keys: Float32Array
   /** `[batch, kvHeads, headDim, capacity]`: values transposed, so attention's weighted sum is a product too. */
   values: Float32Array
+  /** `products: 'backend'`: this layer's product weights on the backend. */
+  backend: BackendLayerWeights | undefined
 }
 
 /** A model's weights copied to the host into the front of an arena; the rest of the arena is one generation's room. */
@@ -305,21 +307,72 @@ function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options
  * for the identity); GPT-2's `Conv1D` weights (`[in, out]`, `linearLayout`) transposed.
  */
 function linearWeight(model: CausalLanguageModel, name: string): Float32Array {
-  const weight = model.parameter(`${name}.weight`)
+  const { inputMajor } = model.linearLayout(name)
   const adapter = model.linearAdapters().get(name)
-  const { inputs, inputMajor } = model.linearLayout(name)
-  const unmerged = adapter !== undefined && !adapter.merged
-  if (!unmerged && !inputMajor) return weight.dataSync() as Float32Array
-  const effective = tf.tidy(() => {
-    if (!unmerged) return tf.transpose(weight)
-    const update = adapter.apply(tf.eye(inputs), false) // [in, out]
-    return inputMajor ? tf.transpose(tf.add(weight, update)) : tf.add(weight, tf.transpose(update))
-  })
+  if (!inputMajor && (adapter === undefined || adapter.merged)) return model.parameter(`${name}.weight`).dataSync() as Float32Array
+  const effective = linearWeightTensor(model, name)
   try {
     return effective.dataSync() as Float32Array
   } finally {
     effective.dispose()
   }
+}
+
+/** `linearWeight` as a new tensor `[out, in]` on the backend (the caller disposes it). */
+function linearWeightTensor(model: CausalLanguageModel, name: string): tf.Tensor2D {
+  const weight = model.parameter(`${name}.weight`) as tf.Tensor2D
+  const adapter = model.linearAdapters().get(name)
+  const { inputs, inputMajor } = model.linearLayout(name)
+  const unmerged = adapter !== undefined && !adapter.merged
+  return tf.tidy((): tf.Tensor2D => {
+    if (!unmerged) return inputMajor ? tf.transpose(weight) : tf.clone(weight)
+    const update = adapter.apply(tf.eye(inputs), false) // [in, out]
+    return (inputMajor ? tf.transpose(tf.add(weight, update)) : tf.add(weight, tf.transpose(update))) as tf.Tensor2D
+  })
+}
+
+/** One layer's weight products on the TensorFlow.js backend (`HostDecoder`'s `products: 'backend'`): each `[in, out]`. */
+interface BackendLayerWeights {
+  queryKeyValue: tf.Tensor2D
+  output: tf.Tensor2D
+  gateUp: tf.Tensor2D
+  down: tf.Tensor2D
+}
+
+/**
+ * The weights of every product as backend tensors `[in, out]` (q, k, v and gate, up stacked as on the host; the head
+ * the tied embedding or `lm_head`), for `products: 'backend'`; the caller disposes them.
+ */
+function backendWeights(model: CausalLanguageModel): { layers: BackendLayerWeights[]; head: tf.Tensor2D } {
+  const { config } = model
+  const stacked = (names: string[]) =>
+    tf.tidy(() => {
+      const parts = names.map((name) => linearWeightTensor(model, name))
+      return tf.transpose(parts.length === 1 ? parts[0]! : tf.concat(parts, 0)) as tf.Tensor2D
+    })
+  const layers: BackendLayerWeights[] = []
+  for (let layer = 0; layer < config.numHiddenLayers; layer++) {
+    if (config.architecture === 'gpt2') {
+      const prefix = `transformer.h.${layer}`
+      layers.push({
+        queryKeyValue: stacked([`${prefix}.attn.c_attn`]),
+        output: stacked([`${prefix}.attn.c_proj`]),
+        gateUp: stacked([`${prefix}.mlp.c_fc`]),
+        down: stacked([`${prefix}.mlp.c_proj`]),
+      })
+    } else {
+      const prefix = `model.layers.${layer}`
+      layers.push({
+        queryKeyValue: stacked(['q_proj', 'k_proj', 'v_proj'].map((name) => `${prefix}.self_attn.${name}`)),
+        output: stacked([`${prefix}.self_attn.o_proj`]),
+        gateUp: stacked(['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)),
+        down: stacked([`${prefix}.mlp.down_proj`]),
+      })
+    }
+  }
+  const embedding = config.architecture === 'gpt2' ? 'transformer.wte.weight' : 'model.embed_tokens.weight'
+  const head = config.tieWordEmbeddings ? (tf.tidy(() => tf.transpose(model.parameter(embedding))) as tf.Tensor2D) : stacked(['lm_head'])
+  return { layers, head }
 }
 
 /**
@@ -355,19 +408,25 @@ export class HostDecoder {
   private readonly logits: Float32Array
   private readonly projectedWidth: number
   private readonly prefillLength: number
+  /** `products: 'backend'`: the weight products' weights on the TensorFlow.js backend (this decoder's, freed by `dispose`). */
+  private readonly backend: { layers: BackendLayerWeights[]; head: tf.Tensor2D } | undefined
 
   /**
    * `capacity`: the most positions a row will hold (prompt, padding included, plus new tokens); `batch`: rows.
    * `options.simd: false` runs the products in JavaScript (for tests; the kernel is used where available);
    * `options.threads` (default 1): threads sharing the weight products (see `createMatmulArena`);
-   * `options.prefillLength` (default 0): the prompt length (padding included) `prefill` will take. Call `dispose`
-   * when done: the weights go back to the cache (or the worker threads to their pool).
+   * `options.prefillLength` (default 0): the prompt length (padding included) `prefill` will take;
+   * `options.products` (default `'host'`): where the weight products run — `'host'` (the WebAssembly kernel) or
+   * `'backend'` (`tf.matMul` on the TensorFlow.js backend, the decoder's own copy of the weights there, and the SwiGLU
+   * MLP's activation with them): for native TensorFlow, whose multithreaded products are faster at large batches. A
+   * row's results then depend on the backend's product being the same for a row whatever the batch (oneDNN's is:
+   * tested). Call `dispose` when done: the weights go back to the cache (or the worker threads to their pool).
    */
   constructor(
     private readonly model: CausalLanguageModel,
     private readonly batch: number,
     capacity: number,
-    options: { simd?: boolean; threads?: number; prefillLength?: number } = {},
+    options: { simd?: boolean; threads?: number; prefillLength?: number; products?: 'host' | 'backend' } = {},
   ) {
     const { config } = model
     const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize } = config
@@ -377,13 +436,19 @@ export class HostDecoder {
     this.prefillLength = options.prefillLength ?? 0
     const cacheable = options.simd !== false && (options.threads ?? 1) <= 1
     this.weights = acquireHostWeights(model, generationFloats(config, batch, this.capacity, this.prefillLength), options, cacheable)
+    this.backend = options.products === 'backend' ? backendWeights(model) : undefined
     const { arena } = this.weights
     const queryKeyValueWidth = (heads + 2 * keyValueHeads) * headDim
     this.projectedWidth = Math.max(queryKeyValueWidth, 2 * intermediateSize)
     const cacheFloats = batch * keyValueHeads * this.capacity * headDim
     const rows = Math.max(batch, this.prefillLength)
     try {
-      this.layers = this.weights.layers.map((layer) => ({ ...layer, keys: arena.allocate(cacheFloats), values: arena.allocate(cacheFloats) }))
+      this.layers = this.weights.layers.map((layer, index) => ({
+        ...layer,
+        keys: arena.allocate(cacheFloats),
+        values: arena.allocate(cacheFloats),
+        backend: this.backend?.layers[index],
+      }))
       this.x = arena.allocate(rows * hiddenSize)
       this.normed = arena.allocate(rows * Math.max(hiddenSize, intermediateSize))
       this.projected = arena.allocate(rows * this.projectedWidth)
@@ -421,6 +486,12 @@ export class HostDecoder {
     this.arena.rewind(this.weights.weightsEnd)
     this.weights.busy = false
     this.arena.dispose() // lent worker threads back to their pool (a kept copy has none)
+    if (this.backend !== undefined) tf.dispose([...this.backend.layers.flatMap((layer) => Object.values(layer)), this.backend.head])
+  }
+
+  /** Where the weight products run: `'host'` or `'backend'` (the `products` option). */
+  get products(): 'host' | 'backend' {
+    return this.backend === undefined ? 'host' : 'backend'
   }
 
   /** Copies the keys and values of a prefilled `cache` into the host buffers; the cache's tensors are freed. */
@@ -518,7 +589,7 @@ export class HostDecoder {
       // The last token's logits.
       const last = x.subarray((count - 1) * hiddenSize, count * hiddenSize)
       normalise(last, this.weights.finalNorm, this.weights.finalNormBias, normed, 1, hiddenSize, rmsNormEps)
-      arena.weightProduct(this.weights.head, normed, this.logits.subarray(row * vocabSize), vocabSize, hiddenSize, 1, hiddenSize, vocabSize)
+      this.weightProduct(this.weights.head, this.backend?.head, normed, this.logits.subarray(row * vocabSize), vocabSize, hiddenSize, 1, hiddenSize, vocabSize)
     })
     addBias(this.logits, this.weights.headBias, this.batch, vocabSize, vocabSize)
     this.length = length
@@ -800,7 +871,7 @@ export class HostDecoder {
   private nextTokenLogits(rows: number): void {
     const { hiddenSize, vocabSize, rmsNormEps } = this.model.config
     normalise(this.x, this.weights.finalNorm, this.weights.finalNormBias, this.normed, rows, hiddenSize, rmsNormEps)
-    this.arena.weightProduct(this.weights.head, this.normed, this.logits, vocabSize, hiddenSize, rows, hiddenSize, vocabSize)
+    this.weightProduct(this.weights.head, this.backend?.head, this.normed, this.logits, vocabSize, hiddenSize, rows, hiddenSize, vocabSize)
     addBias(this.logits, this.weights.headBias, rows, vocabSize, vocabSize)
   }
 
@@ -838,11 +909,11 @@ export class HostDecoder {
   }
 
   /** The attention norm of `rows` rows of `x`, then q, k and v of each (`projected`, biases added). */
-  private projectQueryKeyValue(layer: HostLayerWeights, rows: number): void {
+  private projectQueryKeyValue(layer: HostLayerWeights & HostLayerCache, rows: number): void {
     const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, rmsNormEps } = this.model.config
     const width = (heads + 2 * keyValueHeads) * headDim
     normalise(this.x, layer.attentionNorm, layer.attentionNormBias, this.normed, rows, hiddenSize, rmsNormEps)
-    this.arena.weightProduct(layer.queryKeyValue, this.normed, this.projected, width, hiddenSize, rows, hiddenSize, this.projectedWidth)
+    this.weightProduct(layer.queryKeyValue, layer.backend?.queryKeyValue, this.normed, this.projected, width, hiddenSize, rows, hiddenSize, this.projectedWidth)
     addBias(this.projected, layer.queryKeyValueBias, rows, width, this.projectedWidth)
   }
 
@@ -889,34 +960,87 @@ export class HostDecoder {
    * The rest of a layer for `rows` rows: the output projection of `attended` added to `x`, then the MLP's output added
    * (SwiGLU, or GPT-2's `c_proj(gelu(c_fc(h)))` with GELU's tanh approximation, as `geluTanh`).
    */
-  private outputAndMlp(layer: HostLayerWeights, rows: number): void {
+  private outputAndMlp(layer: HostLayerWeights & HostLayerCache, rows: number): void {
     const { hiddenSize, headDim, numAttentionHeads: heads, intermediateSize, rmsNormEps } = this.model.config
-    const { arena, x, normed, projected, attended, delta, projectedWidth } = this
+    const { x, normed, projected, attended, delta, projectedWidth } = this
     const queryWidth = heads * headDim
-    arena.weightProduct(layer.output, attended, delta, hiddenSize, queryWidth, rows, queryWidth, hiddenSize)
+    this.weightProduct(layer.output, layer.backend?.output, attended, delta, hiddenSize, queryWidth, rows, queryWidth, hiddenSize)
     addBias(delta, layer.outputBias, rows, hiddenSize, hiddenSize)
     for (let index = 0; index < rows * hiddenSize; index++) x[index] = x[index]! + delta[index]!
     normalise(x, layer.mlpNorm, layer.mlpNormBias, normed, rows, hiddenSize, rmsNormEps)
-    const mlpWidth = this.gpt2 ? intermediateSize : 2 * intermediateSize
-    arena.weightProduct(layer.gateUp, normed, projected, mlpWidth, hiddenSize, rows, hiddenSize, projectedWidth)
-    addBias(projected, layer.gateUpBias, rows, mlpWidth, projectedWidth)
-    if (this.gpt2) {
-      for (let row = 0; row < rows; row++) {
-        const base = row * projectedWidth
-        for (let index = 0; index < intermediateSize; index++) normed[row * intermediateSize + index] = geluTanh(projected[base + index]!)
+    if (layer.backend !== undefined && !this.gpt2) {
+      // SwiGLU on the backend: its two products and the activation between them in one pass, no copy in between.
+      const { gateUp, down } = layer.backend
+      const input = tf.tensor2d(normed.slice(0, rows * hiddenSize), [rows, hiddenSize])
+      const output = tf.tidy(() => {
+        let both: tf.Tensor2D = tf.matMul(input, gateUp)
+        if (layer.gateUpBias !== undefined) both = tf.add(both, tf.tensor1d(layer.gateUpBias.slice(0, 2 * intermediateSize)))
+        const [gate, up] = tf.split(both, 2, 1) as [tf.Tensor2D, tf.Tensor2D]
+        return tf.matMul(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), down)
+      })
+      try {
+        delta.set(output.dataSync() as Float32Array)
+      } finally {
+        tf.dispose([input, output])
       }
     } else {
-      for (let row = 0; row < rows; row++) {
-        const base = row * projectedWidth
-        for (let index = 0; index < intermediateSize; index++) {
-          const gate = projected[base + index]!
-          normed[row * intermediateSize + index] = (gate / (1 + Math.exp(-gate))) * projected[base + intermediateSize + index]!
+      const mlpWidth = this.gpt2 ? intermediateSize : 2 * intermediateSize
+      this.weightProduct(layer.gateUp, layer.backend?.gateUp, normed, projected, mlpWidth, hiddenSize, rows, hiddenSize, projectedWidth)
+      addBias(projected, layer.gateUpBias, rows, mlpWidth, projectedWidth)
+      if (this.gpt2) {
+        for (let row = 0; row < rows; row++) {
+          const base = row * projectedWidth
+          for (let index = 0; index < intermediateSize; index++) normed[row * intermediateSize + index] = geluTanh(projected[base + index]!)
+        }
+      } else {
+        for (let row = 0; row < rows; row++) {
+          const base = row * projectedWidth
+          for (let index = 0; index < intermediateSize; index++) {
+            const gate = projected[base + index]!
+            normed[row * intermediateSize + index] = (gate / (1 + Math.exp(-gate))) * projected[base + intermediateSize + index]!
+          }
         }
       }
+      this.weightProduct(layer.down, layer.backend?.down, normed, delta, hiddenSize, intermediateSize, rows, intermediateSize, hiddenSize)
     }
-    arena.weightProduct(layer.down, normed, delta, hiddenSize, intermediateSize, rows, intermediateSize, hiddenSize)
     addBias(delta, layer.downBias, rows, hiddenSize, hiddenSize)
     for (let index = 0; index < rows * hiddenSize; index++) x[index] = x[index]! + delta[index]!
+  }
+
+  /**
+   * `y[b·yStride + r] = Σ_i W[r, i] · x[b·xStride + i]`: the arena's `weightProduct` over the host weights `w`, or
+   * with `products: 'backend'` one `tf.matMul` with their backend copy `backendWeight` (`[columns, rows]`).
+   */
+  private weightProduct(
+    w: Float32Array,
+    backendWeight: tf.Tensor2D | undefined,
+    x: Float32Array,
+    y: Float32Array,
+    rows: number,
+    columns: number,
+    batch: number,
+    xStride: number,
+    yStride: number,
+  ): void {
+    if (backendWeight === undefined) {
+      this.arena.weightProduct(w, x, y, rows, columns, batch, xStride, yStride)
+      return
+    }
+    let values: Float32Array
+    if (xStride === columns) values = x.slice(0, batch * columns)
+    else {
+      values = new Float32Array(batch * columns)
+      for (let row = 0; row < batch; row++) values.set(x.subarray(row * xStride, row * xStride + columns), row * columns)
+    }
+    const input = tf.tensor2d(values, [batch, columns])
+    const output = tf.matMul(input, backendWeight)
+    try {
+      const result = output.dataSync() as Float32Array
+      if (yStride === rows) y.set(result)
+      else for (let row = 0; row < batch; row++) y.set(result.subarray(row * rows, (row + 1) * rows), row * yStride)
+    } finally {
+      tf.dispose([input, output])
+    }
   }
 }
 

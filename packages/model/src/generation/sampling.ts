@@ -108,10 +108,19 @@ function drawFiltered(
   if (scratch.length < vocab) scratch = new Float64Array(vocab)
   const weights = scratch.subarray(0, vocab)
   let unfiltered = 0
-  for (let index = 0; index < vocab; index++) {
-    const weight = Math.exp((row[index]! - drawMax) / temperature)
-    weights[index] = weight
-    unfiltered += weight
+  if (temperature === 1) {
+    // x / 1 is x: the same weights without a division each.
+    for (let index = 0; index < vocab; index++) {
+      const weight = Math.exp(row[index]! - drawMax)
+      weights[index] = weight
+      unfiltered += weight
+    }
+  } else {
+    for (let index = 0; index < vocab; index++) {
+      const weight = Math.exp((row[index]! - drawMax) / temperature)
+      weights[index] = weight
+      unfiltered += weight
+    }
   }
   if (excluded !== undefined) {
     unfiltered = 0
@@ -142,8 +151,10 @@ function drawFiltered(
     const threshold = minP * largest
     for (let index = 0; index < vocab; index++) if (weights[index]! < threshold) weights[index] = 0
   }
-  let total = 0
-  for (let index = 0; index < vocab; index++) total += weights[index]!
+  const filtered = excluded !== undefined || (topK > 0 && topK < vocab) || topP < 1 || minP > 0
+  // Unfiltered, the weights' sum is `unfiltered` (the same terms added in the same order).
+  let total = filtered ? 0 : unfiltered
+  if (filtered) for (let index = 0; index < vocab; index++) total += weights[index]!
   let target = random.nextFloat() * total
   let last = 0
   for (let index = 0; index < vocab; index++) {
