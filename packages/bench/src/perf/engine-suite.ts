@@ -50,6 +50,8 @@ export const engineOptionsSchema = z.strictObject({
   longTokens: z.number().int().positive().max(1900).default(1024),
   /** The engine's `prefill` (where prompt tokens are computed). Default: the engine's (`'host'`). */
   prefill: z.enum(['host', 'backend']).default('host'),
+  /** The engine's `products` (where the weight products run). Default: the engine's (`'host'`). */
+  products: z.enum(['host', 'backend']).default('host'),
   /** The engine's `prefillChunkTokens`. Default: the engine's (256). */
   prefillChunkTokens: z.number().int().min(1).max(8192).optional(),
   seed: z.number().int().default(0),
@@ -62,6 +64,7 @@ type Options = z.output<typeof engineOptionsSchema>
 /** The engine settings the options give (where and how much prompt is computed per iteration). */
 const engineSettings = (options: Options) => ({
   prefill: options.prefill,
+  products: options.products,
   ...(options.prefillChunkTokens === undefined ? {} : { prefillChunkTokens: options.prefillChunkTokens }),
 })
 
