@@ -1,4 +1,6 @@
+import { createRandom } from '@ludic/core'
 import { afterEach, describe, expect, it } from 'vitest'
+import { sampleToken, sampleTokens } from './generation/sampling.js'
 import { createMatmulArena } from './generation/simd-matmul.js'
 import { browserParameterBytes, defaultMaxParameterBytes } from './model/parameter-budget.js'
 import { platform, setPlatform } from './platform.js'
@@ -10,7 +12,18 @@ afterEach(() => setPlatform(registered))
 
 describe('without Node’s parts registered (as in a browser)', () => {
   it('the node entry registered every part', () => {
-    expect(Object.keys(registered).sort()).toEqual(['enableRelaxedSimd', 'environmentVariable', 'lendMatmulHelpers', 'totalMemoryBytes'])
+    expect(Object.keys(registered).sort()).toEqual(['enableRelaxedSimd', 'environmentVariable', 'lendMatmulHelpers', 'samplingHelper', 'totalMemoryBytes'])
+  })
+
+  it('samples every row on the calling thread, with the same tokens, when no sampling helper is registered', () => {
+    const vocab = 512
+    const rows = 128
+    const logits = Float32Array.from({ length: rows * vocab }, (_, index) => Math.sin(index * 0.37) * 6)
+    const parameters = { temperature: 1, topK: 0, topP: 1, minP: 0 }
+    const batch = () => Array.from({ length: rows }, (_, index) => ({ offset: index * vocab, parameters, random: createRandom(index) }))
+    const expected = batch().map((row) => sampleToken(logits, row.offset, vocab, row.parameters, row.random))
+    setPlatform({ samplingHelper: undefined })
+    expect(sampleTokens(logits, vocab, batch())).toEqual(expected)
   })
 
   it('budgets parameters at browserParameterBytes, without os.totalmem', () => {

@@ -5,7 +5,7 @@ import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
 import { checkGenerationRow, createTextStream, firstStop, type GeneratedSequence, type GenerationRow } from './generate.js'
 import { HostDecoder, hostDecoderFloats } from './host-decoder.js'
-import { sampleToken } from './sampling.js'
+import { type SampledToken, sampleTokens } from './sampling.js'
 
 export const generationEngineOptionsSchema = z.strictObject({
   /** Rows decoded together at most (each holds one sequence's keys and values). Default: 64. */
@@ -629,18 +629,28 @@ export class GenerationEngine {
     this.counters.decodeSteps++
     this.counters.computedTokens += ready.length
     const { vocabSize } = this.model.config
+    // Every row's token at once (a large step's sampling shared with a helper thread where there is one).
+    const drawn = sampleTokens(
+      logits,
+      vocabSize,
+      ready.map(({ row, generated }, index) => ({
+        offset: index * vocabSize,
+        parameters: row.sampling,
+        random: row.random,
+        // vLLM's min_tokens: the stop ids are not drawn before the row's minNewTokens.
+        excluded: generated.length < (row.minNewTokens ?? 0) ? row.stopTokenIds : undefined,
+      })),
+    )
     ready.forEach((request, index) => {
       request.held++
-      this.sample(request, logits, index * vocabSize)
+      this.take(request, drawn[index]!)
     })
   }
 
-  private sample(request: Request, logits: Float32Array, offset: number): void {
+  /** A row's sampled token: appended, then the row's stop conditions and stream. */
+  private take(request: Request, { token, logprob }: SampledToken): void {
     const { row } = request
     const tokenizer = this.options.tokenizer
-    // vLLM's min_tokens: the stop ids are not drawn before the row's minNewTokens.
-    const excluded = request.generated.length < (row.minNewTokens ?? 0) ? row.stopTokenIds : undefined
-    const { token, logprob } = sampleToken(logits, offset, this.model.config.vocabSize, row.sampling, row.random, excluded)
     request.firstToken ??= performance.now()
     request.tokens.push(token)
     request.generated.push(token)

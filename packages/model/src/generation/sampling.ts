@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Random } from '@ludic/core'
+import { platform } from '../platform.js'
 
 /** How one sequence picks its next token. */
 export interface SamplingParameters {
@@ -42,19 +43,143 @@ export function sampleToken(
   random: Random,
   excluded?: ReadonlySet<number>,
 ): SampledToken {
-  const row = logits.subarray(offset, offset + vocab)
+  const exclusion = checkedExclusion(vocab, excluded)
+  return sampleWith(logits.subarray(offset, offset + vocab), parameters, parameters.temperature === 0 ? 0 : random.nextFloat(), exclusion)
+}
+
+/** One row of `sampleTokens`: `sampleToken`'s arguments. */
+export interface SamplingRow {
+  offset: number
+  parameters: SamplingParameters
+  random: Random
+  excluded?: ReadonlySet<number> | undefined
+}
+
+/**
+ * `sampleToken` for each row of `rows` (`logits[row.offset … + vocab)`), the same tokens and log-probabilities bit for
+ * bit, and each row's `random` drawn from in the same order. Where the runtime lends a helper thread (Node,
+ * `sampling-workers.ts`) and the rows are many, the plain ones (temperature > 0, no top-k, top-p, min-p or
+ * exclusion: every weight of the vocabulary computed, one `Math.exp` each) are shared with it — the same function
+ * (`drawPlain`) on the same values, so the results do not depend on which thread drew a row.
+ */
+export function sampleTokens(logits: Float32Array, vocab: number, rows: readonly SamplingRow[]): SampledToken[] {
+  // Each row's uniform, in row order, as `sampleToken` one row after another would draw them.
+  const exclusions = rows.map((row) => checkedExclusion(vocab, row.excluded))
+  const uniforms = rows.map((row) => (row.parameters.temperature === 0 ? 0 : row.random.nextFloat()))
+  const plain = rows.flatMap((row, index) => (isPlain(row.parameters, vocab, exclusions[index]) ? [index] : []))
+  const results: (SampledToken | undefined)[] = new Array(rows.length)
+  const helper = plain.length >= samplingHelperRows && plain.length * vocab >= samplingHelperWork ? platform().samplingHelper?.() : undefined
+  if (helper !== undefined) {
+    // The helper takes the second half of the plain rows; this thread draws the first half meanwhile.
+    const shared = plain.slice(Math.ceil(plain.length / 2))
+    const mine = plain.slice(0, Math.ceil(plain.length / 2))
+    const drawn = helper.draw(
+      logits,
+      vocab,
+      shared.map((index) => ({ offset: rows[index]!.offset, temperature: rows[index]!.parameters.temperature, uniform: uniforms[index]! })),
+      () => {
+        for (const index of mine)
+          results[index] = sampleWith(logits.subarray(rows[index]!.offset, rows[index]!.offset + vocab), rows[index]!.parameters, uniforms[index]!, undefined)
+      },
+    )
+    if (drawn !== undefined) {
+      shared.forEach((index, position) => {
+        const row = logits.subarray(rows[index]!.offset, rows[index]!.offset + vocab)
+        results[index] = tokenOf(row, rows[index]!.parameters.temperature, drawn[3 * position]!, drawn[3 * position + 1]!, drawn[3 * position + 2]!)
+      })
+    }
+  }
+  return rows.map(
+    (row, index) => results[index] ?? sampleWith(logits.subarray(row.offset, row.offset + vocab), row.parameters, uniforms[index]!, exclusions[index]),
+  )
+}
+
+/** Rows below which the helper is not asked (its hand-over costs more than it saves), and rows × vocabulary. */
+const samplingHelperRows = 8
+const samplingHelperWork = 2 ** 15
+
+/** Ids the row may not draw, or undefined for none; an `InvalidArgumentError` when they leave no token. */
+function checkedExclusion(vocab: number, excluded: ReadonlySet<number> | undefined): ReadonlySet<number> | undefined {
   const exclusion = excluded !== undefined && excluded.size > 0 ? excluded : undefined
   if (exclusion !== undefined && [...exclusion].filter((id) => id >= 0 && id < vocab).length >= vocab) {
     throw new InvalidArgumentError({ argument: 'excluded', value: [...exclusion].slice(0, 16), message: `leaves none of the ${vocab} tokens to draw` })
   }
+  return exclusion
+}
+
+/** Whether a row draws from its whole tempered distribution (`drawPlain`): sampled, nothing filtered or excluded. */
+function isPlain(parameters: SamplingParameters, vocab: number, exclusion: ReadonlySet<number> | undefined): boolean {
+  const { temperature, topK, topP, minP } = parameters
+  return temperature > 0 && exclusion === undefined && !(topK > 0 && topK < vocab) && !(topP < 1) && !(minP > 0)
+}
+
+const plainResult = new Float64Array(3)
+
+/** `sampleToken` of one row with its uniform drawn already (none for greedy). */
+function sampleWith(row: Float32Array, parameters: SamplingParameters, uniform: number, exclusion: ReadonlySet<number> | undefined): SampledToken {
   if (parameters.temperature === 0) {
     const token = argmax(row, exclusion)
     return { token, logprob: logSoftmaxAt(row, token) }
   }
-  const { token, max, total } = drawFiltered(row, parameters, random, exclusion)
-  // The draw's unfiltered weights exp((logit - max) / T) are log softmax(logits / T)'s terms: its value at the
-  // token is (logit - max) / T - log Σ weights, in float64 (at T = 1, bit for bit logSoftmaxAt's).
-  return { token, logprob: (row[token]! - max) / parameters.temperature - Math.log(total) }
+  if (isPlain(parameters, row.length, exclusion)) {
+    if (scratch.length < row.length) scratch = new Float64Array(row.length)
+    drawPlain(row, parameters.temperature, uniform, scratch, plainResult)
+    return tokenOf(row, parameters.temperature, plainResult[0]!, plainResult[1]!, plainResult[2]!)
+  }
+  const { token, max, total } = drawFiltered(row, parameters, uniform, exclusion)
+  return tokenOf(row, parameters.temperature, token, max, total)
+}
+
+/**
+ * The drawn token and its log-probability: the draw's unfiltered weights exp((logit - max) / T) are log
+ * softmax(logits / T)'s terms, so its value at the token is (logit - max) / T - log Σ weights, in float64 (at T = 1,
+ * bit for bit `logSoftmaxAt`'s).
+ */
+function tokenOf(row: Float32Array, temperature: number, token: number, max: number, total: number): SampledToken {
+  return { token, logprob: (row[token]! - max) / temperature - Math.log(total) }
+}
+
+/**
+ * A draw from the whole tempered distribution of `row` with `uniform` in [0, 1): `result` gets the token, the row's
+ * largest logit and the weights' sum Σ exp((logit - max) / T), float64, in index order (`weights` holds each).
+ * Self-contained (no closure, no import): the helper thread runs its source (`sampling-workers.ts`).
+ */
+export function drawPlain(row: Float32Array, temperature: number, uniform: number, weights: Float64Array, result: Float64Array): void {
+  const vocab = row.length
+  let max = -Infinity
+  for (let index = 0; index < vocab; index++) if (row[index]! > max) max = row[index]!
+  let total = 0
+  if (temperature === 1) {
+    // x / 1 is x: the same weights without a division each.
+    for (let index = 0; index < vocab; index++) {
+      const weight = Math.exp(row[index]! - max)
+      weights[index] = weight
+      total += weight
+    }
+  } else {
+    for (let index = 0; index < vocab; index++) {
+      const weight = Math.exp((row[index]! - max) / temperature)
+      weights[index] = weight
+      total += weight
+    }
+  }
+  let target = uniform * total
+  let last = 0
+  for (let index = 0; index < vocab; index++) {
+    const weight = weights[index]!
+    if (weight === 0) continue
+    last = index
+    target -= weight
+    if (target < 0) {
+      result[0] = index
+      result[1] = max
+      result[2] = total
+      return
+    }
+  }
+  result[0] = last
+  result[1] = max
+  result[2] = total
 }
 
 /** log softmax(row)[index], in float64. */
@@ -84,13 +209,13 @@ function argmax(row: Float32Array, excluded?: ReadonlySet<number>): number {
 let scratch = new Float64Array(0)
 
 /**
- * The drawn token, the row's largest logit and the sum of the unfiltered weights `exp((logit - max) / T)` (over the
- * whole row, `excluded` included: the recorded log-probability is the unfiltered one).
+ * A draw with filters or exclusions: the drawn token, the row's largest logit and the sum of the unfiltered weights
+ * `exp((logit - max) / T)` (over the whole row, `excluded` included: the recorded log-probability is the unfiltered one).
  */
 function drawFiltered(
   row: Float32Array,
   parameters: SamplingParameters,
-  random: Random,
+  uniform: number,
   excluded: ReadonlySet<number> | undefined,
 ): { token: number; max: number; total: number } {
   const { temperature, topK, topP, minP } = parameters
@@ -108,19 +233,10 @@ function drawFiltered(
   if (scratch.length < vocab) scratch = new Float64Array(vocab)
   const weights = scratch.subarray(0, vocab)
   let unfiltered = 0
-  if (temperature === 1) {
-    // x / 1 is x: the same weights without a division each.
-    for (let index = 0; index < vocab; index++) {
-      const weight = Math.exp(row[index]! - drawMax)
-      weights[index] = weight
-      unfiltered += weight
-    }
-  } else {
-    for (let index = 0; index < vocab; index++) {
-      const weight = Math.exp((row[index]! - drawMax) / temperature)
-      weights[index] = weight
-      unfiltered += weight
-    }
+  for (let index = 0; index < vocab; index++) {
+    const weight = Math.exp((row[index]! - drawMax) / temperature)
+    weights[index] = weight
+    unfiltered += weight
   }
   if (excluded !== undefined) {
     unfiltered = 0
@@ -151,11 +267,9 @@ function drawFiltered(
     const threshold = minP * largest
     for (let index = 0; index < vocab; index++) if (weights[index]! < threshold) weights[index] = 0
   }
-  const filtered = excluded !== undefined || (topK > 0 && topK < vocab) || topP < 1 || minP > 0
-  // Unfiltered, the weights' sum is `unfiltered` (the same terms added in the same order).
-  let total = filtered ? 0 : unfiltered
-  if (filtered) for (let index = 0; index < vocab; index++) total += weights[index]!
-  let target = random.nextFloat() * total
+  let total = 0
+  for (let index = 0; index < vocab; index++) total += weights[index]!
+  let target = uniform * total
   let last = 0
   for (let index = 0; index < vocab; index++) {
     const weight = weights[index]!
