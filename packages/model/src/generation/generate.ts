@@ -16,7 +16,7 @@ import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
 import { FusedDecoder, fusedDecoderSupports } from './fused-decoder.js'
 import { HostDecoder, hostDecoderFloats, hostDecoderSupports } from './host-decoder.js'
-import { sampleToken, type SamplingParameters } from './sampling.js'
+import { type SamplingParameters, sampleTokens } from './sampling.js'
 
 const tokenIdsSchema = z.union([z.instanceof(Int32Array), z.array(z.number().int())])
 const decodeThreadsSchema = z.union([z.literal('auto'), z.number().int().min(1).max(64)])
@@ -298,10 +298,21 @@ export async function generateRows(
     }
     for (;;) {
       const next = new Int32Array(batch).fill(padId)
-      rows.forEach((row, index) => {
-        if (finishReasons[index] !== undefined) return
-        const excluded = generated[index]!.length < (row.minNewTokens ?? 0) ? row.stopTokenIds : undefined // min_tokens
-        const { token, logprob } = sampleToken(logits, index * vocabSize, vocabSize, row.sampling, row.random, excluded)
+      // The unfinished rows' tokens at once (`sampleTokens`: a large step's shared with a helper thread where there is one).
+      const unfinished = rows.flatMap((_, index) => (finishReasons[index] === undefined ? [index] : []))
+      const drawn = sampleTokens(
+        logits,
+        vocabSize,
+        unfinished.map((index) => ({
+          offset: index * vocabSize,
+          parameters: rows[index]!.sampling,
+          random: rows[index]!.random,
+          excluded: generated[index]!.length < (rows[index]!.minNewTokens ?? 0) ? rows[index]!.stopTokenIds : undefined, // min_tokens
+        })),
+      )
+      unfinished.forEach((index, position) => {
+        const row = rows[index]!
+        const { token, logprob } = drawn[position]!
         generated[index]!.push(token)
         logprobs[index]!.push(logprob)
         next[index] = token
