@@ -477,6 +477,11 @@ describe('createRlTrainer', () => {
       expect(error.argument).toBe('config.batch.engine.kvCacheBytes')
       expect(error.message).toContain('holds no row')
     }
+    // The engine's weight products on the backend are accepted; an unknown place is refused by name.
+    expect(attempt({ ...baseConfig(model), batch: { engine: { products: 'backend' } } })).toBeUndefined()
+    const unknownPlace = attempt({ ...baseConfig(model), batch: { engine: { products: 'gpu' } } }) as InvalidArgumentError
+    expect(unknownPlace.argument).toBe('config.batch.engine')
+    expect(unknownPlace.message).toMatch(/products/)
     const smallTokenizer = { ...tokenizer, vocabSize: 300 }
     const mismatch = attempt({ ...baseConfig(model), tokenizer: smallTokenizer }) as InvalidArgumentError
     expect(mismatch.message).toContain('tokenizer has 300 ids, model has 259')
