@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import type { SamplingHelper } from '../platform.js'
-import { drawPlain } from './sampling.js'
+import { drawIndex, drawPlain } from './sampling.js'
 
 /**
  * The process's sampling helper (Node): one worker thread that draws a share of a step's plain rows (`sampleTokens`)
@@ -19,6 +19,7 @@ const answerMs = 2000
 
 const workerSource = `
 const { parentPort } = require('node:worker_threads')
+${drawIndex.toString()}
 const drawPlain = ${drawPlain.toString()}
 parentPort.on('message', ({ buffer, rowCapacity, logitCapacity }) => {
   const control = new Int32Array(buffer, 0, 8)

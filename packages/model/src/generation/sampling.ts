@@ -142,7 +142,7 @@ function tokenOf(row: Float32Array, temperature: number, token: number, max: num
 /**
  * A draw from the whole tempered distribution of `row` with `uniform` in [0, 1): `result` gets the token, the row's
  * largest logit and the weights' sum Σ exp((logit - max) / T), float64, in index order (`weights` holds each).
- * Self-contained (no closure, no import): the helper thread runs its source (`sampling-workers.ts`).
+ * Self-contained but for `drawIndex` (no closure, no import): the helper thread runs the source of both (`sampling-workers.ts`).
  */
 export function drawPlain(row: Float32Array, temperature: number, uniform: number, weights: Float64Array, result: Float64Array): void {
   const vocab = row.length
@@ -163,23 +163,26 @@ export function drawPlain(row: Float32Array, temperature: number, uniform: numbe
       total += weight
     }
   }
-  let target = uniform * total
+  result[0] = drawIndex(weights, vocab, uniform * total)
+  result[1] = max
+  result[2] = total
+}
+
+/**
+ * The index where `target` falls in the running sum of `weights[0 … vocab)` (zero weights skipped; the last non-zero
+ * one when rounding leaves some of it). Self-contained, as `drawPlain`, whose helper thread runs its source too.
+ */
+export function drawIndex(weights: Float64Array, vocab: number, target: number): number {
+  let rest = target
   let last = 0
   for (let index = 0; index < vocab; index++) {
     const weight = weights[index]!
     if (weight === 0) continue
     last = index
-    target -= weight
-    if (target < 0) {
-      result[0] = index
-      result[1] = max
-      result[2] = total
-      return
-    }
+    rest -= weight
+    if (rest < 0) return index
   }
-  result[0] = last
-  result[1] = max
-  result[2] = total
+  return last
 }
 
 /** log softmax(row)[index], in float64. */
@@ -269,14 +272,5 @@ function drawFiltered(
   }
   let total = 0
   for (let index = 0; index < vocab; index++) total += weights[index]!
-  let target = uniform * total
-  let last = 0
-  for (let index = 0; index < vocab; index++) {
-    const weight = weights[index]!
-    if (weight === 0) continue
-    last = index
-    target -= weight
-    if (target < 0) return { token: index, max, total: unfiltered }
-  }
-  return { token: last, max, total: unfiltered }
+  return { token: drawIndex(weights, vocab, uniform * total), max, total: unfiltered }
 }
