@@ -13,8 +13,8 @@ import { chooseDecodePath, type DecodePath, generateRows, type GenerationRow } f
  * forward (`model.hiddenStates` over the whole sequence, then `logitsFromHidden`) gives at that position; a path that
  * does not run an architecture refuses it (an `InvalidArgumentError`), never falls back to another.
  *
- * Each path's logits are read where it samples: `sampleToken` is wrapped to record the logits it is given, keyed by
- * the row's own `Random` (each row has one), so the paths run unchanged.
+ * Each path's logits are read where it samples: `sampleToken` and `sampleTokens` are wrapped to record the logits they
+ * are given, keyed by the row's own `Random` (each row has one), so the paths run unchanged.
  */
 const recorded = vi.hoisted(() => new Map<unknown, Float32Array[]>())
 vi.mock('./sampling.js', async (importOriginal) => {
@@ -25,6 +25,12 @@ vi.mock('./sampling.js', async (importOriginal) => {
       const [logits, offset, vocab, , random] = args
       recorded.get(random)?.push(logits.slice(offset, offset + vocab))
       return actual.sampleToken(...args)
+    },
+    // The engine and generate sample a step's rows at once.
+    sampleTokens: (...args: Parameters<typeof actual.sampleTokens>) => {
+      const [logits, vocab, rows] = args
+      for (const { offset, random } of rows) recorded.get(random)?.push(logits.slice(offset, offset + vocab))
+      return actual.sampleTokens(...args)
     },
   }
 })
