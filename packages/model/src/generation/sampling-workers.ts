@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import type { SamplingHelper } from '../platform.js'
-import { drawIndex, drawPlain } from './sampling.js'
+import { drawIndex, drawPlain, samplingHelperFloats } from './sampling.js'
 
 /**
  * The process's sampling helper (Node): one worker thread that draws a share of a step's plain rows (`sampleTokens`)
@@ -79,7 +79,10 @@ function drop(): void {
 /** A buffer for `rows` rows of `vocab` logits, handed to the worker (which leaves the old one first). */
 function share(rows: number, vocab: number): void {
   const rowCapacity = 2 ** Math.ceil(Math.log2(Math.max(64, rows)))
-  const logitCapacity = rowCapacity * Math.max(vocab, shared === undefined ? 0 : shared.logits.length / shared.rowCapacity)
+  // Room for this step's rows, or twice the last buffer's (fewer new buffers as steps grow), within the bound the
+  // caller keeps each step to (`samplingHelperFloats`).
+  const logitCapacity = Math.min(samplingHelperFloats, Math.max(rows * vocab, 2 * (shared?.logits.length ?? 0)))
+  if (rows * vocab > logitCapacity) throw new RangeError(`sampling helper: ${rows} rows of ${vocab} logits, past its ${samplingHelperFloats}`)
   const buffer = new SharedArrayBuffer(controlBytes + 40 * rowCapacity + 4 * logitCapacity)
   if (shared !== undefined) {
     Atomics.store(shared.control, slot.release, 1)
@@ -99,7 +102,7 @@ function share(rows: number, vocab: number): void {
 
 const helper: SamplingHelper = {
   draw(logits, vocab, rows, mine) {
-    if (broken || worker === undefined) return undefined
+    if (broken || worker === undefined || rows.length * vocab > samplingHelperFloats) return undefined
     if (shared === undefined || rows.length > shared.rowCapacity || rows.length * vocab > shared.logits.length) {
       share(rows.length, vocab)
       return undefined // drawn here this time; the helper takes the new buffer meanwhile

@@ -68,11 +68,13 @@ export function sampleTokens(logits: Float32Array, vocab: number, rows: readonly
   const uniforms = rows.map((row) => (row.parameters.temperature === 0 ? 0 : row.random.nextFloat()))
   const plain = rows.flatMap((row, index) => (isPlain(row.parameters, vocab, exclusions[index]) ? [index] : []))
   const results: (SampledToken | undefined)[] = new Array(rows.length)
-  const helper = plain.length >= samplingHelperRows && plain.length * vocab >= samplingHelperWork ? platform().samplingHelper?.() : undefined
+  // The helper takes the second half of the plain rows (at most `samplingHelperFloats` logits: its buffer's bound);
+  // this thread draws the others meanwhile.
+  const taken = Math.min(Math.floor(plain.length / 2), Math.floor(samplingHelperFloats / vocab))
+  const helper = plain.length >= samplingHelperRows && plain.length * vocab >= samplingHelperWork && taken > 0 ? platform().samplingHelper?.() : undefined
   if (helper !== undefined) {
-    // The helper takes the second half of the plain rows; this thread draws the first half meanwhile.
-    const shared = plain.slice(Math.ceil(plain.length / 2))
-    const mine = plain.slice(0, Math.ceil(plain.length / 2))
+    const shared = plain.slice(plain.length - taken)
+    const mine = plain.slice(0, plain.length - taken)
     const drawn = helper.draw(
       logits,
       vocab,
@@ -97,6 +99,8 @@ export function sampleTokens(logits: Float32Array, vocab: number, rows: readonly
 /** Rows below which the helper is not asked (its hand-over costs more than it saves), and rows × vocabulary. */
 const samplingHelperRows = 8
 const samplingHelperWork = 2 ** 15
+/** The most logits handed to the helper in one step (16M floats, 64 MiB of shared buffer: 110 rows of a 151,936-token vocabulary). */
+export const samplingHelperFloats = 2 ** 24
 
 /** Ids the row may not draw, or undefined for none; an `InvalidArgumentError` when they leave no token. */
 function checkedExclusion(vocab: number, excluded: ReadonlySet<number> | undefined): ReadonlySet<number> | undefined {
