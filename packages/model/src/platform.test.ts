@@ -1,6 +1,7 @@
 import { createRandom } from '@ludic/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { sampleToken, sampleTokens } from './generation/sampling.js'
+import { samplingHelperRows } from './generation/sampling-workers.js'
 import { createMatmulArena } from './generation/simd-matmul.js'
 import { browserParameterBytes, defaultMaxParameterBytes } from './model/parameter-budget.js'
 import { platform, setPlatform } from './platform.js'
@@ -23,7 +24,9 @@ describe('without Node’s parts registered (as in a browser)', () => {
     const batch = () => Array.from({ length: rows }, (_, index) => ({ offset: index * vocab, parameters, random: createRandom(index) }))
     const expected = batch().map((row) => sampleToken(logits, row.offset, vocab, row.parameters, row.random))
     setPlatform({ samplingHelper: undefined })
+    const before = samplingHelperRows()
     expect(sampleTokens(logits, vocab, batch())).toEqual(expected)
+    expect(samplingHelperRows()).toBe(before) // none drawn by the helper thread
   })
 
   it('budgets parameters at browserParameterBytes, without os.totalmem', () => {

@@ -122,6 +122,27 @@ describe('GenerationEngine', () => {
     expect(tf.memory().numTensors).toBe(before) // freed by dispose, at once
   })
 
+  it("products: 'backend' at a real model's MLP shape (1,536 → 128, where oneDNN sums one row apart from two): a request's samples the same alone or among others, bit for bit", async () => {
+    const wide = createModel('tiny', {
+      vocabSize,
+      seed: 5,
+      overrides: { hiddenSize: 128, intermediateSize: 1536, numHiddenLayers: 1, maxPositionEmbeddings: 64 },
+    })
+    const alone = new GenerationEngine(wide, { maxSequenceLength: 64, products: 'backend', prefixCaching: false })
+    const crowded = new GenerationEngine(wide, { maxSequenceLength: 64, products: 'backend', maxRows: 6 })
+    try {
+      const request = () => row(prompt(9, 3), { seed: 7, maxNewTokens: 12 })
+      const reference = plain(await alone.submit(request()))
+      const others = [0, 1, 2].map((index) => crowded.submit(row(prompt(5 + index, index), { seed: index, maxNewTokens: 4 + 6 * index })))
+      expect(plain(await crowded.submit(request()))).toEqual(reference)
+      await Promise.all(others)
+    } finally {
+      alone.dispose()
+      crowded.dispose()
+      wide.dispose()
+    }
+  })
+
   it("computes a group's shared prompt once (a GRPO group of 8) and reuses a multi-turn episode's conversation", async () => {
     const engine = new GenerationEngine(model, { maxSequenceLength: 128, maxRows: 9 })
     try {

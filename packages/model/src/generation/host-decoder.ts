@@ -331,6 +331,20 @@ function linearWeightTensor(model: CausalLanguageModel, name: string): tf.Tensor
   })
 }
 
+/**
+ * `batch` rows of `columns` values as a backend tensor for a product, one row given twice: oneDNN's product of a
+ * single row sums in another order than of two or more (a row's result then would depend on whether it ran alone),
+ * while from two rows on it is the same at every batch size (checked to 256 on the `small` and `base` presets' and
+ * SmolLM-135M's and Qwen2.5-0.5B's shapes).
+ */
+function backendRows(values: Float32Array, batch: number, columns: number): tf.Tensor2D {
+  if (batch > 1) return tf.tensor2d(values, [batch, columns])
+  const twice = new Float32Array(2 * columns)
+  twice.set(values.subarray(0, columns))
+  twice.set(values.subarray(0, columns), columns)
+  return tf.tensor2d(twice, [2, columns])
+}
+
 /** One layer's weight products on the TensorFlow.js backend (`HostDecoder`'s `products: 'backend'`): each `[in, out]`. */
 interface BackendLayerWeights {
   queryKeyValue: tf.Tensor2D
@@ -345,34 +359,43 @@ interface BackendLayerWeights {
  */
 function backendWeights(model: CausalLanguageModel): { layers: BackendLayerWeights[]; head: tf.Tensor2D } {
   const { config } = model
-  const stacked = (names: string[]) =>
-    tf.tidy(() => {
+  const made: tf.Tensor[] = []
+  const stacked = (names: string[]) => {
+    const weight = tf.tidy(() => {
       const parts = names.map((name) => linearWeightTensor(model, name))
       return tf.transpose(parts.length === 1 ? parts[0]! : tf.concat(parts, 0)) as tf.Tensor2D
     })
-  const layers: BackendLayerWeights[] = []
-  for (let layer = 0; layer < config.numHiddenLayers; layer++) {
-    if (config.architecture === 'gpt2') {
-      const prefix = `transformer.h.${layer}`
-      layers.push({
-        queryKeyValue: stacked([`${prefix}.attn.c_attn`]),
-        output: stacked([`${prefix}.attn.c_proj`]),
-        gateUp: stacked([`${prefix}.mlp.c_fc`]),
-        down: stacked([`${prefix}.mlp.c_proj`]),
-      })
-    } else {
-      const prefix = `model.layers.${layer}`
-      layers.push({
-        queryKeyValue: stacked(['q_proj', 'k_proj', 'v_proj'].map((name) => `${prefix}.self_attn.${name}`)),
-        output: stacked([`${prefix}.self_attn.o_proj`]),
-        gateUp: stacked(['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)),
-        down: stacked([`${prefix}.mlp.down_proj`]),
-      })
-    }
+    made.push(weight)
+    return weight
   }
-  const embedding = config.architecture === 'gpt2' ? 'transformer.wte.weight' : 'model.embed_tokens.weight'
-  const head = config.tieWordEmbeddings ? (tf.tidy(() => tf.transpose(model.parameter(embedding))) as tf.Tensor2D) : stacked(['lm_head'])
-  return { layers, head }
+  try {
+    const layers: BackendLayerWeights[] = []
+    for (let layer = 0; layer < config.numHiddenLayers; layer++) {
+      if (config.architecture === 'gpt2') {
+        const prefix = `transformer.h.${layer}`
+        layers.push({
+          queryKeyValue: stacked([`${prefix}.attn.c_attn`]),
+          output: stacked([`${prefix}.attn.c_proj`]),
+          gateUp: stacked([`${prefix}.mlp.c_fc`]),
+          down: stacked([`${prefix}.mlp.c_proj`]),
+        })
+      } else {
+        const prefix = `model.layers.${layer}`
+        layers.push({
+          queryKeyValue: stacked(['q_proj', 'k_proj', 'v_proj'].map((name) => `${prefix}.self_attn.${name}`)),
+          output: stacked([`${prefix}.self_attn.o_proj`]),
+          gateUp: stacked(['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)),
+          down: stacked([`${prefix}.mlp.down_proj`]),
+        })
+      }
+    }
+    const embedding = config.architecture === 'gpt2' ? 'transformer.wte.weight' : 'model.embed_tokens.weight'
+    const head = config.tieWordEmbeddings ? (tf.tidy(() => tf.transpose(model.parameter(embedding))) as tf.Tensor2D) : stacked(['lm_head'])
+    return { layers, head }
+  } catch (error) {
+    tf.dispose(made) // what was made before the failure (the backend out of memory)
+    throw error
+  }
 }
 
 /**
@@ -419,8 +442,8 @@ export class HostDecoder {
    * `options.products` (default `'host'`): where the weight products run — `'host'` (the WebAssembly kernel) or
    * `'backend'` (`tf.matMul` on the TensorFlow.js backend, the decoder's own copy of the weights there, and the SwiGLU
    * MLP's activation with them): for native TensorFlow, whose multithreaded products are faster at large batches. A
-   * row's results then depend on the backend's product being the same for a row whatever the batch (oneDNN's is:
-   * tested). Call `dispose` when done: the weights go back to the cache (or the worker threads to their pool).
+   * row's results then depend on the backend's product being the same for a row whatever the batch (oneDNN's is from
+   * two rows on; a lone row is given twice, `backendRows`). Call `dispose` when done: the weights go back to the cache (or the worker threads to their pool).
    */
   constructor(
     private readonly model: CausalLanguageModel,
@@ -436,7 +459,12 @@ export class HostDecoder {
     this.prefillLength = options.prefillLength ?? 0
     const cacheable = options.simd !== false && (options.threads ?? 1) <= 1
     this.weights = acquireHostWeights(model, generationFloats(config, batch, this.capacity, this.prefillLength), options, cacheable)
-    this.backend = options.products === 'backend' ? backendWeights(model) : undefined
+    try {
+      this.backend = options.products === 'backend' ? backendWeights(model) : undefined
+    } catch (error) {
+      this.dispose() // the host weights back to the cache
+      throw error
+    }
     const { arena } = this.weights
     const queryKeyValueWidth = (heads + 2 * keyValueHeads) * headDim
     this.projectedWidth = Math.max(queryKeyValueWidth, 2 * intermediateSize)
@@ -971,17 +999,18 @@ export class HostDecoder {
     if (layer.backend !== undefined && !this.gpt2) {
       // SwiGLU on the backend: its two products and the activation between them in one pass, no copy in between.
       const { gateUp, down } = layer.backend
-      const input = tf.tensor2d(normed.slice(0, rows * hiddenSize), [rows, hiddenSize])
-      const output = tf.tidy(() => {
-        let both: tf.Tensor2D = tf.matMul(input, gateUp)
-        if (layer.gateUpBias !== undefined) both = tf.add(both, tf.tensor1d(layer.gateUpBias.slice(0, 2 * intermediateSize)))
-        const [gate, up] = tf.split(both, 2, 1) as [tf.Tensor2D, tf.Tensor2D]
-        return tf.matMul(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), down)
-      })
+      const input = backendRows(normed.slice(0, rows * hiddenSize), rows, hiddenSize)
+      let output: tf.Tensor | undefined
       try {
-        delta.set(output.dataSync() as Float32Array)
+        output = tf.tidy(() => {
+          let both: tf.Tensor2D = tf.matMul(input, gateUp)
+          if (layer.gateUpBias !== undefined) both = tf.add(both, tf.tensor1d(layer.gateUpBias.slice(0, 2 * intermediateSize)))
+          const [gate, up] = tf.split(both, 2, 1) as [tf.Tensor2D, tf.Tensor2D]
+          return tf.matMul(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), down)
+        })
+        delta.set((output!.dataSync() as Float32Array).subarray(0, rows * hiddenSize)) // a padded second row left out
       } finally {
-        tf.dispose([input, output])
+        tf.dispose(output === undefined ? [input] : [input, output])
       }
     } else {
       const mlpWidth = this.gpt2 ? intermediateSize : 2 * intermediateSize
@@ -1032,14 +1061,15 @@ export class HostDecoder {
       values = new Float32Array(batch * columns)
       for (let row = 0; row < batch; row++) values.set(x.subarray(row * xStride, row * xStride + columns), row * columns)
     }
-    const input = tf.tensor2d(values, [batch, columns])
-    const output = tf.matMul(input, backendWeight)
+    const input = backendRows(values, batch, columns)
+    let output: tf.Tensor | undefined
     try {
-      const result = output.dataSync() as Float32Array
+      output = tf.matMul(input, backendWeight)
+      const result = (output.dataSync() as Float32Array).subarray(0, batch * rows) // a padded second row left out
       if (yStride === rows) y.set(result)
       else for (let row = 0; row < batch; row++) y.set(result.subarray(row * rows, (row + 1) * rows), row * yStride)
     } finally {
-      tf.dispose([input, output])
+      tf.dispose(output === undefined ? [input] : [input, output])
     }
   }
 }

@@ -8,14 +8,18 @@ import { drawIndex, drawPlain, samplingHelperFloats } from './sampling.js'
  * while the calling thread draws the rest — the weights of a large vocabulary, one `Math.exp` a token, are most of a
  * large batch's sampling, and the second core is idle then. It runs `drawPlain`'s own source on a shared buffer, so
  * a row's token is the same whichever thread drew it. Started on first use (unreferenced: it never keeps a process
- * alive), used once it says it is ready; a helper that fails or does not answer within `answerMs` is dropped and its
- * rows drawn by the caller (the same results).
+ * alive), used once it says it is ready; a helper that fails, does not take its buffer within `readyMs` or does not
+ * answer a step within `answerMs` is dropped for the process and its rows drawn by the caller (the same results). A
+ * source transform that makes `drawPlain` call outside itself (coverage instrumentation) makes the thread fail: one
+ * step waits `answerMs`, then the caller draws alone.
  */
 
 /** Int32 slots at the start of the buffer. */
 const slot = { posted: 0, done: 1, rows: 2, vocab: 3, release: 4, ready: 5 } as const
 const controlBytes = 32
 const answerMs = 2000
+/** How long a handed-over buffer may wait for the thread to take it (it draws nothing meanwhile: no stall). */
+const readyMs = 10_000
 
 const workerSource = `
 const { parentPort } = require('node:worker_threads')
@@ -31,6 +35,8 @@ parentPort.on('message', ({ buffer, rowCapacity, logitCapacity }) => {
   let seen = Atomics.load(control, ${slot.posted})
   Atomics.store(control, ${slot.ready}, 1)
   for (;;) {
+    // Left for a new buffer (checked first: the release may have come before this buffer's first job).
+    if (Atomics.load(control, ${slot.release}) === 1) break
     let posted = Atomics.load(control, ${slot.posted})
     for (let spin = 0; posted === seen && spin < 20000; spin++) posted = Atomics.load(control, ${slot.posted})
     if (posted === seen) {
@@ -67,6 +73,8 @@ let shared: Shared | undefined
 /** Rows the helper thread drew so far (tests). */
 let helperRows = 0
 let generation = 0
+/** When the current buffer was handed over (the worker says it is ready within `readyMs` or is dropped). */
+let sharedAt = 0
 let broken = availableParallelism() < 2
 
 function drop(): void {
@@ -97,6 +105,7 @@ function share(rows: number, vocab: number): void {
     rowCapacity,
   }
   generation = 0
+  sharedAt = performance.now()
   worker!.postMessage({ buffer, rowCapacity, logitCapacity })
 }
 
@@ -108,7 +117,10 @@ const helper: SamplingHelper = {
       return undefined // drawn here this time; the helper takes the new buffer meanwhile
     }
     const { control, parameters, results } = shared
-    if (Atomics.load(control, slot.ready) !== 1) return undefined
+    if (Atomics.load(control, slot.ready) !== 1) {
+      if (performance.now() - sharedAt > readyMs) drop() // never took the buffer (its thread failed to start or hangs)
+      return undefined
+    }
     rows.forEach((row, index) => {
       shared!.logits.set(logits.subarray(row.offset, row.offset + vocab), index * vocab)
       parameters[2 * index] = row.temperature

@@ -63,9 +63,14 @@ export interface SamplingRow {
  * (`drawPlain`) on the same values, so the results do not depend on which thread drew a row.
  */
 export function sampleTokens(logits: Float32Array, vocab: number, rows: readonly SamplingRow[]): SampledToken[] {
-  // Each row's uniform, in row order, as `sampleToken` one row after another would draw them.
-  const exclusions = rows.map((row) => checkedExclusion(vocab, row.excluded))
-  const uniforms = rows.map((row) => (row.parameters.temperature === 0 ? 0 : row.random.nextFloat()))
+  // Each row's exclusion checked and uniform drawn, in row order, as `sampleToken` one row after another would (a row
+  // whose exclusion leaves nothing throws after the rows before it drew theirs).
+  const exclusions: (ReadonlySet<number> | undefined)[] = []
+  const uniforms: number[] = []
+  for (const row of rows) {
+    exclusions.push(checkedExclusion(vocab, row.excluded))
+    uniforms.push(row.parameters.temperature === 0 ? 0 : row.random.nextFloat())
+  }
   const plain = rows.flatMap((row, index) => (isPlain(row.parameters, vocab, exclusions[index]) ? [index] : []))
   const results: (SampledToken | undefined)[] = new Array(rows.length)
   // The helper takes the second half of the plain rows (at most `samplingHelperFloats` logits: its buffer's bound);
