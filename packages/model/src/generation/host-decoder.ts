@@ -517,10 +517,6 @@ export class HostDecoder {
     if (this.backend !== undefined) tf.dispose([...this.backend.layers.flatMap((layer) => Object.values(layer)), this.backend.head])
   }
 
-  /** Where the weight products run: `'host'` or `'backend'` (the `products` option). */
-  get products(): 'host' | 'backend' {
-    return this.backend === undefined ? 'host' : 'backend'
-  }
 
   /** Copies the keys and values of a prefilled `cache` into the host buffers; the cache's tensors are freed. */
   adoptCache(cache: KeyValueCache): void {
