@@ -517,7 +517,6 @@ export class HostDecoder {
     if (this.backend !== undefined) tf.dispose([...this.backend.layers.flatMap((layer) => Object.values(layer)), this.backend.head])
   }
 
-
   /** Copies the keys and values of a prefilled `cache` into the host buffers; the cache's tensors are freed. */
   adoptCache(cache: KeyValueCache): void {
     const { numKeyValueHeads: keyValueHeads, headDim } = this.model.config
