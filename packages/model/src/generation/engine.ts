@@ -3,7 +3,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
-import { checkGenerationRow, createTextStream, firstStop, type GeneratedSequence, type GenerationRow } from './generate.js'
+import { checkGenerationRow, createTextStream, firstStop, type GeneratedSequence, type GenerationRow, samplingRowOf } from './generate.js'
 import { HostDecoder, hostDecoderFloats } from './host-decoder.js'
 import { type SampledToken, sampleTokens } from './sampling.js'
 
@@ -634,13 +634,7 @@ export class GenerationEngine {
     const drawn = sampleTokens(
       logits,
       vocabSize,
-      ready.map(({ row, generated }, index) => ({
-        offset: index * vocabSize,
-        parameters: row.sampling,
-        random: row.random,
-        // vLLM's min_tokens: the stop ids are not drawn before the row's minNewTokens.
-        excluded: generated.length < (row.minNewTokens ?? 0) ? row.stopTokenIds : undefined,
-      })),
+      ready.map(({ row, generated }, index) => samplingRowOf(row, generated.length, index * vocabSize)),
     )
     ready.forEach((request, index) => {
       request.held++

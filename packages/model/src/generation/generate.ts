@@ -16,7 +16,7 @@ import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
 import { FusedDecoder, fusedDecoderSupports } from './fused-decoder.js'
 import { HostDecoder, hostDecoderFloats, hostDecoderSupports } from './host-decoder.js'
-import { type SamplingParameters, sampleTokens } from './sampling.js'
+import { type SamplingParameters, type SamplingRow, sampleTokens } from './sampling.js'
 
 const tokenIdsSchema = z.union([z.instanceof(Int32Array), z.array(z.number().int())])
 const decodeThreadsSchema = z.union([z.literal('auto'), z.number().int().min(1).max(64)])
@@ -303,12 +303,7 @@ export async function generateRows(
       const drawn = sampleTokens(
         logits,
         vocabSize,
-        unfinished.map((index) => ({
-          offset: index * vocabSize,
-          parameters: rows[index]!.sampling,
-          random: rows[index]!.random,
-          excluded: generated[index]!.length < (rows[index]!.minNewTokens ?? 0) ? rows[index]!.stopTokenIds : undefined, // min_tokens
-        })),
+        unfinished.map((index) => samplingRowOf(rows[index]!, generated[index]!.length, index * vocabSize)),
       )
       unfinished.forEach((index, position) => {
         const row = rows[index]!
@@ -379,6 +374,15 @@ export async function generateRows(
  * `minNewTokens` (0 … `maxNewTokens`), refused with an `InvalidArgumentError` named from `names` (`prompt[i]` for
  * a bad id, `row.maxNewTokens`, `row.minNewTokens`). What `generateRows` and `GenerationEngine.submit` check.
  */
+/**
+ * A row's sampling at logits `offset` after `generatedCount` tokens: vLLM's `min_tokens` — its stop ids are not drawn
+ * before its `minNewTokens` (`sampleToken`'s `excluded`). The engine's and `generate`'s steps both sample so.
+ */
+export function samplingRowOf(row: GenerationRow, generatedCount: number, offset: number): SamplingRow {
+  const excluded = generatedCount < (row.minNewTokens ?? 0) ? row.stopTokenIds : undefined
+  return { offset, parameters: row.sampling, random: row.random, excluded }
+}
+
 export function checkGenerationRow(row: GenerationRow, vocabSize: number, names: { prompt: string; row: string }): void {
   if (row.promptIds.length === 0) throw new InvalidArgumentError({ argument: names.prompt, value: row.promptIds, message: 'a prompt needs at least one token' })
   row.promptIds.forEach((id, position) => {

@@ -87,10 +87,9 @@ function drop(): void {
 /** A buffer for `rows` rows of `vocab` logits, handed to the worker (which leaves the old one first). */
 function share(rows: number, vocab: number): void {
   const rowCapacity = 2 ** Math.ceil(Math.log2(Math.max(64, rows)))
-  // Room for this step's rows, or twice the last buffer's (fewer new buffers as steps grow), within the bound the
-  // caller keeps each step to (`samplingHelperFloats`).
+  // Room for this step's rows, or twice the last buffer's (fewer new buffers as steps grow), within the bound `draw`
+  // keeps each step to (`samplingHelperFloats`).
   const logitCapacity = Math.min(samplingHelperFloats, Math.max(rows * vocab, 2 * (shared?.logits.length ?? 0)))
-  if (rows * vocab > logitCapacity) throw new RangeError(`sampling helper: ${rows} rows of ${vocab} logits, past its ${samplingHelperFloats}`)
   const buffer = new SharedArrayBuffer(controlBytes + 40 * rowCapacity + 4 * logitCapacity)
   if (shared !== undefined) {
     Atomics.store(shared.control, slot.release, 1)
