@@ -26,6 +26,13 @@ export const decodeOptionsSchema = z.strictObject({
   sampler: z.enum(['generate', 'engine']).default('generate'),
   /** With `sampler: 'engine'`: where its weight products run (`GenerationEngine`'s `products`). Default: `host`. */
   engineProducts: z.enum(['host', 'backend']).default('host'),
+  /** With `sampler: 'engine'`: its `threads` (the host's products and each step's attention rows shared). Default: 1. */
+  engineThreads: z.number().int().min(1).max(64).default(1),
+  /**
+   * With `sampler: 'engine'`: its `prefillChunkTokens` — 2,048 prefills a GRPO step's 128 prompts of 16 tokens in one
+   * iteration. Default: the engine's (256).
+   */
+  enginePrefillChunkTokens: z.number().int().min(1).max(8192).optional(),
 })
 export type DecodeOptions = z.input<typeof decodeOptionsSchema>
 
@@ -58,6 +65,8 @@ export const decodeSuite = defineBenchSuite({
       newTokens: options.newTokens,
       sampler: options.sampler,
       engineProducts: options.engineProducts,
+      engineThreads: options.engineThreads,
+      ...(options.enginePrefillChunkTokens === undefined ? {} : { enginePrefillChunkTokens: options.enginePrefillChunkTokens }),
       vocabSize: options.vocabSize,
       warmup: 1,
       repetitions: options.repetitions ?? (options.quick ? 1 : 3),
@@ -191,7 +200,7 @@ export const decodeSuite = defineBenchSuite({
         peers: { PyTorch: pytorchPeer(peer, options.peerThreads) },
         tables: [
           {
-            title: `Batched sampling with a key/value cache (Ludic: ${settings.sampler === 'engine' ? `GenerationEngine, products on the ${settings.engineProducts}` : 'generate'}): ${settings.promptLength}-token prompt, ${settings.newTokens} new tokens, temperature 1, vocabulary ${settings.vocabSize}`,
+            title: `Batched sampling with a key/value cache (Ludic: ${settings.sampler === 'engine' ? `GenerationEngine, products on the ${settings.engineProducts}, ${settings.engineThreads} thread${settings.engineThreads === 1 ? '' : 's'}, prefill chunks of ${settings.enginePrefillChunkTokens ?? 256} tokens` : 'generate'}): ${settings.promptLength}-token prompt, ${settings.newTokens} new tokens, temperature 1, vocabulary ${settings.vocabSize}`,
             columns: [
               'preset',
               'batch',

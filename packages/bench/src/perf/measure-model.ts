@@ -138,6 +138,8 @@ export interface DecodeSettings {
   sampler: 'generate' | 'engine'
   /** The engine's `products`. */
   engineProducts: 'host' | 'backend'
+  engineThreads: number
+  enginePrefillChunkTokens?: number
   vocabSize: number
   warmup: number
   repetitions: number
@@ -177,7 +179,7 @@ export async function measureDecode(backend: string, settings: DecodeSettings): 
           const begin = performance.now()
           const sequences =
             settings.sampler === 'engine'
-              ? await engineSample(model, inputIds, settings.newTokens, settings.engineProducts)
+              ? await engineSample(model, inputIds, settings)
               : await generate(model, { inputIds, maxNewTokens: settings.newTokens, temperature: 1, seed: 0, stopTokenIds: [] })
           const elapsed = performance.now() - begin
           for (const sequence of sequences) {
@@ -209,8 +211,16 @@ export async function measureDecode(backend: string, settings: DecodeSettings): 
 }
 
 /** `inputIds` sampled on a fresh engine (every row at once, temperature 1, no stop token; seeds as `generate`'s). */
-async function engineSample(model: CausalLanguageModel, inputIds: readonly Int32Array[], newTokens: number, products: 'host' | 'backend') {
-  const engine = new GenerationEngine(model, { maxRows: inputIds.length, maxSequenceLength: inputIds[0]!.length + newTokens, kvCacheBytes: 2 ** 31, products })
+async function engineSample(model: CausalLanguageModel, inputIds: readonly Int32Array[], settings: DecodeSettings) {
+  const { newTokens } = settings
+  const engine = new GenerationEngine(model, {
+    maxRows: inputIds.length,
+    maxSequenceLength: inputIds[0]!.length + newTokens,
+    kvCacheBytes: 2 ** 31,
+    products: settings.engineProducts,
+    threads: settings.engineThreads,
+    ...(settings.enginePrefillChunkTokens === undefined ? {} : { prefillChunkTokens: settings.enginePrefillChunkTokens }),
+  })
   try {
     return await Promise.all(
       inputIds.map((promptIds, index) =>

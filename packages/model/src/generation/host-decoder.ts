@@ -3,6 +3,7 @@ import { inverseFrequencies } from '../layers/rotary-embedding.js'
 import type { ModelConfig } from '../config/model-config.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import type { KeyValueCache } from '../model/key-value-cache.js'
+import { attendBlockLength, attendSlots, attentionSoftmax, rmsNormaliseRow, rotateAndStoreRow } from './attention-rows.js'
 import { createMatmulArena, type MatmulArena } from './simd-matmul.js'
 
 /**
@@ -69,7 +70,10 @@ function generationFloats(config: ModelConfig, batch: number, capacity: number, 
     rows * (2 * hiddenSize + Math.max(hiddenSize, intermediateSize) + projectedWidth + heads * headDim) +
     Math.max(batch * heads, prefillLength) * positions +
     batch * vocabSize +
-    7 * 4
+    attendBlockLength +
+    2 * batch +
+    2 * rows * (headDim / 2) +
+    12 * 4
   return numHiddenLayers * (2 * cacheFloats + 2 * 4) + scratch
 }
 
@@ -431,6 +435,15 @@ export class HostDecoder {
   private readonly logits: Float32Array
   private readonly projectedWidth: number
   private readonly prefillLength: number
+  /** The attention rows' parameter block (`attendSlots`), its rows' slots and positions, and their RoPE angles. */
+  private readonly attendBlock: Int32Array
+  private readonly rowSlots: Int32Array
+  private readonly rowPositions: Int32Array
+  private readonly cos: Float32Array
+  private readonly sin: Float32Array
+  /** The arena's whole memory as floats and ints (`attention-rows.ts`' functions index it). */
+  private readonly arenaFloats: Float32Array
+  private readonly attendBlockInts: Int32Array
   /** `products: 'backend'`: the weight products' weights on the TensorFlow.js backend (this decoder's, freed by `dispose`). */
   private readonly backend: { layers: BackendLayerWeights[]; head: tf.Tensor2D } | undefined
 
@@ -484,10 +497,49 @@ export class HostDecoder {
       this.delta = arena.allocate(rows * hiddenSize)
       this.scores = arena.allocate(Math.max(batch * heads, this.prefillLength) * this.capacity)
       this.logits = arena.allocate(batch * vocabSize)
+      this.attendBlock = arena.allocateInts(attendBlockLength)
+      this.rowSlots = arena.allocateInts(batch)
+      this.rowPositions = arena.allocateInts(batch)
+      this.cos = arena.allocate(rows * (headDim / 2))
+      this.sin = arena.allocate(rows * (headDim / 2))
+      this.arenaFloats = new Float32Array(this.attendBlock.buffer)
+      this.attendBlockInts = new Int32Array(this.attendBlock.buffer)
+      this.fillAttendBlock()
     } catch (error) {
       this.dispose()
       throw error
     }
+  }
+
+  /** The parameter block's fixed slots (sizes and buffers); `useLayer` sets a layer's. */
+  private fillAttendBlock(): void {
+    const { config } = this.model
+    const block = this.attendBlock
+    const at = (array: Float32Array | Int32Array) => array.byteOffset / 4
+    block[attendSlots.heads] = config.numAttentionHeads
+    block[attendSlots.keyValueHeads] = config.numKeyValueHeads
+    block[attendSlots.headDim] = config.headDim
+    block[attendSlots.capacity] = this.capacity
+    block[attendSlots.projectedWidth] = this.projectedWidth
+    block[attendSlots.window] = config.slidingWindow ?? -1
+    block[attendSlots.rope] = this.gpt2 ? 0 : 1
+    block[attendSlots.projected] = at(this.projected)
+    block[attendSlots.scores] = at(this.scores)
+    block[attendSlots.attended] = at(this.attended)
+    block[attendSlots.cos] = at(this.cos)
+    block[attendSlots.sin] = at(this.sin)
+    block[attendSlots.slots] = at(this.rowSlots)
+    block[attendSlots.positions] = at(this.rowPositions)
+    new Float64Array(block.buffer, block.byteOffset + attendSlots.epsilon * 4, 1)[0] = config.rmsNormEps
+  }
+
+  /** Points the parameter block at `layer`'s cache and head norms. */
+  private useLayer(layer: HostLayerWeights & HostLayerCache): void {
+    const block = this.attendBlock
+    block[attendSlots.keys] = layer.keys.byteOffset / 4
+    block[attendSlots.values] = layer.values.byteOffset / 4
+    block[attendSlots.queryNorm] = layer.queryNorm === undefined ? -1 : layer.queryNorm.byteOffset / 4
+    block[attendSlots.keyNorm] = layer.keyNorm === undefined ? -1 : layer.keyNorm.byteOffset / 4
   }
 
   private get arena(): MatmulArena {
@@ -499,9 +551,14 @@ export class HostDecoder {
     return this.arena.simd
   }
 
-  /** Threads sharing the weight products: 1, or 1 + the worker threads lent to this decoder. */
+  /** Threads sharing the weight products and each step's attention rows: 1, or 1 + the worker threads lent to this decoder. */
   get threads(): number {
     return this.arena.threads
+  }
+
+  /** Chunks of shared work (products, attention rows) that worker threads ran so far (0 on one thread). */
+  get helperChunks(): number {
+    return this.arena.helperChunks
   }
 
   /**
@@ -571,10 +628,11 @@ export class HostDecoder {
       const count = length - start
       const positions = Int32Array.from({ length: count }, (_, index) => index)
       for (let index = 0; index < count; index++) this.embed(tokens[start + index]!, positions[index]!, index)
-      const { cos, sin } = this.rotations(positions)
+      this.rotations(positions)
       for (const layer of this.layers) {
+        this.useLayer(layer)
         this.projectQueryKeyValue(layer, count)
-        for (let index = 0; index < count; index++) this.rotateAndStore(layer, index, row, start + index, cos, sin)
+        for (let index = 0; index < count; index++) this.rotateAndStore(index, row, start + index)
         for (let group = 0; group < keyValueHeads; group++) {
           const block = row * keyValueHeads + group
           for (let member = 0; member < groups; member++) {
@@ -628,11 +686,12 @@ export class HostDecoder {
     const length = this.length + 1
     if (length > capacity) throw new RangeError(`HostDecoder: ${length} positions exceed its capacity of ${capacity}`)
     for (let row = 0; row < batch; row++) this.embed(tokens[row]!, positions[row]!, row)
-    const { cos, sin } = this.rotations(positions)
+    this.rotations(positions)
     for (const layer of this.layers) {
+      this.useLayer(layer)
       this.projectQueryKeyValue(layer, batch)
       for (let row = 0; row < batch; row++) {
-        this.rotateAndStore(layer, row, row, length - 1, cos, sin)
+        this.rotateAndStore(row, row, length - 1)
         // Scores over the `length` slots (the padding's bias masks some), as this path always computed them.
         this.attendOneToken(layer, row, row, length, length, 0, padding, row * length)
       }
@@ -678,14 +737,15 @@ export class HostDecoder {
       }
       offset += tokens.length
     }
-    const { cos, sin } = this.rotations(positions)
+    this.rotations(positions)
     for (const layer of this.layers) {
+      this.useLayer(layer)
       this.projectQueryKeyValue(layer, total)
       let first = 0
       for (const { slot, tokens, start } of parts) {
         const count = tokens.length
         const endPadded = Math.ceil((start + count) / 4) * 4
-        for (let index = 0; index < count; index++) this.rotateAndStore(layer, first + index, slot, start + index, cos, sin)
+        for (let index = 0; index < count; index++) this.rotateAndStore(first + index, slot, start + index)
         for (let group = 0; group < keyValueHeads; group++) {
           const block = slot * keyValueHeads + group
           for (let member = 0; member < groups; member++) {
@@ -741,16 +801,15 @@ export class HostDecoder {
         throw new RangeError(`HostDecoder.stepRows: row ${slots[index]} at position ${lengths[index]}, for ${this.batch} rows of ${capacity} positions`)
     }
     for (let index = 0; index < rows; index++) this.embed(tokens[index]!, lengths[index]!, index)
-    const { cos, sin } = this.rotations(lengths)
+    this.rotations(lengths)
+    this.rowSlots.set(slots)
+    this.rowPositions.set(lengths) // the position each row's token takes
     for (const layer of this.layers) {
+      this.useLayer(layer)
       this.projectQueryKeyValue(layer, rows)
-      for (let index = 0; index < rows; index++) {
-        const slot = slots[index]!
-        const length = lengths[index]! + 1
-        this.rotateAndStore(layer, index, slot, length - 1, cos, sin)
-        // Scores over every slot to a multiple of 4, as in `extend`.
-        this.attendOneToken(layer, index, slot, length, Math.ceil(length / 4) * 4, this.windowStart(length - 1), undefined, 0)
-      }
+      // Each row's RoPE, cache write and attention (scores over every slot to a multiple of 4, as in `extend`), the rows
+      // shared with the arena's helper threads where it has them.
+      this.arena.attendRows(this.attendBlock, rows)
       this.outputAndMlp(layer, rows)
     }
     this.nextTokenLogits(rows)
@@ -915,20 +974,18 @@ export class HostDecoder {
     for (let column = 0; column < hiddenSize; column++) x[base + column] = x[base + column]! + table[from + column]!
   }
 
-  /** RoPE's cos and sin for each of `positions` (`[positions.length · headDim / 2]` each, float32 values; empty for GPT-2). */
-  private rotations(positions: Int32Array): { cos: Float64Array; sin: Float64Array } {
-    if (this.gpt2) return { cos: new Float64Array(0), sin: new Float64Array(0) }
+  /** RoPE's cos and sin for each of `positions` into `cos` and `sin` (`[positions.length · headDim / 2]`, float32; none for GPT-2). */
+  private rotations(positions: Int32Array): void {
+    if (this.gpt2) return
     const half = this.model.config.headDim / 2
-    const cos = new Float64Array(positions.length * half)
-    const sin = new Float64Array(positions.length * half)
+    const { cos, sin, inverseFrequency } = this
     positions.forEach((position, row) => {
       for (let index = 0; index < half; index++) {
-        const angle = Math.fround(position * this.inverseFrequency[index]!)
-        cos[row * half + index] = Math.fround(Math.cos(angle))
-        sin[row * half + index] = Math.fround(Math.sin(angle))
+        const angle = Math.fround(position * inverseFrequency[index]!)
+        cos[row * half + index] = Math.cos(angle)
+        sin[row * half + index] = Math.sin(angle)
       }
     })
-    return { cos, sin }
   }
 
   /** The attention norm of `rows` rows of `x`, then q, k and v of each (`projected`, biases added). */
@@ -941,42 +998,11 @@ export class HostDecoder {
   }
 
   /**
-   * RoPE (rotate-half layout) on every q and k head of `projected` row `index` (its angles at `index` of
-   * `cos`/`sin`; not for GPT-2), then its key and value written into the cache of `row` at `slot`.
+   * Qwen3's head norms and RoPE on every q and k head of `projected` row `index` (its angles at `index` of `cos`/`sin`),
+   * then its key and value written into the cache of `row` at `slot` (`rotateAndStoreRow`; the block at this layer).
    */
-  private rotateAndStore(layer: HostLayerWeights & HostLayerCache, index: number, row: number, slot: number, cos: Float64Array, sin: Float64Array): void {
-    const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = this.model.config
-    const { projected, capacity } = this
-    const half = headDim / 2
-    const base = index * this.projectedWidth
-    if (layer.queryNorm !== undefined && layer.keyNorm !== undefined) {
-      // Qwen3: each query and key head RMS-normalised over headDim (its own weight), before RoPE.
-      const { rmsNormEps } = this.model.config
-      for (let head = 0; head < heads + keyValueHeads; head++) {
-        const start = base + head * headDim
-        const slice = projected.subarray(start, start + headDim)
-        rmsNormalise(slice, head < heads ? layer.queryNorm : layer.keyNorm, slice, 1, headDim, rmsNormEps)
-      }
-    }
-    for (let head = 0; head < (this.gpt2 ? 0 : heads + keyValueHeads); head++) {
-      const start = base + head * headDim
-      for (let dimension = 0; dimension < half; dimension++) {
-        const first = projected[start + dimension]!
-        const second = projected[start + dimension + half]!
-        const c = cos[index * half + dimension]!
-        const s = sin[index * half + dimension]!
-        projected[start + dimension] = first * c - second * s
-        projected[start + dimension + half] = second * c + first * s
-      }
-    }
-    const keyWidth = keyValueHeads * headDim
-    for (let group = 0; group < keyValueHeads; group++) {
-      const block = row * keyValueHeads + group
-      const key = base + heads * headDim + group * headDim
-      layer.keys.set(projected.subarray(key, key + headDim), (block * capacity + slot) * headDim)
-      const value = key + keyWidth
-      for (let dimension = 0; dimension < headDim; dimension++) layer.values[(block * headDim + dimension) * capacity + slot] = projected[value + dimension]!
-    }
+  private rotateAndStore(index: number, row: number, slot: number): void {
+    rotateAndStoreRow(this.arenaFloats, this.attendBlockInts, this.attendBlock.byteOffset / 4, this.model.config.rmsNormEps, index, row, slot)
   }
 
   /**
@@ -1069,37 +1095,6 @@ export class HostDecoder {
   }
 }
 
-/**
- * Attention weights in place over one row of raw scores `scores[offset + slot]`: `softmax(score · scale + bias)`
- * over the slots `from … to - 1` (`bias[biasOffset + slot]` added when given), 0 on the other slots below `end`
- * (the product that follows reads up to the next multiple of 4).
- */
-function attentionSoftmax(
-  scores: Float32Array,
-  offset: number,
-  from: number,
-  to: number,
-  end: number,
-  scale: number,
-  bias: Float32Array | undefined,
-  biasOffset: number,
-): void {
-  let max = -Infinity
-  for (let slot = from; slot < to; slot++) {
-    let score = Math.fround(scores[offset + slot]! * scale)
-    if (bias !== undefined) score += bias[biasOffset + slot]!
-    scores[offset + slot] = score
-    if (score > max) max = score
-  }
-  let total = 0
-  for (let slot = from; slot < to; slot++) {
-    const weight = Math.exp(scores[offset + slot]! - max)
-    scores[offset + slot] = weight
-    total += weight
-  }
-  for (let slot = 0; slot < end; slot++) scores[offset + slot] = slot >= from && slot < to ? scores[offset + slot]! / total : 0
-}
-
 /** RMSNorm of each row of `x`, or with a `bias` GPT-2's LayerNorm (`layerNormalise`). */
 function normalise(
   x: Float32Array,
@@ -1136,15 +1131,9 @@ function geluTanh(x: number): number {
   return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)))
 }
 
-/** RMSNorm of each row of `x` (`[batch, width]`): `weight · x / sqrt(mean(x²) + epsilon)`. */
+/** RMSNorm of each row of `x` (`[batch, width]`): `weight · x / sqrt(mean(x²) + epsilon)` (`rmsNormaliseRow`). */
 function rmsNormalise(x: Float32Array, weight: Float32Array, out: Float32Array, batch: number, width: number, epsilon: number): void {
-  for (let row = 0; row < batch; row++) {
-    const base = row * width
-    let sum = 0
-    for (let index = 0; index < width; index++) sum += x[base + index]! * x[base + index]!
-    const scale = 1 / Math.sqrt(Math.fround(Math.fround(sum / width) + epsilon))
-    for (let index = 0; index < width; index++) out[base + index] = Math.fround(x[base + index]! * scale) * weight[index]!
-  }
+  for (let row = 0; row < batch; row++) rmsNormaliseRow(x, row * width, weight, 0, out, row * width, width, epsilon)
 }
 
 function addBias(y: Float32Array, bias: Float32Array | undefined, batch: number, width: number, stride: number): void {

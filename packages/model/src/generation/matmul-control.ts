@@ -17,6 +17,11 @@ export const controlSlots = {
   arguments: 5,
   /** 1: the product runs `matmulPacked` (weights in `packWeights`' layout), 0: `matmul`. */
   packed: 14,
+  /**
+   * The job: 0 a product (its nine arguments above), 1 a decode step's attention rows (`attendRows`; arguments: the
+   * parameter block's int index, then the rows; a chunk is `rowsPerChunk` rows).
+   */
+  kind: 15,
 } as const
 /** Bytes of the control block. */
 export const controlBytes = 64

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
+import { attendRows, attentionSoftmax, rmsNormaliseRow, rotateAndStoreRow } from './attention-rows.js'
 import { controlSlots, type MatmulHelpers } from './matmul-control.js'
 
 /**
@@ -16,19 +17,29 @@ import { controlSlots, type MatmulHelpers } from './matmul-control.js'
  */
 
 /**
- * The helper's loop (CommonJS, evaluated in the worker). `Atomics.load` spins of about 20–50 µs cover the
- * gaps between the products of one decode step; longer gaps sleep.
+ * The helper's loop (CommonJS, evaluated in the worker), with the attention rows' own functions (`attention-rows.ts`,
+ * their sources: the same code on both threads). `Atomics.load` spins of about 20–50 µs cover the gaps between the
+ * jobs of one decode step; longer gaps sleep.
  */
 const workerSource = `
 const { parentPort } = require('node:worker_threads')
+${rmsNormaliseRow.toString()}
+${attentionSoftmax.toString()}
+${rotateAndStoreRow.toString()}
+${attendRows.toString()}
 const spins = 20000
 parentPort.on('message', ({ module, memory, control }) => {
   const { matmul, matmulPacked } = new WebAssembly.Instance(module, { env: { memory } }).exports
   const slots = new Int32Array(memory.buffer, control, 16)
+  const floats = new Float32Array(memory.buffer)
+  const ints = new Int32Array(memory.buffer)
   let seen = -1
   for (;;) {
     let value = Atomics.load(slots, ${controlSlots.next})
-    for (let spin = 0; value === seen && spin < spins; spin++) value = Atomics.load(slots, ${controlSlots.next})
+    // After a product the step's next product follows at once: spin. After attention rows the next job is a while off
+    // (the backend's products run between them, on both cores): sleep at once.
+    const linger = slots[${controlSlots.kind}] === 1 ? 0 : spins
+    for (let spin = 0; value === seen && spin < linger; spin++) value = Atomics.load(slots, ${controlSlots.next})
     if (value === seen) {
       Atomics.wait(slots, ${controlSlots.next}, seen)
       continue
@@ -48,8 +59,11 @@ parentPort.on('message', ({ module, memory, control }) => {
       const a = ${controlSlots.arguments}
       const perChunk = slots[${controlSlots.rowsPerChunk}]
       const from = chunk * perChunk
-      const rows = Math.min(perChunk, slots[a + 3] - from)
-      ;(slots[${controlSlots.packed}] === 1 ? matmulPacked : matmul)(slots[a] + from * slots[a + 6], slots[a + 1], slots[a + 2] + from * 4, rows, slots[a + 4], slots[a + 5], slots[a + 6], slots[a + 7], slots[a + 8])
+      if (slots[${controlSlots.kind}] === 1) attendRows(floats, ints, slots[a], matmul, from, Math.min(slots[a + 1], from + perChunk))
+      else {
+        const rows = Math.min(perChunk, slots[a + 3] - from)
+        ;(slots[${controlSlots.packed}] === 1 ? matmulPacked : matmul)(slots[a] + from * slots[a + 6], slots[a + 1], slots[a + 2] + from * 4, rows, slots[a + 4], slots[a + 5], slots[a + 6], slots[a + 7], slots[a + 8])
+      }
       Atomics.add(slots, ${controlSlots.done}, 1)
       Atomics.notify(slots, ${controlSlots.done})
     }

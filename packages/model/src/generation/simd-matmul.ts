@@ -1,5 +1,6 @@
 import { wasmBytecode } from '@ludic/tensors'
 import { platform } from '../platform.js'
+import { attendRows, attendSlots } from './attention-rows.js'
 import { controlBytes, controlSlots, maximumChunks, type MatmulHelpers } from './matmul-control.js'
 
 const { encodeModule, instruction: op, valueType, whileLoop } = wasmBytecode
@@ -28,6 +29,8 @@ type ValueType = wasmBytecode.ValueType
 export interface MatmulArena {
   /** A zeroed `Float32Array` of `length` in the arena (16-byte aligned). Valid until a `rewind` before it. */
   allocate(length: number): Float32Array
+  /** A zeroed `Int32Array` of `length` in the arena, as `allocate`. */
+  allocateInts(length: number): Int32Array
   /** Bytes allocated so far (a mark for `rewind`). */
   readonly used: number
   /** Bytes the arena holds (0 before `reserve`). */
@@ -57,6 +60,12 @@ export interface MatmulArena {
   weightProduct(w: Float32Array, x: Float32Array, y: Float32Array, rows: number, columns: number, batch: number, xStride: number, yStride: number): void
   /** Row `row` of weights from `allocateWeights` (`columns` wide), written to `out` from `offset`. */
   copyWeightRow(w: Float32Array, row: number, columns: number, out: Float32Array, offset: number): void
+  /**
+   * A decode step's attention for its first `rows` rows (`attendRows` of `attention-rows.ts`; `block` its parameter
+   * block, from `allocateInts`): with helper threads, at least `sharedRowMinimum` rows and a head size that is a
+   * multiple of 4, the rows are split between the threads (the same results, bit for bit).
+   */
+  attendRows(block: Int32Array, rows: number): void
   /** Whether the SIMD kernel runs (else JavaScript). */
   readonly simd: boolean
   /** Whether it multiplies and adds in one fused instruction (relaxed SIMD, `relaxedSimdAvailable`). */
@@ -301,6 +310,8 @@ export function packWeights(source: Float32Array, target: Float32Array, rows: nu
 export const sharedProductMinimum = 131_072
 /** Multiply-adds per chunk a product is cut into when shared (a few microseconds of the kernel: long enough to outweigh claiming it, short enough to balance the threads). */
 const chunkWork = 49_152
+/** Rows of a decode step's attention below which it runs on the calling thread alone (`attendRows`). */
+export const sharedRowMinimum = 8
 /** `Atomics.load` spins of the calling thread before it sleeps waiting for a helper's last chunk. */
 const waitSpins = 4_000
 
@@ -323,6 +334,9 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
   let kernel: ((...args: number[]) => void) | undefined
   let packedKernel: ((...args: number[]) => void) | undefined
   let buffer: ArrayBuffer | undefined
+  /** The whole memory as floats and as ints (`attendRows`' views). */
+  let memoryFloats: Float32Array | undefined
+  let memoryInts: Int32Array | undefined
   let slots: Int32Array | undefined
   let helpers: MatmulHelpers | undefined
   let generation = 0
@@ -331,6 +345,41 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
   /** The most bytes ever allocated: memory below it may hold old values. */
   let highWater = 0
   let capacity = 0
+
+  /**
+   * Posts a job of `count` chunks (`kind`: 0 a product, 1 attention rows; its arguments already in the control
+   * block), claims chunks until none is left (`runChunk` runs one here), then waits for the helpers' last ones.
+   */
+  const shareChunks = (kind: number, count: number, perChunk: number, runChunk: (chunk: number) => void) => {
+    const control = slots!
+    control[controlSlots.kind] = kind
+    control[controlSlots.rowsPerChunk] = perChunk
+    control[controlSlots.chunks] = count
+    Atomics.store(control, controlSlots.done, 0)
+    generation = (generation + 1) & 0x7fffff
+    const posted = generation << 8
+    Atomics.store(control, controlSlots.next, posted)
+    Atomics.notify(control, controlSlots.next)
+    let mine = 0
+    for (;;) {
+      const current = Atomics.load(control, controlSlots.next)
+      const chunk = current & 255
+      if (chunk >= count) break
+      if (Atomics.compareExchange(control, controlSlots.next, current, current + 1) !== current) continue
+      runChunk(chunk)
+      mine++
+    }
+    helperChunks += count - mine
+    if (mine === count) return
+    const finished = Atomics.add(control, controlSlots.done, mine) + mine
+    if (finished === count) return
+    for (;;) {
+      let done = Atomics.load(control, controlSlots.done)
+      for (let spin = 0; done < count && spin < waitSpins; spin++) done = Atomics.load(control, controlSlots.done)
+      if (done >= count) return
+      Atomics.wait(control, controlSlots.done, done, 50)
+    }
+  }
 
   /** The product over all blocked rows, cut into chunks that this thread and the helpers claim. */
   const sharedMatmul = (
@@ -362,33 +411,32 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
     control[a + 6] = wStride
     control[a + 7] = xStride
     control[a + 8] = yStride
-    control[controlSlots.rowsPerChunk] = perChunk
-    control[controlSlots.chunks] = count
-    Atomics.store(control, controlSlots.done, 0)
-    generation = (generation + 1) & 0x7fffff
-    const posted = generation << 8
-    Atomics.store(control, controlSlots.next, posted)
-    Atomics.notify(control, controlSlots.next)
-    let mine = 0
-    for (;;) {
-      const current = Atomics.load(control, controlSlots.next)
-      const chunk = current & 255
-      if (chunk >= count) break
-      if (Atomics.compareExchange(control, controlSlots.next, current, current + 1) !== current) continue
+    shareChunks(0, count, perChunk, (chunk) => {
       const from = chunk * perChunk
       run(w + from * wStride, x, y + from * 4, Math.min(perChunk, rows - from), columns, batch, wStride, xStride, yStride)
-      mine++
-    }
-    helperChunks += count - mine
-    if (mine === count) return
-    const finished = Atomics.add(control, controlSlots.done, mine) + mine
-    if (finished === count) return
-    for (;;) {
-      let done = Atomics.load(control, controlSlots.done)
-      for (let spin = 0; done < count && spin < waitSpins; spin++) done = Atomics.load(control, controlSlots.done)
-      if (done >= count) return
-      Atomics.wait(control, controlSlots.done, done, 50)
-    }
+    })
+  }
+
+  /**
+   * `matmul` over byte offsets of the memory, on this thread: the kernel for the blocked rows, JavaScript for the rest
+   * (or all of it where the kernel cannot run) — `attendRows`' products, never shared (they run inside a shared job).
+   */
+  const byteMatmul = (w: number, x: number, y: number, rows: number, columns: number, batch: number, wStride: number, xStride: number, yStride: number) => {
+    const blocked = module !== null && columns % 4 === 0 && wStride % 16 === 0 && xStride % 16 === 0 ? rows4(rows) : 0
+    if (blocked > 0) kernel!(w, x, y, blocked, columns, batch, wStride, xStride, yStride)
+    if (blocked < rows)
+      matmulJs(
+        memoryFloats!.subarray(w / 4),
+        memoryFloats!.subarray(x / 4),
+        memoryFloats!.subarray(y / 4),
+        blocked,
+        rows,
+        columns,
+        batch,
+        wStride / 4,
+        xStride / 4,
+        yStride / 4,
+      )
   }
 
   /** The product over `rows` blocked rows (a multiple of 4; arguments in bytes): shared with the helpers when it pays, else on this thread. */
@@ -434,6 +482,8 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
         }
       } else reserved = new ArrayBuffer(bytes)
       buffer = reserved
+      memoryFloats = new Float32Array(reserved, 0, Math.floor(reserved.byteLength / 4))
+      memoryInts = new Int32Array(reserved, 0, Math.floor(reserved.byteLength / 4))
       capacity = reserved.byteLength
     },
     allocate(length) {
@@ -448,6 +498,10 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
       if (offset < highWater) array.fill(0)
       highWater = Math.max(highWater, used)
       return array
+    },
+    allocateInts(length) {
+      const array = this.allocate(length)
+      return new Int32Array(array.buffer, array.byteOffset, length)
     },
     matmul(w, x, y, rows, columns, batch, wStride, xStride, yStride) {
       if (module === null || columns % 4 !== 0 || wStride % 4 !== 0 || xStride % 4 !== 0) {
@@ -496,6 +550,22 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
         out[offset + group + 2] = w[from + 2]!
         out[offset + group + 3] = w[from + 3]!
       }
+    },
+    attendRows(block, rows) {
+      if (block.buffer !== buffer) throw new RangeError('attendRows: the parameter block is not in this arena')
+      const at = block.byteOffset / 4
+      const headDim = block[attendSlots.headDim]!
+      if (helpers === undefined || helpers.count === 0 || module === null || headDim % 4 !== 0 || rows < sharedRowMinimum) {
+        attendRows(memoryFloats!, memoryInts!, at, byteMatmul, 0, rows)
+        return
+      }
+      const perChunk = Math.max(2, Math.ceil(rows / 32))
+      const a = controlSlots.arguments
+      slots![a] = at
+      slots![a + 1] = rows
+      shareChunks(1, Math.ceil(rows / perChunk), perChunk, (chunk) =>
+        attendRows(memoryFloats!, memoryInts!, at, byteMatmul, chunk * perChunk, Math.min(rows, (chunk + 1) * perChunk)),
+      )
     },
     dispose() {
       helpers?.release()

@@ -1,0 +1,77 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import * as tf from '@tensorflow/tfjs-core'
+import { beforeAll, describe, expect, it } from 'vitest'
+import type { CausalLanguageModel } from '../model/causal-language-model.js'
+import { createModel } from '../model/create-model.js'
+import { initTestBackend } from '../test/init-test-backend.js'
+import { HostDecoder } from './host-decoder.js'
+import { sharedMemoryAvailable, sharedRowMinimum } from './simd-matmul.js'
+
+beforeAll(initTestBackend)
+
+const vocabSize = 61
+const base = { numHiddenLayers: 2, numAttentionHeads: 4, intermediateSize: 40, initializerRange: 0.3, maxPositionEmbeddings: 64 }
+// Small enough that no weight product reaches the size at which it is shared: the helper's chunks are attention rows.
+const architectures = [
+  { name: 'Llama, grouped-query attention', overrides: { ...base, hiddenSize: 32, numKeyValueHeads: 2 } },
+  { name: 'Qwen3, query/key norms', overrides: { ...base, hiddenSize: 32, architecture: 'qwen3', numKeyValueHeads: 2, headDim: 16, queryKeyNorm: true } },
+  { name: 'Mistral, a sliding window of 5', overrides: { ...base, hiddenSize: 32, architecture: 'mistral', numKeyValueHeads: 2, slidingWindow: 5 } },
+  { name: 'GPT-2', overrides: { ...base, hiddenSize: 32, architecture: 'gpt2', numKeyValueHeads: 4, rmsNormEps: 1e-5 } },
+  { name: 'a head size that is not a multiple of 4 (the rows stay on the caller)', overrides: { ...base, hiddenSize: 24, numKeyValueHeads: 2 } },
+]
+
+const rows = 12
+const lengths = Array.from({ length: rows }, (_, row) => 1 + ((row * 5) % 9)) // 1 … 9 prompt tokens
+const token = (row: number, position: number) => (row * 13 + position * 7 + 3) % vocabSize
+
+/** Prefills every row (its own length), then decodes `steps` steps of all rows in a shuffled order: each step's logits. */
+async function decode(decoder: HostDecoder, steps: number, untilHelped: boolean): Promise<Float32Array[]> {
+  decoder.extend(lengths.map((length, slot) => ({ slot, tokens: Int32Array.from({ length }, (_, position) => token(slot, position)), start: 0 })))
+  const held = [...lengths]
+  const results: Float32Array[] = []
+  for (let step = 0; step < steps; step++) {
+    const order = Array.from({ length: rows }, (_, index) => (index * 5 + step) % rows)
+    const slots = Int32Array.from(order)
+    const logits = decoder.stepRows(
+      slots,
+      Int32Array.from(order, (slot) => token(slot, held[slot]!)),
+      Int32Array.from(order, (slot) => held[slot]!),
+    )
+    // Back in slot order, so that steps compare whatever the order.
+    const ordered = new Float32Array(rows * vocabSize)
+    order.forEach((slot, index) => ordered.set(logits.subarray(index * vocabSize, (index + 1) * vocabSize), slot * vocabSize))
+    results.push(ordered)
+    for (const slot of order) held[slot]! += 1
+    // The helper thread starts in the background: give it a moment before the steps that must see it.
+    if (untilHelped && decoder.helperChunks === 0) await sleep(20)
+  }
+  return results
+}
+
+describe("a decode step's attention rows on two threads", () => {
+  it('runs them on the helper thread too: the logits of one thread, bit for bit, every architecture', async () => {
+    expect(sharedMemoryAvailable()).toBe(true)
+    expect(rows).toBeGreaterThanOrEqual(sharedRowMinimum)
+    for (const { name, overrides } of architectures) {
+      const model: CausalLanguageModel = createModel('tiny', { vocabSize, seed: 23, overrides })
+      let seed = 7
+      for (const [parameter, variable] of model.parameters()) {
+        if (/norm|ln_|bias/.test(parameter)) tf.tidy(() => variable.assign(tf.add(variable, tf.randomNormal(variable.shape, 0, 0.3, 'float32', seed++))))
+      }
+      const single = new HostDecoder(model, rows, 32, { prefillLength: 64 })
+      const shared = new HostDecoder(model, rows, 32, { prefillLength: 64, threads: 2 })
+      try {
+        const expected = await decode(single, 20, false)
+        const actual = await decode(shared, 20, true)
+        expect(shared.threads, name).toBe(2)
+        actual.forEach((step, index) => expect(step, `${name}, step ${index}`).toEqual(expected[index]))
+        if (model.config.headDim % 4 === 0) expect(shared.helperChunks, name).toBeGreaterThan(0)
+        else expect(shared.helperChunks, name).toBe(0)
+      } finally {
+        single.dispose()
+        shared.dispose()
+        model.dispose()
+      }
+    }
+  })
+})
