@@ -54,6 +54,8 @@ export const engineOptionsSchema = z.strictObject({
   products: z.enum(['host', 'backend']).default('host'),
   /** The engine's `prefillChunkTokens`. Default: the engine's (256). */
   prefillChunkTokens: z.number().int().min(1).max(8192).optional(),
+  /** The engine's `threads` (the host's products and each step's attention rows shared with worker threads). Default: the engine's (1). */
+  threads: z.number().int().min(1).max(64).default(1),
   seed: z.number().int().default(0),
   /** Default: `wasm`. */
   backend: z.string().default('wasm'),
@@ -65,6 +67,7 @@ type Options = z.output<typeof engineOptionsSchema>
 const engineSettings = (options: Options) => ({
   prefill: options.prefill,
   products: options.products,
+  threads: options.threads,
   ...(options.prefillChunkTokens === undefined ? {} : { prefillChunkTokens: options.prefillChunkTokens }),
 })
 

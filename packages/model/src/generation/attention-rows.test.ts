@@ -11,7 +11,6 @@ beforeAll(initTestBackend)
 
 const vocabSize = 61
 const base = { numHiddenLayers: 2, numAttentionHeads: 4, intermediateSize: 40, initializerRange: 0.3, maxPositionEmbeddings: 64 }
-// Small enough that no weight product reaches the size at which it is shared: the helper's chunks are attention rows.
 const architectures = [
   { name: 'Llama, grouped-query attention', overrides: { ...base, hiddenSize: 32, numKeyValueHeads: 2 } },
   { name: 'Qwen3, query/key norms', overrides: { ...base, hiddenSize: 32, architecture: 'qwen3', numKeyValueHeads: 2, headDim: 16, queryKeyNorm: true } },
@@ -21,35 +20,37 @@ const architectures = [
 ]
 
 const rows = 12
-const lengths = Array.from({ length: rows }, (_, row) => 1 + ((row * 5) % 9)) // 1 … 9 prompt tokens
+const lengths = Array.from({ length: rows }, (_, row) => 3 + ((row * 5) % 17)) // 3 … 19 prompt tokens
 const token = (row: number, position: number) => (row * 13 + position * 7 + 3) % vocabSize
-
-/** Prefills every row (its own length), then decodes `steps` steps of all rows in a shuffled order: each step's logits. */
-async function decode(decoder: HostDecoder, steps: number, untilHelped: boolean): Promise<Float32Array[]> {
+const prefill = (decoder: HostDecoder) =>
   decoder.extend(lengths.map((length, slot) => ({ slot, tokens: Int32Array.from({ length }, (_, position) => token(slot, position)), start: 0 })))
+
+/** Prefills every row (its own length; the parts of one call), then decodes `steps` steps of all rows in a shuffled order: each step's logits, and the keys and values after the prefill. */
+async function decode(decoder: HostDecoder, steps: number, untilHelped: boolean): Promise<{ prefilled: unknown[]; logits: Float32Array[] }> {
+  prefill(decoder)
+  const prefilled = lengths.map((length, slot) => decoder.readPositions(slot, length))
   const held = [...lengths]
-  const results: Float32Array[] = []
+  const logits: Float32Array[] = []
   for (let step = 0; step < steps; step++) {
     const order = Array.from({ length: rows }, (_, index) => (index * 5 + step) % rows)
-    const slots = Int32Array.from(order)
-    const logits = decoder.stepRows(
-      slots,
+    const result = decoder.stepRows(
+      Int32Array.from(order),
       Int32Array.from(order, (slot) => token(slot, held[slot]!)),
       Int32Array.from(order, (slot) => held[slot]!),
     )
     // Back in slot order, so that steps compare whatever the order.
     const ordered = new Float32Array(rows * vocabSize)
-    order.forEach((slot, index) => ordered.set(logits.subarray(index * vocabSize, (index + 1) * vocabSize), slot * vocabSize))
-    results.push(ordered)
+    order.forEach((slot, index) => ordered.set(result.subarray(index * vocabSize, (index + 1) * vocabSize), slot * vocabSize))
+    logits.push(ordered)
     for (const slot of order) held[slot]! += 1
     // The helper thread starts in the background: give it a moment before the steps that must see it.
-    if (untilHelped && decoder.helperChunks === 0) await sleep(20)
+    if (untilHelped && decoder.helperAttentionChunks === 0) await sleep(20)
   }
-  return results
+  return { prefilled, logits }
 }
 
-describe("a decode step's attention rows on two threads", () => {
-  it('runs them on the helper thread too: the logits of one thread, bit for bit, every architecture', async () => {
+describe("the host decoder's attention on two threads", () => {
+  it("runs a decode step's rows and a prefill's parts on the helper thread too: the keys, values and logits of one thread, bit for bit, every architecture", async () => {
     expect(sharedMemoryAvailable()).toBe(true)
     expect(rows).toBeGreaterThanOrEqual(sharedRowMinimum)
     for (const { name, overrides } of architectures) {
@@ -58,15 +59,22 @@ describe("a decode step's attention rows on two threads", () => {
       for (const [parameter, variable] of model.parameters()) {
         if (/norm|ln_|bias/.test(parameter)) tf.tidy(() => variable.assign(tf.add(variable, tf.randomNormal(variable.shape, 0, 0.3, 'float32', seed++))))
       }
-      const single = new HostDecoder(model, rows, 32, { prefillLength: 64 })
-      const shared = new HostDecoder(model, rows, 32, { prefillLength: 64, threads: 2 })
+      const single = new HostDecoder(model, rows, 48, { prefillLength: 256 })
+      const shared = new HostDecoder(model, rows, 48, { prefillLength: 256, threads: 2 })
       try {
         const expected = await decode(single, 20, false)
         const actual = await decode(shared, 20, true)
         expect(shared.threads, name).toBe(2)
-        actual.forEach((step, index) => expect(step, `${name}, step ${index}`).toEqual(expected[index]))
-        if (model.config.headDim % 4 === 0) expect(shared.helperChunks, name).toBeGreaterThan(0)
-        else expect(shared.helperChunks, name).toBe(0)
+        expect(actual.prefilled, name).toEqual(expected.prefilled)
+        actual.logits.forEach((step, index) => expect(step, `${name}, step ${index}`).toEqual(expected.logits[index]))
+        if (model.config.headDim % 4 === 0) {
+          expect(shared.helperAttentionChunks, name).toBeGreaterThan(0)
+          // A prefill's parts too (the decode steps' rows are done: what the helper's attention count gains now is parts).
+          const before = shared.helperAttentionChunks
+          for (let attempt = 0; attempt < 500 && shared.helperAttentionChunks === before; attempt++) prefill(shared)
+          expect(shared.helperAttentionChunks, `${name}: a prefill's parts on the helper`).toBeGreaterThan(before)
+          expect(lengths.map((length, slot) => shared.readPositions(slot, length)), name).toEqual(expected.prefilled)
+        } else expect(shared.helperAttentionChunks, name).toBe(0)
       } finally {
         single.dispose()
         shared.dispose()

@@ -13,7 +13,8 @@
  *
  * as two kernel products per key/value head (keys are stored a position a row, values transposed) and a softmax in
  * between (`attentionSoftmax`). `attendRows` runs rows `from … to - 1`, so the arena can split a step's rows between
- * threads (`MatmulArena.attendRows`).
+ * threads (`MatmulArena.attend`); `attendParts` does the same for a prefill's parts (several tokens of one row each,
+ * causal among themselves).
  */
 
 /** Int32 slots of an attention job's parameter block (pointers: float indices into the arena; -1: none). */
@@ -50,9 +51,11 @@ export const attendSlots = {
   positions: 17,
   /** The norms' epsilon, as float64 at this slot (8-byte aligned: the block is 16-byte aligned). */
   epsilon: 18,
+  /** Int index: a prefill's parts (`attendParts`), four ints each — cache row, first position, tokens, first row of `projected`. */
+  parts: 20,
 } as const
 /** Int32 slots of the block. */
-export const attendBlockLength = 20
+export const attendBlockLength = 24
 
 /**
  * RMSNorm of `width` values of `source` from `at`: `weight · x / sqrt(mean(x²) + epsilon)` into `out` from `outAt`
@@ -202,6 +205,64 @@ export function attendRows(
       // attended_j = Σ_t p[j, t] v_t: values are stored transposed, so this is a product too.
       const out = attended + index * heads * headDim + group * groups * headDim
       matmul(4 * (values + cacheBlock * headDim * capacity), 4 * rowScores, 4 * out, headDim, lengthPadded, groups, 4 * capacity, 4 * capacity, 4 * headDim)
+    }
+  }
+}
+
+/**
+ * A prefill's attention for parts `from … to - 1` of block `block`'s parts table: each part's tokens (rows `first …` of
+ * `projected`) rotated and stored at their positions `start …` of cache row `slot`, then every query head's causal
+ * attention over the row's positions up to each token's own (the window's start on), its scores in rows `first …` of
+ * `scores`: one product per head for all the part's tokens (they are its batch), scores to the next multiple of 4 of
+ * the part's end (those past a token's own weighted 0).
+ */
+export function attendParts(
+  f: Float32Array,
+  m: Int32Array,
+  block: number,
+  matmul: (w: number, x: number, y: number, rows: number, columns: number, batch: number, wStride: number, xStride: number, yStride: number) => void,
+  from: number,
+  to: number,
+): void {
+  const heads = m[block]!
+  const keyValueHeads = m[block + 1]!
+  const headDim = m[block + 2]!
+  const capacity = m[block + 3]!
+  const projectedWidth = m[block + 4]!
+  const window = m[block + 5]!
+  const projected = m[block + 7]!
+  const keys = m[block + 8]!
+  const values = m[block + 9]!
+  const scores = m[block + 10]!
+  const attended = m[block + 11]!
+  const parts = m[block + 20]!
+  const epsilon = new Float64Array(m.buffer, m.byteOffset + (block + 18) * 4, 1)[0]!
+  const groups = heads / keyValueHeads
+  const queryWidth = heads * headDim
+  const scale = 1 / Math.sqrt(headDim)
+  for (let part = from; part < to; part++) {
+    const slot = m[parts + 4 * part]!
+    const start = m[parts + 4 * part + 1]!
+    const count = m[parts + 4 * part + 2]!
+    const first = m[parts + 4 * part + 3]!
+    for (let index = 0; index < count; index++) rotateAndStoreRow(f, m, block, epsilon, first + index, slot, start + index)
+    const endPadded = Math.ceil((start + count) / 4) * 4
+    const partScores = scores + first * capacity
+    for (let group = 0; group < keyValueHeads; group++) {
+      const cacheBlock = slot * keyValueHeads + group
+      for (let member = 0; member < groups; member++) {
+        const head = group * groups + member
+        // scores[t, j] = q_t · k_j over every slot j below the end's multiple of 4 (those past t's own masked below).
+        const query = projected + first * projectedWidth + head * headDim
+        matmul(4 * (keys + cacheBlock * capacity * headDim), 4 * query, 4 * partScores, endPadded, headDim, count, 4 * headDim, 4 * projectedWidth, 4 * capacity)
+        for (let index = 0; index < count; index++) {
+          const position = start + index
+          attentionSoftmax(f, partScores + index * capacity, window < 0 ? 0 : Math.max(0, position - window + 1), position + 1, endPadded, scale, undefined, 0)
+        }
+        // attended_t = Σ_j p[t, j] v_j (values stored transposed: a product).
+        const out = attended + first * queryWidth + head * headDim
+        matmul(4 * (values + cacheBlock * headDim * capacity), 4 * partScores, 4 * out, headDim, endPadded, count, 4 * capacity, 4 * capacity, 4 * queryWidth)
+      }
     }
   }
 }

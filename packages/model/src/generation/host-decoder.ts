@@ -71,7 +71,7 @@ function generationFloats(config: ModelConfig, batch: number, capacity: number, 
     Math.max(batch * heads, prefillLength) * positions +
     batch * vocabSize +
     attendBlockLength +
-    2 * batch +
+    6 * batch +
     2 * rows * (headDim / 2) +
     12 * 4
   return numHiddenLayers * (2 * cacheFloats + 2 * 4) + scratch
@@ -439,6 +439,8 @@ export class HostDecoder {
   private readonly attendBlock: Int32Array
   private readonly rowSlots: Int32Array
   private readonly rowPositions: Int32Array
+  /** A prefill's parts (`attendParts`): cache row, first position, tokens, first row of `projected`, four ints each. */
+  private readonly partTable: Int32Array
   private readonly cos: Float32Array
   private readonly sin: Float32Array
   /** The arena's whole memory as floats and ints (`attention-rows.ts`' functions index it). */
@@ -500,6 +502,7 @@ export class HostDecoder {
       this.attendBlock = arena.allocateInts(attendBlockLength)
       this.rowSlots = arena.allocateInts(batch)
       this.rowPositions = arena.allocateInts(batch)
+      this.partTable = arena.allocateInts(4 * batch)
       this.cos = arena.allocate(rows * (headDim / 2))
       this.sin = arena.allocate(rows * (headDim / 2))
       this.arenaFloats = new Float32Array(this.attendBlock.buffer)
@@ -530,6 +533,7 @@ export class HostDecoder {
     block[attendSlots.sin] = at(this.sin)
     block[attendSlots.slots] = at(this.rowSlots)
     block[attendSlots.positions] = at(this.rowPositions)
+    block[attendSlots.parts] = at(this.partTable)
     new Float64Array(block.buffer, block.byteOffset + attendSlots.epsilon * 4, 1)[0] = config.rmsNormEps
   }
 
@@ -559,6 +563,11 @@ export class HostDecoder {
   /** Chunks of shared work (products, attention rows) that worker threads ran so far (0 on one thread). */
   get helperChunks(): number {
     return this.arena.helperChunks
+  }
+
+  /** Of them, chunks of attention (a decode step's rows, a prefill's parts). */
+  get helperAttentionChunks(): number {
+    return this.arena.helperAttentionChunks
   }
 
   /**
@@ -712,9 +721,7 @@ export class HostDecoder {
    * the other parts.
    */
   extend(parts: readonly { slot: number; tokens: Int32Array; start: number }[]): void {
-    const { config } = this.model
-    const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = config
-    const { arena, projected, attended, scores, capacity, projectedWidth } = this
+    const { capacity } = this
     const total = parts.reduce((sum, part) => sum + part.tokens.length, 0)
     const seen = new Set<number>()
     for (const { slot, tokens, start } of parts) {
@@ -725,61 +732,22 @@ export class HostDecoder {
       seen.add(slot)
     }
     if (total === 0 || total > this.prefillLength) throw new RangeError(`HostDecoder.extend: ${total} tokens, for 1 … ${this.prefillLength} a call`)
-    const groups = heads / keyValueHeads
-    const queryWidth = heads * headDim
-    const scale = 1 / Math.sqrt(headDim)
     const positions = new Int32Array(total)
     let offset = 0
-    for (const { tokens, start } of parts) {
+    parts.forEach(({ slot, tokens, start }, part) => {
       for (let index = 0; index < tokens.length; index++) {
         positions[offset + index] = start + index
         this.embed(tokens[index]!, start + index, offset + index)
       }
+      this.partTable.set([slot, start, tokens.length, offset], 4 * part)
       offset += tokens.length
-    }
+    })
     this.rotations(positions)
     for (const layer of this.layers) {
       this.useLayer(layer)
       this.projectQueryKeyValue(layer, total)
-      let first = 0
-      for (const { slot, tokens, start } of parts) {
-        const count = tokens.length
-        const endPadded = Math.ceil((start + count) / 4) * 4
-        for (let index = 0; index < count; index++) this.rotateAndStore(first + index, slot, start + index)
-        for (let group = 0; group < keyValueHeads; group++) {
-          const block = slot * keyValueHeads + group
-          for (let member = 0; member < groups; member++) {
-            const head = group * groups + member
-            // Scores over every slot to a multiple of 4 (those past the token's own are masked below): each score then
-            // comes from the SIMD kernel, not its scalar remainder, whatever the chunk's end.
-            arena.matmul(
-              layer.keys.subarray(block * capacity * headDim),
-              projected.subarray(first * projectedWidth + head * headDim),
-              scores,
-              endPadded,
-              headDim,
-              count,
-              headDim,
-              projectedWidth,
-              capacity,
-            )
-            for (let index = 0; index < count; index++)
-              attentionSoftmax(scores, index * capacity, this.windowStart(start + index), start + index + 1, endPadded, scale, undefined, 0)
-            arena.matmul(
-              layer.values.subarray(block * headDim * capacity),
-              scores,
-              attended.subarray(first * queryWidth + head * headDim),
-              headDim,
-              endPadded,
-              count,
-              capacity,
-              capacity,
-              queryWidth,
-            )
-          }
-        }
-        first += count
-      }
+      // Each part's RoPE, cache writes and causal attention (`attendParts`), the parts shared with the arena's helper threads where it has them.
+      this.arena.attend('parts', this.attendBlock, parts.length)
       this.outputAndMlp(layer, total)
     }
   }
@@ -809,7 +777,7 @@ export class HostDecoder {
       this.projectQueryKeyValue(layer, rows)
       // Each row's RoPE, cache write and attention (scores over every slot to a multiple of 4, as in `extend`), the rows
       // shared with the arena's helper threads where it has them.
-      this.arena.attendRows(this.attendBlock, rows)
+      this.arena.attend('rows', this.attendBlock, rows)
       this.outputAndMlp(layer, rows)
     }
     this.nextTokenLogits(rows)

@@ -18,8 +18,9 @@ export const controlSlots = {
   /** 1: the product runs `matmulPacked` (weights in `packWeights`' layout), 0: `matmul`. */
   packed: 14,
   /**
-   * The job: 0 a product (its nine arguments above), 1 a decode step's attention rows (`attendRows`; arguments: the
-   * parameter block's int index, then the rows; a chunk is `rowsPerChunk` rows).
+   * The job: 0 a product (its nine arguments above), 1 a decode step's attention rows (`attendRows`), 2 a prefill's
+   * attention parts (`attendParts`); for 1 and 2 the arguments are the parameter block's int index and the rows (parts),
+   * a chunk `rowsPerChunk` of them.
    */
   kind: 15,
 } as const

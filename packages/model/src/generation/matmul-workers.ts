@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
-import { attendRows, attentionSoftmax, rmsNormaliseRow, rotateAndStoreRow } from './attention-rows.js'
+import { attendParts, attendRows, attentionSoftmax, rmsNormaliseRow, rotateAndStoreRow } from './attention-rows.js'
 import { controlSlots, type MatmulHelpers } from './matmul-control.js'
 
 /**
@@ -27,6 +27,7 @@ ${rmsNormaliseRow.toString()}
 ${attentionSoftmax.toString()}
 ${rotateAndStoreRow.toString()}
 ${attendRows.toString()}
+${attendParts.toString()}
 const spins = 20000
 parentPort.on('message', ({ module, memory, control }) => {
   const { matmul, matmulPacked } = new WebAssembly.Instance(module, { env: { memory } }).exports
@@ -36,9 +37,9 @@ parentPort.on('message', ({ module, memory, control }) => {
   let seen = -1
   for (;;) {
     let value = Atomics.load(slots, ${controlSlots.next})
-    // After a product the step's next product follows at once: spin. After attention rows the next job is a while off
+    // After a product the step's next product follows at once: spin. After attention the next job is a while off
     // (the backend's products run between them, on both cores): sleep at once.
-    const linger = slots[${controlSlots.kind}] === 1 ? 0 : spins
+    const linger = slots[${controlSlots.kind}] === 0 ? spins : 0
     for (let spin = 0; value === seen && spin < linger; spin++) value = Atomics.load(slots, ${controlSlots.next})
     if (value === seen) {
       Atomics.wait(slots, ${controlSlots.next}, seen)
@@ -59,7 +60,8 @@ parentPort.on('message', ({ module, memory, control }) => {
       const a = ${controlSlots.arguments}
       const perChunk = slots[${controlSlots.rowsPerChunk}]
       const from = chunk * perChunk
-      if (slots[${controlSlots.kind}] === 1) attendRows(floats, ints, slots[a], matmul, from, Math.min(slots[a + 1], from + perChunk))
+      const kind = slots[${controlSlots.kind}]
+      if (kind !== 0) (kind === 1 ? attendRows : attendParts)(floats, ints, slots[a], matmul, from, Math.min(slots[a + 1], from + perChunk))
       else {
         const rows = Math.min(perChunk, slots[a + 3] - from)
         ;(slots[${controlSlots.packed}] === 1 ? matmulPacked : matmul)(slots[a] + from * slots[a + 6], slots[a + 1], slots[a + 2] + from * 4, rows, slots[a + 4], slots[a + 5], slots[a + 6], slots[a + 7], slots[a + 8])

@@ -1,6 +1,6 @@
 import { wasmBytecode } from '@ludic/tensors'
 import { platform } from '../platform.js'
-import { attendRows, attendSlots } from './attention-rows.js'
+import { attendParts, attendRows, attendSlots } from './attention-rows.js'
 import { controlBytes, controlSlots, maximumChunks, type MatmulHelpers } from './matmul-control.js'
 
 const { encodeModule, instruction: op, valueType, whileLoop } = wasmBytecode
@@ -61,19 +61,22 @@ export interface MatmulArena {
   /** Row `row` of weights from `allocateWeights` (`columns` wide), written to `out` from `offset`. */
   copyWeightRow(w: Float32Array, row: number, columns: number, out: Float32Array, offset: number): void
   /**
-   * A decode step's attention for its first `rows` rows (`attendRows` of `attention-rows.ts`; `block` its parameter
-   * block, from `allocateInts`): with helper threads, at least `sharedRowMinimum` rows and a head size that is a
-   * multiple of 4, the rows are split between the threads (the same results, bit for bit).
+   * Attention work of the host decoder (`attention-rows.ts`; `block` its parameter block, from `allocateInts`): a decode
+   * step's first `count` rows (`'rows'`, `attendRows`) or a prefill's first `count` parts (`'parts'`, `attendParts`).
+   * With helper threads, at least `sharedRowMinimum` rows (2 parts) and a head size that is a multiple of 4, they are
+   * split between the threads (the same results, bit for bit).
    */
-  attendRows(block: Int32Array, rows: number): void
+  attend(kind: 'rows' | 'parts', block: Int32Array, count: number): void
   /** Whether the SIMD kernel runs (else JavaScript). */
   readonly simd: boolean
   /** Whether it multiplies and adds in one fused instruction (relaxed SIMD, `relaxedSimdAvailable`). */
   readonly fused: boolean
   /** Threads the products run on: 1, or 1 + the worker threads lent to this arena. */
   readonly threads: number
-  /** Chunks of shared products that worker threads ran so far (0 on one thread). */
+  /** Chunks of shared work (products and attention) that worker threads ran so far (0 on one thread). */
   readonly helperChunks: number
+  /** Of them, chunks of attention (`attend`). */
+  readonly helperAttentionChunks: number
   /** Hands the arena's worker threads back to the pool; the arena keeps working, on the calling thread. */
   dispose(): void
 }
@@ -341,6 +344,7 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
   let helpers: MatmulHelpers | undefined
   let generation = 0
   let helperChunks = 0
+  let helperAttentionChunks = 0
   let used = 0
   /** The most bytes ever allocated: memory below it may hold old values. */
   let highWater = 0
@@ -370,6 +374,7 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
       mine++
     }
     helperChunks += count - mine
+    if (kind !== 0) helperAttentionChunks += count - mine
     if (mine === count) return
     const finished = Atomics.add(control, controlSlots.done, mine) + mine
     if (finished === count) return
@@ -454,6 +459,9 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
     },
     get helperChunks() {
       return helperChunks
+    },
+    get helperAttentionChunks() {
+      return helperAttentionChunks
     },
     get used() {
       return used
@@ -551,20 +559,22 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
         out[offset + group + 3] = w[from + 3]!
       }
     },
-    attendRows(block, rows) {
-      if (block.buffer !== buffer) throw new RangeError('attendRows: the parameter block is not in this arena')
+    attend(kind, block, count) {
+      if (block.buffer !== buffer) throw new RangeError('attend: the parameter block is not in this arena')
+      const run = kind === 'rows' ? attendRows : attendParts
       const at = block.byteOffset / 4
       const headDim = block[attendSlots.headDim]!
-      if (helpers === undefined || helpers.count === 0 || module === null || headDim % 4 !== 0 || rows < sharedRowMinimum) {
-        attendRows(memoryFloats!, memoryInts!, at, byteMatmul, 0, rows)
+      if (helpers === undefined || helpers.count === 0 || module === null || headDim % 4 !== 0 || count < (kind === 'rows' ? sharedRowMinimum : 2)) {
+        run(memoryFloats!, memoryInts!, at, byteMatmul, 0, count)
         return
       }
-      const perChunk = Math.max(2, Math.ceil(rows / 32))
+      // Rows a few to a chunk (each is short); parts one to a chunk (each is many tokens), within the chunk count's bound.
+      const perChunk = Math.max(kind === 'rows' ? 2 : 1, Math.ceil(count / (kind === 'rows' ? 32 : maximumChunks)))
       const a = controlSlots.arguments
       slots![a] = at
-      slots![a + 1] = rows
-      shareChunks(1, Math.ceil(rows / perChunk), perChunk, (chunk) =>
-        attendRows(memoryFloats!, memoryInts!, at, byteMatmul, chunk * perChunk, Math.min(rows, (chunk + 1) * perChunk)),
+      slots![a + 1] = count
+      shareChunks(kind === 'rows' ? 1 : 2, Math.ceil(count / perChunk), perChunk, (chunk) =>
+        run(memoryFloats!, memoryInts!, at, byteMatmul, chunk * perChunk, Math.min(count, (chunk + 1) * perChunk)),
       )
     },
     dispose() {
