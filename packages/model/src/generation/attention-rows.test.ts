@@ -73,7 +73,10 @@ describe("the host decoder's attention on two threads", () => {
           const before = shared.helperAttentionChunks
           for (let attempt = 0; attempt < 500 && shared.helperAttentionChunks === before; attempt++) prefill(shared)
           expect(shared.helperAttentionChunks, `${name}: a prefill's parts on the helper`).toBeGreaterThan(before)
-          expect(lengths.map((length, slot) => shared.readPositions(slot, length)), name).toEqual(expected.prefilled)
+          expect(
+            lengths.map((length, slot) => shared.readPositions(slot, length)),
+            name,
+          ).toEqual(expected.prefilled)
         } else expect(shared.helperAttentionChunks, name).toBe(0)
       } finally {
         single.dispose()

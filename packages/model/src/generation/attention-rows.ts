@@ -254,7 +254,17 @@ export function attendParts(
         const head = group * groups + member
         // scores[t, j] = q_t · k_j over every slot j below the end's multiple of 4 (those past t's own masked below).
         const query = projected + first * projectedWidth + head * headDim
-        matmul(4 * (keys + cacheBlock * capacity * headDim), 4 * query, 4 * partScores, endPadded, headDim, count, 4 * headDim, 4 * projectedWidth, 4 * capacity)
+        matmul(
+          4 * (keys + cacheBlock * capacity * headDim),
+          4 * query,
+          4 * partScores,
+          endPadded,
+          headDim,
+          count,
+          4 * headDim,
+          4 * projectedWidth,
+          4 * capacity,
+        )
         for (let index = 0; index < count; index++) {
           const position = start + index
           attentionSoftmax(f, partScores + index * capacity, window < 0 ? 0 : Math.max(0, position - window + 1), position + 1, endPadded, scale, undefined, 0)
