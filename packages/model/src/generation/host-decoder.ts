@@ -784,12 +784,6 @@ export class HostDecoder {
     return this.logits.subarray(0, rows * vocabSize) // a view: read before the next call
   }
 
-  /** The first position a token at `position` attends to: 0, or with a sliding window W (Mistral) `position - W + 1`. */
-  private windowStart(position: number): number {
-    const window = this.model.config.slidingWindow
-    return window === null ? 0 : Math.max(0, position - window + 1)
-  }
-
   /** Copies the keys and values of row `from`'s first `count` positions to row `to` (a shared prefix, computed once). */
   copyPositions(from: number, to: number, count: number): void {
     const { numKeyValueHeads: keyValueHeads, headDim } = this.model.config
