@@ -45,8 +45,10 @@ export const generationEngineOptionsSchema = z.strictObject({
    */
   prefill: z.enum(['host', 'backend']).default('host'),
   /**
-   * Threads sharing the weight products (the calling thread and worker threads over a shared WebAssembly memory, as
-   * `generate`'s `decodeThreads`; the same results bit for bit at any count). Default: 1.
+   * Threads sharing the host decoder's work (the calling thread and worker threads over a shared WebAssembly memory):
+   * the weight products, as `generate`'s `decodeThreads`, and each decode step's attention rows and each prefill's
+   * attention parts (`attention-rows.ts`; with `products: 'backend'` the only shared work). The same results bit for
+   * bit at any count. Default: 1.
    */
   threads: z.number().int().min(1).max(64).default(1),
   /**
@@ -55,7 +57,7 @@ export const generationEngineOptionsSchema = z.strictObject({
    * activation between the MLP's products, over the engine's own copy of the weights there): for native TensorFlow,
    * whose multithreaded products run a large batch's step about twice as fast, where each call's fixed cost makes
    * small batches slower (the package README's "Large batches" has the figures). Attention, norms, RoPE and sampling
-   * stay on the host. A request's samples still do not depend on what else runs (from two rows on, the backend's
+   * stay on the host (attention shared with `threads`' workers). A request's samples still do not depend on what else runs (from two rows on, the backend's
    * product of a row does not depend on the batch, and a lone row is given twice: tested on both backends), but differ
    * from `'host'`'s in float32 rounding. Default: `'host'`.
    */

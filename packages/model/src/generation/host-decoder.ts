@@ -411,8 +411,9 @@ function backendWeights(model: CausalLanguageModel): { layers: BackendLayerWeigh
  * of microseconds a call on the native backend) is gone. The weights are copied to the host once and reused by
  * later decoders of the same model while its parameters and adapters are unchanged (`hostWeightsCache`; one
  * thread only). Sums run in float32 SIMD lanes or float64 scalars: results equal the TensorFlow.js paths up to
- * float32 rounding. With `threads` > 1 the weight products are shared with worker threads (same results, bit for
- * bit); attention and the rest stay on the calling thread.
+ * float32 rounding. With `threads` > 1 the weight products, and the engine's attention (`stepRows`' rows, `extend`'s
+ * parts: `attention-rows.ts`), are shared with worker threads (same results, bit for bit); `step`'s and `prefill`'s
+ * attention and the rest stay on the calling thread.
  */
 export class HostDecoder {
   /** The weights (kept or this decoder's own) and the arena holding them and this generation's buffers. */
@@ -452,7 +453,7 @@ export class HostDecoder {
   /**
    * `capacity`: the most positions a row will hold (prompt, padding included, plus new tokens); `batch`: rows.
    * `options.simd: false` runs the products in JavaScript (for tests; the kernel is used where available);
-   * `options.threads` (default 1): threads sharing the weight products (see `createMatmulArena`);
+   * `options.threads` (default 1): threads sharing the weight products and the engine's attention (see `createMatmulArena`);
    * `options.prefillLength` (default 0): the prompt length (padding included) `prefill` will take;
    * `options.products` (default `'host'`): where the weight products run — `'host'` (the WebAssembly kernel) or
    * `'backend'` (`tf.matMul` on the TensorFlow.js backend, the decoder's own copy of the weights there, and the SwiGLU

@@ -4,8 +4,9 @@ import { attendParts, attendRows, attentionSoftmax, rmsNormaliseRow, rotateAndSt
 import { controlSlots, type MatmulHelpers } from './matmul-control.js'
 
 /**
- * Worker threads that run the SIMD matmul kernel (`simd-matmul.ts`) on a shared WebAssembly memory beside the
- * calling thread. A product's output rows are cut into chunks (multiples of the kernel's four-row block); every
+ * Worker threads that run the SIMD matmul kernel (`simd-matmul.ts`) — and the host decoder's attention
+ * (`attention-rows.ts`: a decode step's rows, a prefill's parts, cut into chunks the same way) — on a shared
+ * WebAssembly memory beside the calling thread. A product's output rows are cut into chunks (multiples of the kernel's four-row block); every
  * thread — the caller included — claims chunks from one counter in the memory's control block until none is
  * left, and the caller waits until all are done. A chunk's sums are the single-thread kernel's, so the result
  * is bit-for-bit the same however the chunks fall, and a helper that is slow to wake (or never joins) only
