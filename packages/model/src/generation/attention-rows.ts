@@ -158,34 +158,47 @@ export function rotateAndStoreRow(f: Float32Array, m: Int32Array, block: number,
   }
 }
 
+/** The arena's kernel as `attendRows` and `attendParts` call it: `y = W x` over byte offsets and strides of the memory. */
+export type AttentionKernel = (
+  w: number,
+  x: number,
+  y: number,
+  rows: number,
+  columns: number,
+  batch: number,
+  wStride: number,
+  xStride: number,
+  yStride: number,
+) => void
+
+/** The sizes and buffers of block `block` (`attendSlots`) that `attendRows` and `attendParts` share. */
+export function attentionBlock(m: Int32Array, block: number) {
+  return {
+    heads: m[block]!,
+    keyValueHeads: m[block + 1]!,
+    headDim: m[block + 2]!,
+    capacity: m[block + 3]!,
+    projectedWidth: m[block + 4]!,
+    window: m[block + 5]!,
+    projected: m[block + 7]!,
+    keys: m[block + 8]!,
+    values: m[block + 9]!,
+    scores: m[block + 10]!,
+    attended: m[block + 11]!,
+    epsilon: new Float64Array(m.buffer, m.byteOffset + (block + 18) * 4, 1)[0]!,
+  }
+}
+
 /**
  * One decode step's attention for rows `from … to - 1` of block `block` (`attendSlots`): each row's token rotated and
  * stored (`rotateAndStoreRow`), then every query head's attention over its row's positions into `attended`. `matmul`
  * is the arena's kernel (`w, x, y, rows, columns, batch, wStride, xStride, yStride`, bytes); the products' rows and
  * columns are multiples of 4 when `headDim` is (scores are computed to the next multiple of 4 and weighted 0).
  */
-export function attendRows(
-  f: Float32Array,
-  m: Int32Array,
-  block: number,
-  matmul: (w: number, x: number, y: number, rows: number, columns: number, batch: number, wStride: number, xStride: number, yStride: number) => void,
-  from: number,
-  to: number,
-): void {
-  const heads = m[block]!
-  const keyValueHeads = m[block + 1]!
-  const headDim = m[block + 2]!
-  const capacity = m[block + 3]!
-  const projectedWidth = m[block + 4]!
-  const window = m[block + 5]!
-  const projected = m[block + 7]!
-  const keys = m[block + 8]!
-  const values = m[block + 9]!
-  const scores = m[block + 10]!
-  const attended = m[block + 11]!
+export function attendRows(f: Float32Array, m: Int32Array, block: number, matmul: AttentionKernel, from: number, to: number): void {
+  const { heads, keyValueHeads, headDim, capacity, projectedWidth, window, projected, keys, values, scores, attended, epsilon } = attentionBlock(m, block)
   const slots = m[block + 16]!
   const positions = m[block + 17]!
-  const epsilon = new Float64Array(m.buffer, m.byteOffset + (block + 18) * 4, 1)[0]!
   const groups = heads / keyValueHeads
   const scale = 1 / Math.sqrt(headDim)
   for (let index = from; index < to; index++) {
@@ -216,27 +229,9 @@ export function attendRows(
  * `scores`: one product per head for all the part's tokens (they are its batch), scores to the next multiple of 4 of
  * the part's end (those past a token's own weighted 0).
  */
-export function attendParts(
-  f: Float32Array,
-  m: Int32Array,
-  block: number,
-  matmul: (w: number, x: number, y: number, rows: number, columns: number, batch: number, wStride: number, xStride: number, yStride: number) => void,
-  from: number,
-  to: number,
-): void {
-  const heads = m[block]!
-  const keyValueHeads = m[block + 1]!
-  const headDim = m[block + 2]!
-  const capacity = m[block + 3]!
-  const projectedWidth = m[block + 4]!
-  const window = m[block + 5]!
-  const projected = m[block + 7]!
-  const keys = m[block + 8]!
-  const values = m[block + 9]!
-  const scores = m[block + 10]!
-  const attended = m[block + 11]!
+export function attendParts(f: Float32Array, m: Int32Array, block: number, matmul: AttentionKernel, from: number, to: number): void {
+  const { heads, keyValueHeads, headDim, capacity, projectedWidth, window, projected, keys, values, scores, attended, epsilon } = attentionBlock(m, block)
   const parts = m[block + 20]!
-  const epsilon = new Float64Array(m.buffer, m.byteOffset + (block + 18) * 4, 1)[0]!
   const groups = heads / keyValueHeads
   const queryWidth = heads * headDim
   const scale = 1 / Math.sqrt(headDim)

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
-import { attendParts, attendRows, attentionSoftmax, rmsNormaliseRow, rotateAndStoreRow } from './attention-rows.js'
+import { attendParts, attendRows, attentionBlock, attentionSoftmax, rmsNormaliseRow, rotateAndStoreRow } from './attention-rows.js'
 import { controlSlots, type MatmulHelpers } from './matmul-control.js'
 
 /**
@@ -27,6 +27,7 @@ const { parentPort } = require('node:worker_threads')
 ${rmsNormaliseRow.toString()}
 ${attentionSoftmax.toString()}
 ${rotateAndStoreRow.toString()}
+${attentionBlock.toString()}
 ${attendRows.toString()}
 ${attendParts.toString()}
 const spins = 20000

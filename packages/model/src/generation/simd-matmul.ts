@@ -1,6 +1,6 @@
 import { wasmBytecode } from '@ludic/tensors'
 import { platform } from '../platform.js'
-import { attendParts, attendRows, attendSlots } from './attention-rows.js'
+import { type AttentionKernel, attendParts, attendRows, attendSlots } from './attention-rows.js'
 import { controlBytes, controlSlots, maximumChunks, type MatmulHelpers } from './matmul-control.js'
 
 const { encodeModule, instruction: op, valueType, whileLoop } = wasmBytecode
@@ -387,18 +387,7 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
   }
 
   /** The product over all blocked rows, cut into chunks that this thread and the helpers claim. */
-  const sharedMatmul = (
-    packed: boolean,
-    w: number,
-    x: number,
-    y: number,
-    rows: number,
-    columns: number,
-    batch: number,
-    wStride: number,
-    xStride: number,
-    yStride: number,
-  ) => {
+  const sharedMatmul = (packed: boolean, ...[w, x, y, rows, columns, batch, wStride, xStride, yStride]: Parameters<AttentionKernel>) => {
     const run = packed ? packedKernel! : kernel!
     const control = slots!
     control[controlSlots.packed] = packed ? 1 : 0
@@ -426,7 +415,7 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
    * `matmul` over byte offsets of the memory, on this thread: the kernel for the blocked rows, JavaScript for the rest
    * (or all of it where the kernel cannot run) — `attendRows`' products, never shared (they run inside a shared job).
    */
-  const byteMatmul = (w: number, x: number, y: number, rows: number, columns: number, batch: number, wStride: number, xStride: number, yStride: number) => {
+  const byteMatmul: AttentionKernel = (w, x, y, rows, columns, batch, wStride, xStride, yStride) => {
     const blocked = module !== null && columns % 4 === 0 && wStride % 16 === 0 && xStride % 16 === 0 ? rows4(rows) : 0
     if (blocked > 0) kernel!(w, x, y, blocked, columns, batch, wStride, xStride, yStride)
     if (blocked < rows)
