@@ -5,7 +5,8 @@ import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { createModel } from '../model/create-model.js'
 import { initTestBackend } from '../test/init-test-backend.js'
 import { HostDecoder } from './host-decoder.js'
-import { sharedMemoryAvailable, sharedRowMinimum } from './simd-matmul.js'
+import { attendBlockLength, attendSlots } from './attention-rows.js'
+import { createMatmulArena, type MatmulArena, sharedMemoryAvailable, sharedRowMinimum } from './simd-matmul.js'
 
 beforeAll(initTestBackend)
 
@@ -17,6 +18,11 @@ const architectures = [
   { name: 'Mistral, a sliding window of 5', overrides: { ...base, hiddenSize: 32, architecture: 'mistral', numKeyValueHeads: 2, slidingWindow: 5 } },
   { name: 'GPT-2', overrides: { ...base, hiddenSize: 32, architecture: 'gpt2', numKeyValueHeads: 4, rmsNormEps: 1e-5 } },
   { name: 'a head size that is not a multiple of 4 (the rows stay on the caller)', overrides: { ...base, hiddenSize: 24, numKeyValueHeads: 2 } },
+  // q, k, v are 64 wide, gate and up 2 × 41: rows of `projected` 82 wide, so a prefill's queries are not 4-aligned and its parts stay on the caller.
+  {
+    name: 'projected rows not a multiple of 4 wide (the parts stay on the caller)',
+    overrides: { ...base, hiddenSize: 32, numKeyValueHeads: 2, intermediateSize: 41 },
+  },
 ]
 
 const rows = 12
@@ -67,22 +73,102 @@ describe("the host decoder's attention on two threads", () => {
         expect(shared.threads, name).toBe(2)
         expect(actual.prefilled, name).toEqual(expected.prefilled)
         actual.logits.forEach((step, index) => expect(step, `${name}, step ${index}`).toEqual(expected.logits[index]))
-        if (model.config.headDim % 4 === 0) {
-          expect(shared.helperAttentionChunks, name).toBeGreaterThan(0)
-          // A prefill's parts too (the decode steps' rows are done: what the helper's attention count gains now is parts).
-          const before = shared.helperAttentionChunks
-          for (let attempt = 0; attempt < 500 && shared.helperAttentionChunks === before; attempt++) prefill(shared)
-          expect(shared.helperAttentionChunks, `${name}: a prefill's parts on the helper`).toBeGreaterThan(before)
-          expect(
-            lengths.map((length, slot) => shared.readPositions(slot, length)),
-            name,
-          ).toEqual(expected.prefilled)
-        } else expect(shared.helperAttentionChunks, name).toBe(0)
+        if (model.config.headDim % 4 !== 0) {
+          expect(shared.helperAttentionChunks, name).toBe(0)
+          continue
+        }
+        expect(shared.helperAttentionChunks, name).toBeGreaterThan(0)
+        // A prefill's parts (the decode steps' rows are done: what the helper's attention count gains now is parts).
+        const before = shared.helperAttentionChunks
+        const partsShared = overrides.intermediateSize !== 41
+        for (let attempt = 0; attempt < (partsShared ? 500 : 50) && shared.helperAttentionChunks === before; attempt++) prefill(shared)
+        if (partsShared) expect(shared.helperAttentionChunks, `${name}: a prefill's parts on the helper`).toBeGreaterThan(before)
+        else expect(shared.helperAttentionChunks, `${name}: a prefill's parts on the caller`).toBe(before)
+        expect(
+          lengths.map((length, slot) => shared.readPositions(slot, length)),
+          name,
+        ).toEqual(expected.prefilled)
       } finally {
         single.dispose()
         shared.dispose()
         model.dispose()
       }
+    }
+  })
+
+  it('a chunk that fails on either thread fails the job instead of hanging it; the arena works on after', async () => {
+    const heads = 2
+    const headDim = 8
+    const capacity = 16
+    const count = 16
+    const projectedWidth = 3 * heads * headDim // q, k and v of every head
+    const arena = createMatmulArena({ threads: 2 })
+    const single = createMatmulArena()
+    const setUp = (target: MatmulArena) => {
+      target.reserve(100_000)
+      const block = target.allocateInts(attendBlockLength)
+      const projected = target.allocate(count * projectedWidth)
+      const keys = target.allocate(count * heads * capacity * headDim)
+      const values = target.allocate(count * heads * capacity * headDim)
+      const scores = target.allocate(count * heads * capacity)
+      const attended = target.allocate(count * heads * headDim)
+      const angles = [target.allocate(count * (headDim / 2)), target.allocate(count * (headDim / 2))] as const
+      const slots = target.allocateInts(count)
+      const positions = target.allocateInts(count)
+      const at = (array: Float32Array | Int32Array) => array.byteOffset / 4
+      block.set([
+        heads,
+        heads,
+        headDim,
+        capacity,
+        projectedWidth,
+        -1,
+        1,
+        at(projected),
+        at(keys),
+        at(values),
+        at(scores),
+        at(attended),
+        at(angles[0]),
+        at(angles[1]),
+        -1,
+        -1,
+        at(slots),
+        at(positions),
+      ])
+      new Float64Array(block.buffer, block.byteOffset + attendSlots.epsilon * 4, 1)[0] = 1e-6
+      const fill = (step: number) => {
+        projected.forEach((_, index) => (projected[index] = Math.sin(index * 0.7 + step)))
+        angles[0].forEach((_, index) => (angles[0][index] = Math.cos(index * 0.3)))
+        angles[1].forEach((_, index) => (angles[1][index] = Math.sin(index * 0.3)))
+        slots.forEach((_, index) => (slots[index] = index))
+        positions.fill(step % capacity)
+      }
+      return { block, attended, fill, keys: at(keys) }
+    }
+    const shared = setUp(arena)
+    const alone = setUp(single)
+    try {
+      for (let step = 0; step < 200 && arena.helperAttentionChunks === 0; step++) {
+        shared.fill(step)
+        arena.attend('rows', shared.block, count)
+        await sleep(2)
+      }
+      expect(arena.helperAttentionChunks).toBeGreaterThan(0)
+      // Keys far outside the memory: the kernel traps on whichever thread runs a row.
+      shared.block[attendSlots.keys] = 1 << 28
+      for (let attempt = 0; attempt < 5; attempt++) expect(() => arena.attend('rows', shared.block, count)).toThrow()
+      shared.block[attendSlots.keys] = shared.keys
+      for (let step = 0; step < 6; step++) {
+        shared.fill(step)
+        alone.fill(step)
+        arena.attend('rows', shared.block, count)
+        single.attend('rows', alone.block, count)
+        expect(shared.attended).toEqual(alone.attended)
+      }
+    } finally {
+      arena.dispose()
+      single.dispose()
     }
   })
 })

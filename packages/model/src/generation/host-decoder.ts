@@ -765,9 +765,13 @@ export class HostDecoder {
     const rows = slots.length
     if (rows === 0 || rows > this.batch || tokens.length !== rows || lengths.length !== rows)
       throw new RangeError(`HostDecoder.stepRows: ${rows} rows (${tokens.length} tokens, ${lengths.length} lengths), for at most ${this.batch}`)
+    const seen = new Set<number>()
     for (let index = 0; index < rows; index++) {
-      if (!(slots[index]! >= 0 && slots[index]! < this.batch) || !(lengths[index]! >= 0 && lengths[index]! < capacity))
-        throw new RangeError(`HostDecoder.stepRows: row ${slots[index]} at position ${lengths[index]}, for ${this.batch} rows of ${capacity} positions`)
+      if (!(slots[index]! >= 0 && slots[index]! < this.batch) || !(lengths[index]! >= 0 && lengths[index]! < capacity) || seen.has(slots[index]!))
+        throw new RangeError(
+          `HostDecoder.stepRows: row ${slots[index]} at position ${lengths[index]}, for ${this.batch} rows of ${capacity} positions, each row once`,
+        )
+      seen.add(slots[index]!)
     }
     for (let index = 0; index < rows; index++) this.embed(tokens[index]!, lengths[index]!, index)
     this.rotations(lengths)

@@ -3,7 +3,7 @@
 
 /** Int32 slots of the control block (64 bytes at the start of the shared memory). */
 export const controlSlots = {
-  /** `generation << 8 | next unclaimed chunk`; generation (23 bits) changes with every product posted. */
+  /** `generation << 8 | next unclaimed chunk` (`closedChunk` once the job is done); generation (23 bits) changes with every job posted. */
   next: 0,
   /** Chunks finished in the current generation. */
   done: 1,
@@ -23,9 +23,13 @@ export const controlSlots = {
    * a chunk `rowsPerChunk` of them.
    */
   kind: 15,
+  /** Set by a helper whose chunk threw (the chunk is counted done all the same); the caller throws. */
+  failed: 16,
 } as const
-/** Bytes of the control block. */
-export const controlBytes = 64
+/** Bytes of the control block (a multiple of 16: the arena's allocations follow it). */
+export const controlBytes = 80
+/** The chunk index that closes a job once it is done: above any count, so a late helper claims nothing. */
+export const closedChunk = 255
 /** Most chunks a product is cut into (the chunk index has 8 bits). */
 export const maximumChunks = 64
 

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { attendParts, attendRows, attentionBlock, attentionSoftmax, rmsNormaliseRow, rotateAndStoreRow } from './attention-rows.js'
-import { controlSlots, type MatmulHelpers } from './matmul-control.js'
+import { controlBytes, controlSlots, type MatmulHelpers } from './matmul-control.js'
 
 /**
  * Worker threads that run the SIMD matmul kernel (`simd-matmul.ts`) — and the host decoder's attention
@@ -33,7 +33,7 @@ ${attendParts.toString()}
 const spins = 20000
 parentPort.on('message', ({ module, memory, control }) => {
   const { matmul, matmulPacked } = new WebAssembly.Instance(module, { env: { memory } }).exports
-  const slots = new Int32Array(memory.buffer, control, 16)
+  const slots = new Int32Array(memory.buffer, control, ${controlBytes / 4})
   const floats = new Float32Array(memory.buffer)
   const ints = new Int32Array(memory.buffer)
   let seen = -1
@@ -63,10 +63,15 @@ parentPort.on('message', ({ module, memory, control }) => {
       const perChunk = slots[${controlSlots.rowsPerChunk}]
       const from = chunk * perChunk
       const kind = slots[${controlSlots.kind}]
-      if (kind !== 0) (kind === 1 ? attendRows : attendParts)(floats, ints, slots[a], matmul, from, Math.min(slots[a + 1], from + perChunk))
-      else {
-        const rows = Math.min(perChunk, slots[a + 3] - from)
-        ;(slots[${controlSlots.packed}] === 1 ? matmulPacked : matmul)(slots[a] + from * slots[a + 6], slots[a + 1], slots[a + 2] + from * 4, rows, slots[a + 4], slots[a + 5], slots[a + 6], slots[a + 7], slots[a + 8])
+      try {
+        if (kind !== 0) (kind === 1 ? attendRows : attendParts)(floats, ints, slots[a], matmul, from, Math.min(slots[a + 1], from + perChunk))
+        else {
+          const rows = Math.min(perChunk, slots[a + 3] - from)
+          ;(slots[${controlSlots.packed}] === 1 ? matmulPacked : matmul)(slots[a] + from * slots[a + 6], slots[a + 1], slots[a + 2] + from * 4, rows, slots[a + 4], slots[a + 5], slots[a + 6], slots[a + 7], slots[a + 8])
+        }
+      } catch {
+        // Counted done all the same (the caller would wait for it for ever); the caller throws for the job.
+        Atomics.store(slots, ${controlSlots.failed}, 1)
       }
       Atomics.add(slots, ${controlSlots.done}, 1)
       Atomics.notify(slots, ${controlSlots.done})

@@ -1,7 +1,7 @@
 import { wasmBytecode } from '@ludic/tensors'
 import { platform } from '../platform.js'
 import { type AttentionKernel, attendParts, attendRows, attendSlots } from './attention-rows.js'
-import { controlBytes, controlSlots, maximumChunks, type MatmulHelpers } from './matmul-control.js'
+import { closedChunk, controlBytes, controlSlots, maximumChunks, type MatmulHelpers } from './matmul-control.js'
 
 const { encodeModule, instruction: op, valueType, whileLoop } = wasmBytecode
 type Code = wasmBytecode.Code
@@ -351,39 +351,50 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
   let capacity = 0
 
   /**
-   * Posts a job of `count` chunks (`kind`: 0 a product, 1 attention rows; its arguments already in the control
-   * block), claims chunks until none is left (`runChunk` runs one here), then waits for the helpers' last ones.
+   * Posts a job of `count` chunks (`kind`: 0 a product, 1 attention rows, 2 attention parts; its arguments already in
+   * the control block), claims chunks until none is left (`runChunk` runs one here), waits for the helpers' last ones,
+   * then closes the job (its next chunk set past any count), so that a helper that wakes late cannot claim a chunk of
+   * the next job while its arguments are being written. A chunk that throws, here or on a helper, is counted done all
+   * the same; the job then throws once every chunk is accounted for.
    */
   const shareChunks = (kind: number, count: number, perChunk: number, runChunk: (chunk: number) => void) => {
     const control = slots!
     control[controlSlots.kind] = kind
     control[controlSlots.rowsPerChunk] = perChunk
     control[controlSlots.chunks] = count
+    control[controlSlots.failed] = 0
     Atomics.store(control, controlSlots.done, 0)
     generation = (generation + 1) & 0x7fffff
     const posted = generation << 8
     Atomics.store(control, controlSlots.next, posted)
     Atomics.notify(control, controlSlots.next)
     let mine = 0
+    let failure: unknown
     for (;;) {
       const current = Atomics.load(control, controlSlots.next)
       const chunk = current & 255
       if (chunk >= count) break
       if (Atomics.compareExchange(control, controlSlots.next, current, current + 1) !== current) continue
-      runChunk(chunk)
+      try {
+        runChunk(chunk)
+      } catch (error) {
+        failure ??= error
+      }
       mine++
     }
     helperChunks += count - mine
     if (kind !== 0) helperAttentionChunks += count - mine
-    if (mine === count) return
-    const finished = Atomics.add(control, controlSlots.done, mine) + mine
-    if (finished === count) return
-    for (;;) {
-      let done = Atomics.load(control, controlSlots.done)
-      for (let spin = 0; done < count && spin < waitSpins; spin++) done = Atomics.load(control, controlSlots.done)
-      if (done >= count) return
-      Atomics.wait(control, controlSlots.done, done, 50)
+    if (mine < count && Atomics.add(control, controlSlots.done, mine) + mine < count) {
+      for (;;) {
+        let done = Atomics.load(control, controlSlots.done)
+        for (let spin = 0; done < count && spin < waitSpins; spin++) done = Atomics.load(control, controlSlots.done)
+        if (done >= count) break
+        Atomics.wait(control, controlSlots.done, done, 50)
+      }
     }
+    Atomics.store(control, controlSlots.next, posted | closedChunk)
+    if (failure !== undefined) throw failure
+    if (Atomics.load(control, controlSlots.failed) !== 0) throw new Error(`a worker thread failed on a shared chunk: ${kind === 0 ? 'a product' : 'attention'}`)
   }
 
   /** The product over all blocked rows, cut into chunks that this thread and the helpers claim. */
@@ -553,7 +564,11 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
       const run = kind === 'rows' ? attendRows : attendParts
       const at = block.byteOffset / 4
       const headDim = block[attendSlots.headDim]!
-      if (helpers === undefined || helpers.count === 0 || module === null || headDim % 4 !== 0 || count < (kind === 'rows' ? sharedRowMinimum : 2)) {
+      // The helpers call the kernel as it is; the calling thread's products fall back to JavaScript where a stride is not
+      // a multiple of 4 floats: such work (a head size not a multiple of 4; for parts, whose queries are rows of
+      // `projected`, a projected row that is not) stays on this thread.
+      const aligned = headDim % 4 === 0 && (kind === 'rows' || block[attendSlots.projectedWidth]! % 4 === 0)
+      if (helpers === undefined || helpers.count === 0 || module === null || !aligned || count < (kind === 'rows' ? sharedRowMinimum : 2)) {
         run(memoryFloats!, memoryInts!, at, byteMatmul, 0, count)
         return
       }
