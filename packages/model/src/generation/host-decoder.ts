@@ -703,7 +703,7 @@ export class HostDecoder {
       for (let row = 0; row < batch; row++) {
         this.rotateAndStore(row, row, length - 1)
         // Scores over the `length` slots (the padding's bias masks some), as this path always computed them.
-        this.attendOneToken(layer, row, row, length, length, 0, padding, row * length)
+        this.attendOneToken(layer, row, length, padding)
       }
       this.outputAndMlp(layer, batch)
     }
@@ -874,38 +874,28 @@ export class HostDecoder {
   }
 
   /**
-   * Attention of one new token (projected row `index`, its key and value already stored at slot `length - 1` of row
-   * `slot`) over its row's slots `from … length - 1`, every query head, into `attended` row `index`: `scoreSlots` scores
-   * are computed (`length`, or more to reach a multiple of 4 so that each comes from the SIMD kernel), `bias` added
-   * from `biasOffset` when given.
+   * `step`'s attention of row `row`'s new token (its key and value already stored at slot `length - 1`) over the row's
+   * slots `0 … length - 1`, every query head, into `attended` row `row`: the scores of exactly `length` slots (as this
+   * path always computed them), the padding's bias `padding[row · length + slot]` added when given.
    */
-  private attendOneToken(
-    layer: HostLayerWeights & HostLayerCache,
-    index: number,
-    slot: number,
-    length: number,
-    scoreSlots: number,
-    from: number,
-    bias: Float32Array | undefined,
-    biasOffset: number,
-  ): void {
+  private attendOneToken(layer: HostLayerWeights & HostLayerCache, row: number, length: number, padding: Float32Array | undefined): void {
     const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = this.model.config
     const { arena, projected, attended, scores, capacity, projectedWidth } = this
     const groups = heads / keyValueHeads
     const scale = 1 / Math.sqrt(headDim)
     const lengthPadded = Math.ceil(length / 4) * 4
     for (let group = 0; group < keyValueHeads; group++) {
-      const block = slot * keyValueHeads + group
-      const query = projected.subarray(index * projectedWidth + group * groups * headDim)
-      const rowScores = scores.subarray(index * heads * capacity + group * groups * capacity)
+      const block = row * keyValueHeads + group
+      const query = projected.subarray(row * projectedWidth + group * groups * headDim)
+      const rowScores = scores.subarray(row * heads * capacity + group * groups * capacity)
       // scores[j, t] = q_j · k_t for the `groups` query heads sharing this key/value head.
-      arena.matmul(layer.keys.subarray(block * capacity * headDim), query, rowScores, scoreSlots, headDim, groups, headDim, headDim, capacity)
-      for (let member = 0; member < groups; member++) attentionSoftmax(rowScores, member * capacity, from, length, lengthPadded, scale, bias, biasOffset)
+      arena.matmul(layer.keys.subarray(block * capacity * headDim), query, rowScores, length, headDim, groups, headDim, headDim, capacity)
+      for (let member = 0; member < groups; member++) attentionSoftmax(rowScores, member * capacity, 0, length, lengthPadded, scale, padding, row * length)
       // attended_j = Σ_t p[j, t] v_t: values are stored transposed, so this is a product too.
       arena.matmul(
         layer.values.subarray(block * headDim * capacity),
         rowScores,
-        attended.subarray(index * heads * headDim + group * groups * headDim),
+        attended.subarray(row * heads * headDim + group * groups * headDim),
         headDim,
         lengthPadded,
         groups,

@@ -423,26 +423,23 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
   }
 
   /**
-   * `matmul` over byte offsets of the memory, on this thread: the kernel for the blocked rows, JavaScript for the rest
-   * (or all of it where the kernel cannot run) — `attendRows`' products, never shared (they run inside a shared job).
+   * `y = W x` over byte offsets of the memory (the kernel's arguments): the kernel for the blocked rows where it runs
+   * (columns and the w and x strides multiples of 4 floats) — split with the helpers when `share` and it pays —, and
+   * JavaScript for the other rows. `matmul` shares; attention's products (`byteMatmul`) run inside a shared job, so not.
    */
-  const byteMatmul: AttentionKernel = (w, x, y, rows, columns, batch, wStride, xStride, yStride) => {
+  const product = (share: boolean, ...[w, x, y, rows, columns, batch, wStride, xStride, yStride]: Parameters<AttentionKernel>) => {
     const blocked = module !== null && columns % 4 === 0 && wStride % 16 === 0 && xStride % 16 === 0 ? rows4(rows) : 0
-    if (blocked > 0) kernel!(w, x, y, blocked, columns, batch, wStride, xStride, yStride)
-    if (blocked < rows)
-      matmulJs(
-        memoryFloats!.subarray(w / 4),
-        memoryFloats!.subarray(x / 4),
-        memoryFloats!.subarray(y / 4),
-        blocked,
-        rows,
-        columns,
-        batch,
-        wStride / 4,
-        xStride / 4,
-        yStride / 4,
-      )
+    if (blocked > 0) {
+      if (share) blockedProduct(false, w, x, y, blocked, columns, batch, wStride, xStride, yStride)
+      else kernel!(w, x, y, blocked, columns, batch, wStride, xStride, yStride)
+    }
+    if (blocked < rows) {
+      const floats = memoryFloats!
+      matmulJs(floats.subarray(w / 4), floats.subarray(x / 4), floats.subarray(y / 4), blocked, rows, columns, batch, wStride / 4, xStride / 4, yStride / 4)
+    }
   }
+  const byteMatmul: AttentionKernel = (w, x, y, rows, columns, batch, wStride, xStride, yStride) =>
+    product(false, w, x, y, rows, columns, batch, wStride, xStride, yStride)
 
   /** The product over `rows` blocked rows (a multiple of 4; arguments in bytes): shared with the helpers when it pays, else on this thread. */
   const blockedProduct = (packed: boolean, ...args: [number, number, number, number, number, number, number, number, number]) => {
@@ -512,13 +509,7 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
       return new Int32Array(array.buffer, array.byteOffset, length)
     },
     matmul(w, x, y, rows, columns, batch, wStride, xStride, yStride) {
-      if (module === null || columns % 4 !== 0 || wStride % 4 !== 0 || xStride % 4 !== 0) {
-        matmulJs(w, x, y, 0, rows, columns, batch, wStride, xStride, yStride)
-        return
-      }
-      const blocked = rows4(rows)
-      if (blocked > 0) blockedProduct(false, w.byteOffset, x.byteOffset, y.byteOffset, blocked, columns, batch, wStride * 4, xStride * 4, yStride * 4)
-      if (blocked < rows) matmulJs(w, x, y, blocked, rows, columns, batch, wStride, xStride, yStride)
+      product(true, w.byteOffset, x.byteOffset, y.byteOffset, rows, columns, batch, wStride * 4, xStride * 4, yStride * 4)
     },
     allocateWeights(source, rows, columns) {
       if (source.length !== rows * columns) throw new RangeError(`allocateWeights: ${source.length} values for ${rows} × ${columns}`)
