@@ -475,7 +475,7 @@ describe('createRlTrainer', () => {
     }) as InvalidArgumentError
     for (const error of [noRow, noRowWorkers]) {
       expect(error.argument).toBe('config.batch.engine.kvCacheBytes')
-      expect(error.message).toContain('holds no row')
+      expect(error.message).toContain('holds no sequence')
     }
     // The engine's weight products on the backend are accepted; an unknown place is refused by name.
     expect(attempt({ ...baseConfig(model), batch: { engine: { products: 'backend' } } })).toBeUndefined()

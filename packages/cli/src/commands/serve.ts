@@ -107,7 +107,11 @@ export async function serve(
       ...(context.seed === undefined ? {} : { seed: context.seed }),
       ...(chatTemplate === undefined ? {} : { chatTemplate }),
     })
-    if (options.engine === true) log(context, `generation engine: ${policy.engineStats()!.rows} rows of ${policy.engineStats()!.rowLength} positions`)
+    if (options.engine === true)
+      log(
+        context,
+        `generation engine: ${policy.engineStats()!.rows} rows of up to ${policy.engineStats()!.rowLength} positions, ${policy.engineStats()!.pages} pages of ${policy.engineStats()!.pageTokens}`,
+      )
     const apiKey = options.apiKey ?? process.env.LUDIC_API_KEY
     // On the engine an adapter's requests run together, adapters taking turns; without it one generation at a time.
     const lora = options.enableLora === true ? createLocalLoraAdapters(model, policy, { roots: loraRoots, concurrent: options.engine === true }) : undefined

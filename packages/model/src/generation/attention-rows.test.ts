@@ -115,6 +115,9 @@ describe("the host decoder's attention on two threads", () => {
       const angles = [target.allocate(count * (headDim / 2)), target.allocate(count * (headDim / 2))] as const
       const slots = target.allocateInts(count)
       const positions = target.allocateInts(count)
+      const tables = target.allocateInts(count)
+      tables.forEach((_, row) => (tables[row] = row)) // a row is its own page
+      const partial = target.allocate(count * heads * headDim)
       const at = (array: Float32Array | Int32Array) => array.byteOffset / 4
       block.set([
         heads,
@@ -136,6 +139,10 @@ describe("the host decoder's attention on two threads", () => {
         at(slots),
         at(positions),
       ])
+      block[attendSlots.tables] = at(tables)
+      block[attendSlots.tableWidth] = 1
+      block[attendSlots.scoreStride] = capacity
+      block[attendSlots.partial] = at(partial)
       new Float64Array(block.buffer, block.byteOffset + attendSlots.epsilon * 4, 1)[0] = 1e-6
       const fill = (step: number) => {
         projected.forEach((_, index) => (projected[index] = Math.sin(index * 0.7 + step)))

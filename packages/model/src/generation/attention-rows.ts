@@ -22,8 +22,8 @@ export const attendSlots = {
   heads: 0,
   keyValueHeads: 1,
   headDim: 2,
-  /** Positions per cached row (a multiple of 4). */
-  capacity: 3,
+  /** Positions per page of the cache (a multiple of 4): a row's positions live in its pages, `pageLength` each. */
+  pageLength: 3,
   /** Floats per row of `projected`. */
   projectedWidth: 4,
   /** Mistral's sliding window, or -1. */
@@ -32,11 +32,11 @@ export const attendSlots = {
   rope: 6,
   /** `[rows, projectedWidth]`: each row's q, k and v (heads then key/value heads, `headDim` each), rotated in place. */
   projected: 7,
-  /** `[batch, kvHeads, capacity, headDim]`. */
+  /** `[pages, kvHeads, pageLength, headDim]`. */
   keys: 8,
-  /** `[batch, kvHeads, headDim, capacity]` (transposed). */
+  /** `[pages, kvHeads, headDim, pageLength]` (transposed). */
   values: 9,
-  /** `[rows, heads, capacity]` scratch. */
+  /** `[rows, heads, scoreStride]` scratch. */
   scores: 10,
   /** `[rows, heads · headDim]`. */
   attended: 11,
@@ -53,9 +53,16 @@ export const attendSlots = {
   epsilon: 18,
   /** Int index: a prefill's parts (`attendParts`), four ints each — cache row, first position, tokens, first row of `projected`. */
   parts: 20,
+  /** Int index: each cache row's page table, `tableWidth` page indices (its positions `i · pageLength …` are in page `table[i]`). */
+  tables: 21,
+  tableWidth: 22,
+  /** Floats per row of `scores` (a row's most positions, a multiple of 4). */
+  scoreStride: 23,
+  /** `[rows, heads · headDim]` scratch: a page's share of a weighted sum, added to `attended`. */
+  partial: 24,
 } as const
-/** Int32 slots of the block. */
-export const attendBlockLength = 24
+/** Int32 slots of the block (a multiple of 4: 16-byte aligned blocks). */
+export const attendBlockLength = 28
 
 /**
  * RMSNorm of `width` values of `source` from `at`: `weight · x / sqrt(mean(x²) + epsilon)` into `out` from `outAt`
@@ -116,7 +123,7 @@ export function rotateAndStoreRow(f: Float32Array, m: Int32Array, block: number,
   const heads = m[block]!
   const keyValueHeads = m[block + 1]!
   const headDim = m[block + 2]!
-  const capacity = m[block + 3]!
+  const pageLength = m[block + 3]!
   const base = m[block + 7]! + index * m[block + 4]!
   const half = headDim / 2
   const queryNorm = m[block + 14]!
@@ -145,15 +152,17 @@ export function rotateAndStoreRow(f: Float32Array, m: Int32Array, block: number,
   }
   const keys = m[block + 8]!
   const values = m[block + 9]!
+  const page = m[m[block + 21]! + row * m[block + 22]! + Math.floor(position / pageLength)]!
+  const offset = position % pageLength
   for (let group = 0; group < keyValueHeads; group++) {
-    const cacheBlock = row * keyValueHeads + group
+    const cacheBlock = page * keyValueHeads + group
     const key = base + (heads + group) * headDim
     const value = key + keyValueHeads * headDim
-    const keyAt = keys + (cacheBlock * capacity + position) * headDim
-    const valueAt = values + cacheBlock * headDim * capacity + position
+    const keyAt = keys + (cacheBlock * pageLength + offset) * headDim
+    const valueAt = values + cacheBlock * headDim * pageLength + offset
     for (let dimension = 0; dimension < headDim; dimension++) {
       f[keyAt + dimension] = f[key + dimension]!
-      f[valueAt + dimension * capacity] = f[value + dimension]!
+      f[valueAt + dimension * pageLength] = f[value + dimension]!
     }
   }
 }
@@ -177,15 +186,99 @@ export function attentionBlock(m: Int32Array, block: number) {
     heads: m[block]!,
     keyValueHeads: m[block + 1]!,
     headDim: m[block + 2]!,
-    capacity: m[block + 3]!,
     projectedWidth: m[block + 4]!,
     window: m[block + 5]!,
     projected: m[block + 7]!,
-    keys: m[block + 8]!,
-    values: m[block + 9]!,
     scores: m[block + 10]!,
     attended: m[block + 11]!,
     epsilon: new Float64Array(m.buffer, m.byteOffset + (block + 18) * 4, 1)[0]!,
+    scoreStride: m[block + 23]!,
+  }
+}
+
+/**
+ * `scores[b, t] = x_b · k_t` for `batch` vectors `x` (float index, `xStride` floats apart) against the keys of cache row
+ * `row`'s key/value head `group` at positions `0 … end - 1` (`end` a multiple of 4), page by page: one kernel product
+ * per page, each page's scores at their positions of `scores` (rows `scoreStride` apart).
+ */
+export function pagedScores(
+  m: Int32Array,
+  block: number,
+  matmul: AttentionKernel,
+  row: number,
+  group: number,
+  x: number,
+  xStride: number,
+  batch: number,
+  scores: number,
+  end: number,
+): void {
+  const keyValueHeads = m[block + 1]!
+  const headDim = m[block + 2]!
+  const pageLength = m[block + 3]!
+  const table = m[block + 21]! + row * m[block + 22]!
+  for (let first = 0; first < end; first += pageLength) {
+    const cacheBlock = m[table + first / pageLength]! * keyValueHeads + group
+    const count = Math.min(pageLength, end - first)
+    matmul(
+      4 * (m[block + 8]! + cacheBlock * pageLength * headDim),
+      4 * x,
+      4 * (scores + first),
+      count,
+      headDim,
+      batch,
+      4 * headDim,
+      4 * xStride,
+      4 * m[block + 23]!,
+    )
+  }
+}
+
+/**
+ * `out_b = Σ_t p[b, t] v_t` for `batch` rows of weights `p` (`weights`, rows `scoreStride` apart, 0 past a row's own
+ * positions) over cache row `row`'s key/value head `group` at positions `0 … end - 1`, page by page: the first page's
+ * product into `out` (rows `outStride` apart), each later page's into `partial` (the same layout) and added, in page
+ * order (a row's sums do not depend on the thread or on how its pages were shared).
+ */
+export function pagedWeightedSum(
+  f: Float32Array,
+  m: Int32Array,
+  block: number,
+  matmul: AttentionKernel,
+  row: number,
+  group: number,
+  weights: number,
+  batch: number,
+  out: number,
+  outStride: number,
+  partial: number,
+  end: number,
+): void {
+  const keyValueHeads = m[block + 1]!
+  const headDim = m[block + 2]!
+  const pageLength = m[block + 3]!
+  const scoreStride = m[block + 23]!
+  const table = m[block + 21]! + row * m[block + 22]!
+  for (let first = 0; first < end; first += pageLength) {
+    const cacheBlock = m[table + first / pageLength]! * keyValueHeads + group
+    const count = Math.min(pageLength, end - first)
+    const target = first === 0 ? out : partial
+    matmul(
+      4 * (m[block + 9]! + cacheBlock * headDim * pageLength),
+      4 * (weights + first),
+      4 * target,
+      headDim,
+      count,
+      batch,
+      4 * pageLength,
+      4 * scoreStride,
+      4 * outStride,
+    )
+    if (first === 0) continue
+    for (let member = 0; member < batch; member++) {
+      const at = member * outStride
+      for (let dimension = 0; dimension < headDim; dimension++) f[out + at + dimension] = f[out + at + dimension]! + f[partial + at + dimension]!
+    }
   }
 }
 
@@ -196,9 +289,10 @@ export function attentionBlock(m: Int32Array, block: number) {
  * columns are multiples of 4 when `headDim` is (scores are computed to the next multiple of 4 and weighted 0).
  */
 export function attendRows(f: Float32Array, m: Int32Array, block: number, matmul: AttentionKernel, from: number, to: number): void {
-  const { heads, keyValueHeads, headDim, capacity, projectedWidth, window, projected, keys, values, scores, attended, epsilon } = attentionBlock(m, block)
+  const { heads, keyValueHeads, headDim, projectedWidth, window, projected, scores, attended, epsilon, scoreStride } = attentionBlock(m, block)
   const slots = m[block + 16]!
   const positions = m[block + 17]!
+  const partial = m[block + 24]!
   const groups = heads / keyValueHeads
   const scale = 1 / Math.sqrt(headDim)
   for (let index = from; index < to; index++) {
@@ -209,15 +303,14 @@ export function attendRows(f: Float32Array, m: Int32Array, block: number, matmul
     const lengthPadded = Math.ceil(length / 4) * 4
     const start = window < 0 ? 0 : Math.max(0, position - window + 1)
     for (let group = 0; group < keyValueHeads; group++) {
-      const cacheBlock = row * keyValueHeads + group
       const query = projected + index * projectedWidth + group * groups * headDim
-      const rowScores = scores + index * heads * capacity + group * groups * capacity
+      const rowScores = scores + index * heads * scoreStride + group * groups * scoreStride
       // scores[j, t] = q_j · k_t for the `groups` query heads sharing this key/value head.
-      matmul(4 * (keys + cacheBlock * capacity * headDim), 4 * query, 4 * rowScores, lengthPadded, headDim, groups, 4 * headDim, 4 * headDim, 4 * capacity)
-      for (let member = 0; member < groups; member++) attentionSoftmax(f, rowScores + member * capacity, start, length, lengthPadded, scale, undefined, 0)
-      // attended_j = Σ_t p[j, t] v_t: values are stored transposed, so this is a product too.
-      const out = attended + index * heads * headDim + group * groups * headDim
-      matmul(4 * (values + cacheBlock * headDim * capacity), 4 * rowScores, 4 * out, headDim, lengthPadded, groups, 4 * capacity, 4 * capacity, 4 * headDim)
+      pagedScores(m, block, matmul, row, group, query, headDim, groups, rowScores, lengthPadded)
+      for (let member = 0; member < groups; member++) attentionSoftmax(f, rowScores + member * scoreStride, start, length, lengthPadded, scale, undefined, 0)
+      // attended_j = Σ_t p[j, t] v_t: values are stored transposed, so this is a product too (a page at a time).
+      const at = index * heads * headDim + group * groups * headDim
+      pagedWeightedSum(f, m, block, matmul, row, group, rowScores, groups, attended + at, headDim, partial + at, lengthPadded)
     }
   }
 }
@@ -226,12 +319,13 @@ export function attendRows(f: Float32Array, m: Int32Array, block: number, matmul
  * A prefill's attention for parts `from … to - 1` of block `block`'s parts table: each part's tokens (rows `first …` of
  * `projected`) rotated and stored at their positions `start …` of cache row `slot`, then every query head's causal
  * attention over the row's positions up to each token's own (the window's start on), its scores in rows `first …` of
- * `scores`: one product per head for all the part's tokens (they are its batch), scores to the next multiple of 4 of
- * the part's end (those past a token's own weighted 0).
+ * `scores`: one product per head and page for all the part's tokens (they are its batch), scores to the next multiple
+ * of 4 of the part's end (those past a token's own weighted 0).
  */
 export function attendParts(f: Float32Array, m: Int32Array, block: number, matmul: AttentionKernel, from: number, to: number): void {
-  const { heads, keyValueHeads, headDim, capacity, projectedWidth, window, projected, keys, values, scores, attended, epsilon } = attentionBlock(m, block)
+  const { heads, keyValueHeads, headDim, projectedWidth, window, projected, scores, attended, epsilon, scoreStride } = attentionBlock(m, block)
   const parts = m[block + 20]!
+  const partial = m[block + 24]!
   const groups = heads / keyValueHeads
   const queryWidth = heads * headDim
   const scale = 1 / Math.sqrt(headDim)
@@ -242,31 +336,28 @@ export function attendParts(f: Float32Array, m: Int32Array, block: number, matmu
     const first = m[parts + 4 * part + 3]!
     for (let index = 0; index < count; index++) rotateAndStoreRow(f, m, block, epsilon, first + index, slot, start + index)
     const endPadded = Math.ceil((start + count) / 4) * 4
-    const partScores = scores + first * capacity
+    const partScores = scores + first * scoreStride
     for (let group = 0; group < keyValueHeads; group++) {
-      const cacheBlock = slot * keyValueHeads + group
       for (let member = 0; member < groups; member++) {
         const head = group * groups + member
-        // scores[t, j] = q_t · k_j over every slot j below the end's multiple of 4 (those past t's own masked below).
-        const query = projected + first * projectedWidth + head * headDim
-        matmul(
-          4 * (keys + cacheBlock * capacity * headDim),
-          4 * query,
-          4 * partScores,
-          endPadded,
-          headDim,
-          count,
-          4 * headDim,
-          4 * projectedWidth,
-          4 * capacity,
-        )
+        // scores[t, j] = q_t · k_j over every position j below the end's multiple of 4 (those past t's own masked below).
+        pagedScores(m, block, matmul, slot, group, projected + first * projectedWidth + head * headDim, projectedWidth, count, partScores, endPadded)
         for (let index = 0; index < count; index++) {
           const position = start + index
-          attentionSoftmax(f, partScores + index * capacity, window < 0 ? 0 : Math.max(0, position - window + 1), position + 1, endPadded, scale, undefined, 0)
+          attentionSoftmax(
+            f,
+            partScores + index * scoreStride,
+            window < 0 ? 0 : Math.max(0, position - window + 1),
+            position + 1,
+            endPadded,
+            scale,
+            undefined,
+            0,
+          )
         }
-        // attended_t = Σ_j p[t, j] v_j (values stored transposed: a product).
-        const out = attended + first * queryWidth + head * headDim
-        matmul(4 * (values + cacheBlock * headDim * capacity), 4 * partScores, 4 * out, headDim, endPadded, count, 4 * capacity, 4 * capacity, 4 * queryWidth)
+        // attended_t = Σ_j p[t, j] v_j (values stored transposed: a product a page).
+        const at = first * queryWidth + head * headDim
+        pagedWeightedSum(f, m, block, matmul, slot, group, partScores, count, attended + at, queryWidth, partial + at, endPadded)
       }
     }
   }

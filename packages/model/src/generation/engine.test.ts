@@ -172,6 +172,103 @@ describe('GenerationEngine', () => {
     }
   })
 
+  /** Samples engine stats every turn of the event loop (the engine yields between iterations) until stopped. */
+  function watch(engine: GenerationEngine) {
+    const seen = { pagesInUse: 0, running: 0 }
+    let on = true
+    const look = () => {
+      const stats = engine.stats()
+      seen.pagesInUse = Math.max(seen.pagesInUse, Math.round(stats.kvUsage * stats.pages))
+      seen.running = Math.max(seen.running, stats.running)
+      if (on) setImmediate(look)
+    }
+    look()
+    return {
+      seen,
+      stop: () => {
+        on = false
+      },
+    }
+  }
+
+  it("holds a group's shared prompt in pages once: G samples take its whole pages once, each its own partial page and new tokens", async () => {
+    const engine = new GenerationEngine(model, { maxSequenceLength: 128, maxRows: 8, pageTokens: 8 })
+    const groupPrompt = prompt(45, 4) // 44 positions before the last token: 5 whole pages and 4 positions of a sixth
+    const watcher = watch(engine)
+    try {
+      const group = await Promise.all(Array.from({ length: 8 }, (_, index) => engine.submit(row(groupPrompt, { seed: index, maxNewTokens: 6 }))))
+      watcher.stop()
+      expect(group.map((sequence) => sequence.reusedPromptTokens)).toEqual([0, 44, 44, 44, 44, 44, 44, 44])
+      // 45 + 6 - 1 = 50 positions each: 5 shared pages, then pages 6 and 7 of its own (copied 4 positions, then its tokens).
+      expect(watcher.seen.pagesInUse).toBeGreaterThanOrEqual(5 + 2 * 2)
+      expect(watcher.seen.pagesInUse).toBeLessThanOrEqual(5 + 8 * 2) // unshared: 8 × 7 = 56
+      const stats = engine.stats()
+      expect(stats.kvUsage).toBe(0)
+      expect(stats.cachedTokens).toBeGreaterThanOrEqual(44 + 8 * 5) // the prompt's pages once, each sample's own last page
+      // Each sample as it runs alone, bit for bit (attention sums a row's pages in order, shared or not).
+      const alone = new GenerationEngine(model, { maxSequenceLength: 128, pageTokens: 8, prefixCaching: false })
+      try {
+        for (const index of [0, 5]) expect(plain(group[index]!)).toEqual(plain(await alone.submit(row(groupPrompt, { seed: index, maxNewTokens: 6 }))))
+      } finally {
+        alone.dispose()
+      }
+    } finally {
+      watcher.stop()
+      engine.dispose()
+    }
+  })
+
+  it('admits requests as their pages fit the KV budget, evicts the least recently used cached pages, and loses no request', async () => {
+    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
+    const pageBytes = 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * 8
+    // 12 pages of 8 positions; a request of 20 + 20 tokens takes ceil(39 / 8) = 5: two run at once.
+    const engine = new GenerationEngine(model, { maxSequenceLength: 64, maxRows: 6, pageTokens: 8, kvCacheBytes: 12 * pageBytes })
+    expect(engine.pages).toBe(12)
+    const reference = new GenerationEngine(model, { maxSequenceLength: 64, pageTokens: 8, prefixCaching: false })
+    const watcher = watch(engine)
+    try {
+      const requests = [0, 1, 2, 3, 4].map((index) => row(prompt(20, 30 + index), { seed: index, maxNewTokens: 20 }))
+      const results = await Promise.all(requests.map((request) => engine.submit(request)))
+      watcher.stop()
+      expect(watcher.seen.running).toBe(2)
+      expect(watcher.seen.pagesInUse).toBeLessThanOrEqual(12)
+      for (const [index, result] of results.entries()) {
+        expect(result.tokenIds).toHaveLength(20)
+        expect(plain(result)).toEqual(plain(await reference.submit(row(prompt(20, 30 + index), { seed: index, maxNewTokens: 20 }))))
+      }
+      // The last request's conversation is still cached (most recently used); the first's pages went to the later ones.
+      const last = results[4]!
+      const next = await engine.submit(row([...prompt(20, 34), ...last.tokenIds, 7], { seed: 9, maxNewTokens: 3 }))
+      expect(next.reusedPromptTokens).toBe(20 + 20 - 1)
+      const first = await engine.submit(row([...prompt(20, 30), 7], { seed: 9, maxNewTokens: 3 }))
+      expect(first.reusedPromptTokens).toBe(0)
+      expect(engine.stats().cachedPages).toBeLessThanOrEqual(12)
+    } finally {
+      watcher.stop()
+      engine.dispose()
+      reference.dispose()
+    }
+  })
+
+  it('shares a prefix that ends inside a page: its whole pages shared, the rest copied, the same samples as computed', async () => {
+    const engine = new GenerationEngine(model, { maxSequenceLength: 96, pageTokens: 8 })
+    const fresh = new GenerationEngine(model, { maxSequenceLength: 96, pageTokens: 8, prefixCaching: false })
+    try {
+      const base = prompt(30, 6)
+      await engine.submit(row(base, { maxNewTokens: 2 }))
+      // Diverges at position 19 (page 2, after 3 of its positions), and at 16 (a page boundary).
+      for (const at of [19, 16, 3]) {
+        const other = [...base.slice(0, at), 1, 2, 3, 4, 5]
+        const result = await engine.submit(row(other, { seed: at, maxNewTokens: 5 }))
+        expect(result.reusedPromptTokens).toBe(at)
+        expect(plain(result)).toEqual(plain(await fresh.submit(row(other, { seed: at, maxNewTokens: 5 }))))
+      }
+    } finally {
+      engine.dispose()
+      fresh.dispose()
+    }
+  })
+
   it("computes prompts on the backend (prefill: 'backend') as on the host: same greedy tokens, log-probs to float32 rounding", async () => {
     const run = async (prefill: 'host' | 'backend') => {
       const engine = new GenerationEngine(model, { maxSequenceLength: 128, maxRows: 6, prefill, prefillChunkTokens: 16 })
@@ -315,6 +412,10 @@ describe('GenerationEngine', () => {
 
   it('refuses what it cannot run when built or submitted, by name', async () => {
     expect(() => new GenerationEngine(model, { kvCacheBytes: 100 })).toThrow(InvalidArgumentError)
+    expect(() => new GenerationEngine(model, { pageTokens: 6 })).toThrow(/options\.pageTokens.*multiple of 4/)
+    expect(() => new GenerationEngine(model, { maxSequenceLength: 64, pageTokens: 8, kvCacheBytes: 2 ** 12 })).toThrow(
+      /options\.kvCacheBytes.*holds no sequence of maxSequenceLength: 64 positions take 8 pages/,
+    )
     expect(() => new GenerationEngine(model, { maxRows: 0 })).toThrow(/maxRows/)
     const engine = new GenerationEngine(model, { maxSequenceLength: 32 })
     try {

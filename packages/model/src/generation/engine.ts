@@ -8,16 +8,19 @@ import { HostDecoder, hostDecoderFloats } from './host-decoder.js'
 import { type SampledToken, sampleTokens } from './sampling.js'
 
 export const generationEngineOptionsSchema = z.strictObject({
-  /** Rows decoded together at most (each holds one sequence's keys and values). Default: 64. */
+  /** Sequences decoded together at most (the rows of a decode step). Default: 64. */
   maxRows: z.number().int().min(1).max(1024).default(64),
   /**
-   * Positions a row holds at most (prompt + new tokens); a request past it is refused at `submit`. Default: the
+   * Positions a sequence holds at most (prompt + new tokens); a request past it is refused at `submit`. Default: the
    * model's context (`maxContextTokens`), at most 2,048.
    */
   maxSequenceLength: z.number().int().min(1).optional(),
   /**
-   * Bytes of keys and values (float32, every layer) the engine holds at most: the rows are `min(maxRows, kvCacheBytes /
-   * a row's bytes)`, refused when not even one fits. Default: 256 MiB.
+   * Bytes of keys and values (float32, every layer) the engine holds at most, as pages of `pageTokens` positions
+   * (`kvCacheBytes / a page's bytes` of them): a request is admitted when the pages its prompt and `maxNewTokens` can
+   * take are free or held only by the prefix cache (least recently used evicted first), so a sequence takes the memory
+   * of its own length, not of `maxSequenceLength`. Refused when one sequence of `maxSequenceLength` does not fit.
+   * Default: 256 MiB.
    */
   kvCacheBytes: z
     .number()
@@ -25,13 +28,26 @@ export const generationEngineOptionsSchema = z.strictObject({
     .min(1)
     .default(2 ** 28),
   /**
+   * Positions a page of keys and values holds (a multiple of 4): the unit in which sequences take memory and share
+   * prefixes (a shared prefix's whole pages are shared, its last partial page copied). Smaller pages waste less memory
+   * per sequence; larger ones mean fewer kernel products a step (attention runs a product per page). Default: 32.
+   */
+  pageTokens: z
+    .number()
+    .int()
+    .min(4)
+    .max(1024)
+    .refine((value) => value % 4 === 0, 'must be a multiple of 4')
+    .default(32),
+  /**
    * Prompt tokens computed per scheduler iteration at most (chunked prefill): a long prompt is split over iterations,
    * with a decode step of the running rows between its chunks. Default: 256.
    */
   prefillChunkTokens: z.number().int().min(1).max(8192).default(256),
   /**
-   * Keep a finished sequence's keys and values in its row until the row is needed (least recently used first), and start
-   * a new request from the longest prefix of its prompt held by any row (running or finished). Default: true.
+   * Keep finished sequences' keys and values in a prefix tree of pages until their memory is needed (least recently
+   * used first), and start a new request from the longest prefix of its prompt held there or by a running request.
+   * Default: true.
    */
   prefixCaching: z.boolean().default(true),
   /**
@@ -93,14 +109,19 @@ export interface EngineStats {
   running: number
   /** Requests waiting for a row. */
   waiting: number
-  /** Rows (the most sequences held at once). */
+  /** Rows (the most sequences decoded at once). */
   rows: number
-  /** Positions a row holds. */
+  /** Positions a sequence holds at most. */
   rowLength: number
-  /** Positions holding a running sequence's keys and values, over all rows' positions (0 … 1). */
+  /** Pages of keys and values, and the positions each holds. */
+  pages: number
+  pageTokens: number
+  /** Pages held by running requests, over all pages (0 … 1; vLLM's `kv_cache_usage_perc`). */
   kvUsage: number
-  /** Rows holding a finished sequence's keys and values for reuse. */
-  cachedRows: number
+  /** Pages held only by the prefix cache (finished sequences' keys and values, evicted least recently used first). */
+  cachedPages: number
+  /** Positions the prefix tree holds (its pages', whether running requests share them or not). */
+  cachedTokens: number
   requests: number
   finished: number
   aborted: number
@@ -130,9 +151,17 @@ interface Request {
   /** The prompt, then the generated tokens. */
   tokens: number[]
   promptLength: number
-  /** Tokens of `tokens` whose keys and values are in the row (a prefix of it). */
+  /** Tokens of `tokens` whose keys and values are in its pages (a prefix of it). */
   held: number
+  /** Its decode row while it runs (-1 waiting, after). */
   slot: number
+  /** Its page table: positions `i · pageTokens …` are in page `pages[i]` (whole pages of a shared prefix shared). */
+  pages: number[]
+  /** Pages it may still take (its prompt + `maxNewTokens` - 1 positions, less those it has): reserved at admission. */
+  reserve: number
+  /** The prefix tree's node of its last whole page in the tree (the root before any), and how many of its pages are. */
+  node: PrefixNode
+  indexed: number
   generated: number[]
   logprobs: number[]
   versions: number[]
@@ -153,8 +182,26 @@ interface Request {
   signal: AbortSignal | undefined
 }
 
-/** A row's contents: free, running a request, or holding a finished sequence's keys and values (`tokens`, `held` of them). */
-type Slot = { state: 'free' } | { state: 'running'; request: Request } | { state: 'cached'; tokens: number[]; held: number; used: number }
+/**
+ * A page of the prefix tree: `tokens` (`pageTokens` of them, or fewer for a finished sequence's last page, a leaf) at
+ * the positions after its parent's, their keys and values in `page`. Children by their tokens (`key`).
+ */
+interface PrefixNode {
+  tokens: number[]
+  key: string
+  page: number
+  parent: PrefixNode | undefined
+  children: Map<string, PrefixNode>
+  /** The engine's clock when a request last matched or wrote it (least recently used evicted first). */
+  used: number
+}
+
+/** Where a request's prompt starts: whole pages shared, then `copy.count` positions copied from `copy.page`. */
+interface PrefixMatch {
+  nodes: PrefixNode[]
+  copy: { page: number; count: number } | undefined
+  length: number
+}
 
 /**
  * `new GenerationEngine(model, options)` for a caller whose own option holds the engine's settings (`argument`: the
@@ -177,29 +224,47 @@ export function createGenerationEngine(model: CausalLanguageModel, options: Gene
 
 /**
  * A generation engine with iteration-level scheduling (Orca; vLLM's continuous batching) on the host decoder: requests
- * join a running decode loop as soon as a row is free and their prompt is computed, and leave it the step they finish,
- * so a long request never holds the short ones back and a finished row is reused at once. Each iteration computes up
- * to `prefillChunkTokens` prompt tokens of the admitted requests (first come, first served; a long prompt in chunks),
- * then one decode step of every running row, each at its own length (no padding). A new request starts from the
- * longest prefix of its prompt any row holds (SGLang's RadixAttention and vLLM's prefix caching share the idea;
- * here a prefix is copied between rows rather than shared in pages): the G samples of a GRPO group compute their
- * prompt once, a multi-turn episode's next turn reuses the conversation so far. When the model's weights change (a
- * training step), running sequences keep their tokens, their keys and values are recomputed on the new weights and
- * they continue (partial rollouts, as verl's and AReaL's interruptible generation), each token tagged with the
- * `weightsVersion` it was sampled under; cached rows are dropped.
+ * join a running decode loop as soon as a row is free, the pages their prompt and new tokens can take are there, and
+ * their prompt is computed, and leave it the step they finish. Each iteration computes up to `prefillChunkTokens` prompt
+ * tokens of the admitted requests (first come, first served; a long prompt in chunks), then one decode step of every
+ * running row, each at its own length (no padding).
  *
- * Sampling is per request (its own `Random`) and each row's logits depend on its own tokens only, so a request's
- * samples do not depend on what else runs: the same as the request run alone, bit for bit. Every architecture the
- * model defines (Llama, Qwen2's biases, Qwen3's query/key norms, Mistral's sliding window, GPT-2's LayerNorms, learned
- * positions and GELU MLP), on `HostDecoder`. Between iterations it yields to the event loop.
+ * Keys and values live in pages of `pageTokens` positions (vLLM's PagedAttention): a sequence takes pages as it grows,
+ * attention reads them through its page table. A prefix tree of pages (SGLang's RadixAttention; vLLM's prefix caching
+ * keys whole pages the same way) keeps the pages of running and finished sequences: a new request shares the whole
+ * pages of the longest prefix of its prompt found there (or held by a running request, once computed) and copies the
+ * rest of a partial page, so the G samples of a GRPO group hold their prompt's pages once, and a multi-turn episode's
+ * next turn continues from the conversation so far. Pages only the tree holds are evicted least recently used first,
+ * leaves first, when memory is needed. When the model's weights change (a training step), the tree is dropped; running
+ * sequences keep their tokens, their keys and values are recomputed on the new weights and they continue (partial
+ * rollouts, as verl's and AReaL's interruptible generation), each token tagged with the `weightsVersion` it was
+ * sampled under.
+ *
+ * Sampling is per request (its own `Random`) and each row's logits depend on its own tokens only (attention sums its
+ * pages in order, whoever shares them), so a request's samples do not depend on what else runs: the same as the
+ * request run alone, bit for bit. Every architecture the model defines (Llama, Qwen2's biases, Qwen3's query/key
+ * norms, Mistral's sliding window, GPT-2's LayerNorms, learned positions and GELU MLP), on `HostDecoder`. Between
+ * iterations it yields to the event loop.
  */
 export class GenerationEngine {
   private readonly options: z.output<typeof generationEngineOptionsSchema>
   readonly rows: number
   readonly rowLength: number
+  /** Pages of keys and values, and the positions each holds. */
+  readonly pages: number
+  readonly pageTokens: number
   private decoder: HostDecoder | undefined
-  private readonly slots: Slot[]
+  /** Running requests by decode row. */
+  private readonly slots: (Request | undefined)[]
   private readonly waiting: Request[] = []
+  /** Running requests referring to each page. */
+  private readonly pageRefs: Int32Array
+  /** The prefix tree's node holding each page (undefined: not in the tree). */
+  private readonly pageNodes: (PrefixNode | undefined)[]
+  private freePages: number[]
+  private readonly root: PrefixNode = { tokens: [], key: '', page: -1, parent: undefined, children: new Map(), used: 0 }
+  /** Pages running requests may still take (their reserves). */
+  private committed = 0
   private running = false
   private disposed = false
   private clock = 0
@@ -228,26 +293,34 @@ export class GenerationEngine {
     const { config } = model
     const rowLength = this.options.maxSequenceLength ?? Math.min(model.maxContextTokens, 2048)
     checkContextLength(model, rowLength, { argument: 'options.maxSequenceLength', value: rowLength, what: `maxSequenceLength (${rowLength})` })
-    const rowBytes = 2 * 4 * config.numHiddenLayers * config.numKeyValueHeads * config.headDim * Math.ceil(rowLength / 4) * 4
-    const rows = Math.min(this.options.maxRows, Math.floor(this.options.kvCacheBytes / rowBytes))
-    if (rows < 1) {
+    const { pageTokens } = this.options
+    const pageBytes = 2 * 4 * config.numHiddenLayers * config.numKeyValueHeads * config.headDim * pageTokens
+    const pages = Math.floor(this.options.kvCacheBytes / pageBytes)
+    const sequencePages = Math.ceil(rowLength / pageTokens)
+    if (pages < sequencePages) {
       throw new InvalidArgumentError({
         argument: 'options.kvCacheBytes',
         value: this.options.kvCacheBytes,
-        message: `holds no row: one row of ${rowLength} positions takes ${rowBytes} bytes (lower maxSequenceLength or raise kvCacheBytes)`,
+        message: `holds no sequence of maxSequenceLength: ${rowLength} positions take ${sequencePages} pages of ${pageBytes} bytes, ${pages} fit (lower maxSequenceLength or raise kvCacheBytes)`,
       })
     }
-    const floats = hostDecoderFloats(config, rows, rowLength, this.options.prefillChunkTokens)
+    const rows = this.options.maxRows
+    const floats = hostDecoderFloats(config, rows, rowLength, this.options.prefillChunkTokens, { pages, pageLength: pageTokens })
     if (floats > 2 ** 30 - 2 ** 20) {
       throw new InvalidArgumentError({
         argument: 'options.kvCacheBytes',
         value: this.options.kvCacheBytes,
-        message: `the engine would hold ${floats} floats (weights, ${rows} rows × ${rowLength} positions), past the 4 GiB a WebAssembly memory addresses: fewer rows or positions`,
+        message: `the engine would hold ${floats} floats (weights, ${pages} pages of ${pageTokens} positions, ${rows} rows of ${rowLength}), past the 4 GiB a WebAssembly memory addresses: a smaller kvCacheBytes or fewer rows`,
       })
     }
     this.rows = rows
     this.rowLength = rowLength
-    this.slots = Array.from({ length: rows }, () => ({ state: 'free' }) as Slot)
+    this.pages = pages
+    this.pageTokens = pageTokens
+    this.slots = Array.from({ length: rows }, () => undefined)
+    this.pageRefs = new Int32Array(pages)
+    this.pageNodes = Array.from({ length: pages }, () => undefined)
+    this.freePages = this.allPages()
   }
 
   /** Times the model's weights changed under the engine (0 at first); each token records the version it was sampled under. */
@@ -288,6 +361,10 @@ export class GenerationEngine {
         promptLength: row.promptIds.length,
         held: 0,
         slot: -1,
+        pages: [],
+        reserve: 0,
+        node: this.root,
+        indexed: 0,
         generated: [],
         logprobs: [],
         versions: [],
@@ -317,22 +394,24 @@ export class GenerationEngine {
 
   /** Counters since the engine was made, and its state now. */
   stats(): EngineStats {
-    let running = 0
-    let held = 0
-    let cachedRows = 0
-    for (const slot of this.slots) {
-      if (slot.state === 'running') {
-        running++
-        held += slot.request.held
-      } else if (slot.state === 'cached') cachedRows++
+    let used = 0
+    for (const refs of this.pageRefs) if (refs > 0) used++
+    let cachedPages = 0
+    let cachedTokens = 0
+    for (const node of this.treeNodes()) {
+      cachedTokens += node.tokens.length
+      if (this.pageRefs[node.page] === 0) cachedPages++
     }
     return {
-      running,
+      running: this.runningRequests().length,
       waiting: this.waiting.length,
       rows: this.rows,
       rowLength: this.rowLength,
-      kvUsage: held / (this.rows * this.rowLength),
-      cachedRows,
+      pages: this.pages,
+      pageTokens: this.pageTokens,
+      kvUsage: used / this.pages,
+      cachedPages,
+      cachedTokens,
       ...this.counters,
       weightsVersion: this.version,
     }
@@ -344,24 +423,39 @@ export class GenerationEngine {
     this.disposed = true
     const gone = new InvalidArgumentError({ argument: 'engine', value: 'disposed', message: 'was disposed while the request ran' })
     for (const request of [...this.waiting]) this.cancel(request, gone)
-    for (const slot of this.slots) if (slot.state === 'running') this.cancel(slot.request, gone)
+    for (const request of this.runningRequests()) this.cancel(request, gone)
     // At once, even while the loop runs: it is between iterations here (each is synchronous) and ends at its next check.
     this.releaseDecoder()
   }
 
+  /** Frees the decoder, and with it every page (no request runs: `dispose`, or a failed iteration after cancelling all). */
   private releaseDecoder(): void {
     this.decoder?.dispose()
     this.decoder = undefined
-    this.slots.fill({ state: 'free' })
+    this.slots.fill(undefined)
+    this.dropTree()
+    this.pageRefs.fill(0)
+    this.freePages = this.allPages()
+    this.committed = 0
+  }
+
+  /** Page indices, the lowest last (taken first). */
+  private allPages(): number[] {
+    return Array.from({ length: this.pages }, (_, index) => this.pages - 1 - index)
+  }
+
+  private runningRequests(): Request[] {
+    const running: Request[] = []
+    for (const request of this.slots) if (request !== undefined) running.push(request)
+    return running
   }
 
   private cancel(request: Request, reason: unknown): void {
     const index = this.waiting.indexOf(request)
     if (index >= 0) this.waiting.splice(index, 1)
-    else if (request.slot >= 0 && this.slots[request.slot]?.state === 'running') {
-      // Its keys and values so far stay for reuse.
-      this.slots[request.slot] = { state: 'cached', tokens: request.tokens, held: request.held, used: this.clock++ }
-    } else return
+    else if (request.slot >= 0 && this.slots[request.slot] === request)
+      this.leave(request) // its keys and values so far stay in the tree
+    else return
     this.counters.aborted++
     this.settle(request)
     request.reject(reason)
@@ -379,14 +473,14 @@ export class GenerationEngine {
 
   private async loop(): Promise<void> {
     try {
-      while (!this.disposed && (this.waiting.length > 0 || this.slots.some((slot) => slot.state === 'running'))) {
+      while (!this.disposed && (this.waiting.length > 0 || this.slots.some((request) => request !== undefined))) {
         this.iterate()
         await yieldToEventLoop() // new requests, aborts, timers and I/O come in here
       }
     } catch (error) {
       // A failure of the decoder (out of memory) fails every request in flight, never hangs them.
       for (const request of [...this.waiting]) this.cancel(request, error)
-      for (const slot of this.slots) if (slot.state === 'running') this.cancel(slot.request, error)
+      for (const request of this.runningRequests()) this.cancel(request, error)
       this.releaseDecoder()
     } finally {
       this.running = false
@@ -416,60 +510,184 @@ export class GenerationEngine {
       prefillLength: this.options.prefillChunkTokens,
       threads: this.options.threads,
       products: this.options.products,
+      paging: { pages: this.pages, pageLength: this.pageTokens },
     })
     if (!fresh) return
     this.version++
-    this.slots.forEach((slot, index) => {
-      if (slot.state === 'running')
-        slot.request.held = 0 // recomputed on the new weights
-      else this.slots[index] = { state: 'free' }
-    })
+    // The tree's keys and values were the old weights'; running requests keep their pages (shared ones too: every sharer
+    // recomputes the same positions to the same bits) and recompute them.
+    this.dropTree()
+    for (const request of this.runningRequests()) {
+      request.held = 0
+      request.node = this.root
+      request.indexed = 0
+      this.decoder.setPageTable(request.slot, request.pages)
+    }
+  }
+
+  /** Empties the prefix tree: pages no running request refers to are free again. */
+  private dropTree(): void {
+    for (const node of this.treeNodes()) {
+      this.pageNodes[node.page] = undefined
+      if (this.pageRefs[node.page] === 0) this.freePages.push(node.page)
+    }
+    this.root.children.clear()
+  }
+
+  /** The prefix tree's nodes (the root left out), parents before children. */
+  private treeNodes(): PrefixNode[] {
+    const nodes: PrefixNode[] = []
+    const stack = [...this.root.children.values()]
+    while (stack.length > 0) {
+      const node = stack.pop()!
+      nodes.push(node)
+      for (const child of node.children.values()) stack.push(child)
+    }
+    return nodes
+  }
+
+  /** Pages a request takes at most: its prompt and all but the last of its new tokens are fed. */
+  private pagesNeeded(request: Request): number {
+    return Math.ceil((request.promptLength + request.row.maxNewTokens - 1) / this.pageTokens)
   }
 
   /**
-   * Gives waiting requests rows, in arrival order, each from the longest prefix of its prompt a row holds or a running
-   * request will hold once its prompt is computed (then it follows that request and copies the prefix when it is there).
+   * Gives waiting requests rows, in arrival order (one that does not fit waits, and those after it), each from the
+   * longest prefix of its prompt in the tree, or held by a running request once computed (then it follows that request
+   * and shares the prefix when it is there). A request is admitted when the pages it can take — its prompt and
+   * `maxNewTokens`, less the whole pages it shares — are free or held only by the tree, after what running requests
+   * reserved: it never waits for memory once running.
    */
   private admit(): void {
     while (this.waiting.length > 0) {
       const request = this.waiting[0]!
-      const found = this.options.prefixCaching ? this.longestPrefix(request) : undefined
-      let slot: number
-      if (found !== undefined && this.slots[found.slot]!.state === 'cached') {
-        slot = found.slot // continue in the row itself
-        request.held = found.length
-      } else {
-        const free = this.freeSlot()
-        if (free === undefined) return
-        slot = free
-        if (found !== undefined) {
-          const donor = (this.slots[found.slot] as { request: Request }).request
-          request.follow = { donor, length: found.length }
-        }
+      const slot = this.slots.indexOf(undefined)
+      if (slot < 0) return
+      const match = this.options.prefixCaching ? this.matchTree(request.tokens, request.promptLength - 1) : { nodes: [], copy: undefined, length: 0 }
+      const donor = this.options.prefixCaching ? this.longestRunningPrefix(request, match.length) : undefined
+      const shared = donor === undefined ? match.nodes.map((node) => node.page) : [] // a follower reserves as if it shares nothing
+      for (const page of shared) this.pageRefs[page]!++
+      const reserve = this.pagesNeeded(request) - shared.length
+      if (reserve > this.available()) {
+        for (const page of shared) this.pageRefs[page]!--
+        return
       }
       this.waiting.shift()
       request.slot = slot
+      request.pages = shared
+      request.reserve = reserve
+      this.committed += reserve
+      this.slots[slot] = request
       this.counters.promptTokens += request.promptLength
-      this.slots[slot] = { state: 'running', request }
+      if (donor !== undefined) request.follow = donor
+      else this.startFrom(request, match)
+      this.decoder!.setPageTable(slot, request.pages)
       this.copyFollowed(request)
     }
   }
 
-  /** Copies a following request's prefix from its donor's row once the donor holds it; stops following a donor that left. */
+  /** Pages a new request may reserve: free ones and those only the tree holds, less what running requests reserved. */
+  private available(): number {
+    let cached = 0
+    for (const node of this.treeNodes()) if (this.pageRefs[node.page] === 0) cached++
+    return this.freePages.length + cached - this.committed
+  }
+
+  /** A request's prefix from the tree: its whole pages already shared (`request.pages`), the partial page copied. */
+  private startFrom(request: Request, match: PrefixMatch): void {
+    for (const node of match.nodes) node.used = this.clock
+    this.clock++
+    if (match.copy !== undefined) {
+      const { page, count } = match.copy
+      this.pageRefs[page]!++ // not evicted for the copy's own page
+      this.takePage(request)
+      this.pageRefs[page]!--
+      this.decoder!.copyPage(page, request.pages[request.pages.length - 1]!, count)
+    }
+    request.held = match.length
+    if (match.length > 0) this.countReuse(request, match.length)
+  }
+
+  /**
+   * The longest prefix of `tokens` (at most `limit` of them: a prompt's last token is fed for the first logits) the
+   * tree holds: its whole pages, then the most positions of one child page (whole or a finished sequence's last).
+   */
+  private matchTree(tokens: readonly number[], limit: number): PrefixMatch {
+    const size = this.pageTokens
+    const nodes: PrefixNode[] = []
+    let node = this.root
+    while ((nodes.length + 1) * size <= limit) {
+      const child = node.children.get(tokens.slice(nodes.length * size, (nodes.length + 1) * size).join(','))
+      if (child === undefined) break
+      nodes.push(child)
+      node = child
+    }
+    const from = nodes.length * size
+    let copy: PrefixMatch['copy']
+    for (const child of node.children.values()) {
+      let count = 0
+      while (count < child.tokens.length && from + count < limit && child.tokens[count] === tokens[from + count]) count++
+      if (count > 0 && (copy === undefined || count > copy.count)) copy = { page: child.page, count }
+    }
+    return { nodes, copy, length: from + (copy?.count ?? 0) }
+  }
+
+  /**
+   * The running request that holds, or will hold once its prompt is computed, a longer prefix of the request's prompt
+   * than `than` (the tree's), and that prefix's length; undefined when none does.
+   */
+  private longestRunningPrefix(request: Request, than: number): { donor: Request; length: number } | undefined {
+    let best: { donor: Request; length: number } | undefined
+    const prompt = request.tokens
+    const limit = request.promptLength - 1
+    for (const other of this.runningRequests()) {
+      if (other.follow !== undefined) continue // its donor is the better source
+      const known = Math.min(other.tokens.length - 1, limit)
+      let length = 0
+      while (length < known && other.tokens[length] === prompt[length]) length++
+      if (length > (best?.length ?? than)) best = { donor: other, length }
+    }
+    return best
+  }
+
+  /**
+   * A following request's prefix once its donor holds it: the donor's whole pages shared, the rest of a partial page
+   * copied. A donor that left (finished or aborted) put its pages in the tree: the request starts from there instead.
+   */
   private copyFollowed(request: Request): void {
     const { follow } = request
-    if (follow === undefined) {
-      if (request.held > 0 && request.reused === 0) this.countReuse(request, request.held) // took over a cached row
-      return
-    }
+    if (follow === undefined) return
     const { donor, length } = follow
-    const donorRunning = donor.slot >= 0 && this.slots[donor.slot]?.state === 'running' && (this.slots[donor.slot] as { request: Request }).request === donor
+    const donorRunning = donor.slot >= 0 && this.slots[donor.slot] === donor
     if (donorRunning && donor.held < length) return // not there yet
     request.follow = undefined
-    if (!donorRunning) return // aborted: this request computes its prompt itself
-    this.decoder!.copyPositions(donor.slot, request.slot, length)
-    request.held = length
-    this.countReuse(request, length)
+    if (!donorRunning) {
+      const match = this.matchTree(request.tokens, request.promptLength - 1)
+      this.sharePages(
+        request,
+        match.nodes.map((node) => node.page),
+      )
+      this.startFrom(request, match)
+    } else {
+      const whole = Math.floor(length / this.pageTokens)
+      this.sharePages(request, donor.pages.slice(0, whole))
+      const count = length - whole * this.pageTokens
+      if (count > 0) {
+        this.takePage(request)
+        this.decoder!.copyPage(donor.pages[whole]!, request.pages[whole]!, count)
+      }
+      request.held = length
+      this.countReuse(request, length)
+    }
+    this.decoder!.setPageTable(request.slot, request.pages)
+  }
+
+  /** A request (holding no page yet) shares `pages`: each referred to, its reserve less them. */
+  private sharePages(request: Request, pages: readonly number[]): void {
+    for (const page of pages) this.pageRefs[page]!++
+    request.pages = [...pages]
+    request.reserve -= pages.length
+    this.committed -= pages.length
   }
 
   private countReuse(request: Request, length: number): void {
@@ -477,66 +695,123 @@ export class GenerationEngine {
     this.counters.reusedPromptTokens += length
   }
 
-  /**
-   * The row holding, or running a request that will hold, the longest prefix of the request's prompt (at most its
-   * length less one: the last token is fed to get the first logits), preferring a cached row, then one holding it
-   * already, on ties; undefined when none has a token of it.
-   */
-  private longestPrefix(request: Request): { slot: number; length: number } | undefined {
-    let best: { slot: number; length: number; rank: number } | undefined
-    const prompt = request.tokens
-    const limit = request.promptLength - 1
-    this.slots.forEach((slot, index) => {
-      if (slot.state === 'free') return
-      if (slot.state === 'running' && slot.request.follow !== undefined) return // its donor is the better source
-      const tokens = slot.state === 'running' ? slot.request.tokens : slot.tokens
-      const known = Math.min(slot.state === 'running' ? slot.request.tokens.length - 1 : slot.held, limit)
-      let length = 0
-      while (length < known && tokens[length] === prompt[length]) length++
-      if (length === 0) return
-      const rank = slot.state === 'cached' ? 2 : slot.request.held >= length ? 1 : 0
-      if (best === undefined || length > best.length || (length === best.length && rank > best.rank)) best = { slot: index, length, rank }
-    })
-    return best === undefined ? undefined : { slot: best.slot, length: best.length }
+  /** A new page at the end of the request's table, from its reserve: a free one, else the tree's least recently used leaf. */
+  private takePage(request: Request): void {
+    if (request.reserve <= 0) throw new Error(`GenerationEngine: a request took more pages than it reserved (${request.pages.length})`)
+    const page = this.freePages.pop() ?? this.evict()
+    request.reserve--
+    this.committed--
+    this.pageRefs[page] = 1
+    request.pages.push(page)
   }
 
-  /** A free row, else the least recently used cached one; undefined when every row runs. */
-  private freeSlot(): number | undefined {
-    let oldest: number | undefined
-    let oldestUse = Number.POSITIVE_INFINITY
-    for (let index = 0; index < this.slots.length; index++) {
-      const slot = this.slots[index]!
-      if (slot.state === 'free') return index
-      if (slot.state === 'cached' && slot.used < oldestUse) {
-        oldest = index
-        oldestUse = slot.used
-      }
+  /** Takes the least recently used leaf no running request refers to out of the tree; its page. */
+  private evict(): number {
+    let oldest: PrefixNode | undefined
+    for (const node of this.treeNodes()) {
+      if (node.children.size === 0 && this.pageRefs[node.page] === 0 && (oldest === undefined || node.used < oldest.used)) oldest = node
     }
-    return oldest
+    if (oldest === undefined) throw new Error('GenerationEngine: no page to evict (the reserves are off)')
+    this.unlink(oldest)
+    return oldest.page
+  }
+
+  private unlink(node: PrefixNode): void {
+    node.parent!.children.delete(node.key)
+    this.pageNodes[node.page] = undefined
+  }
+
+  /** Pages for the request's positions below `end` (its table extended from its reserve, the decoder told). */
+  private coverPositions(request: Request, end: number): void {
+    const before = request.pages.length
+    while (request.pages.length * this.pageTokens < end) this.takePage(request)
+    if (request.pages.length !== before) this.decoder!.setPageTable(request.slot, request.pages)
+  }
+
+  /**
+   * Puts the request's whole pages computed since the last call into the tree (a page whose tokens the tree holds
+   * already at that place stays the request's own; the tree's is the one later requests share).
+   */
+  private index(request: Request): void {
+    if (!this.options.prefixCaching) return
+    const size = this.pageTokens
+    while ((request.indexed + 1) * size <= request.held) {
+      const tokens = request.tokens.slice(request.indexed * size, (request.indexed + 1) * size)
+      request.node = this.insert(request.node, tokens, request.pages[request.indexed]!)
+      request.indexed++
+    }
+  }
+
+  /**
+   * Node `tokens` under `parent`: the one there, or a new one holding `page`. A finished sequence's last page
+   * (fewer tokens) is not added where a child already begins with its tokens; one that a new page begins with goes.
+   */
+  private insert(parent: PrefixNode, tokens: number[], page: number): PrefixNode {
+    const key = tokens.join(',')
+    let node = parent.children.get(key)
+    if (node === undefined) {
+      for (const child of parent.children.values()) {
+        if (child.tokens.length < tokens.length && this.pageRefs[child.page] === 0 && child.tokens.every((token, index) => token === tokens[index])) {
+          this.unlink(child) // a shorter last page the new one extends
+          this.freePages.push(child.page)
+        } else if (child.tokens.length > tokens.length && tokens.every((token, index) => token === child.tokens[index])) return child
+      }
+      if (this.pageNodes[page] === undefined) {
+        node = { tokens, key, page, parent, children: new Map(), used: this.clock }
+        parent.children.set(key, node)
+        this.pageNodes[page] = node
+      } else return parent // the page is in the tree elsewhere (cannot be: a page's place is its tokens'): leave it
+    }
+    node.used = this.clock++
+    return node
+  }
+
+  /**
+   * A request leaves its row (finished or aborted): its last partial page goes into the tree too, then its pages are
+   * released (those the tree does not hold are free again) with what it had reserved.
+   */
+  private leave(request: Request): void {
+    this.index(request)
+    const size = this.pageTokens
+    const rest = request.held - request.indexed * size
+    if (this.options.prefixCaching && rest > 0) {
+      this.insert(request.node, request.tokens.slice(request.indexed * size, request.held), request.pages[request.indexed]!)
+    }
+    for (const page of request.pages) {
+      this.pageRefs[page]!--
+      if (this.pageRefs[page] === 0 && this.pageNodes[page] === undefined) this.freePages.push(page)
+    }
+    this.committed -= request.reserve
+    request.reserve = 0
+    this.slots[request.slot] = undefined
+    request.slot = -1
   }
 
   /** Computes up to `prefillChunkTokens` tokens of the running requests that hold less than all but their last token. */
   private prefill(): void {
     let budget = this.options.prefillChunkTokens
-    const running: Request[] = []
-    for (const slot of this.slots) if (slot.state === 'running') running.push(slot.request)
+    const running = this.runningRequests()
     running.sort((a, b) => a.order - b.order) // first come, first served
     for (const request of running) if (request.follow !== undefined) this.copyFollowed(request)
     const parts: { slot: number; tokens: Int32Array; start: number }[] = []
+    const extended: Request[] = []
     for (const request of running) {
       if (budget === 0) break
       if (request.follow !== undefined) continue
       const missing = request.tokens.length - 1 - request.held
       if (missing <= 0) continue
       const count = Math.min(missing, budget)
+      this.coverPositions(request, request.held + count)
       parts.push({ slot: request.slot, tokens: Int32Array.from(request.tokens.slice(request.held, request.held + count)), start: request.held })
       request.held += count
       budget -= count
+      extended.push(request)
     }
     if (parts.length === 0) return
     if (this.prefillOnBackend()) this.backendExtend(parts)
     else this.decoder!.extend(parts)
     this.counters.computedTokens += this.options.prefillChunkTokens - budget
+    for (const request of extended) this.index(request)
   }
 
   /** Whether prompt tokens are computed by `model.hiddenStates` (`options.prefill`). */
@@ -621,9 +896,9 @@ export class GenerationEngine {
 
   /** One decode step of every running request holding all but its last token; samples each one's next token. */
   private decode(): void {
-    const ready: Request[] = []
-    for (const slot of this.slots) if (slot.state === 'running' && slot.request.held === slot.request.tokens.length - 1) ready.push(slot.request)
+    const ready = this.runningRequests().filter((request) => request.held === request.tokens.length - 1)
     if (ready.length === 0) return
+    for (const request of ready) this.coverPositions(request, request.held + 1)
     const logits = this.decoder!.stepRows(
       Int32Array.from(ready, (request) => request.slot),
       Int32Array.from(ready, (request) => request.tokens[request.held]!),
@@ -640,6 +915,7 @@ export class GenerationEngine {
     )
     ready.forEach((request, index) => {
       request.held++
+      this.index(request)
       this.take(request, drawn[index]!)
     })
   }
@@ -679,7 +955,7 @@ export class GenerationEngine {
   }
 
   private finish(request: Request): void {
-    this.slots[request.slot] = { state: 'cached', tokens: request.tokens, held: request.held, used: this.clock++ }
+    this.leave(request)
     const now = performance.now()
     this.counters.finished++
     this.counters.timeToFirstTokenSeconds += (request.firstToken! - request.submitted) / 1000

@@ -198,6 +198,9 @@ describe('every decode path, every architecture: the logits of the training forw
         ['engine, chunked prefill (3 tokens an iteration)', { maxSequenceLength: 32, prefillChunkTokens: 3 }],
         ['engine, prefill on the backend', { maxSequenceLength: 32, prefill: 'backend' }],
         ['engine, weight products on the backend', { maxSequenceLength: 32, products: 'backend' }],
+        // A sequence over up to eight pages (attention a page at a time, the prefix's whole pages shared, its rest copied).
+        ['engine, pages of 4 positions', { maxSequenceLength: 32, pageTokens: 4 }],
+        ['engine, pages of 4 positions, prefill on the backend', { maxSequenceLength: 32, pageTokens: 4, prefill: 'backend' }],
       ]
       for (const [name, options] of engines) {
         it(name, async () => {

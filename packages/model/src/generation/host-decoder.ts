@@ -19,9 +19,16 @@ export function hostDecoderSupports(model: CausalLanguageModel, contextLength: n
 /**
  * The floats a `HostDecoder` holds for `batch` rows of `capacity` positions, prefilling prompts of `prefillLength`
  * tokens on the host (0: not): weights, biases, norms, keys, values and scratch (each buffer rounded up to 4 floats).
+ * `paging`: its keys and values in `pages` pages of `pageLength` positions instead of a row each.
  */
-export function hostDecoderFloats(config: ModelConfig, batch: number, capacity: number, prefillLength = 0): number {
-  return hostWeightFloats(config) + generationFloats(config, batch, capacity, prefillLength)
+export function hostDecoderFloats(config: ModelConfig, batch: number, capacity: number, prefillLength = 0, paging?: HostDecoderPaging): number {
+  return hostWeightFloats(config) + generationFloats(config, batch, capacity, prefillLength, paging)
+}
+
+/** A paged cache (`HostDecoder`'s `options.paging`): `pages` pages of `pageLength` positions (a multiple of 4). */
+export interface HostDecoderPaging {
+  pages: number
+  pageLength: number
 }
 
 /** The floats of the weights, biases and norms a `HostDecoder` copies (each buffer rounded up to 4 floats). */
@@ -59,21 +66,26 @@ function gpt2WeightFloats(config: ModelConfig): number {
   )
 }
 
-/** The floats of one generation's keys, values and scratch for `batch` rows of `capacity` positions (a prefill of `prefillLength` tokens). */
-function generationFloats(config: ModelConfig, batch: number, capacity: number, prefillLength: number): number {
+/**
+ * The floats of one generation's keys, values and scratch for `batch` rows of `capacity` positions (a prefill of
+ * `prefillLength` tokens; `paging`: the keys and values in pages).
+ */
+function generationFloats(config: ModelConfig, batch: number, capacity: number, prefillLength: number, paging: HostDecoderPaging | undefined): number {
   const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = config
   const positions = Math.ceil(capacity / 4) * 4
   const projectedWidth = Math.max((heads + 2 * keyValueHeads) * headDim, 2 * intermediateSize)
-  const cacheFloats = batch * keyValueHeads * positions * headDim
+  const cacheFloats = paging === undefined ? batch * keyValueHeads * positions * headDim : paging.pages * keyValueHeads * paging.pageLength * headDim
+  const tableWidth = paging === undefined ? 1 : Math.ceil(positions / paging.pageLength)
   const rows = Math.max(batch, prefillLength)
   const scratch =
-    rows * (2 * hiddenSize + Math.max(hiddenSize, intermediateSize) + projectedWidth + heads * headDim) +
+    rows * (2 * hiddenSize + Math.max(hiddenSize, intermediateSize) + projectedWidth + 2 * heads * headDim) +
     Math.max(batch * heads, prefillLength) * positions +
     batch * vocabSize +
     attendBlockLength +
     6 * batch +
+    batch * tableWidth +
     2 * rows * (headDim / 2) +
-    12 * 4
+    14 * 4
   return numHiddenLayers * (2 * cacheFloats + 2 * 4) + scratch
 }
 
@@ -106,9 +118,9 @@ interface HostLayerWeights {
 
 /** One layer's keys and values for one generation. */
 interface HostLayerCache {
-  /** `[batch, kvHeads, capacity, headDim]`: each position's key, a row. */
+  /** `[pages, kvHeads, pageLength, headDim]`: each position's key, a row (unpaged: a page a row, of `capacity`). */
   keys: Float32Array
-  /** `[batch, kvHeads, headDim, capacity]`: values transposed, so attention's weighted sum is a product too. */
+  /** `[pages, kvHeads, headDim, pageLength]`: values transposed, so attention's weighted sum is a product too. */
   values: Float32Array
   /** `products: 'backend'`: this layer's product weights on the backend. */
   backend: BackendLayerWeights | undefined
@@ -425,6 +437,17 @@ export class HostDecoder {
   private readonly gpt2: boolean
   /** Positions a row can hold, rounded up to a multiple of 4 (the kernel's column block). */
   private readonly capacity: number
+  /** Positions per page of the cache: `capacity` unpaged (a row is its own page), else `options.paging.pageLength`. */
+  private readonly pageLength: number
+  /** Pages of the cache (unpaged: `batch`). */
+  readonly pages: number
+  /** Whether rows hold their positions in pages their tables name (`options.paging`; `setPageTable`). */
+  private readonly paged: boolean
+  /** `[batch, tableWidth]`: each row's pages (-1: none); unpaged, row `r`'s one page is page `r`. */
+  private readonly tables: Int32Array
+  private readonly tableWidth: number
+  /** `[rows, heads · headDim]`: a page's share of a weighted sum (`pagedWeightedSum`). */
+  private readonly partial: Float32Array
   private length = 0
   // Scratch, [batch, …] each.
   private readonly x: Float32Array
@@ -459,22 +482,35 @@ export class HostDecoder {
    * `'backend'` (`tf.matMul` on the TensorFlow.js backend, the decoder's own copy of the weights there, and the SwiGLU
    * MLP's activation with them): for native TensorFlow, whose multithreaded products are faster at large batches. A
    * row's results then depend on the backend's product being the same for a row whatever the batch (oneDNN's is from
-   * two rows on; a lone row is given twice, `backendRows`). Call `dispose` when done: the weights go back to the cache (or the worker threads to their pool).
+   * two rows on; a lone row is given twice, `backendRows`). `options.paging`: the keys and values in `pages` pages of
+   * `pageLength` positions that rows name in their page tables (`setPageTable`; the engine's paged cache, for `extend`,
+   * `stepRows` and the position copies; `step`, `prefill` and `adoptCache` are unpaged only). Call `dispose` when done:
+   * the weights go back to the cache (or the worker threads to their pool).
    */
   constructor(
     private readonly model: CausalLanguageModel,
     private readonly batch: number,
     capacity: number,
-    options: { simd?: boolean; threads?: number; prefillLength?: number; products?: 'host' | 'backend' } = {},
+    options: { simd?: boolean; threads?: number; prefillLength?: number; products?: 'host' | 'backend'; paging?: HostDecoderPaging } = {},
   ) {
     const { config } = model
     const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize } = config
     this.capacity = Math.ceil(capacity / 4) * 4
+    const { paging } = options
+    if (
+      paging !== undefined &&
+      !(Number.isInteger(paging.pageLength) && paging.pageLength >= 4 && paging.pageLength % 4 === 0 && Number.isInteger(paging.pages) && paging.pages >= 1)
+    )
+      throw new RangeError(`HostDecoder: paging of ${paging.pages} pages of ${paging.pageLength} positions (a multiple of 4)`)
+    this.paged = paging !== undefined
+    this.pageLength = paging?.pageLength ?? this.capacity
+    this.pages = paging?.pages ?? batch
+    this.tableWidth = Math.ceil(this.capacity / this.pageLength)
     this.inverseFrequency = inverseFrequencies(headDim, config.ropeTheta, config.ropeScaling)
     this.gpt2 = config.architecture === 'gpt2'
     this.prefillLength = options.prefillLength ?? 0
     const cacheable = options.simd !== false && (options.threads ?? 1) <= 1
-    this.weights = acquireHostWeights(model, generationFloats(config, batch, this.capacity, this.prefillLength), options, cacheable)
+    this.weights = acquireHostWeights(model, generationFloats(config, batch, this.capacity, this.prefillLength, paging), options, cacheable)
     try {
       this.backend = options.products === 'backend' ? backendWeights(model) : undefined
     } catch (error) {
@@ -484,7 +520,7 @@ export class HostDecoder {
     const { arena } = this.weights
     const queryKeyValueWidth = (heads + 2 * keyValueHeads) * headDim
     this.projectedWidth = Math.max(queryKeyValueWidth, 2 * intermediateSize)
-    const cacheFloats = batch * keyValueHeads * this.capacity * headDim
+    const cacheFloats = this.pages * keyValueHeads * this.pageLength * headDim
     const rows = Math.max(batch, this.prefillLength)
     try {
       this.layers = this.weights.layers.map((layer, index) => ({
@@ -497,6 +533,7 @@ export class HostDecoder {
       this.normed = arena.allocate(rows * Math.max(hiddenSize, intermediateSize))
       this.projected = arena.allocate(rows * this.projectedWidth)
       this.attended = arena.allocate(rows * heads * headDim)
+      this.partial = arena.allocate(rows * heads * headDim)
       this.delta = arena.allocate(rows * hiddenSize)
       this.scores = arena.allocate(Math.max(batch * heads, this.prefillLength) * this.capacity)
       this.logits = arena.allocate(batch * vocabSize)
@@ -504,6 +541,9 @@ export class HostDecoder {
       this.rowSlots = arena.allocateInts(batch)
       this.rowPositions = arena.allocateInts(batch)
       this.partTable = arena.allocateInts(4 * batch)
+      this.tables = arena.allocateInts(batch * this.tableWidth)
+      if (this.paged) this.tables.fill(-1)
+      else for (let row = 0; row < batch; row++) this.tables[row] = row
       this.cos = arena.allocate(rows * (headDim / 2))
       this.sin = arena.allocate(rows * (headDim / 2))
       this.arenaFloats = new Float32Array(this.attendBlock.buffer)
@@ -523,7 +563,7 @@ export class HostDecoder {
     block[attendSlots.heads] = config.numAttentionHeads
     block[attendSlots.keyValueHeads] = config.numKeyValueHeads
     block[attendSlots.headDim] = config.headDim
-    block[attendSlots.capacity] = this.capacity
+    block[attendSlots.pageLength] = this.pageLength
     block[attendSlots.projectedWidth] = this.projectedWidth
     block[attendSlots.window] = config.slidingWindow ?? -1
     block[attendSlots.rope] = this.gpt2 ? 0 : 1
@@ -535,6 +575,10 @@ export class HostDecoder {
     block[attendSlots.slots] = at(this.rowSlots)
     block[attendSlots.positions] = at(this.rowPositions)
     block[attendSlots.parts] = at(this.partTable)
+    block[attendSlots.tables] = at(this.tables)
+    block[attendSlots.tableWidth] = this.tableWidth
+    block[attendSlots.scoreStride] = this.capacity
+    block[attendSlots.partial] = at(this.partial)
     new Float64Array(block.buffer, block.byteOffset + attendSlots.epsilon * 4, 1)[0] = config.rmsNormEps
   }
 
@@ -586,6 +630,7 @@ export class HostDecoder {
 
   /** Copies the keys and values of a prefilled `cache` into the host buffers; the cache's tensors are freed. */
   adoptCache(cache: KeyValueCache): void {
+    this.unpagedOnly('adoptCache')
     const { numKeyValueHeads: keyValueHeads, headDim } = this.model.config
     const { capacity } = this
     const taken = cache.take()
@@ -621,6 +666,7 @@ export class HostDecoder {
   prefill(inputRows: readonly Int32Array[], maskRows: readonly Int32Array[]): Float32Array {
     const { config } = this.model
     const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, vocabSize, rmsNormEps } = config
+    this.unpagedOnly('prefill')
     const { arena, x, normed, projected, attended, scores, capacity, projectedWidth } = this
     const length = inputRows[0]!.length
     if (inputRows.length !== this.batch || length > this.prefillLength || length > capacity)
@@ -692,6 +738,7 @@ export class HostDecoder {
    * `[batch · (length + 1)]` or undefined. Returns the next-token logits `[batch · vocab]` (a new array).
    */
   step(tokens: Int32Array, positions: Int32Array, padding: Float32Array | undefined): Float32Array {
+    this.unpagedOnly('step')
     const { capacity, batch } = this
     const length = this.length + 1
     if (length > capacity) throw new RangeError(`HostDecoder: ${length} positions exceed its capacity of ${capacity}`)
@@ -726,9 +773,16 @@ export class HostDecoder {
     const total = parts.reduce((sum, part) => sum + part.tokens.length, 0)
     const seen = new Set<number>()
     for (const { slot, tokens, start } of parts) {
-      if (!(slot >= 0 && slot < this.batch) || seen.has(slot) || tokens.length === 0 || !(start >= 0) || start + tokens.length > capacity)
+      if (
+        !(slot >= 0 && slot < this.batch) ||
+        seen.has(slot) ||
+        tokens.length === 0 ||
+        !(start >= 0) ||
+        start + tokens.length > capacity ||
+        !this.holdsPosition(slot, start + tokens.length - 1)
+      )
         throw new RangeError(
-          `HostDecoder.extend: ${tokens.length} tokens from position ${start} of row ${slot}, for ${this.batch} rows of ${capacity} positions, each row once`,
+          `HostDecoder.extend: ${tokens.length} tokens from position ${start} of row ${slot}, for ${this.batch} rows of ${capacity} positions, each row once (its pages given)`,
         )
       seen.add(slot)
     }
@@ -767,9 +821,14 @@ export class HostDecoder {
       throw new RangeError(`HostDecoder.stepRows: ${rows} rows (${tokens.length} tokens, ${lengths.length} lengths), for at most ${this.batch}`)
     const seen = new Set<number>()
     for (let index = 0; index < rows; index++) {
-      if (!(slots[index]! >= 0 && slots[index]! < this.batch) || !(lengths[index]! >= 0 && lengths[index]! < capacity) || seen.has(slots[index]!))
+      if (
+        !(slots[index]! >= 0 && slots[index]! < this.batch) ||
+        !(lengths[index]! >= 0 && lengths[index]! < capacity) ||
+        seen.has(slots[index]!) ||
+        !this.holdsPosition(slots[index]!, lengths[index]!)
+      )
         throw new RangeError(
-          `HostDecoder.stepRows: row ${slots[index]} at position ${lengths[index]}, for ${this.batch} rows of ${capacity} positions, each row once`,
+          `HostDecoder.stepRows: row ${slots[index]} at position ${lengths[index]}, for ${this.batch} rows of ${capacity} positions, each row once (its pages given)`,
         )
       seen.add(slots[index]!)
     }
@@ -789,21 +848,39 @@ export class HostDecoder {
     return this.logits.subarray(0, rows * vocabSize) // a view: read before the next call
   }
 
-  /** Copies the keys and values of row `from`'s first `count` positions to row `to` (a shared prefix, computed once). */
-  copyPositions(from: number, to: number, count: number): void {
+  /**
+   * Row `slot`'s pages (paged decoders only): its positions `i · pageLength …` in page `pages[i]`, every page of
+   * `0 … pages.length - 1`. Several rows may name one page (a shared prefix: only its positions below every sharer's
+   * own are read; a row writes only positions past those it shares). The row's other entries are emptied.
+   */
+  setPageTable(slot: number, pages: ArrayLike<number>): void {
+    if (!this.paged) throw new RangeError('HostDecoder.setPageTable: an unpaged decoder (each row is its own page)')
+    if (!(slot >= 0 && slot < this.batch) || pages.length > this.tableWidth)
+      throw new RangeError(`HostDecoder.setPageTable: ${pages.length} pages for row ${slot}, for ${this.batch} rows of at most ${this.tableWidth}`)
+    const at = slot * this.tableWidth
+    for (let index = 0; index < pages.length; index++) {
+      const page = pages[index]!
+      if (!(Number.isInteger(page) && page >= 0 && page < this.pages)) throw new RangeError(`HostDecoder.setPageTable: page ${page}, of ${this.pages}`)
+      this.tables[at + index] = page
+    }
+    this.tables.fill(-1, at + pages.length, at + this.tableWidth)
+  }
+
+  /** Copies the keys and values of page `from`'s first `count` positions to page `to` (a shared prefix's last, partial page). */
+  copyPage(from: number, to: number, count: number): void {
     const { numKeyValueHeads: keyValueHeads, headDim } = this.model.config
-    const { capacity } = this
-    if (!(from >= 0 && from < this.batch && to >= 0 && to < this.batch && count >= 0 && count <= capacity))
-      throw new RangeError(`HostDecoder.copyPositions: ${count} positions from row ${from} to row ${to}, for ${this.batch} rows of ${capacity}`)
+    const { pageLength } = this
+    if (!(from >= 0 && from < this.pages && to >= 0 && to < this.pages && count >= 0 && count <= pageLength))
+      throw new RangeError(`HostDecoder.copyPage: ${count} positions from page ${from} to page ${to}, for ${this.pages} pages of ${pageLength}`)
     if (from === to || count === 0) return
     for (const layer of this.layers) {
       for (let group = 0; group < keyValueHeads; group++) {
         const source = from * keyValueHeads + group
         const target = to * keyValueHeads + group
-        layer.keys.copyWithin(target * capacity * headDim, source * capacity * headDim, (source * capacity + count) * headDim)
+        layer.keys.copyWithin(target * pageLength * headDim, source * pageLength * headDim, (source * pageLength + count) * headDim)
         for (let dimension = 0; dimension < headDim; dimension++) {
-          const start = (source * headDim + dimension) * capacity
-          layer.values.copyWithin((target * headDim + dimension) * capacity, start, start + count)
+          const start = (source * headDim + dimension) * pageLength
+          layer.values.copyWithin((target * headDim + dimension) * pageLength, start, start + count)
         }
       }
     }
@@ -815,8 +892,8 @@ export class HostDecoder {
    */
   readPositions(slot: number, count: number): { keys: Float32Array[]; values: Float32Array[] } {
     const { numKeyValueHeads: keyValueHeads, headDim } = this.model.config
-    const { capacity } = this
-    if (!(slot >= 0 && slot < this.batch && count >= 0 && count <= capacity))
+    const { pageLength } = this
+    if (!(slot >= 0 && slot < this.batch && count >= 0 && count <= this.capacity && (count === 0 || this.holdsPosition(slot, count - 1))))
       throw new RangeError(`HostDecoder.readPositions: ${count} positions of row ${slot}`)
     const keys: Float32Array[] = []
     const values: Float32Array[] = []
@@ -824,11 +901,13 @@ export class HostDecoder {
       const layerKeys = new Float32Array(keyValueHeads * count * headDim)
       const layerValues = new Float32Array(keyValueHeads * count * headDim)
       for (let group = 0; group < keyValueHeads; group++) {
-        const block = slot * keyValueHeads + group
-        layerKeys.set(layer.keys.subarray(block * capacity * headDim, (block * capacity + count) * headDim), group * count * headDim)
-        for (let dimension = 0; dimension < headDim; dimension++) {
-          const row = (block * headDim + dimension) * capacity
-          for (let position = 0; position < count; position++) layerValues[(group * count + position) * headDim + dimension] = layer.values[row + position]!
+        for (let position = 0; position < count; position++) {
+          const block = this.tables[slot * this.tableWidth + Math.floor(position / pageLength)]! * keyValueHeads + group
+          const offset = position % pageLength
+          const target = (group * count + position) * headDim
+          layerKeys.set(layer.keys.subarray((block * pageLength + offset) * headDim, (block * pageLength + offset + 1) * headDim), target)
+          for (let dimension = 0; dimension < headDim; dimension++)
+            layerValues[target + dimension] = layer.values[(block * headDim + dimension) * pageLength + offset]!
         }
       }
       keys.push(layerKeys)
@@ -851,21 +930,34 @@ export class HostDecoder {
     source: { row: number; length: number; from: number; count: number },
   ): void {
     const { numKeyValueHeads: keyValueHeads, headDim } = this.model.config
-    const { capacity } = this
+    const { pageLength } = this
     const { row, length, from, count } = source
-    if (!(slot >= 0 && slot < this.batch && start >= 0 && start + count <= capacity && from >= 0 && from + count <= length))
+    if (
+      !(slot >= 0 && slot < this.batch && start >= 0 && start + count <= this.capacity && from >= 0 && from + count <= length) ||
+      (count > 0 && !this.holdsPosition(slot, start + count - 1))
+    )
       throw new RangeError(`HostDecoder.writePositions: ${count} positions to row ${slot} from ${start}`)
     const layer = this.layers[layerIndex]!
     for (let group = 0; group < keyValueHeads; group++) {
-      const block = slot * keyValueHeads + group
       const base = ((row * keyValueHeads + group) * length + from) * headDim
-      layer.keys.set(keys.subarray(base, base + count * headDim), (block * capacity + start) * headDim)
-      for (let position = 0; position < count; position++) {
-        for (let dimension = 0; dimension < headDim; dimension++) {
-          layer.values[(block * headDim + dimension) * capacity + start + position] = values[base + position * headDim + dimension]!
-        }
+      for (let index = 0; index < count; index++) {
+        const position = start + index
+        const block = this.tables[slot * this.tableWidth + Math.floor(position / pageLength)]! * keyValueHeads + group
+        const offset = position % pageLength
+        const at = base + index * headDim
+        layer.keys.set(keys.subarray(at, at + headDim), (block * pageLength + offset) * headDim)
+        for (let dimension = 0; dimension < headDim; dimension++) layer.values[(block * headDim + dimension) * pageLength + offset] = values[at + dimension]!
       }
     }
+  }
+
+  /** Whether row `slot`'s table names the pages of its positions `0 … position` (tables name their pages from the first). */
+  private holdsPosition(slot: number, position: number): boolean {
+    return this.tables[slot * this.tableWidth + Math.floor(position / this.pageLength)]! >= 0
+  }
+
+  private unpagedOnly(method: string): void {
+    if (this.paged) throw new RangeError(`HostDecoder.${method}: unpaged decoders only (this one's cache is in pages)`)
   }
 
   /** Whether these are the weights the model has now (its parameters' data and adapters unchanged since the copy). */

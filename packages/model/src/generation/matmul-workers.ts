@@ -1,6 +1,15 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
-import { attendParts, attendRows, attentionBlock, attentionSoftmax, rmsNormaliseRow, rotateAndStoreRow } from './attention-rows.js'
+import {
+  attendParts,
+  attendRows,
+  attentionBlock,
+  attentionSoftmax,
+  pagedScores,
+  pagedWeightedSum,
+  rmsNormaliseRow,
+  rotateAndStoreRow,
+} from './attention-rows.js'
 import { controlBytes, controlSlots, type MatmulHelpers } from './matmul-control.js'
 
 /**
@@ -28,6 +37,8 @@ ${rmsNormaliseRow.toString()}
 ${attentionSoftmax.toString()}
 ${rotateAndStoreRow.toString()}
 ${attentionBlock.toString()}
+${pagedScores.toString()}
+${pagedWeightedSum.toString()}
 ${attendRows.toString()}
 ${attendParts.toString()}
 const spins = 20000

@@ -441,7 +441,9 @@ describe('createLocalPolicy on the generation engine (engine: true)', () => {
       expect([...got!.tokenIds]).toEqual([...expected!.tokenIds])
       expect(() => createLocalPolicy({ model, tokenizer, engine: { maxRows: 0 } })).toThrow(/options\.engine\.maxRows/)
       // A setting the engine itself refuses (no row fits in 1 byte) is named as the policy's option too.
-      expect(() => createLocalPolicy({ model, tokenizer, engine: { kvCacheBytes: 1 } })).toThrow(/'options\.engine\.kvCacheBytes' \(value: 1\): holds no row/)
+      expect(() => createLocalPolicy({ model, tokenizer, engine: { kvCacheBytes: 1 } })).toThrow(
+        /'options\.engine\.kvCacheBytes' \(value: 1\): holds no sequence/,
+      )
     } finally {
       gpt2.dispose()
     }
