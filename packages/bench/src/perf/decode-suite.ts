@@ -33,6 +33,8 @@ export const decodeOptionsSchema = z.strictObject({
    * iteration. Default: the engine's (256).
    */
   enginePrefillChunkTokens: z.number().int().min(1).max(8192).optional(),
+  /** With `sampler: 'engine'`: its `pageTokens` (positions a page of keys and values holds). Default: the engine's (32). */
+  enginePageTokens: z.number().int().min(4).max(1024).optional(),
 })
 export type DecodeOptions = z.input<typeof decodeOptionsSchema>
 
@@ -67,6 +69,7 @@ export const decodeSuite = defineBenchSuite({
       engineProducts: options.engineProducts,
       engineThreads: options.engineThreads,
       ...(options.enginePrefillChunkTokens === undefined ? {} : { enginePrefillChunkTokens: options.enginePrefillChunkTokens }),
+      ...(options.enginePageTokens === undefined ? {} : { enginePageTokens: options.enginePageTokens }),
       vocabSize: options.vocabSize,
       warmup: 1,
       repetitions: options.repetitions ?? (options.quick ? 1 : 3),
@@ -200,7 +203,7 @@ export const decodeSuite = defineBenchSuite({
         peers: { PyTorch: pytorchPeer(peer, options.peerThreads) },
         tables: [
           {
-            title: `Batched sampling with a key/value cache (Ludic: ${settings.sampler === 'engine' ? `GenerationEngine, products on the ${settings.engineProducts}, ${settings.engineThreads} thread${settings.engineThreads === 1 ? '' : 's'}, prefill chunks of ${settings.enginePrefillChunkTokens ?? 256} tokens` : 'generate'}): ${settings.promptLength}-token prompt, ${settings.newTokens} new tokens, temperature 1, vocabulary ${settings.vocabSize}`,
+            title: `Batched sampling with a key/value cache (Ludic: ${settings.sampler === 'engine' ? `GenerationEngine, products on the ${settings.engineProducts}, ${settings.engineThreads} thread${settings.engineThreads === 1 ? '' : 's'}, prefill chunks of ${settings.enginePrefillChunkTokens ?? 256} tokens, pages of ${settings.enginePageTokens ?? 32}` : 'generate'}): ${settings.promptLength}-token prompt, ${settings.newTokens} new tokens, temperature 1, vocabulary ${settings.vocabSize}`,
             columns: [
               'preset',
               'batch',

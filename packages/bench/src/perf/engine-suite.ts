@@ -56,6 +56,8 @@ export const engineOptionsSchema = z.strictObject({
   prefillChunkTokens: z.number().int().min(1).max(8192).optional(),
   /** The engine's `threads` (the host's products and each step's attention rows shared with worker threads). Default: the engine's (1). */
   threads: z.number().int().min(1).max(64).default(1),
+  /** The engine's `pageTokens` (positions a page of keys and values holds). Default: the engine's (32). */
+  pageTokens: z.number().int().min(4).max(1024).optional(),
   seed: z.number().int().default(0),
   /** Default: `wasm`. */
   backend: z.string().default('wasm'),
@@ -69,6 +71,7 @@ const engineSettings = (options: Options) => ({
   products: options.products,
   threads: options.threads,
   ...(options.prefillChunkTokens === undefined ? {} : { prefillChunkTokens: options.prefillChunkTokens }),
+  ...(options.pageTokens === undefined ? {} : { pageTokens: options.pageTokens }),
 })
 
 const median = (values: readonly number[]) => {

@@ -140,6 +140,7 @@ export interface DecodeSettings {
   engineProducts: 'host' | 'backend'
   engineThreads: number
   enginePrefillChunkTokens?: number
+  enginePageTokens?: number
   vocabSize: number
   warmup: number
   repetitions: number
@@ -220,6 +221,7 @@ async function engineSample(model: CausalLanguageModel, inputIds: readonly Int32
     products: settings.engineProducts,
     threads: settings.engineThreads,
     ...(settings.enginePrefillChunkTokens === undefined ? {} : { prefillChunkTokens: settings.enginePrefillChunkTokens }),
+    ...(settings.enginePageTokens === undefined ? {} : { pageTokens: settings.enginePageTokens }),
   })
   try {
     return await Promise.all(

@@ -174,12 +174,16 @@ describe('GenerationEngine', () => {
 
   /** Samples engine stats every turn of the event loop (the engine yields between iterations) until stopped. */
   function watch(engine: GenerationEngine) {
-    const seen = { pagesInUse: 0, running: 0 }
+    const seen = { pagesInUse: 0, running: 0, looks: 0 }
     let on = true
     const look = () => {
       const stats = engine.stats()
-      seen.pagesInUse = Math.max(seen.pagesInUse, Math.round(stats.kvUsage * stats.pages))
+      const inUse = Math.round(stats.kvUsage * stats.pages)
+      seen.pagesInUse = Math.max(seen.pagesInUse, inUse)
       seen.running = Math.max(seen.running, stats.running)
+      seen.looks++
+      // Every page is held by a running request, by the tree alone, or free.
+      expect(inUse + stats.cachedPages + stats.freePages).toBe(stats.pages)
       if (on) setImmediate(look)
     }
     look()
@@ -243,6 +247,54 @@ describe('GenerationEngine', () => {
       const first = await engine.submit(row([...prompt(20, 30), 7], { seed: 9, maxNewTokens: 3 }))
       expect(first.reusedPromptTokens).toBe(0)
       expect(engine.stats().cachedPages).toBeLessThanOrEqual(12)
+    } finally {
+      watcher.stop()
+      engine.dispose()
+      reference.dispose()
+    }
+  })
+
+  it('keeps its pages accounted under pressure: 48 requests sharing prefixes, some aborted, under a budget of 30 pages of 4', async () => {
+    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
+    const pageBytes = 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * 4
+    const engine = new GenerationEngine(model, { maxSequenceLength: 48, maxRows: 5, pageTokens: 4, kvCacheBytes: 30 * pageBytes, prefillChunkTokens: 7 })
+    const reference = new GenerationEngine(model, { maxSequenceLength: 48, pageTokens: 4, prefixCaching: false })
+    const random = createRandom(11)
+    const pick = (count: number) => random.nextInt(count)
+    const bases = [prompt(13, 1), prompt(6, 2), prompt(21, 3)]
+    const watcher = watch(engine)
+    try {
+      const requests = Array.from({ length: 48 }, (_, index) => {
+        const base = bases[pick(bases.length)]!
+        const ids = [...base.slice(0, 1 + pick(base.length)), ...prompt(pick(6), 50 + index)]
+        return { ids, maxNewTokens: 1 + pick(12), seed: index, abortAfter: pick(4) === 0 ? 1 + pick(30) : undefined }
+      })
+      const outcomes = await Promise.all(
+        requests.map(async ({ ids, maxNewTokens, seed, abortAfter }, index) => {
+          await new Promise((resolve) => setTimeout(resolve, pick(3) * index)) // in waves
+          const controller = new AbortController()
+          if (abortAfter !== undefined) {
+            let turns = abortAfter
+            const tick = () => (--turns === 0 ? controller.abort(new Error('stop')) : setImmediate(tick))
+            setImmediate(tick)
+          }
+          return engine.submit(row(ids, { seed, maxNewTokens }), { signal: controller.signal }).catch((error: Error) => error)
+        }),
+      )
+      watcher.stop()
+      const finished = outcomes.filter((outcome) => !(outcome instanceof Error))
+      expect(finished.length).toBeGreaterThan(24)
+      expect(outcomes.filter((outcome) => outcome instanceof Error).every((error) => (error as Error).message === 'stop')).toBe(true)
+      for (const [index, outcome] of outcomes.entries()) {
+        if (outcome instanceof Error) continue
+        const { ids, maxNewTokens, seed } = requests[index]!
+        expect(plain(outcome)).toEqual(plain(await reference.submit(row(ids, { seed, maxNewTokens }))))
+      }
+      const stats = engine.stats()
+      expect(stats.reusedPromptTokens).toBeGreaterThan(0)
+      expect(stats.kvUsage).toBe(0)
+      expect(stats.cachedPages + stats.freePages).toBe(30)
+      expect(watcher.seen.looks).toBeGreaterThan(20)
     } finally {
       watcher.stop()
       engine.dispose()

@@ -120,6 +120,8 @@ export interface EngineStats {
   kvUsage: number
   /** Pages held only by the prefix cache (finished sequences' keys and values, evicted least recently used first). */
   cachedPages: number
+  /** Pages holding nothing (with those running requests hold and the cached ones: every page). */
+  freePages: number
   /** Positions the prefix tree holds (its pages', whether running requests share them or not). */
   cachedTokens: number
   requests: number
@@ -265,6 +267,8 @@ export class GenerationEngine {
   private readonly root: PrefixNode = { tokens: [], key: '', page: -1, parent: undefined, children: new Map(), used: 0 }
   /** Pages running requests may still take (their reserves). */
   private committed = 0
+  /** Pages only the tree holds (no running request refers to them): evictable. */
+  private cachedCount = 0
   private running = false
   private disposed = false
   private clock = 0
@@ -396,12 +400,8 @@ export class GenerationEngine {
   stats(): EngineStats {
     let used = 0
     for (const refs of this.pageRefs) if (refs > 0) used++
-    let cachedPages = 0
     let cachedTokens = 0
-    for (const node of this.treeNodes()) {
-      cachedTokens += node.tokens.length
-      if (this.pageRefs[node.page] === 0) cachedPages++
-    }
+    for (const node of this.treeNodes()) cachedTokens += node.tokens.length
     return {
       running: this.runningRequests().length,
       waiting: this.waiting.length,
@@ -410,7 +410,8 @@ export class GenerationEngine {
       pages: this.pages,
       pageTokens: this.pageTokens,
       kvUsage: used / this.pages,
-      cachedPages,
+      cachedPages: this.cachedCount,
+      freePages: this.freePages.length,
       cachedTokens,
       ...this.counters,
       weightsVersion: this.version,
@@ -437,6 +438,7 @@ export class GenerationEngine {
     this.pageRefs.fill(0)
     this.freePages = this.allPages()
     this.committed = 0
+    this.cachedCount = 0
   }
 
   /** Page indices, the lowest last (taken first). */
@@ -532,6 +534,19 @@ export class GenerationEngine {
       if (this.pageRefs[node.page] === 0) this.freePages.push(node.page)
     }
     this.root.children.clear()
+    this.cachedCount = 0
+  }
+
+  /** A running request refers to `page` once more. */
+  private ref(page: number): void {
+    if (this.pageRefs[page]!++ === 0 && this.pageNodes[page] !== undefined) this.cachedCount--
+  }
+
+  /** A running request refers to `page` once less: at none, the page stays in the tree (evictable) or is free again. */
+  private unref(page: number): void {
+    if (--this.pageRefs[page]! > 0) return
+    if (this.pageNodes[page] !== undefined) this.cachedCount++
+    else this.freePages.push(page)
   }
 
   /** The prefix tree's nodes (the root left out), parents before children. */
@@ -566,10 +581,14 @@ export class GenerationEngine {
       const match = this.options.prefixCaching ? this.matchTree(request.tokens, request.promptLength - 1) : { nodes: [], copy: undefined, length: 0 }
       const donor = this.options.prefixCaching ? this.longestRunningPrefix(request, match.length) : undefined
       const shared = donor === undefined ? match.nodes.map((node) => node.page) : [] // a follower reserves as if it shares nothing
-      for (const page of shared) this.pageRefs[page]!++
+      for (const page of shared) this.ref(page)
       const reserve = this.pagesNeeded(request) - shared.length
-      if (reserve > this.available()) {
-        for (const page of shared) this.pageRefs[page]!--
+      if (reserve > this.freePages.length + this.cachedCount - this.committed) {
+        for (const page of shared) this.unref(page)
+        // With nothing running every page is free or evictable and any request fits (`maxSequenceLength`'s pages do):
+        // failing here would wait for ever, so it is an error.
+        if (this.slots.every((other) => other === undefined))
+          throw new Error(`GenerationEngine: ${reserve} pages do not fit an idle engine's ${this.pages} (its page accounting is off)`)
         return
       }
       this.waiting.shift()
@@ -586,26 +605,27 @@ export class GenerationEngine {
     }
   }
 
-  /** Pages a new request may reserve: free ones and those only the tree holds, less what running requests reserved. */
-  private available(): number {
-    let cached = 0
-    for (const node of this.treeNodes()) if (this.pageRefs[node.page] === 0) cached++
-    return this.freePages.length + cached - this.committed
-  }
-
-  /** A request's prefix from the tree: its whole pages already shared (`request.pages`), the partial page copied. */
+  /**
+   * A request's prefix from the tree: its whole pages already shared (`request.pages`), the partial page copied — unless
+   * that page is one only the tree holds and every other page is reserved (keeping it for the copy would leave a
+   * reserve without a page): then those positions are computed.
+   */
   private startFrom(request: Request, match: PrefixMatch): void {
     for (const node of match.nodes) node.used = this.clock
     this.clock++
+    let { length } = match
     if (match.copy !== undefined) {
       const { page, count } = match.copy
-      this.pageRefs[page]!++ // not evicted for the copy's own page
-      this.takePage(request)
-      this.pageRefs[page]!--
-      this.decoder!.copyPage(page, request.pages[request.pages.length - 1]!, count)
+      if (this.pageRefs[page] === 0 && this.freePages.length + this.cachedCount - 1 < this.committed) length -= count
+      else {
+        this.ref(page) // not evicted for the copy's own page
+        this.takePage(request)
+        this.unref(page)
+        this.decoder!.copyPage(page, request.pages[request.pages.length - 1]!, count)
+      }
     }
-    request.held = match.length
-    if (match.length > 0) this.countReuse(request, match.length)
+    request.held = length
+    if (length > 0) this.countReuse(request, length)
   }
 
   /**
@@ -684,7 +704,7 @@ export class GenerationEngine {
 
   /** A request (holding no page yet) shares `pages`: each referred to, its reserve less them. */
   private sharePages(request: Request, pages: readonly number[]): void {
-    for (const page of pages) this.pageRefs[page]!++
+    for (const page of pages) this.ref(page)
     request.pages = [...pages]
     request.reserve -= pages.length
     this.committed -= pages.length
@@ -705,20 +725,27 @@ export class GenerationEngine {
     request.pages.push(page)
   }
 
-  /** Takes the least recently used leaf no running request refers to out of the tree; its page. */
+  /**
+   * Takes the least recently used leaves no running request refers to out of the tree — one, or a 64th of the pages at
+   * most when there are that many (one walk of the tree for several pages) — their pages free; one of them.
+   */
   private evict(): number {
-    let oldest: PrefixNode | undefined
-    for (const node of this.treeNodes()) {
-      if (node.children.size === 0 && this.pageRefs[node.page] === 0 && (oldest === undefined || node.used < oldest.used)) oldest = node
+    const leaves: PrefixNode[] = []
+    for (const node of this.treeNodes()) if (node.children.size === 0 && this.pageRefs[node.page] === 0) leaves.push(node)
+    if (leaves.length === 0) throw new Error('GenerationEngine: no page to evict (the reserves are off)')
+    leaves.sort((a, b) => a.used - b.used)
+    for (const leaf of leaves.slice(0, Math.max(1, Math.ceil(this.pages / 64)))) {
+      this.unlink(leaf)
+      this.freePages.push(leaf.page)
     }
-    if (oldest === undefined) throw new Error('GenerationEngine: no page to evict (the reserves are off)')
-    this.unlink(oldest)
-    return oldest.page
+    return this.freePages.pop()!
   }
 
+  /** Takes a node out of the tree (its page no longer found there). */
   private unlink(node: PrefixNode): void {
     node.parent!.children.delete(node.key)
     this.pageNodes[node.page] = undefined
+    if (this.pageRefs[node.page] === 0) this.cachedCount--
   }
 
   /** Pages for the request's positions below `end` (its table extended from its reserve, the decoder told). */
@@ -756,11 +783,11 @@ export class GenerationEngine {
           this.freePages.push(child.page)
         } else if (child.tokens.length > tokens.length && tokens.every((token, index) => token === child.tokens[index])) return child
       }
-      if (this.pageNodes[page] === undefined) {
-        node = { tokens, key, page, parent, children: new Map(), used: this.clock }
-        parent.children.set(key, node)
-        this.pageNodes[page] = node
-      } else return parent // the page is in the tree elsewhere (cannot be: a page's place is its tokens'): leave it
+      // A page is in the tree at most once, at its tokens' place: a page another request shares is found there by key.
+      if (this.pageNodes[page] !== undefined) throw new Error(`GenerationEngine: page ${page} is in the prefix tree already`)
+      node = { tokens, key, page, parent, children: new Map(), used: this.clock }
+      parent.children.set(key, node)
+      this.pageNodes[page] = node
     }
     node.used = this.clock++
     return node
@@ -777,10 +804,7 @@ export class GenerationEngine {
     if (this.options.prefixCaching && rest > 0) {
       this.insert(request.node, request.tokens.slice(request.indexed * size, request.held), request.pages[request.indexed]!)
     }
-    for (const page of request.pages) {
-      this.pageRefs[page]!--
-      if (this.pageRefs[page] === 0 && this.pageNodes[page] === undefined) this.freePages.push(page)
-    }
+    for (const page of request.pages) this.unref(page)
     this.committed -= request.reserve
     request.reserve = 0
     this.slots[request.slot] = undefined
