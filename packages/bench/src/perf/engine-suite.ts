@@ -160,18 +160,30 @@ async function measureSelfPlay(options: Options, log: (line: string) => void, si
         await warmUp(model, setup.tokenizer, setup.examples, { steps: options.sftSteps, batchSize: 32, learningRate: 3e-3, seed: options.seed })
         const common = { model, tokenizer: setup.tokenizer, chatTemplate: gameChatTemplate }
         const batch = createLocalPolicy({ ...common, maxBatch: options.episodes })
-        const engine = createLocalPolicy({ ...common, engine: { maxSequenceLength: 256, maxRows: options.episodes, ...engineSettings(options) } })
         const times = { batch: [] as number[], engine: [] as number[] }
-        let last: { turns: number; tokens: number; batchSignature: string; engineSignature: string } | undefined
+        let last: { turns: number; tokens: number; batchSignature: string; engineSignature: string; stats: EngineStats } | undefined
         for (let repeat = 0; repeat < options.repeats; repeat++) {
           const a = await collectOnce(batch, setup.environment, setup.prompt, options, maxTokens, false)
-          const b = await collectOnce(engine, setup.environment, setup.prompt, options, maxTokens, true)
-          times.batch.push(a.seconds)
-          times.engine.push(b.seconds)
-          last = { turns: b.turns, tokens: b.tokens, batchSignature: a.signature, engineSignature: b.signature }
-          log(`[selfplay] ${game} ${preset} #${repeat + 1}: batch ${a.seconds.toFixed(2)} s, engine ${b.seconds.toFixed(2)} s`)
+          // A new engine each collection: its prefix cache starts empty, as after a training step's new weights (an engine
+          // kept between collections of the same weights and seeds would find the last collection's conversations).
+          const generationEngine = new GenerationEngine(model, {
+            maxSequenceLength: 256,
+            maxRows: options.episodes,
+            tokenizer: setup.tokenizer,
+            ...engineSettings(options),
+          })
+          try {
+            const engine = createLocalPolicy({ ...common, engine: generationEngine })
+            const b = await collectOnce(engine, setup.environment, setup.prompt, options, maxTokens, true)
+            times.batch.push(a.seconds)
+            times.engine.push(b.seconds)
+            last = { turns: b.turns, tokens: b.tokens, batchSignature: a.signature, engineSignature: b.signature, stats: generationEngine.stats() }
+            log(`[selfplay] ${game} ${preset} #${repeat + 1}: batch ${a.seconds.toFixed(2)} s, engine ${b.seconds.toFixed(2)} s`)
+          } finally {
+            generationEngine.dispose()
+          }
         }
-        const stats = engine.engineStats() as EngineStats
+        const { stats } = last!
         const batchSeconds = median(times.batch)
         const engineSeconds = median(times.engine)
         cells.push({
@@ -395,7 +407,7 @@ export const engineSuite = defineBenchSuite({
           cell.sameTrajectories ? 'yes' : 'no',
         ]),
         notes: [
-          "batch: today's createLocalPolicy (each turn's requests of every game in flight as one left-padded batch run to its longest) with batched stepping; engine: createLocalPolicy({ engine }) stepped per trajectory (each game's request joins the running rows as it comes). Same warmed-up weights and seeds; 'same moves' compares the two modes' actions (the engine's logits differ from the batch path's by float32 rounding, so a sampled move may differ).",
+          "batch: today's createLocalPolicy (each turn's requests of every game in flight as one left-padded batch run to its longest) with batched stepping; engine: createLocalPolicy({ engine }) stepped per trajectory (each game's request joins the running rows as it comes), a new engine each collection (its prefix cache empty, as after a training step; 'prompt tokens reused' is one collection's). Same warmed-up weights and seeds; 'same moves' compares the two modes' actions (the engine's logits differ from the batch path's by float32 rounding, so a sampled move may differ).",
         ],
       })
     }

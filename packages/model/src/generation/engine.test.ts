@@ -1,4 +1,5 @@
 import { createRandom, InvalidArgumentError } from '@ludic/core'
+import { createByteTokenizer } from '@ludic/core/test'
 import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
@@ -174,7 +175,7 @@ describe('GenerationEngine', () => {
 
   /** Samples engine stats every turn of the event loop (the engine yields between iterations) until stopped. */
   function watch(engine: GenerationEngine) {
-    const seen = { pagesInUse: 0, running: 0, looks: 0 }
+    const seen = { pagesInUse: 0, running: 0, looks: 0, unaccounted: 0 }
     let on = true
     const look = () => {
       const stats = engine.stats()
@@ -182,8 +183,8 @@ describe('GenerationEngine', () => {
       seen.pagesInUse = Math.max(seen.pagesInUse, inUse)
       seen.running = Math.max(seen.running, stats.running)
       seen.looks++
-      // Every page is held by a running request, by the tree alone, or free.
-      expect(inUse + stats.cachedPages + stats.freePages).toBe(stats.pages)
+      // Every page is held by a running request, by the tree alone (evictable), or free.
+      if (inUse + stats.cachedPages + stats.freePages !== stats.pages) seen.unaccounted++
       if (on) setImmediate(look)
     }
     look()
@@ -202,6 +203,7 @@ describe('GenerationEngine', () => {
     try {
       const group = await Promise.all(Array.from({ length: 8 }, (_, index) => engine.submit(row(groupPrompt, { seed: index, maxNewTokens: 6 }))))
       watcher.stop()
+      expect(watcher.seen.unaccounted).toBe(0)
       expect(group.map((sequence) => sequence.reusedPromptTokens)).toEqual([0, 44, 44, 44, 44, 44, 44, 44])
       // 45 + 6 - 1 = 50 positions each: 5 shared pages, then pages 6 and 7 of its own (copied 4 positions, then its tokens).
       expect(watcher.seen.pagesInUse).toBeGreaterThanOrEqual(5 + 2 * 2)
@@ -234,6 +236,7 @@ describe('GenerationEngine', () => {
       const requests = [0, 1, 2, 3, 4].map((index) => row(prompt(20, 30 + index), { seed: index, maxNewTokens: 20 }))
       const results = await Promise.all(requests.map((request) => engine.submit(request)))
       watcher.stop()
+      expect(watcher.seen.unaccounted).toBe(0)
       expect(watcher.seen.running).toBe(2)
       expect(watcher.seen.pagesInUse).toBeLessThanOrEqual(12)
       for (const [index, result] of results.entries()) {
@@ -282,6 +285,7 @@ describe('GenerationEngine', () => {
         }),
       )
       watcher.stop()
+      expect(watcher.seen.unaccounted).toBe(0)
       const finished = outcomes.filter((outcome) => !(outcome instanceof Error))
       expect(finished.length).toBeGreaterThan(24)
       expect(outcomes.filter((outcome) => outcome instanceof Error).every((error) => (error as Error).message === 'stop')).toBe(true)
@@ -299,6 +303,130 @@ describe('GenerationEngine', () => {
       watcher.stop()
       engine.dispose()
       reference.dispose()
+    }
+  })
+
+  it("moves a follower onto the tree's page when it completes one another request holds: no page outside the tree, every page accounted under eviction", async () => {
+    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
+    const pageBytes = 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * 4
+    const engine = new GenerationEngine(model, { maxSequenceLength: 32, maxRows: 4, pageTokens: 4, kvCacheBytes: 16 * pageBytes })
+    const reference = new GenerationEngine(model, { maxSequenceLength: 32, pageTokens: 4, prefixCaching: false })
+    const watcher = watch(engine)
+    try {
+      // 8 prompt tokens: the followers copy 3 positions of page 1, then complete it as the first does. The first ends
+      // early, the others run on while distinct requests evict what only the tree holds.
+      const ids = prompt(8, 7)
+      const group = [2, 14, 14].map((maxNewTokens, seed) => engine.submit(row(ids, { seed, maxNewTokens })))
+      const others = [0, 1, 2, 3, 4, 5].map((index) => engine.submit(row(prompt(9, 60 + index), { seed: index, maxNewTokens: 9 })))
+      const results = await Promise.all([...group, ...others])
+      watcher.stop()
+      expect(watcher.seen.unaccounted).toBe(0)
+      const expected = [
+        ...[2, 14, 14].map((maxNewTokens, seed) => row(ids, { seed, maxNewTokens })),
+        ...[0, 1, 2, 3, 4, 5].map((index) => row(prompt(9, 60 + index), { seed: index, maxNewTokens: 9 })),
+      ]
+      for (const [index, result] of results.entries()) expect(plain(result)).toEqual(plain(await reference.submit(expected[index]!)))
+      const stats = engine.stats()
+      expect(stats.kvUsage).toBe(0)
+      expect(stats.cachedPages + stats.freePages).toBe(16) // none lost outside the tree
+    } finally {
+      watcher.stop()
+      engine.dispose()
+      reference.dispose()
+    }
+  })
+
+  it("keeps a follower on the tree's page it completed: that page is not evicted under it while it runs", async () => {
+    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
+    const pageBytes = 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * 4
+    const engine = new GenerationEngine(model, { maxSequenceLength: 32, maxRows: 4, pageTokens: 4, kvCacheBytes: 9 * pageBytes })
+    const reference = new GenerationEngine(model, { maxSequenceLength: 32, pageTokens: 4, prefixCaching: false })
+    const watcher = watch(engine)
+    try {
+      // A and B share an 8-token prompt: B copies 3 positions of A's page 1, and both complete it at position 7, so B
+      // finds A's page in the tree. A ends after 2 tokens; C then needs every page the tree alone holds while B runs.
+      const ids = prompt(8, 12)
+      const a = engine.submit(row(ids, { seed: 1, maxNewTokens: 2 }))
+      const b = engine.submit(row(ids, { seed: 2, maxNewTokens: 14 }))
+      const first = await a
+      const c = engine.submit(row(prompt(5, 13), { seed: 3, maxNewTokens: 8 }))
+      const [second, third] = await Promise.all([b, c])
+      watcher.stop()
+      expect(watcher.seen.unaccounted).toBe(0)
+      expect(second.reusedPromptTokens).toBe(7)
+      expect(plain(first)).toEqual(plain(await reference.submit(row(ids, { seed: 1, maxNewTokens: 2 }))))
+      expect(plain(second)).toEqual(plain(await reference.submit(row(ids, { seed: 2, maxNewTokens: 14 }))))
+      expect(plain(third)).toEqual(plain(await reference.submit(row(prompt(5, 13), { seed: 3, maxNewTokens: 8 }))))
+      const stats = engine.stats()
+      expect(stats.cachedPages + stats.freePages).toBe(9)
+    } finally {
+      watcher.stop()
+      engine.dispose()
+      reference.dispose()
+    }
+  })
+
+  it("survives an abort after new weights while pages are shared, and an abort from the request's own onText", async () => {
+    const tokenizer = createByteTokenizer()
+    const engine = new GenerationEngine(model, { maxSequenceLength: 64, maxRows: 4, pageTokens: 4, prefillChunkTokens: 6, tokenizer })
+    const other = createModel('tiny', {
+      vocabSize,
+      seed: 8,
+      overrides: { hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, intermediateSize: 64, initializerRange: 0.3, maxPositionEmbeddings: 512 },
+    })
+    const saved = new Map([...model.parameters()].map(([name, tensor]) => [name, tf.clone(tensor)]))
+    try {
+      const ids = prompt(12, 3)
+      const controller = new AbortController()
+      const first = engine.submit(row(ids, { maxNewTokens: 30 }), { signal: controller.signal }).catch((error: Error) => error)
+      const second = engine.submit(row([...ids, 1, 2], { maxNewTokens: 30 })) // shares the first's whole pages
+      // New weights once both run, then the first aborted after its first chunk on them (the second not recomputed yet).
+      await new Promise<void>((resolve) => {
+        let swapped = false
+        const poll = () => {
+          if (!swapped && engine.stats().generatedTokens >= 2) {
+            for (const [name, tensor] of model.parameters()) (tensor as tf.Variable).assign(other.parameter(name))
+            swapped = true
+          } else if (swapped && engine.weightsVersion === 1) {
+            // The first has recomputed one chunk (6 positions: page 0 and half of page 1, which the second shares).
+            controller.abort(new Error('stop'))
+            resolve()
+            return
+          }
+          setImmediate(poll)
+        }
+        setImmediate(poll)
+      })
+      expect(await first).toBeInstanceOf(Error)
+      const continued = await second
+      expect(continued.tokenIds).toHaveLength(30)
+      expect(continued.weightsVersions.includes(1)).toBe(true)
+      // An onText that aborts its own request, on a middle piece and on the last (maxNewTokens 1): rejected once, its
+      // pages released once.
+      for (const maxNewTokens of [3, 1]) {
+        const own = new AbortController()
+        let pieces = 0
+        const streamed = engine.submit(row(ids, { seed: 20 + maxNewTokens, maxNewTokens }), {
+          signal: own.signal,
+          onText: () => {
+            pieces++
+            own.abort(new Error('enough'))
+          },
+        })
+        await expect(streamed).rejects.toThrow('enough')
+        expect(pieces).toBe(1)
+      }
+      const after = await engine.submit(row([...ids, 5], { seed: 4, maxNewTokens: 5 }))
+      expect(after.tokenIds).toHaveLength(5)
+      const stats = engine.stats()
+      expect(stats.kvUsage).toBe(0)
+      expect(stats.cachedPages + stats.freePages).toBe(stats.pages)
+      expect(stats.finished + stats.aborted).toBe(stats.requests)
+    } finally {
+      for (const [name, tensor] of model.parameters()) (tensor as tf.Variable).assign(saved.get(name)!)
+      tf.dispose([...saved.values()])
+      other.dispose()
+      engine.dispose()
     }
   })
 

@@ -118,7 +118,7 @@ export interface EngineStats {
   pageTokens: number
   /** Pages held by running requests, over all pages (0 … 1; vLLM's `kv_cache_usage_perc`). */
   kvUsage: number
-  /** Pages held only by the prefix cache (finished sequences' keys and values, evicted least recently used first). */
+  /** Pages held only by the prefix cache and evictable (no running request holds them or a page under them in the tree). */
   cachedPages: number
   /** Pages holding nothing (with those running requests hold and the cached ones: every page). */
   freePages: number
@@ -400,8 +400,18 @@ export class GenerationEngine {
   stats(): EngineStats {
     let used = 0
     for (const refs of this.pageRefs) if (refs > 0) used++
+    // Walked, not the admission's counter: a page the tree lost, or one under a page a running request holds (not
+    // evictable), shows as neither cached nor free.
     let cachedTokens = 0
-    for (const node of this.treeNodes()) cachedTokens += node.tokens.length
+    let cachedPages = 0
+    const evictable = (node: PrefixNode): boolean => {
+      cachedTokens += node.tokens.length
+      let all = this.pageRefs[node.page] === 0
+      for (const child of node.children.values()) all = evictable(child) && all
+      if (all) cachedPages++
+      return all
+    }
+    for (const child of this.root.children.values()) evictable(child)
     return {
       running: this.runningRequests().length,
       waiting: this.waiting.length,
@@ -410,7 +420,7 @@ export class GenerationEngine {
       pages: this.pages,
       pageTokens: this.pageTokens,
       kvUsage: used / this.pages,
-      cachedPages: this.cachedCount,
+      cachedPages,
       freePages: this.freePages.length,
       cachedTokens,
       ...this.counters,
@@ -434,11 +444,9 @@ export class GenerationEngine {
     this.decoder?.dispose()
     this.decoder = undefined
     this.slots.fill(undefined)
-    this.dropTree()
     this.pageRefs.fill(0)
-    this.freePages = this.allPages()
+    this.dropTree()
     this.committed = 0
-    this.cachedCount = 0
   }
 
   /** Page indices, the lowest last (taken first). */
@@ -480,10 +488,17 @@ export class GenerationEngine {
         await yieldToEventLoop() // new requests, aborts, timers and I/O come in here
       }
     } catch (error) {
-      // A failure of the decoder (out of memory) fails every request in flight, never hangs them.
-      for (const request of [...this.waiting]) this.cancel(request, error)
-      for (const request of this.runningRequests()) this.cancel(request, error)
+      // A failure of the decoder (out of memory) fails every request in flight, never hangs them; their pages and the
+      // tree go with the decoder (not walked again: the failure may have been in them).
+      const inFlight = [...this.waiting, ...this.runningRequests()]
+      this.waiting.length = 0
       this.releaseDecoder()
+      for (const request of inFlight) {
+        request.slot = -1
+        this.counters.aborted++
+        this.settle(request)
+        request.reject(error)
+      }
     } finally {
       this.running = false
       if (this.disposed) this.releaseDecoder()
@@ -529,12 +544,10 @@ export class GenerationEngine {
 
   /** Empties the prefix tree: pages no running request refers to are free again. */
   private dropTree(): void {
-    for (const node of this.treeNodes()) {
-      this.pageNodes[node.page] = undefined
-      if (this.pageRefs[node.page] === 0) this.freePages.push(node.page)
-    }
     this.root.children.clear()
+    this.pageNodes.fill(undefined)
     this.cachedCount = 0
+    this.freePages = this.allPages().filter((page) => this.pageRefs[page] === 0)
   }
 
   /** A running request refers to `page` once more. */
@@ -762,11 +775,23 @@ export class GenerationEngine {
   private index(request: Request): void {
     if (!this.options.prefixCaching) return
     const size = this.pageTokens
+    let moved = false
     while ((request.indexed + 1) * size <= request.held) {
       const tokens = request.tokens.slice(request.indexed * size, (request.indexed + 1) * size)
-      request.node = this.insert(request.node, tokens, request.pages[request.indexed]!)
+      const own = request.pages[request.indexed]!
+      const node = this.insert(request.node, tokens, own)
+      if (node.page !== own) {
+        // Another request computed these positions first: the request takes the tree's page and frees its own, so it
+        // refers to every page on its path in the tree (none of them evictable while it runs).
+        this.ref(node.page)
+        request.pages[request.indexed] = node.page
+        this.unref(own)
+        moved = true
+      }
+      request.node = node
       request.indexed++
     }
+    if (moved) this.decoder!.setPageTable(request.slot, request.pages)
   }
 
   /**
@@ -798,11 +823,14 @@ export class GenerationEngine {
    * released (those the tree does not hold are free again) with what it had reserved.
    */
   private leave(request: Request): void {
+    if (request.slot < 0 || this.slots[request.slot] !== request) return // left already (an abort from its own onText)
     this.index(request)
     const size = this.pageTokens
     const rest = request.held - request.indexed * size
-    if (this.options.prefixCaching && rest > 0) {
-      this.insert(request.node, request.tokens.slice(request.indexed * size, request.held), request.pages[request.indexed]!)
+    const last = request.pages[request.indexed]
+    // Only a page it alone holds (after new weights a page shared with others can be partly recomputed).
+    if (this.options.prefixCaching && rest > 0 && last !== undefined && this.pageRefs[last] === 1) {
+      this.insert(request.node, request.tokens.slice(request.indexed * size, request.held), last)
     }
     for (const page of request.pages) this.unref(page)
     this.committed -= request.reserve
@@ -938,6 +966,7 @@ export class GenerationEngine {
       ready.map(({ row, generated }, index) => samplingRowOf(row, generated.length, index * vocabSize)),
     )
     ready.forEach((request, index) => {
+      if (this.slots[request.slot] !== request) return // aborted by an earlier row's onText in this step
       request.held++
       this.index(request)
       this.take(request, drawn[index]!)
@@ -968,7 +997,8 @@ export class GenerationEngine {
       const piece = request.finishReason === undefined ? request.stream.push(token) : request.stream.finish(this.finalText(request))
       if (piece !== '') request.onText!(piece)
     }
-    if (request.finishReason !== undefined) this.finish(request)
+    // Unless its onText aborted it (`cancel` rejected it and released its pages).
+    if (request.finishReason !== undefined && request.slot >= 0) this.finish(request)
   }
 
   private finalText(request: Request): string {
