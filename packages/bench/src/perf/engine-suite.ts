@@ -245,7 +245,6 @@ async function compareSampling(
     const engine = new GenerationEngine(model, {
       maxRows: prompts.length,
       maxSequenceLength: Math.max(...prompts.map((ids) => ids.length)) + newTokens,
-      kvCacheBytes: 2 ** 30,
       ...engineSettings(options),
     })
     try {

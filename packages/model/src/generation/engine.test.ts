@@ -196,6 +196,28 @@ describe('GenerationEngine', () => {
     }
   }
 
+  /**
+   * An engine of `pages` pages of `pageTokens` positions (`options` besides), an engine of the same settings without
+   * prefix caching as the reference, and a watcher of the first; `close` ends all three.
+   */
+  function budgeted(pages: number, pageTokens: number, options: { maxSequenceLength: number; maxRows: number; prefillChunkTokens?: number }) {
+    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
+    const kvCacheBytes = pages * 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * pageTokens
+    const engine = new GenerationEngine(model, { ...options, pageTokens, kvCacheBytes })
+    const reference = new GenerationEngine(model, { maxSequenceLength: options.maxSequenceLength, pageTokens, prefixCaching: false })
+    const watcher = watch(engine)
+    return {
+      engine,
+      reference,
+      watcher,
+      close: () => {
+        watcher.stop()
+        engine.dispose()
+        reference.dispose()
+      },
+    }
+  }
+
   it("holds a group's shared prompt in pages once: G samples take its whole pages once, each its own partial page and new tokens", async () => {
     const engine = new GenerationEngine(model, { maxSequenceLength: 128, maxRows: 8, pageTokens: 8 })
     const groupPrompt = prompt(45, 4) // 44 positions before the last token: 5 whole pages and 4 positions of a sixth
@@ -258,14 +280,10 @@ describe('GenerationEngine', () => {
   })
 
   it('keeps its pages accounted under pressure: 48 requests sharing prefixes, some aborted, under a budget of 30 pages of 4', async () => {
-    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
-    const pageBytes = 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * 4
-    const engine = new GenerationEngine(model, { maxSequenceLength: 48, maxRows: 5, pageTokens: 4, kvCacheBytes: 30 * pageBytes, prefillChunkTokens: 7 })
-    const reference = new GenerationEngine(model, { maxSequenceLength: 48, pageTokens: 4, prefixCaching: false })
+    const { engine, reference, watcher, close } = budgeted(30, 4, { maxSequenceLength: 48, maxRows: 5, prefillChunkTokens: 7 })
     const random = createRandom(11)
     const pick = (count: number) => random.nextInt(count)
     const bases = [prompt(13, 1), prompt(6, 2), prompt(21, 3)]
-    const watcher = watch(engine)
     try {
       const requests = Array.from({ length: 48 }, (_, index) => {
         const base = bases[pick(bases.length)]!
@@ -300,18 +318,12 @@ describe('GenerationEngine', () => {
       expect(stats.cachedPages + stats.freePages).toBe(30)
       expect(watcher.seen.looks).toBeGreaterThan(20)
     } finally {
-      watcher.stop()
-      engine.dispose()
-      reference.dispose()
+      close()
     }
   })
 
   it("moves a follower onto the tree's page when it completes one another request holds: no page outside the tree, every page accounted under eviction", async () => {
-    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
-    const pageBytes = 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * 4
-    const engine = new GenerationEngine(model, { maxSequenceLength: 32, maxRows: 4, pageTokens: 4, kvCacheBytes: 16 * pageBytes })
-    const reference = new GenerationEngine(model, { maxSequenceLength: 32, pageTokens: 4, prefixCaching: false })
-    const watcher = watch(engine)
+    const { engine, reference, watcher, close } = budgeted(16, 4, { maxSequenceLength: 32, maxRows: 4 })
     try {
       // 8 prompt tokens: the followers copy 3 positions of page 1, then complete it as the first does. The first ends
       // early, the others run on while distinct requests evict what only the tree holds.
@@ -330,18 +342,12 @@ describe('GenerationEngine', () => {
       expect(stats.kvUsage).toBe(0)
       expect(stats.cachedPages + stats.freePages).toBe(16) // none lost outside the tree
     } finally {
-      watcher.stop()
-      engine.dispose()
-      reference.dispose()
+      close()
     }
   })
 
   it("keeps a follower on the tree's page it completed: that page is not evicted under it while it runs", async () => {
-    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
-    const pageBytes = 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * 4
-    const engine = new GenerationEngine(model, { maxSequenceLength: 32, maxRows: 4, pageTokens: 4, kvCacheBytes: 9 * pageBytes })
-    const reference = new GenerationEngine(model, { maxSequenceLength: 32, pageTokens: 4, prefixCaching: false })
-    const watcher = watch(engine)
+    const { engine, reference, watcher, close } = budgeted(9, 4, { maxSequenceLength: 32, maxRows: 4 })
     try {
       // A and B share an 8-token prompt: B copies 3 positions of A's page 1, and both complete it at position 7, so B
       // finds A's page in the tree. A ends after 2 tokens; C then needs every page the tree alone holds while B runs.
@@ -360,9 +366,7 @@ describe('GenerationEngine', () => {
       const stats = engine.stats()
       expect(stats.cachedPages + stats.freePages).toBe(9)
     } finally {
-      watcher.stop()
-      engine.dispose()
-      reference.dispose()
+      close()
     }
   })
 

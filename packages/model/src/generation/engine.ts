@@ -19,8 +19,9 @@ export const generationEngineOptionsSchema = z.strictObject({
    * Bytes of keys and values (float32, every layer) the engine holds at most, as pages of `pageTokens` positions
    * (`kvCacheBytes / a page's bytes` of them): a request is admitted when the pages its prompt and `maxNewTokens` can
    * take are free or held only by the prefix cache (least recently used evicted first), so a sequence takes the memory
-   * of its own length, not of `maxSequenceLength`. Refused when one sequence of `maxSequenceLength` does not fit.
-   * Default: 256 MiB.
+   * of its own length, not of `maxSequenceLength`. Refused when one sequence of `maxSequenceLength` does not fit. The
+   * whole pool is allocated with each decoder (at the first iteration and after new weights): a budget far past what
+   * the requests and the cache can use costs memory and garbage-collection time. Default: 256 MiB.
    */
   kvCacheBytes: z
     .number()
@@ -539,6 +540,7 @@ export class GenerationEngine {
       request.node = this.root
       request.indexed = 0
       this.decoder.setPageTable(request.slot, request.pages)
+      for (const page of request.pages) this.decoder.clearPage(page) // the new decoder's memory: not yet its pages'
     }
   }
 
@@ -732,6 +734,7 @@ export class GenerationEngine {
   private takePage(request: Request): void {
     if (request.reserve <= 0) throw new Error(`GenerationEngine: a request took more pages than it reserved (${request.pages.length})`)
     const page = this.freePages.pop() ?? this.evict()
+    this.decoder!.clearPage(page)
     request.reserve--
     this.committed--
     this.pageRefs[page] = 1

@@ -523,10 +523,11 @@ export class HostDecoder {
     const cacheFloats = this.pages * keyValueHeads * this.pageLength * headDim
     const rows = Math.max(batch, this.prefillLength)
     try {
+      // A paged cache is cleared a page at a time as the engine takes them (`clearPage`): not all of it per decoder.
       this.layers = this.weights.layers.map((layer, index) => ({
         ...layer,
-        keys: arena.allocate(cacheFloats),
-        values: arena.allocate(cacheFloats),
+        keys: arena.allocate(cacheFloats, !this.paged),
+        values: arena.allocate(cacheFloats, !this.paged),
         backend: this.backend?.layers[index],
       }))
       this.x = arena.allocate(rows * hiddenSize)
@@ -864,6 +865,19 @@ export class HostDecoder {
       this.tables[at + index] = page
     }
     this.tables.fill(-1, at + pages.length, at + this.tableWidth)
+  }
+
+  /**
+   * Zeroes page `page`'s keys and values, every layer (paged decoders: a page's memory holds what an earlier decoder
+   * left there until then, and attention reads a page's positions past a row's length, weighted 0, up to a multiple of 4).
+   */
+  clearPage(page: number): void {
+    if (!(page >= 0 && page < this.pages)) throw new RangeError(`HostDecoder.clearPage: page ${page}, of ${this.pages}`)
+    const floats = this.model.config.numKeyValueHeads * this.pageLength * this.model.config.headDim
+    for (const layer of this.layers) {
+      layer.keys.fill(0, page * floats, (page + 1) * floats)
+      layer.values.fill(0, page * floats, (page + 1) * floats)
+    }
   }
 
   /** Copies the keys and values of page `from`'s first `count` positions to page `to` (a shared prefix's last, partial page). */

@@ -27,8 +27,11 @@ type ValueType = wasmBytecode.ValueType
 
 /** Float32 buffers in one memory and the product over them. */
 export interface MatmulArena {
-  /** A zeroed `Float32Array` of `length` in the arena (16-byte aligned). Valid until a `rewind` before it. */
-  allocate(length: number): Float32Array
+  /**
+   * A zeroed `Float32Array` of `length` in the arena (16-byte aligned). Valid until a `rewind` before it. `zeroed: false`
+   * leaves what a rewound earlier buffer held there (a large buffer its user clears in parts as it takes them).
+   */
+  allocate(length: number, zeroed?: boolean): Float32Array
   /** A zeroed `Int32Array` of `length` in the arena, as `allocate`. */
   allocateInts(length: number): Int32Array
   /** Bytes allocated so far (a mark for `rewind`). */
@@ -491,7 +494,7 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
       memoryInts = new Int32Array(reserved, 0, Math.floor(reserved.byteLength / 4))
       capacity = reserved.byteLength
     },
-    allocate(length) {
+    allocate(length, zeroed = true) {
       if (buffer === undefined) throw new Error('reserve() comes before allocate()')
       const offset = used
       used += Math.ceil((length * 4) / 16) * 16
@@ -500,7 +503,7 @@ export function createMatmulArena(options: { simd?: boolean; fused?: boolean; th
         throw new RangeError(`the arena holds ${capacity} bytes; ${offset + Math.ceil((length * 4) / 16) * 16} asked`)
       }
       const array = new Float32Array(buffer, offset, length)
-      if (offset < highWater) array.fill(0)
+      if (zeroed && offset < highWater) array.fill(0)
       highWater = Math.max(highWater, used)
       return array
     },
