@@ -594,6 +594,21 @@ describe('GenerationEngine', () => {
     }
   })
 
+  it('sizes its default pool to its rows twice over, at most 256 MiB', () => {
+    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
+    const pageBytes = 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * 8
+    const small = new GenerationEngine(model, { maxRows: 3, maxSequenceLength: 64, pageTokens: 8 })
+    const large = new GenerationEngine(model, { maxRows: 1024, maxSequenceLength: 512, pageTokens: 8 })
+    const given = new GenerationEngine(model, { maxRows: 3, maxSequenceLength: 64, pageTokens: 8, kvCacheBytes: 100 * pageBytes })
+    try {
+      expect(small.pages).toBe(2 * 3 * 8)
+      expect(large.pages).toBe(Math.floor(2 ** 28 / pageBytes))
+      expect(given.pages).toBe(100)
+    } finally {
+      for (const engine of [small, large, given]) engine.dispose()
+    }
+  })
+
   it('refuses what it cannot run when built or submitted, by name', async () => {
     expect(() => new GenerationEngine(model, { kvCacheBytes: 100 })).toThrow(InvalidArgumentError)
     expect(() => new GenerationEngine(model, { pageTokens: 6 })).toThrow(/options\.pageTokens.*multiple of 4/)

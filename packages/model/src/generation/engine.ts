@@ -21,13 +21,11 @@ export const generationEngineOptionsSchema = z.strictObject({
    * take are free or held only by the prefix cache (least recently used evicted first), so a sequence takes the memory
    * of its own length, not of `maxSequenceLength`. Refused when one sequence of `maxSequenceLength` does not fit. The
    * whole pool is allocated with each decoder (at the first iteration and after new weights): a budget far past what
-   * the requests and the cache can use costs memory and garbage-collection time. Default: 256 MiB.
+   * the requests and the cache can use costs memory and garbage-collection time. Default: room for `maxRows`
+   * sequences of `maxSequenceLength` twice over (the running rows, and as much again for the prefix cache), at most
+   * 256 MiB.
    */
-  kvCacheBytes: z
-    .number()
-    .int()
-    .min(1)
-    .default(2 ** 28),
+  kvCacheBytes: z.number().int().min(1).optional(),
   /**
    * Positions a page of keys and values holds (a multiple of 4): the unit in which sequences take memory and share
    * prefixes (a shared prefix's whole pages are shared, its last partial page copied). Smaller pages waste less memory
@@ -300,12 +298,13 @@ export class GenerationEngine {
     checkContextLength(model, rowLength, { argument: 'options.maxSequenceLength', value: rowLength, what: `maxSequenceLength (${rowLength})` })
     const { pageTokens } = this.options
     const pageBytes = 2 * 4 * config.numHiddenLayers * config.numKeyValueHeads * config.headDim * pageTokens
-    const pages = Math.floor(this.options.kvCacheBytes / pageBytes)
     const sequencePages = Math.ceil(rowLength / pageTokens)
+    const budget = this.options.kvCacheBytes ?? Math.min(2 ** 28, 2 * this.options.maxRows * sequencePages * pageBytes)
+    const pages = Math.floor(budget / pageBytes)
     if (pages < sequencePages) {
       throw new InvalidArgumentError({
         argument: 'options.kvCacheBytes',
-        value: this.options.kvCacheBytes,
+        value: budget,
         message: `holds no sequence of maxSequenceLength: ${rowLength} positions take ${sequencePages} pages of ${pageBytes} bytes, ${pages} fit (lower maxSequenceLength or raise kvCacheBytes)`,
       })
     }
@@ -314,7 +313,7 @@ export class GenerationEngine {
     if (floats > 2 ** 30 - 2 ** 20) {
       throw new InvalidArgumentError({
         argument: 'options.kvCacheBytes',
-        value: this.options.kvCacheBytes,
+        value: budget,
         message: `the engine would hold ${floats} floats (weights, ${pages} pages of ${pageTokens} positions, ${rows} rows of ${rowLength}), past the 4 GiB a WebAssembly memory addresses: a smaller kvCacheBytes or fewer rows`,
       })
     }
