@@ -631,12 +631,7 @@ export class GenerationEngine {
     if (match.copy !== undefined) {
       const { page, count } = match.copy
       if (this.pageRefs[page] === 0 && this.freePages.length + this.cachedCount - 1 < this.committed) length -= count
-      else {
-        this.ref(page) // not evicted for the copy's own page
-        this.takePage(request)
-        this.unref(page)
-        this.decoder!.copyPage(page, request.pages[request.pages.length - 1]!, count)
-      }
+      else this.copyPartialPage(request, page, count)
     }
     request.held = length
     if (length > 0) this.countReuse(request, length)
@@ -706,14 +701,19 @@ export class GenerationEngine {
       const whole = Math.floor(length / this.pageTokens)
       this.sharePages(request, donor.pages.slice(0, whole))
       const count = length - whole * this.pageTokens
-      if (count > 0) {
-        this.takePage(request)
-        this.decoder!.copyPage(donor.pages[whole]!, request.pages[whole]!, count)
-      }
+      if (count > 0) this.copyPartialPage(request, donor.pages[whole]!, count)
       request.held = length
       this.countReuse(request, length)
     }
     this.decoder!.setPageTable(request.slot, request.pages)
+  }
+
+  /** A new page at the end of the request's table holding the first `count` positions of page `source` (kept from eviction meanwhile). */
+  private copyPartialPage(request: Request, source: number, count: number): void {
+    this.ref(source)
+    this.takePage(request)
+    this.unref(source)
+    this.decoder!.copyPage(source, request.pages[request.pages.length - 1]!, count)
   }
 
   /** A request (holding no page yet) shares `pages`: each referred to, its reserve less them. */
@@ -771,8 +771,8 @@ export class GenerationEngine {
   }
 
   /**
-   * Puts the request's whole pages computed since the last call into the tree (a page whose tokens the tree holds
-   * already at that place stays the request's own; the tree's is the one later requests share).
+   * Puts the request's whole pages computed since the last call into the tree; where the tree holds a page of those
+   * tokens at that place already, the request moves onto it and frees its own.
    */
   private index(request: Request): void {
     if (!this.options.prefixCaching) return

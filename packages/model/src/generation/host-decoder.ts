@@ -916,7 +916,7 @@ export class HostDecoder {
       const layerValues = new Float32Array(keyValueHeads * count * headDim)
       for (let group = 0; group < keyValueHeads; group++) {
         for (let position = 0; position < count; position++) {
-          const block = this.tables[slot * this.tableWidth + Math.floor(position / pageLength)]! * keyValueHeads + group
+          const block = this.pageOf(slot, position) * keyValueHeads + group
           const offset = position % pageLength
           const target = (group * count + position) * headDim
           layerKeys.set(layer.keys.subarray((block * pageLength + offset) * headDim, (block * pageLength + offset + 1) * headDim), target)
@@ -956,7 +956,7 @@ export class HostDecoder {
       const base = ((row * keyValueHeads + group) * length + from) * headDim
       for (let index = 0; index < count; index++) {
         const position = start + index
-        const block = this.tables[slot * this.tableWidth + Math.floor(position / pageLength)]! * keyValueHeads + group
+        const block = this.pageOf(slot, position) * keyValueHeads + group
         const offset = position % pageLength
         const at = base + index * headDim
         layer.keys.set(keys.subarray(at, at + headDim), (block * pageLength + offset) * headDim)
@@ -967,7 +967,12 @@ export class HostDecoder {
 
   /** Whether row `slot`'s table names the pages of its positions `0 … position` (tables name their pages from the first). */
   private holdsPosition(slot: number, position: number): boolean {
-    return this.tables[slot * this.tableWidth + Math.floor(position / this.pageLength)]! >= 0
+    return this.pageOf(slot, position) >= 0
+  }
+
+  /** The page row `slot`'s table names for its position `position` (-1: none). */
+  private pageOf(slot: number, position: number): number {
+    return this.tables[slot * this.tableWidth + Math.floor(position / this.pageLength)]!
   }
 
   private unpagedOnly(method: string): void {
