@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createRandom, InvalidArgumentError } from '@ludic/core'
 import { afterAll, describe, expect, it } from 'vitest'
+import { fitProbe } from './fit-probe.js'
 import { main, type MainOptions } from './main.js'
 import {
+  bestRepliesToRandom,
   chatTemplate,
   createTacticalPolicy,
   nonTerminalPositions,
@@ -68,6 +70,38 @@ async function oneStepRun(options: MainOptions) {
   })
   return { report, runDirectory }
 }
+
+describe('the fit probe', () => {
+  it('knows the best replies to the random player exactly', () => {
+    const replies = bestRepliesToRandom()
+    expect(replies).toHaveLength(4520)
+    expect(replies.reduce((total, reply) => total + reply.moves.length, 0)).toBe(8130)
+    // The empty board: a corner, winning 191/192 of the games as O.
+    expect(replies[0]!.moves).toEqual([0, 2, 6, 8])
+    expect(replies[0]!.winChance).toBeCloseTo(191 / 192, 12)
+    // As X, after each of O's nine first moves (uniform): 93.9 %.
+    const asX = replies.filter((reply) => reply.board.filter(Boolean).length === 1)
+    expect(asX).toHaveLength(9)
+    expect(asX.reduce((total, reply) => total + reply.winChance, 0) / 9).toBeCloseTo(0.9386, 4)
+    // Where the mover can win at once, only winning moves are best: O0 O1 X3 X4, O to move wins at 2.
+    const position = replies.find((reply) => reply.board.join(',') === 'O,O,,X,X,,,,')
+    expect(position).toMatchObject({ moves: [2], winChance: 1 })
+  })
+
+  it('trains on them from scratch and plays the random player, refusing heads that do not split the width', async () => {
+    const lines: string[] = []
+    const points = await fitProbe({ steps: 2, evaluateEvery: 1, evaluationEpisodes: 4, attentionHeads: 32, backend: 'wasm', log: (line) => lines.push(line) })
+    expect(points.map((point) => point.step)).toEqual([1, 2])
+    for (const point of points) {
+      expect(point.loss).toBeGreaterThan(0)
+      for (const rate of [point.sampledWinRate, point.greedyWinRate, point.greedyLossRate]) expect(rate).toBeGreaterThanOrEqual(0)
+      expect(point.greedyWinRate + point.greedyLossRate).toBeLessThanOrEqual(1)
+    }
+    expect(lines).toHaveLength(2)
+    const refused = await fitProbe({ attentionHeads: 5, backend: 'wasm' }).catch((error: unknown) => error)
+    expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.attentionHeads')
+  })
+})
 
 describe('selfplay-tictactoe', () => {
   it('runs with tiny settings and writes the report, the metrics and the chart', async () => {
@@ -185,6 +219,19 @@ describe('selfplay-tictactoe', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as { turns: { policyId: string }[] })
     expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'tactical-opponent']))
+  })
+
+  it('builds the model with the heads asked for, records them, and refuses to resume the run with others', async () => {
+    const { report, runDirectory } = await oneStepRun({ attentionHeads: 32 })
+    expect(report.options).toMatchObject({ attentionHeads: 32 })
+    expect(JSON.parse(await readFile(join(runDirectory, 'model.json'), 'utf8'))).toEqual({ modelSize: 'tiny', attentionHeads: 32, vocabSize: 293 })
+    const resumed = await main({ steps: 2, runDirectory, backend: 'wasm', progress: false, log: () => {} }).catch((error: unknown) => error)
+    expect(InvalidArgumentError.isInstance(resumed) && resumed.argument).toBe('options.attentionHeads')
+    expect((resumed as Error).message).toContain('was trained with 32')
+    for (const attentionHeads of [3, 128]) {
+      const refused = await main({ attentionHeads, backend: 'wasm', progress: false, log: () => {} }).catch((error: unknown) => error)
+      expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.attentionHeads')
+    }
   })
 
   it('refuses opponent shares that add up to more than 1 when the options are parsed, before anything runs', async () => {

