@@ -7,14 +7,14 @@
  *
  *   npx tsx src/fit-probe.ts --backend tensorflow --attention-heads 32 --steps 3000
  */
-import { InvalidArgumentError, parseArgument } from '@ludic/core'
+import { parseArgument } from '@ludic/core'
 import { createRandomPolicy } from '@ludic/games'
-import { createLocalPolicy, createModel, presetConfig } from '@ludic/model'
+import { createLocalPolicy, createModel } from '@ludic/model'
 import { runExampleMain } from '@ludic/report'
 import { initTensors } from '@ludic/tensors'
 import { createSftTrainer } from '@ludic/trainer'
 import { z } from 'zod'
-import { bestRepliesToRandom, chatTemplate, moveText, playAgainst, promptOfBoard, trainTicTacToeTokenizer } from './tictactoe-setup.js'
+import { attentionHeadsOverrides, bestRepliesToRandom, chatTemplate, moveText, playAgainst, promptOfBoard, trainTicTacToeTokenizer } from './tictactoe-setup.js'
 
 export const fitProbeOptionsSchema = z.object({
   /** Supervised updates. Default 3,000. */
@@ -47,28 +47,34 @@ export interface FitProbePoint {
 
 export async function fitProbe(options: FitProbeOptions = {}): Promise<FitProbePoint[]> {
   const parsed = parseArgument(fitProbeOptionsSchema, options, 'options')
-  const { hiddenSize } = presetConfig(parsed.modelSize, 2)
-  const heads = parsed.attentionHeads
-  if (heads !== undefined && (hiddenSize % heads !== 0 || (hiddenSize / heads) % 2 !== 0))
-    throw new InvalidArgumentError({ argument: 'options.attentionHeads', value: heads, message: `must split the width (${hiddenSize}) into heads of an even size` })
+  const heads = attentionHeadsOverrides(parsed.modelSize, parsed.attentionHeads)
   await initTensors({ backend: parsed.backend })
   const tokenizer = trainTicTacToeTokenizer(300)
   const model = createModel(parsed.modelSize, {
     vocabSize: tokenizer.vocabSize,
     seed: parsed.seed,
-    ...(heads === undefined ? {} : { overrides: { numAttentionHeads: heads, numKeyValueHeads: heads } }),
+    ...heads,
   })
   try {
     const examples = bestRepliesToRandom().flatMap(({ board, moves }) => moves.map((cell) => ({ prompt: promptOfBoard(board), response: moveText(cell) })))
     const schedule = { type: 'warmup-cosine', warmupSteps: Math.min(20, parsed.steps), totalSteps: parsed.steps, minRatio: 0.1 } as const
-    const trainer = createSftTrainer({ model, tokenizer, examples, batchSize: parsed.batchSize, optimizer: { learningRate: parsed.learningRate }, schedule, seed: parsed.seed })
+    const trainer = createSftTrainer({
+      model,
+      tokenizer,
+      examples,
+      batchSize: parsed.batchSize,
+      optimizer: { learningRate: parsed.learningRate },
+      schedule,
+      seed: parsed.seed,
+    })
     const learner = createLocalPolicy({ model, tokenizer, chatTemplate, maxBatch: 256, seed: parsed.seed, id: 'learner' })
     const points: FitProbePoint[] = []
     try {
       for (let step = 0; step < parsed.steps; ) {
         step = Math.min(parsed.steps, step + parsed.evaluateEvery)
         const metrics = await trainer.run({ steps: step, progress: false })
-        const play = (temperature: number) => playAgainst(learner, createRandomPolicy({ seed: parsed.seed + 5 }), parsed.evaluationEpisodes, parsed.seed + 5, temperature)
+        const play = (temperature: number) =>
+          playAgainst(learner, createRandomPolicy({ seed: parsed.seed + 5 }), parsed.evaluationEpisodes, parsed.seed + 5, temperature)
         const [sampled, greedy] = [await play(1), await play(0)]
         const point = { step, loss: metrics.at(-1)!.loss, sampledWinRate: sampled.winRate, greedyWinRate: greedy.winRate, greedyLossRate: greedy.lossRate }
         points.push(point)

@@ -8,7 +8,7 @@
 import { createGae, createRae, gaeOptionsSchema } from '@ludic/advantages'
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { createRandomPolicy, createTicTacToe, createTicTacToeMinimaxPolicy } from '@ludic/games'
-import { createLocalPolicy, createModel, presetConfig } from '@ludic/model'
+import { createLocalPolicy, createModel } from '@ludic/model'
 import { runExampleMain, type ExampleReport } from '@ludic/report'
 import { createRlTrainer, criticConfigSchema } from '@ludic/trainer'
 import {
@@ -26,7 +26,15 @@ import { existsSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { chatTemplate, createTacticalPolicy, playAgainst, randomPlayExamples, trainTicTacToeTokenizer, type PlayResult } from './tictactoe-setup.js'
+import {
+  attentionHeadsOverrides,
+  chatTemplate,
+  createTacticalPolicy,
+  playAgainst,
+  randomPlayExamples,
+  trainTicTacToeTokenizer,
+  type PlayResult,
+} from './tictactoe-setup.js'
 
 /**
  * The shared example options (`exampleOptionsSchema`: steps, warm-up, batch, learning rates, KL, evaluations, run)
@@ -135,14 +143,8 @@ export async function main(options: MainOptions = {}): Promise<Report> {
         throw new InvalidArgumentError({ argument: `options.${name}`, value, message: "needs options.advantage 'gae' (RAE uses no critic)" })
   }
   const { log, seed } = parsed
-  const heads = parsed.attentionHeads
-  const { hiddenSize } = presetConfig(parsed.modelSize, parsed.vocabSize)
-  if (heads !== undefined && (hiddenSize % heads !== 0 || (hiddenSize / heads) % 2 !== 0))
-    throw new InvalidArgumentError({
-      argument: 'options.attentionHeads',
-      value: heads,
-      message: `must split the ${parsed.modelSize} preset's width (${hiddenSize}) into heads of an even size`,
-    })
+  // Refused before anything runs.
+  const heads = attentionHeadsOverrides(parsed.modelSize, parsed.attentionHeads)
   const run = await startExampleRun(new URL('..', import.meta.url), parsed)
 
   // 1. A tokenizer trained on game text (each move one token), and a model from scratch.
@@ -150,14 +152,16 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const model = createModel(parsed.modelSize, {
     vocabSize: tokenizer.vocabSize,
     seed,
-    ...(heads === undefined ? {} : { overrides: { numAttentionHeads: heads, numKeyValueHeads: heads } }),
+    ...heads,
   })
-  await checkRunModel(run.runDirectory, { modelSize: parsed.modelSize, attentionHeads: model.config.numAttentionHeads, vocabSize: model.config.vocabSize }).catch(
-    (error: unknown) => {
-      model.dispose()
-      throw error
-    },
-  )
+  await checkRunModel(run.runDirectory, {
+    modelSize: parsed.modelSize,
+    attentionHeads: model.config.numAttentionHeads,
+    vocabSize: model.config.vocabSize,
+  }).catch((error: unknown) => {
+    model.dispose()
+    throw error
+  })
   const learner = createLocalPolicy({ model, tokenizer, chatTemplate, maxBatch: 256, seed, id: 'learner' })
   const random = (evaluationSeed: number) => createRandomPolicy({ seed: evaluationSeed })
   const evaluate = async (step: number): Promise<Evaluation> => {

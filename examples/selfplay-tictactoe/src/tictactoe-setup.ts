@@ -1,4 +1,4 @@
-import type { ChatMessage, PolicyV1, Random, TokenizerV1 } from '@ludic/core'
+import { type ChatMessage, InvalidArgumentError, type PolicyV1, type Random, type TokenizerV1 } from '@ludic/core'
 import {
   createOpponentPolicy,
   createTicTacToe,
@@ -11,7 +11,7 @@ import {
   type TicTacToeBoard,
   type TicTacToeMark,
 } from '@ludic/games'
-import type { CausalLanguageModel } from '@ludic/model'
+import { type CausalLanguageModel, presetConfig } from '@ludic/model'
 import { actionLogprobs, evaluateAgainst } from '@ludic/trainer'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
 
@@ -43,6 +43,23 @@ export const promptOfBoard = (board: TicTacToeBoard): string => `${terseBoard(bo
 
 /** `[4]` */
 export const moveText = (cell: number): string => `[${cell}]`
+
+/**
+ * `createModel`'s options for `heads` attention heads (keys and values as many) on a preset: its width split among
+ * them, the same parameters. `{}` for the preset's own. Refused (naming `options.attentionHeads`) unless they split the
+ * width into heads of an even size (the rotary embedding's pairs).
+ */
+export function attentionHeadsOverrides(modelSize: 'tiny' | 'small', heads: number | undefined): { overrides?: Record<string, number> } {
+  if (heads === undefined) return {}
+  const { hiddenSize } = presetConfig(modelSize, 2)
+  if (hiddenSize % heads !== 0 || (hiddenSize / heads) % 2 !== 0)
+    throw new InvalidArgumentError({
+      argument: 'options.attentionHeads',
+      value: heads,
+      message: `must split the ${modelSize} preset's width (${hiddenSize}) into heads of an even size`,
+    })
+  return { overrides: { numAttentionHeads: heads, numKeyValueHeads: heads } }
+}
 
 /** Every reachable position where the game is not over (4,520 of the 5,478 reachable ones), in a fixed order. */
 export function nonTerminalPositions(): TicTacToeBoard[] {
