@@ -3,10 +3,12 @@
 random player at every TicTacToe position (each best move once), token ids of its own (not the example's BPE).
 Prints the share of positions whose most likely move is a best reply, and the probability mass on best replies.
 
-    python scripts/fit-probe-peer.py --heads 32            # 3,000 updates of 64, AdamW 1e-3, seed 0
+    python scripts/fit-probe-peer.py --heads 32            # 3,000 updates of 64, AdamW 1e-3 (20 to warm up, a cosine
+                                                           # to a tenth), gradients clipped to 1, seed 0
     python scripts/fit-probe-peer.py --layout lines        # the board as its eight lines
     python scripts/fit-probe-peer.py --rope-theta 1e12     # (almost) no rotary positions
-    python scripts/fit-probe-peer.py --mlp                 # 27 one-hot cells -> 384 -> 384 -> 9
+    python scripts/fit-probe-peer.py --mlp                 # 27 cell states + the mark to move -> 384 -> 384 -> 9
+                                                           # (a constant 1e-3, no clipping)
 """
 import argparse, math, random
 import torch

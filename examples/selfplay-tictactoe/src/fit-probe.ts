@@ -16,7 +16,7 @@ import { createSftTrainer } from '@ludic/trainer'
 import { z } from 'zod'
 import { attentionHeadsOverrides, bestRepliesToRandom, chatTemplate, moveText, playAgainst, promptOfBoard, trainTicTacToeTokenizer } from './tictactoe-setup.js'
 
-export const fitProbeOptionsSchema = z.object({
+export const fitProbeOptionsSchema = z.strictObject({
   /** Supervised updates. Default 3,000. */
   steps: z.number().int().positive().default(3000),
   /** Examples per update. Default 64. */
@@ -25,12 +25,17 @@ export const fitProbeOptionsSchema = z.object({
   learningRate: z.number().positive().default(1e-3),
   /** Attention heads (keys and values as many; the preset's width split among them). Default: the preset's. */
   attentionHeads: z.number().int().positive().optional(),
+  /** `tiny` (d 128, 2 layers) or `small` (d 256, 4 layers). Default `tiny`. */
   modelSize: z.enum(['tiny', 'small']).default('tiny'),
-  /** Games against the random player after every `evaluateEvery` updates (and at the end). */
+  /** Games against the random player after every `evaluateEvery` updates, and after the last. Default 1,000. */
   evaluateEvery: z.number().int().positive().default(1000),
+  /** Games of each evaluation, seats alternating, sampled (T = 1) and again greedy. Default 400. */
   evaluationEpisodes: z.number().int().positive().default(400),
+  /** Seeds the model, the order of examples, sampling and the random player. Default 0. */
   seed: z.number().int().min(0).default(0),
+  /** The TensorFlow.js backend (`initTensors`: `auto` tries the native ones, then WebAssembly; `LUDIC_BACKEND` overrides). */
   backend: z.enum(['auto', 'tensorflow', 'wasm', 'cpu']).default('auto'),
+  /** Where each evaluation's line goes. Default `console.log`. */
   log: z.custom<(line: string) => void>((value) => typeof value === 'function').default(() => console.log),
 })
 export type FitProbeOptions = z.input<typeof fitProbeOptionsSchema>
@@ -58,6 +63,7 @@ export async function fitProbe(options: FitProbeOptions = {}): Promise<FitProbeP
   try {
     const examples = bestRepliesToRandom().flatMap(({ board, moves }) => moves.map((cell) => ({ prompt: promptOfBoard(board), response: moveText(cell) })))
     const schedule = { type: 'warmup-cosine', warmupSteps: Math.min(20, parsed.steps), totalSteps: parsed.steps, minRatio: 0.1 } as const
+    const learner = createLocalPolicy({ model, tokenizer, chatTemplate, maxBatch: 256, seed: parsed.seed, id: 'learner' })
     const trainer = createSftTrainer({
       model,
       tokenizer,
@@ -67,9 +73,8 @@ export async function fitProbe(options: FitProbeOptions = {}): Promise<FitProbeP
       schedule,
       seed: parsed.seed,
     })
-    const learner = createLocalPolicy({ model, tokenizer, chatTemplate, maxBatch: 256, seed: parsed.seed, id: 'learner' })
-    const points: FitProbePoint[] = []
     try {
+      const points: FitProbePoint[] = []
       for (let step = 0; step < parsed.steps; ) {
         step = Math.min(parsed.steps, step + parsed.evaluateEvery)
         const metrics = await trainer.run({ steps: step, progress: false })
@@ -82,10 +87,10 @@ export async function fitProbe(options: FitProbeOptions = {}): Promise<FitProbeP
           `step ${step}: loss ${point.loss.toFixed(3)}, vs random sampled ${(100 * point.sampledWinRate).toFixed(1)} %, greedy ${(100 * point.greedyWinRate).toFixed(1)} % (lost ${(100 * point.greedyLossRate).toFixed(1)} %)`,
         )
       }
+      return points
     } finally {
       trainer.dispose()
     }
-    return points
   } finally {
     model.dispose()
   }

@@ -2,6 +2,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createRandom, InvalidArgumentError } from '@ludic/core'
+import { initTensors } from '@ludic/tensors'
+import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, describe, expect, it } from 'vitest'
 import { fitProbe } from './fit-probe.js'
 import { main, type MainOptions } from './main.js'
@@ -90,6 +92,8 @@ describe('the fit probe', () => {
 
   it('trains on them from scratch and plays the random player, refusing heads that do not split the width', async () => {
     const lines: string[] = []
+    await initTensors({ backend: 'wasm', verbose: false })
+    const tensorsBefore = tf.memory().numTensors
     const points = await fitProbe({ steps: 2, evaluateEvery: 1, evaluationEpisodes: 4, attentionHeads: 32, backend: 'wasm', log: (line) => lines.push(line) })
     expect(points.map((point) => point.step)).toEqual([1, 2])
     for (const point of points) {
@@ -98,6 +102,7 @@ describe('the fit probe', () => {
       expect(point.greedyWinRate + point.greedyLossRate).toBeLessThanOrEqual(1)
     }
     expect(lines).toHaveLength(2)
+    expect(tf.memory().numTensors).toBe(tensorsBefore) // the model and the optimizer freed
     const refused = await fitProbe({ attentionHeads: 5, backend: 'wasm' }).catch((error: unknown) => error)
     expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.attentionHeads')
   })
@@ -222,16 +227,29 @@ describe('selfplay-tictactoe', () => {
   })
 
   it('builds the model with the heads asked for, records them, and refuses to resume the run with others', async () => {
-    const { report, runDirectory } = await oneStepRun({ attentionHeads: 32 })
+    const { report, runDirectory } = await oneStepRun({ attentionHeads: 32, checkpointEvery: 1 })
     expect(report.options).toMatchObject({ attentionHeads: 32 })
-    expect(JSON.parse(await readFile(join(runDirectory, 'model.json'), 'utf8'))).toEqual({ modelSize: 'tiny', attentionHeads: 32, vocabSize: 293 })
-    const resumed = await main({ steps: 2, runDirectory, backend: 'wasm', progress: false, log: () => {} }).catch((error: unknown) => error)
+    expect(JSON.parse(await readFile(join(runDirectory, 'model.json'), 'utf8'))).toEqual({ modelSize: 'tiny', attentionHeads: 32, vocabSize: 300 })
+    const quiet = { backend: 'wasm', progress: false, log: () => {} } as const
+    const resumed = await main({ steps: 2, runDirectory, ...quiet }).catch((error: unknown) => error)
     expect(InvalidArgumentError.isInstance(resumed) && resumed.argument).toBe('options.attentionHeads')
     expect((resumed as Error).message).toContain('was trained with 32')
+    // A run from before model.json was kept had the preset's 4 heads: resuming it with 32 is refused too.
+    await rm(join(runDirectory, 'model.json'))
+    const older = await main({ steps: 2, attentionHeads: 32, runDirectory, ...quiet }).catch((error: unknown) => error)
+    expect(InvalidArgumentError.isInstance(older) && older.argument).toBe('options.attentionHeads')
+    expect((older as Error).message).toContain('was trained with 4')
     for (const attentionHeads of [3, 128]) {
-      const refused = await main({ attentionHeads, backend: 'wasm', progress: false, log: () => {} }).catch((error: unknown) => error)
+      const refused = await main({ attentionHeads, steps: 1, sftSteps: 1, ...quiet }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.attentionHeads')
     }
+  })
+
+  it('starts afresh with other heads in a run directory that holds no checkpoint yet', async () => {
+    const { runDirectory } = await oneStepRun({ attentionHeads: 32 }) // checkpointEvery 0: nothing to resume
+    const { report } = await oneStepRun({ runDirectory })
+    expect(report.after.step).toBe(1)
+    expect(JSON.parse(await readFile(join(runDirectory, 'model.json'), 'utf8'))).toMatchObject({ attentionHeads: 4 })
   })
 
   it('refuses opponent shares that add up to more than 1 when the options are parsed, before anything runs', async () => {

@@ -8,7 +8,7 @@
 import { createGae, createRae, gaeOptionsSchema } from '@ludic/advantages'
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { createRandomPolicy, createTicTacToe, createTicTacToeMinimaxPolicy } from '@ludic/games'
-import { createLocalPolicy, createModel } from '@ludic/model'
+import { createLocalPolicy, createModel, presetConfig } from '@ludic/model'
 import { runExampleMain, type ExampleReport } from '@ludic/report'
 import { createRlTrainer, criticConfigSchema } from '@ludic/trainer'
 import {
@@ -154,11 +154,8 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     seed,
     ...heads,
   })
-  await checkRunModel(run.runDirectory, {
-    modelSize: parsed.modelSize,
-    attentionHeads: model.config.numAttentionHeads,
-    vocabSize: model.config.vocabSize,
-  }).catch((error: unknown) => {
+  const shape = { modelSize: parsed.modelSize, attentionHeads: model.config.numAttentionHeads, vocabSize: parsed.vocabSize }
+  await checkRunModel(run, shape, presetConfig(parsed.modelSize, parsed.vocabSize).numAttentionHeads).catch((error: unknown) => {
     model.dispose()
     throw error
   })
@@ -282,20 +279,38 @@ export async function main(options: MainOptions = {}): Promise<Report> {
 /**
  * The model's shape options, kept in the run directory (`model.json`): a resumed run must build the model its
  * checkpoints were trained as (more heads have the same parameters, so the weights would load into another model
- * without a word). Written by a new run; a run resumed with other values is refused, naming the option.
+ * without a word). A run that starts afresh (no checkpoint yet) writes them; a resumed one is compared with them and
+ * refused, naming the option, where they differ. A run from before `model.json` was kept had the preset's heads.
  */
-async function checkRunModel(runDirectory: string, shape: { modelSize: string; attentionHeads: number; vocabSize: number }): Promise<void> {
-  const path = join(runDirectory, 'model.json')
+async function checkRunModel(
+  run: { runDirectory: string; resuming: boolean },
+  shape: { modelSize: string; attentionHeads: number; vocabSize: number },
+  presetHeads: number,
+): Promise<void> {
+  const path = join(run.runDirectory, 'model.json')
+  if (!run.resuming) {
+    await writeFile(path, `${JSON.stringify(shape, null, 2)}\n`)
+    return
+  }
+  let saved: Record<string, unknown> = { attentionHeads: presetHeads }
   if (existsSync(path)) {
-    const saved = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>
-    for (const [name, value] of Object.entries(shape))
-      if (saved[name] !== value)
-        throw new InvalidArgumentError({
-          argument: `options.${name}`,
-          value,
-          message: `differs from the run being resumed (${runDirectory} was trained with ${JSON.stringify(saved[name])})`,
-        })
-  } else await writeFile(path, `${JSON.stringify(shape, null, 2)}\n`)
+    try {
+      saved = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>
+    } catch (error) {
+      throw new InvalidArgumentError({
+        argument: 'options.runDirectory',
+        value: run.runDirectory,
+        message: `holds an unreadable model.json (${String(error)})`,
+      })
+    }
+  }
+  for (const [name, value] of Object.entries(shape))
+    if (name in saved && saved[name] !== value)
+      throw new InvalidArgumentError({
+        argument: `options.${name}`,
+        value,
+        message: `differs from the run being resumed (${run.runDirectory} was trained with ${JSON.stringify(saved[name])})`,
+      })
 }
 
 const pct = (value: number) => `${(100 * value).toFixed(1)}%`
