@@ -52,6 +52,7 @@ export {
   createGenerationEngine,
   GenerationEngine,
   generationEngineOptionsSchema,
+  kvPageBytes,
   type EngineSequence,
   type EngineStats,
   type EngineSubmitControls,

@@ -7,7 +7,17 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createRandom, deriveSeed } from '@ludic/core'
-import { computeGradients, createAdamW, createModel, GenerationEngine, generate, type CausalLanguageModel, type PresetName } from '@ludic/model'
+import {
+  computeGradients,
+  createAdamW,
+  createModel,
+  GenerationEngine,
+  generate,
+  generationEngineOptionsSchema,
+  kvPageBytes,
+  type CausalLanguageModel,
+  type PresetName,
+} from '@ludic/model'
 import { initTensors, tokenLogprobs, writeSafetensorsFile, type InitTensorsOptions } from '@ludic/tensors'
 import * as tf from '@tensorflow/tfjs-core'
 
@@ -214,26 +224,18 @@ export async function measureDecode(backend: string, settings: DecodeSettings): 
 /** `inputIds` sampled on a fresh engine (every row at once, temperature 1, no stop token; seeds as `generate`'s). */
 async function engineSample(model: CausalLanguageModel, inputIds: readonly Int32Array[], settings: DecodeSettings) {
   const { newTokens } = settings
+  const pageTokens = settings.enginePageTokens ?? generationEngineOptionsSchema.shape.pageTokens.parse(undefined)
+  const sequenceLength = inputIds[0]!.length + newTokens
   const engine = new GenerationEngine(model, {
     maxRows: inputIds.length,
-    maxSequenceLength: inputIds[0]!.length + newTokens,
+    maxSequenceLength: sequenceLength,
     // The pages the rows take (all their positions in distinct pages) and no more: the engine allocates its whole pool,
     // and one far larger than a run needs costs it (a 2 GiB pool ran the decode suite's 128-row batch ~30 % slower).
-    kvCacheBytes: Math.max(
-      2 ** 20,
-      inputIds.length *
-        Math.ceil((inputIds[0]!.length + newTokens) / (settings.enginePageTokens ?? 32)) *
-        2 *
-        4 *
-        model.config.numHiddenLayers *
-        model.config.numKeyValueHeads *
-        model.config.headDim *
-        (settings.enginePageTokens ?? 32),
-    ),
+    kvCacheBytes: Math.max(2 ** 20, inputIds.length * Math.ceil(sequenceLength / pageTokens) * kvPageBytes(model.config, pageTokens)),
+    pageTokens,
     products: settings.engineProducts,
     threads: settings.engineThreads,
     ...(settings.enginePrefillChunkTokens === undefined ? {} : { prefillChunkTokens: settings.enginePrefillChunkTokens }),
-    ...(settings.enginePageTokens === undefined ? {} : { pageTokens: settings.enginePageTokens }),
   })
   try {
     return await Promise.all(

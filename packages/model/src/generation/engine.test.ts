@@ -196,13 +196,18 @@ describe('GenerationEngine', () => {
     }
   }
 
+  /** A page's bytes, computed here apart from the engine's `kvPageBytes`: keys and values, float32, every layer. */
+  const pageBytesOf = (pageTokens: number) => {
+    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
+    return 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * pageTokens
+  }
+
   /**
    * An engine of `pages` pages of `pageTokens` positions (`options` besides), an engine of the same settings without
    * prefix caching as the reference, and a watcher of the first; `close` ends all three.
    */
   function budgeted(pages: number, pageTokens: number, options: { maxSequenceLength: number; maxRows: number; prefillChunkTokens?: number }) {
-    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
-    const kvCacheBytes = pages * 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * pageTokens
+    const kvCacheBytes = pages * pageBytesOf(pageTokens)
     const engine = new GenerationEngine(model, { ...options, pageTokens, kvCacheBytes })
     const reference = new GenerationEngine(model, { maxSequenceLength: options.maxSequenceLength, pageTokens, prefixCaching: false })
     const watcher = watch(engine)
@@ -247,8 +252,7 @@ describe('GenerationEngine', () => {
   })
 
   it('admits requests as their pages fit the KV budget, evicts the least recently used cached pages, and loses no request', async () => {
-    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
-    const pageBytes = 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * 8
+    const pageBytes = pageBytesOf(8)
     // 12 pages of 8 positions; a request of 20 + 20 tokens takes ceil(39 / 8) = 5: two run at once.
     const engine = new GenerationEngine(model, { maxSequenceLength: 64, maxRows: 6, pageTokens: 8, kvCacheBytes: 12 * pageBytes })
     expect(engine.pages).toBe(12)
@@ -595,8 +599,7 @@ describe('GenerationEngine', () => {
   })
 
   it('sizes its default pool to its rows twice over, at most 256 MiB', () => {
-    const { numHiddenLayers, numKeyValueHeads, headDim } = model.config
-    const pageBytes = 2 * 4 * numHiddenLayers * numKeyValueHeads * headDim * 8
+    const pageBytes = pageBytesOf(8)
     const small = new GenerationEngine(model, { maxRows: 3, maxSequenceLength: 64, pageTokens: 8 })
     const large = new GenerationEngine(model, { maxRows: 1024, maxSequenceLength: 512, pageTokens: 8 })
     const given = new GenerationEngine(model, { maxRows: 3, maxSequenceLength: 64, pageTokens: 8, kvCacheBytes: 100 * pageBytes })

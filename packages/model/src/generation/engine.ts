@@ -1,6 +1,7 @@
 import { InvalidArgumentError, parseArgument, tokenizerSchema, type FinishReason, yieldToEventLoop } from '@ludic/core'
 import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
+import type { ModelConfig } from '../config/model-config.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
 import { checkGenerationRow, createTextStream, firstStop, type GeneratedSequence, type GenerationRow, samplingRowOf } from './generate.js'
@@ -204,6 +205,11 @@ interface PrefixMatch {
   length: number
 }
 
+/** The bytes of one page of `pageTokens` positions of keys and values, float32, every layer (`kvCacheBytes` is a number of them). */
+export function kvPageBytes(config: ModelConfig, pageTokens: number): number {
+  return 2 * 4 * config.numHiddenLayers * config.numKeyValueHeads * config.headDim * pageTokens
+}
+
 /**
  * `new GenerationEngine(model, options)` for a caller whose own option holds the engine's settings (`argument`: the
  * local policy's `options.engine`, the trainer's `config.batch.engine`): a setting the engine refuses is named there
@@ -297,7 +303,7 @@ export class GenerationEngine {
     const rowLength = this.options.maxSequenceLength ?? Math.min(model.maxContextTokens, 2048)
     checkContextLength(model, rowLength, { argument: 'options.maxSequenceLength', value: rowLength, what: `maxSequenceLength (${rowLength})` })
     const { pageTokens } = this.options
-    const pageBytes = 2 * 4 * config.numHiddenLayers * config.numKeyValueHeads * config.headDim * pageTokens
+    const pageBytes = kvPageBytes(config, pageTokens)
     const sequencePages = Math.ceil(rowLength / pageTokens)
     const budget = this.options.kvCacheBytes ?? Math.min(2 ** 28, 2 * this.options.maxRows * sequencePages * pageBytes)
     const pages = Math.floor(budget / pageBytes)
