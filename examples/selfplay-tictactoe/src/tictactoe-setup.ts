@@ -218,11 +218,6 @@ export function createTacticalPolicy(options: { seed: number; id?: string }): Po
 export function tacticalMove(board: TicTacToeBoard, random: Random): number {
   const mark = ticTacToeMarkToMove(board)
   const empty = ticTacToeEmptyCells(board)
-  const completes = (player: 'O' | 'X') =>
-    empty.find((cell) => {
-      const next = [...board]
-      next[cell] = player
-      return ticTacToeWinner(next) === player
-    })
+  const completes = (player: 'O' | 'X') => empty.find((cell) => ticTacToeWinner(withMove(board, cell, player)) === player)
   return completes(mark) ?? completes(mark === 'O' ? 'X' : 'O') ?? random.choice(empty)
 }
