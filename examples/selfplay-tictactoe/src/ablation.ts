@@ -36,6 +36,7 @@ export const ablationRows: readonly AblationRow[] = [
   { name: 'minimax-kl', lever: '+ minimax 0.35 + KL annealed to 0.2 β (r2)', options: { minimaxOpponentShare: 0.35, klFinalRatio: 0.2 } },
   { name: 'tactical', lever: '+ tactical player, share 0.25', options: { randomOpponentShare: 0.45, tacticalOpponentShare: 0.25 } },
   { name: 'heads', lever: '+ 32 attention heads of 4 (the same parameters)', options: { attentionHeads: 32 } },
+  { name: 'per-opponent', lever: '+ RAE baselines per opponent', options: { raePerOpponent: true } },
 ]
 
 const listOf = <T extends z.ZodType>(item: T) =>

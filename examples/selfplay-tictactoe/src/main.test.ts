@@ -64,6 +64,7 @@ async function oneStepRun(options: MainOptions) {
     evaluationEpisodes: 4,
     minimaxEpisodes: 2,
     checkpointEvery: 0,
+    exactEvaluation: false,
     runDirectory,
     backend: 'wasm',
     progress: false,
@@ -150,6 +151,18 @@ describe('selfplay-tictactoe', () => {
       expect(evaluation.winRateInterval.high - evaluation.winRateInterval.low).toBeGreaterThan(0)
     }
     for (const play of [report.minimaxAfter.sampled, report.minimaxAfter.greedy]) expect(play.winRate + play.drawRate + play.lossRate).toBeCloseTo(1, 9)
+    // Exactly against the random player: each seat's outcomes add up to 1, and its win and the win chance it lost to the
+    // best replies' (99.48 % as O, 93.86 % as X).
+    for (const play of [report.exactAfter!.sampled, report.exactAfter!.greedy]) {
+      for (const [seat, best] of [
+        [play.asO, 0.99479],
+        [play.asX, 0.93862],
+      ] as const) {
+        expect(seat.win + seat.draw + seat.loss).toBeCloseTo(1, 9)
+        expect(seat.win + seat.lostWinChance.canWin + seat.lostWinChance.mustBlock + seat.lostWinChance.other).toBeCloseTo(best, 4)
+      }
+    }
+    expect(lines.at(-2)).toMatch(/^exactly, vs random: sampled win [\d.]+ % \(as O/)
     const saved = JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8')) as { after: { step: number }; backend: string }
     expect(saved.after.step).toBe(2)
     expect(saved.backend).toBe('wasm')
@@ -165,7 +178,7 @@ describe('selfplay-tictactoe', () => {
     expect(chart).toMatch(/^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/)
     expect(chart).toContain('win rate vs random')
     expect(chart).toContain('invalid')
-    expect(lines.at(-2)).toMatch(/^after 2 self-play steps: vs random win [\d.]+% \[[\d.]+%, [\d.]+%\]/)
+    expect(lines.at(-3)).toMatch(/^after 2 self-play steps: vs random win [\d.]+% \[[\d.]+%, [\d.]+%\]/)
     // The pool's ratings at the end: as the last step's metrics have them, snapshots by step, and charted.
     const last = metrics.at(-1)!
     const rated = Object.keys(last).filter((key) => /^league\/rating\/snapshot-\d+$/.test(key))
@@ -214,16 +227,18 @@ describe('selfplay-tictactoe', () => {
       const error = await refused
       expect(InvalidArgumentError.isInstance(error) && error.argument).toBe(`options.${name}`)
     }
+    const refused = await main({ advantage: 'gae', raePerOpponent: true, backend: 'wasm', progress: false, log: () => {} }).catch((error: unknown) => error)
+    expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.raePerOpponent')
   })
 
   it('trains against the tactical player when asked', async () => {
-    const { report, runDirectory } = await oneStepRun({ randomOpponentShare: 0, tacticalOpponentShare: 1 })
-    expect(report.options).toMatchObject({ tacticalOpponentShare: 1 })
+    const { report, runDirectory } = await oneStepRun({ randomOpponentShare: 0.5, tacticalOpponentShare: 0.5, raePerOpponent: true })
+    expect(report.options).toMatchObject({ tacticalOpponentShare: 0.5, raePerOpponent: true })
     const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line) as { turns: { policyId: string }[] })
-    expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'tactical-opponent']))
+    expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'tactical-opponent', 'random-opponent']))
   })
 
   it('builds the model with the heads asked for, records them, and refuses to resume the run with others', async () => {

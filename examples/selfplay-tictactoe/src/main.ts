@@ -5,7 +5,7 @@
  * and PPO. Measured against the uniform random player (sampled at temperature 1 as trained, and greedy)
  * and against perfect play (minimax).
  */
-import { createGae, createRae, gaeOptionsSchema } from '@ludic/advantages'
+import { createGae, createRae, gaeOptionsSchema, raeOptionsSchema } from '@ludic/advantages'
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { createRandomPolicy, createTicTacToe, createTicTacToeMinimaxPolicy } from '@ludic/games'
 import { createLocalPolicy, createModel, presetConfig } from '@ludic/model'
@@ -26,6 +26,7 @@ import { existsSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
+import { describeExactPlay, exactModelPlay, type ExactPlay } from './exact-play.js'
 import {
   attentionHeadsOverrides,
   chatTemplate,
@@ -87,6 +88,17 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
     critic: criticConfigSchema.shape.model.unwrap().optional(),
     /** With `advantage` `gae`: GAE's λ (1: Monte Carlo returns, 0: one-step TD). Refused with `rae`. Default: the estimator's (1). */
     gaeLambda: gaeOptionsSchema.shape.lambda.unwrap().optional(),
+    /**
+     * With `advantage` `rae`: one baseline per seat and opponent (RAE's `perOpponent`: the random player, minimax, the
+     * tactical player, the learner itself, each snapshot) instead of one per seat, so that a draw against minimax is not
+     * compared with wins against the random player. Refused with `gae`. Default false (SPIRAL's one per seat).
+     */
+    raePerOpponent: raeOptionsSchema.shape.perOpponent.unwrap().default(false),
+    /**
+     * At the end, play the random player exactly too (`exactModelPlay`: every position's move probabilities, each game
+     * weighed by its probability; ~10 s natively, longer on WebAssembly): the report's `exactAfter`. Default true.
+     */
+    exactEvaluation: z.boolean().default(true),
     /** Games against minimax at the end (sampled; greedy play against minimax is deterministic: 2 games). */
     minimaxEpisodes: z.number().int().positive().default(200),
     /** `tiny` (d 128, 2 layers) or `small` (d 256, 4 layers). */
@@ -121,6 +133,12 @@ export interface MinimaxEvaluation {
 export type Report = ExampleReport<Evaluation> & {
   minimaxBefore: MinimaxEvaluation
   minimaxAfter: MinimaxEvaluation
+  /**
+   * After self-play, against the random player exactly (`exactModelPlay`: every game weighed by its probability under
+   * the model's move probabilities, no sampling noise), sampled (T = 1, over the legal moves) and greedy, with where
+   * each seat's win chance went. Absent with `exactEvaluation` false.
+   */
+  exactAfter?: { sampled: ExactPlay; greedy: ExactPlay }
   sftSeconds: number
   selfPlaySeconds: number
   tensorsLeftBeforeModelDispose: number
@@ -134,6 +152,8 @@ export type Report = ExampleReport<Evaluation> & {
 
 export async function main(options: MainOptions = {}): Promise<Report> {
   const parsed = parseArgument(mainOptionsSchema, options, 'options')
+  if (parsed.advantage === 'gae' && parsed.raePerOpponent)
+    throw new InvalidArgumentError({ argument: 'options.raePerOpponent', value: true, message: "needs options.advantage 'rae' (GAE keeps no baselines)" })
   if (parsed.advantage === 'rae') {
     for (const [name, value] of [
       ['critic', parsed.critic],
@@ -215,13 +235,14 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     batch: { ...trainerSettings.batch, engine: parsed.engine },
     ...(parsed.advantage === 'gae'
       ? { advantage: createGae(parsed.gaeLambda === undefined ? {} : { lambda: parsed.gaeLambda }), critic: { model: parsed.critic ?? 'separate' } }
-      : { advantage: createRae() }),
+      : { advantage: createRae({ perOpponent: parsed.raePerOpponent }) }),
     entropyCoefficient: parsed.entropyCoefficient,
     schedule: { type: 'warmup-cosine', totalSteps: Math.max(1, parsed.steps - 1), minRatio: parsed.finalLearningRateRatio },
   })
   await trainer.run({ steps: parsed.steps, progress: parsed.progress })
   const { evaluations, after } = await run.evaluations(before, trainer, evaluate)
   const minimaxAfter = await evaluateMinimax(trainer.stepCount)
+  const exactAfter = parsed.exactEvaluation ? await exactModelPlay(model, tokenizer) : undefined
   const selfPlaySeconds = (performance.now() - selfPlayStarted) / 1000
   const leagueRatings = parsed.leagueShare > 0 ? leagueRatingsOf(trainer.history.at(-1)) : undefined
   trainer.dispose()
@@ -237,6 +258,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       evaluations,
       minimaxBefore,
       minimaxAfter,
+      ...(exactAfter === undefined ? {} : { exactAfter }),
       sftSeconds,
       selfPlaySeconds,
       tensorsLeftBeforeModelDispose: tensorsLeft,
@@ -270,6 +292,8 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   )
   if (leagueRatings !== undefined) await writeLeagueRatingsChart(run.runDirectory, leagueRatings)
   log(`after ${trainer.stepCount} self-play steps: ${describeEvaluation(after)}; vs minimax ${describeMinimax(minimaxAfter)}`)
+  if (exactAfter !== undefined)
+    log(`exactly, vs random: sampled ${describeExactPlay(exactAfter.sampled)}; greedy win ${(100 * exactAfter.greedy.winRate).toFixed(1)} %`)
   log(
     `${report.seconds.toFixed(0)} s on ${run.backend} (warm-up ${sftSeconds.toFixed(0)} s, self-play ${selfPlaySeconds.toFixed(0)} s); report, metrics and chart in ${run.runDirectory}`,
   )

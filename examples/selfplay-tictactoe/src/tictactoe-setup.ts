@@ -108,7 +108,7 @@ export function ticTacToeTokenizerFiles(vocabSize: number): { tokenizer: object;
  * The mover's chance of winning against the uniform random player when the mover plays on perfectly from `board`
  * (exact, over every continuation; memoised in `memo`). `me` is the mover whose chance it is.
  */
-function winChanceAgainstRandom(board: TicTacToeBoard, me: TicTacToeMark, memo: Map<string, number>): number {
+export function winChanceAgainstRandom(board: TicTacToeBoard, me: TicTacToeMark, memo: Map<string, number>): number {
   const key = `${board.map((cell) => cell || '.').join('')}${me}`
   const known = memo.get(key)
   if (known !== undefined) return known
@@ -125,7 +125,9 @@ function winChanceAgainstRandom(board: TicTacToeBoard, me: TicTacToeMark, memo: 
   return chance
 }
 
-const withMove = (board: TicTacToeBoard, cell: number, mark: TicTacToeMark): TicTacToeBoard => board.map((value, index) => (index === cell ? mark : value))
+/** `board` with `mark` on `cell`. */
+export const withMove = (board: TicTacToeBoard, cell: number, mark: TicTacToeMark): TicTacToeBoard =>
+  board.map((value, index) => (index === cell ? mark : value))
 
 /**
  * The best replies to the uniform random player, exactly: at every non-terminal position, the moves that maximise the

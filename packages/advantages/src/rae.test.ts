@@ -66,6 +66,39 @@ describe('rae', () => {
     expect(() => restored.setState?.('not a state')).toThrow(/'state' \(value: "not a state"\)/)
   })
 
+  it('keeps one baseline per (environment, role, opponent) with perOpponent: a draw against a strong opponent is not compared with wins against a weak one', () => {
+    const mixed: AdvantageBatch = {
+      // player0's episodes: a win against the random player, a draw against minimax, a win against random, a draw against minimax.
+      tokenRewards: [Float32Array.of(1), Float32Array.of(0), Float32Array.of(1), Float32Array.of(0)],
+      groupIds: ['a', 'b', 'c', 'd'],
+      roles: ['player0', 'player0', 'player0', 'player0'],
+      environmentIds: ['tictactoe', 'tictactoe', 'tictactoe', 'tictactoe'],
+      trajectoryIds: ['a', 'b', 'c', 'd'],
+      opponentIds: ['random', 'minimax', 'random', 'minimax'],
+    }
+    const decay = 0.5
+    const plain = createRae({ decay })
+    const perOpponent = createRae({ decay, perOpponent: true })
+    // One baseline: 0 → 0.5 → 0.25 → 0.625, read before each update.
+    expect(firstTokens(mixed, plain)).toEqual([1, -0.5, 0.75, -0.625])
+    // Two: random's 0 → 0.5, minimax's stays 0: the draws get 0, the second win 0.5.
+    expect(firstTokens(mixed, perOpponent)).toEqual([1, 0, 0.5, 0])
+    expect(perOpponent.getState().baselines).toEqual([
+      { environmentId: 'tictactoe', role: 'player0', opponent: 'random', value: 0.75 },
+      { environmentId: 'tictactoe', role: 'player0', opponent: 'minimax', value: 0 },
+    ])
+    expect(perOpponent.requires).toEqual(['roles', 'environmentIds', 'opponentIds'])
+    expect(() => perOpponent.estimate({ ...mixed, opponentIds: undefined })).toThrow(/'batch\.opponentIds'.*'rae'.*perOpponent/)
+    const split = { ...mixed, trajectoryIds: ['a', 'a', 'c', 'd'] }
+    expect(() => perOpponent.estimate(split)).toThrow(/'batch\.opponentIds\[1\]'.*differs from the opponent 'random'/)
+    // A checkpoint restores into an estimator keyed the same way only.
+    const restored = createRae({ decay, perOpponent: true })
+    restored.setState(JSON.parse(JSON.stringify(perOpponent.getState())))
+    expect(restored.estimate(mixed)).toEqual(perOpponent.estimate(mixed))
+    expect(() => createRae().setState(perOpponent.getState())).toThrow(/'state\.baselines\.0'.*has an opponent/)
+    expect(() => createRae({ perOpponent: true }).setState(plain.getState())).toThrow(/'state\.baselines\.0'.*has no opponent/)
+  })
+
   it('needs roles and environments, and leaves its state untouched when a batch is rejected', () => {
     const rae = createRae()
     rae.estimate(game('kuhn-poker', 1))

@@ -8,12 +8,20 @@ export const raeOptionsSchema = z.strictObject({
   decay: z.number().gt(0).lt(1).default(0.95),
   /** Update the baseline with an episode's return before subtracting it. Default: false (SPIRAL's code reads first). */
   updateBeforeRead: z.boolean().default(false),
+  /**
+   * One baseline per (environment, role, opponent) instead of per (environment, role): the opponent is
+   * `batch.opponentIds` (the policies that played the episode's other roles). SPIRAL's learner plays only itself;
+   * against a mix of opponents (a random player, a perfect one, a league) one baseline per role compares a draw
+   * against perfect play with wins against random play, and every game against the stronger opponent gets a
+   * negative advantage whatever was played. Default: false (SPIRAL's).
+   */
+  perOpponent: z.boolean().default(false),
 })
 export type RaeOptions = z.input<typeof raeOptionsSchema>
 
-/** The baselines of a RAE estimator, one per (environment, role): plain JSON for trainer checkpoints. */
+/** The baselines of a RAE estimator, one per (environment, role) or (environment, role, opponent): plain JSON for trainer checkpoints. */
 export const raeStateSchema = z.strictObject({
-  baselines: z.array(z.strictObject({ environmentId: z.string(), role: z.string(), value: z.number() })),
+  baselines: z.array(z.strictObject({ environmentId: z.string(), role: z.string(), opponent: z.string().optional(), value: z.number() })),
 })
 export type RaeState = z.infer<typeof raeStateSchema>
 
@@ -33,19 +41,26 @@ export interface RaeEstimator extends AdvantageEstimatorV1 {
  *   A = R − b        then   b ← α·b + (1 − α)·R        (`updateBeforeRead`: update first, then A = R − b)
  *
  * Every turn of the episode gets A on its valid tokens; returns = advantages. Needs `batch.roles` and
- * `batch.environmentIds`; a failed call leaves the baselines untouched.
+ * `batch.environmentIds` (and `batch.opponentIds` with `perOpponent`, which keys b by the opponent too); a failed
+ * call leaves the baselines untouched.
  */
 export function createRae(options: RaeOptions = {}): RaeEstimator {
-  const { decay, updateBeforeRead } = parseArgument(raeOptionsSchema, options, 'options')
-  let baselines = new Map<string, RaeState['baselines'][number]>() // key: JSON [environmentId, role]
+  const { decay, updateBeforeRead, perOpponent } = parseArgument(raeOptionsSchema, options, 'options')
+  type Baseline = RaeState['baselines'][number]
+  const keyOf = (baseline: Omit<Baseline, 'value'>) =>
+    JSON.stringify([baseline.environmentId, baseline.role, ...(perOpponent ? [baseline.opponent ?? ''] : [])])
+  let baselines = new Map<string, Baseline>()
   return {
     specificationVersion: 'v1',
     name: 'rae',
-    requires: ['roles', 'environmentIds'],
+    requires: perOpponent ? ['roles', 'environmentIds', 'opponentIds'] : ['roles', 'environmentIds'],
     estimate(input) {
       const batch = parseAdvantageBatch(input)
       const roles = requireField(batch, 'roles', 'rae', 'it keeps one baseline per (environment, role)')
       const environmentIds = requireField(batch, 'environmentIds', 'rae', 'it keeps one baseline per (environment, role)')
+      const opponentIds = perOpponent
+        ? requireField(batch, 'opponentIds', 'rae', 'with perOpponent it keeps one baseline per (environment, role, opponent)')
+        : undefined
       const scores = sampleScores(batch)
       const next = new Map([...baselines].map(([key, baseline]) => [key, { ...baseline }]))
       const advantages = new Float64Array(scores.length)
@@ -58,10 +73,15 @@ export function createRae(options: RaeOptions = {}): RaeEstimator {
             const message = `differs from the environment '${environmentId}' of sample ${episode[0]} in the same trajectory`
             throw new InvalidArgumentError({ argument: `batch.environmentIds[${sample}]`, value: environmentIds[sample], message })
           }
+          if (opponentIds !== undefined && opponentIds[sample] !== opponentIds[episode[0]!]) {
+            const message = `differs from the opponent '${opponentIds[episode[0]!]}' of sample ${episode[0]} in the same episode`
+            throw new InvalidArgumentError({ argument: `batch.opponentIds[${sample}]`, value: opponentIds[sample], message })
+          }
           episodeReturn += scores[sample]!
         }
-        const key = JSON.stringify([environmentId, role])
-        const baseline = next.get(key) ?? { environmentId, role, value: 0 }
+        const at = { environmentId, role, ...(opponentIds === undefined ? {} : { opponent: opponentIds[episode[0]!]! }) }
+        const key = keyOf(at)
+        const baseline = next.get(key) ?? { ...at, value: 0 }
         const before = baseline.value
         baseline.value = decay * before + (1 - decay) * episodeReturn
         next.set(key, baseline)
@@ -74,7 +94,14 @@ export function createRae(options: RaeOptions = {}): RaeEstimator {
     getState: () => ({ baselines: [...baselines.values()].map((baseline) => ({ ...baseline })) }),
     setState(state) {
       const parsed = parseArgument(raeStateSchema, state, 'state')
-      baselines = new Map(parsed.baselines.map((baseline) => [JSON.stringify([baseline.environmentId, baseline.role]), { ...baseline }]))
+      parsed.baselines.forEach((baseline, index) => {
+        if ((baseline.opponent !== undefined) === perOpponent) return
+        const message = perOpponent
+          ? 'has no opponent: this estimator keeps one baseline per opponent (options.perOpponent), the state is of one that does not'
+          : 'has an opponent: the state is of an estimator with options.perOpponent, this one keeps one baseline per role'
+        throw new InvalidArgumentError({ argument: `state.baselines.${index}`, value: baseline, message })
+      })
+      baselines = new Map(parsed.baselines.map((baseline) => [keyOf(baseline), { ...baseline }]))
     },
   }
 }

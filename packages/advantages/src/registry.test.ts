@@ -32,6 +32,7 @@ const needs: { readonly [Need in AdvantageNeed]: NonNullable<AdvantageBatch[Need
   stateKeys: ['s0', 's0', 's0', 's1'],
   roles: ['player0', 'player1', 'player0', 'player1'],
   environmentIds: ['kuhn-poker-v1', 'kuhn-poker-v1', 'tictactoe-v0', 'tictactoe-v0'],
+  opponentIds: ['learner', 'learner', 'random', 'minimax'],
 }
 
 describe('advantageEstimators', () => {

@@ -268,6 +268,11 @@ export const trajectorySchema = z.object({
   /** Trajectories that share a group id are compared to each other (GRPO groups, CPO groups). */
   groupId: z.string().min(1),
   roles: z.array(z.string().min(1)).readonly(),
+  /**
+   * The id of the policy seated in each role, chosen when the episode started (a role may end without acting, e.g.
+   * after an invalid first move of the other): who played whom. Absent when not recorded.
+   */
+  policyIds: z.record(z.string(), z.string()).optional(),
   turns: z.array(turnSchema),
   /** Total reward per role over the episode. */
   returns: rewardsSchema,
@@ -349,11 +354,28 @@ export const advantageBatchSchema = z
     turnIndices: z.array(z.number().int().min(0)).readonly().optional(),
     /** Per sample, a key of the state its turn acted on: equal keys are the same state (GiGPO's anchor states; `Sample.stateKey`). */
     stateKeys: z.array(z.string()).readonly().optional(),
+    /**
+     * Per sample, who its role played against: the ids of the policies seated in the episode's other roles
+     * (`Trajectory.policyIds`, else those that acted: `Turn.policyId`), distinct, sorted and joined by '+' ('' when
+     * none is known). In self-play it is the learner's own id (RAE's per-opponent baselines).
+     */
+    opponentIds: z.array(z.string()).readonly().optional(),
   })
   .superRefine((batch, context) => {
     const count = batch.tokenRewards.length
     const issue = (path: (string | number)[], message: string) => context.addIssue({ code: 'custom', path, message })
-    const perSample = ['groupIds', 'roles', 'environmentIds', 'values', 'tokenMasks', 'baselineRewards', 'trajectoryIds', 'turnIndices', 'stateKeys'] as const
+    const perSample = [
+      'groupIds',
+      'roles',
+      'environmentIds',
+      'values',
+      'tokenMasks',
+      'baselineRewards',
+      'trajectoryIds',
+      'turnIndices',
+      'stateKeys',
+      'opponentIds',
+    ] as const
     for (const name of perSample) {
       const length = batch[name]?.length
       if (length !== undefined && length !== count) issue([name], `has ${length} entries for ${count} samples`)
@@ -385,9 +407,10 @@ export type AdvantageBatch = z.infer<typeof advantageBatchSchema>
 /**
  * A field of `AdvantageBatch` an estimator cannot do without, beyond `tokenRewards` and `groupIds`
  * (`AdvantageEstimatorV1.requires`): the critic's `values` (GAE), the greedy `baselineRewards` (ReMax), the
- * `stateKeys` of the turns (GiGPO), the `roles` and `environmentIds` of the samples (RAE's per-role baselines).
+ * `stateKeys` of the turns (GiGPO), the `roles` and `environmentIds` of the samples (RAE's per-role baselines), their
+ * `opponentIds` (RAE's per-opponent baselines).
  */
-export const advantageNeedSchema = z.enum(['values', 'baselineRewards', 'stateKeys', 'roles', 'environmentIds'])
+export const advantageNeedSchema = z.enum(['values', 'baselineRewards', 'stateKeys', 'roles', 'environmentIds', 'opponentIds'])
 export type AdvantageNeed = z.infer<typeof advantageNeedSchema>
 advantageNeedSchema.options satisfies readonly (keyof AdvantageBatch)[] // every need is a field of the batch
 

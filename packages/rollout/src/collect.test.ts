@@ -174,6 +174,11 @@ describe('collect', () => {
       ['learner', 'opponent'],
       ['opponent', 'learner'],
     ])
+    // Who sat where, recorded whether or not each acted.
+    expect(trajectories.map((trajectory) => trajectory.policyIds)).toEqual([
+      { a: 'learner', b: 'opponent' },
+      { a: 'opponent', b: 'learner' },
+    ])
     expect(samples.map((sample) => sample.role)).toEqual(['a', 'b'])
   })
 

@@ -157,12 +157,18 @@ export function runEpisodes(options: RunEpisodesOptions): Promise<void> {
       } else if (environment !== undefined) {
         plan.environment.release(environment)
       }
+      const roles = environment === undefined ? [] : [...environment.roles]
+      const seated = roles.flatMap((role) => {
+        const policy = plan.policyFor(role)
+        return policy === undefined ? [] : [[role, policy.id] as const]
+      })
       const trajectory: Trajectory = {
         id: plan.trajectoryId,
         environmentId: plan.environmentId,
         seed: plan.seed,
         groupId: plan.groupId,
-        roles: environment === undefined ? [] : [...environment.roles],
+        roles,
+        ...(seated.length === 0 ? {} : { policyIds: Object.fromEntries(seated) }),
         turns: episode.turns,
         returns: episode.returns,
         done: 'failure' in ending ? false : ending.done,

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError } from '@ludic/core'
 import { createScriptedPolicy } from '@ludic/core/test'
-import { createGrpo } from '@ludic/advantages'
+import { createGrpo, createRae } from '@ludic/advantages'
 import { applyLora, createModel, loadTrainingCheckpoint, sequenceLogprobs } from '@ludic/model'
 import { describe, expect, it, vi } from 'vitest'
 import { entropyKeep } from './experience/update.js'
@@ -413,6 +413,32 @@ describe('createRlTrainer', () => {
     expect(() =>
       createRlTrainer(baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: learnerPolicyId, replies: () => 'a' }), share: 0.5 }] })),
     ).toThrow(/config.opponents.0.policy.id/)
+    model.dispose()
+  })
+
+  it("keeps RAE's baselines per opponent with perOpponent: the scripted opponent's games and self-play's apart", async () => {
+    const model = createTestModel(7)
+    const rae = createRae({ perOpponent: true })
+    const opponent = createScriptedPolicy({ id: 'always-b', replies: () => 'b' })
+    const trainer = createRlTrainer(
+      baseConfig(model, {
+        advantage: rae,
+        opponents: [{ policy: opponent, share: 0.5 }],
+        batch: { episodesPerStep: 16, miniBatchSize: 16, ppoEpochs: 1, maxTokens: 2 },
+      }),
+    )
+    await trainer.step()
+    trainer.dispose()
+    // A seat's opponent is the one seated, also in games that ended before it acted (the untrained model's moves are
+    // mostly invalid, so in self-play player1 rarely gets a turn).
+    const baselines = rae.getState().baselines
+    expect(new Set(baselines.map((baseline) => baseline.opponent))).toEqual(new Set(['always-b', learnerPolicyId]))
+    expect(
+      baselines
+        .filter((baseline) => baseline.role === 'player0')
+        .map((baseline) => baseline.opponent)
+        .sort(),
+    ).toEqual(['always-b', learnerPolicyId])
     model.dispose()
   })
 

@@ -194,8 +194,31 @@ export function rowsIfAny(experience: Experience, name: TokenColumn): Float32Arr
 }
 
 /**
- * The estimators' view (`AdvantageBatch`): token rewards, groups, roles, environments, episodes and turns, and what
- * stages added (`values`, `baselineRewards`, state keys from the samples).
+ * Per sample, who its role played against: the ids of the policies seated in its episode's other roles
+ * (`Trajectory.policyIds`; else those that acted, `Turn.policyId`), distinct, sorted, joined by '+'; '' when none is
+ * known (an external sample's episode, a one-role game).
+ */
+function opponentIdsOf(experience: Experience): string[] {
+  const trajectories = new Map(experience.trajectories.map((trajectory) => [trajectory.id, trajectory]))
+  const memo = new Map<string, string>()
+  return experience.samples.map((sample) => {
+    const key = JSON.stringify([sample.trajectoryId, sample.role])
+    let opponents = memo.get(key)
+    if (opponents === undefined) {
+      const trajectory = trajectories.get(sample.trajectoryId)
+      const seated = trajectory?.policyIds === undefined ? undefined : Object.entries(trajectory.policyIds)
+      const played = seated ?? (trajectory?.turns ?? []).flatMap((turn) => (turn.policyId === undefined ? [] : [[turn.role, turn.policyId] as const]))
+      const ids = new Set(played.flatMap(([role, policyId]) => (role === sample.role ? [] : [policyId])))
+      opponents = [...ids].sort().join('+')
+      memo.set(key, opponents)
+    }
+    return opponents
+  })
+}
+
+/**
+ * The estimators' view (`AdvantageBatch`): token rewards, groups, roles, environments, opponents, episodes and turns,
+ * and what stages added (`values`, `baselineRewards`, state keys from the samples).
  */
 export function advantageBatchOf(experience: Experience): AdvantageBatch {
   const { names, ids } = experience
@@ -206,6 +229,7 @@ export function advantageBatchOf(experience: Experience): AdvantageBatch {
     groupIds: pick(names.groups, ids.group),
     roles: pick(names.roles, ids.role),
     environmentIds: pick(names.environments, ids.environment),
+    opponentIds: opponentIdsOf(experience),
     trajectoryIds: pick(names.episodes, ids.episode),
     turnIndices: Array.from(ids.turn),
     ...(experience.columns.values === undefined ? {} : { values: rowsOf(experience, 'values') }),

@@ -11,6 +11,8 @@ export interface ProvidedNeeds {
   /** Every sample's role and environment (always: the experience carries them). */
   roles: true
   environmentIds: true
+  /** Every sample's opponents (always: from its episode's turns). */
+  opponentIds: true
 }
 
 const explanations: Record<AdvantageNeed, string> = {
@@ -20,6 +22,7 @@ const explanations: Record<AdvantageNeed, string> = {
   stateKeys: 'a key of the state each turn acted on: every environment must give one with each turn (TurnView.stateKey)',
   roles: 'the role of each sample',
   environmentIds: 'the environment of each sample',
+  opponentIds: 'the opponents of each sample',
 }
 
 /**
@@ -55,5 +58,5 @@ export function providedNeeds(
   options: { critic: boolean; greedyBaselines: boolean; stateKeys: () => boolean | undefined },
 ): ProvidedNeeds {
   const stateKeys = (estimator.requires ?? []).includes('stateKeys') ? options.stateKeys() : undefined
-  return { values: options.critic, baselineRewards: options.greedyBaselines, stateKeys, roles: true, environmentIds: true }
+  return { values: options.critic, baselineRewards: options.greedyBaselines, stateKeys, roles: true, environmentIds: true, opponentIds: true }
 }

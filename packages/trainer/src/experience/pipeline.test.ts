@@ -49,6 +49,34 @@ describe('buildExperience', () => {
     expect(batch.groupIds).toEqual(['g/1', 'g/1', 'g/1', 'g/1'])
     expect(batch.trajectoryIds).toEqual(['g/1/0', 'g/1/0', 'g/1/0', 'g/1/1'])
     expect(batch.turnIndices).toEqual([0, 1, 2, 0])
+    expect(batch.opponentIds).toEqual(['', '', '', '']) // these trajectories record no turns
+  })
+
+  it("gives each sample its opponents: the policies of its episode's other roles, distinct and sorted", () => {
+    const turn = (index: number, role: string, policyId?: string) => ({
+      index,
+      role,
+      observation: '',
+      action: 'x',
+      rewards: {},
+      invalidAction: false,
+      ...(policyId === undefined ? {} : { policyId }),
+    })
+    const withTurns = (id: string, turns: ReturnType<typeof turn>[]): Trajectory =>
+      ({ ...trajectory(id, { a: 0, b: 0, c: 0 }), turns }) as unknown as Trajectory
+    const trajectories = [
+      withTurns('g/1/0', [turn(0, 'a', 'learner'), turn(1, 'b', 'learner'), turn(2, 'a', 'learner')]), // self-play
+      withTurns('g/1/1', [turn(0, 'a', 'random'), turn(1, 'b', 'learner')]),
+      withTurns('g/1/2', [turn(0, 'a', 'learner'), turn(1, 'b', 'snapshot-4'), turn(2, 'c', 'minimax'), turn(3, 'b', 'snapshot-4'), turn(4, 'c')]),
+      // The seating recorded: b was seated though the episode ended before it acted.
+      { ...withTurns('g/1/3', [turn(0, 'a', 'learner')]), policyIds: { a: 'learner', b: 'random' } },
+    ]
+    const samples = [
+      ...[sample('g/1/0', 'a', 0, 1), sample('g/1/0', 'b', 1, 1), sample('g/1/0', 'a', 2, 1), sample('g/1/1', 'b', 1, 1)],
+      ...[sample('g/1/2', 'a', 0, 1), sample('g/1/9', 'a', 0, 1), sample('g/1/3', 'a', 0, 1)],
+    ]
+    const experience = buildExperience(trajectories, samples, { origin: { offPolicy: false } })
+    expect(advantageBatchOf(experience).opponentIds).toEqual(['learner', 'learner', 'learner', 'random', 'minimax+snapshot-4', '', 'random'])
   })
 })
 

@@ -124,6 +124,7 @@ export function advantageStage(experience: Experience, estimator: AdvantageEstim
     groupIds: first(batch.groupIds)!,
     ...(batch.roles === undefined ? {} : { roles: first(batch.roles)! }),
     ...(batch.environmentIds === undefined ? {} : { environmentIds: first(batch.environmentIds)! }),
+    ...(batch.opponentIds === undefined ? {} : { opponentIds: first(batch.opponentIds)! }),
     ...(batch.trajectoryIds === undefined ? {} : { trajectoryIds: first(batch.trajectoryIds)! }),
   }
   const estimated = estimator.estimate(chained)

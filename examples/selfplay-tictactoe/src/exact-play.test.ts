@@ -1,0 +1,68 @@
+import { ticTacToeEmptyCells } from '@ludic/games'
+import { createModel } from '@ludic/model'
+import * as tf from '@tensorflow/tfjs-core'
+import { initTensors } from '@ludic/tensors'
+import { describe, expect, it } from 'vitest'
+import { exactPlayAgainstRandom, modelMoveProbabilities } from './exact-play.js'
+import { bestRepliesToRandom, nonTerminalPositions, trainTicTacToeTokenizer } from './tictactoe-setup.js'
+
+const uniform = (board: readonly string[]) => ticTacToeEmptyCells(board as never).map((_, _index, cells) => 1 / cells.length)
+
+describe('exactPlayAgainstRandom', () => {
+  it('gives random play its known outcome: the first mover wins 58.5 %, the second 28.8 %, 12.7 % drawn', () => {
+    const play = exactPlayAgainstRandom(uniform)
+    expect(play.asO.win).toBeCloseTo(0.58492, 4)
+    expect(play.asO.loss).toBeCloseTo(0.2881, 4)
+    expect(play.asO.draw).toBeCloseTo(0.12698, 4)
+    expect(play.asX.win).toBeCloseTo(play.asO.loss, 12)
+    expect(play.winRate).toBeCloseTo((0.58492 + 0.2881) / 2, 4)
+    for (const seat of [play.asO, play.asX]) expect(seat.win + seat.draw + seat.loss).toBeCloseTo(1, 12)
+  })
+
+  it('gives the best replies their 99.5 % / 93.9 % and nothing lost; the lost win chance adds up to the gap', () => {
+    const best = new Map(bestRepliesToRandom().map(({ board, moves }) => [board.join(','), moves]))
+    const bestPlay = exactPlayAgainstRandom((board) => {
+      const moves = best.get(board.join(','))!
+      return ticTacToeEmptyCells(board).map((cell) => (moves.includes(cell) ? 1 / moves.length : 0))
+    })
+    expect(bestPlay.asO.win).toBeCloseTo(0.995, 3)
+    expect(bestPlay.asX.win).toBeCloseTo(0.939, 3)
+    expect(bestPlay.winRate).toBeCloseTo(0.967, 3)
+    for (const seat of [bestPlay.asO, bestPlay.asX]) for (const lost of Object.values(seat.lostWinChance)) expect(Math.abs(lost)).toBeLessThan(1e-12)
+    // Random play loses its win chance in every category, and exactly the gap in all.
+    const random = exactPlayAgainstRandom(uniform)
+    for (const [seat, bestSeat] of [
+      [random.asO, bestPlay.asO],
+      [random.asX, bestPlay.asX],
+    ] as const) {
+      const { canWin, mustBlock, other } = seat.lostWinChance
+      expect(Math.min(canWin, mustBlock, other)).toBeGreaterThan(0.01)
+      expect(canWin + mustBlock + other).toBeCloseTo(bestSeat.win - seat.win, 12)
+    }
+  })
+
+  it("reads a model's moves exactly: sampled probabilities sum to 1 over the legal moves, greedy ones are one-hot", async () => {
+    await initTensors({ backend: 'wasm' })
+    const tokenizer = trainTicTacToeTokenizer(300)
+    const model = createModel('tiny', {
+      vocabSize: tokenizer.vocabSize,
+      seed: 3,
+      overrides: { hiddenSize: 32, intermediateSize: 64, numAttentionHeads: 2, numKeyValueHeads: 2 },
+    })
+    const before = tf.memory().numTensors
+    const { sampled, greedy } = await modelMoveProbabilities(model, tokenizer)
+    expect(tf.memory().numTensors).toBe(before)
+    for (const board of nonTerminalPositions().slice(0, 200)) {
+      const probabilities = sampled(board)
+      expect(probabilities).toHaveLength(ticTacToeEmptyCells(board).length)
+      expect(probabilities.reduce((total, p) => total + p, 0)).toBeCloseTo(1, 9)
+      const onehot = greedy(board)
+      expect(onehot.filter((p) => p === 1)).toHaveLength(1)
+      expect(onehot.indexOf(1)).toBe(probabilities.indexOf(Math.max(...probabilities)))
+    }
+    const play = exactPlayAgainstRandom(sampled)
+    expect(play.winRate).toBeGreaterThan(0)
+    expect(play.winRate).toBeLessThan(1)
+    model.dispose()
+  }, 120_000)
+})
