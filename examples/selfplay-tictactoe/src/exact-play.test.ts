@@ -1,10 +1,10 @@
-import { ticTacToeEmptyCells } from '@ludic/games'
+import { ticTacToeEmptyCells, ticTacToeMarkToMove, ticTacToeWinner } from '@ludic/games'
 import { createModel } from '@ludic/model'
 import * as tf from '@tensorflow/tfjs-core'
 import { initTensors } from '@ludic/tensors'
 import { describe, expect, it } from 'vitest'
 import { exactPlayAgainstRandom, modelMoveProbabilities } from './exact-play.js'
-import { bestRepliesToRandom, nonTerminalPositions, trainTicTacToeTokenizer } from './tictactoe-setup.js'
+import { bestRepliesToRandom, nonTerminalPositions, trainTicTacToeTokenizer, withMove } from './tictactoe-setup.js'
 
 const uniform = (board: readonly string[]) => ticTacToeEmptyCells(board as never).map((_, _index, cells) => 1 / cells.length)
 
@@ -38,6 +38,24 @@ describe('exactPlayAgainstRandom', () => {
       const { canWin, mustBlock, other } = seat.lostWinChance
       expect(Math.min(canWin, mustBlock, other)).toBeGreaterThan(0.01)
       expect(canWin + mustBlock + other).toBeCloseTo(bestSeat.win - seat.win, 12)
+    }
+  })
+
+  it('puts the win chance a policy loses where it loses it: one that misses only immediate wins loses it all there', () => {
+    const best = new Map(bestRepliesToRandom().map(({ board, moves }) => [board.join(','), moves]))
+    const missesWins = exactPlayAgainstRandom((board) => {
+      const cells = ticTacToeEmptyCells(board)
+      const mark = ticTacToeMarkToMove(board)
+      const winning = cells.filter((cell) => ticTacToeWinner(withMove(board, cell, mark)) === mark)
+      const others = cells.filter((cell) => !winning.includes(cell))
+      // Where it can win at once (and has another move), any other move; elsewhere the best replies.
+      const chosen = winning.length > 0 && others.length > 0 ? others : best.get(board.join(','))!
+      return cells.map((cell) => (chosen.includes(cell) ? 1 / chosen.length : 0))
+    })
+    for (const seat of [missesWins.asO, missesWins.asX]) {
+      expect(seat.lostWinChance.canWin).toBeGreaterThan(0.01)
+      expect(Math.abs(seat.lostWinChance.mustBlock)).toBeLessThan(1e-12)
+      expect(Math.abs(seat.lostWinChance.other)).toBeLessThan(1e-12)
     }
   })
 

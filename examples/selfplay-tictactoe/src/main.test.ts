@@ -232,13 +232,25 @@ describe('selfplay-tictactoe', () => {
   })
 
   it('trains against the tactical player when asked', async () => {
-    const { report, runDirectory } = await oneStepRun({ randomOpponentShare: 0.5, tacticalOpponentShare: 0.5, raePerOpponent: true })
-    expect(report.options).toMatchObject({ tacticalOpponentShare: 0.5, raePerOpponent: true })
+    const { report, runDirectory } = await oneStepRun({ randomOpponentShare: 0, tacticalOpponentShare: 1 })
+    expect(report.options).toMatchObject({ tacticalOpponentShare: 1 })
     const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line) as { turns: { policyId: string }[] })
-    expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'tactical-opponent', 'random-opponent']))
+    expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'tactical-opponent']))
+  })
+
+  it("keeps RAE's baselines per seat and opponent with --rae-per-opponent (as the checkpoint saves them)", async () => {
+    const { report, runDirectory } = await oneStepRun({ raePerOpponent: true, randomOpponentShare: 0.5, episodesPerStep: 8, checkpointEvery: 1 })
+    expect(report.options).toMatchObject({ raePerOpponent: true })
+    const state = JSON.parse(await readFile(join(runDirectory, 'checkpoint-1', 'training-state.json'), 'utf8')) as {
+      extra: { estimatorState: { baselines: { role: string; opponent: string }[] } }
+    }
+    const { baselines } = state.extra.estimatorState
+    // Self-play games and games against the random player apart.
+    expect(new Set(baselines.map((baseline) => baseline.opponent))).toEqual(new Set(['learner', 'random-opponent']))
+    expect(baselines.every((baseline) => baseline.role === 'player0' || baseline.role === 'player1')).toBe(true)
   })
 
   it('builds the model with the heads asked for, records them, and refuses to resume the run with others', async () => {

@@ -90,7 +90,7 @@ describe('rae', () => {
     expect(perOpponent.requires).toEqual(['roles', 'environmentIds', 'opponentIds'])
     expect(() => perOpponent.estimate({ ...mixed, opponentIds: undefined })).toThrow(/'batch\.opponentIds'.*'rae'.*perOpponent/)
     const split = { ...mixed, trajectoryIds: ['a', 'a', 'c', 'd'] }
-    expect(() => perOpponent.estimate(split)).toThrow(/'batch\.opponentIds\[1\]'.*differs from the opponent 'random'/)
+    expect(() => perOpponent.estimate(split)).toThrow(/'batch\.opponentIds\[1\]'.*differs from the opponent 'random' of sample 0 in the same trajectory/)
     // A checkpoint restores into an estimator keyed the same way only.
     const restored = createRae({ decay, perOpponent: true })
     restored.setState(JSON.parse(JSON.stringify(perOpponent.getState())))

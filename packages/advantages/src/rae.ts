@@ -74,7 +74,7 @@ export function createRae(options: RaeOptions = {}): RaeEstimator {
             throw new InvalidArgumentError({ argument: `batch.environmentIds[${sample}]`, value: environmentIds[sample], message })
           }
           if (opponentIds !== undefined && opponentIds[sample] !== opponentIds[episode[0]!]) {
-            const message = `differs from the opponent '${opponentIds[episode[0]!]}' of sample ${episode[0]} in the same episode`
+            const message = `differs from the opponent '${opponentIds[episode[0]!]}' of sample ${episode[0]} in the same trajectory`
             throw new InvalidArgumentError({ argument: `batch.opponentIds[${sample}]`, value: opponentIds[sample], message })
           }
           episodeReturn += scores[sample]!

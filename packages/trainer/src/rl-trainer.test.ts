@@ -8,6 +8,7 @@ import { applyLora, createModel, loadTrainingCheckpoint, sequenceLogprobs } from
 import { describe, expect, it, vi } from 'vitest'
 import { entropyKeep } from './experience/update.js'
 import { learnerPolicyId, type RlTrainerConfig } from './rl-config.js'
+import { ResumeError } from './run-state.js'
 import { createRlTrainer } from './rl-trainer.js'
 import { createSftTrainer } from './sft-trainer.js'
 import { createPickEnvironment, createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
@@ -416,29 +417,42 @@ describe('createRlTrainer', () => {
     model.dispose()
   })
 
-  it("keeps RAE's baselines per opponent with perOpponent: the scripted opponent's games and self-play's apart", async () => {
+  it("keeps RAE's baselines per opponent with perOpponent: the scripted opponent's games and self-play's apart; resumes only so", async () => {
     const model = createTestModel(7)
     const rae = createRae({ perOpponent: true })
     const opponent = createScriptedPolicy({ id: 'always-b', replies: () => 'b' })
-    const trainer = createRlTrainer(
+    const runDirectory = join(temporaryDirectory(), 'per-opponent')
+    const config = (advantage: ReturnType<typeof createRae>, resume = false) =>
       baseConfig(model, {
-        advantage: rae,
+        advantage,
         opponents: [{ policy: opponent, share: 0.5 }],
         batch: { episodesPerStep: 16, miniBatchSize: 16, ppoEpochs: 1, maxTokens: 2 },
-      }),
-    )
+        runDirectory,
+        checkpointEvery: 1,
+        resume,
+      })
+    const trainer = createRlTrainer(config(rae))
     await trainer.step()
     trainer.dispose()
     // A seat's opponent is the one seated, also in games that ended before it acted (the untrained model's moves are
     // mostly invalid, so in self-play player1 rarely gets a turn).
     const baselines = rae.getState().baselines
     expect(new Set(baselines.map((baseline) => baseline.opponent))).toEqual(new Set(['always-b', learnerPolicyId]))
-    expect(
-      baselines
-        .filter((baseline) => baseline.role === 'player0')
-        .map((baseline) => baseline.opponent)
-        .sort(),
-    ).toEqual(['always-b', learnerPolicyId])
+    const player0 = baselines.filter((baseline) => baseline.role === 'player0').map((baseline) => baseline.opponent)
+    expect(player0.sort()).toEqual(['always-b', learnerPolicyId])
+    // Resumed with per-role baselines, the checkpoint's per-opponent ones are refused as a ResumeError, naming the estimator.
+    const perRole = createRlTrainer(config(createRae(), true))
+    const error = await perRole.step().catch((caught: unknown) => caught)
+    expect(ResumeError.isInstance(error) && error.reason).toBe('estimator-state')
+    expect((error as Error).message).toMatch(/estimator 'rae' in checkpoint-1 does not fit config\.advantage.*has an opponent/)
+    perRole.dispose()
+    // With the same option it resumes, the baselines restored.
+    const again = createRae({ perOpponent: true })
+    const resumed = createRlTrainer(config(again, true))
+    await resumed.step()
+    expect(resumed.stepCount).toBe(2)
+    expect(again.getState().baselines.length).toBeGreaterThanOrEqual(baselines.length)
+    resumed.dispose()
     model.dispose()
   })
 

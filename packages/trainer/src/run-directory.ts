@@ -113,7 +113,21 @@ export function createRunDirectoryState(options: RunStateOptions & { directory: 
       const extra = (loaded.extra ?? {}) as { estimatorState?: unknown; history?: StepMetrics[]; trainerState?: JsonValue }
       if (reference !== undefined) await loadReference(runDirectory, reference, loaded.step)
       if (critic !== undefined) await loadCritic(runDirectory, loaded.step, critic)
-      if (extra.estimatorState !== undefined && extra.estimatorState !== null) estimator?.setState?.(extra.estimatorState)
+      if (extra.estimatorState !== undefined && extra.estimatorState !== null && estimator?.setState !== undefined) {
+        try {
+          estimator.setState(extra.estimatorState)
+        } catch (error) {
+          if (!LudicError.isInstance(error)) throw error
+          throw new ResumeError({
+            reason: 'estimator-state',
+            directory: runDirectory,
+            message:
+              `cannot resume: the state of the advantage estimator '${estimator.name}' in checkpoint-${loaded.step} does not fit config.advantage ` +
+              `(${(error as Error).message}); resume with the estimator and options the run was trained with, or start a new run`,
+            cause: error,
+          })
+        }
+      }
       const history = extra.history ?? []
       // The loggers continue from the checkpoint's step (metrics.jsonl keeps its lines up to it, rebuilt when some are missing).
       await loggers.start({ step: loaded.step, history })

@@ -11,13 +11,15 @@ const resumeMarker = Symbol.for('ludic.error.ResumeError')
 /**
  * A run asked to resume cannot continue from what its directory holds: checkpoints that none can be read
  * (`no-readable-checkpoint`), the KL term's reference weights missing or unreadable (`reference-missing`,
- * `reference-unreadable`), or a separate critic's checkpoint of the same step (`critic-missing`, `critic-unreadable`). Nothing was trained and nothing written: training on as if resumed would start from the
+ * `reference-unreadable`), a separate critic's checkpoint of the same step (`critic-missing`, `critic-unreadable`), or
+ * an advantage estimator's saved state that the configured estimator refuses (`estimator-state`: e.g. RAE's baselines
+ * per role where the config asks for them per opponent). Nothing was trained and nothing written: training on as if resumed would start from the
  * wrong weights and overwrite the run's good ones. `ludic train` exits 3 (an input it needs cannot be read).
  */
 export class ResumeError extends LudicError {
   private readonly [resumeMarker] = true
   override readonly name = 'ResumeError'
-  readonly reason: 'no-readable-checkpoint' | 'reference-missing' | 'reference-unreadable' | 'critic-missing' | 'critic-unreadable'
+  readonly reason: 'no-readable-checkpoint' | 'reference-missing' | 'reference-unreadable' | 'critic-missing' | 'critic-unreadable' | 'estimator-state'
   readonly directory: string
 
   constructor(options: { reason: ResumeError['reason']; directory: string; message: string; cause?: unknown }) {

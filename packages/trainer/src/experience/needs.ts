@@ -11,7 +11,10 @@ export interface ProvidedNeeds {
   /** Every sample's role and environment (always: the experience carries them). */
   roles: true
   environmentIds: true
-  /** Every sample's opponents (always: from its episode's turns). */
+  /**
+   * Every sample's opponents (always: from its trajectory's `policyIds`, else its turns' policy ids; '' for a
+   * trajectory that records neither, e.g. from a rollout source of one's own).
+   */
   opponentIds: true
 }
 
