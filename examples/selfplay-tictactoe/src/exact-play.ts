@@ -2,7 +2,7 @@ import type { TokenizerV1 } from '@ludic/core'
 import { ticTacToeEmptyCells, ticTacToeMarkToMove, ticTacToeWinner, type TicTacToeBoard, type TicTacToeMark } from '@ludic/games'
 import type { CausalLanguageModel } from '@ludic/model'
 import { actionLogprobs } from '@ludic/trainer'
-import { moveText, nonTerminalPositions, promptOfBoard, winChanceAgainstRandom, withMove } from './tictactoe-setup.js'
+import { boardKey, completingCell, moveText, nonTerminalPositions, promptOfBoard, winChanceAgainstRandom, withMove } from './tictactoe-setup.js'
 
 /** A policy as move probabilities: for a position not over, one probability per empty cell, in `ticTacToeEmptyCells` order. */
 export type MoveProbabilities = (board: TicTacToeBoard) => readonly number[]
@@ -32,7 +32,6 @@ export interface ExactPlay {
   asX: ExactSeat
 }
 
-const keyOf = (board: TicTacToeBoard) => board.map((cell) => cell || '.').join('')
 const other = (mark: TicTacToeMark): TicTacToeMark => (mark === 'O' ? 'X' : 'O')
 
 /**
@@ -43,7 +42,7 @@ export function exactPlayAgainstRandom(policy: MoveProbabilities): ExactPlay {
   const memo = new Map<string, number>()
   const seat = (learner: TicTacToeMark): ExactSeat => {
     const result: ExactSeat = { win: 0, draw: 0, loss: 0, lostWinChance: { canWin: 0, mustBlock: 0, other: 0 } }
-    let layer = new Map<string, { board: TicTacToeBoard; reach: number }>([[keyOf(Array(9).fill('')), { board: Array(9).fill(''), reach: 1 }]])
+    let layer = new Map<string, { board: TicTacToeBoard; reach: number }>([[boardKey(Array(9).fill('')), { board: Array(9).fill(''), reach: 1 }]])
     while (layer.size > 0) {
       const next = new Map<string, { board: TicTacToeBoard; reach: number }>()
       const add = (board: TicTacToeBoard, reach: number) => {
@@ -52,7 +51,7 @@ export function exactPlayAgainstRandom(policy: MoveProbabilities): ExactPlay {
         if (winner !== undefined) result[winner === learner ? 'win' : 'loss'] += reach
         else if (ticTacToeEmptyCells(board).length === 0) result.draw += reach
         else {
-          const key = keyOf(board)
+          const key = boardKey(board)
           const known = next.get(key)
           if (known === undefined) next.set(key, { board, reach })
           else known.reach += reach
@@ -69,7 +68,7 @@ export function exactPlayAgainstRandom(policy: MoveProbabilities): ExactPlay {
         const chances = empty.map((cell) => winChanceAgainstRandom(withMove(board, cell, mark), mark, memo))
         const best = Math.max(...chances)
         const played = chances.reduce((total, chance, index) => total + probabilities[index]! * chance, 0)
-        const wins = (player: TicTacToeMark) => empty.some((cell) => ticTacToeWinner(withMove(board, cell, player)) === player)
+        const wins = (player: TicTacToeMark) => completingCell(board, player) !== undefined
         const category = wins(mark) ? 'canWin' : wins(other(mark)) ? 'mustBlock' : 'other'
         result.lostWinChance[category] += reach * (best - played)
         empty.forEach((cell, index) => add(withMove(board, cell, mark), reach * probabilities[index]!))
@@ -100,18 +99,19 @@ export async function modelMoveProbabilities(
   positions.forEach((board, index) => {
     const row = scores[index]!
     const top = Math.max(...row)
+    const likeliest = row.indexOf(top)
     const weights = row.map((score) => Math.exp(score - top))
     const total = weights.reduce((sum, weight) => sum + weight, 0)
     sampled.set(
-      keyOf(board),
+      boardKey(board),
       weights.map((weight) => weight / total),
     )
     greedy.set(
-      keyOf(board),
-      row.map((_, at) => (at === row.indexOf(top) ? 1 : 0)),
+      boardKey(board),
+      row.map((_, at) => (at === likeliest ? 1 : 0)),
     )
   })
-  return { sampled: (board) => sampled.get(keyOf(board))!, greedy: (board) => greedy.get(keyOf(board))! }
+  return { sampled: (board) => sampled.get(boardKey(board))!, greedy: (board) => greedy.get(boardKey(board))! }
 }
 
 /** `exactPlayAgainstRandom` of the model's sampled (T = 1) and greedy play. */

@@ -61,13 +61,16 @@ export function attentionHeadsOverrides(modelSize: 'tiny' | 'small', heads: numb
   return { overrides: { numAttentionHeads: heads, numKeyValueHeads: heads } }
 }
 
+/** A board as a string key: its nine cells, `.` for an empty one. */
+export const boardKey = (board: TicTacToeBoard): string => board.map((cell) => cell || '.').join('')
+
 /** Every reachable position where the game is not over (4,520 of the 5,478 reachable ones), in a fixed order. */
 export function nonTerminalPositions(): TicTacToeBoard[] {
   const seen = new Set<string>()
   const positions: TicTacToeBoard[] = []
   const cells: (TicTacToeMark | '')[] = new Array(9).fill('')
   const visit = (mark: TicTacToeMark) => {
-    const key = cells.map((cell) => cell || '.').join('')
+    const key = boardKey(cells)
     if (seen.has(key)) return
     seen.add(key)
     if (ticTacToeWinner(cells) !== undefined) return
@@ -109,7 +112,7 @@ export function ticTacToeTokenizerFiles(vocabSize: number): { tokenizer: object;
  * (exact, over every continuation; memoised in `memo`). `me` is the mover whose chance it is.
  */
 export function winChanceAgainstRandom(board: TicTacToeBoard, me: TicTacToeMark, memo: Map<string, number>): number {
-  const key = `${board.map((cell) => cell || '.').join('')}${me}`
+  const key = `${boardKey(board)}${me}`
   const known = memo.get(key)
   if (known !== undefined) return known
   const winner = ticTacToeWinner(board)
@@ -216,10 +219,13 @@ export function createTacticalPolicy(options: { seed: number; id?: string }): Po
   })
 }
 
+/** The first empty cell where `player` would complete a line of `board`, if any. */
+export function completingCell(board: TicTacToeBoard, player: TicTacToeMark): number | undefined {
+  return ticTacToeEmptyCells(board).find((cell) => ticTacToeWinner(withMove(board, cell, player)) === player)
+}
+
 /** The tactical player's move on `board` (a game not over): a winning cell, else a blocking cell, else a random empty one. */
 export function tacticalMove(board: TicTacToeBoard, random: Random): number {
   const mark = ticTacToeMarkToMove(board)
-  const empty = ticTacToeEmptyCells(board)
-  const completes = (player: 'O' | 'X') => empty.find((cell) => ticTacToeWinner(withMove(board, cell, player)) === player)
-  return completes(mark) ?? completes(mark === 'O' ? 'X' : 'O') ?? random.choice(empty)
+  return completingCell(board, mark) ?? completingCell(board, mark === 'O' ? 'X' : 'O') ?? random.choice(ticTacToeEmptyCells(board))
 }
