@@ -241,6 +241,18 @@ describe('selfplay-tictactoe', () => {
     expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'tactical-opponent']))
   })
 
+  it('starts the training games from random openings when asked (1–4 moves before either seat plays)', async () => {
+    const { report, runDirectory } = await oneStepRun({ randomOpeningShare: 1, episodesPerStep: 8 })
+    expect(report.options).toMatchObject({ randomOpeningShare: 1, randomOpeningMoves: 4 })
+    const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { turns: { observation: string; legalActions: string[] }[] })
+    expect(games.length).toBeGreaterThanOrEqual(4)
+    for (const game of games) expect(9 - game.turns[0]!.legalActions.length).toBeGreaterThanOrEqual(1)
+    for (const game of games) expect(9 - game.turns[0]!.legalActions.length).toBeLessThanOrEqual(4)
+  })
+
   it("keeps RAE's baselines per seat and opponent with --rae-per-opponent (as the checkpoint saves them)", async () => {
     const { report, runDirectory } = await oneStepRun({ raePerOpponent: true, randomOpponentShare: 0.5, episodesPerStep: 8, checkpointEvery: 1 })
     expect(report.options).toMatchObject({ raePerOpponent: true })

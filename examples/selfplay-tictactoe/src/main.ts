@@ -9,6 +9,7 @@ import { createGae, createRae, gaeOptionsSchema, raeOptionsSchema } from '@ludic
 import { InvalidArgumentError, parseArgument } from '@ludic/core'
 import { createRandomPolicy, createTicTacToe, createTicTacToeMinimaxPolicy } from '@ludic/games'
 import { createLocalPolicy, createModel, presetConfig } from '@ludic/model'
+import { withRandomOpenings } from '@ludic/rollout'
 import { runExampleMain, type ExampleReport } from '@ludic/report'
 import { createRlTrainer, criticConfigSchema } from '@ludic/trainer'
 import {
@@ -69,6 +70,15 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
      * random play. 0 (the default): none.
      */
     tacticalOpponentShare: z.number().min(0).max(1).default(0),
+    /**
+     * Share of the training games started from a random opening (exploring starts, `withRandomOpenings` of
+     * `@ludic/rollout`): 1 to `randomOpeningMoves` moves, uniform over the empty cells, before either seat moves — so the
+     * learner meets the blocks and wins of positions its own play and its opponents' seldom make, against every
+     * opponent (minimax punishes a missed block there at once). The evaluations start from the empty board. Default 0.
+     */
+    randomOpeningShare: z.number().min(0).max(1).default(0),
+    /** The most moves of a random opening (1–4: no game ends in one). Default 4. */
+    randomOpeningMoves: z.number().int().min(1).max(4).default(4),
     /** The league (`exampleLeagueOptions`): a past snapshot in one seat of `leagueShare` of the games. */
     ...exampleLeagueOptions,
     /**
@@ -228,7 +238,12 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const trainer = createRlTrainer({
     model,
     tokenizer,
-    environments: [() => createTicTacToe({ invalidPenalty: parsed.invalidPenalty })],
+    environments: [
+      () => {
+        const game = createTicTacToe({ invalidPenalty: parsed.invalidPenalty })
+        return parsed.randomOpeningShare > 0 ? withRandomOpenings(game, { share: parsed.randomOpeningShare, maxMoves: parsed.randomOpeningMoves }) : game
+      },
+    ],
     ...(opponents.length > 0 ? { opponents } : {}),
     chatTemplate,
     ...trainerSettings,

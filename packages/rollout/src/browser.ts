@@ -30,6 +30,7 @@ export {
   type RandomLegalPlayExample,
   type RandomLegalPlayOptions,
 } from './random-legal-play.js'
+export { randomOpeningsOptionsSchema, withRandomOpenings, type RandomOpeningsOptions } from './random-openings.js'
 export { trajectoryToSamples, type TrajectorySampleOptions } from './trajectory-samples.js'
 export { GenerationBatchError } from './generation-batch-error.js'
 export { asyncCollectorOptionsSchema, type AsyncCollectorOptions } from './async-collector-options.js'

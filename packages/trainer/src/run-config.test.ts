@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { ParseError, type PolicyV1 } from '@ludic/core'
+import { ParseError, type PolicyV1, type TurnView } from '@ludic/core'
 import { gamePrompts, games } from '@ludic/games'
 import { describe, expect, it } from 'vitest'
 import { createFlowOfReasoningTrainer } from './flow-of-reasoning-trainer.js'
@@ -51,6 +51,19 @@ describe('loadRunConfig', () => {
     config.model.dispose()
   })
 
+  it('starts the training games from random openings where an environment names them', async () => {
+    const file = { ...valid, environments: [{ game: 'tictactoe-v0', randomOpenings: { share: 1, minMoves: 2, maxMoves: 2 } }], prompt: 'spiral' }
+    const config = await loadRunConfig(await write('openings.json', file), { ...registries, tokenizer })
+    const boardOf = (view: TurnView) => (view.state as { board: string[] }).board
+    const view = config.environments![0]!().reset(7)
+    expect(boardOf(view).filter((cell) => cell !== '')).toHaveLength(2)
+    expect(view.role).toBe('player0')
+    const plain = await loadRunConfig(await write('plain.json', { ...file, environments: [{ game: 'tictactoe-v0' }] }), { ...registries, tokenizer })
+    expect(boardOf(plain.environments![0]!().reset(7)).every((cell) => cell === '')).toBe(true)
+    config.model.dispose()
+    plain.model.dispose()
+  })
+
   it('names the file and the field of bad input', async () => {
     const cases: [unknown, string][] = [
       ['{ not json', 'not JSON'],
@@ -63,6 +76,8 @@ describe('loadRunConfig', () => {
       [{ ...valid, trajectories: { maxLineBytes: 10 } }, 'trajectories.maxLineBytes'],
       [{ ...valid, loggers: ['jsonl', 'tensorbord'] }, "loggers[1]: is not a logger ('jsonl', 'tensorboard', 'wandb'); did you mean 'tensorboard'?"],
       [{ ...valid, loggers: [{ kind: 'wandb', mode: 'sometimes' }] }, 'loggers[0].mode'],
+      [{ ...valid, environments: [{ game: 'tictactoe-v0', randomOpenings: { minMoves: 5, maxMoves: 4 } }] }, 'environments[0].randomOpenings.minMoves'],
+      [{ ...valid, environments: [{ game: 'tictactoe-v0', randomOpenings: { share: 2, maxMoves: 4 } }] }, 'environments[0].randomOpenings.share'],
     ]
     for (const [index, [content, expected]] of cases.entries()) {
       const path = await write(`bad-${index}.json`, content)
@@ -345,6 +360,11 @@ localSearch: { tries: 2 }
     const unknownGame = await refused('for-bad-game.yaml', 'kind: for\nmodel: { preset: tiny }\nenvironments: [{ game: chess-v0 }]\nseeds: [0]\n')
     expect(ParseError.isInstance(unknownGame)).toBe(true)
     expect((unknownGame as Error).message).toMatch(/environments\[0\]\.game/)
+    const openings = await refused(
+      'for-openings.yaml',
+      'kind: for\nmodel: { preset: tiny }\nenvironments: [{ game: blocksworld-v1, randomOpenings: { maxMoves: 2 } }]\nseeds: [0]\n',
+    )
+    expect((openings as Error).message).toMatch(/environments\[0\].*randomOpenings/)
     const noSeeds = await refused('for-no-seeds.yaml', 'kind: for\nmodel: { preset: tiny }\nenvironments: [{ game: blocksworld-v1 }]\nseeds: []\n')
     expect((noSeeds as Error).message).toMatch(/seeds/)
   })

@@ -22,7 +22,7 @@ import {
 import { advantageEstimators } from '@ludic/advantages'
 import { createLocalPolicy, createModel, loadModel, presetNames, type CausalLanguageModel } from '@ludic/model'
 import { policyLosses } from '@ludic/objectives'
-import { randomLegalPlay, renderPrompt, type PromptTemplate } from '@ludic/rollout'
+import { randomLegalPlay, randomOpeningsOptionsSchema, renderPrompt, withRandomOpenings, type PromptTemplate, type RandomOpeningsOptions } from '@ludic/rollout'
 import { chatTemplateRenderer, hasChatTemplate, loadTokenizer, renderChatTemplate, Tokenizer, trainBpe, trainBpeOptionsSchema } from '@ludic/tokenizer'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
@@ -118,12 +118,25 @@ const warmUpSchema = sftTrainerConfigSchema.pick({ batchSize: true, optimizer: t
   episodes: z.number().int().positive().max(100_000).default(64),
 })
 
+/** An environment of the registry by name, with its options. */
+const environmentEntryFields = { game: z.string().min(1), options: z.record(z.string(), z.unknown()).default({}) }
+
 const rlFields = {
   ...commonFields,
   /** Total trainer steps (`ludic train` runs them; a resumed run continues to them). Default 100. */
   steps: z.number().int().min(0).default(100),
   environments: z
-    .array(z.strictObject({ game: z.string().min(1), options: z.record(z.string(), z.unknown()).default({}) }))
+    .array(
+      z.strictObject({
+        ...environmentEntryFields,
+        /**
+         * Exploring starts (`withRandomOpenings` of `@ludic/rollout`): `{ share, minMoves, maxMoves }`, a share of the
+         * training episodes started after a few uniformly random legal moves. The evaluations play the game itself.
+         * Not for Flow of Reasoning (its trajectories start at the problem). Default: none.
+         */
+        randomOpenings: randomOpeningsOptionsSchema.optional(),
+      }),
+    )
     .min(1, 'needs at least one environment'),
   /** An estimator of the advantages registry (`rae`, `grpo`, … or one registered). Default `rae` (`grpo` for CPO). */
   advantage: z.strictObject({ name: z.string().min(1), options: z.record(z.string(), z.unknown()).optional() }).optional(),
@@ -238,7 +251,7 @@ export const flowOfReasoningRunConfigFileSchema = flowOfReasoningTrainerConfigSc
   })
   .extend({
     ...commonFields,
-    environments: rlFields.environments,
+    environments: z.array(z.strictObject(environmentEntryFields)).min(1, 'needs at least one environment'),
     seeds: z.union([
       flowOfReasoningTrainerConfigSchema.shape.seeds,
       z.strictObject({ from: z.number().int().default(0), count: z.number().int().positive().max(1_000_000) }),
@@ -561,15 +574,16 @@ function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType 
     names.length === 0
       ? z.string().refine(() => false, `names no registered ${what} (none are registered)`)
       : z.enum(names as [string, ...string[]], { error: `is not a registered ${what} (${names.join(', ')})` })
-  const environment = z
-    .strictObject({ game: named(games, 'environment'), options: z.record(z.string(), z.unknown()).default({}) })
-    .superRefine((entry, context) => {
-      try {
-        registry.create(entry.game, entry.options) // fail now, naming the entry, rather than in the first step
-      } catch (error) {
-        context.addIssue({ code: 'custom', path: ['options'], message: describeError(error) })
-      }
-    })
+  // An entry's game made now, naming the entry, rather than in the first step.
+  const gameMade = (entry: { game: string; options: Record<string, unknown> }, context: z.RefinementCtx) => {
+    try {
+      registry.create(entry.game, entry.options)
+    } catch (error) {
+      context.addIssue({ code: 'custom', path: ['options'], message: describeError(error) })
+    }
+  }
+  const gameEntry = { game: named(games, 'environment'), options: environmentEntryFields.options }
+  const environment = z.strictObject({ ...gameEntry, randomOpenings: randomOpeningsOptionsSchema.optional() }).superRefine(gameMade)
   const advantage = z
     .strictObject({ name: named(advantageEstimators.names(), 'advantage estimator'), options: z.record(z.string(), z.unknown()).optional() })
     .superRefine((entry, context) => {
@@ -588,7 +602,10 @@ function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType 
         context.addIssue({ code: 'custom', path: ['options'], message: describeError(error) })
       }
     })
-  if (kind === 'for') return flowOfReasoningRunConfigFileSchema.extend({ environments: z.array(environment).min(1, 'needs at least one environment') })
+  if (kind === 'for')
+    return flowOfReasoningRunConfigFileSchema.extend({
+      environments: z.array(z.strictObject(gameEntry).superRefine(gameMade)).min(1, 'needs at least one environment'),
+    })
   const fields = {
     environments: z.array(environment).min(1, 'needs at least one environment'),
     advantage: advantage.optional(),
@@ -702,6 +719,17 @@ function environmentFactories(entries: readonly { game: string; options: Record<
   )
 }
 
+/** The training environments: the file's, each with its `randomOpenings` (exploring starts) where it names them. */
+function trainingEnvironments(
+  entries: readonly { randomOpenings?: RandomOpeningsOptions | undefined }[],
+  factories: readonly (() => EnvironmentV1)[],
+): (() => EnvironmentV1)[] {
+  return factories.map((make, index) => {
+    const openings = entries[index]!.randomOpenings
+    return openings === undefined ? make : () => withRandomOpenings(make(), openings)
+  })
+}
+
 /** A file's `prompt`: a name of the prompts given to the loader, else a `{observation}` template. Default `'{observation}'`. */
 function namedPrompt(name: string | undefined, options: LoadRunConfigOptions): PromptTemplate {
   if (name === undefined) return '{observation}'
@@ -753,7 +781,7 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
   const config: RlTrainerConfig = {
     model,
     tokenizer,
-    environments,
+    environments: trainingEnvironments(file.environments, environments),
     ...(advantage === undefined ? {} : { advantage }),
     policyLoss,
     prompt,
