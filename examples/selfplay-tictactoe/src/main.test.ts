@@ -243,7 +243,7 @@ describe('selfplay-tictactoe', () => {
 
   it('starts the training games from random openings when asked (1–4 moves before either seat plays)', async () => {
     const { report, runDirectory } = await oneStepRun({ randomOpeningShare: 1, episodesPerStep: 8 })
-    expect(report.options).toMatchObject({ randomOpeningShare: 1, randomOpeningMoves: 4 })
+    expect(report.options).toMatchObject({ randomOpeningShare: 1 })
     const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
       .trim()
       .split('\n')
@@ -251,6 +251,8 @@ describe('selfplay-tictactoe', () => {
     expect(games.length).toBeGreaterThanOrEqual(4)
     for (const game of games) expect(9 - game.turns[0]!.legalActions.length).toBeGreaterThanOrEqual(1)
     for (const game of games) expect(9 - game.turns[0]!.legalActions.length).toBeLessThanOrEqual(4)
+    const refused = await main({ randomOpeningMoves: 2, backend: 'wasm', progress: false, log: () => {} }).catch((error: unknown) => error)
+    expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.randomOpeningMoves')
   })
 
   it("keeps RAE's baselines per seat and opponent with --rae-per-opponent (as the checkpoint saves them)", async () => {

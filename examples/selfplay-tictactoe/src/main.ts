@@ -77,8 +77,8 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
      * opponent (minimax punishes a missed block there at once). The evaluations start from the empty board. Default 0.
      */
     randomOpeningShare: z.number().min(0).max(1).default(0),
-    /** The most moves of a random opening (1–4: no game ends in one). Default 4. */
-    randomOpeningMoves: z.number().int().min(1).max(4).default(4),
+    /** With `randomOpeningShare` > 0: the most moves of a random opening, 1–4 (no game ends within 4 moves). Default 4. */
+    randomOpeningMoves: z.number().int().min(1).max(4).optional(),
     /** The league (`exampleLeagueOptions`): a past snapshot in one seat of `leagueShare` of the games. */
     ...exampleLeagueOptions,
     /**
@@ -172,6 +172,12 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       if (value !== undefined)
         throw new InvalidArgumentError({ argument: `options.${name}`, value, message: "needs options.advantage 'gae' (RAE uses no critic)" })
   }
+  if (parsed.randomOpeningShare === 0 && parsed.randomOpeningMoves !== undefined)
+    throw new InvalidArgumentError({
+      argument: 'options.randomOpeningMoves',
+      value: parsed.randomOpeningMoves,
+      message: 'needs options.randomOpeningShare above 0',
+    })
   const { log, seed } = parsed
   // Refused before anything runs.
   const heads = attentionHeadsOverrides(parsed.modelSize, parsed.attentionHeads)
@@ -241,7 +247,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     environments: [
       () => {
         const game = createTicTacToe({ invalidPenalty: parsed.invalidPenalty })
-        return parsed.randomOpeningShare > 0 ? withRandomOpenings(game, { share: parsed.randomOpeningShare, maxMoves: parsed.randomOpeningMoves }) : game
+        return parsed.randomOpeningShare > 0 ? withRandomOpenings(game, { share: parsed.randomOpeningShare, maxMoves: parsed.randomOpeningMoves ?? 4 }) : game
       },
     ],
     ...(opponents.length > 0 ? { opponents } : {}),

@@ -13,6 +13,7 @@ describe('the browser entry', () => {
       'collectOptionsSchema',
       'runEpisodes',
       'randomLegalPlay',
+      'withRandomOpenings',
       'historyTurn',
       'renderPrompt',
       'trajectoryToSamples',

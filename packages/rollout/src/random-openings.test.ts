@@ -1,14 +1,23 @@
-import { InvalidArgumentError, type TurnView } from '@ludic/core'
+import { InvalidArgumentError, type EnvironmentV1, type StepOutcome, type TurnView } from '@ludic/core'
+import { createKuhnPoker, createSimpleNegotiation, createTicTacToe, ticTacToeWinner, type TicTacToeBoard } from '@ludic/games'
 import { describe, expect, it } from 'vitest'
-import { createSimpleNegotiation, createTicTacToe, ticTacToeWinner, type TicTacToeBoard } from '@ludic/games'
 import { withRandomOpenings } from './random-openings.js'
 
 const boardOf = (view: TurnView) => (view.state as { board: TicTacToeBoard }).board
 const marks = (board: TicTacToeBoard) => board.filter((mark) => mark !== '').length
 
+/** Plays the first legal action at every turn to the end; the last outcome. */
+function playOut(environment: EnvironmentV1, view: TurnView): StepOutcome {
+  for (;;) {
+    const outcome = environment.step(view.legalActions![0]!)
+    if (outcome.done || outcome.truncated) return outcome
+    view = outcome.next!
+  }
+}
+
 describe('withRandomOpenings', () => {
   it('starts every episode after 1–4 random legal moves, the role to move after them first, the same opening for the same seed', () => {
-    const environment = withRandomOpenings(createTicTacToe(), { maxMoves: 4 })
+    const environment = withRandomOpenings(createTicTacToe(), { share: 1, maxMoves: 4 })
     const counts = [0, 0, 0, 0, 0]
     for (let seed = 0; seed < 400; seed++) {
       const view = environment.reset(seed)
@@ -24,19 +33,14 @@ describe('withRandomOpenings', () => {
   })
 
   it('plays on to the game’s end from the opening, with the game’s rewards', () => {
-    const environment = withRandomOpenings(createTicTacToe(), { minMoves: 3, maxMoves: 3 })
-    let view = environment.reset(5)
+    const environment = withRandomOpenings(createTicTacToe(), { share: 1, minMoves: 3, maxMoves: 3 })
+    const view = environment.reset(5)
     expect(marks(boardOf(view))).toBe(3)
-    for (;;) {
-      const outcome = environment.step(view.legalActions![0]!)
-      if (outcome.done) {
-        expect(Object.keys(outcome.rewards).sort()).toEqual(['player0', 'player1'])
-        expect(outcome.rewards.player0! + outcome.rewards.player1!).toBe(0)
-        expect(outcome.info.invalidAction).not.toBe(true)
-        break
-      }
-      view = outcome.next!
-    }
+    const outcome = playOut(environment, view)
+    expect(outcome.done).toBe(true)
+    expect(Object.keys(outcome.rewards).sort()).toEqual(['player0', 'player1'])
+    expect(outcome.rewards.player0! + outcome.rewards.player1!).toBe(0)
+    expect(outcome.info.invalidAction).not.toBe(true)
   })
 
   it('with share 0 is the game itself; with share 0.5 opens about half of the episodes', () => {
@@ -50,13 +54,19 @@ describe('withRandomOpenings', () => {
     expect(Math.abs(opened - 500)).toBeLessThan(80)
   })
 
-  it('drops an opening that would end the game, and that episode starts from the empty board', () => {
-    const environment = withRandomOpenings(createTicTacToe(), { minMoves: 5, maxMoves: 5 })
+  it('drops an opening that would end the game: that episode starts from the empty board and plays as the game does', () => {
+    const environment = withRandomOpenings(createTicTacToe(), { share: 1, minMoves: 5, maxMoves: 5 })
+    const plain = createTicTacToe()
     let dropped = 0
     for (let seed = 0; seed < 300; seed++) {
-      const board = boardOf(environment.reset(seed))
-      if (marks(board) === 0) dropped += 1
-      else {
+      const view = environment.reset(seed)
+      const board = boardOf(view)
+      if (marks(board) === 0) {
+        dropped += 1
+        // The game under the wrapper was reset again: it plays exactly as a fresh game.
+        expect(view).toEqual(plain.reset(seed))
+        expect(playOut(environment, view)).toEqual(playOut(plain, view))
+      } else {
         expect(marks(board)).toBe(5)
         expect(ticTacToeWinner(board)).toBeUndefined()
       }
@@ -67,12 +77,30 @@ describe('withRandomOpenings', () => {
     expect(dropped).toBeLessThan(50)
   })
 
+  it('leaves the game’s own draws alone: the opened Kuhn hand is the plain deal after one of its legal moves', () => {
+    const opened = withRandomOpenings(createKuhnPoker({ rounds: 1 }), { share: 1, maxMoves: 1 })
+    const plain = createKuhnPoker({ rounds: 1 })
+    for (let seed = 0; seed < 30; seed++) {
+      const view = opened.reset(seed)
+      // The state key names the player's card: a deal drawn differently would match none of these.
+      const start = plain.reset(seed)
+      const reachable = start.legalActions!.map((action) => {
+        plain.reset(seed)
+        return plain.step(action).next!
+      })
+      expect(reachable).toContainEqual(view)
+      expect(view.role).not.toBe(start.role)
+    }
+  })
+
   it('refuses bad options when built and a game without listed moves when it opens, naming them', () => {
     const game = createTicTacToe()
-    expect(() => withRandomOpenings(game, { minMoves: 5, maxMoves: 4 })).toThrow(/options\.minMoves/)
+    expect(() => withRandomOpenings(game, { share: 1, minMoves: 5, maxMoves: 4 })).toThrow(/options\.minMoves/)
     expect(() => withRandomOpenings(game, { share: 1.5, maxMoves: 4 })).toThrow(/options\.share/)
-    expect(() => withRandomOpenings(game, { maxMoves: 1001 })).toThrow(/options\.maxMoves/)
-    const negotiation = withRandomOpenings(createSimpleNegotiation(), { maxMoves: 2 })
+    expect(() => withRandomOpenings(game, { share: 1, maxMoves: 1001 })).toThrow(/options\.maxMoves/)
+    expect(() => withRandomOpenings(game, { share: 1, maxMoves: 0 })).toThrow(/options\.maxMoves/)
+    expect(() => withRandomOpenings(game, { maxMoves: 4 } as never)).toThrow(/options\.share/)
+    const negotiation = withRandomOpenings(createSimpleNegotiation(), { share: 1, maxMoves: 2 })
     expect(() => negotiation.reset(0)).toThrow(InvalidArgumentError)
     expect(() => negotiation.reset(0)).toThrow(/environment/)
   })

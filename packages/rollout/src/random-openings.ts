@@ -3,14 +3,14 @@ import { z } from 'zod'
 
 export const randomOpeningsOptionsSchema = z
   .strictObject({
-    /** Share of the episodes that start from a random opening; the rest start as the game does. Default 1. */
-    share: z.number().min(0).max(1).default(1),
+    /** Share of the episodes that start from a random opening; the rest start as the game does. Required. */
+    share: z.number().min(0).max(1),
     /** Fewest opening moves, when an episode gets an opening. Default 1. */
-    minMoves: z.number().int().min(0).max(1000).default(1),
-    /** Most opening moves (at most 1,000). Choose it below the shortest game, or openings that end the game are dropped (below). */
-    maxMoves: z.number().int().min(0).max(1000),
+    minMoves: z.number().int().min(1).max(1000).default(1),
+    /** Most opening moves (1–1,000). Choose it below the shortest game, or openings that end the game are dropped (below). */
+    maxMoves: z.number().int().min(1).max(1000),
   })
-  .refine((options) => options.minMoves <= options.maxMoves, { message: 'minMoves must be at most maxMoves', path: ['minMoves'] })
+  .refine((options) => options.minMoves <= options.maxMoves, { message: 'must be at most maxMoves', path: ['minMoves'] })
 export type RandomOpeningsOptions = z.input<typeof randomOpeningsOptionsSchema>
 
 /**
@@ -18,18 +18,20 @@ export type RandomOpeningsOptions = z.input<typeof randomOpeningsOptionsSchema>
  * the environment with `share` of its episodes started from a random opening — a number of moves drawn uniformly from
  * `minMoves`…`maxMoves`, each uniform over the legal actions, played for whichever role is to move — so that training
  * reaches positions the players' own play seldom makes (a must-block the random player makes but rarely punishes).
- * No policy acts in the opening: its moves are not turns of the trajectory, and the first turn is whoever is to move
- * after it (in TicTacToe after an odd opening, X). The opening is drawn from its own stream of `reset`'s seed (the
- * same seed, the same opening; the game's own draws are untouched). An opening that would end the game, invalidate a
- * move or pay a reward is dropped, and that episode starts as the game does — nothing of it is lost.
+ * No policy acts in the opening: its moves are not turns of the trajectory (nor in a prompt's history), and the first
+ * turn is whoever is to move after it (in TicTacToe after an odd opening, X). The opening is drawn from its own stream
+ * of `reset`'s seed and the environment's id (the same seed, the same opening; the game's own draws are untouched). An
+ * opening that would end the game, be invalid or pay a reward is dropped, and that episode starts as the game does —
+ * nothing of it is lost, but an opening longer than the game's shortest play is then dropped often (or always).
  *
- * For training only: an evaluation against a fixed opponent plays the game from its start. Needs an environment that
- * lists `legalActions` (an opening move on one that does not is refused, naming `environment`).
+ * For training only: evaluations play the game from its start. With `share` 1 the learner never plays the starting
+ * position itself. Needs an environment that lists `legalActions` (an opening move on one that does not is refused,
+ * naming `environment`).
  */
 export function withRandomOpenings(environment: EnvironmentV1, options: RandomOpeningsOptions): EnvironmentV1 {
   const { share, minMoves, maxMoves } = parseArgument(randomOpeningsOptionsSchema, options, 'options')
   const open = (seed: number): TurnView | undefined => {
-    const random = createRandom(deriveSeed('random-opening', seed))
+    const random = createRandom(deriveSeed('ludic.random-opening', environment.id, seed))
     if (random.nextFloat() >= share) return undefined
     const moves = minMoves + random.nextInt(maxMoves - minMoves + 1)
     let view = environment.reset(seed)

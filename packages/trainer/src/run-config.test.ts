@@ -76,8 +76,19 @@ describe('loadRunConfig', () => {
       [{ ...valid, trajectories: { maxLineBytes: 10 } }, 'trajectories.maxLineBytes'],
       [{ ...valid, loggers: ['jsonl', 'tensorbord'] }, "loggers[1]: is not a logger ('jsonl', 'tensorboard', 'wandb'); did you mean 'tensorboard'?"],
       [{ ...valid, loggers: [{ kind: 'wandb', mode: 'sometimes' }] }, 'loggers[0].mode'],
-      [{ ...valid, environments: [{ game: 'tictactoe-v0', randomOpenings: { minMoves: 5, maxMoves: 4 } }] }, 'environments[0].randomOpenings.minMoves'],
+      [
+        { ...valid, environments: [{ game: 'tictactoe-v0', randomOpenings: { share: 1, minMoves: 5, maxMoves: 4 } }] },
+        'environments[0].randomOpenings.minMoves',
+      ],
       [{ ...valid, environments: [{ game: 'tictactoe-v0', randomOpenings: { share: 2, maxMoves: 4 } }] }, 'environments[0].randomOpenings.share'],
+      [
+        { ...valid, environments: [{ game: 'simple-negotiation-v1', randomOpenings: { share: 1, maxMoves: 2 } }] },
+        'environments[0].randomOpenings: Invalid argument',
+      ],
+      [
+        { ...valid, environments: [{ game: 'kuhn-poker-v1', options: { rounds: 1 }, randomOpenings: { share: 0.5, minMoves: 3, maxMoves: 3 } }] },
+        'environments[0].randomOpenings.minMoves: every opening of 3–3 moves ended kuhn-poker-v1',
+      ],
     ]
     for (const [index, [content, expected]] of cases.entries()) {
       const path = await write(`bad-${index}.json`, content)
@@ -364,7 +375,7 @@ localSearch: { tries: 2 }
       'for-openings.yaml',
       'kind: for\nmodel: { preset: tiny }\nenvironments: [{ game: blocksworld-v1, randomOpenings: { maxMoves: 2 } }]\nseeds: [0]\n',
     )
-    expect((openings as Error).message).toMatch(/environments\[0\].*randomOpenings/)
+    expect((openings as Error).message).toMatch(/environments\[0\]\.randomOpenings: is not for kind: for/)
     const noSeeds = await refused('for-no-seeds.yaml', 'kind: for\nmodel: { preset: tiny }\nenvironments: [{ game: blocksworld-v1 }]\nseeds: []\n')
     expect((noSeeds as Error).message).toMatch(/seeds/)
   })

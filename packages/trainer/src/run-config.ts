@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { open, readFile, stat } from 'node:fs/promises'
 import { dirname, extname, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { isDeepStrictEqual } from 'node:util'
 import {
   createRandom,
   deriveSeed,
@@ -117,6 +118,9 @@ const warmUpSchema = sftTrainerConfigSchema.pick({ batchSize: true, optimizer: t
   /** Random-play episodes of each environment giving the examples (each turn's prompt and its legal move). Default 64. */
   episodes: z.number().int().positive().max(100_000).default(64),
 })
+
+/** Seeds tried when a run config's `randomOpenings` is checked at load. */
+const openingTrials = 16
 
 /** An environment of the registry by name, with its options. */
 const environmentEntryFields = { game: z.string().min(1), options: z.record(z.string(), z.unknown()).default({}) }
@@ -574,12 +578,35 @@ function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType 
     names.length === 0
       ? z.string().refine(() => false, `names no registered ${what} (none are registered)`)
       : z.enum(names as [string, ...string[]], { error: `is not a registered ${what} (${names.join(', ')})` })
-  // An entry's game made now, naming the entry, rather than in the first step.
-  const gameMade = (entry: { game: string; options: Record<string, unknown> }, context: z.RefinementCtx) => {
+  /**
+   * An entry's game made now, naming the entry, rather than in the first step; with `randomOpenings`, openings tried
+   * too (every one of `openingTrials` seeds opened): refused where the game lists no moves, or where every opening
+   * ends the game (and would be dropped, leaving the option without effect).
+   */
+  const gameMade = (
+    entry: { game: string; options: Record<string, unknown>; randomOpenings?: RandomOpeningsOptions | undefined },
+    context: z.RefinementCtx,
+  ) => {
+    let game: EnvironmentV1
     try {
-      registry.create(entry.game, entry.options)
+      game = registry.create(entry.game, entry.options)
     } catch (error) {
       context.addIssue({ code: 'custom', path: ['options'], message: describeError(error) })
+      return
+    }
+    if (entry.randomOpenings === undefined) return
+    try {
+      const opened = withRandomOpenings(game, { ...entry.randomOpenings, share: 1 })
+      const plain = registry.create(entry.game, entry.options)
+      const seeds = Array.from({ length: openingTrials }, (_, seed) => seed)
+      if (seeds.every((seed) => isDeepStrictEqual(opened.reset(seed), plain.reset(seed))))
+        context.addIssue({
+          code: 'custom',
+          path: ['randomOpenings', 'minMoves'],
+          message: `every opening of ${entry.randomOpenings.minMoves ?? 1}–${entry.randomOpenings.maxMoves} moves ended ${entry.game} (or was invalid, or paid a reward) in ${openingTrials} trial resets: it would have no effect`,
+        })
+    } catch (error) {
+      context.addIssue({ code: 'custom', path: ['randomOpenings'], message: describeError(error) })
     }
   }
   const gameEntry = { game: named(games, 'environment'), options: environmentEntryFields.options }
@@ -604,7 +631,16 @@ function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType 
     })
   if (kind === 'for')
     return flowOfReasoningRunConfigFileSchema.extend({
-      environments: z.array(z.strictObject(gameEntry).superRefine(gameMade)).min(1, 'needs at least one environment'),
+      environments: z
+        .array(
+          z
+            .strictObject({
+              ...gameEntry,
+              randomOpenings: z.never({ error: 'is not for kind: for (its trajectories start at the problem)' }).optional(),
+            })
+            .superRefine(gameMade),
+        )
+        .min(1, 'needs at least one environment'),
     })
   const fields = {
     environments: z.array(environment).min(1, 'needs at least one environment'),
