@@ -51,6 +51,14 @@ describe('selfplay-tictactoe setup', () => {
   })
 })
 
+/** The games a run logged (`trajectories.jsonl`), one object a line. */
+async function trainingGames<T>(runDirectory: string): Promise<T[]> {
+  return (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as T)
+}
+
 /** One self-play step with the smallest settings on WebAssembly (4 games, 2-step warm-up), `options` on top. */
 async function oneStepRun(options: MainOptions) {
   const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-tictactoe-'))
@@ -209,10 +217,7 @@ describe('selfplay-tictactoe', () => {
       .map((line) => JSON.parse(line) as Record<string, number>)
     expect(metrics!.valueLoss).toBeTypeOf('number') // the critic was trained
     expect(await readFile(join(runDirectory, 'chart.svg'), 'utf8')).toContain('GAE + critic + PPO')
-    const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as { turns: { policyId: string }[] })
+    const games = await trainingGames<{ turns: { policyId: string }[] }>(runDirectory)
     expect(games).toHaveLength(4)
     // Minimax in one seat of every training game (the learner's first move may end a game before minimax moves).
     expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'minimax-opponent']))
@@ -234,20 +239,14 @@ describe('selfplay-tictactoe', () => {
   it('trains against the tactical player when asked', async () => {
     const { report, runDirectory } = await oneStepRun({ randomOpponentShare: 0, tacticalOpponentShare: 1 })
     expect(report.options).toMatchObject({ tacticalOpponentShare: 1 })
-    const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as { turns: { policyId: string }[] })
+    const games = await trainingGames<{ turns: { policyId: string }[] }>(runDirectory)
     expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'tactical-opponent']))
   })
 
   it('starts the training games from random openings when asked (1–4 moves before either seat plays)', async () => {
     const { report, runDirectory } = await oneStepRun({ randomOpeningShare: 1, episodesPerStep: 8 })
     expect(report.options).toMatchObject({ randomOpeningShare: 1 })
-    const games = (await readFile(join(runDirectory, 'trajectories.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as { turns: { observation: string; legalActions: string[] }[] })
+    const games = await trainingGames<{ turns: { observation: string; legalActions: string[] }[] }>(runDirectory)
     expect(games.length).toBeGreaterThanOrEqual(4)
     for (const game of games) expect(9 - game.turns[0]!.legalActions.length).toBeGreaterThanOrEqual(1)
     for (const game of games) expect(9 - game.turns[0]!.legalActions.length).toBeLessThanOrEqual(4)
