@@ -248,8 +248,11 @@ describe('selfplay-tictactoe', () => {
     expect(report.options).toMatchObject({ randomOpeningShare: 1 })
     const games = await trainingGames<{ turns: { observation: string; legalActions: string[] }[] }>(runDirectory)
     expect(games.length).toBeGreaterThanOrEqual(4)
-    for (const game of games) expect(9 - game.turns[0]!.legalActions.length).toBeGreaterThanOrEqual(1)
-    for (const game of games) expect(9 - game.turns[0]!.legalActions.length).toBeLessThanOrEqual(4)
+    for (const game of games) {
+      const openingMoves = 9 - game.turns[0]!.legalActions.length
+      expect(openingMoves).toBeGreaterThanOrEqual(1)
+      expect(openingMoves).toBeLessThanOrEqual(4)
+    }
     const refused = await main({ randomOpeningMoves: 2, backend: 'wasm', progress: false, log: () => {} }).catch((error: unknown) => error)
     expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.randomOpeningMoves')
   })
