@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createRae } from '@ludic/advantages'
-import { LudicError } from '@ludic/core'
+import { InvalidArgumentError, LudicError } from '@ludic/core'
 import { applyLora, createLocalPolicy, createModel, saveModel, type CausalLanguageModel, type LoraAdapters } from '@ludic/model'
 import { createPolicyLoss } from '@ludic/objectives'
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
@@ -75,6 +75,12 @@ export const disaggregatedOptionsSchema = z.strictObject({
    * Default: the backend's (native: one a core; WebAssembly: 1).
    */
   serverThreads: z.number().int().min(1).max(256).optional(),
+  /**
+   * Threads of the trainer's backend (this process; A's and B's trainer alike): the native intra-op pool or
+   * WebAssembly's, as `serverThreads`. With fewer threads than cores, A leaves capacity free for B's servers to use.
+   * Default: the backend's (native: one a core; WebAssembly: 1).
+   */
+  trainerThreads: z.number().int().min(1).max(256).optional(),
   /** Episodes in flight against the servers. Default: episodesPerStep. */
   concurrency: z.number().int().positive().max(100_000).optional(),
   /** Configurations to run, in this order: `sync` (A, the single-process loop) and `disaggregated` (B). Default both, A first. */
@@ -129,8 +135,12 @@ interface Breakdown {
         decodeSteps: number
         generatedTokens: number
         threads: number | undefined
+        /** The servers' processes' CPU time during the run (every thread), summed over servers. */
+        cpuSeconds: number
       }
     | undefined
+  /** This process's CPU time during the run (every thread: the backend's pool, B's collection thread). */
+  trainerCpuSeconds: number
 }
 
 interface ConfigurationResult {
@@ -192,7 +202,7 @@ async function stopServer(server: ServerProcess): Promise<void> {
 
 /** The servers' generation figures (`GET /stats`, from `server-child`), summed; the first one's backend threads. */
 async function serverGeneration(servers: readonly ServerProcess[]): Promise<NonNullable<Breakdown['server']>> {
-  const total = { generateSeconds: 0, generateCalls: 0, generateRows: 0, decodeSteps: 0, generatedTokens: 0 }
+  const total = { generateSeconds: 0, generateCalls: 0, generateRows: 0, decodeSteps: 0, generatedTokens: 0, cpuSeconds: 0 }
   let threads: number | undefined
   for (const server of servers) {
     const response = await fetch(new URL('/stats', server.url))
@@ -292,6 +302,9 @@ async function runConfiguration(
           },
     )
     const snapshots: { step: number; seconds: number; values: Map<string, Float32Array> }[] = [{ step: 0, seconds: 0, values: snapshot(adapters) }]
+    // CPU time over the training, as its wall time: the servers' (idle until now) and this process's.
+    const serverCpuBefore = servers.length === 0 ? 0 : (await serverGeneration(servers)).cpuSeconds
+    const cpuBefore = processCpuSeconds()
     const started = performance.now()
     const history = await trainer.run({
       steps: settings.steps,
@@ -304,8 +317,10 @@ async function runConfiguration(
       },
     })
     const trainingSeconds = (performance.now() - started) / 1000
+    const trainerCpuSeconds = processCpuSeconds() - cpuBefore
     trainer.dispose()
-    const server = servers.length === 0 ? undefined : await serverGeneration(servers)
+    const serverTotals = servers.length === 0 ? undefined : await serverGeneration(servers)
+    const server = serverTotals === undefined ? undefined : { ...serverTotals, cpuSeconds: serverTotals.cpuSeconds - serverCpuBefore }
     // Evaluations: every snapshot the same way, after the run (their time is in neither configuration's).
     const evaluations: ConfigurationResult['evaluations'] = []
     for (const taken of snapshots) {
@@ -329,6 +344,7 @@ async function runConfiguration(
             publish: 0,
             push: 0,
             server: undefined,
+            trainerCpuSeconds,
           }
         : {
             generation: (stats?.collectSeconds ?? 0) - clock.seconds,
@@ -338,6 +354,7 @@ async function runConfiguration(
             publish: stats?.saveSeconds ?? 0,
             push: stats?.pushSeconds ?? 0,
             server,
+            trainerCpuSeconds,
           }
     const tokens = countTokens(history)
     return {
@@ -356,6 +373,39 @@ async function runConfiguration(
     await Promise.all(servers.map(stopServer))
     adapters.remove()
     model.dispose()
+  }
+}
+
+/** This process's CPU time so far, every thread (user + system), in seconds. */
+function processCpuSeconds(): number {
+  const usage = process.cpuUsage()
+  return (usage.user + usage.system) / 1e6
+}
+
+/**
+ * What overlapping generation with the update can give B at most, from A's own figures, and how close B came.
+ * Two bounds, the lower binding: the pipeline's (B's step is at least the longer of A's collection — generation and
+ * environments — and the rest, each undisturbed: A / max(collection, A − collection)), and the machine's (B does at
+ * least A's work, so it needs at least A's CPU time over the cores: A / (CPU_A / cores)).
+ */
+export function overlapAccounting(
+  sync: { trainingSeconds: number; generation: number; environment: number; cpuSeconds: number },
+  disaggregated: { trainingSeconds: number; cpuSeconds: number },
+  cores: number,
+): { coresBusy: number; pipelineBound: number; capacityBound: number; bound: number; achieved: number; ofBound: number; work: number } {
+  const collection = sync.generation + sync.environment
+  const pipelineBound = sync.trainingSeconds / Math.max(collection, sync.trainingSeconds - collection)
+  const capacityBound = (cores * sync.trainingSeconds) / sync.cpuSeconds
+  const bound = Math.min(pipelineBound, capacityBound)
+  const achieved = sync.trainingSeconds / disaggregated.trainingSeconds
+  return {
+    coresBusy: sync.cpuSeconds / sync.trainingSeconds,
+    pipelineBound,
+    capacityBound,
+    bound,
+    achieved,
+    ofBound: achieved / bound,
+    work: disaggregated.cpuSeconds / sync.cpuSeconds,
   }
 }
 
@@ -396,7 +446,21 @@ export const disaggregatedSuite = defineBenchSuite({
     const clockStarted = startClock()
     const settings = options.quick ? quickSettings(options) : options
     const log = context.log ?? (() => {})
-    const runtime = await initTensors({ backend: settings.backend as InitTensorsOptions['backend'], verbose: false })
+    const backend = settings.backend as InitTensorsOptions['backend']
+    const threads = settings.trainerThreads
+    const runtime = await initTensors({
+      backend,
+      verbose: false,
+      ...(threads === undefined ? {} : backend === 'wasm' ? { wasmThreads: threads } : { nativeThreads: { intraOp: threads } }),
+    })
+    // A backend started earlier in this process (or TF_NUM_INTRAOP_THREADS) keeps its threads: say so rather than run on them.
+    if (threads !== undefined && runtime.threads !== threads) {
+      throw new InvalidArgumentError({
+        argument: 'options.trainerThreads',
+        value: threads,
+        message: `cannot be had: this process's ${runtime.backend} backend already computes with ${runtime.threads} thread(s) (started earlier, or TF_NUM_INTRAOP_THREADS set); run the suite in a process of its own`,
+      })
+    }
     const workload: NegotiationWorkload = {
       turns: settings.turns,
       warmupGames: settings.warmupGames,
@@ -451,8 +515,42 @@ export const disaggregatedSuite = defineBenchSuite({
       numberCell(result.breakdown.push, 1),
       numberCell(result.breakdown.server?.generateSeconds, 1),
       numberCell(serverRows(result.breakdown.server, settings.engine), 1),
+      numberCell(result.breakdown.trainerCpuSeconds, 1),
+      numberCell(result.breakdown.server?.cpuSeconds, 1),
       numberCell(result.evaluations.at(-1)?.meanReward, 3),
     ])
+    const cores = availableParallelism()
+    const accountingRows: BenchCell[][] =
+      sync === undefined
+        ? []
+        : results
+            .filter((result) => result !== sync)
+            .map((result) => {
+              const figures = overlapAccounting(
+                {
+                  trainingSeconds: sync.trainingSeconds,
+                  generation: sync.breakdown.generation,
+                  environment: sync.breakdown.environment ?? 0,
+                  cpuSeconds: sync.breakdown.trainerCpuSeconds,
+                },
+                { trainingSeconds: result.trainingSeconds, cpuSeconds: result.breakdown.trainerCpuSeconds + (result.breakdown.server?.cpuSeconds ?? 0) },
+                cores,
+              )
+              return [
+                numberCell(sync.trainingSeconds, 1),
+                numberCell(sync.breakdown.generation + (sync.breakdown.environment ?? 0), 1),
+                numberCell(sync.breakdown.trainerCpuSeconds, 1),
+                numberCell(figures.coresBusy, 2),
+                numberCell(figures.pipelineBound, 2),
+                numberCell(figures.capacityBound, 2),
+                numberCell(figures.bound, 2),
+                numberCell(result.trainingSeconds, 1),
+                numberCell(figures.achieved, 2),
+                numberCell(figures.ofBound, 2),
+                numberCell(result.breakdown.trainerCpuSeconds + (result.breakdown.server?.cpuSeconds ?? 0), 1),
+                numberCell(figures.work, 2),
+              ]
+            })
     return {
       suite: 'disaggregated',
       title: 'Disaggregated rollouts against the synchronous loop (Simple Negotiation, LoRA)',
@@ -482,6 +580,8 @@ export const disaggregatedSuite = defineBenchSuite({
             'adapter load, background (s)',
             'server busy generating (s)',
             settings.engine ? 'rows per server decode step' : 'rows per server call',
+            'CPU, trainer process (s)',
+            'CPU, servers (s)',
             'final mean reward',
           ],
           rows,
@@ -490,9 +590,37 @@ export const disaggregatedSuite = defineBenchSuite({
             "A generates, steps the games and updates on one thread: its time is generation + environment + update (+ small overheads). B generates on the servers while the trainer updates: generation is off the trainer's path (overlapped), and the trainer's time is waiting + update + writing the adapter's files. Loading it on the servers runs in the background (in the collection thread when there is one; its time as the trainer saw it).",
             `B's generation is the collection's wall time less the environments' (requests in flight included; ${settings.collectionThread ? 'the episodes run in a collection thread, whose environment time is not measured apart and is counted here' : "answers waiting for the trainer's thread between its mini-batches included"}); server busy generating is the servers' wall time with a generation running (summed over servers), and ${settings.engine ? "rows per server decode step how many sequences the servers' engines decoded together (one adapter's, adapters taking turns)" : "rows per server call how well the servers' batching window re-formed batches from the episodes' separate requests"}.`,
             `B plays with adapters at most ${settings.maxStaleness} update(s) old (staleness ≤ ${settings.maxStaleness}), importance-corrected as the asynchronous collector is; it may need more steps than A to reach the same target.`,
-            `Server start-up (not counted): ${results.map((result) => (result.serverStartSeconds === undefined ? '' : `${result.serverStartSeconds.toFixed(1)} s`)).join('')}; each server's backend computes with ${results.find((result) => result.breakdown.server !== undefined)?.breakdown.server?.threads ?? '—'} thread(s).`,
+            "CPU: each process's CPU time (user + system, every thread) over the training, as its wall time; the trainer process's includes B's collection thread.",
+            `Server start-up (not counted): ${results.map((result) => (result.serverStartSeconds === undefined ? '' : `${result.serverStartSeconds.toFixed(1)} s`)).join('')}; the trainer's backend computes with ${runtime.threads} thread(s), each server's with ${results.find((result) => result.breakdown.server !== undefined)?.breakdown.server?.threads ?? '—'} thread(s).`,
           ],
         },
+        ...(accountingRows.length === 0
+          ? []
+          : [
+              {
+                title: `Overlap accounting: what B can gain over A at most on this machine (${cores} cores), and how close it came`,
+                columns: [
+                  'A: training time (s)',
+                  'A: generation + environment (s)',
+                  'A: CPU (s)',
+                  'A: cores busy (average)',
+                  'pipeline bound (×)',
+                  'capacity bound (×)',
+                  'overlap bound (×)',
+                  'B: training time (s)',
+                  'B: per step (A / B)',
+                  'B: share of the bound',
+                  'B: CPU, trainer + servers (s)',
+                  "B's work against A's (CPU B / CPU A)",
+                ],
+                rows: accountingRows,
+                notes: [
+                  "Pipeline bound: B's step is at least the longer of A's collection (generation and environments) and the rest of A's step (the update), each as fast as in A: A / max(collection, A − collection) — the gain of overlapping them perfectly with free capacity.",
+                  "Capacity bound: B does at least A's work, and the machine's cores do at most cores × wall time of it: A / (CPU_A / cores). A that keeps every core busy leaves nothing for the overlap (bound 1).",
+                  "Overlap bound: the lower of the two. B's share of it: its per-step speed-up over the bound. B's work against A's: what disaggregating costs in CPU (a second copy of the model generating in smaller batches, HTTP, adapter files).",
+                ],
+              },
+            ]),
         {
           title: 'Evaluations (mean reward against the random player)',
           columns: ['configuration', 'step', 'training time (s)', 'mean reward', 'win rate', 'invalid rate'],

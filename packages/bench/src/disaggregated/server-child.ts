@@ -56,7 +56,8 @@ export async function runServerChild(settings: ServerChildSettings): Promise<voi
   })
   /**
    * The server's own generation time (wall time with at least one `generate` running: the model busy), its calls and
-   * rows, and its backend's threads, for `GET /stats`; with the engine, its decode steps and generated tokens.
+   * rows, its process's CPU time and its backend's threads, for `GET /stats`; with the engine, its decode steps and
+   * generated tokens.
    */
   const busy = { generateSeconds: 0, generateCalls: 0, generateRows: 0 }
   let active = 0
@@ -86,7 +87,10 @@ export async function runServerChild(settings: ServerChildSettings): Promise<voi
     lora: { loader: lora.loader, maxAdapters: 8 },
     extraStats: () => {
       const stats = local.engineStats()
-      return { ...busy, threads: runtime.threads, ...(stats === undefined ? {} : { decodeSteps: stats.decodeSteps, generatedTokens: stats.generatedTokens }) }
+      const cpu = process.cpuUsage()
+      // The process's CPU time so far (every thread: the backend's pool included), for the suite's accounting.
+      const cpuSeconds = (cpu.user + cpu.system) / 1e6
+      return { ...busy, cpuSeconds, threads: runtime.threads, ...(stats === undefined ? {} : { decodeSteps: stats.decodeSteps, generatedTokens: stats.generatedTokens }) }
     },
   })
   process.stdout.write(`${JSON.stringify({ url: server.url })}\n`)
