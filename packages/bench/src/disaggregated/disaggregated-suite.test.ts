@@ -88,7 +88,7 @@ describe('disaggregated suite', () => {
     expect(server.generatedTokens).toBeGreaterThan(server.decodeSteps) // some decode steps held more than one sequence
   })
 
-  it('overlapAccounting: the pipeline bound from A\'s collection, the capacity bound from its CPU, the lower binding', () => {
+  it("overlapAccounting: the pipeline bound from A's collection, the capacity bound from its CPU, the lower binding", () => {
     // A: 40 s, of which 10 s collecting, 40 s of CPU on 2 cores (one busy on average).
     const free = overlapAccounting({ trainingSeconds: 40, generation: 9, environment: 1, cpuSeconds: 40 }, { trainingSeconds: 32, cpuSeconds: 50 }, 2)
     expect(free.coresBusy).toBe(1)
@@ -123,7 +123,16 @@ describe('disaggregated suite', () => {
       engine: true,
     })
     expect(
-      benchOptionsFromArguments('disaggregated', ['--collectionThread', 'false', '--serverBatchWindowMs', '20', '--serverThreads', '1', '--trainerThreads', '1']),
+      benchOptionsFromArguments('disaggregated', [
+        '--collectionThread',
+        'false',
+        '--serverBatchWindowMs',
+        '20',
+        '--serverThreads',
+        '1',
+        '--trainerThreads',
+        '1',
+      ]),
     ).toMatchObject({
       collectionThread: false,
       serverBatchWindowMs: 20,

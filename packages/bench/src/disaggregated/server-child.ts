@@ -90,7 +90,12 @@ export async function runServerChild(settings: ServerChildSettings): Promise<voi
       const cpu = process.cpuUsage()
       // The process's CPU time so far (every thread: the backend's pool included), for the suite's accounting.
       const cpuSeconds = (cpu.user + cpu.system) / 1e6
-      return { ...busy, cpuSeconds, threads: runtime.threads, ...(stats === undefined ? {} : { decodeSteps: stats.decodeSteps, generatedTokens: stats.generatedTokens }) }
+      return {
+        ...busy,
+        cpuSeconds,
+        threads: runtime.threads,
+        ...(stats === undefined ? {} : { decodeSteps: stats.decodeSteps, generatedTokens: stats.generatedTokens }),
+      }
     },
   })
   process.stdout.write(`${JSON.stringify({ url: server.url })}\n`)
