@@ -3,8 +3,8 @@
  * thread and in the source's collection thread (`disaggregated-worker.ts`), so both play the same episodes.
  * No TensorFlow.js here.
  */
-import { deriveSeed, type EnvironmentV1, type PolicyV1, type TokenizerV1 } from '@ludic/core'
-import { collect, createOpenAICompatiblePolicy, type CollectResult, type PromptTemplate } from '@ludic/rollout'
+import { deriveSeed, type Completion, type EnvironmentV1, type PolicyV1, type TokenizerV1 } from '@ludic/core'
+import { collect, createOpenAICompatiblePolicy, GenerationBatchError, type CollectResult, type PromptTemplate } from '@ludic/rollout'
 import { episodeSeeds } from './episode-seeds.js'
 
 /** How a disaggregated source plays its batches: the servers and the run's collection settings (structured-cloneable). */
@@ -26,6 +26,11 @@ export interface DisaggregatedPlan {
   trainRoles?: string[] | undefined
   /** Batch b is started once an adapter of version ≥ b − maxStaleness is loaded (and the trainer asked for b − 1). */
   maxStaleness: number
+  /**
+   * Partial rollouts: each request goes to the newest adapter loaded when it is sent, not the batch's first, and its
+   * completion's tokens carry that version (`tokenPolicyVersions`). Default (absent) false.
+   */
+  partialRollouts?: boolean | undefined
 }
 
 /** What plays the episodes: the config's (trainer's thread) or the setup module's (collection thread). */
@@ -44,7 +49,8 @@ export interface PlayedAdapter {
 
 /**
  * Batch `batchIndex` with `adapter`: the synchronous source's reset and sampling seeds, episodes spread round-robin
- * over the endpoints, each stepping as soon as its own completion returns (`stepping: 'per-trajectory'`).
+ * over the endpoints, each stepping as soon as its own completion returns (`stepping: 'per-trajectory'`). With
+ * `plan.partialRollouts`, each request goes to `newest()` instead (read as it is sent) and its tokens carry its version.
  */
 export async function playDisaggregatedBatch(
   plan: DisaggregatedPlan,
@@ -52,11 +58,12 @@ export async function playDisaggregatedBatch(
   adapter: PlayedAdapter,
   batchIndex: number,
   signal: AbortSignal,
+  newest: () => PlayedAdapter | undefined = () => adapter,
 ): Promise<{ result: CollectResult; seconds: number }> {
-  const policies: PolicyV1[] = plan.endpoints.map((endpoint) =>
+  const client = (endpoint: string, name: string) =>
     createOpenAICompatiblePolicy({
       baseURL: endpoint,
-      model: adapter.name,
+      model: name,
       id: plan.policyId,
       concurrency: plan.concurrency,
       timeoutMs: plan.requestTimeoutMs,
@@ -64,7 +71,9 @@ export async function playDisaggregatedBatch(
       tokenizer: players.tokenizer,
       ...(plan.apiKey === undefined ? {} : { apiKey: plan.apiKey }),
       ...(players.fetch === undefined ? {} : { fetch: players.fetch }),
-    }),
+    })
+  const policies: PolicyV1[] = plan.endpoints.map((endpoint) =>
+    plan.partialRollouts === true ? followingNewest(plan.policyId, (name) => client(endpoint, name), adapter, newest) : client(endpoint, adapter.name),
   )
   const started = performance.now()
   const result = await collect({
@@ -84,6 +93,41 @@ export async function playDisaggregatedBatch(
     ...(plan.trainRoles === undefined ? {} : { trainRoles: plan.trainRoles }),
   })
   return { result, seconds: (performance.now() - started) / 1000 }
+}
+
+/**
+ * A policy that sends each `generate` call to the newest adapter loaded (`newest()`, never older than `first`, the
+ * batch's), through one client per adapter (`client(name)`, made once each: each keeps its own concurrency limit, so
+ * a batch spread over two adapters may have up to twice `concurrency` requests in flight for a moment), and stamps
+ * every completion's tokens with that adapter's version — also the completions of a call that partly failed.
+ */
+export function followingNewest(policyId: string, client: (name: string) => PolicyV1, first: PlayedAdapter, newest: () => PlayedAdapter | undefined): PolicyV1 {
+  const clients = new Map<string, PolicyV1>()
+  const stamped = (completion: Completion, version: number): Completion => ({
+    ...completion,
+    tokenPolicyVersions: new Int32Array(completion.tokenIds.length).fill(version),
+  })
+  return {
+    specificationVersion: 'v1',
+    id: policyId,
+    async generate(requests, options) {
+      const current = newest()
+      const adapter = current !== undefined && current.version > first.version ? current : first
+      let policy = clients.get(adapter.name)
+      if (policy === undefined) clients.set(adapter.name, (policy = client(adapter.name)))
+      try {
+        return (await policy.generate(requests, options)).map((completion) => stamped(completion, adapter.version))
+      } catch (error) {
+        if (!GenerationBatchError.isInstance(error)) throw error
+        throw new GenerationBatchError({
+          policyId: error.policyId,
+          completions: error.completions.map((completion) => (completion === undefined ? undefined : stamped(completion, adapter.version))),
+          errors: error.errors,
+          message: error.message,
+        })
+      }
+    },
+  }
 }
 
 /** A batch played: its result, the adapter version it was played with, its wall time. */
@@ -142,7 +186,10 @@ export async function playDisaggregatedBatches(
       adapter = startable(batchIndex)
     }
     if (signal.aborted || adapter === undefined) return
-    const { result, seconds } = await playDisaggregatedBatch(plan, players, { name: adapter.name, version: adapter.version }, batchIndex, signal)
+    const { result, seconds } = await playDisaggregatedBatch(plan, players, { name: adapter.name, version: adapter.version }, batchIndex, signal, () => {
+      const loaded = state().adapter
+      return loaded === undefined ? undefined : { name: loaded.name, version: loaded.version }
+    })
     if (signal.aborted) return
     onPlayed(batchIndex, { result, version: adapter.version, seconds })
   }

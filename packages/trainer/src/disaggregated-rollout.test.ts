@@ -126,7 +126,7 @@ describe('createDisaggregatedRolloutSource', () => {
    * A warmed-up model's LoRA adapters trained through a `ludic serve`-like server (its own copy of the base
    * weights) for `steps`; checks that it learns and that staleness stays within `maxStaleness`.
    */
-  async function learnThroughServer(options: { maxStaleness?: number; setupModule?: string; setupData?: unknown }, steps: number) {
+  async function learnThroughServer(options: { maxStaleness?: number; setupModule?: string; setupData?: unknown; partialRollouts?: boolean }, steps: number) {
     const model = createTestModel(2)
     const examples = [0, 1, 2, 3, 4, 5, 6].flatMap((seed) =>
       ['a', 'b'].map((letter) => ({ promptIds: prompt(seed), responseIds: tokenizer.encode(letter, { addSpecialTokens: false }) })),
@@ -214,6 +214,28 @@ describe('createDisaggregatedRolloutSource', () => {
     expect(threaded.batches.flatMap((batch) => batch.trajectories.map((trajectory) => trajectory.environmentId))).toEqual(Array(12 * 16).fill('pick-in-thread'))
     expect(local.batches[0]!.trajectories[0]!.environmentId).toBe('pick-v1')
     expect(threaded.batches.every((batch) => batch.samples.every((sample) => sample.responseTokenIds.length === 1))).toBe(true)
+  })
+
+  it("partialRollouts reaches the collection thread: every sample's tokens carry the version of the adapter that sampled them", async () => {
+    const steps = 4
+    const { history, batches } = await learnThroughServer(
+      { partialRollouts: true, setupModule, setupData: { roles: ['player0'], environmentId: 'pick-in-thread' } },
+      steps,
+    )
+    expect(batches).toHaveLength(steps)
+    for (const [stepIndex, batch] of batches.entries()) {
+      expect(batch.samples).toHaveLength(16)
+      for (const sample of batch.samples) {
+        const versions = Array.from(sample.tokenPolicyVersions!)
+        expect(versions).toHaveLength(1)
+        // Played with an adapter no older than the batch's first and no newer than the weights of its step (version = steps done).
+        expect(versions[0]).toBeGreaterThanOrEqual(batch.offPolicy!.policyVersion)
+        expect(versions[0]).toBeLessThanOrEqual(stepIndex)
+        expect(sample.policyVersion).toBe(versions[0])
+      }
+    }
+    // The update's staleness figures are the tokens' own.
+    expect(history.every((metrics) => metrics.tokenStalenessMean! >= 0 && metrics.tokenStalenessMean! <= 1)).toBe(true)
   })
 
   /** Runs two steps with a collection thread against a server whose loader records (paths under `refuse/` refused); the run's error. */

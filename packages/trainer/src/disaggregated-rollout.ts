@@ -42,6 +42,16 @@ export const disaggregatedRolloutOptionsSchema = z.strictObject({
   /** Truncation of the per-token importance ratio π_current / π_rollout (as `asyncRollout.importanceCap`). Default 2. */
   importanceCap: z.number().min(1).default(2),
   /**
+   * Partial rollouts across updates (AReaL's, verl's): a batch's episodes move to each newer adapter as it is loaded —
+   * every request (an episode's turn) goes to the newest adapter loaded when it is sent, not the one the batch started
+   * with — and each completion's tokens carry the version that sampled them (`Completion.tokenPolicyVersions`), so the
+   * update's importance correction and its staleness metrics (`tokenStalenessMean`) see each token's own version; a
+   * batch's `policyVersion` stays the adapter it started with (its oldest). The switch is between requests: a request
+   * in flight ends on the adapter it was sent to (the OpenAI protocol has no way to move it). Default false (a batch
+   * plays one adapter).
+   */
+  partialRollouts: z.boolean().default(false),
+  /**
    * Episodes in flight over all endpoints (spread round-robin); each steps as soon as its own completion returns
    * (`collect`'s `stepping: 'per-trajectory'`). Default: the config's `batch.concurrency`.
    */
@@ -155,6 +165,7 @@ export function createDisaggregatedRolloutSource(
     temperature: batch.temperature,
     trainRoles: config.trainRoles,
     maxStaleness: settings.maxStaleness,
+    partialRollouts: settings.partialRollouts,
   }
   const stats: DisaggregatedRolloutStats = { batches: 0, collectSeconds: 0, waitSeconds: 0, saveSeconds: 0, pushSeconds: 0, adapterVersion: undefined }
   const ready = new Map<number, PlayedBatch>()

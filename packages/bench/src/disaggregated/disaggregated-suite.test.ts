@@ -74,10 +74,16 @@ describe('disaggregated suite', () => {
     expect(report.tables[0]!.notes!.join(' ')).toContain("each server's with 2 thread(s)")
   })
 
-  it("--quick with engine: B's server generates on the generation engine, its adapter's requests decoding together", async () => {
-    const report = await runBenchSuite('disaggregated', { quick: true, target: -2, engine: true, configurations: ['disaggregated'] })
+  it("--quick with engine and partial rollouts: B's server generates on the generation engine, its adapter's requests decoding together", async () => {
+    const report = await runBenchSuite('disaggregated', { quick: true, target: -2, engine: true, partialRollouts: true, configurations: ['disaggregated'] })
     const [table] = report.tables
-    expect(table!.rows.map((row) => row[0])).toEqual(['B: disaggregated, 1 server(s) on the generation engine, episodes on a collection thread'])
+    expect(table!.rows.map((row) => row[0])).toEqual([
+      'B: disaggregated, 1 server(s) on the generation engine, partial rollouts, episodes on a collection thread',
+    ])
+    const staleness = table!.rows[0]![table!.columns.indexOf('token staleness (mean)')] as number
+    expect(staleness).toBeGreaterThanOrEqual(0)
+    expect(staleness).toBeLessThanOrEqual(1) // maxStaleness 1
+    expect(table!.notes!.join(' ')).toContain('partial rollouts: each turn on the newest adapter loaded when it was sent')
     expect(table!.columns).toContain('rows per server decode step')
     const [result] = (report.raw as Raw).results
     expect(result!.steps).toBe(2)

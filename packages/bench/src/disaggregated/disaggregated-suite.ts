@@ -81,6 +81,11 @@ export const disaggregatedOptionsSchema = z.strictObject({
    * Default: the backend's (native: one a core; WebAssembly: 1).
    */
   trainerThreads: z.number().int().min(1).max(256).optional(),
+  /**
+   * B's partial rollouts (`createDisaggregatedRolloutSource`'s `partialRollouts`): each turn goes to the newest adapter
+   * loaded when it is sent, its tokens carrying that version. Default false.
+   */
+  partialRollouts: z.boolean().default(false),
   /** Episodes in flight against the servers. Default: episodesPerStep. */
   concurrency: z.number().int().positive().max(100_000).optional(),
   /** Configurations to run, in this order: `sync` (A, the single-process loop) and `disaggregated` (B). Default both, A first. */
@@ -154,6 +159,8 @@ interface ConfigurationResult {
   stepsToTarget: number | undefined
   evaluations: { step: number; seconds: number; meanReward: number; winRate: number; invalidRate: number }[]
   breakdown: Breakdown
+  /** B: the trained tokens' staleness (steps behind the weights they train), averaged over the steps; A: 0. */
+  tokenStalenessMean: number
   serverStartSeconds: number | undefined
 }
 
@@ -296,6 +303,7 @@ async function runConfiguration(
                 endpoints: servers.map((server) => server.url),
                 adapterDirectory: join(workDirectory, 'adapters'),
                 maxStaleness: settings.maxStaleness,
+                partialRollouts: settings.partialRollouts,
                 ...(settings.concurrency === undefined ? {} : { concurrency: settings.concurrency }),
                 ...(settings.collectionThread ? { setupModule: builtEntryPath('negotiation-rollout-setup'), setupData: workload } : {}),
               })),
@@ -367,6 +375,7 @@ async function runConfiguration(
       stepsToTarget: reached?.step,
       evaluations,
       breakdown,
+      tokenStalenessMean: sum(history, 'tokenStalenessMean') / Math.max(history.length, 1),
       serverStartSeconds,
     }
   } finally {
@@ -496,7 +505,7 @@ export const disaggregatedSuite = defineBenchSuite({
     const rows: BenchCell[][] = results.map((result) => [
       result.configuration === 'sync'
         ? 'A: synchronous, one process'
-        : `B: disaggregated, ${settings.servers} server(s)${settings.engine ? ' on the generation engine' : ''}, episodes on ${settings.collectionThread ? 'a collection thread' : "the trainer's thread"}`,
+        : `B: disaggregated, ${settings.servers} server(s)${settings.engine ? ' on the generation engine' : ''}${settings.partialRollouts ? ', partial rollouts' : ''}, episodes on ${settings.collectionThread ? 'a collection thread' : "the trainer's thread"}`,
       numberCell(result.timeToTargetSeconds, 1) ?? `not reached in ${result.steps} steps`,
       result.stepsToTarget ?? null,
       result === sync
@@ -517,6 +526,7 @@ export const disaggregatedSuite = defineBenchSuite({
       numberCell(serverRows(result.breakdown.server, settings.engine), 1),
       numberCell(result.breakdown.trainerCpuSeconds, 1),
       numberCell(result.breakdown.server?.cpuSeconds, 1),
+      numberCell(result.tokenStalenessMean, 2),
       numberCell(result.evaluations.at(-1)?.meanReward, 3),
     ])
     const cores = availableParallelism()
@@ -582,6 +592,7 @@ export const disaggregatedSuite = defineBenchSuite({
             settings.engine ? 'rows per server decode step' : 'rows per server call',
             'CPU, trainer process (s)',
             'CPU, servers (s)',
+            'token staleness (mean)',
             'final mean reward',
           ],
           rows,
@@ -589,7 +600,7 @@ export const disaggregatedSuite = defineBenchSuite({
             'Time to target: training wall time (evaluations excluded: adapter snapshots taken every evaluateEvery steps are evaluated after the run, the same way for both) until the evaluated mean reward against the random player (fixed held-out seeds) first reaches the target.',
             "A generates, steps the games and updates on one thread: its time is generation + environment + update (+ small overheads). B generates on the servers while the trainer updates: generation is off the trainer's path (overlapped), and the trainer's time is waiting + update + writing the adapter's files. Loading it on the servers runs in the background (in the collection thread when there is one; its time as the trainer saw it).",
             `B's generation is the collection's wall time less the environments' (requests in flight included; ${settings.collectionThread ? 'the episodes run in a collection thread, whose environment time is not measured apart and is counted here' : "answers waiting for the trainer's thread between its mini-batches included"}); server busy generating is the servers' wall time with a generation running (summed over servers), and ${settings.engine ? "rows per server decode step how many sequences the servers' engines decoded together (one adapter's, adapters taking turns)" : "rows per server call how well the servers' batching window re-formed batches from the episodes' separate requests"}.`,
-            `B plays with adapters at most ${settings.maxStaleness} update(s) old (staleness ≤ ${settings.maxStaleness}), importance-corrected as the asynchronous collector is; it may need more steps than A to reach the same target.`,
+            `B plays with adapters at most ${settings.maxStaleness} update(s) old (staleness ≤ ${settings.maxStaleness}), importance-corrected as the asynchronous collector is; it may need more steps than A to reach the same target. Token staleness: how many updates behind the trained weights each trained token's adapter was, averaged${settings.partialRollouts ? ' (partial rollouts: each turn on the newest adapter loaded when it was sent)' : ' (each batch on the adapter it started with)'}.`,
             "CPU: each process's CPU time (user + system, every thread) over the training, as its wall time; the trainer process's includes B's collection thread.",
             `Server start-up (not counted): ${results.map((result) => (result.serverStartSeconds === undefined ? '' : `${result.serverStartSeconds.toFixed(1)} s`)).join('')}; the trainer's backend computes with ${runtime.threads} thread(s), each server's with ${results.find((result) => result.breakdown.server !== undefined)?.breakdown.server?.threads ?? '—'} thread(s).`,
           ],
