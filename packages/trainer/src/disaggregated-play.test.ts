@@ -26,7 +26,11 @@ async function recordingServer(adapterNames: readonly string[]) {
   const policyOf = (name: string): PolicyV1 => ({
     specificationVersion: 'v1',
     id: name,
-    generate: async (requests) => requests.map((request) => (answered.push(name), answer(request))),
+    generate: async (requests) =>
+      requests.map((request) => {
+        answered.push(name)
+        return answer(request)
+      }),
   })
   const loader: LoraAdapterLoader = { load: async ({ name }) => policyOf(name), unload: () => {} }
   const server = await serveOpenAICompatible(policyOf('base'), { modelId: 'base', tokenizer, lora: { loader } })
