@@ -104,6 +104,8 @@ describe('disaggregated suite', () => {
     expect(free.achieved).toBe(1.25)
     expect(free.ofBound).toBeCloseTo(1.25 / (40 / 30))
     expect(free.work).toBe(1.25)
+    expect(free.disaggregatedCoresBusy).toBeCloseTo(50 / 32)
+    expect(free.disaggregatedCapacityBound).toBe(1.6)
     // Every core busy in A: nothing left for the overlap, whatever A's collection.
     const full = overlapAccounting({ trainingSeconds: 40, generation: 20, environment: 0, cpuSeconds: 80 }, { trainingSeconds: 50, cpuSeconds: 90 }, 2)
     expect(full.pipelineBound).toBe(2)

@@ -401,7 +401,17 @@ export function overlapAccounting(
   sync: { trainingSeconds: number; generation: number; environment: number; cpuSeconds: number },
   disaggregated: { trainingSeconds: number; cpuSeconds: number },
   cores: number,
-): { coresBusy: number; pipelineBound: number; capacityBound: number; bound: number; achieved: number; ofBound: number; work: number } {
+): {
+  coresBusy: number
+  pipelineBound: number
+  capacityBound: number
+  bound: number
+  achieved: number
+  ofBound: number
+  work: number
+  disaggregatedCoresBusy: number
+  disaggregatedCapacityBound: number
+} {
   const collection = sync.generation + sync.environment
   const pipelineBound = sync.trainingSeconds / Math.max(collection, sync.trainingSeconds - collection)
   const capacityBound = (cores * sync.trainingSeconds) / sync.cpuSeconds
@@ -415,6 +425,8 @@ export function overlapAccounting(
     achieved,
     ofBound: achieved / bound,
     work: disaggregated.cpuSeconds / sync.cpuSeconds,
+    disaggregatedCoresBusy: disaggregated.cpuSeconds / disaggregated.trainingSeconds,
+    disaggregatedCapacityBound: (cores * sync.trainingSeconds) / disaggregated.cpuSeconds,
   }
 }
 
@@ -559,6 +571,8 @@ export const disaggregatedSuite = defineBenchSuite({
                 numberCell(figures.ofBound, 2),
                 numberCell(result.breakdown.trainerCpuSeconds + (result.breakdown.server?.cpuSeconds ?? 0), 1),
                 numberCell(figures.work, 2),
+                numberCell(figures.disaggregatedCoresBusy, 2),
+                numberCell(figures.disaggregatedCapacityBound, 2),
               ]
             })
     return {
@@ -623,12 +637,14 @@ export const disaggregatedSuite = defineBenchSuite({
                   'B: share of the bound',
                   'B: CPU, trainer + servers (s)',
                   "B's work against A's (CPU B / CPU A)",
+                  'B: cores busy (average)',
+                  "B's own capacity bound (×)",
                 ],
                 rows: accountingRows,
                 notes: [
                   "Pipeline bound: B's step is at least the longer of A's collection (generation and environments) and the rest of A's step (the update), each as fast as in A: A / max(collection, A − collection) — the gain of overlapping them perfectly with free capacity.",
                   "Capacity bound: B does at least A's work, and the machine's cores do at most cores × wall time of it: A / (CPU_A / cores). A that keeps every core busy leaves nothing for the overlap (bound 1).",
-                  "Overlap bound: the lower of the two. B's share of it: its per-step speed-up over the bound. B's work against A's: what disaggregating costs in CPU (a second copy of the model generating in smaller batches, HTTP, adapter files).",
+                  "Overlap bound: the lower of the two. B's share of it: its per-step speed-up over the bound. B's work against A's: what disaggregating costs in CPU (a second copy of the model generating in smaller batches, HTTP, adapter files). B's own capacity bound: A / (CPU_B / cores), what B could reach with its own work spread over every core all the time; B's cores busy (CPU_B / B's time) says how much of the machine it kept busy.",
                 ],
               },
             ]),
