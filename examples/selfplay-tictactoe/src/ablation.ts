@@ -37,6 +37,7 @@ export const ablationRows: readonly AblationRow[] = [
   { name: 'tactical', lever: '+ tactical player, share 0.25', options: { randomOpponentShare: 0.45, tacticalOpponentShare: 0.25 } },
   { name: 'heads', lever: '+ 32 attention heads of 4 (the same parameters)', options: { attentionHeads: 32 } },
   { name: 'per-opponent', lever: '+ RAE baselines per opponent', options: { raePerOpponent: true } },
+  { name: 'per-state', lever: '+ RAE baselines per opponent and position', options: { raePerOpponent: true, raePerState: true } },
   { name: 'random-openings', lever: '+ random openings (exploring starts), share 0.5', options: { randomOpeningShare: 0.5 } },
 ]
 

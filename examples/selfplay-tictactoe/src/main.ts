@@ -105,6 +105,12 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
      */
     raePerOpponent: raeOptionsSchema.shape.perOpponent.unwrap().default(false),
     /**
+     * With `advantage` `rae`: one baseline per position too (RAE's `perState`, keyed by the game's `stateKey`: the mark
+     * to move and the board), each move judged by its return against its own position's baseline rather than the
+     * average game's. Refused with `gae`. Default false.
+     */
+    raePerState: raeOptionsSchema.shape.perState.unwrap().default(false),
+    /**
      * At the end, play the random player exactly too (`exactModelPlay`: every position's move probabilities, each game
      * weighed by its probability; ~10 s natively, longer on WebAssembly): the report's `exactAfter`. Default true.
      */
@@ -162,8 +168,9 @@ export type Report = ExampleReport<Evaluation> & {
 
 export async function main(options: MainOptions = {}): Promise<Report> {
   const parsed = parseArgument(mainOptionsSchema, options, 'options')
-  if (parsed.advantage === 'gae' && parsed.raePerOpponent)
-    throw new InvalidArgumentError({ argument: 'options.raePerOpponent', value: true, message: "needs options.advantage 'rae' (GAE keeps no baselines)" })
+  for (const name of ['raePerOpponent', 'raePerState'] as const)
+    if (parsed.advantage === 'gae' && parsed[name])
+      throw new InvalidArgumentError({ argument: `options.${name}`, value: true, message: "needs options.advantage 'rae' (GAE keeps no baselines)" })
   if (parsed.advantage === 'rae') {
     for (const [name, value] of [
       ['critic', parsed.critic],
@@ -256,7 +263,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     batch: { ...trainerSettings.batch, engine: parsed.engine },
     ...(parsed.advantage === 'gae'
       ? { advantage: createGae(parsed.gaeLambda === undefined ? {} : { lambda: parsed.gaeLambda }), critic: { model: parsed.critic ?? 'separate' } }
-      : { advantage: createRae({ perOpponent: parsed.raePerOpponent }) }),
+      : { advantage: createRae({ perOpponent: parsed.raePerOpponent, perState: parsed.raePerState }) }),
     entropyCoefficient: parsed.entropyCoefficient,
     schedule: { type: 'warmup-cosine', totalSteps: Math.max(1, parsed.steps - 1), minRatio: parsed.finalLearningRateRatio },
   })

@@ -1,4 +1,4 @@
-import type { AdvantageBatch, AdvantageEstimatorV1 } from '@ludic/core'
+import { type AdvantageBatch, type AdvantageEstimatorV1, createRandom } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { createRae } from './rae.js'
 
@@ -97,6 +97,78 @@ describe('rae', () => {
     expect(restored.estimate(mixed)).toEqual(perOpponent.estimate(mixed))
     expect(() => createRae().setState(perOpponent.getState())).toThrow(/'state\.baselines\.0'.*has an opponent/)
     expect(() => createRae({ perOpponent: true }).setState(plain.getState())).toThrow(/'state\.baselines\.0'.*has no opponent/)
+  })
+
+  it('keeps one baseline per state with perState: each turn its return-to-go against its own state\'s baseline, as a plain loop computes', () => {
+    // Random multi-turn batches: 12 trajectories of two roles, 1–4 turns each, rewards anywhere, states from a small set.
+    const random = createRandom(5)
+    const decay = 0.8
+    const rae = createRae({ decay, perState: true, perOpponent: true })
+    const plain = new Map<string, number>()
+    for (let batchIndex = 0; batchIndex < 4; batchIndex++) {
+      const batch = {
+        tokenRewards: [] as Float32Array[],
+        groupIds: [] as string[],
+        roles: [] as string[],
+        environmentIds: [] as string[],
+        trajectoryIds: [] as string[],
+        turnIndices: [] as number[],
+        opponentIds: [] as string[],
+        stateKeys: [] as string[],
+      }
+      for (let trajectory = 0; trajectory < 12; trajectory++) {
+        const turns = 2 * (1 + Math.floor(random.nextFloat() * 4))
+        const opponent = random.nextFloat() < 0.5 ? 'random' : 'minimax'
+        for (let turn = 0; turn < turns; turn++) {
+          const tokens = 1 + Math.floor(random.nextFloat() * 3)
+          batch.tokenRewards.push(Float32Array.from({ length: tokens }, () => (random.nextFloat() < 0.3 ? Math.round(random.nextFloat() * 4) - 2 : 0)))
+          batch.groupIds.push(`g${trajectory}`)
+          batch.roles.push(`player${turn % 2}`)
+          batch.environmentIds.push('tictactoe')
+          batch.trajectoryIds.push(`b${batchIndex}t${trajectory}`)
+          batch.turnIndices.push(turn)
+          batch.opponentIds.push(opponent)
+          batch.stateKeys.push(`s${Math.floor(random.nextFloat() * 3)}`)
+        }
+      }
+      // The plain loop: per trajectory and role, turns in order; each turn's return-to-go against its key's baseline.
+      const expected = new Array<number>(batch.roles.length)
+      const rewardOf = (sample: number) => batch.tokenRewards[sample]!.reduce((sum, reward) => sum + reward, 0)
+      for (let sample = 0; sample < batch.roles.length; sample++) {
+        let returnToGo = 0
+        for (let later = sample; later < batch.roles.length; later++)
+          if (batch.trajectoryIds[later] === batch.trajectoryIds[sample] && batch.roles[later] === batch.roles[sample]) returnToGo += rewardOf(later)
+        const key = [batch.roles[sample], batch.opponentIds[sample], batch.stateKeys[sample]].join('|')
+        const before = plain.get(key) ?? 0
+        plain.set(key, decay * before + (1 - decay) * returnToGo)
+        expected[sample] = returnToGo - before
+      }
+      const advantages = rae.estimate(batch).advantages
+      advantages.forEach((row, sample) => {
+        for (const value of row) expect(value).toBeCloseTo(expected[sample]!, 5)
+      })
+    }
+    expect(rae.getState().baselines.every((baseline) => baseline.state !== undefined && baseline.opponent !== undefined)).toBe(true)
+    expect(rae.requires).toEqual(['roles', 'environmentIds', 'opponentIds', 'stateKeys'])
+  })
+
+  it('perState: needs state keys, and restores only a state keyed by state', () => {
+    const keyed: AdvantageBatch = { ...game('tictactoe', 1), stateKeys: ['empty', 'x-centre'] }
+    const rae = createRae({ perState: true })
+    expect(firstTokens(keyed, rae)).toEqual([1, -1])
+    expect(rae.getState().baselines).toEqual([
+      { environmentId: 'tictactoe', role: 'player0', state: 'empty', value: expect.closeTo(0.05, 12) },
+      { environmentId: 'tictactoe', role: 'player1', state: 'x-centre', value: expect.closeTo(-0.05, 12) },
+    ])
+    expect(() => rae.estimate(game('tictactoe', 1))).toThrow(/'batch\.stateKeys'.*'rae'.*perState/)
+    const restored = createRae({ perState: true })
+    restored.setState(JSON.parse(JSON.stringify(rae.getState())))
+    expect(restored.estimate(keyed)).toEqual(rae.estimate(keyed))
+    expect(() => createRae().setState(rae.getState())).toThrow(/'state\.baselines\.0'.*has a state/)
+    expect(() => createRae({ perState: true }).setState(createRae().getState())).not.toThrow() // no baselines yet
+    const plain = createRae()
+    plain.estimate(game('tictactoe', 1))
+    expect(() => createRae({ perState: true }).setState(plain.getState())).toThrow(/'state\.baselines\.0'.*has no state/)
   })
 
   it('needs roles and environments, and leaves its state untouched when a batch is rejected', () => {

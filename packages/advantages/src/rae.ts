@@ -16,12 +16,22 @@ export const raeOptionsSchema = z.strictObject({
    * negative advantage whatever was played. Default: false (SPIRAL's).
    */
   perOpponent: z.boolean().default(false),
+  /**
+   * One baseline per state too: each turn is keyed by its state (`batch.stateKeys`, the environment's `stateKey`) and
+   * gets its own advantage, its return-to-go G_k = Σ_{j ≥ k} r_j less the baseline of its state, which G_k then
+   * updates — a tabular state-value baseline (Williams 1992's state-dependent baseline; GiGPO's anchor states keyed
+   * across batches rather than within a group). The expected gradient is the same; a turn is no longer judged against
+   * the average game's return but against its own state's. Default: false (one advantage per episode, SPIRAL's).
+   */
+  perState: z.boolean().default(false),
 })
 export type RaeOptions = z.input<typeof raeOptionsSchema>
 
 /** The baselines of a RAE estimator, one per (environment, role) or (environment, role, opponent): plain JSON for trainer checkpoints. */
 export const raeStateSchema = z.strictObject({
-  baselines: z.array(z.strictObject({ environmentId: z.string(), role: z.string(), opponent: z.string().optional(), value: z.number() })),
+  baselines: z.array(
+    z.strictObject({ environmentId: z.string(), role: z.string(), opponent: z.string().optional(), state: z.string().optional(), value: z.number() }),
+  ),
 })
 export type RaeState = z.infer<typeof raeStateSchema>
 
@@ -42,18 +52,20 @@ export interface RaeEstimator extends AdvantageEstimatorV1 {
  *
  * Every turn of the episode gets A on its valid tokens; returns = advantages. Needs `batch.roles` and
  * `batch.environmentIds` (and `batch.opponentIds` with `perOpponent`, which keys b by the opponent too); a failed
- * call leaves the baselines untouched.
+ * call leaves the baselines untouched. With `perState` (needs `batch.stateKeys`) each turn k is its own: its
+ * return-to-go G_k against b keyed by its state too, A_k = G_k − b(s_k), then b(s_k) ← α·b(s_k) + (1 − α)·G_k.
  */
 export function createRae(options: RaeOptions = {}): RaeEstimator {
-  const { decay, updateBeforeRead, perOpponent } = parseArgument(raeOptionsSchema, options, 'options')
+  const { decay, updateBeforeRead, perOpponent, perState } = parseArgument(raeOptionsSchema, options, 'options')
   type Baseline = RaeState['baselines'][number]
   const keyOf = (baseline: Omit<Baseline, 'value'>) =>
-    JSON.stringify([baseline.environmentId, baseline.role, ...(perOpponent ? [baseline.opponent ?? ''] : [])])
+    JSON.stringify([baseline.environmentId, baseline.role, ...(perOpponent ? [baseline.opponent ?? ''] : []), ...(perState ? [baseline.state ?? ''] : [])])
+  const needs = ['roles', 'environmentIds', ...(perOpponent ? ['opponentIds' as const] : []), ...(perState ? ['stateKeys' as const] : [])] as const
   let baselines = new Map<string, Baseline>()
   return {
     specificationVersion: 'v1',
     name: 'rae',
-    requires: perOpponent ? ['roles', 'environmentIds', 'opponentIds'] : ['roles', 'environmentIds'],
+    requires: [...needs],
     estimate(input) {
       const batch = parseAdvantageBatch(input)
       const roles = requireField(batch, 'roles', 'rae', 'it keeps one baseline per (environment, role)')
@@ -61,6 +73,7 @@ export function createRae(options: RaeOptions = {}): RaeEstimator {
       const opponentIds = perOpponent
         ? requireField(batch, 'opponentIds', 'rae', 'with perOpponent it keeps one baseline per (environment, role, opponent)')
         : undefined
+      const stateKeys = perState ? requireField(batch, 'stateKeys', 'rae', 'with perState it keeps one baseline per state') : undefined
       const scores = sampleScores(batch)
       const next = new Map([...baselines].map(([key, baseline]) => [key, { ...baseline }]))
       const advantages = new Float64Array(scores.length)
@@ -80,13 +93,25 @@ export function createRae(options: RaeOptions = {}): RaeEstimator {
           episodeReturn += scores[sample]!
         }
         const at = { environmentId, role, ...(opponentIds === undefined ? {} : { opponent: opponentIds[episode[0]!]! }) }
-        const key = keyOf(at)
-        const baseline = next.get(key) ?? { ...at, value: 0 }
-        const before = baseline.value
-        baseline.value = decay * before + (1 - decay) * episodeReturn
-        next.set(key, baseline)
-        const advantage = episodeReturn - (updateBeforeRead ? baseline.value : before)
-        for (const sample of episode) advantages[sample] = advantage
+        /** The advantage of `target` (its baseline keyed by `where`), after which `target` updates that baseline. */
+        const advantageOf = (where: Omit<Baseline, 'value'>, target: number) => {
+          const key = keyOf(where)
+          const baseline = next.get(key) ?? { ...where, value: 0 }
+          const before = baseline.value
+          baseline.value = decay * before + (1 - decay) * target
+          next.set(key, baseline)
+          return target - (updateBeforeRead ? baseline.value : before)
+        }
+        if (stateKeys === undefined) {
+          const advantage = advantageOf(at, episodeReturn)
+          for (const sample of episode) advantages[sample] = advantage
+          continue
+        }
+        let returnToGo = episodeReturn
+        for (const sample of episode) {
+          advantages[sample] = advantageOf({ ...at, state: stateKeys[sample]! }, returnToGo)
+          returnToGo -= scores[sample]!
+        }
       }
       baselines = next
       return broadcastToTokens(batch, advantages)
@@ -95,6 +120,12 @@ export function createRae(options: RaeOptions = {}): RaeEstimator {
     setState(state) {
       const parsed = parseArgument(raeStateSchema, state, 'state')
       parsed.baselines.forEach((baseline, index) => {
+        if ((baseline.state !== undefined) !== perState) {
+          const message = perState
+            ? 'has no state: this estimator keeps one baseline per state (options.perState), the state is of one that does not'
+            : 'has a state: the state is of an estimator with options.perState, this one does not key baselines by state'
+          throw new InvalidArgumentError({ argument: `state.baselines.${index}`, value: baseline, message })
+        }
         if ((baseline.opponent !== undefined) === perOpponent) return
         const message = perOpponent
           ? 'has no opponent: this estimator keeps one baseline per opponent (options.perOpponent), the state is of one that does not'
