@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { InvalidArgumentError } from '@ludic/core'
 import { kuhnAveragePolicy, kuhnExploitability, kuhnNashPolicy } from '@ludic/games'
 import { afterAll, describe, expect, it } from 'vitest'
 import { policyExamples } from './kuhn-setup.js'
@@ -62,6 +63,28 @@ describe('selfplay-kuhn-poker', () => {
     expect(lines.at(-2)).toContain('Nash play wins 45.8%–50.0%, a best response to random 68.8%)')
     expect(report.againstRandom.nash[0]).toEqual({ meanReward: expect.closeTo(1 / 9, 12), winRate: expect.closeTo(11 / 24, 12) })
     expect(chart).toContain('Nash play 45.8%')
+  })
+
+  it('keeps one RAE baseline per information state with --rae-per-state (as the checkpoint saves them); refused with another estimator', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-'))
+    directories.push(runDirectory)
+    const quick = { steps: 1, sftSteps: 2, episodesPerStep: 16, miniBatchSize: 16, evaluateEvery: 1, evaluationEpisodes: 4, checkpointEvery: 1 }
+    const report = await main({ ...quick, raePerState: true, runDirectory, backend: 'wasm', progress: false, log: () => {} })
+    expect(report.options).toMatchObject({ raePerState: true, advantage: 'rae' })
+    const state = JSON.parse(await readFile(join(runDirectory, 'checkpoint-1', 'training-state.json'), 'utf8')) as {
+      extra: { estimatorState: { baselines: { role: string; state?: string }[] } }
+    }
+    const { baselines } = state.extra.estimatorState
+    // One per seat, and one per information state met: the seat, its card and the bets so far (at most the game's 12).
+    const states = baselines.filter((baseline) => baseline.state !== undefined)
+    expect(baselines.filter((baseline) => baseline.state === undefined).map((baseline) => baseline.role)).toEqual(['player0', 'player1'])
+    expect(states.every((baseline) => /^player[01]\|round 1\|card [JQK]\|history (-|p|b|pb)$/.test(baseline.state ?? ''))).toBe(true)
+    expect(states.length).toBeGreaterThan(2)
+    expect(states.length).toBeLessThanOrEqual(12)
+    const refused = await main({ raePerState: true, advantage: 'rloo', groupSize: 2, backend: 'wasm', progress: false, log: () => {} }).catch(
+      (error: unknown) => error,
+    )
+    expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.raePerState')
   })
 })
 

@@ -5,8 +5,8 @@
  * (`kuhnPolicyOf`: every legal move scored by its log-probability at each of the 12 information states).
  */
 import { fileURLToPath } from 'node:url'
-import { advantageEstimators, createRae } from '@ludic/advantages'
-import { parseArgument, type AdvantageEstimatorV1, type TurnView } from '@ludic/core'
+import { advantageEstimators, createRae, raeOptionsSchema } from '@ludic/advantages'
+import { InvalidArgumentError, parseArgument, type AdvantageEstimatorV1, type TurnView } from '@ludic/core'
 import {
   createKuhnPoker,
   createRandomPolicy,
@@ -50,6 +50,13 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
         z.string().min(1),
       ])
       .default(() => createRae()),
+    /**
+     * The default estimator with one baseline per information state (RAE's `perState`, keyed by the game's `stateKey`:
+     * the seat, its card and the bets so far), so that a decision is judged against its own state's value rather than
+     * the average hand's (the card's luck out of the advantage). With `advantage` `rae` (the default) only: refused with
+     * another. Default false.
+     */
+    raePerState: raeOptionsSchema.shape.perState.unwrap().default(false),
     /**
      * PPO's critic (`config.critic`): `separate` (a value model of its own) or `shared` (a value head on the policy's
      * trunk); `none`. Estimators that need values (`--advantage gae`) get a separate one when none is named. Default:
@@ -138,7 +145,13 @@ export type Report = ExampleReport<Evaluation> & {
 export async function main(options: MainOptions = {}): Promise<Report> {
   const parsed = parseArgument(mainOptionsSchema, options, 'options')
   const { log, seed } = parsed
-  const advantage = typeof parsed.advantage === 'string' ? advantageEstimators.create(parsed.advantage) : parsed.advantage
+  if (parsed.raePerState && options.advantage !== undefined && options.advantage !== 'rae')
+    throw new InvalidArgumentError({ argument: 'options.raePerState', value: true, message: "is RAE's option: it needs advantage 'rae' (the default)" })
+  const advantage = parsed.raePerState
+    ? createRae({ perState: true })
+    : typeof parsed.advantage === 'string'
+      ? advantageEstimators.create(parsed.advantage)
+      : parsed.advantage
   const criticModel = parsed.critic !== 'none' ? parsed.critic : (advantage.requires ?? []).includes('values') ? 'separate' : undefined
   const run = await startExampleRun(new URL('..', import.meta.url), parsed)
 

@@ -24,7 +24,8 @@ export interface AblationRow {
 
 /**
  * The levers measured. `random` is the example's default (a uniform random player in one seat of half the games);
- * every later row adds one lever to it, `minimax-kl` two (the README's r2 recipe).
+ * every later row adds one lever to it, `minimax-kl` two (the README's r2 recipe), `per-state` two (baselines per
+ * opponent, then per position within them).
  */
 export const ablationRows: readonly AblationRow[] = [
   { name: 'self-play', lever: 'pure self-play (RAE + PPO)', options: { randomOpponentShare: 0 } },

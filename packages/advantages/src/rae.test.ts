@@ -99,12 +99,13 @@ describe('rae', () => {
     expect(() => createRae({ perOpponent: true }).setState(plain.getState())).toThrow(/'state\.baselines\.0'.*has no opponent/)
   })
 
-  it('keeps one baseline per state with perState: each turn its return-to-go against its own state\'s baseline, as a plain loop computes', () => {
-    // Random multi-turn batches: 12 trajectories of two roles, 1–4 turns each, rewards anywhere, states from a small set.
+  it("keeps one baseline per state with perState: each turn its return-to-go against its own state's baseline, as a plain loop computes", () => {
+    // Random multi-turn batches: 12 trajectories of two roles, 2–8 turns each, rewards anywhere, states from a small set.
     const random = createRandom(5)
     const decay = 0.8
     const rae = createRae({ decay, perState: true, perOpponent: true })
-    const plain = new Map<string, number>()
+    const parents = new Map<string, number>()
+    const states = new Map<string, { visits: number; value: number }>()
     for (let batchIndex = 0; batchIndex < 4; batchIndex++) {
       const batch = {
         tokenRewards: [] as Float32Array[],
@@ -131,44 +132,78 @@ describe('rae', () => {
           batch.stateKeys.push(`s${Math.floor(random.nextFloat() * 3)}`)
         }
       }
-      // The plain loop: per trajectory and role, turns in order; each turn's return-to-go against its key's baseline.
+      // The plain loop: per trajectory, per role (player0's episode, then player1's), its return updates the role's
+      // baseline; then its turns in order, each turn's return-to-go against its state's baseline (a new state starts
+      // from the role's baseline as read before the update), averaged over its first visits.
       const expected = new Array<number>(batch.roles.length)
       const rewardOf = (sample: number) => batch.tokenRewards[sample]!.reduce((sum, reward) => sum + reward, 0)
-      for (let sample = 0; sample < batch.roles.length; sample++) {
-        let returnToGo = 0
-        for (let later = sample; later < batch.roles.length; later++)
-          if (batch.trajectoryIds[later] === batch.trajectoryIds[sample] && batch.roles[later] === batch.roles[sample]) returnToGo += rewardOf(later)
-        const key = [batch.roles[sample], batch.opponentIds[sample], batch.stateKeys[sample]].join('|')
-        const before = plain.get(key) ?? 0
-        plain.set(key, decay * before + (1 - decay) * returnToGo)
-        expected[sample] = returnToGo - before
+      for (const trajectory of new Set(batch.trajectoryIds)) {
+        for (const role of ['player0', 'player1']) {
+          const turns = batch.roles.flatMap((r, sample) => (r === role && batch.trajectoryIds[sample] === trajectory ? [sample] : []))
+          const episodeReturn = turns.reduce((sum, sample) => sum + rewardOf(sample), 0)
+          const parentKey = `${role}|${batch.opponentIds[turns[0]!]}`
+          const parentBefore = parents.get(parentKey) ?? 0
+          parents.set(parentKey, decay * parentBefore + (1 - decay) * episodeReturn)
+          let returnToGo = episodeReturn
+          for (const sample of turns) {
+            const key = `${parentKey}|${batch.stateKeys[sample]}`
+            const state = states.get(key) ?? { visits: 0, value: parentBefore }
+            expected[sample] = returnToGo - state.value
+            state.visits++
+            state.value += Math.max(1 - decay, 1 / state.visits) * (returnToGo - state.value)
+            states.set(key, state)
+            returnToGo -= rewardOf(sample)
+          }
+        }
       }
       const advantages = rae.estimate(batch).advantages
       advantages.forEach((row, sample) => {
         for (const value of row) expect(value).toBeCloseTo(expected[sample]!, 5)
       })
     }
-    expect(rae.getState().baselines.every((baseline) => baseline.state !== undefined && baseline.opponent !== undefined)).toBe(true)
+    const saved = rae.getState().baselines
+    expect(saved.filter((baseline) => baseline.state === undefined)).toHaveLength(parents.size)
+    expect(saved.filter((baseline) => baseline.state !== undefined)).toHaveLength(states.size)
     expect(rae.requires).toEqual(['roles', 'environmentIds', 'opponentIds', 'stateKeys'])
   })
 
-  it('perState: needs state keys, and restores only a state keyed by state', () => {
-    const keyed: AdvantageBatch = { ...game('tictactoe', 1), stateKeys: ['empty', 'x-centre'] }
+  it("perState: a new state starts from its role's baseline; needs state keys and episodes; restores only where states are kept", () => {
+    const keyed = (reward: number, trajectory: string): AdvantageBatch => ({
+      ...game('tictactoe', reward),
+      stateKeys: ['empty', 'x-centre'],
+      trajectoryIds: [trajectory, trajectory],
+      turnIndices: [0, 1],
+    })
     const rae = createRae({ perState: true })
-    expect(firstTokens(keyed, rae)).toEqual([1, -1])
+    expect(firstTokens(keyed(1, 'a'), rae)).toEqual([1, -1]) // the roles' baselines are 0: the states start there
     expect(rae.getState().baselines).toEqual([
-      { environmentId: 'tictactoe', role: 'player0', state: 'empty', value: expect.closeTo(0.05, 12) },
-      { environmentId: 'tictactoe', role: 'player1', state: 'x-centre', value: expect.closeTo(-0.05, 12) },
+      { environmentId: 'tictactoe', role: 'player0', value: expect.closeTo(0.05, 12) },
+      { environmentId: 'tictactoe', role: 'player0', state: 'empty', visits: 1, value: 1 },
+      { environmentId: 'tictactoe', role: 'player1', value: expect.closeTo(-0.05, 12) },
+      { environmentId: 'tictactoe', role: 'player1', state: 'x-centre', visits: 1, value: -1 },
     ])
-    expect(() => rae.estimate(game('tictactoe', 1))).toThrow(/'batch\.stateKeys'.*'rae'.*perState/)
+    // The second visit averages: b = 1 + ½(−1 − 1) = 0 after it; read before, A = −1 − 1.
+    expect(firstTokens(keyed(-1, 'b'), rae)).toEqual([-2, 2])
+    // A state met for the first time reads its role's baseline (0.05 · 0.95 − 0.05 = −0.0025 for player0 now).
+    const moved = { ...keyed(1, 'c'), stateKeys: ['corner', 'x-centre'] }
+    expect(firstTokens(moved, rae)[0]).toBeCloseTo(1 - (0.95 * 0.05 + 0.05 * -1), 6)
+    expect(() => rae.estimate({ ...keyed(1, 'd'), stateKeys: undefined })).toThrow(/'batch\.stateKeys'.*'rae'.*perState/)
+    expect(() => rae.estimate({ ...keyed(1, 'd'), trajectoryIds: undefined })).toThrow(/'batch\.trajectoryIds'.*'rae'.*perState/)
+    expect(() => rae.estimate({ ...keyed(1, 'd'), turnIndices: undefined })).toThrow(/'batch\.turnIndices'.*'rae'.*perState/)
     const restored = createRae({ perState: true })
     restored.setState(JSON.parse(JSON.stringify(rae.getState())))
-    expect(restored.estimate(keyed)).toEqual(rae.estimate(keyed))
-    expect(() => createRae().setState(rae.getState())).toThrow(/'state\.baselines\.0'.*has a state/)
-    expect(() => createRae({ perState: true }).setState(createRae().getState())).not.toThrow() // no baselines yet
+    expect(restored.estimate(keyed(1, 'e'))).toEqual(rae.estimate(keyed(1, 'e')))
+    expect(() => createRae().setState(rae.getState())).toThrow(/'state\.baselines\.1'.*has a state/)
+    const withoutVisits = { baselines: [{ environmentId: 'tictactoe', role: 'player0', state: 'empty', value: 1 }] }
+    expect(() => createRae({ perState: true }).setState(withoutVisits)).toThrow(/'state\.baselines\.0'.*both a state and its visits/)
+    // A per-role state restores into perState: its baselines are where new states start.
     const plain = createRae()
     plain.estimate(game('tictactoe', 1))
-    expect(() => createRae({ perState: true }).setState(plain.getState())).toThrow(/'state\.baselines\.0'.*has no state/)
+    const upgraded = createRae({ perState: true })
+    upgraded.setState(plain.getState())
+    const [first, second] = firstTokens(keyed(1, 'f'), upgraded)
+    expect(first).toBeCloseTo(0.95, 6)
+    expect(second).toBeCloseTo(-0.95, 6)
   })
 
   it('needs roles and environments, and leaves its state untouched when a batch is rejected', () => {

@@ -92,7 +92,7 @@ async function playAcrossAnUpdate(partialRollouts: boolean) {
 }
 
 describe('playDisaggregatedBatch', () => {
-  it('with partialRollouts, each turn goes to the newest adapter loaded when it is sent, and its tokens carry that version', async () => {
+  it('with partialRollouts, each turn goes to the newest adapter loaded when it is issued, and its tokens carry that version', async () => {
     const { result, answered } = await playAcrossAnUpdate(true)
     expect(result.failures).toEqual([])
     // The four first turns were sent together, before any step; every second turn after one.

@@ -27,7 +27,7 @@ export interface DisaggregatedPlan {
   /** Batch b is started once an adapter of version ≥ b − maxStaleness is loaded (and the trainer asked for b − 1). */
   maxStaleness: number
   /**
-   * Partial rollouts: each request goes to the newest adapter loaded when it is sent, not the batch's first, and its
+   * Partial rollouts: each request goes to the newest adapter loaded when it is issued, not the batch's first, and its
    * completion's tokens carry that version (`tokenPolicyVersions`). Default (absent) false.
    */
   partialRollouts?: boolean | undefined
@@ -96,10 +96,10 @@ export async function playDisaggregatedBatch(
 }
 
 /**
- * A policy that sends each `generate` call to the newest adapter loaded (`newest()`, never older than `first`, the
- * batch's), through one client per adapter (`client(name)`, made once each: each keeps its own concurrency limit, so
- * a batch spread over two adapters may have up to twice `concurrency` requests in flight for a moment), and stamps
- * every completion's tokens with that adapter's version — also the completions of a call that partly failed.
+ * A policy that sends each `generate` call to the newest adapter loaded when the call is issued (`newest()`, never
+ * older than `first`, the batch's), through one client per adapter (`client(name)`, made once each; `collect`'s
+ * `concurrency` bounds the requests in flight over all of them), and stamps every completion's tokens with that
+ * adapter's version — also the completions of a call that partly failed.
  */
 export function followingNewest(policyId: string, client: (name: string) => PolicyV1, first: PlayedAdapter, newest: () => PlayedAdapter | undefined): PolicyV1 {
   const clients = new Map<string, PolicyV1>()

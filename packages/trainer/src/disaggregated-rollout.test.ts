@@ -216,7 +216,7 @@ describe('createDisaggregatedRolloutSource', () => {
     expect(threaded.batches.every((batch) => batch.samples.every((sample) => sample.responseTokenIds.length === 1))).toBe(true)
   })
 
-  it("partialRollouts reaches the collection thread: every sample's tokens carry the version of the adapter that sampled them", async () => {
+  it("partialRollouts reaches the collection thread: every sample's tokens carry a version, between its batch's and its step's", async () => {
     const steps = 4
     const { history, batches } = await learnThroughServer(
       { partialRollouts: true, setupModule, setupData: { roles: ['player0'], environmentId: 'pick-in-thread' } },
@@ -307,6 +307,13 @@ describe('createDisaggregatedRolloutSource', () => {
     const { before, after, loaded } = await learnThroughServer({ maxStaleness: 2 }, 8)
     expect(after).toBeGreaterThan(before)
     expect(loaded).toEqual(['base', 'step-6', 'step-7', 'step-8'])
+  })
+
+  it('refuses partialRollouts with maxStaleness 0 (no newer adapter can come while a batch plays), naming it', () => {
+    const { model, create } = refusing({ maxStaleness: 0, partialRollouts: true })
+    expect(create).toThrow(InvalidArgumentError)
+    expect(create).toThrow(/options\.partialRollouts.*needs maxStaleness ≥ 1/)
+    model.dispose()
   })
 
   it('refuses keepLoaded below maxStaleness + 1, naming it', () => {

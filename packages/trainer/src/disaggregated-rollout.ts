@@ -43,12 +43,13 @@ export const disaggregatedRolloutOptionsSchema = z.strictObject({
   importanceCap: z.number().min(1).default(2),
   /**
    * Partial rollouts across updates (AReaL's, verl's): a batch's episodes move to each newer adapter as it is loaded —
-   * every request (an episode's turn) goes to the newest adapter loaded when it is sent, not the one the batch started
+   * every request (an episode's turn) goes to the newest adapter loaded when it is issued, not the one the batch started
    * with — and each completion's tokens carry the version that sampled them (`Completion.tokenPolicyVersions`), so the
    * update's importance correction and its staleness metrics (`tokenStalenessMean`) see each token's own version; a
    * batch's `policyVersion` stays the adapter it started with (its oldest). The switch is between requests: a request
-   * in flight ends on the adapter it was sent to (the OpenAI protocol has no way to move it). Default false (a batch
-   * plays one adapter).
+   * in flight ends on the adapter it was sent to (the OpenAI protocol has no way to move it). Needs `maxStaleness` ≥ 1
+   * (at 0 a batch waits for its step's adapter, and no newer one comes while it plays: refused). Default false (a
+   * batch plays one adapter).
    */
   partialRollouts: z.boolean().default(false),
   /**
@@ -126,6 +127,13 @@ export function createDisaggregatedRolloutSource(
       argument: 'options.keepLoaded',
       value: keepLoaded,
       message: `must be at least maxStaleness + 1 (${settings.maxStaleness + 1}): a batch may play an adapter ${settings.maxStaleness} update(s) old, which must stay loaded until it ends`,
+    })
+  }
+  if (settings.partialRollouts && settings.maxStaleness === 0) {
+    throw new InvalidArgumentError({
+      argument: 'options.partialRollouts',
+      value: true,
+      message: 'needs maxStaleness ≥ 1: with 0 each batch waits for the adapter of its own step, and no newer one is loaded while it plays',
     })
   }
   if (settings.setupModule !== undefined && settings.fetch !== undefined) {

@@ -74,16 +74,16 @@ describe('disaggregated suite', () => {
     expect(report.tables[0]!.notes!.join(' ')).toContain("each server's with 2 thread(s)")
   })
 
-  it("--quick with engine and partial rollouts: B's server generates on the generation engine, its adapter's requests decoding together", async () => {
+  it("--quick with engine and partialRollouts: B's server generates on the generation engine (its adapter's requests decoding together), the option reaches B and the staleness column is filled", async () => {
     const report = await runBenchSuite('disaggregated', { quick: true, target: -2, engine: true, partialRollouts: true, configurations: ['disaggregated'] })
     const [table] = report.tables
     expect(table!.rows.map((row) => row[0])).toEqual([
       'B: disaggregated, 1 server(s) on the generation engine, partial rollouts, episodes on a collection thread',
     ])
-    const staleness = table!.rows[0]![table!.columns.indexOf('token staleness (mean)')] as number
+    const staleness = table!.rows[0]![table!.columns.indexOf('token staleness (mean of the steps)')] as number
     expect(staleness).toBeGreaterThanOrEqual(0)
     expect(staleness).toBeLessThanOrEqual(1) // maxStaleness 1
-    expect(table!.notes!.join(' ')).toContain('partial rollouts: each turn on the newest adapter loaded when it was sent')
+    expect(table!.notes!.join(' ')).toContain('partial rollouts: each turn on the newest adapter loaded when it was issued')
     expect(table!.columns).toContain('rows per server decode step')
     const [result] = (report.raw as Raw).results
     expect(result!.steps).toBe(2)
@@ -97,13 +97,13 @@ describe('disaggregated suite', () => {
   it("overlapAccounting: the pipeline bound from A's collection, the capacity bound from its CPU, the lower binding", () => {
     // A: 40 s, of which 10 s collecting, 40 s of CPU on 2 cores (one busy on average).
     const free = overlapAccounting({ trainingSeconds: 40, generation: 9, environment: 1, cpuSeconds: 40 }, { trainingSeconds: 32, cpuSeconds: 50 }, 2)
-    expect(free.coresBusy).toBe(1)
+    expect(free.syncCoresBusy).toBe(1)
     expect(free.pipelineBound).toBeCloseTo(40 / 30) // the update's 30 s stay
     expect(free.capacityBound).toBe(2)
     expect(free.bound).toBeCloseTo(40 / 30)
-    expect(free.achieved).toBe(1.25)
-    expect(free.ofBound).toBeCloseTo(1.25 / (40 / 30))
-    expect(free.work).toBe(1.25)
+    expect(free.speedup).toBe(1.25)
+    expect(free.shareOfBound).toBeCloseTo(1.25 / (40 / 30))
+    expect(free.cpuRatio).toBe(1.25)
     expect(free.disaggregatedCoresBusy).toBeCloseTo(50 / 32)
     expect(free.disaggregatedCapacityBound).toBe(1.6)
     // Every core busy in A: nothing left for the overlap, whatever A's collection.
@@ -111,12 +111,19 @@ describe('disaggregated suite', () => {
     expect(full.pipelineBound).toBe(2)
     expect(full.capacityBound).toBe(1)
     expect(full.bound).toBe(1)
-    expect(full.ofBound).toBe(0.8)
+    expect(full.shareOfBound).toBe(0.8)
   })
 
-  it('trainerThreads: refused naming it when the backend already runs on other threads; as many as it has, accepted', async () => {
+  it('trainerThreads: refused naming it when the backend already runs on other threads, on a backend without threads, past 8 on WebAssembly; as many as it has, accepted', async () => {
     await expect(runBenchSuite('disaggregated', { quick: true, trainerThreads: 2, configurations: ['sync'] })).rejects.toThrow(
-      /options\.trainerThreads.*already computes with 1 thread/,
+      /options\.trainerThreads.*computes with 1 thread\(s\) \(started earlier in this process/,
+    )
+    await expect(runBenchSuite('disaggregated', { quick: true, trainerThreads: 2, backend: 'cpu' })).rejects.toThrow(
+      /options\.trainerThreads.*needs backend wasm or tensorflow/,
+    )
+    await expect(runBenchSuite('disaggregated', { quick: true, trainerThreads: 9 })).rejects.toThrow(/options\.trainerThreads.*at most 8 on WebAssembly/)
+    await expect(runBenchSuite('disaggregated', { quick: true, partialRollouts: true, configurations: ['sync'] })).rejects.toThrow(
+      /options\.partialRollouts.*must include 'disaggregated'/,
     )
     const report = await runBenchSuite('disaggregated', { quick: true, target: -2, trainerThreads: 1, configurations: ['sync'] })
     expect(report.tables[0]!.notes!.join(' ')).toContain("the trainer's backend computes with 1 thread(s)")

@@ -83,7 +83,7 @@ export const disaggregatedOptionsSchema = z.strictObject({
   trainerThreads: z.number().int().min(1).max(256).optional(),
   /**
    * B's partial rollouts (`createDisaggregatedRolloutSource`'s `partialRollouts`): each turn goes to the newest adapter
-   * loaded when it is sent, its tokens carrying that version. Default false.
+   * loaded when it is issued, its tokens carrying that version. Default false.
    */
   partialRollouts: z.boolean().default(false),
   /** Episodes in flight against the servers. Default: episodesPerStep. */
@@ -159,8 +159,8 @@ interface ConfigurationResult {
   stepsToTarget: number | undefined
   evaluations: { step: number; seconds: number; meanReward: number; winRate: number; invalidRate: number }[]
   breakdown: Breakdown
-  /** B: the trained tokens' staleness (steps behind the weights they train), averaged over the steps; A: 0. */
-  tokenStalenessMean: number
+  /** B: the trained tokens' staleness (steps behind the weights they train): each step's mean (`tokenStalenessMean`), averaged over the steps; A: 0. */
+  tokenStalenessStepMean: number
   serverStartSeconds: number | undefined
 }
 
@@ -326,8 +326,9 @@ async function runConfiguration(
     })
     const trainingSeconds = (performance.now() - started) / 1000
     const trainerCpuSeconds = processCpuSeconds() - cpuBefore
-    trainer.dispose()
+    // The servers' figures as the run ends (the source closed: no batch is played ahead any more), before anything else.
     const serverTotals = servers.length === 0 ? undefined : await serverGeneration(servers)
+    trainer.dispose()
     const server = serverTotals === undefined ? undefined : { ...serverTotals, cpuSeconds: serverTotals.cpuSeconds - serverCpuBefore }
     // Evaluations: every snapshot the same way, after the run (their time is in neither configuration's).
     const evaluations: ConfigurationResult['evaluations'] = []
@@ -375,7 +376,7 @@ async function runConfiguration(
       stepsToTarget: reached?.step,
       evaluations,
       breakdown,
-      tokenStalenessMean: sum(history, 'tokenStalenessMean') / Math.max(history.length, 1),
+      tokenStalenessStepMean: sum(history, 'tokenStalenessMean') / Math.max(history.length, 1),
       serverStartSeconds,
     }
   } finally {
@@ -402,13 +403,13 @@ export function overlapAccounting(
   disaggregated: { trainingSeconds: number; cpuSeconds: number },
   cores: number,
 ): {
-  coresBusy: number
+  syncCoresBusy: number
   pipelineBound: number
   capacityBound: number
   bound: number
-  achieved: number
-  ofBound: number
-  work: number
+  speedup: number
+  shareOfBound: number
+  cpuRatio: number
   disaggregatedCoresBusy: number
   disaggregatedCapacityBound: number
 } {
@@ -416,15 +417,15 @@ export function overlapAccounting(
   const pipelineBound = sync.trainingSeconds / Math.max(collection, sync.trainingSeconds - collection)
   const capacityBound = (cores * sync.trainingSeconds) / sync.cpuSeconds
   const bound = Math.min(pipelineBound, capacityBound)
-  const achieved = sync.trainingSeconds / disaggregated.trainingSeconds
+  const speedup = sync.trainingSeconds / disaggregated.trainingSeconds
   return {
-    coresBusy: sync.cpuSeconds / sync.trainingSeconds,
+    syncCoresBusy: sync.cpuSeconds / sync.trainingSeconds,
     pipelineBound,
     capacityBound,
     bound,
-    achieved,
-    ofBound: achieved / bound,
-    work: disaggregated.cpuSeconds / sync.cpuSeconds,
+    speedup,
+    shareOfBound: speedup / bound,
+    cpuRatio: disaggregated.cpuSeconds / sync.cpuSeconds,
     disaggregatedCoresBusy: disaggregated.cpuSeconds / disaggregated.trainingSeconds,
     disaggregatedCapacityBound: (cores * sync.trainingSeconds) / disaggregated.cpuSeconds,
   }
@@ -466,9 +467,23 @@ export const disaggregatedSuite = defineBenchSuite({
   async run(options, context: BenchContext): Promise<BenchReport> {
     const clockStarted = startClock()
     const settings = options.quick ? quickSettings(options) : options
+    if (settings.partialRollouts && !settings.configurations.includes('disaggregated'))
+      throw new InvalidArgumentError({
+        argument: 'options.partialRollouts',
+        value: true,
+        message: "is B's option: configurations must include 'disaggregated'",
+      })
     const log = context.log ?? (() => {})
     const backend = settings.backend as InitTensorsOptions['backend']
     const threads = settings.trainerThreads
+    if (threads !== undefined && !['wasm', 'tensorflow', 'tensorflow-gpu'].includes(settings.backend))
+      throw new InvalidArgumentError({
+        argument: 'options.trainerThreads',
+        value: threads,
+        message: `needs backend wasm or tensorflow (this is ${backend}, whose threads are not set)`,
+      })
+    if (threads !== undefined && backend === 'wasm' && threads > 8)
+      throw new InvalidArgumentError({ argument: 'options.trainerThreads', value: threads, message: "is at most 8 on WebAssembly (the backend's thread pool)" })
     const runtime = await initTensors({
       backend,
       verbose: false,
@@ -479,7 +494,7 @@ export const disaggregatedSuite = defineBenchSuite({
       throw new InvalidArgumentError({
         argument: 'options.trainerThreads',
         value: threads,
-        message: `cannot be had: this process's ${runtime.backend} backend already computes with ${runtime.threads} thread(s) (started earlier, or TF_NUM_INTRAOP_THREADS set); run the suite in a process of its own`,
+        message: `cannot be had: this process's ${runtime.backend} backend computes with ${runtime.threads} thread(s) (${backend === 'wasm' ? 'started earlier in this process, or threads unavailable here (no SharedArrayBuffer)' : 'started earlier in this process, or TF_NUM_INTRAOP_THREADS set'}); run the suite in a process of its own`,
       })
     }
     const workload: NegotiationWorkload = {
@@ -538,7 +553,7 @@ export const disaggregatedSuite = defineBenchSuite({
       numberCell(serverRows(result.breakdown.server, settings.engine), 1),
       numberCell(result.breakdown.trainerCpuSeconds, 1),
       numberCell(result.breakdown.server?.cpuSeconds, 1),
-      numberCell(result.tokenStalenessMean, 2),
+      numberCell(result.tokenStalenessStepMean, 2),
       numberCell(result.evaluations.at(-1)?.meanReward, 3),
     ])
     const cores = availableParallelism()
@@ -562,15 +577,15 @@ export const disaggregatedSuite = defineBenchSuite({
                 numberCell(sync.trainingSeconds, 1),
                 numberCell(sync.breakdown.generation + (sync.breakdown.environment ?? 0), 1),
                 numberCell(sync.breakdown.trainerCpuSeconds, 1),
-                numberCell(figures.coresBusy, 2),
+                numberCell(figures.syncCoresBusy, 2),
                 numberCell(figures.pipelineBound, 2),
                 numberCell(figures.capacityBound, 2),
                 numberCell(figures.bound, 2),
                 numberCell(result.trainingSeconds, 1),
-                numberCell(figures.achieved, 2),
-                numberCell(figures.ofBound, 2),
+                numberCell(figures.speedup, 2),
+                numberCell(figures.shareOfBound, 2),
                 numberCell(result.breakdown.trainerCpuSeconds + (result.breakdown.server?.cpuSeconds ?? 0), 1),
-                numberCell(figures.work, 2),
+                numberCell(figures.cpuRatio, 2),
                 numberCell(figures.disaggregatedCoresBusy, 2),
                 numberCell(figures.disaggregatedCapacityBound, 2),
               ]
@@ -606,7 +621,7 @@ export const disaggregatedSuite = defineBenchSuite({
             settings.engine ? 'rows per server decode step' : 'rows per server call',
             'CPU, trainer process (s)',
             'CPU, servers (s)',
-            'token staleness (mean)',
+            'token staleness (mean of the steps)',
             'final mean reward',
           ],
           rows,
@@ -614,7 +629,7 @@ export const disaggregatedSuite = defineBenchSuite({
             'Time to target: training wall time (evaluations excluded: adapter snapshots taken every evaluateEvery steps are evaluated after the run, the same way for both) until the evaluated mean reward against the random player (fixed held-out seeds) first reaches the target.',
             "A generates, steps the games and updates on one thread: its time is generation + environment + update (+ small overheads). B generates on the servers while the trainer updates: generation is off the trainer's path (overlapped), and the trainer's time is waiting + update + writing the adapter's files. Loading it on the servers runs in the background (in the collection thread when there is one; its time as the trainer saw it).",
             `B's generation is the collection's wall time less the environments' (requests in flight included; ${settings.collectionThread ? 'the episodes run in a collection thread, whose environment time is not measured apart and is counted here' : "answers waiting for the trainer's thread between its mini-batches included"}); server busy generating is the servers' wall time with a generation running (summed over servers), and ${settings.engine ? "rows per server decode step how many sequences the servers' engines decoded together (one adapter's, adapters taking turns)" : "rows per server call how well the servers' batching window re-formed batches from the episodes' separate requests"}.`,
-            `B plays with adapters at most ${settings.maxStaleness} update(s) old (staleness ≤ ${settings.maxStaleness}), importance-corrected as the asynchronous collector is; it may need more steps than A to reach the same target. Token staleness: how many updates behind the trained weights each trained token's adapter was, averaged${settings.partialRollouts ? ' (partial rollouts: each turn on the newest adapter loaded when it was sent)' : ' (each batch on the adapter it started with)'}.`,
+            `B plays with adapters at most ${settings.maxStaleness} update(s) old (staleness ≤ ${settings.maxStaleness}), importance-corrected as the asynchronous collector is; it may need more steps than A to reach the same target. Token staleness: how many updates behind the trained weights each trained token's adapter was, averaged over a step's tokens, then over the steps${settings.partialRollouts ? ' (partial rollouts: each turn on the newest adapter loaded when it was issued)' : ' (each batch on the adapter it started with)'}.`,
             "CPU: each process's CPU time (user + system, every thread) over the training, as its wall time; the trainer process's includes B's collection thread.",
             `Server start-up (not counted): ${results.map((result) => (result.serverStartSeconds === undefined ? '' : `${result.serverStartSeconds.toFixed(1)} s`)).join('')}; the trainer's backend computes with ${runtime.threads} thread(s), each server's with ${results.find((result) => result.breakdown.server !== undefined)?.breakdown.server?.threads ?? '—'} thread(s).`,
           ],
