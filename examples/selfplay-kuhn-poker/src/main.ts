@@ -51,7 +51,7 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
       ])
       .default(() => createRae()),
     /**
-     * The default estimator with one baseline per information state (RAE's `perState`, keyed by the game's `stateKey`:
+     * The default estimator with one baseline per information state (RAE's `perState`, keyed by the game's `stateKey`: the round,
      * the seat, its card and the bets so far), so that a decision is judged against its own state's value rather than
      * the average hand's (the card's luck out of the advantage). With `advantage` `rae` (the default) only: refused with
      * another. Default false.
