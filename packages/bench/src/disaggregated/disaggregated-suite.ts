@@ -395,8 +395,9 @@ function processCpuSeconds(): number {
 /**
  * What overlapping generation with the update can give B at most, from A's own figures, and how close B came.
  * Two bounds, the lower binding: the pipeline's (B's step is at least the longer of A's collection — generation and
- * environments — and the rest, each undisturbed: A / max(collection, A − collection)), and the machine's (B does at
- * least A's work, so it needs at least A's CPU time over the cores: A / (CPU_A / cores)).
+ * environments — and the rest, each undisturbed: A / max(collection, A − collection)), and the machine's (doing A's
+ * work, B would need at least A's CPU time over the cores: A / (CPU_A / cores); approximate, since B's work differs
+ * from A's — `disaggregatedCapacityBound` is the same bound from B's own CPU time).
  */
 export function overlapAccounting(
   sync: { trainingSeconds: number; generation: number; environment: number; cpuSeconds: number },
@@ -658,7 +659,7 @@ export const disaggregatedSuite = defineBenchSuite({
                 rows: accountingRows,
                 notes: [
                   "Pipeline bound: B's step is at least the longer of A's collection (generation and environments) and the rest of A's step (the update), each as fast as in A: A / max(collection, A − collection) — the gain of overlapping them perfectly with free capacity.",
-                  "Capacity bound: B does at least A's work, and the machine's cores do at most cores × wall time of it: A / (CPU_A / cores). A that keeps every core busy leaves nothing for the overlap (bound 1).",
+                  "Capacity bound: if B did A's work, the machine's cores could do it in no less than CPU_A / cores: A / (CPU_A / cores). A that keeps every core busy leaves nothing for the overlap (bound 1). Approximate: B's work is not A's (its server may generate with less CPU than A, or more).",
                   "Overlap bound: the lower of the two. B's share of it: its per-step speed-up over the bound. B's work against A's: what disaggregating costs in CPU (a second copy of the model generating in smaller batches, HTTP, adapter files). B's own capacity bound: A / (CPU_B / cores), what B could reach with its own work spread over every core all the time; B's cores busy (CPU_B / B's time) says how much of the machine it kept busy.",
                 ],
               },
