@@ -1,3 +1,5 @@
+// isolated-test: it registers estimators ('constant') in the module-wide registry; in a worker shared with other files,
+// batch.test.ts, which checks every registered name's batch validation, would then meet them (a CI run did).
 import { advantageNeedSchema, InvalidArgumentError, type AdvantageBatch, type AdvantageEstimatorV1, type AdvantageNeed } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
 import { withExplorationAdvantage } from './exploration-advantage.js'
