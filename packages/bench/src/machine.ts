@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
+import type { InitTensorsOptions } from '@ludic/tensors'
 import { version_core } from '@tensorflow/tfjs-core'
 import type { BenchMachine } from './bench-report.js'
 
@@ -31,4 +32,19 @@ export function describeMachine(backend: string): BenchMachine {
     backend,
     tfjsVersion: version_core,
   }
+}
+
+/** This process's CPU time so far, every thread (user + system), in seconds. */
+export function processCpuSeconds(): number {
+  const usage = process.cpuUsage()
+  return (usage.user + usage.system) / 1e6
+}
+
+/** `initTensors`' options for `threads` threads of `backend`: WebAssembly's pool, else the native intra-op pool; none for undefined. */
+export function backendThreadOptions(
+  backend: InitTensorsOptions['backend'],
+  threads: number | undefined,
+): Pick<InitTensorsOptions, 'wasmThreads' | 'nativeThreads'> {
+  if (threads === undefined) return {}
+  return backend === 'wasm' ? { wasmThreads: threads } : { nativeThreads: { intraOp: threads } }
 }

@@ -50,7 +50,7 @@ export interface PlayedAdapter {
 /**
  * Batch `batchIndex` with `adapter`: the synchronous source's reset and sampling seeds, episodes spread round-robin
  * over the endpoints, each stepping as soon as its own completion returns (`stepping: 'per-trajectory'`). With
- * `plan.partialRollouts`, each request goes to `newest()` instead (read as it is sent) and its tokens carry its version.
+ * `plan.partialRollouts`, each request goes to `newest()` instead (read as it is issued) and its tokens carry its version.
  */
 export async function playDisaggregatedBatch(
   plan: DisaggregatedPlan,
@@ -186,10 +186,14 @@ export async function playDisaggregatedBatches(
       adapter = startable(batchIndex)
     }
     if (signal.aborted || adapter === undefined) return
-    const { result, seconds } = await playDisaggregatedBatch(plan, players, { name: adapter.name, version: adapter.version }, batchIndex, signal, () => {
-      const loaded = state().adapter
-      return loaded === undefined ? undefined : { name: loaded.name, version: loaded.version }
-    })
+    const { result, seconds } = await playDisaggregatedBatch(
+      plan,
+      players,
+      { name: adapter.name, version: adapter.version },
+      batchIndex,
+      signal,
+      () => state().adapter,
+    )
     if (signal.aborted) return
     onPlayed(batchIndex, { result, version: adapter.version, seconds })
   }

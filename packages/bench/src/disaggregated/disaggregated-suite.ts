@@ -13,7 +13,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { z } from 'zod'
 import { numberCell, ratioCell, type BenchCell, type BenchReport } from '../bench-report.js'
 import { defineBenchSuite, startClock, type BenchContext } from '../bench-suite.js'
-import { describeMachine } from '../machine.js'
+import { backendThreadOptions, describeMachine, processCpuSeconds } from '../machine.js'
 import { builtEntryPath } from '../perf/package-paths.js'
 import { copyModel, gameChatTemplate, warmUp } from '../selfplay/game-selfplay.js'
 import {
@@ -386,12 +386,6 @@ async function runConfiguration(
   }
 }
 
-/** This process's CPU time so far, every thread (user + system), in seconds. */
-function processCpuSeconds(): number {
-  const usage = process.cpuUsage()
-  return (usage.user + usage.system) / 1e6
-}
-
 /**
  * What overlapping generation with the update can give B at most, from A's own figures, and how close B came.
  * Two bounds, the lower binding: the pipeline's (B's step is at least the longer of A's collection — generation and
@@ -404,6 +398,7 @@ export function overlapAccounting(
   disaggregated: { trainingSeconds: number; cpuSeconds: number },
   cores: number,
 ): {
+  collection: number
   syncCoresBusy: number
   pipelineBound: number
   capacityBound: number
@@ -420,6 +415,7 @@ export function overlapAccounting(
   const bound = Math.min(pipelineBound, capacityBound)
   const speedup = sync.trainingSeconds / disaggregated.trainingSeconds
   return {
+    collection,
     syncCoresBusy: sync.cpuSeconds / sync.trainingSeconds,
     pipelineBound,
     capacityBound,
@@ -485,11 +481,7 @@ export const disaggregatedSuite = defineBenchSuite({
       })
     if (threads !== undefined && backend === 'wasm' && threads > 8)
       throw new InvalidArgumentError({ argument: 'options.trainerThreads', value: threads, message: "is at most 8 on WebAssembly (the backend's thread pool)" })
-    const runtime = await initTensors({
-      backend,
-      verbose: false,
-      ...(threads === undefined ? {} : backend === 'wasm' ? { wasmThreads: threads } : { nativeThreads: { intraOp: threads } }),
-    })
+    const runtime = await initTensors({ backend, verbose: false, ...backendThreadOptions(backend, threads) })
     // A backend started earlier in this process (or TF_NUM_INTRAOP_THREADS) keeps its threads: say so rather than run on them.
     if (threads !== undefined && runtime.threads !== threads) {
       throw new InvalidArgumentError({
@@ -564,6 +556,7 @@ export const disaggregatedSuite = defineBenchSuite({
         : results
             .filter((result) => result !== sync)
             .map((result) => {
+              const cpuSeconds = result.breakdown.trainerCpuSeconds + (result.breakdown.server?.cpuSeconds ?? 0)
               const figures = overlapAccounting(
                 {
                   trainingSeconds: sync.trainingSeconds,
@@ -571,12 +564,12 @@ export const disaggregatedSuite = defineBenchSuite({
                   environment: sync.breakdown.environment ?? 0,
                   cpuSeconds: sync.breakdown.trainerCpuSeconds,
                 },
-                { trainingSeconds: result.trainingSeconds, cpuSeconds: result.breakdown.trainerCpuSeconds + (result.breakdown.server?.cpuSeconds ?? 0) },
+                { trainingSeconds: result.trainingSeconds, cpuSeconds },
                 cores,
               )
               return [
                 numberCell(sync.trainingSeconds, 1),
-                numberCell(sync.breakdown.generation + (sync.breakdown.environment ?? 0), 1),
+                numberCell(figures.collection, 1),
                 numberCell(sync.breakdown.trainerCpuSeconds, 1),
                 numberCell(figures.syncCoresBusy, 2),
                 numberCell(figures.pipelineBound, 2),
@@ -585,7 +578,7 @@ export const disaggregatedSuite = defineBenchSuite({
                 numberCell(result.trainingSeconds, 1),
                 numberCell(figures.speedup, 2),
                 numberCell(figures.shareOfBound, 2),
-                numberCell(result.breakdown.trainerCpuSeconds + (result.breakdown.server?.cpuSeconds ?? 0), 1),
+                numberCell(cpuSeconds, 1),
                 numberCell(figures.cpuRatio, 2),
                 numberCell(figures.disaggregatedCoresBusy, 2),
                 numberCell(figures.disaggregatedCapacityBound, 2),

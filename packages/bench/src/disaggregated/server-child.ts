@@ -11,6 +11,7 @@ import { createLocalPolicy, loadModel } from '@ludic/model'
 import { serveOpenAICompatible } from '@ludic/rollout'
 import { initTensors, type InitTensorsOptions } from '@ludic/tensors'
 import { createLocalLoraAdapters } from '@ludic/trainer'
+import { backendThreadOptions, processCpuSeconds } from '../machine.js'
 import { gameChatTemplate } from '../selfplay/game-selfplay.js'
 import { negotiationTokenizer, type NegotiationWorkload } from './negotiation-workload.js'
 
@@ -36,12 +37,7 @@ export interface ServerChildSettings {
 
 export async function runServerChild(settings: ServerChildSettings): Promise<void> {
   const backend = settings.backend as InitTensorsOptions['backend']
-  const threads = settings.threads
-  const runtime = await initTensors({
-    backend,
-    verbose: false,
-    ...(threads === undefined ? {} : backend === 'wasm' ? { wasmThreads: threads } : { nativeThreads: { intraOp: threads } }),
-  })
+  const runtime = await initTensors({ backend, verbose: false, ...backendThreadOptions(backend, settings.threads) })
   const tokenizer = negotiationTokenizer(settings.workload)
   const model = await loadModel(settings.modelDirectory)
   const engine = settings.engine === true
@@ -87,12 +83,10 @@ export async function runServerChild(settings: ServerChildSettings): Promise<voi
     lora: { loader: lora.loader, maxAdapters: 8 },
     extraStats: () => {
       const stats = local.engineStats()
-      const cpu = process.cpuUsage()
-      // The process's CPU time so far (every thread: the backend's pool included), for the suite's accounting.
-      const cpuSeconds = (cpu.user + cpu.system) / 1e6
       return {
         ...busy,
-        cpuSeconds,
+        // The process's CPU time so far (every thread: the backend's pool included), for the suite's accounting.
+        cpuSeconds: processCpuSeconds(),
         threads: runtime.threads,
         ...(stats === undefined ? {} : { decodeSteps: stats.decodeSteps, generatedTokens: stats.generatedTokens }),
       }
