@@ -22,6 +22,7 @@ export { createModel, createModelOptionsSchema, resolveConfig, type CreateModelO
 export { KeyValueCache } from './model/key-value-cache.js'
 export { ContextLengthError } from './model/context-length.js'
 export type { IntegerMatrix } from './model/model-inputs.js'
+export { architectureOf, type ArchitectureDefinition, type LayerParts, type LinearPart, type NormPart } from './model/architecture.js'
 export { parameterSpecs, type ParameterInit, type ParameterSpec } from './model/parameter-shapes.js'
 export { browserParameterBytes, countParameters, defaultMaxParameterBytes, type ParameterCount } from './model/parameter-budget.js'
 export { matchesParameterNamePattern, parameterNamePatternSchema, type ParameterNamePattern } from './parameter-name-pattern.js'

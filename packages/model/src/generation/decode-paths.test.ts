@@ -189,8 +189,11 @@ describe('decode paths', () => {
     const options = { inputIds: prompts.slice(0, 2), maxNewTokens: 3, temperature: 0, stopTokenIds: [] }
     try {
       for (const [model, what] of [
-        [gpt2, /fused decoder runs Llama-style models without query\/key norms only .*this is gpt2\)/],
-        [qwen3, /fused decoder runs Llama-style models .*this is qwen3 with query\/key norms\)/],
+        [
+          gpt2,
+          /fused decoder has no kernel for LayerNorm, learned positions, a fused q\/k\/v projection, a GELU MLP \(gpt2\): it runs Llama, Qwen2 and Mistral/,
+        ],
+        [qwen3, /fused decoder has no kernel for query\/key norms \(qwen3 with query\/key norms\)/],
         [mistral, /fused decoder cannot run past the sliding window \(4 positions/],
       ] as const) {
         await expect(generate(model, { ...options, decodePath: 'fused' })).rejects.toMatchObject({

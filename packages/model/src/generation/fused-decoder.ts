@@ -2,6 +2,7 @@ import { InvalidArgumentError } from '@ludic/core'
 import * as tf from '@tensorflow/tfjs-core'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import type { KeyValueCache } from '../model/key-value-cache.js'
+import { architectureOf } from '../model/architecture.js'
 import { inverseFrequencies } from '../layers/rotary-embedding.js'
 
 /** One layer's inference weights, input-major (`[in, out]`), built once per generation. */
@@ -29,14 +30,32 @@ export interface FusedLayer {
 }
 
 /**
- * Whether `FusedDecoder` can decode `model`: Llama-style models (Llama, Qwen2, Mistral, the presets) without
- * per-head query/key norms (Qwen3) and, with a sliding window, only where the whole generation fits in it. Not GPT-2
- * (its LayerNorms' biases and learned positions do not fold into the fused weights): `generate` refuses an explicit
- * `decodePath: 'fused'` for it, and `'auto'` takes the host path or the layers.
+ * The parts of `model`'s definition (`architectureOf`) the fused decoder has no kernel for, in words; undefined when
+ * it has one for every part. Its kernels: RMSNorm folded into the products that read it, rotary positions folded into
+ * q and k, q, k and v as three projections, SwiGLU. So not GPT-2 (LayerNorm's bias does not fold into a product; learned
+ * positions; one `c_attn`; GELU) nor Qwen3 (per-head query/key norms sit between the product and the rotation).
+ */
+export function fusedDecoderMissing(model: CausalLanguageModel): string | undefined {
+  const definition = architectureOf(model.config)
+  const layer = definition.layer(0)
+  const missing = [
+    definition.norm === 'rms' ? undefined : 'LayerNorm',
+    definition.positions === 'rotary' ? undefined : 'learned positions',
+    layer.queryKeyValue.length === 3 ? undefined : 'a fused q/k/v projection',
+    layer.queryNorm === undefined ? undefined : 'query/key norms',
+    definition.activation === 'swiglu' ? undefined : 'a GELU MLP',
+  ].filter((part) => part !== undefined)
+  return missing.length === 0 ? undefined : missing.join(', ')
+}
+
+/**
+ * Whether `FusedDecoder` can decode `model`: every part of its definition has a fused kernel (`fusedDecoderMissing`:
+ * Llama, Qwen2, Mistral, the presets) and, with a sliding window, the whole generation fits in it. `generate` refuses
+ * an explicit `decodePath: 'fused'` otherwise, and `'auto'` takes the host path or the layers.
  */
 export function fusedDecoderSupports(model: CausalLanguageModel, contextLength: number): boolean {
   const { config } = model
-  if (config.architecture === 'gpt2' || config.queryKeyNorm) return false
+  if (fusedDecoderMissing(model) !== undefined) return false
   return config.slidingWindow === null || contextLength <= config.slidingWindow
 }
 
@@ -51,6 +70,7 @@ export interface FusedWeights {
 /** Builds `FusedWeights` from the model's current parameters and adapters; the caller owns (and disposes) them. */
 export function fuseWeights(model: CausalLanguageModel): FusedWeights {
   const { config } = model
+  const definition = architectureOf(config)
   const layers: FusedLayer[] = []
   let head: tf.Tensor2D | undefined
   let headBias: tf.Tensor1D | undefined
@@ -61,10 +81,10 @@ export function fuseWeights(model: CausalLanguageModel): FusedWeights {
         for (const tensor of Object.values(fused)) if (tensor !== undefined) tf.keep(tensor)
         layers.push(fused)
       }
-      const finalNorm = tf.reshape(model.parameter('model.norm.weight'), [-1, 1]) // [hidden, 1]
-      const output = config.tieWordEmbeddings ? tf.transpose(model.parameter('model.embed_tokens.weight')) : inputMajor(model, 'lm_head') // [hidden, vocab]
+      const finalNorm = tf.reshape(model.parameter(`${definition.finalNorm.name}.weight`), [-1, 1]) // [hidden, 1]
+      const output = definition.head === undefined ? tf.transpose(model.parameter(definition.embedding)) : inputMajor(model, definition.head.name) // [hidden, vocab]
       head = tf.keep(tf.mul(output, finalNorm) as tf.Tensor2D)
-      headBias = config.tieWordEmbeddings ? undefined : linearBias(model, 'lm_head')
+      headBias = definition.head === undefined ? undefined : linearBias(model, definition.head.name)
       if (headBias !== undefined) tf.keep(headBias)
     })
   } catch (error) {
@@ -95,12 +115,16 @@ function linearBias(model: CausalLanguageModel, name: string): tf.Tensor1D | und
 
 function fuseLayer(model: CausalLanguageModel, layer: number): FusedLayer {
   const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = model.config
-  const prefix = `model.layers.${layer}`
-  const attentionNorm = tf.reshape(model.parameter(`${prefix}.input_layernorm.weight`), [-1, 1]) // [hidden, 1]
-  const mlpNorm = tf.reshape(model.parameter(`${prefix}.post_attention_layernorm.weight`), [-1, 1])
+  const parts = architectureOf(model.config).layer(layer)
+  const [queryName, keyName, valueName] = parts.queryKeyValue.map((part) => part.name) as [string, string, string]
+  const [gateName, upName] = parts.mlpIn.map((part) => part.name) as [string, string]
+  const { name: outputName } = parts.output
+  const { name: downName } = parts.mlpOut
+  const attentionNorm = tf.reshape(model.parameter(`${parts.attentionNorm.name}.weight`), [-1, 1]) // [hidden, 1]
+  const mlpNorm = tf.reshape(model.parameter(`${parts.mlpNorm.name}.weight`), [-1, 1])
   const scale = 1 / Math.sqrt(headDim)
-  const query = tf.mul(inputMajor(model, `${prefix}.self_attn.q_proj`), scale) // [hidden, heads · headDim]
-  const key = inputMajor(model, `${prefix}.self_attn.k_proj`) // [hidden, kvHeads · headDim]
+  const query = tf.mul(inputMajor(model, queryName), scale) // [hidden, heads · headDim]
+  const key = inputMajor(model, keyName) // [hidden, kvHeads · headDim]
   const queryKey = tf.concat([query, key], 1) // [hidden, (heads + kvHeads) · headDim]
   // rotate_half of each head: output j takes -x[j + half] (first half) or x[j - half] (second half).
   const half = headDim / 2
@@ -113,8 +137,8 @@ function fuseLayer(model: CausalLanguageModel, layer: number): FusedLayer {
     sign[column] = within < half ? -1 : 1
   }
   const rotate = (x: tf.Tensor, axis: number) => tf.mul(tf.gather(x, tf.tensor1d(source, 'int32'), axis), tf.tensor1d(sign)) // sign broadcasts over the last axis
-  const queryBias = linearBias(model, `${prefix}.self_attn.q_proj`)
-  const keyBias = linearBias(model, `${prefix}.self_attn.k_proj`)
+  const queryBias = linearBias(model, queryName)
+  const keyBias = linearBias(model, keyName)
   const queryKeyBias =
     queryBias === undefined && keyBias === undefined
       ? undefined
@@ -125,18 +149,18 @@ function fuseLayer(model: CausalLanguageModel, layer: number): FusedLayer {
   return {
     queryKey: tf.mul(queryKey, attentionNorm) as tf.Tensor2D,
     queryKeyRotated: tf.mul(rotate(queryKey, 1), attentionNorm) as tf.Tensor2D,
-    value: tf.mul(inputMajor(model, `${prefix}.self_attn.v_proj`), attentionNorm) as tf.Tensor2D,
+    value: tf.mul(inputMajor(model, valueName), attentionNorm) as tf.Tensor2D,
     queryKeyBias,
     queryKeyRotatedBias: queryKeyBias === undefined ? undefined : (rotate(queryKeyBias, 0) as tf.Tensor1D),
-    valueBias: linearBias(model, `${prefix}.self_attn.v_proj`),
-    output: inputMajor(model, `${prefix}.self_attn.o_proj`),
-    outputBias: linearBias(model, `${prefix}.self_attn.o_proj`),
-    gate: tf.mul(inputMajor(model, `${prefix}.mlp.gate_proj`), mlpNorm) as tf.Tensor2D,
-    up: tf.mul(inputMajor(model, `${prefix}.mlp.up_proj`), mlpNorm) as tf.Tensor2D,
-    gateBias: linearBias(model, `${prefix}.mlp.gate_proj`),
-    upBias: linearBias(model, `${prefix}.mlp.up_proj`),
-    down: inputMajor(model, `${prefix}.mlp.down_proj`),
-    downBias: linearBias(model, `${prefix}.mlp.down_proj`),
+    valueBias: linearBias(model, valueName),
+    output: inputMajor(model, outputName),
+    outputBias: linearBias(model, outputName),
+    gate: tf.mul(inputMajor(model, gateName), mlpNorm) as tf.Tensor2D,
+    up: tf.mul(inputMajor(model, upName), mlpNorm) as tf.Tensor2D,
+    gateBias: linearBias(model, gateName),
+    upBias: linearBias(model, upName),
+    down: inputMajor(model, downName),
+    downBias: linearBias(model, downName),
   }
 }
 
@@ -170,11 +194,12 @@ export class FusedDecoder {
 
   constructor(private readonly model: CausalLanguageModel) {
     const { config } = model
-    if (config.architecture === 'gpt2' || config.queryKeyNorm) {
+    const missing = fusedDecoderMissing(model)
+    if (missing !== undefined) {
       throw new InvalidArgumentError({
         argument: 'model',
         value: config.architecture,
-        message: `the fused decoder runs Llama-style models without query/key norms only (Llama, Qwen2, Mistral; this is ${config.architecture}${config.queryKeyNorm ? ' with query/key norms' : ''})`,
+        message: `the fused decoder has no kernel for ${missing} (${config.architecture}): it runs Llama, Qwen2 and Mistral`,
       })
     }
     this.inverseFrequency = inverseFrequencies(config.headDim, config.ropeTheta, config.ropeScaling)
@@ -223,7 +248,7 @@ export class FusedDecoder {
         const y = tf.matMul(x, weight)
         return linearBias === undefined ? y : tf.add(y, linearBias)
       }
-      let x = tf.gather(this.model.parameter('model.embed_tokens.weight'), tf.tensor1d(tokens, 'int32')) as tf.Tensor2D // [batch, hidden]
+      let x = tf.gather(this.model.parameter(architectureOf(this.model.config).embedding), tf.tensor1d(tokens, 'int32')) as tf.Tensor2D // [batch, hidden]
       this.layers.forEach((weights, layer) => {
         const h = normalise(x)
         const rotated = tf.add(

@@ -14,7 +14,8 @@ import { createStreamDecoder } from '@ludic/tokenizer'
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
-import { FusedDecoder, fusedDecoderSupports } from './fused-decoder.js'
+import { FusedDecoder, fusedDecoderMissing, fusedDecoderSupports } from './fused-decoder.js'
+import { architectureOf } from '../model/architecture.js'
 import { HostDecoder, hostDecoderFloats, hostDecoderSupports } from './host-decoder.js'
 import { type SamplingParameters, type SamplingRow, sampleTokens } from './sampling.js'
 
@@ -493,9 +494,10 @@ export function checkDecodePath(model: CausalLanguageModel, decodePath: DecodePa
   const { config } = model
   const what = `${config.architecture}${config.queryKeyNorm ? ' with query/key norms' : ''}`
   if (decodePath === 'fused' && !fusedDecoderSupports(model, contextLength)) {
+    const missing = fusedDecoderMissing(model)
     const reason =
-      config.architecture === 'gpt2' || config.queryKeyNorm
-        ? `runs Llama-style models without query/key norms only (Llama, Qwen2, Mistral; this is ${what})`
+      missing !== undefined
+        ? `has no kernel for ${missing} (${what}): it runs Llama, Qwen2 and Mistral`
         : `cannot run past the sliding window (${config.slidingWindow} positions; this generation spans ${contextLength})`
     throw new InvalidArgumentError({ argument: 'decodePath', value: decodePath, message: `the fused decoder ${reason}: use 'auto', 'host' or 'layers'` })
   }
@@ -516,9 +518,9 @@ export function checkDecodePath(model: CausalLanguageModel, decodePath: DecodePa
  * than the host's row-by-row prefill, so they keep `model.hiddenStates` (figures in the package README, Generation).
  */
 function hostPrefills(model: CausalLanguageModel, batch: number, promptLength: number): boolean {
-  const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, numHiddenLayers } = model.config
-  const mlpMatrices = model.config.architecture === 'gpt2' ? 2 : 3 // c_fc and c_proj; gate, up and down
-  const layerParameters = (2 * heads + 2 * keyValueHeads) * headDim * hiddenSize + mlpMatrices * intermediateSize * hiddenSize
+  const parts = architectureOf(model.config).layer(0)
+  const layerParameters = [...parts.queryKeyValue, parts.output, ...parts.mlpIn, parts.mlpOut].reduce((total, part) => total + part.inputs * part.outputs, 0)
+  const { numHiddenLayers } = model.config
   return batch === 1 && promptLength * layerParameters * numHiddenLayers <= hostPrefillWorkLimit
 }
 

@@ -147,6 +147,35 @@ describe('HostDecoder.prefill', () => {
   })
 })
 
+describe('the host weights of every architecture', () => {
+  it('hostWeightFloats is the arena they take (q, k, v and gate, up stacked, each buffer rounded up to 4 floats): not short, never more than a buffer per parameter', () => {
+    for (const overrides of [
+      { hiddenSize: 30, numAttentionHeads: 3, numKeyValueHeads: 1, intermediateSize: 45 },
+      { hiddenSize: 30, numAttentionHeads: 3, intermediateSize: 45, tieWordEmbeddings: false, attentionBias: true, attentionOutputBias: true, mlpBias: true },
+      { architecture: 'qwen2', hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, intermediateSize: 48, attentionBias: true },
+      { architecture: 'qwen3', hiddenSize: 32, numAttentionHeads: 4, numKeyValueHeads: 2, headDim: 6, intermediateSize: 48, queryKeyNorm: true },
+      { architecture: 'mistral', hiddenSize: 32, numAttentionHeads: 4, intermediateSize: 48, slidingWindow: 64 },
+    ]) {
+      const model = createModel('tiny', { vocabSize: 97, seed: 3, overrides })
+      try {
+        let rounded = 0
+        let exact = 0
+        for (const [, tensor] of model.parameters()) {
+          rounded += Math.ceil(tensor.size / 4) * 4
+          exact += tensor.size
+        }
+        const floats = hostWeightFloats(model.config)
+        expect(floats).toBeGreaterThanOrEqual(exact)
+        expect(floats).toBeLessThanOrEqual(rounded)
+        // Without the kernel the arena is exactly `hostDecoderFloats`: a count short of the buffers throws here.
+        new HostDecoder(model, 3, 17, { simd: false, prefillLength: 5 }).dispose()
+      } finally {
+        model.dispose()
+      }
+    }
+  })
+})
+
 describe("GPT-2's host weights", () => {
   it('are every parameter once, each buffer rounded up to 4 floats (tied and untied head, widths not multiples of 4), and the arena holds them', () => {
     for (const overrides of [

@@ -3,6 +3,7 @@ import { inverseFrequencies } from '../layers/rotary-embedding.js'
 import type { ModelConfig } from '../config/model-config.js'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import type { KeyValueCache } from '../model/key-value-cache.js'
+import { architectureOf, type ArchitectureDefinition, type LinearPart, type NormPart } from '../model/architecture.js'
 import { attendBlockLength, attendSlots, attentionSoftmax, rmsNormaliseRow, rotateAndStoreRow } from './attention-rows.js'
 import { createMatmulArena, type MatmulArena } from './simd-matmul.js'
 
@@ -31,39 +32,31 @@ export interface HostDecoderPaging {
   pageLength: number
 }
 
-/** The floats of the weights, biases and norms a `HostDecoder` copies (each buffer rounded up to 4 floats). */
-export function hostWeightFloats(config: ModelConfig): number {
-  const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = config
-  if (config.architecture === 'gpt2') return gpt2WeightFloats(config)
-  const queryKeyValueWidth = (heads + 2 * keyValueHeads) * headDim
-  const weights = queryKeyValueWidth * hiddenSize + hiddenSize * heads * headDim + 3 * intermediateSize * hiddenSize
-  const biasesAndNorms = queryKeyValueWidth + hiddenSize + 2 * intermediateSize + hiddenSize + 2 * hiddenSize
-  const outputs = 2 * vocabSize * hiddenSize + vocabSize + hiddenSize + 4 * 4 // embedding, untied head, its bias, final norm
-  const queryKeyNorms = config.queryKeyNorm ? 2 * (Math.ceil(headDim / 4) * 4) : 0 // Qwen3's q_norm and k_norm, [headDim] each
-  return numHiddenLayers * (weights + biasesAndNorms + queryKeyNorms + 8 * 4) + outputs
-}
-
 /**
- * GPT-2's, exactly: per layer `ln_1` and `ln_2` (weight and bias each), `c_attn`, the attention's `c_proj`, `c_fc` and the
- * MLP's `c_proj` with their biases; then `wte`, `wpe`, `ln_f` and an untied `lm_head` (each buffer rounded up to 4 floats).
+ * The floats of the weights, biases and norms a `HostDecoder` copies (`copyHostWeights`: the architecture's parts,
+ * q, k and v stacked into one buffer and gate and up into another, each buffer rounded up to 4 floats).
  */
-function gpt2WeightFloats(config: ModelConfig): number {
-  const { hiddenSize: hidden, intermediateSize: intermediate, vocabSize, maxPositionEmbeddings, numHiddenLayers, tieWordEmbeddings } = config
+export function hostWeightFloats(config: ModelConfig): number {
+  const definition = architectureOf(config)
+  const { hiddenSize: hidden, vocabSize, maxPositionEmbeddings, numHiddenLayers } = config
   const round = (floats: number) => Math.ceil(floats / 4) * 4
-  const norm = 2 * round(hidden)
-  const layer =
-    2 * norm +
-    round(3 * hidden * hidden) +
-    round(3 * hidden) +
-    round(hidden * hidden) +
-    round(hidden) +
-    round(intermediate * hidden) +
-    round(intermediate) +
-    round(hidden * intermediate) +
-    round(hidden)
-  return (
-    numHiddenLayers * layer + round(vocabSize * hidden) + round(maxPositionEmbeddings * hidden) + norm + (tieWordEmbeddings ? 0 : round(vocabSize * hidden))
-  )
+  const norm = (part: NormPart | undefined) => (part === undefined ? 0 : round(part.width) * (part.bias ? 2 : 1))
+  const linears = (parts: LinearPart[]) =>
+    round(parts.reduce((floats, part) => floats + part.inputs * part.outputs, 0)) +
+    (parts.some((part) => part.bias) ? round(parts.reduce((floats, part) => floats + part.outputs, 0)) : 0)
+  const layer = definition.layer(0)
+  const perLayer =
+    norm(layer.attentionNorm) +
+    norm(layer.queryNorm) +
+    norm(layer.keyNorm) +
+    linears(layer.queryKeyValue) +
+    linears([layer.output]) +
+    norm(layer.mlpNorm) +
+    linears(layer.mlpIn) +
+    linears([layer.mlpOut])
+  const positions = definition.positionEmbedding === undefined ? 0 : round(maxPositionEmbeddings * hidden)
+  const head = definition.head === undefined ? 0 : linears([definition.head])
+  return numHiddenLayers * perLayer + round(vocabSize * hidden) + positions + norm(definition.finalNorm) + head
 }
 
 /**
@@ -207,7 +200,8 @@ export function hostWeightCopyCount(): number {
 function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options: { simd?: boolean; threads?: number }, source: unknown[]): HostWeights {
   hostWeightCopies++
   const { config } = model
-  const { hiddenSize, headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, intermediateSize, vocabSize, numHiddenLayers } = config
+  const { hiddenSize, headDim, numAttentionHeads: heads, intermediateSize, vocabSize, numHiddenLayers } = config
+  const definition = architectureOf(config)
   const arena = createMatmulArena(options)
   try {
     arena.reserve(hostWeightFloats(config) + roomFloats)
@@ -241,77 +235,44 @@ function copyHostWeights(model: CausalLanguageModel, roomFloats: number, options
       weight.set(parameter(name))
       return weight
     }
-    if (config.architecture === 'gpt2') {
-      // GPT-2 (transformers' `GPT2LMHeadModel`): LayerNorms with biases, `c_attn` (q, k, v stacked, as the host wants
-      // them), `c_fc` then GELU, learned positions. Its `Conv1D` weights are `[in, out]`; `linearWeight` gives `[out, in]`.
-      const layers: HostLayerWeights[] = []
-      for (let layer = 0; layer < numHiddenLayers; layer++) {
-        const prefix = `transformer.h.${layer}`
-        layers.push({
-          attentionNorm: norm(`${prefix}.ln_1.weight`),
-          attentionNormBias: norm(`${prefix}.ln_1.bias`),
-          queryNorm: undefined,
-          keyNorm: undefined,
-          queryKeyValue: stack([`${prefix}.attn.c_attn`], hiddenSize),
-          queryKeyValueBias: joinBiases([`${prefix}.attn.c_attn`], [3 * hiddenSize]),
-          output: stack([`${prefix}.attn.c_proj`], hiddenSize),
-          outputBias: joinBiases([`${prefix}.attn.c_proj`], [hiddenSize]),
-          mlpNorm: norm(`${prefix}.ln_2.weight`),
-          mlpNormBias: norm(`${prefix}.ln_2.bias`),
-          gateUp: stack([`${prefix}.mlp.c_fc`], hiddenSize),
-          gateUpBias: joinBiases([`${prefix}.mlp.c_fc`], [intermediateSize]),
-          down: stack([`${prefix}.mlp.c_proj`], intermediateSize),
-          downBias: joinBiases([`${prefix}.mlp.c_proj`], [hiddenSize]),
-        })
-      }
-      const embedding = arena.allocateWeights(parameter('transformer.wte.weight'), vocabSize, hiddenSize) // `[vocab, hidden]`, not a `Conv1D`
-      const positionEmbedding = norm('transformer.wpe.weight', config.maxPositionEmbeddings * hiddenSize)
-      const finalNorm = norm('transformer.ln_f.weight')
-      const finalNormBias = norm('transformer.ln_f.bias')
-      const head = config.tieWordEmbeddings ? embedding : stack(['lm_head'], hiddenSize)
-      const headBias = config.tieWordEmbeddings ? undefined : joinBiases(['lm_head'], [vocabSize])
-      return { arena, layers, embedding, head, finalNorm, finalNormBias, headBias, positionEmbedding, weightsEnd: arena.used, roomFloats, source, busy: true }
-    }
+    const normBias = (part: NormPart) => (part.bias ? norm(`${part.name}.bias`, part.width) : undefined)
+    const names = (parts: LinearPart[]) => parts.map((part) => part.name)
+    // The definition's parts (`architectureOf`): q, k and v stacked as the host wants them (GPT-2's `c_attn` already is),
+    // gate and up stacked (GPT-2's one `c_fc`); `linearWeight` gives every weight `[out, in]` (GPT-2's `Conv1D` transposed).
     const layers: HostLayerWeights[] = []
     for (let layer = 0; layer < numHiddenLayers; layer++) {
-      const prefix = `model.layers.${layer}`
-      const attention = ['q_proj', 'k_proj', 'v_proj'].map((name) => `${prefix}.self_attn.${name}`)
-      const mlp = ['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)
+      const parts = definition.layer(layer)
       layers.push({
-        attentionNorm: norm(`${prefix}.input_layernorm.weight`),
-        attentionNormBias: undefined,
-        queryNorm: config.queryKeyNorm ? norm(`${prefix}.self_attn.q_norm.weight`, headDim) : undefined,
-        keyNorm: config.queryKeyNorm ? norm(`${prefix}.self_attn.k_norm.weight`, headDim) : undefined,
-        queryKeyValue: stack(attention, hiddenSize),
-        queryKeyValueBias: joinBiases(attention, [heads * headDim, keyValueHeads * headDim, keyValueHeads * headDim]),
-        output: stack([`${prefix}.self_attn.o_proj`], heads * headDim),
-        outputBias: joinBiases([`${prefix}.self_attn.o_proj`], [hiddenSize]),
-        mlpNorm: norm(`${prefix}.post_attention_layernorm.weight`),
-        mlpNormBias: undefined,
-        gateUp: stack(mlp, hiddenSize),
-        gateUpBias: joinBiases(mlp, [intermediateSize, intermediateSize]),
-        down: stack([`${prefix}.mlp.down_proj`], intermediateSize),
-        downBias: joinBiases([`${prefix}.mlp.down_proj`], [hiddenSize]),
+        attentionNorm: norm(`${parts.attentionNorm.name}.weight`),
+        attentionNormBias: normBias(parts.attentionNorm),
+        queryNorm: parts.queryNorm === undefined ? undefined : norm(`${parts.queryNorm.name}.weight`, headDim),
+        keyNorm: parts.keyNorm === undefined ? undefined : norm(`${parts.keyNorm.name}.weight`, headDim),
+        queryKeyValue: stack(names(parts.queryKeyValue), hiddenSize),
+        queryKeyValueBias: joinBiases(
+          names(parts.queryKeyValue),
+          parts.queryKeyValue.map((part) => part.outputs),
+        ),
+        output: stack([parts.output.name], heads * headDim),
+        outputBias: joinBiases([parts.output.name], [hiddenSize]),
+        mlpNorm: norm(`${parts.mlpNorm.name}.weight`),
+        mlpNormBias: normBias(parts.mlpNorm),
+        gateUp: stack(names(parts.mlpIn), hiddenSize),
+        gateUpBias: joinBiases(
+          names(parts.mlpIn),
+          parts.mlpIn.map((part) => part.outputs),
+        ),
+        down: stack([parts.mlpOut.name], intermediateSize),
+        downBias: joinBiases([parts.mlpOut.name], [hiddenSize]),
       })
     }
-    const finalNorm = norm('model.norm.weight')
-    const embedding = stack(['model.embed_tokens'], hiddenSize)
-    const head = config.tieWordEmbeddings ? embedding : stack(['lm_head'], hiddenSize)
-    const headBias = config.tieWordEmbeddings ? undefined : joinBiases(['lm_head'], [vocabSize])
-    return {
-      arena,
-      layers,
-      embedding,
-      head,
-      finalNorm,
-      finalNormBias: undefined,
-      headBias,
-      positionEmbedding: undefined,
-      weightsEnd: arena.used,
-      roomFloats,
-      source,
-      busy: true,
-    }
+    const embedding = stack([definition.embedding.replace(/\.weight$/, '')], hiddenSize) // `[vocab, hidden]`, never a `Conv1D`
+    const positionEmbedding =
+      definition.positionEmbedding === undefined ? undefined : norm(definition.positionEmbedding, config.maxPositionEmbeddings * hiddenSize)
+    const finalNorm = norm(`${definition.finalNorm.name}.weight`)
+    const finalNormBias = normBias(definition.finalNorm)
+    const head = definition.head === undefined ? embedding : stack([definition.head.name], hiddenSize)
+    const headBias = definition.head === undefined ? undefined : joinBiases([definition.head.name], [vocabSize])
+    return { arena, layers, embedding, head, finalNorm, finalNormBias, headBias, positionEmbedding, weightsEnd: arena.used, roomFloats, source, busy: true }
   } catch (error) {
     arena.dispose() // its worker threads back to the pool
     throw error
@@ -385,28 +346,20 @@ function backendWeights(model: CausalLanguageModel): { layers: BackendLayerWeigh
     return weight
   }
   try {
+    const definition = architectureOf(config)
+    const names = (parts: LinearPart[]) => parts.map((part) => part.name)
     const layers: BackendLayerWeights[] = []
     for (let layer = 0; layer < config.numHiddenLayers; layer++) {
-      if (config.architecture === 'gpt2') {
-        const prefix = `transformer.h.${layer}`
-        layers.push({
-          queryKeyValue: stacked([`${prefix}.attn.c_attn`]),
-          output: stacked([`${prefix}.attn.c_proj`]),
-          gateUp: stacked([`${prefix}.mlp.c_fc`]),
-          down: stacked([`${prefix}.mlp.c_proj`]),
-        })
-      } else {
-        const prefix = `model.layers.${layer}`
-        layers.push({
-          queryKeyValue: stacked(['q_proj', 'k_proj', 'v_proj'].map((name) => `${prefix}.self_attn.${name}`)),
-          output: stacked([`${prefix}.self_attn.o_proj`]),
-          gateUp: stacked(['gate_proj', 'up_proj'].map((name) => `${prefix}.mlp.${name}`)),
-          down: stacked([`${prefix}.mlp.down_proj`]),
-        })
-      }
+      const parts = definition.layer(layer)
+      layers.push({
+        queryKeyValue: stacked(names(parts.queryKeyValue)),
+        output: stacked([parts.output.name]),
+        gateUp: stacked(names(parts.mlpIn)),
+        down: stacked([parts.mlpOut.name]),
+      })
     }
-    const embedding = config.architecture === 'gpt2' ? 'transformer.wte.weight' : 'model.embed_tokens.weight'
-    const head = config.tieWordEmbeddings ? (tf.tidy(() => tf.transpose(model.parameter(embedding))) as tf.Tensor2D) : stacked(['lm_head'])
+    const head =
+      definition.head === undefined ? (tf.tidy(() => tf.transpose(model.parameter(definition.embedding))) as tf.Tensor2D) : stacked([definition.head.name])
     return { layers, head }
   } catch (error) {
     tf.dispose(made) // what was made before the failure (the backend out of memory)
@@ -433,8 +386,8 @@ export class HostDecoder {
   private disposed = false
   private readonly layers: (HostLayerWeights & HostLayerCache)[]
   private readonly inverseFrequency: Float32Array
-  /** GPT-2: learned positions added to the embedding instead of RoPE, LayerNorm with biases, GELU's MLP. */
-  private readonly gpt2: boolean
+  /** The architecture's definition: its positions (rotary or learned, added to the embedding) and its MLP's activation. */
+  private readonly definition: ArchitectureDefinition
   /** Positions a row can hold, rounded up to a multiple of 4 (the kernel's column block). */
   private readonly capacity: number
   /** Positions per page of the cache: `capacity` unpaged (a row is its own page), else `options.paging.pageLength`. */
@@ -507,7 +460,7 @@ export class HostDecoder {
     this.pages = paging?.pages ?? batch
     this.tableWidth = Math.ceil(this.capacity / this.pageLength)
     this.inverseFrequency = inverseFrequencies(headDim, config.ropeTheta, config.ropeScaling)
-    this.gpt2 = config.architecture === 'gpt2'
+    this.definition = architectureOf(config)
     this.prefillLength = options.prefillLength ?? 0
     const cacheable = options.simd !== false && (options.threads ?? 1) <= 1
     this.weights = acquireHostWeights(model, generationFloats(config, batch, this.capacity, this.prefillLength, paging), options, cacheable)
@@ -567,7 +520,7 @@ export class HostDecoder {
     block[attendSlots.pageLength] = this.pageLength
     block[attendSlots.projectedWidth] = this.projectedWidth
     block[attendSlots.window] = config.slidingWindow ?? -1
-    block[attendSlots.rope] = this.gpt2 ? 0 : 1
+    block[attendSlots.rope] = this.definition.positions === 'rotary' ? 1 : 0
     block[attendSlots.projected] = at(this.projected)
     block[attendSlots.scores] = at(this.scores)
     block[attendSlots.attended] = at(this.attended)
@@ -1042,9 +995,9 @@ export class HostDecoder {
     for (let column = 0; column < hiddenSize; column++) x[base + column] = x[base + column]! + table[from + column]!
   }
 
-  /** RoPE's cos and sin for each of `positions` into `cos` and `sin` (`[positions.length · headDim / 2]`, float32; none for GPT-2). */
+  /** RoPE's cos and sin for each of `positions` into `cos` and `sin` (`[positions.length · headDim / 2]`, float32; none with learned positions). */
   private rotations(positions: Int32Array): void {
-    if (this.gpt2) return
+    if (this.definition.positions !== 'rotary') return
     const half = this.model.config.headDim / 2
     const { cos, sin, inverseFrequency } = this
     positions.forEach((position, row) => {
@@ -1085,7 +1038,8 @@ export class HostDecoder {
     addBias(delta, layer.outputBias, rows, hiddenSize, hiddenSize)
     for (let index = 0; index < rows * hiddenSize; index++) x[index] = x[index]! + delta[index]!
     normalise(x, layer.mlpNorm, layer.mlpNormBias, normed, rows, hiddenSize, rmsNormEps)
-    if (layer.backend !== undefined && !this.gpt2) {
+    const swiGlu = this.definition.activation === 'swiglu'
+    if (layer.backend !== undefined && swiGlu) {
       // SwiGLU on the backend: its two products and the activation between them in one pass, no copy in between.
       const { gateUp, down } = layer.backend
       const input = backendRows(normed.slice(0, rows * hiddenSize), rows, hiddenSize)
@@ -1102,10 +1056,10 @@ export class HostDecoder {
         tf.dispose(output === undefined ? [input] : [input, output])
       }
     } else {
-      const mlpWidth = this.gpt2 ? intermediateSize : 2 * intermediateSize
+      const mlpWidth = swiGlu ? 2 * intermediateSize : intermediateSize
       this.weightProduct(layer.gateUp, layer.backend?.gateUp, normed, projected, mlpWidth, hiddenSize, rows, hiddenSize, projectedWidth)
       addBias(projected, layer.gateUpBias, rows, mlpWidth, projectedWidth)
-      if (this.gpt2) {
+      if (!swiGlu) {
         for (let row = 0; row < rows; row++) {
           const base = row * projectedWidth
           for (let index = 0; index < intermediateSize; index++) normed[row * intermediateSize + index] = geluTanh(projected[base + index]!)

@@ -5,6 +5,7 @@ import type { CausalLanguageModel, LinearAdapter } from '../model/causal-languag
 import { scoreWeightName } from '../heads/scalar-heads.js'
 import { defaultMaxParameterBytes, formatBytes } from '../model/parameter-budget.js'
 import { matchesParameterNamePattern } from '../parameter-name-pattern.js'
+import { architectureOf } from '../model/architecture.js'
 
 export const loraOptionsSchema = z
   .object({
@@ -98,7 +99,7 @@ export interface LoraPlan {
  */
 export function planLora(model: CausalLanguageModel, options: LoraOptions = {}, timing: { attachLater?: boolean } = {}): LoraPlan {
   const { maxParameterBytes, ...parsed } = parseArgument(loraOptionsSchema, options, 'options')
-  const config: LoraConfig = { ...parsed, targetModules: parsed.targetModules ?? (model.config.architecture === 'gpt2' ? ['c_attn'] : ['q_proj', 'v_proj']) }
+  const config: LoraConfig = { ...parsed, targetModules: parsed.targetModules ?? [...architectureOf(model.config).defaultLoraTargets] }
   const candidates = model.linearNames()
   const names = candidates.filter((name) => isTarget(name, config.targetModules))
   if (names.length === 0) {

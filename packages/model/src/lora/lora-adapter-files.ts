@@ -14,6 +14,7 @@ import { CheckpointMismatchError, type MisshapedTensor } from '../checkpoint/che
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { attachLora, planLora, type LoraAdapters, type LoraPlan } from './apply-lora.js'
 import { confineToDirectories, readLocalFile } from './confined-files.js'
+import { architectureOf } from '../model/architecture.js'
 
 /** PEFT's prefix of tensor names in `adapter_model.safetensors` (`PeftModel` → `LoraModel` → the base model). */
 const peftPrefix = 'base_model.model.'
@@ -240,7 +241,7 @@ async function readAdapterFiles(
     throw new ParseError({ source: configPath, message: 'is not valid UTF-8 JSON' })
   }
   const config = parseInput(adapterConfigSchema, json, { source: configPath })
-  if (config.fan_in_fan_out && model.config.architecture !== 'gpt2') {
+  if (config.fan_in_fan_out && architectureOf(model.config).linearLayout !== 'input-major') {
     throw new ParseError({
       source: configPath,
       path: ['fan_in_fan_out'],

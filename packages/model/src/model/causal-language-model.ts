@@ -10,6 +10,7 @@ import { matchesParameterNamePattern, type ParameterNamePattern } from '../param
 import { recomputed } from '../training/recompute.js'
 import { checkContextLength, ContextLengthError } from './context-length.js'
 import { KeyValueCache } from './key-value-cache.js'
+import { architectureOf, linearIsInputMajor, type ArchitectureDefinition, type NormPart } from './architecture.js'
 import { attentionBias, defaultPositions, readIntegerMatrix, type HostMatrix, type IntegerMatrix } from './model-inputs.js'
 
 /** Options of `model.forward` and `model.hiddenStates`. */
@@ -88,31 +89,6 @@ function fusesProjections(): boolean {
   return tf.getBackend() !== 'wasm'
 }
 
-/** Where each architecture keeps its embedding and norms. */
-interface ParameterNames {
-  embedding: string
-  layer: (index: number) => string
-  attentionNorm: string
-  mlpNorm: string
-  finalNorm: string
-}
-
-const llamaNames: ParameterNames = {
-  embedding: 'model.embed_tokens.weight',
-  layer: (index) => `model.layers.${index}`,
-  attentionNorm: 'input_layernorm',
-  mlpNorm: 'post_attention_layernorm',
-  finalNorm: 'model.norm',
-}
-
-const gpt2Names: ParameterNames = {
-  embedding: 'transformer.wte.weight',
-  layer: (index) => `transformer.h.${index}`,
-  attentionNorm: 'ln_1',
-  mlpNorm: 'ln_2',
-  finalNorm: 'transformer.ln_f',
-}
-
 /**
  * A decoder-only transformer (Llama, Qwen2, Qwen3, Mistral), nanoGPT style: embedding, then per layer
  * `x + attention(norm(x))` and `x + mlp(norm(x))`, a final norm and the output projection.
@@ -130,7 +106,7 @@ export class CausalLanguageModel {
   private readonly weights = new Map<string, tf.Variable>()
   private readonly adapters = new Map<string, LinearAdapter>()
   private readonly inverseFrequency: Float32Array
-  private readonly names: ParameterNames
+  private readonly definition: ArchitectureDefinition
   private contextLimit: number
   private disposed = false
 
@@ -142,11 +118,11 @@ export class CausalLanguageModel {
     this.config = config
     this.sourceConfig = options.sourceConfig
     this.variablePrefix = `ludic-model-${++modelCount}`
+    this.definition = architectureOf(config)
     this.contextLimit = config.maxPositionEmbeddings
     if (options.maxContextTokens !== undefined) this.maxContextTokens = options.maxContextTokens
     for (const [name, tensor] of weights) this.addParameter(name, tensor)
     this.inverseFrequency = inverseFrequencies(config.headDim, config.ropeTheta, config.ropeScaling)
-    this.names = config.architecture === 'gpt2' ? gpt2Names : llamaNames
   }
 
   /**
@@ -164,7 +140,7 @@ export class CausalLanguageModel {
     if (!Number.isSafeInteger(value) || value < 1) {
       throw new InvalidArgumentError({ argument: 'maxContextTokens', value, message: 'must be a positive integer' })
     }
-    if (this.config.architecture === 'gpt2' && value > this.config.maxPositionEmbeddings) {
+    if (this.definition.positions === 'learned' && value > this.config.maxPositionEmbeddings) {
       throw new InvalidArgumentError({
         argument: 'maxContextTokens',
         value,
@@ -347,7 +323,7 @@ export class CausalLanguageModel {
     }
     const positions = this.resolvePositions(givenPositions, batch, time, past, mask)
     const largest = positions.reduce((maximum, position) => Math.max(maximum, position), 0)
-    if (config.architecture === 'gpt2' && largest >= config.maxPositionEmbeddings) {
+    if (this.definition.positions === 'learned' && largest >= config.maxPositionEmbeddings) {
       throw new InvalidArgumentError({
         argument: 'positions',
         value: largest,
@@ -364,23 +340,27 @@ export class CausalLanguageModel {
     })
 
     const hidden = tf.tidy(() => {
-      const gpt2 = config.architecture === 'gpt2'
+      const { definition } = this
       const bias = attentionBias(batch, time, past, mask, config.slidingWindow) // [batch or 1, 1, time, past + time]
-      const rotary = gpt2 ? undefined : rotaryTables(this.inverseFrequency, positions, batch, time) // each [batch, 1, time, headDim / 2]
+      const rotary = definition.positions === 'rotary' ? rotaryTables(this.inverseFrequency, positions, batch, time) : undefined // each [batch, 1, time, headDim / 2]
       const context: AttentionContext = { batch, time, rotary, bias, cache, training }
       const tokens = tf.tensor2d(ids.data, [batch, time], 'int32')
-      let x = tf.gather(this.parameter(this.names.embedding), tokens) as tf.Tensor3D // [batch, time, hidden]
-      if (gpt2) x = tf.add(x, tf.gather(this.parameter('transformer.wpe.weight'), tf.tensor2d(positions, [batch, time], 'int32'))) // learned positions
+      let x = tf.gather(this.parameter(definition.embedding), tokens) as tf.Tensor3D // [batch, time, hidden]
+      if (definition.positionEmbedding !== undefined) {
+        x = tf.add(x, tf.gather(this.parameter(definition.positionEmbedding), tf.tensor2d(positions, [batch, time], 'int32'))) // learned positions
+      }
       for (let layer = 0; layer < config.numHiddenLayers; layer++) {
-        const prefix = this.names.layer(layer)
+        const parts = definition.layer(layer)
         // One scope a layer: its intermediates that no gradient saved are freed before the next layer runs.
         const step = (input: tf.Tensor, stepContext: AttentionContext) =>
           tf.tidy(() => {
-            const attended = tf.add(input, this.attention(layer, this.norm(input, `${prefix}.${this.names.attentionNorm}`), stepContext))
-            return tf.add(attended, this.mlp(layer, this.norm(attended, `${prefix}.${this.names.mlpNorm}`), stepContext))
+            const attended = tf.add(input, this.attention(layer, this.norm(input, parts.attentionNorm), stepContext))
+            return tf.add(attended, this.mlp(layer, this.norm(attended, parts.mlpNorm), stepContext))
           })
         if (recomputeLayers) {
-          const parameters = [...this.weights].filter(([name, variable]) => variable.trainable && name.startsWith(`${prefix}.`)).map(([, variable]) => variable)
+          const parameters = [...this.weights]
+            .filter(([name, variable]) => variable.trainable && name.startsWith(`${parts.prefix}.`))
+            .map(([, variable]) => variable)
           const tables = rotary === undefined ? [] : [rotary.cos, rotary.sin]
           x = recomputed(
             ([input, savedBias, cos, sin]) =>
@@ -390,7 +370,7 @@ export class CausalLanguageModel {
           ) as tf.Tensor3D
         } else x = step(x, context) as tf.Tensor3D
       }
-      return this.norm(x, this.names.finalNorm) as tf.Tensor3D
+      return this.norm(x, definition.finalNorm) as tf.Tensor3D
     })
     cache?.advance(batch, time)
     return hidden
@@ -401,7 +381,7 @@ export class CausalLanguageModel {
    * or `lm_head` without a bias or an unmerged adapter — else undefined (the logits need `logitsFromHidden`).
    */
   plainHeadWeight(): tf.Variable | undefined {
-    if (this.config.tieWordEmbeddings) return this.parameter(this.names.embedding)
+    if (this.config.tieWordEmbeddings) return this.parameter(this.definition.embedding)
     const adapter = this.adapters.get('lm_head')
     if ((adapter !== undefined && !adapter.merged) || this.weights.has('lm_head.bias')) return undefined
     return this.parameter('lm_head.weight')
@@ -412,41 +392,36 @@ export class CausalLanguageModel {
     const [batch, time, width] = hidden.shape
     return tf.tidy(() => {
       const flat = tf.reshape(hidden, [batch * time, width]) as tf.Tensor2D // [batch · time, hidden]
-      const logits = this.config.tieWordEmbeddings ? tf.matMul(flat, this.parameter(this.names.embedding), false, true) : this.linear('lm_head', flat, training)
+      const logits = this.config.tieWordEmbeddings
+        ? tf.matMul(flat, this.parameter(this.definition.embedding), false, true)
+        : this.linear('lm_head', flat, training)
       return tf.reshape(logits, [batch, time, this.config.vocabSize]) as tf.Tensor3D // [batch, time, vocab]
     })
   }
 
-  /** RMSNorm, or GPT-2's LayerNorm with a bias; `prefix` names the layer (`model.layers.0.input_layernorm`). */
-  private norm(x: tf.Tensor, prefix: string): tf.Tensor {
-    const weight = this.parameter(`${prefix}.weight`)
-    if (this.config.architecture === 'gpt2') return layerNorm(x, weight, this.parameter(`${prefix}.bias`), this.config.rmsNormEps)
+  /** The definition's norm: RMSNorm, or LayerNorm with a bias (GPT-2). */
+  private norm(x: tf.Tensor, part: NormPart): tf.Tensor {
+    const weight = this.parameter(`${part.name}.weight`)
+    if (this.definition.norm === 'layer') return layerNorm(x, weight, this.parameter(`${part.name}.bias`), this.config.rmsNormEps)
     return rmsNorm(x, weight, this.config.rmsNormEps)
   }
 
   /**
-   * Causal self-attention; `h`: `[batch, time, hidden]`. Llama-style models project q, k and v separately
-   * (Qwen3 then RMS-normalises each head) and rotate q and k; GPT-2 splits its fused `c_attn` and has
-   * learned positions instead.
+   * Causal self-attention; `h`: `[batch, time, hidden]`. q, k and v from the definition's projections (three, or
+   * one split in three: GPT-2's `c_attn`), each query and key head RMS-normalised where the definition has q/k norms
+   * (Qwen3), rotated with rotary positions (not with learned ones), attended, and projected out.
    */
   private attention(layer: number, h: tf.Tensor, context: AttentionContext): tf.Tensor {
     const { batch, time, rotary, training } = context
     const { numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, headDim, hiddenSize, rmsNormEps } = this.config
+    const parts = this.definition.layer(layer)
     const flat = tf.reshape(h, [batch * time, hiddenSize]) as tf.Tensor2D // [batch · time, hidden]
-    if (this.config.architecture === 'gpt2') {
-      const prefix = `transformer.h.${layer}.attn`
-      const [query, key, value] = tf.split(this.linear(`${prefix}.c_attn`, flat, training), 3, -1) as [tf.Tensor, tf.Tensor, tf.Tensor] // each [batch · time, hidden]
-      const splitHeads = (x: tf.Tensor) => tf.transpose(tf.reshape(x, [batch, time, heads, headDim]), [0, 2, 1, 3]) // [batch, heads, time, headDim]
-      const attended = this.attend(layer, splitHeads(query), splitHeads(key), splitHeads(value), context) // [batch · time, hidden]
-      return tf.reshape(this.linear(`${prefix}.c_proj`, attended, training), [batch, time, hiddenSize]) // [batch, time, hidden]
-    }
-    const prefix = `model.layers.${layer}.self_attn`
-    const { cos, sin } = rotary!
-    const projections = [`${prefix}.q_proj`, `${prefix}.k_proj`, `${prefix}.v_proj`]
-    const fused = this.fusedLinear(projections, flat, training) // [batch · time, (heads + 2 kvHeads) · headDim]
+    const projections = parts.queryKeyValue.map((part) => part.name)
+    const fused = projections.length === 1 ? this.linear(projections[0]!, flat, training) : this.fusedLinear(projections, flat, training) // [batch · time, (heads + 2 kvHeads) · headDim]
     let attended: tf.Tensor2D // [batch · time, heads · headDim]
-    if (fused !== undefined && !this.config.queryKeyNorm) {
+    if (fused !== undefined && rotary !== undefined && parts.queryNorm === undefined) {
       // One transpose for q, k and v, and one rotation for q and k together.
+      const { cos, sin } = rotary
       const allHeads = tf.transpose(tf.reshape(fused, [batch, time, heads + 2 * keyValueHeads, headDim]), [0, 2, 1, 3]) // [batch, heads + 2 kvHeads, time, headDim]
       const [queryKey, value] = tf.split(allHeads, [heads + keyValueHeads, keyValueHeads], 1) as [tf.Tensor, tf.Tensor]
       const [rotatedQuery, rotatedKey] = tf.split(applyRotary(queryKey, cos, sin), [heads, keyValueHeads], 1) as [tf.Tensor, tf.Tensor]
@@ -459,15 +434,19 @@ export class CausalLanguageModel {
       let query = tf.reshape(queryRows!, [batch, time, heads, headDim]) // [batch, time, heads, headDim]
       let key = tf.reshape(keyRows!, [batch, time, keyValueHeads, headDim]) // [batch, time, kvHeads, headDim]
       const value = tf.reshape(valueRows!, [batch, time, keyValueHeads, headDim]) // [batch, time, kvHeads, headDim]
-      if (this.config.queryKeyNorm) {
-        query = rmsNorm(query, this.parameter(`${prefix}.q_norm.weight`), rmsNormEps)
-        key = rmsNorm(key, this.parameter(`${prefix}.k_norm.weight`), rmsNormEps)
+      if (parts.queryNorm !== undefined && parts.keyNorm !== undefined) {
+        query = rmsNorm(query, this.parameter(`${parts.queryNorm.name}.weight`), rmsNormEps)
+        key = rmsNorm(key, this.parameter(`${parts.keyNorm.name}.weight`), rmsNormEps)
       }
-      const rotatedQuery = applyRotary(tf.transpose(query, [0, 2, 1, 3]), cos, sin) // [batch, heads, time, headDim]
-      const rotatedKey = applyRotary(tf.transpose(key, [0, 2, 1, 3]), cos, sin) // [batch, kvHeads, time, headDim]
-      attended = this.attend(layer, rotatedQuery, rotatedKey, tf.transpose(value, [0, 2, 1, 3]), context)
+      let headsQuery = tf.transpose(query, [0, 2, 1, 3]) // [batch, heads, time, headDim]
+      let headsKey = tf.transpose(key, [0, 2, 1, 3]) // [batch, kvHeads, time, headDim]
+      if (rotary !== undefined) {
+        headsQuery = applyRotary(headsQuery, rotary.cos, rotary.sin)
+        headsKey = applyRotary(headsKey, rotary.cos, rotary.sin)
+      }
+      attended = this.attend(layer, headsQuery, headsKey, tf.transpose(value, [0, 2, 1, 3]), context)
     }
-    return tf.reshape(this.linear(`${prefix}.o_proj`, attended, training), [batch, time, hiddenSize]) // [batch, time, hidden]
+    return tf.reshape(this.linear(parts.output.name, attended, training), [batch, time, hiddenSize]) // [batch, time, hidden]
   }
 
   /**
@@ -494,22 +473,21 @@ export class CausalLanguageModel {
   private mlp(layer: number, h: tf.Tensor, context: AttentionContext): tf.Tensor {
     const { batch, time, training } = context
     const { hiddenSize } = this.config
+    const parts = this.definition.layer(layer)
     const flat = tf.reshape(h, [batch * time, hiddenSize]) as tf.Tensor2D // [batch · time, hidden]
-    if (this.config.architecture === 'gpt2') {
-      const prefix = `transformer.h.${layer}.mlp`
-      const hidden = geluTanh(this.linear(`${prefix}.c_fc`, flat, training)) as tf.Tensor2D // [batch · time, intermediate]
-      return tf.reshape(this.linear(`${prefix}.c_proj`, hidden, training), [batch, time, hiddenSize]) // [batch, time, hidden]
-    }
-    const prefix = `model.layers.${layer}.mlp`
-    const fused = this.fusedLinear([`${prefix}.gate_proj`, `${prefix}.up_proj`], flat, training) // [batch · time, 2 · intermediate]
     let hidden: tf.Tensor2D // [batch · time, intermediate]
-    if (fused !== undefined) hidden = swiGlu(fused)
+    if (this.definition.activation === 'gelu-tanh') hidden = geluTanh(this.linear(parts.mlpIn[0]!.name, flat, training)) as tf.Tensor2D
     else {
-      const gate = this.linear(`${prefix}.gate_proj`, flat, training) // [batch · time, intermediate]
-      const up = this.linear(`${prefix}.up_proj`, flat, training) // [batch · time, intermediate]
-      hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D
+      const [gateName, upName] = parts.mlpIn.map((part) => part.name) as [string, string]
+      const fused = this.fusedLinear([gateName, upName], flat, training) // [batch · time, 2 · intermediate]
+      if (fused !== undefined) hidden = swiGlu(fused)
+      else {
+        const gate = this.linear(gateName, flat, training) // [batch · time, intermediate]
+        const up = this.linear(upName, flat, training) // [batch · time, intermediate]
+        hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D
+      }
     }
-    return tf.reshape(this.linear(`${prefix}.down_proj`, hidden, training), [batch, time, hiddenSize]) // [batch, time, hidden]
+    return tf.reshape(this.linear(parts.mlpOut.name, hidden, training), [batch, time, hiddenSize]) // [batch, time, hidden]
   }
 
   /**
@@ -518,7 +496,7 @@ export class CausalLanguageModel {
    */
   linearLayout(name: string): { inputs: number; outputs: number; inputMajor: boolean } {
     const [rows, columns] = this.parameter(`${name}.weight`).shape as [number, number]
-    const inputMajor = this.config.architecture === 'gpt2' && name !== 'lm_head'
+    const inputMajor = linearIsInputMajor(this.config, name)
     return inputMajor ? { inputs: rows, outputs: columns, inputMajor } : { inputs: columns, outputs: rows, inputMajor }
   }
 
@@ -533,7 +511,7 @@ export class CausalLanguageModel {
    * separate products keep only references to the weights.
    */
   private fusedLinear(names: readonly string[], x: tf.Tensor2D, training: boolean): tf.Tensor2D | undefined {
-    if (x.shape[0] < fusedProjectionMinimumRows || this.config.architecture === 'gpt2' || !fusesProjections()) return undefined
+    if (x.shape[0] < fusedProjectionMinimumRows || this.definition.linearLayout === 'input-major' || !fusesProjections()) return undefined
     if (names.some((name) => this.adapters.get(name)?.merged === false)) return undefined
     const weights = names.map((name) => this.parameter(`${name}.weight`))
     if (training && weights.every((weight) => !weight.trainable)) return undefined
@@ -550,7 +528,7 @@ export class CausalLanguageModel {
   private linear(name: string, x: tf.Tensor2D, training: boolean): tf.Tensor2D {
     const weight = this.parameter(`${name}.weight`)
     const bias = this.weights.get(`${name}.bias`)
-    const inputMajor = this.config.architecture === 'gpt2' && name !== 'lm_head'
+    const inputMajor = linearIsInputMajor(this.config, name)
     let y: tf.Tensor2D = tf.matMul(x, weight, false, !inputMajor) // [rows, out]
     if (bias !== undefined) y = tf.add(y, bias) as tf.Tensor2D
     const adapter = this.adapters.get(name)
@@ -580,7 +558,7 @@ export class CausalLanguageModel {
 interface AttentionContext {
   batch: number
   time: number
-  /** The rotary tables (not for GPT-2). */
+  /** The rotary tables (with rotary positions only). */
   rotary: { cos: tf.Tensor; sin: tf.Tensor } | undefined
   bias: tf.Tensor
   cache: KeyValueCache | undefined

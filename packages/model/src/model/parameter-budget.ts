@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core'
 import { currentRuntime } from '@ludic/tensors'
 import type { ModelConfig } from '../config/model-config.js'
 import { platform } from '../platform.js'
+import { architectureOf, type ParameterSpec } from './architecture.js'
 
 /** The WebAssembly backend's heap ends at 4 GiB; parameters may take 3 of it, leaving 1 for activations and caches. */
 const wasmParameterBytes = 3 * 2 ** 30
@@ -43,31 +44,14 @@ export interface ParameterCount {
 
 /** Counts a configuration's parameters by formula: the same total as summing `parameterSpecs(config)`, for any size. */
 export function countParameters(config: ModelConfig): ParameterCount {
-  const { vocabSize, hiddenSize, intermediateSize, numHiddenLayers, numAttentionHeads, numKeyValueHeads, headDim } = config
-  const embeddings = vocabSize * hiddenSize * (config.tieWordEmbeddings ? 1 : 2)
-  let perLayer: number
-  let positions = 0
-  let finalNorm: number
-  if (config.architecture === 'gpt2') {
-    positions = config.maxPositionEmbeddings * hiddenSize
-    const layerNorms = 2 * 2 * hiddenSize
-    const attention = hiddenSize * 3 * hiddenSize + 3 * hiddenSize + hiddenSize * hiddenSize + hiddenSize
-    const mlp = hiddenSize * intermediateSize + intermediateSize + intermediateSize * hiddenSize + hiddenSize
-    perLayer = layerNorms + attention + mlp
-    finalNorm = 2 * hiddenSize
-  } else {
-    const queryWidth = numAttentionHeads * headDim
-    const keyValueWidth = numKeyValueHeads * headDim
-    const attention =
-      (queryWidth + 2 * keyValueWidth) * hiddenSize +
-      (config.attentionBias ? queryWidth + 2 * keyValueWidth : 0) +
-      hiddenSize * queryWidth +
-      (config.attentionOutputBias ? hiddenSize : 0) +
-      (config.queryKeyNorm ? 2 * headDim : 0)
-    const mlp = 3 * hiddenSize * intermediateSize + (config.mlpBias ? 2 * intermediateSize + hiddenSize : 0)
-    perLayer = attention + mlp + 2 * hiddenSize
-    finalNorm = hiddenSize
-  }
+  const definition = architectureOf(config)
+  const { vocabSize, hiddenSize, numHiddenLayers } = config
+  const size = (spec: ParameterSpec) => spec.shape.reduce((product, width) => product * width, 1)
+  const embeddings = vocabSize * hiddenSize * (definition.head === undefined ? 1 : 2)
+  const positions = definition.positionEmbedding === undefined ? 0 : config.maxPositionEmbeddings * hiddenSize
+  // One block's parameters (every block has the same shapes), then the final norm (a weight, and a bias for LayerNorm).
+  const perLayer = definition.layer(0).parameters.reduce((total, spec) => total + size(spec), 0)
+  const finalNorm = definition.finalNorm.width * (definition.finalNorm.bias ? 2 : 1)
   const layers = perLayer * numHiddenLayers + finalNorm
   return { embeddings, positions, perLayer, layers, total: embeddings + positions + layers }
 }
