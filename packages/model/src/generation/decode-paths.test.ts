@@ -191,7 +191,7 @@ describe('decode paths', () => {
       for (const [model, what] of [
         [
           gpt2,
-          /fused decoder has no kernel for LayerNorm, learned positions, a fused q\/k\/v projection, a GELU MLP \(gpt2\): it runs Llama, Qwen2 and Mistral/,
+          /fused decoder has no kernel for input-major \(Conv1D\) weights, LayerNorm, learned positions, a fused q\/k\/v projection, a GELU MLP \(gpt2\): it runs Llama, Qwen2 and Mistral/,
         ],
         [qwen3, /fused decoder has no kernel for query\/key norms \(qwen3 with query\/key norms\)/],
         [mistral, /fused decoder cannot run past the sliding window \(4 positions/],

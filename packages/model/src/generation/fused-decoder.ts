@@ -31,14 +31,15 @@ export interface FusedLayer {
 
 /**
  * The parts of `model`'s definition (`architectureOf`) the fused decoder has no kernel for, in words; undefined when
- * it has one for every part. Its kernels: RMSNorm folded into the products that read it, rotary positions folded into
- * q and k, q, k and v as three projections, SwiGLU. So not GPT-2 (LayerNorm's bias does not fold into a product; learned
+ * it has one for every part. Its kernels: `[out, in]` weights, RMSNorm folded into the products that read it, rotary
+ * positions folded into q and k, q, k and v as three projections, SwiGLU. So not GPT-2 (LayerNorm's bias does not fold into a product; learned
  * positions; one `c_attn`; GELU) nor Qwen3 (per-head query/key norms sit between the product and the rotation).
  */
 export function fusedDecoderMissing(model: CausalLanguageModel): string | undefined {
   const definition = architectureOf(model.config)
   const layer = definition.layer(0)
   const missing = [
+    definition.linearLayout === 'output-major' ? undefined : 'input-major (Conv1D) weights',
     definition.norm === 'rms' ? undefined : 'LayerNorm',
     definition.positions === 'rotary' ? undefined : 'learned positions',
     layer.queryKeyValue.length === 3 ? undefined : 'a fused q/k/v projection',

@@ -34,7 +34,8 @@ export interface HostDecoderPaging {
 
 /**
  * The floats of the weights, biases and norms a `HostDecoder` copies (`copyHostWeights`: the architecture's parts,
- * q, k and v stacked into one buffer and gate and up into another, each buffer rounded up to 4 floats).
+ * q, k and v stacked into one buffer and gate and up into another, each buffer rounded up to 4 floats), and room for
+ * an untied head's bias.
  */
 export function hostWeightFloats(config: ModelConfig): number {
   const definition = architectureOf(config)
@@ -55,7 +56,8 @@ export function hostWeightFloats(config: ModelConfig): number {
     linears(layer.mlpIn) +
     linears([layer.mlpOut])
   const positions = definition.positionEmbedding === undefined ? 0 : round(maxPositionEmbeddings * hidden)
-  const head = definition.head === undefined ? 0 : linears([definition.head])
+  // An untied head's bias, which no architecture has but a model may be given (`addParameter('lm_head.bias', …)`): its room kept.
+  const head = definition.head === undefined ? 0 : linears([{ ...definition.head, bias: true }])
   return numHiddenLayers * perLayer + round(vocabSize * hidden) + positions + norm(definition.finalNorm) + head
 }
 
@@ -193,6 +195,13 @@ const hostDecodeRoomLimit = 2 ** 26
 let hostWeightCopies = 0
 
 /** How many times the weights were copied to the host in this process (tests of the cache). */
+/** The floats `copyHostWeights` takes for `model` (for tests: `hostWeightFloats` is checked against it). */
+export function copiedHostWeightFloats(model: CausalLanguageModel): number {
+  const weights = copyHostWeights(model, 0, { simd: false }, weightSource(model))
+  weights.arena.dispose()
+  return weights.weightsEnd / 4
+}
+
 export function hostWeightCopyCount(): number {
   return hostWeightCopies
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { ModelConfig } from '../config/model-config.js'
 import { architectureOf, type LinearPart, type NormPart } from './architecture.js'
 import { resolveConfig } from './create-model.js'
+import { countParameters } from './parameter-budget.js'
 import { parameterSpecs } from './parameter-shapes.js'
 
 /** Every parameter name one block's parts and the model's own parts (embedding, positions, final norm, head) name. */
@@ -98,10 +99,39 @@ describe('the model definition (architectureOf)', () => {
     ])
   })
 
-  it('is one object per config, its blocks made once', () => {
+  it("gives GPT-2's Conv1D weights [in, out] and its residual projections transformers' initialisation", () => {
+    const gpt2 = resolveConfig({ model_type: 'gpt2', vocab_size: 50, n_embd: 16, n_inner: 24, n_layer: 2, n_head: 2, n_positions: 20 })
+    const specs = new Map(parameterSpecs(gpt2).map((spec) => [spec.name, spec]))
+    expect(specs.get('transformer.h.1.attn.c_attn.weight')).toEqual({ name: 'transformer.h.1.attn.c_attn.weight', shape: [16, 48], init: 'normal' })
+    // `GPT2PreTrainedModel._init_weights`: c_proj.weight ~ normal(0, initializer_range / √(2 · n_layer)).
+    expect(specs.get('transformer.h.1.mlp.c_proj.weight')).toEqual({
+      name: 'transformer.h.1.mlp.c_proj.weight',
+      shape: [24, 16],
+      init: 'normal',
+      standardDeviation: 0.02 / 2,
+    })
+    expect(specs.get('transformer.h.0.attn.c_proj.bias')).toEqual({ name: 'transformer.h.0.attn.c_proj.bias', shape: [16], init: 'zeros' })
+    expect(specs.get('transformer.wpe.weight')?.shape).toEqual([20, 16])
+    const llama = resolveConfig('tiny', 50, { numKeyValueHeads: 2 })
+    expect(parameterSpecs(llama).find((spec) => spec.name === 'model.layers.0.self_attn.k_proj.weight')).toEqual({
+      name: 'model.layers.0.self_attn.k_proj.weight',
+      shape: [2 * llama.headDim, llama.hiddenSize],
+      init: 'normal',
+    })
+  })
+
+  it('follows the config as it is now (nothing kept across a change), each block made once per definition', () => {
     const config = resolveConfig('tiny', 300)
-    expect(architectureOf(config)).toBe(architectureOf(config))
-    expect(architectureOf(config).layer(1)).toBe(architectureOf(config).layer(1))
-    expect(architectureOf(config).layer(1)).not.toBe(architectureOf(config).layer(0))
+    const before = countParameters(config).total
+    const specs = parameterSpecs(config)
+    specs[0]!.shape[0] = 1 // a caller's change to a list it was given stays in that list
+    expect(countParameters(config).total).toBe(before)
+    const changed = { ...config, hiddenSize: 64, headDim: 16, tieWordEmbeddings: false }
+    Object.assign(config, changed)
+    expect(countParameters(config).total).toBe(countParameters({ ...changed }).total)
+    expect(parameterSpecs(config)).toEqual(parameterSpecs({ ...changed }))
+    const definition = architectureOf(config)
+    expect(definition.layer(1)).toBe(definition.layer(1))
+    expect(definition.layer(1)).not.toBe(definition.layer(0))
   })
 })

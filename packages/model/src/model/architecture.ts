@@ -87,18 +87,14 @@ export interface ArchitectureDefinition {
   defaultLoraTargets: readonly string[]
 }
 
-const definitions = new WeakMap<ModelConfig, ArchitectureDefinition>()
-
-/** The definition of `config`'s architecture (one object per config). */
+/**
+ * The definition of `config`'s architecture, made from the config as it is now (a new object each call: nothing is
+ * kept across a change to the config); its blocks are each made once, on first use.
+ */
 export function architectureOf(config: ModelConfig): ArchitectureDefinition {
-  let definition = definitions.get(config)
-  if (definition === undefined) {
-    const made = config.architecture === 'gpt2' ? gpt2Definition(config) : llamaDefinition(config)
-    const layers: LayerParts[] = [] // each block's parts made once: the forward reads them every call
-    definition = { ...made, layer: (index) => (layers[index] ??= made.layer(index)) }
-    definitions.set(config, definition)
-  }
-  return definition
+  const made = config.architecture === 'gpt2' ? gpt2Definition(config) : llamaDefinition(config)
+  const layers: LayerParts[] = [] // a forward reads each block's parts every call: made once per definition
+  return { ...made, layer: (index) => (layers[index] ??= made.layer(index)) }
 }
 
 /** Every parameter of a model of `config`, in the order transformers' `state_dict` lists them (see `parameterSpecs`). */
