@@ -65,7 +65,7 @@ const architectures: Architecture[] = [
     name: 'Qwen3 (query/key norms)',
     overrides: { ...small, architecture: 'qwen3', numKeyValueHeads: 2, headDim: 16, queryKeyNorm: true },
     randomize: /norm/,
-    generatePaths: ['layers', 'host'],
+    generatePaths: ['layers', 'fused', 'host'],
   },
   {
     name: 'Mistral (a sliding window shorter than the sequence)',
@@ -77,14 +77,14 @@ const architectures: Architecture[] = [
     name: 'GPT-2 (LayerNorms, learned positions, GELU MLP, biases, tied head)',
     overrides: { ...small, architecture: 'gpt2', numKeyValueHeads: 4, rmsNormEps: 1e-5 },
     randomize: /ln_|bias/,
-    generatePaths: ['layers', 'host'],
+    generatePaths: ['layers', 'fused', 'host'],
   },
   {
     name: 'GPT-2 (untied head, unmerged LoRA on c_attn and c_fc)',
     overrides: { ...small, architecture: 'gpt2', numKeyValueHeads: 4, rmsNormEps: 1e-3, tieWordEmbeddings: false },
     randomize: /ln_|bias|lora_B/,
     lora: ['c_attn', 'c_fc'],
-    generatePaths: ['layers', 'host'],
+    generatePaths: ['layers', 'fused', 'host'],
   },
 ]
 

@@ -1,63 +1,51 @@
-import { InvalidArgumentError } from '@ludic/core'
 import * as tf from '@tensorflow/tfjs-core'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import type { KeyValueCache } from '../model/key-value-cache.js'
-import { architectureOf } from '../model/architecture.js'
+import { architectureOf, type ArchitectureDefinition, type LinearPart, type NormPart } from '../model/architecture.js'
+import { geluTanh } from '../layers/layer-norm.js'
 import { inverseFrequencies } from '../layers/rotary-embedding.js'
 
 /** One layer's inference weights, input-major (`[in, out]`), built once per generation. */
 export interface FusedLayer {
-  /** `[hidden, (heads + kvHeads) · headDim]`: q (scaled by 1/√headDim) and k, the attention norm's weight folded in. */
+  /**
+   * `[hidden, (heads + kvHeads) · headDim]`: q and k, the attention norm's weight folded in (its bias into
+   * `queryKeyBias`); q scaled by 1/√headDim, unless head norms follow (then `headNorms` carries the scale).
+   */
   queryKey: tf.Tensor2D
-  /** The same columns rotated half (`rotate_half` of each head), so RoPE is `queryKey·cos + queryKeyRotated·sin`. */
-  queryKeyRotated: tf.Tensor2D
-  /** `[hidden, kvHeads · headDim]`, the attention norm's weight folded in. */
-  value: tf.Tensor2D
+  /**
+   * With rotary positions and no head norms: the same columns rotated half (`rotate_half` of each head), so RoPE is
+   * `queryKey·cos + queryKeyRotated·sin`.
+   */
+  queryKeyRotated: tf.Tensor2D | undefined
   queryKeyBias: tf.Tensor1D | undefined
   queryKeyRotatedBias: tf.Tensor1D | undefined
+  /** Qwen3's RMSNorm weights of each q and k head, `[heads + kvHeads, headDim]` (q's scaled by 1/√headDim). */
+  headNorms: tf.Tensor2D | undefined
+  /** `[hidden, kvHeads · headDim]`, the attention norm folded in. */
+  value: tf.Tensor2D
   valueBias: tf.Tensor1D | undefined
   /** `[heads · headDim, hidden]`. */
   output: tf.Tensor2D
   outputBias: tf.Tensor1D | undefined
-  /** `[hidden, intermediate]` each, the MLP norm's weight folded in. */
-  gate: tf.Tensor2D
-  up: tf.Tensor2D
-  gateBias: tf.Tensor1D | undefined
-  upBias: tf.Tensor1D | undefined
+  /** The MLP's input products `[hidden, intermediate]`, the MLP norm folded in: gate and up (SwiGLU), or one (GELU). */
+  mlpIn: tf.Tensor2D[]
+  mlpInBias: (tf.Tensor1D | undefined)[]
   /** `[intermediate, hidden]`. */
   down: tf.Tensor2D
   downBias: tf.Tensor1D | undefined
 }
 
 /**
- * The parts of `model`'s definition (`architectureOf`) the fused decoder has no kernel for, in words; undefined when
- * it has one for every part. Its kernels: `[out, in]` weights, RMSNorm folded into the products that read it, rotary
- * positions folded into q and k, q, k and v as three projections, SwiGLU. So not GPT-2 (LayerNorm's bias does not fold into a product; learned
- * positions; one `c_attn`; GELU) nor Qwen3 (per-head query/key norms sit between the product and the rotation).
- */
-export function fusedDecoderMissing(model: CausalLanguageModel): string | undefined {
-  const definition = architectureOf(model.config)
-  const layer = definition.layer(0)
-  const missing = [
-    definition.linearLayout === 'output-major' ? undefined : 'input-major (Conv1D) weights',
-    definition.norm === 'rms' ? undefined : 'LayerNorm',
-    definition.positions === 'rotary' ? undefined : 'learned positions',
-    layer.queryKeyValue.length === 3 ? undefined : 'a fused q/k/v projection',
-    layer.queryNorm === undefined ? undefined : 'query/key norms',
-    definition.activation === 'swiglu' ? undefined : 'a GELU MLP',
-  ].filter((part) => part !== undefined)
-  return missing.length === 0 ? undefined : missing.join(', ')
-}
-
-/**
- * Whether `FusedDecoder` can decode `model`: every part of its definition has a fused kernel (`fusedDecoderMissing`:
- * Llama, Qwen2, Mistral, the presets) and, with a sliding window, the whole generation fits in it. `generate` refuses
- * an explicit `decodePath: 'fused'` otherwise, and `'auto'` takes the host path or the layers.
+ * Whether `FusedDecoder` can decode `model` for `contextLength` positions: it has a kernel for every part an
+ * architecture's definition can have (`architectureOf`: RMSNorm or LayerNorm folded into the products that read them,
+ * rotary positions folded into q and k or learned ones added to the embedding, q, k and v as three projections or
+ * one, per-head q/k norms, SwiGLU or GELU, `[out, in]` or `[in, out]` weights), so every architecture; only a
+ * generation longer than a sliding window is refused (`generate` refuses an explicit `decodePath: 'fused'` there,
+ * and `'auto'` takes the layers).
  */
 export function fusedDecoderSupports(model: CausalLanguageModel, contextLength: number): boolean {
-  const { config } = model
-  if (fusedDecoderMissing(model) !== undefined) return false
-  return config.slidingWindow === null || contextLength <= config.slidingWindow
+  const { slidingWindow } = model.config
+  return slidingWindow === null || contextLength <= slidingWindow
 }
 
 /** The fused inference weights of every layer and the output projection (see `FusedDecoder`). */
@@ -79,14 +67,14 @@ export function fuseWeights(model: CausalLanguageModel): FusedWeights {
     tf.tidy(() => {
       for (let layer = 0; layer < config.numHiddenLayers; layer++) {
         const fused = fuseLayer(model, layer)
-        for (const tensor of Object.values(fused)) if (tensor !== undefined) tf.keep(tensor)
+        for (const tensor of layerTensors(fused)) tf.keep(tensor)
         layers.push(fused)
       }
-      const finalNorm = tf.reshape(model.parameter(`${definition.finalNorm.name}.weight`), [-1, 1]) // [hidden, 1]
-      const output = definition.head === undefined ? tf.transpose(model.parameter(definition.embedding)) : inputMajor(model, definition.head.name) // [hidden, vocab]
-      head = tf.keep(tf.mul(output, finalNorm) as tf.Tensor2D)
-      headBias = definition.head === undefined ? undefined : linearBias(model, definition.head.name)
-      if (headBias !== undefined) tf.keep(headBias)
+      const output =
+        definition.head === undefined ? (tf.transpose(model.parameter(definition.embedding)) as tf.Tensor2D) : inputMajor(model, definition.head.name) // [hidden, vocab]
+      const folded = foldNorm(output, definition.head === undefined ? undefined : linearBias(model, definition.head.name), normOf(model, definition.finalNorm))
+      head = tf.keep(folded.weight)
+      headBias = folded.bias === undefined ? undefined : tf.keep(folded.bias)
     })
   } catch (error) {
     disposeFusedWeights({ layers, head: head!, headBias })
@@ -97,12 +85,21 @@ export function fuseWeights(model: CausalLanguageModel): FusedWeights {
 
 export function disposeFusedWeights(weights: FusedWeights): void {
   tf.dispose([weights.head, weights.headBias].filter((tensor) => tensor !== undefined))
-  for (const layer of weights.layers) tf.dispose(Object.values(layer).filter((tensor) => tensor !== undefined))
+  for (const layer of weights.layers) tf.dispose(layerTensors(layer))
+}
+
+/** Every tensor a fused layer holds. */
+function layerTensors(layer: FusedLayer): tf.Tensor[] {
+  return Object.values(layer)
+    .flat()
+    .filter((tensor): tensor is tf.Tensor => tensor !== undefined)
 }
 
 /** The weight of linear layer `name` input-major (`[in, out]`), with an attached unmerged adapter's update added. */
 function inputMajor(model: CausalLanguageModel, name: string): tf.Tensor2D {
-  const weight = tf.transpose(model.parameter(`${name}.weight`)) as tf.Tensor2D // [in, out]
+  const stored = model.parameter(`${name}.weight`)
+  // A clone of an input-major weight (GPT-2's Conv1D), not the parameter itself: the fused weights are disposed with the decoder.
+  const weight = (model.linearLayout(name).inputMajor ? tf.clone(stored) : tf.transpose(stored)) as tf.Tensor2D // [in, out]
   const adapter = model.linearAdapters().get(name)
   if (adapter === undefined || adapter.merged) return weight
   // A linear adapter's update, input-major, is its output for the identity matrix.
@@ -114,22 +111,41 @@ function linearBias(model: CausalLanguageModel, name: string): tf.Tensor1D | und
   return bias === undefined ? undefined : (tf.clone(bias) as tf.Tensor1D)
 }
 
-function fuseLayer(model: CausalLanguageModel, layer: number): FusedLayer {
-  const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads } = model.config
-  const parts = architectureOf(model.config).layer(layer)
-  const [queryName, keyName, valueName] = parts.queryKeyValue.map((part) => part.name) as [string, string, string]
-  const [gateName, upName] = parts.mlpIn.map((part) => part.name) as [string, string]
-  const { name: outputName } = parts.output
-  const { name: downName } = parts.mlpOut
-  const attentionNorm = tf.reshape(model.parameter(`${parts.attentionNorm.name}.weight`), [-1, 1]) // [hidden, 1]
-  const mlpNorm = tf.reshape(model.parameter(`${parts.mlpNorm.name}.weight`), [-1, 1])
-  const scale = 1 / Math.sqrt(headDim)
-  const query = tf.mul(inputMajor(model, queryName), scale) // [hidden, heads · headDim]
-  const key = inputMajor(model, keyName) // [hidden, kvHeads · headDim]
-  const queryKey = tf.concat([query, key], 1) // [hidden, (heads + kvHeads) · headDim]
-  // rotate_half of each head: output j takes -x[j + half] (first half) or x[j - half] (second half).
+/** A norm's weight `[hidden, 1]` (to scale a product's rows) and LayerNorm's bias `[1, hidden]`. */
+interface FoldedNorm {
+  scale: tf.Tensor2D
+  shift: tf.Tensor2D | undefined
+}
+
+function normOf(model: CausalLanguageModel, part: NormPart): FoldedNorm {
+  const scale = tf.reshape(model.parameter(`${part.name}.weight`), [-1, 1]) as tf.Tensor2D
+  return { scale, shift: part.bias ? (tf.reshape(model.parameter(`${part.name}.bias`), [1, -1]) as tf.Tensor2D) : undefined }
+}
+
+/** A product reading a norm's output, the norm folded in: `(γ⊙x̂ + β)·W + b = x̂·(diag γ·W) + (β·W + b)`. */
+function foldNorm(weight: tf.Tensor2D, bias: tf.Tensor1D | undefined, norm: FoldedNorm): { weight: tf.Tensor2D; bias: tf.Tensor1D | undefined } {
+  const folded = tf.mul(weight, norm.scale) as tf.Tensor2D
+  if (norm.shift === undefined) return { weight: folded, bias }
+  const shifted = tf.reshape(tf.matMul(norm.shift, weight), [-1]) as tf.Tensor1D // [out]
+  return { weight: folded, bias: bias === undefined ? shifted : (tf.add(bias, shifted) as tf.Tensor1D) }
+}
+
+/** The linear layers `parts` side by side, input-major (`[in, Σ out]`), and their biases joined (zeros where one has none). */
+function joinedLinear(model: CausalLanguageModel, parts: LinearPart[]): { weight: tf.Tensor2D; bias: tf.Tensor1D | undefined } {
+  const weights = parts.map((part) => inputMajor(model, part.name))
+  const biases = parts.map((part) => linearBias(model, part.name))
+  const weight = weights.length === 1 ? weights[0]! : (tf.concat(weights, 1) as tf.Tensor2D)
+  if (biases.every((bias) => bias === undefined)) return { weight, bias: undefined }
+  const joined = biases.map((bias, index) => bias ?? tf.zeros([parts[index]!.outputs]))
+  return { weight, bias: (joined.length === 1 ? joined[0]! : tf.concat(joined)) as tf.Tensor1D }
+}
+
+/**
+ * `rotate_half` of each head as a signed permutation of `columns` columns (heads of `headDim`): output j takes
+ * −x[j + half] (first half of a head) or x[j − half] (second half).
+ */
+function rotateHalfColumns(columns: number, headDim: number): { source: Int32Array; sign: Float32Array } {
   const half = headDim / 2
-  const columns = (heads + keyValueHeads) * headDim
   const source = new Int32Array(columns)
   const sign = new Float32Array(columns)
   for (let column = 0; column < columns; column++) {
@@ -137,31 +153,56 @@ function fuseLayer(model: CausalLanguageModel, layer: number): FusedLayer {
     source[column] = within < half ? column + half : column - half
     sign[column] = within < half ? -1 : 1
   }
+  return { source, sign }
+}
+
+function fuseLayer(model: CausalLanguageModel, layer: number): FusedLayer {
+  const { config } = model
+  const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, hiddenSize } = config
+  const definition = architectureOf(config)
+  const parts = definition.layer(layer)
+  const queryWidth = heads * headDim
+  const keyWidth = keyValueHeads * headDim
+  const scale = 1 / Math.sqrt(headDim)
+  const headNormed = parts.queryNorm !== undefined && parts.keyNorm !== undefined
+  // q, k and v side by side (three projections, or one: GPT-2's c_attn); q scaled by 1/√headDim here unless head norms follow.
+  const joined = joinedLinear(model, parts.queryKeyValue) // [hidden, (heads + 2 kvHeads) · headDim]
+  const columnScale = tf.concat([tf.fill([queryWidth], headNormed ? 1 : scale), tf.ones([keyWidth])])
+  const scaledQueryKey = tf.mul(tf.slice(joined.weight, [0, 0], [hiddenSize, queryWidth + keyWidth]), columnScale) as tf.Tensor2D
+  const scaledQueryKeyBias = joined.bias === undefined ? undefined : (tf.mul(tf.slice(joined.bias, [0], [queryWidth + keyWidth]), columnScale) as tf.Tensor1D)
+  const attentionNorm = normOf(model, parts.attentionNorm)
+  const queryKey = foldNorm(scaledQueryKey, scaledQueryKeyBias, attentionNorm)
+  const value = foldNorm(
+    tf.slice(joined.weight, [0, queryWidth + keyWidth], [hiddenSize, keyWidth]),
+    joined.bias === undefined ? undefined : tf.slice(joined.bias, [queryWidth + keyWidth], [keyWidth]),
+    attentionNorm,
+  )
+  // RoPE folded into a second product where nothing sits between the product and the rotation.
+  const foldsRotation = definition.positions === 'rotary' && !headNormed
+  const { source, sign } = rotateHalfColumns(queryWidth + keyWidth, headDim)
   const rotate = (x: tf.Tensor, axis: number) => tf.mul(tf.gather(x, tf.tensor1d(source, 'int32'), axis), tf.tensor1d(sign)) // sign broadcasts over the last axis
-  const queryBias = linearBias(model, queryName)
-  const keyBias = linearBias(model, keyName)
-  const queryKeyBias =
-    queryBias === undefined && keyBias === undefined
-      ? undefined
-      : (tf.concat([
-          queryBias === undefined ? tf.zeros([heads * headDim]) : tf.mul(queryBias, scale),
-          keyBias ?? tf.zeros([keyValueHeads * headDim]),
-        ]) as tf.Tensor1D)
+  const headNorms = headNormed
+    ? (tf.concat([
+        tf.mul(tf.tile(tf.reshape(model.parameter(`${parts.queryNorm!.name}.weight`), [1, headDim]), [heads, 1]), scale),
+        tf.tile(tf.reshape(model.parameter(`${parts.keyNorm!.name}.weight`), [1, headDim]), [keyValueHeads, 1]),
+      ]) as tf.Tensor2D)
+    : undefined
+  const mlpNorm = normOf(model, parts.mlpNorm)
+  const mlpIn = parts.mlpIn.map((part) => foldNorm(inputMajor(model, part.name), linearBias(model, part.name), mlpNorm))
   return {
-    queryKey: tf.mul(queryKey, attentionNorm) as tf.Tensor2D,
-    queryKeyRotated: tf.mul(rotate(queryKey, 1), attentionNorm) as tf.Tensor2D,
-    value: tf.mul(inputMajor(model, valueName), attentionNorm) as tf.Tensor2D,
-    queryKeyBias,
-    queryKeyRotatedBias: queryKeyBias === undefined ? undefined : (rotate(queryKeyBias, 0) as tf.Tensor1D),
-    valueBias: linearBias(model, valueName),
-    output: inputMajor(model, outputName),
-    outputBias: linearBias(model, outputName),
-    gate: tf.mul(inputMajor(model, gateName), mlpNorm) as tf.Tensor2D,
-    up: tf.mul(inputMajor(model, upName), mlpNorm) as tf.Tensor2D,
-    gateBias: linearBias(model, gateName),
-    upBias: linearBias(model, upName),
-    down: inputMajor(model, downName),
-    downBias: linearBias(model, downName),
+    queryKey: queryKey.weight,
+    queryKeyRotated: foldsRotation ? (rotate(queryKey.weight, 1) as tf.Tensor2D) : undefined,
+    queryKeyBias: queryKey.bias,
+    queryKeyRotatedBias: foldsRotation && queryKey.bias !== undefined ? (rotate(queryKey.bias, 0) as tf.Tensor1D) : undefined,
+    headNorms,
+    value: value.weight,
+    valueBias: value.bias,
+    output: inputMajor(model, parts.output.name),
+    outputBias: linearBias(model, parts.output.name),
+    mlpIn: mlpIn.map((product) => product.weight),
+    mlpInBias: mlpIn.map((product) => product.bias),
+    down: inputMajor(model, parts.mlpOut.name),
+    downBias: linearBias(model, parts.mlpOut.name),
   }
 }
 
@@ -187,6 +228,9 @@ export class FusedDecoder {
   private readonly head: tf.Tensor2D
   private readonly headBias: tf.Tensor1D | undefined
   private readonly inverseFrequency: Float32Array
+  private readonly definition: ArchitectureDefinition
+  /** `rotate_half` of every q and k column as a gather and a sign (`rotateHalfColumns`), for RoPE after head norms. */
+  private readonly rotation: { source: tf.Tensor1D; sign: tf.Tensor1D }
   /** Per layer `[batch, kvHeads, headDim, length]`. */
   private keys: tf.Tensor4D[] = []
   /** Per layer `[batch, kvHeads, length, headDim]`. */
@@ -195,19 +239,14 @@ export class FusedDecoder {
 
   constructor(private readonly model: CausalLanguageModel) {
     const { config } = model
-    const missing = fusedDecoderMissing(model)
-    if (missing !== undefined) {
-      throw new InvalidArgumentError({
-        argument: 'model',
-        value: config.architecture,
-        message: `the fused decoder has no kernel for ${missing} (${config.architecture}): it runs Llama, Qwen2 and Mistral`,
-      })
-    }
+    this.definition = architectureOf(config)
     this.inverseFrequency = inverseFrequencies(config.headDim, config.ropeTheta, config.ropeScaling)
     const weights = fuseWeights(model)
     this.layers = weights.layers
     this.head = weights.head
     this.headBias = weights.headBias
+    const { source, sign } = rotateHalfColumns((config.numAttentionHeads + config.numKeyValueHeads) * config.headDim, config.headDim)
+    this.rotation = { source: tf.tensor1d(source, 'int32'), sign: tf.tensor1d(sign) }
   }
 
   /**
@@ -232,32 +271,54 @@ export class FusedDecoder {
   step(tokens: Int32Array, positions: Int32Array, padding: Float32Array | undefined): tf.Tensor2D {
     const { config } = this.model
     const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, rmsNormEps } = config
+    const { definition } = this
     const batch = tokens.length
     const length = this.keys[0]!.shape[3] + 1
     const groups = heads / keyValueHeads
     const queryWidth = heads * headDim
     const keyWidth = keyValueHeads * headDim
-    const { cos, sin } = this.rotaryRows(positions)
+    const rotary = definition.positions === 'rotary' ? this.rotaryRows(positions) : undefined
     const nextKeys: tf.Tensor4D[] = []
     const nextValues: tf.Tensor4D[] = []
     const logits = tf.tidy(() => {
-      const cosine = tf.tensor2d(cos, [batch, queryWidth + keyWidth])
-      const sine = tf.tensor2d(sin, [batch, queryWidth + keyWidth])
+      const cosine = rotary === undefined ? undefined : tf.tensor2d(rotary.cos, [batch, queryWidth + keyWidth])
+      const sine = rotary === undefined ? undefined : tf.tensor2d(rotary.sin, [batch, queryWidth + keyWidth])
       const bias = padding === undefined ? undefined : tf.tensor4d(padding, [batch, 1, 1, length])
-      const normalise = (x: tf.Tensor2D) => tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), rmsNormEps))) as tf.Tensor2D
+      // x̂ of the definition's norm; its weight and bias are folded into the products that read it.
+      const normalise =
+        definition.norm === 'rms'
+          ? (x: tf.Tensor2D) => tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), rmsNormEps))) as tf.Tensor2D
+          : (x: tf.Tensor2D) => {
+              const { mean, variance } = tf.moments(x, -1, true)
+              return tf.mul(tf.sub(x, mean), tf.rsqrt(tf.add(variance, rmsNormEps))) as tf.Tensor2D
+            }
       const linear = (x: tf.Tensor2D, weight: tf.Tensor2D, linearBias: tf.Tensor1D | undefined) => {
         const y = tf.matMul(x, weight)
         return linearBias === undefined ? y : tf.add(y, linearBias)
       }
-      let x = tf.gather(this.model.parameter(architectureOf(this.model.config).embedding), tf.tensor1d(tokens, 'int32')) as tf.Tensor2D // [batch, hidden]
+      let x = tf.gather(this.model.parameter(definition.embedding), tf.tensor1d(tokens, 'int32')) as tf.Tensor2D // [batch, hidden]
+      if (definition.positionEmbedding !== undefined)
+        x = tf.add(x, tf.gather(this.model.parameter(definition.positionEmbedding), tf.tensor1d(positions, 'int32')))
       this.layers.forEach((weights, layer) => {
         const h = normalise(x)
-        const rotated = tf.add(
-          tf.mul(linear(h, weights.queryKey, weights.queryKeyBias), cosine),
-          tf.mul(linear(h, weights.queryKeyRotated, weights.queryKeyRotatedBias), sine),
-        ) // [batch, (heads + kvHeads) · headDim]
-        const query = tf.reshape(tf.slice(rotated, [0, 0], [batch, queryWidth]), [batch, keyValueHeads, groups, headDim])
-        const key = tf.reshape(tf.slice(rotated, [0, queryWidth], [batch, keyWidth]), [batch, keyValueHeads, headDim, 1])
+        let queryKey: tf.Tensor2D // [batch, (heads + kvHeads) · headDim], rotated
+        if (weights.queryKeyRotated !== undefined) {
+          queryKey = tf.add(
+            tf.mul(linear(h, weights.queryKey, weights.queryKeyBias), cosine!),
+            tf.mul(linear(h, weights.queryKeyRotated, weights.queryKeyRotatedBias), sine!),
+          ) as tf.Tensor2D
+        } else {
+          queryKey = linear(h, weights.queryKey, weights.queryKeyBias) as tf.Tensor2D
+          if (weights.headNorms !== undefined) {
+            const byHead = tf.reshape(queryKey, [batch, heads + keyValueHeads, headDim])
+            const normed = tf.mul(tf.mul(byHead, tf.rsqrt(tf.add(tf.mean(tf.square(byHead), -1, true), rmsNormEps))), weights.headNorms)
+            queryKey = tf.reshape(normed, [batch, queryWidth + keyWidth]) as tf.Tensor2D
+          }
+          // RoPE after the head norms: x ⊙ cos + rotate_half(x) ⊙ sin.
+          if (cosine !== undefined) queryKey = tf.add(tf.mul(queryKey, cosine), tf.mul(this.rotateHalf(queryKey), sine!)) as tf.Tensor2D
+        }
+        const query = tf.reshape(tf.slice(queryKey, [0, 0], [batch, queryWidth]), [batch, keyValueHeads, groups, headDim])
+        const key = tf.reshape(tf.slice(queryKey, [0, queryWidth], [batch, keyWidth]), [batch, keyValueHeads, headDim, 1])
         const value = tf.reshape(linear(h, weights.value, weights.valueBias), [batch, keyValueHeads, 1, headDim])
         const keys = tf.keep(tf.concat([this.keys[layer]!, key], 3)) as tf.Tensor4D // [batch, kvHeads, headDim, length]
         const values = tf.keep(tf.concat([this.values[layer]!, value], 2)) as tf.Tensor4D // [batch, kvHeads, length, headDim]
@@ -268,8 +329,11 @@ export class FusedDecoder {
         const attended = tf.reshape(tf.matMul(weightsOfKeys, values), [batch, queryWidth]) as tf.Tensor2D // [batch, heads · headDim]
         x = tf.add(x, linear(attended, weights.output, weights.outputBias))
         const m = normalise(x)
-        const gate = linear(m, weights.gate, weights.gateBias)
-        const hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), linear(m, weights.up, weights.upBias)) as tf.Tensor2D
+        let hidden: tf.Tensor2D // [batch, intermediate]
+        if (definition.activation === 'swiglu') {
+          const gate = linear(m, weights.mlpIn[0]!, weights.mlpInBias[0])
+          hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), linear(m, weights.mlpIn[1]!, weights.mlpInBias[1])) as tf.Tensor2D
+        } else hidden = geluTanh(linear(m, weights.mlpIn[0]!, weights.mlpInBias[0])) as tf.Tensor2D
         x = tf.add(x, linear(hidden, weights.down, weights.downBias))
       })
       return linear(normalise(x), this.head, this.headBias) as tf.Tensor2D // [batch, vocab]
@@ -278,6 +342,11 @@ export class FusedDecoder {
     this.keys = nextKeys
     this.values = nextValues
     return logits
+  }
+
+  /** `rotate_half` of each q and k head of `x` (`[batch, (heads + kvHeads) · headDim]`). */
+  private rotateHalf(x: tf.Tensor2D): tf.Tensor2D {
+    return tf.mul(tf.gather(x, this.rotation.source, 1), this.rotation.sign) as tf.Tensor2D
   }
 
   /** cos and sin of each row's angles, tiled over the q and k heads: each `[batch · (heads + kvHeads) · headDim]`. */
@@ -306,7 +375,7 @@ export class FusedDecoder {
   dispose(): void {
     if (this.disposed) return
     this.disposed = true
-    tf.dispose([...this.keys, ...this.values])
+    tf.dispose([...this.keys, ...this.values, this.rotation.source, this.rotation.sign])
     disposeFusedWeights({ layers: this.layers, head: this.head, headBias: this.headBias })
     this.keys = []
     this.values = []

@@ -14,7 +14,7 @@ import { createStreamDecoder } from '@ludic/tokenizer'
 import { z } from 'zod'
 import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { checkContextLength } from '../model/context-length.js'
-import { FusedDecoder, fusedDecoderMissing, fusedDecoderSupports } from './fused-decoder.js'
+import { FusedDecoder, fusedDecoderSupports } from './fused-decoder.js'
 import { architectureOf } from '../model/architecture.js'
 import { HostDecoder, hostDecoderFloats, hostDecoderSupports } from './host-decoder.js'
 import { type SamplingParameters, type SamplingRow, sampleTokens } from './sampling.js'
@@ -181,16 +181,15 @@ const yieldIntervalMs = 10
  *   during a step.
  * - `'fused'`: `FusedDecoder` — the step rearranged for one token into about 60% of the ops, none of them a
  *   transposed product or a broadcast over heads (fused input-major weights built once per generation, norms
- *   and 1/√headDim folded in, RoPE as two products, keys kept transposed).
+ *   and 1/√headDim folded in, RoPE as two products where no head norm sits between, keys kept transposed).
  * - `'layers'`: `model.hiddenStates` with its `KeyValueCache`, op for op what training computes.
  * - `'auto'` (the default): `chooseDecodePath` — `'host'` on CPU backends for models up to 64M parameters,
  *   else `'fused'` where it runs the model, else `'layers'`.
  *
- * Which paths run which models: `'layers'` every architecture; `'host'` every architecture (Llama, Qwen2's
- * biases, Qwen3's query/key norms, Mistral, GPT-2's LayerNorms, learned positions and GELU MLP) but not a
- * generation longer than a sliding window; `'fused'` Llama-style models without query/key norms (not GPT-2,
- * not Qwen3) and not past a sliding window. An explicit path that does not run the model is refused (an
- * `InvalidArgumentError` naming `decodePath`), never replaced.
+ * Which paths run which models: every path every architecture (Llama, Qwen2's biases, Qwen3's query/key norms,
+ * Mistral, GPT-2's LayerNorms, learned positions and GELU MLP: the parts of its definition, `architectureOf`);
+ * `'host'` and `'fused'` not a generation longer than a sliding window. An explicit path that does not run the
+ * generation is refused (an `InvalidArgumentError` naming `decodePath`), never replaced.
  *
  * All compute the same function: logits differ by float32 rounding only, so a sampled token can differ where
  * a draw falls within that rounding of a boundary.
@@ -476,7 +475,7 @@ function stepPositions(maskRows: Int32Array[]): { positions: Int32Array; padding
  * models up to 64M parameters whose weights, keys and values fit in 1 GiB (batch × context positions
  * preallocated), where one SIMD kernel with no per-op cost beats TensorFlow.js's ops at every batch size measured
  * (README) — every architecture, GPT-2 included, the same rules; `'fused'` on GPU backends and for larger models;
- * `'layers'` where neither runs the model (`hostDecoderSupports`, `fusedDecoderSupports`).
+ * `'layers'` where neither runs the generation (past a sliding window: `hostDecoderSupports`, `fusedDecoderSupports`).
  */
 export function chooseDecodePath(model: CausalLanguageModel, batch: number, contextLength: number): 'fused' | 'host' | 'layers' {
   const backend = tf.getBackend()
@@ -488,17 +487,13 @@ export function chooseDecodePath(model: CausalLanguageModel, batch: number, cont
 
 /**
  * Refuses an explicit `decodePath` that does not run `model` for `contextLength` positions (an `InvalidArgumentError`
- * naming `decodePath`, the path and the architecture), rather than running another path in its place.
+ * naming `decodePath`, the path and why), rather than running another path in its place.
  */
 export function checkDecodePath(model: CausalLanguageModel, decodePath: DecodePath, contextLength: number): void {
   const { config } = model
   const what = `${config.architecture}${config.queryKeyNorm ? ' with query/key norms' : ''}`
   if (decodePath === 'fused' && !fusedDecoderSupports(model, contextLength)) {
-    const missing = fusedDecoderMissing(model)
-    const reason =
-      missing !== undefined
-        ? `has no kernel for ${missing} (${what}): it runs Llama, Qwen2 and Mistral`
-        : `cannot run past the sliding window (${config.slidingWindow} positions; this generation spans ${contextLength})`
+    const reason = `cannot run past the sliding window (${config.slidingWindow} positions; this generation spans ${contextLength})`
     throw new InvalidArgumentError({ argument: 'decodePath', value: decodePath, message: `the fused decoder ${reason}: use 'auto', 'host' or 'layers'` })
   }
   if (decodePath === 'host' && !hostDecoderSupports(model, contextLength)) {
