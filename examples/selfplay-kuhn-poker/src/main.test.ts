@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { InvalidArgumentError } from '@ludic/core'
 import { kuhnAveragePolicy, kuhnExploitability, kuhnNashPolicy } from '@ludic/games'
+import { latestCheckpoint, loadModel, loadTrainingCheckpoint } from '@ludic/model'
 import { afterAll, describe, expect, it } from 'vitest'
 import { policyExamples } from './kuhn-setup.js'
 import { main } from './main.js'
@@ -86,6 +87,79 @@ describe('selfplay-kuhn-poker', () => {
       (error: unknown) => error,
     )
     expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.raePerState')
+  })
+})
+
+describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
+  it("starts each round from the last one's distilled average, with a KL to it, and averages each round on its own", async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-rounds-'))
+    directories.push(runDirectory)
+    const lines: string[] = []
+    const quick = { sftSteps: 10, episodesPerStep: 8, miniBatchSize: 16, evaluateEvery: 1, evaluationEpisodes: 8, checkpointEvery: 1 }
+    const report = await main({
+      ...quick,
+      steps: 2,
+      rounds: 3,
+      roundSteps: 3,
+      roundKlCoefficient: 0.3,
+      roundLearningRate: 1e-4,
+      distilSteps: 2,
+      distilExamplesPerDecision: 3,
+      runDirectory,
+      backend: 'wasm',
+      progress: false,
+      log: (line) => lines.push(line),
+    })
+    expect(report.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8])
+    const rounds = report.rounds!
+    expect(rounds.map(({ round, fromStep, toStep }) => [round, fromStep, toStep])).toEqual([
+      [1, 0, 2],
+      [2, 2, 5],
+      [3, 5, 8],
+    ])
+    // Each round's average: its own evaluations from half its steps on (round 2: steps 4 and 5 of 3–5).
+    for (const round of rounds) {
+      const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
+      const chosen = report.evaluations.filter((evaluation) => evaluation.step >= fromStep && evaluation.step <= round.toStep)
+      const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
+      expect(round.average).toEqual({ fromStep, evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy })
+      expect(round.distilled?.step).toBe(round.toStep)
+    }
+    expect(report.average).toEqual(rounds[2]!.average)
+    expect(report.distilled).toEqual(rounds[2]!.distilled)
+    expect(report.after.step).toBe(8)
+    expect(lines).toContainEqual(expect.stringMatching(/^round 2: average of the 2 policies evaluated from step 4: exploitability [\d.]+$/))
+    // Round 2's KL reference, and its first policy, are round 1's distilled average; its trainer has the round's options.
+    const distilled = await loadModel(join(runDirectory, 'distilled'))
+    const reference = await loadModel(join(runDirectory, 'distilled'))
+    const roundOne = await loadModel(join(runDirectory, 'distilled'))
+    try {
+      await loadTrainingCheckpoint((await latestCheckpoint(join(runDirectory, 'round-2', 'reference')))!, { parameters: reference.parameters() })
+      await loadTrainingCheckpoint(join(runDirectory, 'checkpoint-2'), { parameters: roundOne.parameters() })
+      for (const [name, weight] of distilled.parameters()) {
+        expect(reference.parameter(name).dataSync()).toEqual(weight.dataSync())
+      }
+      const name = 'model.layers.0.mlp.down_proj.weight'
+      expect(roundOne.parameter(name).dataSync()).not.toEqual(distilled.parameter(name).dataSync())
+    } finally {
+      for (const model of [distilled, reference, roundOne]) model.dispose()
+    }
+    const roundTwo = (await readFile(join(runDirectory, 'round-2', 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>)
+    expect(roundTwo.map((record) => [record.step, record.klCoefficient, record.learning_rate])).toEqual([
+      [1, 0.3, expect.closeTo(1e-4, 12)],
+      [2, 0.3, expect.any(Number)],
+      [3, 0.3, expect.closeTo(1e-5, 12)],
+    ])
+  })
+
+  it('refuses rounds without a distillation, a KL or with asynchronous workers, naming options.rounds', async () => {
+    for (const options of [{ rounds: 2 }, { rounds: 2, distilSteps: 2, klCoefficient: 0 }, { rounds: 2, distilSteps: 2, asyncWorkers: 1 }]) {
+      const refused = await main({ ...options, backend: 'wasm', progress: false, log: () => {} }).catch((error: unknown) => error)
+      expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(options)).toBe('options.rounds')
+    }
   })
 })
 

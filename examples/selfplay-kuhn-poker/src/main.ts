@@ -4,6 +4,8 @@
  * let it play against itself with role-conditioned advantages (RAE) and PPO. Exploitability is exact
  * (`kuhnPolicyOf`: every legal move scored by its log-probability at each of the 12 information states).
  */
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { advantageEstimators, createRae, raeOptionsSchema } from '@ludic/advantages'
 import { InvalidArgumentError, parseArgument, type AdvantageEstimatorV1, type TurnView } from '@ludic/core'
@@ -20,8 +22,8 @@ import {
   type KuhnMatch,
   type KuhnPolicy,
 } from '@ludic/games'
-import { createLocalPolicy, createModel } from '@ludic/model'
-import { runExampleMain, type ExampleReport } from '@ludic/report'
+import { type CausalLanguageModel, createLocalPolicy, createModel, latestCheckpoint, loadModel, saveModel } from '@ludic/model'
+import { loggedEvaluations, runExampleMain, type ExampleReport } from '@ludic/report'
 import { checkRlTrainerConfig, createRlTrainer, evaluateAgainst, warmUp, type RlTrainerConfig } from '@ludic/trainer'
 import { exampleOptionsSchema, startExampleRun } from '@ludic/trainer/example'
 import * as tf from '@tensorflow/tfjs-core'
@@ -97,6 +99,20 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
     distilExamplesPerDecision: z.number().int().positive().max(10_000).default(200),
     /** The distillation's learning rate (a cosine to a tenth of it over `distilSteps`). Default 5e-4. */
     distilLearningRate: z.number().positive().default(5e-4),
+    /**
+     * Rounds of self-play (R-NaD's outer loop, Perolat et al. 2021): each round after the first starts from the previous
+     * round's average policy, distilled into the model (`distilSteps` > 0), and keeps a KL to it — the reference moves
+     * to the average once a round, so the KL's floor moves with it toward the equilibrium, where a KL to the warmed-up
+     * (uniform) play holds the policy at a fixed distance (the README's measurements). Each round averages its own
+     * evaluations from `averageFrom` of its steps on. Default 1: one round, as before.
+     */
+    rounds: z.number().int().positive().max(100).default(1),
+    /** Self-play steps of each round after the first. Default: `steps`. */
+    roundSteps: z.number().int().positive().optional(),
+    /** β of the KL to each later round's reference (constant over the round). Default: `klCoefficient`. */
+    roundKlCoefficient: z.number().positive().optional(),
+    /** The learning rate of each later round (a cosine to `finalLearningRateRatio` of it over the round). Default: `learningRate`. */
+    roundLearningRate: z.number().positive().optional(),
   },
 )
 export type MainOptions = z.input<typeof mainOptionsSchema>
@@ -137,9 +153,21 @@ export type Report = ExampleReport<Evaluation> & {
   average: { fromStep: number; evaluations: number; exploitability: number; policy: KuhnPolicy }
   /** With `distilSteps` > 0: the model after it was fine-tuned on the average policy, evaluated as `after` is. */
   distilled?: Evaluation & { seconds: number }
+  /** With `rounds` > 1: each round's steps (`fromStep` exclusive … `toStep`), its average and its distilled model. */
+  rounds?: RoundResult[]
   uniformExploitability: number
   againstRandom: ReturnType<typeof randomPlayReference>
   tensorsLeftBeforeModelDispose: number
+}
+
+/** One round of self-play (`rounds`): its evaluations (steps counted across rounds), their average, the distilled model. */
+export interface RoundResult {
+  round: number
+  fromStep: number
+  toStep: number
+  evaluations: Evaluation[]
+  average: Report['average']
+  distilled?: Evaluation & { seconds: number }
 }
 
 export async function main(options: MainOptions = {}): Promise<Report> {
@@ -152,12 +180,38 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     : typeof parsed.advantage === 'string'
       ? advantageEstimators.create(parsed.advantage)
       : parsed.advantage
+  if (parsed.rounds > 1 && parsed.distilSteps === 0)
+    throw new InvalidArgumentError({
+      argument: 'options.rounds',
+      value: parsed.rounds,
+      message: "needs distilSteps > 0: each round starts from the previous round's average, distilled into the model",
+    })
+  if (parsed.rounds > 1 && parsed.klCoefficient === 0 && parsed.roundKlCoefficient === undefined)
+    throw new InvalidArgumentError({
+      argument: 'options.rounds',
+      value: parsed.rounds,
+      message: "needs a KL to each round's reference: klCoefficient or roundKlCoefficient > 0",
+    })
+  if (parsed.rounds > 1 && parsed.asyncWorkers > 0)
+    throw new InvalidArgumentError({
+      argument: 'options.rounds',
+      value: parsed.rounds,
+      message: 'is not supported with asyncWorkers: each round needs a trainer with a new KL reference',
+    })
   const criticModel = parsed.critic !== 'none' ? parsed.critic : (advantage.requires ?? []).includes('values') ? 'separate' : undefined
   const run = await startExampleRun(new URL('..', import.meta.url), parsed)
 
   // 1. A tokenizer trained on game text, and a tiny model from scratch.
   const tokenizer = trainKuhnTokenizer(parsed.vocabSize)
   const model = createModel('tiny', { vocabSize: tokenizer.vocabSize, seed })
+  // A cosine from 1 (from `decayFrom` of a round's steps on) to `finalLearningRateRatio` at its last step.
+  const learningRateSchedule = (steps: number) =>
+    ({
+      type: 'warmup-cosine',
+      holdSteps: Math.floor(steps * parsed.decayFrom),
+      totalSteps: Math.max(1, steps - 1),
+      minRatio: parsed.finalLearningRateRatio,
+    }) as const
   const learner = createLocalPolicy({ model, tokenizer, chatTemplate, maxBatch: 256, seed, id: 'learner' })
   const evaluate = async (step: number): Promise<Evaluation> => {
     const { exploitability, policy } = await exploitabilityOf(model, tokenizer)
@@ -199,13 +253,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       : { critic: { model: criticModel, ...(parsed.criticLearningRate === undefined ? {} : { optimizer: { learningRate: parsed.criticLearningRate } }) } }),
     entropyCoefficient: parsed.entropyCoefficient,
     ...(parsed.entropyOnMovesOnly ? { entropyExcludeTokenIds: formatTokenIds(tokenizer) } : {}),
-    // A cosine from 1 (from `decayFrom` of the steps on) to `finalLearningRateRatio` at the last step.
-    schedule: {
-      type: 'warmup-cosine',
-      holdSteps: Math.floor(parsed.steps * parsed.decayFrom),
-      totalSteps: Math.max(1, parsed.steps - 1),
-      minRatio: parsed.finalLearningRateRatio,
-    },
+    schedule: learningRateSchedule(parsed.steps),
   }
   checkRlTrainerConfig(config)
 
@@ -217,33 +265,102 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   })
   log(`before self-play: exploitability ${before.exploitability.toFixed(3)}, win rate vs random ${pct(before.winRate)}, invalid ${pct(before.invalidRate)}`)
 
-  // 3. Self-play with RAE and PPO; evaluations every few steps.
-  const trainer = createRlTrainer(config)
-  await trainer.run({ steps: parsed.steps, progress: parsed.progress })
-  const { evaluations, after } = await run.evaluations(before, trainer, evaluate)
-  trainer.dispose()
-  const fromStep = Math.round(parsed.averageFrom * trainer.stepCount)
-  const averaged = evaluations.filter((evaluation) => evaluation.step >= fromStep && evaluation.policy !== undefined)
-  const averagePolicy = kuhnAveragePolicy(averaged.length > 0 ? averaged.map((evaluation) => evaluation.policy) : [after.policy])
-  const average = { fromStep, evaluations: averaged.length, exploitability: kuhnExploitability(averagePolicy).exploitability, policy: averagePolicy }
-  log(`average of the ${average.evaluations} policies evaluated from step ${fromStep}: exploitability ${average.exploitability.toFixed(3)}`)
-  let distilled: Report['distilled']
-  if (parsed.distilSteps > 0) {
-    const schedule = { type: 'warmup-cosine', totalSteps: parsed.distilSteps, minRatio: 0.1 } as const
+  // 3. Self-play with RAE and PPO; evaluations every few steps; the average of the evaluated policies, distilled (NFSP's
+  // average network); with rounds, again from that average with a KL to it (R-NaD's outer loop).
+  const distil = async (policy: KuhnPolicy, step: number) => {
     const { seconds } = await warmUp({
       model,
       tokenizer,
-      examples: policyExamples(averagePolicy, parsed.distilExamplesPerDecision),
+      examples: policyExamples(policy, parsed.distilExamplesPerDecision),
       batchSize: 64,
       steps: parsed.distilSteps,
       learningRate: parsed.distilLearningRate,
-      schedule,
+      schedule: { type: 'warmup-cosine', totalSteps: parsed.distilSteps, minRatio: 0.1 },
       seed,
       progress: parsed.progress,
     })
-    distilled = { ...(await evaluate(trainer.stepCount)), seconds }
-    log(`distilled the average into the model (${parsed.distilSteps} updates, ${seconds.toFixed(0)} s): exploitability ${distilled.exploitability.toFixed(3)}`)
+    const result = { ...(await evaluate(step)), seconds }
+    log(`distilled the average into the model (${parsed.distilSteps} updates, ${seconds.toFixed(0)} s): exploitability ${result.exploitability.toFixed(3)}`)
+    return result
   }
+  const averageOf = (evaluated: Evaluation[], fromStep: number): Report['average'] => {
+    const chosen = evaluated.filter((evaluation) => evaluation.step >= fromStep)
+    const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
+    return { fromStep, evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
+  }
+  const rounds: SavedRound[] = []
+  let evaluations: Evaluation[] = []
+  let after: Evaluation | undefined
+  for (let round = 1; round <= parsed.rounds; round++) {
+    const steps = round === 1 ? parsed.steps : (parsed.roundSteps ?? parsed.steps)
+    const fromStep = rounds.at(-1)?.toStep ?? 0
+    const directory = round === 1 ? run.runDirectory : join(run.runDirectory, `round-${round}`)
+    const saved = parsed.rounds > 1 ? await readRound(directory) : undefined
+    if (saved !== undefined) {
+      // A finished round of a resumed run.
+      rounds.push(saved)
+      evaluations.push(...saved.evaluations)
+      after = saved.evaluations.at(-1)
+      continue
+    }
+    const resuming = (await latestCheckpoint(directory)) !== undefined
+    // A later round without a checkpoint starts from the previous round's distilled average (the trainer restores it
+    // from a checkpoint otherwise, and the KL's reference from `reference/`).
+    // The estimator's state (RAE's baselines) carries over from round to round; restored likewise.
+    if (round > 1 && !resuming) {
+      const previous = rounds.at(-1)!
+      await restoreWeights(model, join(previous.directory, 'distilled'))
+      if (previous.estimatorState !== undefined) advantage.setState?.(previous.estimatorState)
+    }
+    const roundConfig: RlTrainerConfig =
+      round === 1
+        ? config
+        : {
+            ...config,
+            seed: seed + 1000 * round,
+            runDirectory: directory,
+            resume: resuming,
+            kl: { ...config.kl!, coefficient: parsed.roundKlCoefficient ?? parsed.klCoefficient, schedule: undefined },
+            optimizer: { ...config.optimizer, learningRate: parsed.roundLearningRate ?? parsed.learningRate },
+            schedule: learningRateSchedule(steps),
+          }
+    const trainer = createRlTrainer(roundConfig)
+    await trainer.run({ steps, progress: parsed.progress })
+    let roundEvaluations: Evaluation[]
+    if (round === 1) {
+      const result = await run.evaluations(before, trainer, evaluate)
+      roundEvaluations = result.evaluations
+      after = result.after
+    } else {
+      roundEvaluations = loggedEvaluations<Evaluation>(trainer.history).map((evaluation) => ({ ...evaluation, step: evaluation.step + fromStep }))
+      after =
+        roundEvaluations.at(-1)?.step === fromStep + trainer.stepCount
+          ? roundEvaluations.at(-1)
+          : { ...(await evaluate(trainer.stepCount)), step: fromStep + trainer.stepCount }
+      if (after !== roundEvaluations.at(-1)) roundEvaluations.push(after!)
+    }
+    trainer.dispose()
+    evaluations = [...evaluations, ...roundEvaluations]
+    const toStep = fromStep + steps
+    const average = averageOf(roundEvaluations, fromStep + Math.round(parsed.averageFrom * steps))
+    log(
+      `${parsed.rounds > 1 ? `round ${round}: ` : ''}average of the ${average.evaluations} policies evaluated from step ${average.fromStep}: exploitability ${average.exploitability.toFixed(3)}`,
+    )
+    const distilled = parsed.distilSteps > 0 ? await distil(average.policy, toStep) : undefined
+    const result: SavedRound = {
+      round,
+      fromStep,
+      toStep,
+      evaluations: roundEvaluations,
+      average,
+      ...(distilled === undefined ? {} : { distilled }),
+      directory,
+      estimatorState: advantage.getState?.(),
+    }
+    if (parsed.rounds > 1 && round < parsed.rounds) await saveRound(model, result)
+    rounds.push(result)
+  }
+  const last = rounds.at(-1)!
   const tensorsLeft = tf.memory().numTensors
   model.dispose()
 
@@ -253,10 +370,11 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     {
       options: { ...parsed, advantage: advantage.name, critic: criticModel ?? 'none' },
       before,
-      after,
+      after: after!,
       evaluations,
-      average,
-      ...(distilled === undefined ? {} : { distilled }),
+      average: last.average,
+      ...(last.distilled === undefined ? {} : { distilled: last.distilled }),
+      ...(parsed.rounds > 1 ? { rounds: rounds.map(({ directory: _, estimatorState: __, ...result }) => result) } : {}),
       uniformExploitability: 11 / 24,
       againstRandom: reference,
       tensorsLeftBeforeModelDispose: tensorsLeft,
@@ -281,10 +399,44 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     },
   )
   log(
-    `after ${trainer.stepCount} self-play steps: exploitability ${after.exploitability.toFixed(3)} (from ${before.exploitability.toFixed(3)}; uniform play ${(11 / 24).toFixed(3)}), win rate vs random ${pct(after.winRate)} (from ${pct(before.winRate)}; Nash play wins ${pct(reference.nash[0].winRate)}–${pct(reference.nash[1].winRate)}, a best response to random ${pct(reference.bestResponse.winRate)}), invalid ${pct(after.invalidRate)}`,
+    `after ${last.toStep} self-play steps${parsed.rounds > 1 ? ` (${parsed.rounds} rounds)` : ''}: exploitability ${after!.exploitability.toFixed(3)} (from ${before.exploitability.toFixed(3)}; uniform play ${(11 / 24).toFixed(3)}), win rate vs random ${pct(after!.winRate)} (from ${pct(before.winRate)}; Nash play wins ${pct(reference.nash[0].winRate)}–${pct(reference.nash[1].winRate)}, a best response to random ${pct(reference.bestResponse.winRate)}), invalid ${pct(after!.invalidRate)}`,
   )
   log(`${report.seconds.toFixed(0)} s on ${run.backend}; report, metrics and chart in ${run.runDirectory}`)
   return report
+}
+
+/** A round as a resumed run needs it: where it ran and the estimator's state at its end. */
+type SavedRound = RoundResult & { directory: string; estimatorState: unknown }
+
+/**
+ * A finished round of a run of several rounds, for a resumed run: its results and the estimator's state
+ * (`round.json`) and its distilled model (`distilled/`).
+ */
+async function saveRound(model: CausalLanguageModel, result: SavedRound): Promise<void> {
+  const { directory, ...saved } = result
+  await saveModel(model, join(directory, 'distilled'))
+  await writeFile(join(directory, 'round.json'), JSON.stringify(saved)) // last: it marks the round finished
+}
+
+async function readRound(directory: string): Promise<SavedRound | undefined> {
+  let text: string
+  try {
+    text = await readFile(join(directory, 'round.json'), 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw error
+  }
+  return { ...(JSON.parse(text) as Omit<SavedRound, 'directory'>), directory }
+}
+
+/** The weights saved in `directory` (`saveModel`) into `model`'s parameters. */
+async function restoreWeights(model: CausalLanguageModel, directory: string): Promise<void> {
+  const saved = await loadModel(directory)
+  try {
+    for (const [name, weight] of model.parameters()) weight.assign(saved.parameter(name))
+  } finally {
+    saved.dispose()
+  }
 }
 
 /** The tokens every move shares: its closing `]` and the end token. */

@@ -127,3 +127,51 @@ describe.each(Object.entries(recipes))('selfplay-kuhn-poker: resume (%s)', (_, r
     expect(resumedReport.evaluations).toEqual(expectedReport.evaluations)
   })
 })
+
+describe('selfplay-kuhn-poker: resume in rounds (--rounds)', () => {
+  const rounds = ['--rounds', '2', '--round-steps', '3', '--distil-steps', '2', '--distil-examples-per-decision', '3']
+  interface RoundsReport extends SavedReport {
+    rounds: { round: number; evaluations: Record<string, number>[]; distilled: Record<string, number> }[]
+  }
+  const readReport = async (runDirectory: string) => JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8')) as RoundsReport
+  /** The report without what measures time (the distillations' seconds). */
+  const computed = (report: RoundsReport) => ({
+    evaluations: report.evaluations,
+    after: report.after,
+    rounds: report.rounds.map((round) => ({ ...round, distilled: withoutTiming(round.distilled) })),
+  })
+
+  it('a run killed in its second round resumes there; one whose second round left nothing starts it again from the first round’s distilled average', async () => {
+    const uninterrupted = await mkdtemp(join(tmpdir(), 'ludic-kuhn-rounds-whole-'))
+    const interrupted = await mkdtemp(join(tmpdir(), 'ludic-kuhn-rounds-killed-'))
+    const restarted = await mkdtemp(join(tmpdir(), 'ludic-kuhn-rounds-restarted-'))
+    directories.push(uninterrupted, interrupted, restarted)
+    const whole = await runExample(uninterrupted, rounds)
+    expect(whole.code, whole.output).toBe(0)
+    const expected = await readReport(uninterrupted)
+    expect(expected.rounds.map((round) => round.round)).toEqual([1, 2])
+    expect(expected.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2, 3, 4, 5, 6, 7])
+
+    // Killed once the second round has its first checkpoint: it resumes from it (its KL reference from `reference/`).
+    for (const directory of [interrupted, restarted]) {
+      const first = await runExample(directory, rounds, () => existsSync(join(directory, 'round-2', 'checkpoint-1')))
+      expect(first.killed, `the run ended before round-2/checkpoint-1 appeared:\n${first.output}`).toBe(true)
+      expect(existsSync(join(directory, 'round.json'))).toBe(true)
+      expect(existsSync(join(directory, 'report.json'))).toBe(false)
+    }
+    // As if killed before the second round's first checkpoint: its folder gone, it starts from round 1's distilled model.
+    await rm(join(restarted, 'round-2'), { recursive: true, force: true })
+
+    for (const directory of [interrupted, restarted]) {
+      const second = await runExample(directory, rounds)
+      expect(second.code, second.output).toBe(0)
+      expect(computed(await readReport(directory))).toEqual(computed(expected))
+      const roundTwo = async (runDirectory: string) =>
+        (await readFile(join(runDirectory, 'round-2', 'metrics.jsonl'), 'utf8'))
+          .trim()
+          .split('\n')
+          .map((line) => withoutTiming(JSON.parse(line) as Record<string, number>))
+      expect(await roundTwo(directory)).toEqual(await roundTwo(uninterrupted))
+    }
+  })
+})
