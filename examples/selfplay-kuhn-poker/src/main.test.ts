@@ -130,16 +130,18 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     expect(report.after.step).toBe(8)
     expect(lines).toContainEqual(expect.stringMatching(/^round 2: average of the 2 policies evaluated from step 4: exploitability [\d.]+$/))
     // Round 2's KL reference, and its first policy, are round 1's distilled average; its trainer has the round's options.
+    // (Each loaded into a model of other weights first — round 3's final one — so that a load that did nothing fails.)
     const distilled = await loadModel(join(runDirectory, 'distilled'))
-    const reference = await loadModel(join(runDirectory, 'distilled'))
-    const roundOne = await loadModel(join(runDirectory, 'distilled'))
+    const reference = await loadModel(join(runDirectory, 'round-3', 'distilled')).catch(() => loadModel(join(runDirectory, 'round-2', 'distilled')))
+    const roundOne = await loadModel(join(runDirectory, 'round-2', 'distilled'))
     try {
+      const name = 'model.layers.0.mlp.down_proj.weight'
+      expect(reference.parameter(name).dataSync()).not.toEqual(distilled.parameter(name).dataSync())
       await loadTrainingCheckpoint((await latestCheckpoint(join(runDirectory, 'round-2', 'reference')))!, { parameters: reference.parameters() })
       await loadTrainingCheckpoint(join(runDirectory, 'checkpoint-2'), { parameters: roundOne.parameters() })
       for (const [name, weight] of distilled.parameters()) {
         expect(reference.parameter(name).dataSync()).toEqual(weight.dataSync())
       }
-      const name = 'model.layers.0.mlp.down_proj.weight'
       expect(roundOne.parameter(name).dataSync()).not.toEqual(distilled.parameter(name).dataSync())
     } finally {
       for (const model of [distilled, reference, roundOne]) model.dispose()
@@ -155,11 +157,61 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     ])
   })
 
-  it('refuses rounds without a distillation, a KL or with asynchronous workers, naming options.rounds', async () => {
-    for (const options of [{ rounds: 2 }, { rounds: 2, distilSteps: 2, klCoefficient: 0 }, { rounds: 2, distilSteps: 2, asyncWorkers: 1 }]) {
-      const refused = await main({ ...options, backend: 'wasm', progress: false, log: () => {} }).catch((error: unknown) => error)
-      expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(options)).toBe('options.rounds')
+  it('refuses rounds without a distillation, a KL, with asynchronous workers or a moving reference, and round options without rounds, naming the option', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-rounds-refused-'))
+    directories.push(runDirectory)
+    const quick = { steps: 1, sftSteps: 1, episodesPerStep: 2, evaluationEpisodes: 2, runDirectory, backend: 'wasm', progress: false, log: () => {} } as const
+    for (const [options, argument] of [
+      [{ rounds: 2 }, 'options.rounds'],
+      [{ rounds: 2, distilSteps: 2, klCoefficient: 0 }, 'options.rounds'],
+      [{ rounds: 2, distilSteps: 2, asyncWorkers: 1 }, 'options.rounds'],
+      [{ rounds: 2, distilSteps: 2, klReferenceEvery: 5 }, 'options.klReferenceEvery'],
+      [{ roundSteps: 3 }, 'options.roundSteps'],
+      [{ roundKlCoefficient: 0.1 }, 'options.roundKlCoefficient'],
+      [{ roundLearningRate: 1e-4 }, 'options.roundLearningRate'],
+    ] as const) {
+      const refused = await main({ ...quick, ...options }).catch((error: unknown) => error)
+      expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(options)).toBe(argument)
     }
+  })
+
+  it('refuses to resume a run of rounds with other round settings or fewer rounds, naming the option', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-rounds-settings-'))
+    directories.push(runDirectory)
+    const options = {
+      steps: 1,
+      sftSteps: 2,
+      episodesPerStep: 4,
+      miniBatchSize: 8,
+      evaluateEvery: 1,
+      evaluationEpisodes: 2,
+      checkpointEvery: 1,
+      rounds: 2,
+      roundSteps: 1,
+      distilSteps: 1,
+      distilExamplesPerDecision: 2,
+      runDirectory,
+      backend: 'wasm',
+      progress: false,
+      log: () => {},
+    } as const
+    await main(options)
+    for (const [changed, argument] of [
+      [{ roundSteps: 2 }, 'options.roundSteps'],
+      [{ rounds: 1, roundSteps: undefined }, 'options.rounds'],
+      [{ averageFrom: 0.3 }, 'options.averageFrom'],
+      [{ raePerState: true }, 'options.raePerState'],
+    ] as const) {
+      const refused = await main({ ...options, ...changed }).catch((error: unknown) => error)
+      expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)
+    }
+    // More rounds continue the run: its first two rounds are kept, a third is added.
+    const longer = await main({ ...options, rounds: 3 })
+    expect(longer.rounds?.map(({ fromStep, toStep }) => [fromStep, toStep])).toEqual([
+      [0, 1],
+      [1, 2],
+      [2, 3],
+    ])
   })
 })
 

@@ -4,7 +4,7 @@
  * let it play against itself with role-conditioned advantages (RAE) and PPO. Exploitability is exact
  * (`kuhnPolicyOf`: every legal move scored by its log-probability at each of the 12 information states).
  */
-import { readFile, writeFile } from 'node:fs/promises'
+import { readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { advantageEstimators, createRae, raeOptionsSchema } from '@ludic/advantages'
@@ -198,8 +198,21 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       value: parsed.rounds,
       message: 'is not supported with asyncWorkers: each round needs a trainer with a new KL reference',
     })
+  if (parsed.rounds > 1 && parsed.klReferenceEvery > 0)
+    throw new InvalidArgumentError({
+      argument: 'options.klReferenceEvery',
+      value: parsed.klReferenceEvery,
+      message: "is not supported with rounds: each later round's reference is the last round's distilled average, which a moving reference would leave",
+    })
+  if (parsed.rounds === 1) {
+    for (const name of ['roundSteps', 'roundKlCoefficient', 'roundLearningRate'] as const) {
+      if (parsed[name] !== undefined)
+        throw new InvalidArgumentError({ argument: `options.${name}`, value: parsed[name], message: 'is for the rounds after the first: it needs rounds > 1' })
+    }
+  }
   const criticModel = parsed.critic !== 'none' ? parsed.critic : (advantage.requires ?? []).includes('values') ? 'separate' : undefined
   const run = await startExampleRun(new URL('..', import.meta.url), parsed)
+  await checkRoundSettings(run.runDirectory, roundSettings(parsed, advantage.name))
 
   // 1. A tokenizer trained on game text, and a tiny model from scratch.
   const tokenizer = trainKuhnTokenizer(parsed.vocabSize)
@@ -256,6 +269,16 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     schedule: learningRateSchedule(parsed.steps),
   }
   checkRlTrainerConfig(config)
+  const roundConfig = (round: number, directory: string, resume: boolean, steps: number): RlTrainerConfig => ({
+    ...config,
+    seed: seed + 1000 * round,
+    runDirectory: directory,
+    resume,
+    kl: { ...config.kl, coefficient: parsed.roundKlCoefficient ?? parsed.klCoefficient, schedule: undefined },
+    optimizer: { ...config.optimizer, learningRate: parsed.roundLearningRate ?? parsed.learningRate },
+    schedule: learningRateSchedule(steps),
+  })
+  if (parsed.rounds > 1) checkRlTrainerConfig(roundConfig(2, join(run.runDirectory, 'round-2'), false, parsed.roundSteps ?? parsed.steps))
 
   // 2. SFT warm-up on random legal play, so the moves are legal; then "before" is measured.
   const before = await run.beforeTraining(async () => {
@@ -306,25 +329,23 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     const resuming = (await latestCheckpoint(directory)) !== undefined
     // A later round without a checkpoint starts from the previous round's distilled average (the trainer restores it
     // from a checkpoint otherwise, and the KL's reference from `reference/`).
-    // The estimator's state (RAE's baselines) carries over from round to round; restored likewise.
+    // The estimator's state (RAE's baselines) carries over from round to round; restored likewise. What a round killed
+    // before its first checkpoint left (its reference, metrics) is removed: the round starts again.
     if (round > 1 && !resuming) {
       const previous = rounds.at(-1)!
+      await rm(directory, { recursive: true, force: true })
       await restoreWeights(model, join(previous.directory, 'distilled'))
-      if (previous.estimatorState !== undefined) advantage.setState?.(previous.estimatorState)
+      try {
+        if (previous.estimatorState !== undefined) advantage.setState?.(previous.estimatorState)
+      } catch (error) {
+        throw new InvalidArgumentError({
+          argument: 'options.runDirectory',
+          value: run.runDirectory,
+          message: `cannot resume round ${round}: the estimator state round ${previous.round} saved does not fit ${advantage.name} (${(error as Error).message})`,
+        })
+      }
     }
-    const roundConfig: RlTrainerConfig =
-      round === 1
-        ? config
-        : {
-            ...config,
-            seed: seed + 1000 * round,
-            runDirectory: directory,
-            resume: resuming,
-            kl: { ...config.kl!, coefficient: parsed.roundKlCoefficient ?? parsed.klCoefficient, schedule: undefined },
-            optimizer: { ...config.optimizer, learningRate: parsed.roundLearningRate ?? parsed.learningRate },
-            schedule: learningRateSchedule(steps),
-          }
-    const trainer = createRlTrainer(roundConfig)
+    const trainer = createRlTrainer(round === 1 ? config : roundConfig(round, directory, resuming, steps))
     await trainer.run({ steps, progress: parsed.progress })
     let roundEvaluations: Evaluation[]
     if (round === 1) {
@@ -341,8 +362,8 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     }
     trainer.dispose()
     evaluations = [...evaluations, ...roundEvaluations]
-    const toStep = fromStep + steps
-    const average = averageOf(roundEvaluations, fromStep + Math.round(parsed.averageFrom * steps))
+    const toStep = fromStep + trainer.stepCount
+    const average = averageOf(roundEvaluations, fromStep + Math.round(parsed.averageFrom * trainer.stepCount))
     log(
       `${parsed.rounds > 1 ? `round ${round}: ` : ''}average of the ${average.evaluations} policies evaluated from step ${average.fromStep}: exploitability ${average.exploitability.toFixed(3)}`,
     )
@@ -403,6 +424,65 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   )
   log(`${report.seconds.toFixed(0)} s on ${run.backend}; report, metrics and chart in ${run.runDirectory}`)
   return report
+}
+
+/** What a run of several rounds is made of, kept in `rounds.json`: a resumed run must have the same (more rounds allowed). */
+function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: string): Record<string, unknown> {
+  const {
+    rounds,
+    steps,
+    roundSteps,
+    roundKlCoefficient,
+    roundLearningRate,
+    averageFrom,
+    distilSteps,
+    distilExamplesPerDecision,
+    distilLearningRate,
+    raePerState,
+  } = parsed
+  return {
+    rounds,
+    steps,
+    roundSteps: roundSteps ?? null,
+    roundKlCoefficient: roundKlCoefficient ?? null,
+    roundLearningRate: roundLearningRate ?? null,
+    averageFrom,
+    distilSteps,
+    distilExamplesPerDecision,
+    distilLearningRate,
+    advantage,
+    raePerState,
+  }
+}
+
+/**
+ * Refuses to resume a run of several rounds with other round settings than it started with (an `InvalidArgumentError`
+ * naming the option), or with fewer rounds; records them when the run starts with more than one round.
+ */
+async function checkRoundSettings(runDirectory: string, settings: Record<string, unknown>): Promise<void> {
+  const file = join(runDirectory, 'rounds.json')
+  let saved: Record<string, unknown> | undefined
+  try {
+    saved = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+  }
+  if (saved === undefined) {
+    if ((settings.rounds as number) > 1) await writeFile(file, JSON.stringify(settings))
+    return
+  }
+  for (const [name, value] of Object.entries(saved)) {
+    const now = settings[name]
+    const fits = name === 'rounds' ? (now as number) >= (value as number) : now === value
+    if (!fits) {
+      throw new InvalidArgumentError({
+        argument: `options.${name}`,
+        value: now,
+        message: `${runDirectory} holds a run of rounds started with ${name} ${JSON.stringify(value)}: resume it with the same${name === 'rounds' ? ' or more' : ''}`,
+      })
+    }
+  }
+  if (settings.rounds !== saved.rounds) await writeFile(file, JSON.stringify(settings))
 }
 
 /** A round as a resumed run needs it: where it ran and the estimator's state at its end. */

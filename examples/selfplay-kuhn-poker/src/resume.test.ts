@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -159,8 +159,12 @@ describe('selfplay-kuhn-poker: resume in rounds (--rounds)', () => {
       expect(existsSync(join(directory, 'round.json'))).toBe(true)
       expect(existsSync(join(directory, 'report.json'))).toBe(false)
     }
-    // As if killed before the second round's first checkpoint: its folder gone, it starts from round 1's distilled model.
-    await rm(join(restarted, 'round-2'), { recursive: true, force: true })
+    // As if killed before the second round's first checkpoint (its reference and first metrics written, no checkpoint): it
+    // starts again from round 1's distilled model.
+    for (const entry of await readdir(join(restarted, 'round-2'))) {
+      if (entry.startsWith('checkpoint-')) await rm(join(restarted, 'round-2', entry), { recursive: true, force: true })
+    }
+    expect(existsSync(join(restarted, 'round-2', 'reference'))).toBe(true)
 
     for (const directory of [interrupted, restarted]) {
       const second = await runExample(directory, rounds)
