@@ -113,6 +113,11 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
     roundKlCoefficient: z.number().positive().optional(),
     /** The learning rate of each later round (a cosine to `finalLearningRateRatio` of it over the round). Default: `learningRate`. */
     roundLearningRate: z.number().positive().optional(),
+    /**
+     * Steps of each later round over which the learning rate rises linearly from 0 (its optimizer starts afresh, and
+     * Adam's first steps move every weight by about the learning rate). Default 0.
+     */
+    roundWarmupSteps: z.number().int().min(0).optional(),
   },
 )
 export type MainOptions = z.input<typeof mainOptionsSchema>
@@ -205,7 +210,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       message: "is not supported with rounds: each later round's reference is the last round's distilled average, which a moving reference would leave",
     })
   if (parsed.rounds === 1) {
-    for (const name of ['roundSteps', 'roundKlCoefficient', 'roundLearningRate'] as const) {
+    for (const name of ['roundSteps', 'roundKlCoefficient', 'roundLearningRate', 'roundWarmupSteps'] as const) {
       if (parsed[name] !== undefined)
         throw new InvalidArgumentError({ argument: `options.${name}`, value: parsed[name], message: 'is for the rounds after the first: it needs rounds > 1' })
     }
@@ -276,7 +281,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     resume,
     kl: { ...config.kl, coefficient: parsed.roundKlCoefficient ?? parsed.klCoefficient, schedule: undefined },
     optimizer: { ...config.optimizer, learningRate: parsed.roundLearningRate ?? parsed.learningRate },
-    schedule: learningRateSchedule(steps),
+    schedule: { ...learningRateSchedule(steps), warmupSteps: parsed.roundWarmupSteps ?? 0 },
   })
   if (parsed.rounds > 1) checkRlTrainerConfig(roundConfig(2, join(run.runDirectory, 'round-2'), false, parsed.roundSteps ?? parsed.steps))
 
