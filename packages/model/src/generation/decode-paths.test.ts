@@ -7,6 +7,7 @@ import { createRandom, deriveSeed } from '@ludic/core'
 import { sequenceLogprobs } from '../sequence-logprobs.js'
 import { initTestBackend } from '../test/init-test-backend.js'
 import { GenerationEngine } from './engine.js'
+import { FusedDecoder } from './fused-decoder.js'
 import { chooseDecodePath, generate, generateRows, type GeneratedSequence, type GenerationRow, type ModelGenerateOptions } from './generate.js'
 
 beforeAll(initTestBackend)
@@ -180,6 +181,30 @@ describe('decode paths', () => {
     const wide = Array.from({ length: 60_000 }, () => Int32Array.of(1, 2, 3))
     await expect(generate(model, { inputIds: wide, maxNewTokens: 2045, decodePath: 'host' })).rejects.toThrow(/4 GiB/)
     expect(tf.memory().numTensors).toBe(before)
+  })
+
+  it("the fused decoder refuses a position past GPT-2's learned ones (a RangeError, not a gather past the table), and frees what it made", () => {
+    const model = createModel('tiny', {
+      vocabSize: 97,
+      seed: 2,
+      overrides: { architecture: 'gpt2', hiddenSize: 32, numAttentionHeads: 4, maxPositionEmbeddings: 8 },
+    })
+    const before = tf.memory().numTensors
+    const decoder = new FusedDecoder(model)
+    const cache = model.createCache()
+    try {
+      tf.dispose(model.hiddenStates([[1, 2, 3, 4, 5, 6, 7]], { cache }))
+      decoder.adoptCache(cache)
+      const logits = decoder.step(Int32Array.of(5), Int32Array.of(7), undefined)
+      expect(logits.shape).toEqual([1, 97])
+      logits.dispose()
+      expect(() => decoder.step(Int32Array.of(5), Int32Array.of(8), undefined)).toThrow(/FusedDecoder: position 8, past the learned positions 0 … 7/)
+    } finally {
+      cache.dispose()
+      decoder.dispose()
+    }
+    expect(tf.memory().numTensors).toBe(before)
+    model.dispose()
   })
 
   it("'fused' and 'host' refuse a generation past a sliding window, by decodePath; 'fused' runs GPT-2 and Qwen3's query/key norms; 'auto' runs GPT-2 on the host", async () => {

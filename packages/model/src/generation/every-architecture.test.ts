@@ -62,9 +62,9 @@ const architectures: Architecture[] = [
     generatePaths: ['layers', 'fused', 'host'],
   },
   {
-    name: 'Qwen3 (query/key norms)',
-    overrides: { ...small, architecture: 'qwen3', numKeyValueHeads: 2, headDim: 16, queryKeyNorm: true },
-    randomize: /norm/,
+    name: 'Qwen3 (query/key norms, q/k/v/o biases)',
+    overrides: { ...small, architecture: 'qwen3', numKeyValueHeads: 2, headDim: 16, queryKeyNorm: true, attentionBias: true },
+    randomize: /norm|bias/,
     generatePaths: ['layers', 'fused', 'host'],
   },
   {

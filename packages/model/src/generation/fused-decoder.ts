@@ -212,10 +212,13 @@ function fuseLayer(model: CausalLanguageModel, layer: number): FusedLayer {
  * attached, unmerged linear adapter, added into the weight it adapts), it keeps
  *
  * - the weights input-major (`[in, out]`; a transposed operand costs the WebAssembly backend a transpose
- *   per call), with each RMSNorm's weight folded into the projections that read it (`W·(γ⊙x̂) = (W·diag γ)·x̂`),
- *   q and k fused into one matrix and 1/√headDim folded into q;
+ *   per call), with each norm's weight folded into the projections that read it (`W·(γ⊙x̂) = (W·diag γ)·x̂`) and a
+ *   LayerNorm's bias into their biases (`+ β·W`), q and k fused into one matrix (GPT-2's one `c_attn` split into
+ *   them) and 1/√headDim folded into q;
  * - RoPE as two matrix products: `rotate_half` is a signed permutation of each head's outputs, so its columns
- *   are precomputed and a step computes `x̂Wqk ⊙ cos + x̂(Wqk R) ⊙ sin`;
+ *   are precomputed and a step computes `x̂Wqk ⊙ cos + x̂(Wqk R) ⊙ sin`; after Qwen3's head norms, which sit
+ *   between the product and the rotation, the permutation as a gather and a sign on q and k instead (1/√headDim
+ *   then folded into the q norm's weight); GPT-2's learned positions added to the embedding, its GELU for SwiGLU;
  * - keys transposed (`[batch, kvHeads, headDim, length]`), so `q·Kᵀ` is a plain batched product, and a new
  *   token's key, value and query reach their attention layout by reshapes alone (time = 1).
  *
@@ -230,7 +233,7 @@ export class FusedDecoder {
   private readonly inverseFrequency: Float32Array
   private readonly definition: ArchitectureDefinition
   /** `rotate_half` of every q and k column as a gather and a sign (`rotateHalfColumns`), for RoPE after head norms. */
-  private readonly rotation: { source: tf.Tensor1D; sign: tf.Tensor1D }
+  private readonly rotation: { source: tf.Tensor1D; sign: tf.Tensor1D } | undefined
   /** Per layer `[batch, kvHeads, headDim, length]`. */
   private keys: tf.Tensor4D[] = []
   /** Per layer `[batch, kvHeads, length, headDim]`. */
@@ -241,12 +244,20 @@ export class FusedDecoder {
     const { config } = model
     this.definition = architectureOf(config)
     this.inverseFrequency = inverseFrequencies(config.headDim, config.ropeTheta, config.ropeScaling)
-    const weights = fuseWeights(model)
+    if (this.definition.positions === 'rotary' && this.definition.layer(0).queryNorm !== undefined) {
+      const { source, sign } = rotateHalfColumns((config.numAttentionHeads + config.numKeyValueHeads) * config.headDim, config.headDim)
+      this.rotation = { source: tf.tensor1d(source, 'int32'), sign: tf.tensor1d(sign) }
+    }
+    let weights: FusedWeights
+    try {
+      weights = fuseWeights(model)
+    } catch (error) {
+      if (this.rotation !== undefined) tf.dispose([this.rotation.source, this.rotation.sign])
+      throw error
+    }
     this.layers = weights.layers
     this.head = weights.head
     this.headBias = weights.headBias
-    const { source, sign } = rotateHalfColumns((config.numAttentionHeads + config.numKeyValueHeads) * config.headDim, config.headDim)
-    this.rotation = { source: tf.tensor1d(source, 'int32'), sign: tf.tensor1d(sign) }
   }
 
   /**
@@ -277,6 +288,11 @@ export class FusedDecoder {
     const groups = heads / keyValueHeads
     const queryWidth = heads * headDim
     const keyWidth = keyValueHeads * headDim
+    if (definition.positionEmbedding !== undefined) {
+      const largest = positions.reduce((maximum, position) => Math.max(maximum, position), 0)
+      if (largest >= config.maxPositionEmbeddings)
+        throw new RangeError(`FusedDecoder: position ${largest}, past the learned positions 0 … ${config.maxPositionEmbeddings - 1}`)
+    }
     const rotary = definition.positions === 'rotary' ? this.rotaryRows(positions) : undefined
     const nextKeys: tf.Tensor4D[] = []
     const nextValues: tf.Tensor4D[] = []
@@ -346,7 +362,8 @@ export class FusedDecoder {
 
   /** `rotate_half` of each q and k head of `x` (`[batch, (heads + kvHeads) · headDim]`). */
   private rotateHalf(x: tf.Tensor2D): tf.Tensor2D {
-    return tf.mul(tf.gather(x, this.rotation.source, 1), this.rotation.sign) as tf.Tensor2D
+    const { source, sign } = this.rotation!
+    return tf.mul(tf.gather(x, source, 1), sign) as tf.Tensor2D
   }
 
   /** cos and sin of each row's angles, tiled over the q and k heads: each `[batch · (heads + kvHeads) · headDim]`. */
@@ -375,7 +392,7 @@ export class FusedDecoder {
   dispose(): void {
     if (this.disposed) return
     this.disposed = true
-    tf.dispose([...this.keys, ...this.values, this.rotation.source, this.rotation.sign])
+    tf.dispose([...this.keys, ...this.values, ...(this.rotation === undefined ? [] : [this.rotation.source, this.rotation.sign])])
     disposeFusedWeights({ layers: this.layers, head: this.head, headBias: this.headBias })
     this.keys = []
     this.values = []
