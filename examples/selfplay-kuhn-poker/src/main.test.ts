@@ -13,26 +13,26 @@ afterAll(async () => {
   for (const directory of directories) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
+/** A run of a few seconds on WebAssembly: a short warm-up, 8 episodes a step, every step evaluated and checkpointed, a short distillation. */
+const tinyRun = {
+  sftSteps: 10,
+  episodesPerStep: 8,
+  miniBatchSize: 16,
+  evaluateEvery: 1,
+  evaluationEpisodes: 8,
+  checkpointEvery: 1,
+  distilSteps: 2,
+  distilExamplesPerDecision: 3,
+  backend: 'wasm',
+  progress: false,
+} as const
+
 describe('selfplay-kuhn-poker', () => {
   it('runs with tiny settings and writes the report, the metrics and the chart', async () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-'))
     directories.push(runDirectory)
     const lines: string[] = []
-    const report = await main({
-      steps: 2,
-      sftSteps: 10,
-      episodesPerStep: 8,
-      miniBatchSize: 16,
-      evaluateEvery: 1,
-      evaluationEpisodes: 8,
-      checkpointEvery: 1,
-      distilSteps: 2,
-      distilExamplesPerDecision: 3,
-      runDirectory,
-      backend: 'wasm',
-      progress: false,
-      log: (line) => lines.push(line),
-    })
+    const report = await main({ ...tinyRun, steps: 2, runDirectory, log: (line) => lines.push(line) })
     expect(report.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2])
     // The average of the policies evaluated from half the steps on (steps 1 and 2), exactly; then distilled into the model.
     const averaged = kuhnAveragePolicy(report.evaluations.slice(1).map((evaluation) => evaluation.policy))
@@ -95,20 +95,15 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-rounds-'))
     directories.push(runDirectory)
     const lines: string[] = []
-    const quick = { sftSteps: 10, episodesPerStep: 8, miniBatchSize: 16, evaluateEvery: 1, evaluationEpisodes: 8, checkpointEvery: 1 }
     const report = await main({
-      ...quick,
+      ...tinyRun,
       steps: 2,
       rounds: 3,
       roundSteps: 3,
       roundKlCoefficient: 0.3,
       roundLearningRate: 1e-4,
       roundWarmupSteps: 1,
-      distilSteps: 2,
-      distilExamplesPerDecision: 3,
       runDirectory,
-      backend: 'wasm',
-      progress: false,
       log: (line) => lines.push(line),
     })
     expect(report.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8])

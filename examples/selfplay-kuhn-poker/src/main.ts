@@ -23,7 +23,7 @@ import {
   type KuhnPolicy,
 } from '@ludic/games'
 import { type CausalLanguageModel, createLocalPolicy, createModel, latestCheckpoint, loadModel, saveModel } from '@ludic/model'
-import { loggedEvaluations, runExampleMain, type ExampleReport } from '@ludic/report'
+import { runExampleMain, type ExampleReport } from '@ludic/report'
 import { checkRlTrainerConfig, createRlTrainer, evaluateAgainst, warmUp, type RlTrainerConfig } from '@ludic/trainer'
 import { exampleOptionsSchema, startExampleRun } from '@ludic/trainer/example'
 import * as tf from '@tensorflow/tfjs-core'
@@ -352,19 +352,11 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     }
     const trainer = createRlTrainer(round === 1 ? config : roundConfig(round, directory, resuming, steps))
     await trainer.run({ steps, progress: parsed.progress })
-    let roundEvaluations: Evaluation[]
-    if (round === 1) {
-      const result = await run.evaluations(before, trainer, evaluate)
-      roundEvaluations = result.evaluations
-      after = result.after
-    } else {
-      roundEvaluations = loggedEvaluations<Evaluation>(trainer.history).map((evaluation) => ({ ...evaluation, step: evaluation.step + fromStep }))
-      after =
-        roundEvaluations.at(-1)?.step === fromStep + trainer.stepCount
-          ? roundEvaluations.at(-1)
-          : { ...(await evaluate(trainer.stepCount)), step: fromStep + trainer.stepCount }
-      if (after !== roundEvaluations.at(-1)) roundEvaluations.push(after!)
-    }
+    // The round's evaluations, its last step's included (`before` heads them: round 1's own), on steps counted across rounds.
+    const evaluated = await run.evaluations(before, trainer, evaluate)
+    const shifted = (evaluation: Evaluation) => (round === 1 ? evaluation : { ...evaluation, step: evaluation.step + fromStep })
+    const roundEvaluations = (round === 1 ? evaluated.evaluations : evaluated.evaluations.slice(1)).map(shifted)
+    after = shifted(evaluated.after)
     trainer.dispose()
     evaluations = [...evaluations, ...roundEvaluations]
     const toStep = fromStep + trainer.stepCount
@@ -466,12 +458,7 @@ function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: st
  */
 async function checkRoundSettings(runDirectory: string, settings: Record<string, unknown>): Promise<void> {
   const file = join(runDirectory, 'rounds.json')
-  let saved: Record<string, unknown> | undefined
-  try {
-    saved = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
-  }
+  const saved = await readJsonIfPresent<Record<string, unknown>>(file)
   if (saved === undefined) {
     if ((settings.rounds as number) > 1) await writeFile(file, JSON.stringify(settings))
     return
@@ -504,14 +491,18 @@ async function saveRound(model: CausalLanguageModel, result: SavedRound): Promis
 }
 
 async function readRound(directory: string): Promise<SavedRound | undefined> {
-  let text: string
+  const saved = await readJsonIfPresent<Omit<SavedRound, 'directory'>>(join(directory, 'round.json'))
+  return saved === undefined ? undefined : { ...saved, directory }
+}
+
+/** The JSON in `file`, or undefined when there is no such file. */
+async function readJsonIfPresent<T>(file: string): Promise<T | undefined> {
   try {
-    text = await readFile(join(directory, 'round.json'), 'utf8')
+    return JSON.parse(await readFile(file, 'utf8')) as T
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw error
   }
-  return { ...(JSON.parse(text) as Omit<SavedRound, 'directory'>), directory }
 }
 
 /** The weights saved in `directory` (`saveModel`) into `model`'s parameters. */

@@ -66,7 +66,7 @@ export function fuseWeights(model: CausalLanguageModel): FusedWeights {
   try {
     tf.tidy(() => {
       for (let layer = 0; layer < config.numHiddenLayers; layer++) {
-        const fused = fuseLayer(model, layer)
+        const fused = fuseLayer(model, definition, layer)
         for (const tensor of layerTensors(fused)) tf.keep(tensor)
         layers.push(fused)
       }
@@ -156,10 +156,8 @@ function rotateHalfColumns(columns: number, headDim: number): { source: Int32Arr
   return { source, sign }
 }
 
-function fuseLayer(model: CausalLanguageModel, layer: number): FusedLayer {
-  const { config } = model
-  const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, hiddenSize } = config
-  const definition = architectureOf(config)
+function fuseLayer(model: CausalLanguageModel, definition: ArchitectureDefinition, layer: number): FusedLayer {
+  const { headDim, numAttentionHeads: heads, numKeyValueHeads: keyValueHeads, hiddenSize } = model.config
   const parts = definition.layer(layer)
   const queryWidth = heads * headDim
   const keyWidth = keyValueHeads * headDim

@@ -213,10 +213,9 @@ function gpt2Definition(config: ModelConfig): ArchitectureDefinition {
 }
 
 /**
- * Whether the linear layer `name` stores its weight `[in, out]` (GPT-2's `Conv1D`): every block projection of an
- * input-major architecture; never the embedding or `lm_head`.
+ * Whether the linear layer `name` of a model of `definition` stores its weight `[in, out]` (GPT-2's `Conv1D`): every
+ * block projection of an input-major architecture; never the embedding or `lm_head`.
  */
-export function linearIsInputMajor(config: ModelConfig, name: string): boolean {
-  const definition = architectureOf(config)
+export function linearIsInputMajor(definition: ArchitectureDefinition, name: string): boolean {
   return definition.linearLayout === 'input-major' && name !== 'lm_head' && `${name}.weight` !== definition.embedding
 }

@@ -496,7 +496,7 @@ export class CausalLanguageModel {
    */
   linearLayout(name: string): { inputs: number; outputs: number; inputMajor: boolean } {
     const [rows, columns] = this.parameter(`${name}.weight`).shape as [number, number]
-    const inputMajor = linearIsInputMajor(this.config, name)
+    const inputMajor = linearIsInputMajor(this.definition, name)
     return inputMajor ? { inputs: rows, outputs: columns, inputMajor } : { inputs: columns, outputs: rows, inputMajor }
   }
 
@@ -528,7 +528,7 @@ export class CausalLanguageModel {
   private linear(name: string, x: tf.Tensor2D, training: boolean): tf.Tensor2D {
     const weight = this.parameter(`${name}.weight`)
     const bias = this.weights.get(`${name}.bias`)
-    const inputMajor = linearIsInputMajor(this.config, name)
+    const inputMajor = linearIsInputMajor(this.definition, name)
     let y: tf.Tensor2D = tf.matMul(x, weight, false, !inputMajor) // [rows, out]
     if (bias !== undefined) y = tf.add(y, bias) as tf.Tensor2D
     const adapter = this.adapters.get(name)
