@@ -5,7 +5,7 @@ import { createGame24, game24NextSteps, solveGame24 } from '@ludic/games'
 import { afterAll, describe, expect, it } from 'vitest'
 import { bootstrapInterval, passAtK, seedInterval } from './diversity-evaluation.js'
 import { failureLogReward, game24Prompt, game24Task, promptOfView, chatTemplate, solutionTrajectories, successLogReward } from './game24-setup.js'
-import { main, methods } from './main.js'
+import { main, mainOptionsSchema, methods } from './main.js'
 
 const directories: string[] = []
 afterAll(async () => {
@@ -121,5 +121,20 @@ describe('game24-diversity', () => {
     const saved = JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8'))
     expect(saved.runs).toHaveLength(8)
     expect(lines.at(-1)).toMatch(/report\.json, table\.md and chart\.svg/)
+  })
+
+  it('refuses the shared options it does not use, naming each, before any work', async () => {
+    for (const [name, value] of [
+      ['temperature', 1.5],
+      ['klFinalRatio', 0.5],
+      ['klEstimator', 'k1'],
+      ['klReferenceEvery', 10],
+      ['klReferenceMixup', 0.5],
+      ['evaluateEvery', 5],
+      ['checkpointEvery', 10],
+    ] as const) {
+      await expect(main({ [name]: value, backend: 'cpu' })).rejects.toThrow(new RegExp(`options\\.${name}.*does not use it`))
+    }
+    expect(mainOptionsSchema.parse({}).temperature).toBe(1)
   })
 })

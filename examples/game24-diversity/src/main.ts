@@ -33,6 +33,17 @@ import {
 import { chatTemplate, game24Tasks, promptOfView, solverExamples, trainGame24Tokenizer } from './game24-setup.js'
 import { trainStepwiseGrpo } from './stepwise-grpo.js'
 
+/** The shared options (`exampleOptionsSchema`) the comparison leaves alone, at their defaults. */
+const unusedSharedOptions = {
+  temperature: 1,
+  klFinalRatio: 1,
+  klEstimator: 'low_var_kl',
+  klReferenceEvery: 0,
+  klReferenceMixup: 1,
+  evaluateEvery: 10,
+  checkpointEvery: 0,
+} as const
+
 export const mainOptionsSchema = exampleOptionsSchema({
   steps: 150,
   sftSteps: 300,
@@ -45,24 +56,36 @@ export const mainOptionsSchema = exampleOptionsSchema({
   evaluationEpisodes: 50,
   vocabSize: 384,
   checkpointEvery: 0,
-}).extend({
-  /** Seeds of the RL phase (GRPO and FoR each run once per seed from the shared warm-up; the evaluation sampling too). Default 3. */
-  seeds: z.number().int().min(1).max(20).default(3),
-  /** Trajectories per problem per step: GRPO's group size and FoR's n. Default 4 (FoR's n_samples). */
-  samplesPerProblem: z.number().int().min(2).max(64).default(4),
-  /** Training problems the RL phase draws from (the first of the training split): FoR's per-problem log Z and buffer need repeats. Default 32. */
-  trainingProblems: z.number().int().positive().max(1262).default(32),
-  /** Training problems whose solver solutions make the warm-up. Default 1262 (all). */
-  sftProblems: z.number().int().positive().max(1262).default(1262),
-  /** Distinct solutions per warm-up problem (each as one of its step orders, drawn with the seed). Default 1. */
-  sftSolutionsPerProblem: z.number().int().positive().max(64).default(1),
-  /** N: samples per held-out problem (pass@k for k = 1, 2, 4, … N). Default 16. */
-  evaluationSamples: z.number().int().min(1).max(256).default(16),
-  /** FoR's log Z: `learned` per problem, or `batch-mean` (the batch's estimate, FoR's BlocksWorld code). Default `learned`. */
-  logPartition: z.enum(['learned', 'batch-mean']).default('learned'),
-  /** Width of the model (`tiny`'s layout: 2 layers, 4 heads, MLP 3×). Default 64. */
-  hiddenSize: z.number().int().min(8).max(512).default(64),
 })
+  .extend({
+    /** Seeds of the RL phase (GRPO and FoR each run once per seed from the shared warm-up; the evaluation sampling too). Default 3. */
+    seeds: z.number().int().min(1).max(20).default(3),
+    /** Trajectories per problem per step: GRPO's group size and FoR's n. Default 4 (FoR's n_samples). */
+    samplesPerProblem: z.number().int().min(2).max(64).default(4),
+    /** Training problems the RL phase draws from (the first of the training split): FoR's per-problem log Z and buffer need repeats. Default 32. */
+    trainingProblems: z.number().int().positive().max(1262).default(32),
+    /** Training problems whose solver solutions make the warm-up. Default 1262 (all). */
+    sftProblems: z.number().int().positive().max(1262).default(1262),
+    /** Distinct solutions per warm-up problem (each as one of its step orders, drawn with the seed). Default 1. */
+    sftSolutionsPerProblem: z.number().int().positive().max(64).default(1),
+    /** N: samples per held-out problem (pass@k for k = 1, 2, 4, … N). Default 16. */
+    evaluationSamples: z.number().int().min(1).max(256).default(16),
+    /** FoR's log Z: `learned` per problem, or `batch-mean` (the batch's estimate, FoR's BlocksWorld code). Default `learned`. */
+    logPartition: z.enum(['learned', 'batch-mean']).default('learned'),
+    /** Width of the model (`tiny`'s layout: 2 layers, 4 heads, MLP 3×). Default 64. */
+    hiddenSize: z.number().int().min(8).max(512).default(64),
+  })
+  .superRefine((options, context) => {
+    // Shared options this comparison does not use (each method has its own sampling, KL and schedule): refused when set.
+    for (const [name, unused] of Object.entries(unusedSharedOptions)) {
+      if (options[name as keyof typeof unusedSharedOptions] !== unused)
+        context.addIssue({
+          code: 'custom',
+          path: [name],
+          message: `game24-diversity does not use it (the methods keep their own settings); leave it at ${unused}`,
+        })
+    }
+  })
 export type MainOptions = z.input<typeof mainOptionsSchema>
 
 export const methods = ['SFT-only', 'GRPO (free text)', 'GRPO (valid steps)', 'FoR'] as const

@@ -34,6 +34,7 @@ describe('exampleOptionsSchema', () => {
       klCoefficient: 0.05,
       evaluateEvery: 10,
       seed: 0,
+      temperature: 1,
       progress: true,
     })
     expect(shared.runDirectory).toBeUndefined()
@@ -106,7 +107,7 @@ describe('startExampleRun', () => {
     const config = run.trainerConfig({ maxTokens: 4, evaluate: async (step: number) => ({ step, random: { winRate: 1 } }) })
     expect(config).toMatchObject({
       optimizer: { learningRate: 5e-4 },
-      batch: { episodesPerStep: 8, groupSize: 1, ppoEpochs: 2, miniBatchSize: 64, maxTokens: 4, concurrency: 256, maxGenerationBatch: 256 },
+      batch: { episodesPerStep: 8, groupSize: 1, ppoEpochs: 2, miniBatchSize: 64, maxTokens: 4, temperature: 1, concurrency: 256, maxGenerationBatch: 256 },
       seed: 0,
       runDirectory: join(directory, 'trainer'),
       checkpointEvery: 10,
@@ -115,6 +116,10 @@ describe('startExampleRun', () => {
     })
     expect(config).not.toHaveProperty('kl')
     expect(await config.evaluate!({ step: 3 } as never)).toEqual({ 'random/winRate': 1 })
+    // The games' sampling temperature is the trainer's (every log-prob of a step the tempered policy's).
+    const tempered = await startExampleRun(directory, { ...options, temperature: 1.5 })
+    expect(tempered.trainerConfig({ maxTokens: 4 }).batch).toMatchObject({ temperature: 1.5 })
+    expect(() => exampleOptionsSchema().parse({ temperature: 0 })).toThrow(/temperature/)
     const withKl = await startExampleRun(directory, { ...options, klCoefficient: 0.1 })
     expect(withKl.trainerConfig({ maxTokens: 4, groupSize: 2 })).toMatchObject({ kl: { coefficient: 0.1 }, batch: { groupSize: 2 } })
     expect(withKl.trainerConfig({ maxTokens: 4 }).kl).not.toHaveProperty('schedule')

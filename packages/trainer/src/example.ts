@@ -63,6 +63,12 @@ export function exampleOptionsSchema(defaults: Partial<ExampleOptionDefaults> = 
     ppoEpochs: z.number().int().positive().default(value.ppoEpochs),
     /** Samples (moves) per PPO update. Default 64. */
     miniBatchSize: z.number().int().positive().default(value.miniBatchSize),
+    /**
+     * Sampling temperature of the self-play games (the trainer's `batch.temperature`): every log-prob of a step (and
+     * the KL's) is the tempered policy's, softmax(logits / T). Above 1 the games explore moves the policy is sure
+     * against, and play at T = 1 (the evaluations') is the sharper policy. Default 1.
+     */
+    temperature: z.number().positive().max(10).default(1),
     /** Self-play learning rate (AdamW). Default 5e-4. */
     learningRate: z.number().positive().default(value.learningRate),
     /** Warm-up learning rate. Default 2e-3. */
@@ -213,6 +219,7 @@ export async function startExampleRun(exampleDirectory: string | URL, options: E
           ppoEpochs: options.ppoEpochs,
           miniBatchSize: options.miniBatchSize,
           maxTokens,
+          temperature: options.temperature,
           concurrency: 256,
           maxGenerationBatch: 256,
         },
