@@ -154,6 +154,52 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     )
   })
 
+  it("with roundAverage 'running', distils the average of every round after the first, each from half its steps on", async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-running-'))
+    directories.push(runDirectory)
+    const lines: string[] = []
+    const report = await main({ ...tinyRun, steps: 2, rounds: 4, roundSteps: 2, roundAverage: 'running', runDirectory, log: (line) => lines.push(line) })
+    const rounds = report.rounds!
+    const share = (round: (typeof rounds)[number]) => {
+      const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
+      return report.evaluations.filter((evaluation) => evaluation.step >= fromStep && evaluation.step <= round.toStep)
+    }
+    const averageOf = (chosen: typeof report.evaluations) => {
+      const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
+      return { evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
+    }
+    // Round 1 distils its own average; round k > 1 the average over rounds 2…k, its own kept beside it.
+    expect(rounds[0]!.average).toMatchObject(averageOf(share(rounds[0]!)))
+    expect(rounds[0]!.own).toBeUndefined()
+    for (const k of [2, 3, 4]) {
+      const round = rounds[k - 1]!
+      const included = rounds.slice(1, k)
+      expect(round.average).toEqual({
+        fromStep: share(rounds[1]!)[0]!.step,
+        rounds: included.map((entry) => entry.round),
+        ...averageOf(included.flatMap(share)),
+      })
+      expect(round.own).toMatchObject(averageOf(share(round)))
+      expect(lines).toContainEqual(
+        expect.stringMatching(
+          new RegExp(`^round ${k}: running average of rounds ${included.map((entry) => entry.round).join(', ')} \\(\\d+ policies\\): exploitability [\\d.]+$`),
+        ),
+      )
+    }
+    expect(rounds[3]!.average.policy).not.toEqual(rounds[3]!.own!.policy)
+    expect(report.average).toEqual(rounds[3]!.average)
+    // Round 4's reference is round 3's distilled running average.
+    const distilled = await loadModel(join(runDirectory, 'round-3', 'distilled'))
+    const reference = await loadModel(join(runDirectory, 'round-2', 'distilled'))
+    try {
+      await loadTrainingCheckpoint((await latestCheckpoint(join(runDirectory, 'round-4', 'reference')))!, { parameters: reference.parameters() })
+      for (const [name, weight] of distilled.parameters()) expect(reference.parameter(name).dataSync()).toEqual(weight.dataSync())
+    } finally {
+      distilled.dispose()
+      reference.dispose()
+    }
+  })
+
   it('refuses rounds without a distillation, a KL, with asynchronous workers or a moving reference, and round options without rounds, naming the option', async () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-rounds-refused-'))
     directories.push(runDirectory)
@@ -167,6 +213,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [{ roundKlCoefficient: 0.1 }, 'options.roundKlCoefficient'],
       [{ roundLearningRate: 1e-4 }, 'options.roundLearningRate'],
       [{ roundWarmupSteps: 5 }, 'options.roundWarmupSteps'],
+      [{ roundAverage: 'running' }, 'options.roundAverage'],
     ] as const) {
       const refused = await main({ ...quick, ...options }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(options)).toBe(argument)
@@ -199,6 +246,8 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [{ rounds: 1, roundSteps: undefined }, 'options.rounds'],
       [{ averageFrom: 0.3 }, 'options.averageFrom'],
       [{ raePerState: true }, 'options.raePerState'],
+      [{ roundAverage: 'running' }, 'options.roundAverage'],
+      [{ roundWarmupSteps: 2 }, 'options.roundWarmupSteps'],
     ] as const) {
       const refused = await main({ ...options, ...changed }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)

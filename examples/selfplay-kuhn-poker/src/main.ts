@@ -118,6 +118,14 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
      * Adam's first steps move every weight by about the learning rate). Default 0.
      */
     roundWarmupSteps: z.number().int().min(0).optional(),
+    /**
+     * What each later round distils into the next round's reference and the report takes as the run's average: `own`,
+     * the round's own evaluations (from `averageFrom` of its steps on); `running`, those of every round after the
+     * first, its own included (fictitious play's average over the rounds: a round's last iterate errs one way, the
+     * next round's another, and their average is nearer the equilibrium than either — the README's measurements).
+     * Round 1 (its reference the warmed-up, uniform play) is left out of the running average. Default `own`.
+     */
+    roundAverage: z.enum(['own', 'running']).default('own'),
   },
 )
 export type MainOptions = z.input<typeof mainOptionsSchema>
@@ -155,7 +163,14 @@ export type Report = ExampleReport<Evaluation> & {
    * The average (`kuhnAveragePolicy`) of the policies evaluated at `fromStep` and after (`evaluations` of them), and its
    * exact exploitability: what the iterates' play averages to.
    */
-  average: { fromStep: number; evaluations: number; exploitability: number; policy: KuhnPolicy }
+  average: {
+    fromStep: number
+    evaluations: number
+    exploitability: number
+    policy: KuhnPolicy
+    /** With `roundAverage` `running`: the rounds averaged (each from `averageFrom` of its steps on; `fromStep` the first's). */
+    rounds?: number[]
+  }
   /** With `distilSteps` > 0: the model after it was fine-tuned on the average policy, evaluated as `after` is. */
   distilled?: Evaluation & { seconds: number }
   /** With `rounds` > 1: each round's steps (`fromStep` exclusive … `toStep`), its average and its distilled model. */
@@ -171,7 +186,10 @@ export interface RoundResult {
   fromStep: number
   toStep: number
   evaluations: Evaluation[]
+  /** What the round distils (its own average, or with `roundAverage` `running` the running one). */
   average: Report['average']
+  /** With `roundAverage` `running`: the round's own average. */
+  own?: Report['average']
   distilled?: Evaluation & { seconds: number }
 }
 
@@ -210,6 +228,12 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       message: "is not supported with rounds: each later round's reference is the last round's distilled average, which a moving reference would leave",
     })
   if (parsed.rounds === 1) {
+    if (parsed.roundAverage !== 'own')
+      throw new InvalidArgumentError({
+        argument: 'options.roundAverage',
+        value: parsed.roundAverage,
+        message: 'is for the rounds after the first: it needs rounds > 1',
+      })
     for (const name of ['roundSteps', 'roundKlCoefficient', 'roundLearningRate', 'roundWarmupSteps'] as const) {
       if (parsed[name] !== undefined)
         throw new InvalidArgumentError({ argument: `options.${name}`, value: parsed[name], message: 'is for the rounds after the first: it needs rounds > 1' })
@@ -316,6 +340,18 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
     return { fromStep, evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
   }
+  // Every given round's own share (its evaluations from its own average's `fromStep` on), averaged as one.
+  const runningAverage = (averaged: Pick<RoundResult, 'round' | 'evaluations' | 'average' | 'own'>[]): Report['average'] => {
+    const chosen = averaged.flatMap((entry) => entry.evaluations.filter((evaluation) => evaluation.step >= (entry.own ?? entry.average).fromStep))
+    const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
+    return {
+      fromStep: (averaged[0]!.own ?? averaged[0]!.average).fromStep,
+      evaluations: chosen.length,
+      exploitability: kuhnExploitability(policy).exploitability,
+      policy,
+      rounds: averaged.map((entry) => entry.round),
+    }
+  }
   const rounds: SavedRound[] = []
   let evaluations: Evaluation[] = []
   let after: Evaluation | undefined
@@ -360,10 +396,17 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     trainer.dispose()
     evaluations = [...evaluations, ...roundEvaluations]
     const toStep = fromStep + trainer.stepCount
-    const average = averageOf(roundEvaluations, fromStep + Math.round(parsed.averageFrom * trainer.stepCount))
+    const own = averageOf(roundEvaluations, fromStep + Math.round(parsed.averageFrom * trainer.stepCount))
     log(
-      `${parsed.rounds > 1 ? `round ${round}: ` : ''}average of the ${average.evaluations} policies evaluated from step ${average.fromStep}: exploitability ${average.exploitability.toFixed(3)}`,
+      `${parsed.rounds > 1 ? `round ${round}: ` : ''}average of the ${own.evaluations} policies evaluated from step ${own.fromStep}: exploitability ${own.exploitability.toFixed(3)}`,
     )
+    const running =
+      parsed.roundAverage === 'running' && round > 1 ? runningAverage([...rounds.slice(1), { round, evaluations: roundEvaluations, average: own }]) : undefined
+    if (running !== undefined)
+      log(
+        `round ${round}: running average of rounds ${running.rounds!.join(', ')} (${running.evaluations} policies): exploitability ${running.exploitability.toFixed(3)}`,
+      )
+    const average = running ?? own
     const distilled = parsed.distilSteps > 0 ? await distil(average.policy, toStep) : undefined
     const result: SavedRound = {
       round,
@@ -371,6 +414,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       toStep,
       evaluations: roundEvaluations,
       average,
+      ...(running === undefined ? {} : { own }),
       ...(distilled === undefined ? {} : { distilled }),
       directory,
       estimatorState: advantage.getState?.(),
@@ -431,6 +475,8 @@ function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: st
     roundSteps,
     roundKlCoefficient,
     roundLearningRate,
+    roundWarmupSteps,
+    roundAverage,
     averageFrom,
     distilSteps,
     distilExamplesPerDecision,
@@ -443,6 +489,8 @@ function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: st
     roundSteps: roundSteps ?? null,
     roundKlCoefficient: roundKlCoefficient ?? null,
     roundLearningRate: roundLearningRate ?? null,
+    roundWarmupSteps: roundWarmupSteps ?? null,
+    roundAverage,
     averageFrom,
     distilSteps,
     distilExamplesPerDecision,
@@ -463,7 +511,9 @@ async function checkRoundSettings(runDirectory: string, settings: Record<string,
     if ((settings.rounds as number) > 1) await writeFile(file, JSON.stringify(settings))
     return
   }
-  for (const [name, value] of Object.entries(saved)) {
+  // A run started before a setting was recorded ran with its default.
+  const recorded: Record<string, unknown> = { roundWarmupSteps: null, roundAverage: 'own', ...saved }
+  for (const [name, value] of Object.entries(recorded)) {
     const now = settings[name]
     const fits = name === 'rounds' ? (now as number) >= (value as number) : now === value
     if (!fits) {
