@@ -135,6 +135,8 @@ describe('game24-diversity', () => {
     ] as const) {
       await expect(main({ [name]: value, backend: 'cpu' })).rejects.toThrow(new RegExp(`options\\.${name}.*does not use it`))
     }
+    await expect(main({ evaluationEpisodes: 101, backend: 'cpu' })).rejects.toThrow(/options\.evaluationEpisodes.*holds 100 problems/)
+    expect(mainOptionsSchema.parse({ evaluationEpisodes: 100 }).evaluationEpisodes).toBe(100)
     expect(mainOptionsSchema.parse({}).temperature).toBe(1)
   })
 })

@@ -33,18 +33,12 @@ import {
 import { chatTemplate, game24Tasks, promptOfView, solverExamples, trainGame24Tokenizer } from './game24-setup.js'
 import { trainStepwiseGrpo } from './stepwise-grpo.js'
 
-/** The shared options (`exampleOptionsSchema`) the comparison leaves alone, at their defaults. */
-const unusedSharedOptions = {
-  temperature: 1,
-  klFinalRatio: 1,
-  klEstimator: 'low_var_kl',
-  klReferenceEvery: 0,
-  klReferenceMixup: 1,
-  evaluateEvery: 10,
-  checkpointEvery: 0,
-} as const
+/** The shared options (`exampleOptionsSchema`) the comparison leaves alone: refused unless at their defaults. */
+const unusedSharedOptions = ['temperature', 'klFinalRatio', 'klEstimator', 'klReferenceEvery', 'klReferenceMixup', 'evaluateEvery', 'checkpointEvery'] as const
+/** The held-out problems (`game24Split`'s test split): `evaluationEpisodes` takes at most these. */
+const heldOutProblems = 100
 
-export const mainOptionsSchema = exampleOptionsSchema({
+const sharedDefaults = {
   steps: 150,
   sftSteps: 300,
   episodesPerStep: 1,
@@ -56,7 +50,11 @@ export const mainOptionsSchema = exampleOptionsSchema({
   evaluationEpisodes: 50,
   vocabSize: 384,
   checkpointEvery: 0,
-})
+}
+const sharedSchema = exampleOptionsSchema(sharedDefaults)
+const unusedDefaults = sharedSchema.parse({})
+
+export const mainOptionsSchema = sharedSchema
   .extend({
     /** Seeds of the RL phase (GRPO and FoR each run once per seed from the shared warm-up; the evaluation sampling too). Default 3. */
     seeds: z.number().int().min(1).max(20).default(3),
@@ -77,14 +75,20 @@ export const mainOptionsSchema = exampleOptionsSchema({
   })
   .superRefine((options, context) => {
     // Shared options this comparison does not use (each method has its own sampling, KL and schedule): refused when set.
-    for (const [name, unused] of Object.entries(unusedSharedOptions)) {
-      if (options[name as keyof typeof unusedSharedOptions] !== unused)
+    for (const name of unusedSharedOptions) {
+      if (options[name] !== unusedDefaults[name])
         context.addIssue({
           code: 'custom',
           path: [name],
-          message: `game24-diversity does not use it (the methods keep their own settings); leave it at ${unused}`,
+          message: `game24-diversity does not use it (the methods keep their own settings); leave it at ${JSON.stringify(unusedDefaults[name])}`,
         })
     }
+    if (options.evaluationEpisodes > heldOutProblems)
+      context.addIssue({
+        code: 'custom',
+        path: ['evaluationEpisodes'],
+        message: `the held-out split holds ${heldOutProblems} problems: at most ${heldOutProblems}`,
+      })
   })
 export type MainOptions = z.input<typeof mainOptionsSchema>
 
@@ -134,7 +138,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   const parsed = parseArgument(mainOptionsSchema, options, 'options')
   const { log } = parsed
   const run = await startExampleRun(new URL('..', import.meta.url), parsed)
-  const { train, test } = game24Split({ seed: 0, testSize: 100 })
+  const { train, test } = game24Split({ seed: 0, testSize: heldOutProblems })
   const trainingProblems = train.slice(0, parsed.trainingProblems)
   const evaluationProblems = test.slice(0, parsed.evaluationEpisodes)
   const seeds = Array.from({ length: parsed.seeds }, (_, index) => parsed.seed + index)

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { InvalidArgumentError } from '@ludic/core'
@@ -158,7 +158,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-running-'))
     directories.push(runDirectory)
     const lines: string[] = []
-    const report = await main({ ...tinyRun, steps: 2, rounds: 4, roundSteps: 2, roundAverage: 'running', runDirectory, log: (line) => lines.push(line) })
+    const report = await main({ ...tinyRun, steps: 2, rounds: 4, roundSteps: 3, roundAverage: 'running', runDirectory, log: (line) => lines.push(line) })
     const rounds = report.rounds!
     const share = (round: (typeof rounds)[number]) => {
       const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
@@ -252,13 +252,21 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       const refused = await main({ ...options, ...changed }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)
     }
+    // A run from before roundAverage and roundWarmupSteps were recorded: it averaged each round on its own (a running
+    // average refused), and its warm-up steps are unknown (not checked).
+    const file = join(runDirectory, 'rounds.json')
+    const { roundAverage: _, roundWarmupSteps: __, ...older } = JSON.parse(await readFile(file, 'utf8'))
+    await writeFile(file, JSON.stringify(older))
+    const refused = await main({ ...options, rounds: 3, roundAverage: 'running' }).catch((error: unknown) => error)
+    expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.roundAverage')
     // More rounds continue the run: its first two rounds are kept, a third is added.
-    const longer = await main({ ...options, rounds: 3 })
+    const longer = await main({ ...options, rounds: 3, roundWarmupSteps: 1 })
     expect(longer.rounds?.map(({ fromStep, toStep }) => [fromStep, toStep])).toEqual([
       [0, 1],
       [1, 2],
       [2, 3],
     ])
+    expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ rounds: 3, roundWarmupSteps: 1, roundAverage: 'own' })
   })
 })
 

@@ -122,7 +122,8 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
      * What each later round distils into the next round's reference and the report takes as the run's average: `own`,
      * the round's own evaluations (from `averageFrom` of its steps on); `running`, those of every round after the
      * first, its own included (fictitious play's average over the rounds: a round's last iterate errs one way, the
-     * next round's another, and their average is nearer the equilibrium than either — the README's measurements).
+     * next round's another, and their average can be nearer the equilibrium than either; the README's "Rounds" has
+     * the measurements).
      * Round 1 (its reference the warmed-up, uniform play) is left out of the running average. Default `own`.
      */
     roundAverage: z.enum(['own', 'running']).default('own'),
@@ -161,7 +162,8 @@ export function randomPlayReference(): { nash: [KuhnMatch, KuhnMatch]; bestRespo
 export type Report = ExampleReport<Evaluation> & {
   /**
    * The average (`kuhnAveragePolicy`) of the policies evaluated at `fromStep` and after (`evaluations` of them), and its
-   * exact exploitability: what the iterates' play averages to.
+   * exact exploitability: what the iterates' play averages to. With `roundAverage` `running`, of each round in `rounds`
+   * from its own `averageFrom` on (`fromStep` the first round's).
    */
   average: {
     fromStep: number
@@ -511,8 +513,9 @@ async function checkRoundSettings(runDirectory: string, settings: Record<string,
     if ((settings.rounds as number) > 1) await writeFile(file, JSON.stringify(settings))
     return
   }
-  // A run started before a setting was recorded ran with its default.
-  const recorded: Record<string, unknown> = { roundWarmupSteps: null, roundAverage: 'own', ...saved }
+  // A run started before `roundAverage` existed averaged each round on its own; one started before `roundWarmupSteps`
+  // was recorded (the option is older than its record) is not checked for it.
+  const recorded: Record<string, unknown> = { roundAverage: 'own', ...saved }
   for (const [name, value] of Object.entries(recorded)) {
     const now = settings[name]
     const fits = name === 'rounds' ? (now as number) >= (value as number) : now === value

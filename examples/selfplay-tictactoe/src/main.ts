@@ -2,7 +2,7 @@
  * Self-play on TicTacToe (SPIRAL, on a model made from scratch): train a byte-level BPE on the game's text,
  * create a `tiny` transformer, warm it up on random legal play (SFT: every reachable position, each legal
  * move) so its moves are legal, then let it play against itself with role-conditioned advantages (RAE)
- * and PPO. Measured against the uniform random player (sampled at temperature 1 as trained, and greedy)
+ * and PPO. Measured against the uniform random player (sampled at temperature 1, as trained by default, and greedy)
  * and against perfect play (minimax).
  */
 import { createGae, createRae, gaeOptionsSchema, raeOptionsSchema } from '@ludic/advantages'
@@ -131,7 +131,7 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
   .superRefine(opponentSharesAtMostOne(['randomOpponentShare', 'minimaxOpponentShare', 'tacticalOpponentShare', 'leagueShare']))
 export type MainOptions = z.input<typeof mainOptionsSchema>
 
-/** Against the uniform random player: sampled at temperature 1 (as trained: `PlayResult`'s figures) and greedy (argmax). */
+/** Against the uniform random player: sampled at temperature 1 (as trained unless `--temperature` says otherwise: `PlayResult`'s figures) and greedy (argmax). */
 export interface Evaluation extends PlayResult {
   step: number
   /** Greedy (temperature 0). */

@@ -133,7 +133,7 @@ export interface ExampleRun {
   /**
    * The settings of `createRlTrainer` that the options decide: PPO clip (ε = 0.2 both ways), AdamW at
    * `learningRate`, the KL term when `klCoefficient` > 0 (annealed by a cosine to `klFinalRatio` × β over `steps`), the batch (`maxTokens` per move; `groupSize` plays per
-   * reset seed, default 1), the seed, and this run's directory, checkpoints, resume and evaluations (the hook logs
+   * reset seed, default 1; the games sampled at `temperature`), the seed, and this run's directory, checkpoints, resume and evaluations (the hook logs
    * `evaluate(step)` through `evaluationMetrics`). Spread them into the config.
    */
   trainerConfig<E extends Evaluated>(settings: { maxTokens: number; groupSize?: number; evaluate?: (step: number) => Promise<E> }): ExampleTrainerConfig
