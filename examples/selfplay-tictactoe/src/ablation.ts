@@ -40,6 +40,7 @@ export const ablationRows: readonly AblationRow[] = [
   { name: 'per-opponent', lever: '+ RAE baselines per opponent', options: { raePerOpponent: true } },
   { name: 'per-state', lever: '+ RAE baselines per opponent and position', options: { raePerOpponent: true, raePerState: true } },
   { name: 'random-openings', lever: '+ random openings (exploring starts), share 0.5', options: { randomOpeningShare: 0.5 } },
+  { name: 'temperature', lever: '+ training games sampled at temperature 1.5', options: { temperature: 1.5 } },
 ]
 
 const listOf = <T extends z.ZodType>(item: T) =>
