@@ -20,20 +20,37 @@ function answer(request: GenerationRequest): Completion {
   }
 }
 
-/** A server whose adapters each answer 'a', recording which adapter answered each request, in order. */
-async function recordingServer(adapterNames: readonly string[]) {
+/**
+ * A server whose adapters each answer 'a', recording which adapter answered each request, in order. It answers nothing
+ * until `hold` requests have arrived (or 5 s have passed: a test then fails on what was answered rather than hanging),
+ * so that the first `hold` requests are all issued before any is answered, however slowly the machine runs.
+ */
+async function recordingServer(adapterNames: readonly string[], hold = 0) {
   const answered: string[] = []
+  let received = 0
+  let release = () => {}
+  const gate = new Promise<void>((resolve) => {
+    release = resolve
+    setTimeout(resolve, 5000).unref()
+  })
+  if (hold === 0) release()
   const policyOf = (name: string): PolicyV1 => ({
     specificationVersion: 'v1',
     id: name,
-    generate: async (requests) =>
-      requests.map((request) => {
+    generate: async (requests) => {
+      received += requests.length
+      if (received >= hold) release()
+      await gate
+      return requests.map((request) => {
         answered.push(name)
         return answer(request)
-      }),
+      })
+    },
   })
   const loader: LoraAdapterLoader = { load: async ({ name }) => policyOf(name), unload: () => {} }
-  const server = await serveOpenAICompatible(policyOf('base'), { modelId: 'base', tokenizer, lora: { loader } })
+  // Batches answered side by side, so that one held at the gate does not keep the others from arriving.
+  const batching = { windowMs: 5, maxBatchSize: 64, maxConcurrentBatches: 4 }
+  const server = await serveOpenAICompatible(policyOf('base'), { modelId: 'base', tokenizer, lora: { loader }, batching })
   servers.push(server)
   for (const name of adapterNames) {
     const response = await fetch(`${server.url}/load_lora_adapter`, {
@@ -67,7 +84,8 @@ const plan = (endpoint: string, partialRollouts: boolean): DisaggregatedPlan => 
  * says so — once the first turn of any game has been stepped.
  */
 async function playAcrossAnUpdate(partialRollouts: boolean) {
-  const { server, answered } = await recordingServer(['step-0', 'step-1'])
+  // The four first turns all sent before any is answered (so before any game is stepped and step-1 becomes the newest).
+  const { server, answered } = await recordingServer(['step-0', 'step-1'], 4)
   let newest: PlayedAdapter = { name: 'step-0', version: 0 }
   const environment = (): EnvironmentV1 => {
     const game = createPickEnvironment(['player0', 'player1'])
