@@ -200,6 +200,30 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     }
   })
 
+  it("with roundAverage 'running-last', distils each round's own average but the last round's running one", async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-running-last-'))
+    directories.push(runDirectory)
+    const report = await main({ ...tinyRun, steps: 2, rounds: 3, roundSteps: 3, roundAverage: 'running-last', runDirectory, log: () => {} })
+    const rounds = report.rounds!
+    const share = (round: (typeof rounds)[number]) => {
+      const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
+      return report.evaluations.filter((evaluation) => evaluation.step >= fromStep && evaluation.step <= round.toStep)
+    }
+    const averageOf = (chosen: typeof report.evaluations) => {
+      const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
+      return { evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
+    }
+    // Rounds 1 and 2 as with 'own' (round 3's reference is round 2's own average, distilled); round 3 the running one.
+    for (const round of rounds.slice(0, 2)) {
+      expect(round.own).toBeUndefined()
+      expect(round.average).toMatchObject(averageOf(share(round)))
+    }
+    expect(rounds[2]!.own).toMatchObject(averageOf(share(rounds[2]!)))
+    expect(rounds[2]!.average).toEqual({ fromStep: share(rounds[1]!)[0]!.step, rounds: [2, 3], ...averageOf([...share(rounds[1]!), ...share(rounds[2]!)]) })
+    expect(report.average).toEqual(rounds[2]!.average)
+    expect(report.distilled).toEqual(rounds[2]!.distilled)
+  })
+
   it('refuses rounds without a distillation, a KL, with asynchronous workers or a moving reference, and round options without rounds, naming the option', async () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-rounds-refused-'))
     directories.push(runDirectory)

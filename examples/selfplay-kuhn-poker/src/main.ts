@@ -124,9 +124,11 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
      * first, its own included (fictitious play's average over the rounds: a round's last iterate errs one way, the
      * next round's another, and their average can be nearer the equilibrium than either; the README's "Rounds" has
      * the measurements).
-     * Round 1 (its reference the warmed-up, uniform play) is left out of the running average. Default `own`.
+     * Round 1 (its reference the warmed-up, uniform play) is left out of the running average. `running-last`: the
+     * rounds distil their own averages as with `own` (so their references are those), but the last distils the
+     * running one — the run ends on the average over its rounds. Default `own`.
      */
-    roundAverage: z.enum(['own', 'running']).default('own'),
+    roundAverage: z.enum(['own', 'running', 'running-last']).default('own'),
   },
 )
 export type MainOptions = z.input<typeof mainOptionsSchema>
@@ -162,7 +164,7 @@ export function randomPlayReference(): { nash: [KuhnMatch, KuhnMatch]; bestRespo
 export type Report = ExampleReport<Evaluation> & {
   /**
    * The average (`kuhnAveragePolicy`) of the policies evaluated at `fromStep` and after (`evaluations` of them), and its
-   * exact exploitability: what the iterates' play averages to. With `roundAverage` `running`, of each round in `rounds`
+   * exact exploitability: what the iterates' play averages to. With `roundAverage` `running` (or `running-last`), of each round in `rounds`
    * from its own `averageFrom` on (`fromStep` the first round's).
    */
   average: {
@@ -170,7 +172,7 @@ export type Report = ExampleReport<Evaluation> & {
     evaluations: number
     exploitability: number
     policy: KuhnPolicy
-    /** With `roundAverage` `running`: the rounds averaged (each from `averageFrom` of its steps on; `fromStep` the first's). */
+    /** With `roundAverage` `running` (`running-last`: the last round): the rounds averaged (each from `averageFrom` of its steps on; `fromStep` the first's). */
     rounds?: number[]
   }
   /** With `distilSteps` > 0: the model after it was fine-tuned on the average policy, evaluated as `after` is. */
@@ -190,7 +192,7 @@ export interface RoundResult {
   evaluations: Evaluation[]
   /** What the round distils (its own average, or with `roundAverage` `running` the running one). */
   average: Report['average']
-  /** With `roundAverage` `running`: the round's own average. */
+  /** With `roundAverage` `running` (`running-last`: the last round): the round's own average. */
   own?: Report['average']
   distilled?: Evaluation & { seconds: number }
 }
@@ -402,8 +404,8 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     log(
       `${parsed.rounds > 1 ? `round ${round}: ` : ''}average of the ${own.evaluations} policies evaluated from step ${own.fromStep}: exploitability ${own.exploitability.toFixed(3)}`,
     )
-    const running =
-      parsed.roundAverage === 'running' && round > 1 ? runningAverage([...rounds.slice(1), { round, evaluations: roundEvaluations, average: own }]) : undefined
+    const runs = round > 1 && (parsed.roundAverage === 'running' || (parsed.roundAverage === 'running-last' && round === parsed.rounds))
+    const running = runs ? runningAverage([...rounds.slice(1), { round, evaluations: roundEvaluations, average: own }]) : undefined
     if (running !== undefined)
       log(
         `round ${round}: running average of rounds ${running.rounds!.join(', ')} (${running.evaluations} policies): exploitability ${running.exploitability.toFixed(3)}`,
