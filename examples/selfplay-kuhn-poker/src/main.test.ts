@@ -203,7 +203,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
   it("with roundAverage 'running-last', distils each round's own average but the last round's running one", async () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-running-last-'))
     directories.push(runDirectory)
-    const report = await main({ ...tinyRun, steps: 2, rounds: 3, roundSteps: 3, roundAverage: 'running-last', runDirectory, log: () => {} })
+    const report = await main({ ...tinyRun, steps: 2, rounds: 4, roundSteps: 3, roundAverage: 'running-last', runDirectory, log: () => {} })
     const rounds = report.rounds!
     const share = (round: (typeof rounds)[number]) => {
       const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
@@ -213,15 +213,17 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
       return { evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
     }
-    // Rounds 1 and 2 as with 'own' (round 3's reference is round 2's own average, distilled); round 3 the running one.
-    for (const round of rounds.slice(0, 2)) {
+    // Rounds 1–3 as with 'own' (each its own average: round 3's is not the running one of rounds 2 and 3); round 4 the running one.
+    for (const round of rounds.slice(0, 3)) {
       expect(round.own).toBeUndefined()
-      expect(round.average).toMatchObject(averageOf(share(round)))
+      expect(round.average).toEqual({ fromStep: share(round)[0]!.step, ...averageOf(share(round)) })
     }
-    expect(rounds[2]!.own).toMatchObject(averageOf(share(rounds[2]!)))
-    expect(rounds[2]!.average).toEqual({ fromStep: share(rounds[1]!)[0]!.step, rounds: [2, 3], ...averageOf([...share(rounds[1]!), ...share(rounds[2]!)]) })
-    expect(report.average).toEqual(rounds[2]!.average)
-    expect(report.distilled).toEqual(rounds[2]!.distilled)
+    expect(rounds[2]!.average.policy).not.toEqual(averageOf([...share(rounds[1]!), ...share(rounds[2]!)]).policy)
+    expect(rounds[3]!.own).toEqual({ fromStep: share(rounds[3]!)[0]!.step, ...averageOf(share(rounds[3]!)) })
+    const included = rounds.slice(1)
+    expect(rounds[3]!.average).toEqual({ fromStep: share(rounds[1]!)[0]!.step, rounds: [2, 3, 4], ...averageOf(included.flatMap(share)) })
+    expect(report.average).toEqual(rounds[3]!.average)
+    expect(report.distilled).toEqual(rounds[3]!.distilled)
   })
 
   it('refuses rounds without a distillation, a KL, with asynchronous workers or a moving reference, and round options without rounds, naming the option', async () => {
@@ -238,6 +240,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [{ roundLearningRate: 1e-4 }, 'options.roundLearningRate'],
       [{ roundWarmupSteps: 5 }, 'options.roundWarmupSteps'],
       [{ roundAverage: 'running' }, 'options.roundAverage'],
+      [{ roundAverage: 'running-last' }, 'options.roundAverage'],
     ] as const) {
       const refused = await main({ ...quick, ...options }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(options)).toBe(argument)

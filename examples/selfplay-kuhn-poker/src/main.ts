@@ -190,7 +190,7 @@ export interface RoundResult {
   fromStep: number
   toStep: number
   evaluations: Evaluation[]
-  /** What the round distils (its own average, or with `roundAverage` `running` the running one). */
+  /** What the round distils (its own average, or the running one: every later round with `roundAverage` `running`, the last with `running-last`). */
   average: Report['average']
   /** With `roundAverage` `running` (`running-last`: the last round): the round's own average. */
   own?: Report['average']

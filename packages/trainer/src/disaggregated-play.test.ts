@@ -22,8 +22,10 @@ function answer(request: GenerationRequest): Completion {
 
 /**
  * A server whose adapters each answer 'a', recording which adapter answered each request, in order. It answers nothing
- * until `hold` requests have arrived (or 5 s have passed: a test then fails on what was answered rather than hanging),
- * so that the first `hold` requests are all issued before any is answered, however slowly the machine runs.
+ * until `hold` requests have arrived (or 5 s after the first arrived: a test then fails on what was answered rather
+ * than hanging), so the first `hold` are all answered — and recorded — before any later request can be: without it,
+ * a first batch answered early lets its game's next turn (to a newer adapter's batcher) be answered before the rest of
+ * the first turns, and the recorded order interleaves (it did once in `.ci/run` beside a training run).
  */
 async function recordingServer(adapterNames: readonly string[], hold = 0) {
   const answered: string[] = []
@@ -31,13 +33,13 @@ async function recordingServer(adapterNames: readonly string[], hold = 0) {
   let release = () => {}
   const gate = new Promise<void>((resolve) => {
     release = resolve
-    setTimeout(resolve, 5000).unref()
   })
   if (hold === 0) release()
   const policyOf = (name: string): PolicyV1 => ({
     specificationVersion: 'v1',
     id: name,
     generate: async (requests) => {
+      if (received === 0) setTimeout(release, 5000).unref()
       received += requests.length
       if (received >= hold) release()
       await gate
@@ -84,7 +86,7 @@ const plan = (endpoint: string, partialRollouts: boolean): DisaggregatedPlan => 
  * says so — once the first turn of any game has been stepped.
  */
 async function playAcrossAnUpdate(partialRollouts: boolean) {
-  // The four first turns all sent before any is answered (so before any game is stepped and step-1 becomes the newest).
+  // The four first turns all answered (and recorded) before any second turn can be.
   const { server, answered } = await recordingServer(['step-0', 'step-1'], 4)
   let newest: PlayedAdapter = { name: 'step-0', version: 0 }
   const environment = (): EnvironmentV1 => {
