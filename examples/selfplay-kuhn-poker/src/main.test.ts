@@ -6,7 +6,7 @@ import { kuhnAveragePolicy, kuhnExploitability, kuhnNashPolicy } from '@ludic/ga
 import { latestCheckpoint, loadModel, loadTrainingCheckpoint, warmupCosineSchedule } from '@ludic/model'
 import { afterAll, describe, expect, it } from 'vitest'
 import { policyExamples } from './kuhn-setup.js'
-import { main } from './main.js'
+import { type Evaluation, main, type Report, type RoundResult } from './main.js'
 
 const directories: string[] = []
 afterAll(async () => {
@@ -26,6 +26,18 @@ const tinyRun = {
   backend: 'wasm',
   progress: false,
 } as const
+
+/** A round's evaluations from half its steps on, as its own average takes them (`averageFrom` 0.5). */
+function shareOf(report: Report, round: RoundResult): Evaluation[] {
+  const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
+  return report.evaluations.filter((evaluation) => evaluation.step >= fromStep && evaluation.step <= round.toStep)
+}
+
+/** `kuhnAveragePolicy` of the chosen evaluations, as the report gives an average (less `fromStep`). */
+function averageOf(chosen: Evaluation[]) {
+  const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
+  return { evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
+}
 
 describe('selfplay-kuhn-poker', () => {
   it('runs with tiny settings and writes the report, the metrics and the chart', async () => {
@@ -160,14 +172,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     const lines: string[] = []
     const report = await main({ ...tinyRun, steps: 2, rounds: 4, roundSteps: 3, roundAverage: 'running', runDirectory, log: (line) => lines.push(line) })
     const rounds = report.rounds!
-    const share = (round: (typeof rounds)[number]) => {
-      const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
-      return report.evaluations.filter((evaluation) => evaluation.step >= fromStep && evaluation.step <= round.toStep)
-    }
-    const averageOf = (chosen: typeof report.evaluations) => {
-      const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
-      return { evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
-    }
+    const share = (round: RoundResult) => shareOf(report, round)
     // Round 1 distils its own average; round k > 1 the average over rounds 2…k, its own kept beside it.
     expect(rounds[0]!.average).toMatchObject(averageOf(share(rounds[0]!)))
     expect(rounds[0]!.own).toBeUndefined()
@@ -205,14 +210,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     directories.push(runDirectory)
     const report = await main({ ...tinyRun, steps: 2, rounds: 4, roundSteps: 3, roundAverage: 'running-last', runDirectory, log: () => {} })
     const rounds = report.rounds!
-    const share = (round: (typeof rounds)[number]) => {
-      const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
-      return report.evaluations.filter((evaluation) => evaluation.step >= fromStep && evaluation.step <= round.toStep)
-    }
-    const averageOf = (chosen: typeof report.evaluations) => {
-      const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
-      return { evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
-    }
+    const share = (round: RoundResult) => shareOf(report, round)
     // Rounds 1–3 as with 'own' (each its own average: round 3's is not the running one of rounds 2 and 3); round 4 the running one.
     for (const round of rounds.slice(0, 3)) {
       expect(round.own).toBeUndefined()
