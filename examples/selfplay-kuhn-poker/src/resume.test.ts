@@ -131,7 +131,7 @@ describe.each(Object.entries(recipes))('selfplay-kuhn-poker: resume (%s)', (_, r
 describe('selfplay-kuhn-poker: resume in rounds (--rounds)', () => {
   const rounds = ['--rounds', '2', '--round-steps', '3', '--distil-steps', '2', '--distil-examples-per-decision', '3']
   interface RoundsReport extends SavedReport {
-    rounds: { round: number; evaluations: Record<string, number>[]; distilled: Record<string, number> }[]
+    rounds: { round: number; evaluations: Record<string, number>[]; distilled: Record<string, number>; own?: unknown; average: { rounds?: number[] } }[]
   }
   const readReport = async (runDirectory: string) => JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8')) as RoundsReport
   /** The report without what measures time (the distillations' seconds). */
@@ -177,5 +177,37 @@ describe('selfplay-kuhn-poker: resume in rounds (--rounds)', () => {
           .map((line) => withoutTiming(JSON.parse(line) as Record<string, number>))
       expect(await roundTwo(directory)).toEqual(await roundTwo(uninterrupted))
     }
+  })
+
+  it('a finished running-last run continued with a round more equals the longer run: its former last round is redone as a middle one', async () => {
+    const lastRunning = (count: number) => [
+      '--rounds',
+      String(count),
+      '--round-steps',
+      '3',
+      '--distil-steps',
+      '2',
+      '--distil-examples-per-decision',
+      '3',
+      '--round-average',
+      'running-last',
+    ]
+    const longer = await mkdtemp(join(tmpdir(), 'ludic-kuhn-running-last-whole-'))
+    const continued = await mkdtemp(join(tmpdir(), 'ludic-kuhn-running-last-continued-'))
+    directories.push(longer, continued)
+    const whole = await runExample(longer, lastRunning(3))
+    expect(whole.code, whole.output).toBe(0)
+    const short = await runExample(continued, lastRunning(2))
+    expect(short.code, short.output).toBe(0)
+    // Two rounds: the second, then the last, distilled the running average (of round 2 alone) and kept its own beside it.
+    const first = await readReport(continued)
+    expect(first.rounds[1]!.average.rounds).toEqual([2])
+    expect(first.rounds[1]!.own).toBeDefined()
+    const more = await runExample(continued, lastRunning(3))
+    expect(more.code, more.output).toBe(0)
+    const report = await readReport(continued)
+    expect(report.rounds[1]!.own).toBeUndefined() // now a middle round: its own average, as in the longer run
+    expect(report.rounds[2]!.average.rounds).toEqual([2, 3])
+    expect(computed(report)).toEqual(computed(await readReport(longer)))
   })
 })
