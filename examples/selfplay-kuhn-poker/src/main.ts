@@ -344,17 +344,12 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
     return { fromStep, evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
   }
-  // Every given round's own share (its evaluations from its own average's `fromStep` on), averaged as one.
+  // Every given round's own share (its evaluations from its own average's `fromStep` on), averaged as one (all of them
+  // from the first round's `fromStep` on, the later rounds' steps being larger).
   const runningAverage = (averaged: Pick<RoundResult, 'round' | 'evaluations' | 'average' | 'own'>[]): Report['average'] => {
-    const chosen = averaged.flatMap((entry) => entry.evaluations.filter((evaluation) => evaluation.step >= (entry.own ?? entry.average).fromStep))
-    const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
-    return {
-      fromStep: (averaged[0]!.own ?? averaged[0]!.average).fromStep,
-      evaluations: chosen.length,
-      exploitability: kuhnExploitability(policy).exploitability,
-      policy,
-      rounds: averaged.map((entry) => entry.round),
-    }
+    const share = (entry: (typeof averaged)[number]) => (entry.own ?? entry.average).fromStep
+    const chosen = averaged.flatMap((entry) => entry.evaluations.filter((evaluation) => evaluation.step >= share(entry)))
+    return { ...averageOf(chosen, share(averaged[0]!)), rounds: averaged.map((entry) => entry.round) }
   }
   const rounds: SavedRound[] = []
   let evaluations: Evaluation[] = []
