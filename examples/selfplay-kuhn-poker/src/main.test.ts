@@ -6,7 +6,7 @@ import { kuhnAveragePolicy, kuhnExploitability, kuhnNashPolicy } from '@ludic/ga
 import { latestCheckpoint, loadModel, loadTrainingCheckpoint, warmupCosineSchedule } from '@ludic/model'
 import { afterAll, describe, expect, it } from 'vitest'
 import { policyExamples } from './kuhn-setup.js'
-import { type Evaluation, main, type Report, type RoundResult } from './main.js'
+import { isEvaluation, main, type Observation, type Report, type RoundResult } from './main.js'
 
 const directories: string[] = []
 afterAll(async () => {
@@ -28,13 +28,13 @@ const tinyRun = {
 } as const
 
 /** A round's evaluations from half its steps on, as its own average takes them (`averageFrom` 0.5). */
-function shareOf(report: Report, round: RoundResult): Evaluation[] {
+function shareOf(report: Report, round: RoundResult): Observation[] {
   const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
   return report.evaluations.filter((evaluation) => evaluation.step >= fromStep && evaluation.step <= round.toStep)
 }
 
 /** `kuhnAveragePolicy` of the chosen evaluations, as the report gives an average (less `fromStep`). */
-function averageOf(chosen: Evaluation[]) {
+function averageOf(chosen: Observation[]) {
   const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
   return { evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
 }
@@ -56,6 +56,7 @@ describe('selfplay-kuhn-poker', () => {
     for (const evaluation of report.evaluations) {
       expect(evaluation.exploitability).toBeGreaterThanOrEqual(0)
       expect(evaluation.exploitability).toBeLessThanOrEqual(1.5)
+      if (!isEvaluation(evaluation)) throw new Error(`step ${evaluation.step} is a snapshot: every step is evaluated here`)
       expect(evaluation.winRate).toBeGreaterThanOrEqual(0)
       expect(evaluation.winRate).toBeLessThanOrEqual(1)
     }
@@ -76,6 +77,50 @@ describe('selfplay-kuhn-poker', () => {
     expect(lines.at(-2)).toContain('Nash play wins 45.8%–50.0%, a best response to random 68.8%)')
     expect(report.againstRandom.nash[0]).toEqual({ meanReward: expect.closeTo(1 / 9, 12), winRate: expect.closeTo(11 / 24, 12) })
     expect(chart).toContain('Nash play 45.8%')
+  })
+
+  it('with averageEvery, takes a snapshot of the policy between evaluations and averages the snapshots too; refused unless it divides evaluateEvery', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-snapshots-'))
+    const everyStep = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-snapshots-'))
+    directories.push(runDirectory, everyStep)
+    const options = { ...tinyRun, distilSteps: 0, steps: 5, evaluateEvery: 4, averageEvery: 1, log: () => {} }
+    const report = await main({ ...options, runDirectory })
+    // Steps 1–3 snapshots, 4 evaluated, and the last step (5: a snapshot by the schedule) evaluated in full.
+    expect(report.evaluations.map((evaluation) => [evaluation.step, isEvaluation(evaluation)])).toEqual([
+      [0, true],
+      [1, false],
+      [2, false],
+      [3, false],
+      [4, true],
+      [5, true],
+    ])
+    expect(report.after).toEqual(report.evaluations.at(-1))
+    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>)
+    expect(metrics.map((record) => [record.step, typeof record['eval/exploitability'], typeof record['eval/winRate']])).toEqual([
+      [1, 'number', 'undefined'],
+      [2, 'number', 'undefined'],
+      [3, 'number', 'undefined'],
+      [4, 'number', 'number'],
+      [5, 'number', 'undefined'],
+    ])
+    // The snapshots are the policy the run had at their steps (the same run evaluated at every step: the snapshots
+    // and evaluations change nothing in training), and the average (from step 3) takes them with the evaluations.
+    const full = await main({ ...options, averageEvery: undefined, evaluateEvery: 1, runDirectory: everyStep })
+    expect(report.evaluations.map(({ step, exploitability, policy }) => ({ step, exploitability, policy }))).toEqual(
+      full.evaluations.map(({ step, exploitability, policy }) => ({ step, exploitability, policy })),
+    )
+    expect(report.average).toEqual({ fromStep: 3, ...averageOf(report.evaluations.slice(3)) })
+    expect(report.average.evaluations).toBe(3)
+    for (const [changed, value] of [
+      [{ averageEvery: 3 }, 3],
+      [{ averageEvery: 8 }, 8],
+    ] as const) {
+      const refused = await main({ ...options, ...changed, runDirectory: undefined }).catch((error: unknown) => error)
+      expect(InvalidArgumentError.isInstance(refused) && [refused.argument, refused.value]).toEqual(['options.averageEvery', value])
+    }
   })
 
   it('keeps one RAE baseline per information state with --rae-per-state (as the checkpoint saves them); refused with another estimator', async () => {
@@ -273,17 +318,23 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [{ raePerState: true }, 'options.raePerState'],
       [{ roundAverage: 'running' }, 'options.roundAverage'],
       [{ roundWarmupSteps: 2 }, 'options.roundWarmupSteps'],
+      [{ averageEvery: 1 }, 'options.averageEvery'],
     ] as const) {
       const refused = await main({ ...options, ...changed }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)
     }
-    // A run from before roundAverage and roundWarmupSteps were recorded: it averaged each round on its own (a running
-    // average refused), and its warm-up steps are unknown (not checked).
+    // A run from before roundAverage, averageEvery and roundWarmupSteps were recorded: it averaged each round on its
+    // own evaluations (a running average, or snapshots, refused), and its warm-up steps are unknown (not checked).
     const file = join(runDirectory, 'rounds.json')
-    const { roundAverage: _, roundWarmupSteps: __, ...older } = JSON.parse(await readFile(file, 'utf8'))
+    const { roundAverage: _, roundWarmupSteps: __, averageEvery: ___, ...older } = JSON.parse(await readFile(file, 'utf8'))
     await writeFile(file, JSON.stringify(older))
-    const refused = await main({ ...options, rounds: 3, roundAverage: 'running' }).catch((error: unknown) => error)
-    expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.roundAverage')
+    for (const [changed, argument] of [
+      [{ roundAverage: 'running' }, 'options.roundAverage'],
+      [{ averageEvery: 1 }, 'options.averageEvery'],
+    ] as const) {
+      const refused = await main({ ...options, rounds: 3, ...changed }).catch((error: unknown) => error)
+      expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)
+    }
     // More rounds continue the run: its first two rounds are kept, a third is added.
     const longer = await main({ ...options, rounds: 3, roundWarmupSteps: 1 })
     expect(longer.rounds?.map(({ fromStep, toStep }) => [fromStep, toStep])).toEqual([
@@ -291,7 +342,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [1, 2],
       [2, 3],
     ])
-    expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ rounds: 3, roundWarmupSteps: 1, roundAverage: 'own' })
+    expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ rounds: 3, roundWarmupSteps: 1, roundAverage: 'own', averageEvery: null })
   })
 })
 

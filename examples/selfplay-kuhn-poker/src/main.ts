@@ -23,7 +23,7 @@ import {
   type KuhnPolicy,
 } from '@ludic/games'
 import { type CausalLanguageModel, createLocalPolicy, createModel, latestCheckpoint, loadModel, saveModel } from '@ludic/model'
-import { runExampleMain, type ExampleReport } from '@ludic/report'
+import { evaluationMetrics, runExampleMain, type ExampleReport } from '@ludic/report'
 import { checkRlTrainerConfig, createRlTrainer, evaluateAgainst, warmUp, type RlTrainerConfig } from '@ludic/trainer'
 import { exampleOptionsSchema, startExampleRun } from '@ludic/trainer/example'
 import * as tf from '@tensorflow/tfjs-core'
@@ -90,6 +90,14 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
      */
     averageFrom: z.number().min(0).max(1).default(0.5),
     /**
+     * Steps between the average's snapshots: every this many steps the model's exact tabular policy is taken
+     * (`exploitabilityOf`: the 12 decisions scored, no game played) — between `evaluateEvery`'s evaluations, which also
+     * play `evaluationEpisodes` games against the random player. The average (`averageFrom`) takes the snapshots and the
+     * evaluations alike, so it averages more of the iterates at little cost (the last iterate moves by 0.03–0.1 between
+     * evaluations five steps apart). Must divide `evaluateEvery`. Default: `evaluateEvery` (the evaluations only).
+     */
+    averageEvery: z.number().int().positive().optional(),
+    /**
      * After self-play, fine-tune the model on the average policy (`policyExamples`: its move frequencies at each
      * decision) for this many updates, so the model itself plays the average (NFSP's average network, here distilled
      * once at the end); the report's `distilled` is measured after it. 0 (the default): no distillation.
@@ -133,15 +141,23 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
 )
 export type MainOptions = z.input<typeof mainOptionsSchema>
 
-export interface Evaluation {
+/** The model's policy at a step: exact, from its 12 decisions' scores (`exploitabilityOf`). */
+export interface Snapshot {
   step: number
   exploitability: number
   /** The model's tabular policy (`exploitabilityOf`): P(bet or call) at each of the 12 decisions. */
   policy: KuhnPolicy
+}
+
+/** A snapshot and the match against the uniform random player (`evaluationEpisodes` games, seats alternating). */
+export interface Evaluation extends Snapshot {
   winRate: number
   meanChips: number
   invalidRate: number
 }
+
+/** An evaluation, or (`averageEvery`) a snapshot between two (no `winRate`). */
+export type Observation = Evaluation | Snapshot
 
 /**
  * What the results against the uniform random player approach as exploitability falls, exactly (`kuhnMatch`): Nash
@@ -161,7 +177,9 @@ export function randomPlayReference(): { nash: [KuhnMatch, KuhnMatch]; bestRespo
  * `report.json`: the options, every evaluation, the exploitability of uniform play, and what Nash play and the best
  * response win against random play (`randomPlayReference`), for reference.
  */
-export type Report = ExampleReport<Evaluation> & {
+export type Report = Omit<ExampleReport<Evaluation>, 'evaluations'> & {
+  /** Before, every `evaluateEvery` steps (with `averageEvery`, the snapshots between), after. */
+  evaluations: Observation[]
   /**
    * The average (`kuhnAveragePolicy`) of the policies evaluated at `fromStep` and after (`evaluations` of them), and its
    * exact exploitability: what the iterates' play averages to. With `roundAverage` `running` (or `running-last`), of each round in `rounds`
@@ -189,7 +207,7 @@ export interface RoundResult {
   round: number
   fromStep: number
   toStep: number
-  evaluations: Evaluation[]
+  evaluations: Observation[]
   /** What the round distils (its own average, or the running one: every later round with `roundAverage` `running`, the last with `running-last`). */
   average: Report['average']
   /** With `roundAverage` `running` (`running-last`: the last round): the round's own average. */
@@ -231,6 +249,12 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       value: parsed.klReferenceEvery,
       message: "is not supported with rounds: each later round's reference is the last round's distilled average, which a moving reference would leave",
     })
+  if (parsed.averageEvery !== undefined && parsed.evaluateEvery % parsed.averageEvery !== 0)
+    throw new InvalidArgumentError({
+      argument: 'options.averageEvery',
+      value: parsed.averageEvery,
+      message: `must divide evaluateEvery (${parsed.evaluateEvery}): the snapshots fall between the evaluations`,
+    })
   if (parsed.rounds === 1) {
     if (parsed.roundAverage !== 'own')
       throw new InvalidArgumentError({
@@ -259,8 +283,9 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       minRatio: parsed.finalLearningRateRatio,
     }) as const
   const learner = createLocalPolicy({ model, tokenizer, chatTemplate, maxBatch: 256, seed, id: 'learner' })
+  const snapshot = async (step: number): Promise<Snapshot> => ({ step, ...(await exploitabilityOf(model, tokenizer)) })
   const evaluate = async (step: number): Promise<Evaluation> => {
-    const { exploitability, policy } = await exploitabilityOf(model, tokenizer)
+    const { exploitability, policy } = await snapshot(step)
     // Against the uniform random player, seats alternating, sampled at temperature 1, an invalid move counted as a loss.
     const match = await evaluateAgainst({
       learner,
@@ -293,6 +318,13 @@ export async function main(options: MainOptions = {}): Promise<Report> {
           },
         }),
     ...run.trainerConfig({ maxTokens: 8, groupSize: parsed.groupSize, evaluate }),
+    // With `averageEvery`, the trainer's hook runs every `averageEvery` steps and plays the match every `evaluateEvery`.
+    ...(parsed.averageEvery === undefined
+      ? {}
+      : {
+          evaluateEvery: parsed.averageEvery,
+          evaluate: async ({ step }: { step: number }) => evaluationMetrics(step % parsed.evaluateEvery === 0 ? await evaluate(step) : await snapshot(step)),
+        }),
     advantage,
     ...(criticModel === undefined
       ? {}
@@ -339,7 +371,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     log(`distilled the average into the model (${parsed.distilSteps} updates, ${seconds.toFixed(0)} s): exploitability ${result.exploitability.toFixed(3)}`)
     return result
   }
-  const averageOf = (evaluated: Evaluation[], fromStep: number): Report['average'] => {
+  const averageOf = (evaluated: Observation[], fromStep: number): Report['average'] => {
     const chosen = evaluated.filter((evaluation) => evaluation.step >= fromStep)
     const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
     return { fromStep, evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
@@ -352,7 +384,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     return { ...averageOf(chosen, share(averaged[0]!)), rounds: averaged.map((entry) => entry.round) }
   }
   const rounds: SavedRound[] = []
-  let evaluations: Evaluation[] = []
+  let evaluations: Observation[] = []
   let after: Evaluation | undefined
   for (let round = 1; round <= parsed.rounds; round++) {
     const steps = round === 1 ? parsed.steps : (parsed.roundSteps ?? parsed.steps)
@@ -363,7 +395,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       // A finished round of a resumed run.
       rounds.push(saved)
       evaluations.push(...saved.evaluations)
-      after = saved.evaluations.at(-1)
+      after = saved.evaluations.at(-1) as Evaluation // a round ends on a full evaluation
       continue
     }
     const resuming = (await latestCheckpoint(directory)) !== undefined
@@ -388,10 +420,13 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     const trainer = createRlTrainer(round === 1 ? config : roundConfig(round, directory, resuming, steps))
     await trainer.run({ steps, progress: parsed.progress })
     // The round's evaluations, its last step's included (`before` heads them: round 1's own), on steps counted across rounds.
-    const evaluated = await run.evaluations(before, trainer, evaluate)
-    const shifted = (evaluation: Evaluation) => (round === 1 ? evaluation : { ...evaluation, step: evaluation.step + fromStep })
+    const evaluated = await run.evaluations<Observation>(before, trainer, evaluate)
+    // With `averageEvery`, the last step's may be a snapshot: the round ends on a full evaluation of that step.
+    const last = isEvaluation(evaluated.after) ? evaluated.after : await evaluate(trainer.stepCount)
+    evaluated.evaluations[evaluated.evaluations.length - 1] = last
+    const shifted = <T extends Observation>(evaluation: T): T => (round === 1 ? evaluation : { ...evaluation, step: evaluation.step + fromStep })
     const roundEvaluations = (round === 1 ? evaluated.evaluations : evaluated.evaluations.slice(1)).map(shifted)
-    after = shifted(evaluated.after)
+    after = shifted(last)
     trainer.dispose()
     evaluations = [...evaluations, ...roundEvaluations]
     const toStep = fromStep + trainer.stepCount
@@ -427,7 +462,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
 
   // 4. The report: JSON and a chart, with what Nash play wins against random play.
   const reference = randomPlayReference()
-  const report: Report = await run.writeReport(
+  const report = (await run.writeReport<Observation, Omit<Report, keyof ExampleReport<Observation>>>(
     {
       options: { ...parsed, advantage: advantage.name, critic: criticModel ?? 'none' },
       before,
@@ -452,13 +487,13 @@ export async function main(options: MainOptions = {}): Promise<Report> {
         {
           name: 'win rate vs random',
           color: '#2ca02c',
-          value: (e) => e.winRate,
+          points: evaluations.filter(isEvaluation).map((evaluation) => ({ step: evaluation.step, value: evaluation.winRate })),
           range: [0, 1],
           reference: { value: reference.nash[0].winRate, label: `Nash play ${pct(reference.nash[0].winRate)}` },
         },
       ],
     },
-  )
+  )) as Report
   log(
     `after ${last.toStep} self-play steps${parsed.rounds > 1 ? ` (${parsed.rounds} rounds)` : ''}: exploitability ${after!.exploitability.toFixed(3)} (from ${before.exploitability.toFixed(3)}; uniform play ${(11 / 24).toFixed(3)}), win rate vs random ${pct(after!.winRate)} (from ${pct(before.winRate)}; Nash play wins ${pct(reference.nash[0].winRate)}–${pct(reference.nash[1].winRate)}, a best response to random ${pct(reference.bestResponse.winRate)}), invalid ${pct(after!.invalidRate)}`,
   )
@@ -477,6 +512,7 @@ function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: st
     roundWarmupSteps,
     roundAverage,
     averageFrom,
+    averageEvery,
     distilSteps,
     distilExamplesPerDecision,
     distilLearningRate,
@@ -491,6 +527,7 @@ function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: st
     roundWarmupSteps: roundWarmupSteps ?? null,
     roundAverage,
     averageFrom,
+    averageEvery: averageEvery ?? null,
     distilSteps,
     distilExamplesPerDecision,
     distilLearningRate,
@@ -510,9 +547,10 @@ async function checkRoundSettings(runDirectory: string, settings: Record<string,
     if ((settings.rounds as number) > 1) await writeFile(file, JSON.stringify(settings))
     return
   }
-  // A run started before `roundAverage` existed averaged each round on its own; one started before `roundWarmupSteps`
-  // was recorded (the option is older than its record) is not checked for it.
-  const recorded: Record<string, unknown> = { roundAverage: 'own', ...saved }
+  // A run started before `roundAverage` existed averaged each round on its own, and one started before `averageEvery`
+  // on its evaluations only; one started before `roundWarmupSteps` was recorded (the option is older than its record)
+  // is not checked for it.
+  const recorded: Record<string, unknown> = { roundAverage: 'own', averageEvery: null, ...saved }
   for (const [name, value] of Object.entries(recorded)) {
     const now = settings[name]
     const fits = name === 'rounds' ? (now as number) >= (value as number) : now === value
@@ -572,6 +610,11 @@ function formatTokenIds(tokenizer: {
 }): number[] {
   const closing = tokenizer.encode(']', { addSpecialTokens: false })
   return [...Array.from(closing), ...(tokenizer.eosTokenId === undefined ? [] : [tokenizer.eosTokenId])]
+}
+
+/** Whether `observation` played the match (an evaluation, not a snapshot). */
+export function isEvaluation(observation: Observation): observation is Evaluation {
+  return 'winRate' in observation
 }
 
 const pct = (value: number) => `${(100 * value).toFixed(1)}%`
