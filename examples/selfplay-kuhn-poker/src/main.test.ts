@@ -6,7 +6,7 @@ import { kuhnAveragePolicy, kuhnExploitability, kuhnNashPolicy } from '@ludic/ga
 import { latestCheckpoint, loadModel, loadTrainingCheckpoint, warmupCosineSchedule } from '@ludic/model'
 import { afterAll, describe, expect, it } from 'vitest'
 import { policyExamples } from './kuhn-setup.js'
-import { isEvaluation, main, type Observation, type Report, type RoundResult } from './main.js'
+import { isEvaluation, main, type Reading, type Report, type RoundResult } from './main.js'
 
 const directories: string[] = []
 afterAll(async () => {
@@ -28,13 +28,13 @@ const tinyRun = {
 } as const
 
 /** A round's evaluations from half its steps on, as its own average takes them (`averageFrom` 0.5). */
-function shareOf(report: Report, round: RoundResult): Observation[] {
+function shareOf(report: Report, round: RoundResult): Reading[] {
   const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
   return report.evaluations.filter((evaluation) => evaluation.step >= fromStep && evaluation.step <= round.toStep)
 }
 
 /** `kuhnAveragePolicy` of the chosen evaluations, as the report gives an average (less `fromStep`). */
-function averageOf(chosen: Observation[]) {
+function averageOf(chosen: Reading[]) {
   const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
   return { evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
 }
@@ -56,7 +56,7 @@ describe('selfplay-kuhn-poker', () => {
     for (const evaluation of report.evaluations) {
       expect(evaluation.exploitability).toBeGreaterThanOrEqual(0)
       expect(evaluation.exploitability).toBeLessThanOrEqual(1.5)
-      if (!isEvaluation(evaluation)) throw new Error(`step ${evaluation.step} is a snapshot: every step is evaluated here`)
+      if (!isEvaluation(evaluation)) throw new Error(`step ${evaluation.step} is only a reading: every step is evaluated here`)
       expect(evaluation.winRate).toBeGreaterThanOrEqual(0)
       expect(evaluation.winRate).toBeLessThanOrEqual(1)
     }
@@ -79,13 +79,13 @@ describe('selfplay-kuhn-poker', () => {
     expect(chart).toContain('Nash play 45.8%')
   })
 
-  it('with averageEvery, takes a snapshot of the policy between evaluations and averages the snapshots too; refused unless it divides evaluateEvery', async () => {
-    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-snapshots-'))
-    const everyStep = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-snapshots-'))
+  it('with averageEvery, reads the policy between evaluations and averages the readings too; refused unless it divides evaluateEvery', async () => {
+    const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-readings-'))
+    const everyStep = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-readings-'))
     directories.push(runDirectory, everyStep)
     const options = { ...tinyRun, distilSteps: 0, steps: 5, evaluateEvery: 4, averageEvery: 1, log: () => {} }
     const report = await main({ ...options, runDirectory })
-    // Steps 1–3 snapshots, 4 evaluated, and the last step (5: a snapshot by the schedule) evaluated in full.
+    // Steps 1–3 read, 4 evaluated, and the last step (5: a reading by the schedule) evaluated in full.
     expect(report.evaluations.map((evaluation) => [evaluation.step, isEvaluation(evaluation)])).toEqual([
       [0, true],
       [1, false],
@@ -106,8 +106,8 @@ describe('selfplay-kuhn-poker', () => {
       [4, 'number', 'number'],
       [5, 'number', 'undefined'],
     ])
-    // The snapshots are the policy the run had at their steps (the same run evaluated at every step: the snapshots
-    // and evaluations change nothing in training), and the average (from step 3) takes them with the evaluations.
+    // The readings are the policy the run had at their steps (the same run evaluated at every step: the readings and
+    // evaluations change nothing in training), and the average (from step 3) takes them with the evaluations.
     const full = await main({ ...options, averageEvery: undefined, evaluateEvery: 1, runDirectory: everyStep })
     expect(report.evaluations.map(({ step, exploitability, policy }) => ({ step, exploitability, policy }))).toEqual(
       full.evaluations.map(({ step, exploitability, policy }) => ({ step, exploitability, policy })),
@@ -118,7 +118,7 @@ describe('selfplay-kuhn-poker', () => {
       [{ averageEvery: 3 }, 3],
       [{ averageEvery: 8 }, 8],
     ] as const) {
-      const refused = await main({ ...options, ...changed, runDirectory: undefined }).catch((error: unknown) => error)
+      const refused = await main({ ...options, ...changed }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && [refused.argument, refused.value]).toEqual(['options.averageEvery', value])
     }
   })
@@ -154,6 +154,8 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     const lines: string[] = []
     const report = await main({
       ...tinyRun,
+      evaluateEvery: 2,
+      averageEvery: 1,
       steps: 2,
       rounds: 3,
       roundSteps: 3,
@@ -163,14 +165,17 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       runDirectory,
       log: (line) => lines.push(line),
     })
-    expect(report.evaluations.map((evaluation) => evaluation.step)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8])
+    // Each round's steps counted from its start: every second evaluated, the others read, its last evaluated in full.
+    expect(report.evaluations.map((evaluation) => [evaluation.step, isEvaluation(evaluation)])).toEqual(
+      [true, false, true, false, true, true, false, true, true].map((evaluated, step) => [step, evaluated]),
+    )
     const rounds = report.rounds!
     expect(rounds.map(({ round, fromStep, toStep }) => [round, fromStep, toStep])).toEqual([
       [1, 0, 2],
       [2, 2, 5],
       [3, 5, 8],
     ])
-    // Each round's average: its own evaluations from half its steps on (round 2: steps 4 and 5 of 3–5).
+    // Each round's average: its own evaluations and readings from half its steps on (round 2: steps 4 and 5 of 3–5; round 1: 1, read, and 2).
     for (const round of rounds) {
       const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
       const chosen = report.evaluations.filter((evaluation) => evaluation.step >= fromStep && evaluation.step <= round.toStep)
@@ -215,9 +220,21 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     const runDirectory = await mkdtemp(join(tmpdir(), 'ludic-selfplay-kuhn-running-'))
     directories.push(runDirectory)
     const lines: string[] = []
-    const report = await main({ ...tinyRun, steps: 2, rounds: 4, roundSteps: 3, roundAverage: 'running', runDirectory, log: (line) => lines.push(line) })
+    // Rounds evaluated at their third step (and last), read at the others: each share (from its second step) holds a reading.
+    const report = await main({
+      ...tinyRun,
+      evaluateEvery: 3,
+      averageEvery: 1,
+      steps: 2,
+      rounds: 4,
+      roundSteps: 3,
+      roundAverage: 'running',
+      runDirectory,
+      log: (line) => lines.push(line),
+    })
     const rounds = report.rounds!
     const share = (round: RoundResult) => shareOf(report, round)
+    for (const round of rounds.slice(1)) expect(share(round).map(isEvaluation)).toEqual([false, true])
     // Round 1 distils its own average; round k > 1 the average over rounds 2…k, its own kept beside it.
     expect(rounds[0]!.average).toMatchObject(averageOf(share(rounds[0]!)))
     expect(rounds[0]!.own).toBeUndefined()
@@ -318,25 +335,26 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [{ raePerState: true }, 'options.raePerState'],
       [{ roundAverage: 'running' }, 'options.roundAverage'],
       [{ roundWarmupSteps: 2 }, 'options.roundWarmupSteps'],
-      [{ averageEvery: 1 }, 'options.averageEvery'],
+      [{ evaluateEvery: 2, averageEvery: 1 }, 'options.averageEvery'],
     ] as const) {
       const refused = await main({ ...options, ...changed }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)
     }
     // A run from before roundAverage, averageEvery and roundWarmupSteps were recorded: it averaged each round on its
-    // own evaluations (a running average, or snapshots, refused), and its warm-up steps are unknown (not checked).
+    // own evaluations (a running average, or readings between them, refused), and its warm-up steps are unknown (not checked).
     const file = join(runDirectory, 'rounds.json')
     const { roundAverage: _, roundWarmupSteps: __, averageEvery: ___, ...older } = JSON.parse(await readFile(file, 'utf8'))
     await writeFile(file, JSON.stringify(older))
     for (const [changed, argument] of [
       [{ roundAverage: 'running' }, 'options.roundAverage'],
-      [{ averageEvery: 1 }, 'options.averageEvery'],
+      [{ evaluateEvery: 2, averageEvery: 1 }, 'options.averageEvery'],
     ] as const) {
       const refused = await main({ ...options, rounds: 3, ...changed }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)
     }
-    // More rounds continue the run: its first two rounds are kept, a third is added.
-    const longer = await main({ ...options, rounds: 3, roundWarmupSteps: 1 })
+    // More rounds continue the run: its first two rounds are kept, a third is added (averageEvery equal to
+    // evaluateEvery reads nothing between evaluations: the default's).
+    const longer = await main({ ...options, rounds: 3, roundWarmupSteps: 1, averageEvery: 1 })
     expect(longer.rounds?.map(({ fromStep, toStep }) => [fromStep, toStep])).toEqual([
       [0, 1],
       [1, 2],
@@ -369,6 +387,7 @@ describe('selfplay-kuhn-poker with asynchronous collection', () => {
       episodesPerStep: 8,
       miniBatchSize: 16,
       evaluateEvery: 3,
+      averageEvery: 1,
       evaluationEpisodes: 8,
       checkpointEvery: 0,
       asyncWorkers: 1,
@@ -384,6 +403,12 @@ describe('selfplay-kuhn-poker with asynchronous collection', () => {
       .map((line) => JSON.parse(line) as Record<string, number>)
     expect(metrics.map((record) => record.step)).toEqual([1, 2, 3])
     expect(metrics.map((record) => record.staleness)).toEqual([0, 1, 1])
+    // The policy read at steps 1 and 2, evaluated (a match played) at 3.
+    expect(metrics.map((record) => [typeof record['eval/exploitability'], typeof record['eval/winRate']])).toEqual([
+      ['number', 'undefined'],
+      ['number', 'undefined'],
+      ['number', 'number'],
+    ])
     for (const record of metrics) {
       expect(record.importanceWeightMean).toBeGreaterThan(0)
       expect(record.importanceWeightMean).toBeLessThanOrEqual(2)

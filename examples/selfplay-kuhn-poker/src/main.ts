@@ -85,16 +85,16 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
     asyncWorkers: z.number().int().min(0).default(0),
     /**
      * The report's average policy (`kuhnAveragePolicy`, fictitious play's and NFSP's average strategy) averages the
-     * policies evaluated from this fraction of the steps on, one weight each: self-play's last iterate cycles around
+     * policies evaluated (and read, `averageEvery`) from this fraction of the steps on, one weight each: self-play's last iterate cycles around
      * the equilibrium while the average settles. Default 0.5 (with 100 steps, evaluated every 10: steps 50–100).
      */
     averageFrom: z.number().min(0).max(1).default(0.5),
     /**
-     * Steps between the average's snapshots: every this many steps the model's exact tabular policy is taken
-     * (`exploitabilityOf`: the 12 decisions scored, no game played) — between `evaluateEvery`'s evaluations, which also
-     * play `evaluationEpisodes` games against the random player. The average (`averageFrom`) takes the snapshots and the
-     * evaluations alike, so it averages more of the iterates at little cost (the last iterate moves by 0.03–0.1 between
-     * evaluations five steps apart). Must divide `evaluateEvery`. Default: `evaluateEvery` (the evaluations only).
+     * Steps between readings of the policy for the average: every this many steps the model's exact tabular policy is
+     * read (`exploitabilityOf`: the 12 decisions scored, no game played) — between `evaluateEvery`'s evaluations, which
+     * also play `evaluationEpisodes` games against the random player. The average (`averageFrom`) takes the readings and
+     * the evaluations alike, so it averages more of the iterates at little cost (the last iterate moves by 0.03–0.1
+     * between evaluations five steps apart). Must divide `evaluateEvery`. Default: `evaluateEvery` (the evaluations only).
      */
     averageEvery: z.number().int().positive().optional(),
     /**
@@ -112,7 +112,7 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
      * round's average policy, distilled into the model (`distilSteps` > 0), and keeps a KL to it — the reference moves
      * to the average once a round, so the KL's floor moves with it toward the equilibrium, where a KL to the warmed-up
      * (uniform) play holds the policy at a fixed distance (the README's measurements). Each round averages its own
-     * evaluations from `averageFrom` of its steps on. Default 1: one round, as before.
+     * evaluations (and readings) from `averageFrom` of its steps on. Default 1: one round, as before.
      */
     rounds: z.number().int().positive().max(100).default(1),
     /** Self-play steps of each round after the first. Default: `steps`. */
@@ -128,7 +128,7 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
     roundWarmupSteps: z.number().int().min(0).optional(),
     /**
      * What each later round distils into the next round's reference and the report takes as the run's average: `own`,
-     * the round's own evaluations (from `averageFrom` of its steps on); `running`, those of every round after the
+     * the round's own evaluations and readings (from `averageFrom` of its steps on); `running`, those of every round after the
      * first, its own included (fictitious play's average over the rounds: a round's last iterate errs one way, the
      * next round's another, and their average can be nearer the equilibrium than either; the README's "Rounds" has
      * the measurements).
@@ -142,22 +142,22 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
 export type MainOptions = z.input<typeof mainOptionsSchema>
 
 /** The model's policy at a step: exact, from its 12 decisions' scores (`exploitabilityOf`). */
-export interface Snapshot {
+export interface PolicyReading {
   step: number
   exploitability: number
   /** The model's tabular policy (`exploitabilityOf`): P(bet or call) at each of the 12 decisions. */
   policy: KuhnPolicy
 }
 
-/** A snapshot and the match against the uniform random player (`evaluationEpisodes` games, seats alternating). */
-export interface Evaluation extends Snapshot {
+/** A reading of the policy and the match against the uniform random player (`evaluationEpisodes` games, seats alternating). */
+export interface Evaluation extends PolicyReading {
   winRate: number
   meanChips: number
   invalidRate: number
 }
 
-/** An evaluation, or (`averageEvery`) a snapshot between two (no `winRate`). */
-export type Observation = Evaluation | Snapshot
+/** An evaluation, or (`averageEvery`) a reading of the policy between two (no `winRate`): `isEvaluation` tells them apart. */
+export type Reading = Evaluation | PolicyReading
 
 /**
  * What the results against the uniform random player approach as exploitability falls, exactly (`kuhnMatch`): Nash
@@ -178,10 +178,10 @@ export function randomPlayReference(): { nash: [KuhnMatch, KuhnMatch]; bestRespo
  * response win against random play (`randomPlayReference`), for reference.
  */
 export type Report = Omit<ExampleReport<Evaluation>, 'evaluations'> & {
-  /** Before, every `evaluateEvery` steps (with `averageEvery`, the snapshots between), after. */
-  evaluations: Observation[]
+  /** Before, every `evaluateEvery` steps (with `averageEvery`, the policy's readings between), after. */
+  evaluations: Reading[]
   /**
-   * The average (`kuhnAveragePolicy`) of the policies evaluated at `fromStep` and after (`evaluations` of them), and its
+   * The average (`kuhnAveragePolicy`) of the policies evaluated or read at `fromStep` and after (`evaluations` of them), and its
    * exact exploitability: what the iterates' play averages to. With `roundAverage` `running` (or `running-last`), of each round in `rounds`
    * from its own `averageFrom` on (`fromStep` the first round's).
    */
@@ -202,12 +202,12 @@ export type Report = Omit<ExampleReport<Evaluation>, 'evaluations'> & {
   tensorsLeftBeforeModelDispose: number
 }
 
-/** One round of self-play (`rounds`): its evaluations (steps counted across rounds), their average, the distilled model. */
+/** One round of self-play (`rounds`): its evaluations and readings (steps counted across rounds), their average, the distilled model. */
 export interface RoundResult {
   round: number
   fromStep: number
   toStep: number
-  evaluations: Observation[]
+  evaluations: Reading[]
   /** What the round distils (its own average, or the running one: every later round with `roundAverage` `running`, the last with `running-last`). */
   average: Report['average']
   /** With `roundAverage` `running` (`running-last`: the last round): the round's own average. */
@@ -253,7 +253,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     throw new InvalidArgumentError({
       argument: 'options.averageEvery',
       value: parsed.averageEvery,
-      message: `must divide evaluateEvery (${parsed.evaluateEvery}): the snapshots fall between the evaluations`,
+      message: `must divide evaluateEvery (${parsed.evaluateEvery}): the policy's readings fall between the evaluations`,
     })
   if (parsed.rounds === 1) {
     if (parsed.roundAverage !== 'own')
@@ -283,9 +283,9 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       minRatio: parsed.finalLearningRateRatio,
     }) as const
   const learner = createLocalPolicy({ model, tokenizer, chatTemplate, maxBatch: 256, seed, id: 'learner' })
-  const snapshot = async (step: number): Promise<Snapshot> => ({ step, ...(await exploitabilityOf(model, tokenizer)) })
+  const readPolicy = async (step: number): Promise<PolicyReading> => ({ step, ...(await exploitabilityOf(model, tokenizer)) })
   const evaluate = async (step: number): Promise<Evaluation> => {
-    const { exploitability, policy } = await snapshot(step)
+    const { exploitability, policy } = await readPolicy(step)
     // Against the uniform random player, seats alternating, sampled at temperature 1, an invalid move counted as a loss.
     const match = await evaluateAgainst({
       learner,
@@ -323,7 +323,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       ? {}
       : {
           evaluateEvery: parsed.averageEvery,
-          evaluate: async ({ step }: { step: number }) => evaluationMetrics(step % parsed.evaluateEvery === 0 ? await evaluate(step) : await snapshot(step)),
+          evaluate: async ({ step }: { step: number }) => evaluationMetrics(step % parsed.evaluateEvery === 0 ? await evaluate(step) : await readPolicy(step)),
         }),
     advantage,
     ...(criticModel === undefined
@@ -353,7 +353,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   })
   log(`before self-play: exploitability ${before.exploitability.toFixed(3)}, win rate vs random ${pct(before.winRate)}, invalid ${pct(before.invalidRate)}`)
 
-  // 3. Self-play with RAE and PPO; evaluations every few steps; the average of the evaluated policies, distilled (NFSP's
+  // 3. Self-play with RAE and PPO; evaluations every few steps; the average of the evaluated (and read) policies, distilled (NFSP's
   // average network); with rounds, again from that average with a KL to it (R-NaD's outer loop).
   const distil = async (policy: KuhnPolicy, step: number) => {
     const { seconds } = await warmUp({
@@ -371,12 +371,12 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     log(`distilled the average into the model (${parsed.distilSteps} updates, ${seconds.toFixed(0)} s): exploitability ${result.exploitability.toFixed(3)}`)
     return result
   }
-  const averageOf = (evaluated: Observation[], fromStep: number): Report['average'] => {
+  const averageOf = (evaluated: Reading[], fromStep: number): Report['average'] => {
     const chosen = evaluated.filter((evaluation) => evaluation.step >= fromStep)
     const policy = kuhnAveragePolicy(chosen.map((evaluation) => evaluation.policy))
     return { fromStep, evaluations: chosen.length, exploitability: kuhnExploitability(policy).exploitability, policy }
   }
-  // Every given round's own share (its evaluations from its own average's `fromStep` on), averaged as one (all of them
+  // Every given round's own share (its evaluations and readings from its own average's `fromStep` on), averaged as one (all of them
   // from the first round's `fromStep` on, the later rounds' steps being larger).
   const runningAverage = (averaged: Pick<RoundResult, 'round' | 'evaluations' | 'average' | 'own'>[]): Report['average'] => {
     const share = (entry: (typeof averaged)[number]) => (entry.own ?? entry.average).fromStep
@@ -384,7 +384,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     return { ...averageOf(chosen, share(averaged[0]!)), rounds: averaged.map((entry) => entry.round) }
   }
   const rounds: SavedRound[] = []
-  let evaluations: Observation[] = []
+  let evaluations: Reading[] = []
   let after: Evaluation | undefined
   for (let round = 1; round <= parsed.rounds; round++) {
     const steps = round === 1 ? parsed.steps : (parsed.roundSteps ?? parsed.steps)
@@ -395,7 +395,15 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       // A finished round of a resumed run.
       rounds.push(saved)
       evaluations.push(...saved.evaluations)
-      after = saved.evaluations.at(-1) as Evaluation // a round ends on a full evaluation
+      const last = saved.evaluations.at(-1)
+      // A round ends on a full evaluation (its last step's), as `round.json` saves it.
+      if (last === undefined || !isEvaluation(last))
+        throw new InvalidArgumentError({
+          argument: 'options.runDirectory',
+          value: run.runDirectory,
+          message: `cannot resume: ${join(directory, 'round.json')} does not end on a full evaluation`,
+        })
+      after = last
       continue
     }
     const resuming = (await latestCheckpoint(directory)) !== undefined
@@ -420,11 +428,11 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     const trainer = createRlTrainer(round === 1 ? config : roundConfig(round, directory, resuming, steps))
     await trainer.run({ steps, progress: parsed.progress })
     // The round's evaluations, its last step's included (`before` heads them: round 1's own), on steps counted across rounds.
-    const evaluated = await run.evaluations<Observation>(before, trainer, evaluate)
-    // With `averageEvery`, the last step's may be a snapshot: the round ends on a full evaluation of that step.
+    const evaluated = await run.evaluations<Reading>(before, trainer, evaluate)
+    // With `averageEvery`, the last step's may be a reading: the round ends on a full evaluation of that step.
     const last = isEvaluation(evaluated.after) ? evaluated.after : await evaluate(trainer.stepCount)
     evaluated.evaluations[evaluated.evaluations.length - 1] = last
-    const shifted = <T extends Observation>(evaluation: T): T => (round === 1 ? evaluation : { ...evaluation, step: evaluation.step + fromStep })
+    const shifted = <T extends Reading>(evaluation: T): T => (round === 1 ? evaluation : { ...evaluation, step: evaluation.step + fromStep })
     const roundEvaluations = (round === 1 ? evaluated.evaluations : evaluated.evaluations.slice(1)).map(shifted)
     after = shifted(last)
     trainer.dispose()
@@ -462,7 +470,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
 
   // 4. The report: JSON and a chart, with what Nash play wins against random play.
   const reference = randomPlayReference()
-  const report = (await run.writeReport<Observation, Omit<Report, keyof ExampleReport<Observation>>>(
+  const report = (await run.writeReport<Reading, Omit<Report, keyof ExampleReport<Reading>>>(
     {
       options: { ...parsed, advantage: advantage.name, critic: criticModel ?? 'none' },
       before,
@@ -527,7 +535,8 @@ function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: st
     roundWarmupSteps: roundWarmupSteps ?? null,
     roundAverage,
     averageFrom,
-    averageEvery: averageEvery ?? null,
+    // Readings only where they change the average: `averageEvery` equal to `evaluateEvery` is the default's.
+    averageEvery: averageEvery === undefined || averageEvery === parsed.evaluateEvery ? null : averageEvery,
     distilSteps,
     distilExamplesPerDecision,
     distilLearningRate,
@@ -612,9 +621,9 @@ function formatTokenIds(tokenizer: {
   return [...Array.from(closing), ...(tokenizer.eosTokenId === undefined ? [] : [tokenizer.eosTokenId])]
 }
 
-/** Whether `observation` played the match (an evaluation, not a snapshot). */
-export function isEvaluation(observation: Observation): observation is Evaluation {
-  return 'winRate' in observation
+/** Whether `reading` played the match (an evaluation, not only a reading of the policy). */
+export function isEvaluation(reading: Reading): reading is Evaluation {
+  return 'winRate' in reading
 }
 
 const pct = (value: number) => `${(100 * value).toFixed(1)}%`
