@@ -93,8 +93,8 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
      * Steps between readings of the policy for the average: every this many steps the model's exact tabular policy is
      * read (`exploitabilityOf`: the 12 decisions scored, no game played) — between `evaluateEvery`'s evaluations, which
      * also play `evaluationEpisodes` games against the random player. The average (`averageFrom`) takes the readings and
-     * the evaluations alike, so it averages more of the iterates at little cost (the last iterate moves by 0.03–0.1
-     * between evaluations five steps apart). Must divide `evaluateEvery`. Default: `evaluateEvery` (the evaluations only).
+     * the evaluations alike, so the matches can be rare without thinning the average (a reading costs no game; the
+     * README measures it). Must divide `evaluateEvery`. Default: `evaluateEvery` (the evaluations only).
      */
     averageEvery: z.number().int().positive().optional(),
     /**
