@@ -80,13 +80,43 @@ export function readSequences(model: CausalLanguageModel, sequences: RaggedSeque
  * The final hidden states that predict the response tokens, `[batch, responseLength, hidden]`: the state
  * before each response token (positions `promptLength - 1 … end - 1`), where its logits are read and, for a
  * critic, V(s_t) — verl's `values[:, -responseLength - 1:-1]`. Differentiable; one forward pass of the model.
+ *
+ * Identical rows (the same tokens and mask: a small game's states, a supervised set's repeated examples) go
+ * through the model once: the forward runs on the distinct rows and `tf.gather` copies their states to every row,
+ * so the gradient of a repeated row is the sum of its copies' (the gather's gradient). The states are those of the
+ * whole batch to float rounding (a product over fewer rows may sum in another order). Not in `training` mode, where
+ * each row draws its own dropout.
  */
 export function responseHiddenStates(model: CausalLanguageModel, batch: ResponseBatch, options: { training: boolean; recomputeLayers: boolean }): tf.Tensor3D {
   const { inputIds, attentionMask, batchSize, promptLength, responseLength } = batch
+  const distinct = options.training ? undefined : distinctRows(inputIds, attentionMask)
   return tf.tidy(() => {
-    const hidden = model.hiddenStates(inputIds, { attentionMask, ...options }) // [batch, promptLength + responseLength, hidden]
-    return tf.slice(hidden, [0, promptLength - 1, 0], [batchSize, responseLength, hidden.shape[2]]) as tf.Tensor3D // [batch, responseLength, hidden]
+    const rows = distinct?.rows ?? inputIds.map((_, row) => row)
+    const hidden = model.hiddenStates(
+      rows.map((row) => inputIds[row]!),
+      { attentionMask: rows.map((row) => attentionMask[row]!), ...options },
+    ) // [rows, promptLength + responseLength, hidden]
+    const predicting = tf.slice(hidden, [0, promptLength - 1, 0], [rows.length, responseLength, hidden.shape[2]]) as tf.Tensor3D // [rows, responseLength, hidden]
+    return rows.length === batchSize ? predicting : (tf.gather(predicting, tf.tensor1d(distinct!.rowOf, 'int32')) as tf.Tensor3D) // [batch, responseLength, hidden]
   })
+}
+
+/** The first row of each distinct (ids, mask) pair, and for each row the index of its pair among them. */
+export function distinctRows(inputIds: readonly Int32Array[], attentionMask: readonly Int32Array[]): { rows: number[]; rowOf: Int32Array } {
+  const indexOf = new Map<string, number>()
+  const rows: number[] = []
+  const rowOf = new Int32Array(inputIds.length)
+  inputIds.forEach((ids, row) => {
+    const key = `${ids.join(',')}|${attentionMask[row]!.join(',')}`
+    let index = indexOf.get(key)
+    if (index === undefined) {
+      index = rows.length
+      indexOf.set(key, index)
+      rows.push(row)
+    }
+    rowOf[row] = index
+  })
+  return { rows, rowOf }
 }
 
 interface HostBatch {

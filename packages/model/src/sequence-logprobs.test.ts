@@ -1,12 +1,13 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { createRandom, InvalidArgumentError } from '@ludic/core'
 import { expectNoLeaks } from '@ludic/tensors/test'
-import { beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
 import { createModel } from './model/create-model.js'
 import { generate } from './generation/generate.js'
 import type { CausalLanguageModel } from './model/causal-language-model.js'
 import { entropyFromLogits, tokenLogprobs } from '@ludic/tensors'
 import { applyLora } from './lora/apply-lora.js'
+import { createValueHead, type ValueHead } from './heads/scalar-heads.js'
 import { sequenceLogprobs } from './sequence-logprobs.js'
 import { initTestBackend } from './test/init-test-backend.js'
 import { createTinyQwen3 } from './test/tiny-qwen3.js'
@@ -347,6 +348,111 @@ describe('sequenceLogprobs at a sampling temperature', () => {
       expect(InvalidArgumentError.isInstance(caught), String(temperature)).toBe(true)
       expect((caught as InvalidArgumentError).argument).toBe('options.temperature')
     }
+    tiny.dispose()
+  })
+})
+
+describe('sequenceLogprobs on a batch with repeated rows (a small game: the same states again and again)', () => {
+  // Rows 0, 2, 5 are one sequence, rows 1 and 4 another; row 3 differs from row 0 in its last prompt token only.
+  const repeatedPrompts = [[3, 7, 1], [9], [3, 7, 1], [3, 7, 2], [9], [3, 7, 1]]
+  const repeatedResponses = [
+    [5, 2],
+    [10, 0, 3],
+    [5, 2],
+    [5, 2],
+    [10, 0, 3],
+    [5, 2],
+  ]
+  const distinctOf = [0, 1, 0, 2, 1, 0] // each row's sequence among the distinct ones
+  const distinctRows = [0, 1, 3]
+  const weights = [0.5, -1.25, 2, 0.75, 1.5, -0.3]
+
+  /** The weighted loss of the rows' log-probs, entropies and values, and its gradients by parameter. */
+  function lossAndGradients(tiny: CausalLanguageModel, head: ValueHead, prompts: number[][], responses: number[][], rowWeights: number[]) {
+    const parameters = [...tiny.trainableParameters().values(), head.weight]
+    const { value, grads } = tf.variableGrads(() => {
+      const { logprobs, entropies, values } = sequenceLogprobs(tiny, { promptIds: prompts, responseIds: responses }, { withEntropy: true, valueHead: head })
+      const perRow = tf.sum(tf.add(tf.add(logprobs, tf.mul(0.1, entropies!)), tf.mul(0.2, values)), 1) // [rows]
+      return tf.sum(tf.mul(perRow, tf.tensor1d(rowWeights))) as tf.Scalar
+    }, parameters)
+    return {
+      loss: value.dataSync()[0]!,
+      gradients: parameters.map((parameter) => grads[parameter.name]!.dataSync() as Float32Array),
+      dispose: () => tf.dispose([value, ...Object.values(grads)]),
+    }
+  }
+
+  it('runs the model on the distinct rows once and gives every row its own scores and gradient', () => {
+    const tiny = tinyQwen3(4)
+    const head = createValueHead(tiny, { seed: 3, initializerRange: 0.5 })
+    const batchSizes: number[] = []
+    const hiddenStates = tiny.hiddenStates.bind(tiny)
+    const spy = vi.spyOn(tiny, 'hiddenStates').mockImplementation((inputIds, options) => {
+      batchSizes.push((inputIds as readonly unknown[]).length)
+      return hiddenStates(inputIds, options)
+    })
+    const repeated = sequenceLogprobs(tiny, { promptIds: repeatedPrompts, responseIds: repeatedResponses }, { withEntropy: true, valueHead: head })
+    expect(batchSizes).toEqual([3])
+    // The reference: the distinct rows alone (no repeats), each row read from its own.
+    const distinct = sequenceLogprobs(
+      tiny,
+      { promptIds: distinctRows.map((row) => repeatedPrompts[row]!), responseIds: distinctRows.map((row) => repeatedResponses[row]!) },
+      { withEntropy: true, valueHead: head },
+    )
+    for (const key of ['logprobs', 'entropies', 'values', 'responseMask'] as const) {
+      const got = repeated[key]!.arraySync()
+      const expected = distinct[key]!.arraySync()
+      expect(got).toHaveLength(6)
+      got.forEach((row, index) => row.forEach((value, column) => expect(Math.abs(value - expected[distinctOf[index]!]![column]!)).toBeLessThan(1e-6)))
+    }
+    tf.dispose([...Object.values(repeated), ...Object.values(distinct)])
+    // Gradients: each repeat's weight reaches the weights (the gather's gradient sums the copies).
+    batchSizes.length = 0
+    const got = lossAndGradients(tiny, head, repeatedPrompts, repeatedResponses, weights)
+    expect(batchSizes).toEqual([3])
+    const summed = distinctRows.map((_, index) => weights.reduce((total, weight, row) => total + (distinctOf[row] === index ? weight : 0), 0))
+    const expected = lossAndGradients(
+      tiny,
+      head,
+      distinctRows.map((row) => repeatedPrompts[row]!),
+      distinctRows.map((row) => repeatedResponses[row]!),
+      summed,
+    )
+    expect(got.loss).toBeCloseTo(expected.loss, 4)
+    got.gradients.forEach((gradient, index) => {
+      const reference = expected.gradients[index]!
+      const scale = Math.max(1e-3, ...Array.from(reference, Math.abs))
+      gradient.forEach((value, position) => expect(Math.abs(value - reference[position]!) / scale).toBeLessThan(1e-4))
+    })
+    got.dispose()
+    expected.dispose()
+    spy.mockRestore()
+    head.dispose()
+    tiny.dispose()
+  })
+
+  it('runs every row in training mode (each row draws its own dropout), and leaves numTensors unchanged', async () => {
+    const tiny = tinyQwen3(5)
+    const batchSizes: number[] = []
+    const hiddenStates = tiny.hiddenStates.bind(tiny)
+    const spy = vi.spyOn(tiny, 'hiddenStates').mockImplementation((inputIds, options) => {
+      batchSizes.push((inputIds as readonly unknown[]).length)
+      return hiddenStates(inputIds, options)
+    })
+    tf.dispose(Object.values(sequenceLogprobs(tiny, { promptIds: repeatedPrompts, responseIds: repeatedResponses }, { training: true })))
+    expect(batchSizes).toEqual([6])
+    const parameters = [...tiny.trainableParameters().values()]
+    await expectNoLeaks(
+      () => {
+        const { value, grads } = tf.variableGrads(() => {
+          const { logprobs, entropies } = sequenceLogprobs(tiny, { promptIds: repeatedPrompts, responseIds: repeatedResponses }, { withEntropy: true })
+          return tf.add(tf.sum(logprobs), tf.sum(entropies!)) as tf.Scalar
+        }, parameters)
+        return [value, ...Object.values(grads)]
+      },
+      { label: 'sequenceLogprobs on repeated rows' },
+    )
+    spy.mockRestore()
     tiny.dispose()
   })
 })

@@ -62,8 +62,9 @@ export function raggedOf(sequences: readonly TokenSequence[]): { promptIds: Int3
 /**
  * Per-token rows of every response from a forward pass without gradient, `chunkSize` sequences at a time: `forward`
  * gives `outputs` `[rows, columns]` tensors for a chunk (run in `tf.tidy`), and each sequence's row of each is cut to
- * its response length from the forward's own layout (one padding, the forward's). Yields to the event loop between
- * chunks. Returns one list of rows per output.
+ * its response length from the forward's own layout (one padding, the forward's). A sequence repeated in the batch
+ * (the same prompt and response tokens: a small game's states) is computed once, its rows copied to each repeat, so
+ * the chunks hold distinct sequences only. Yields to the event loop between chunks. Returns one list of rows per output.
  */
 export async function responseRows(
   sequences: readonly TokenSequence[],
@@ -71,9 +72,10 @@ export async function responseRows(
   outputs: number,
   forward: (chunk: readonly TokenSequence[]) => tf.Tensor[],
 ): Promise<Float32Array[][]> {
+  const { distinct, indexOf } = distinctSequences(sequences)
   const rows: Float32Array[][] = Array.from({ length: outputs }, () => [])
-  for (let start = 0; start < sequences.length; start += chunkSize) {
-    const chunk = sequences.slice(start, start + chunkSize)
+  for (let start = 0; start < distinct.length; start += chunkSize) {
+    const chunk = distinct.slice(start, start + chunkSize)
     const tensors = tf.tidy(() => forward(chunk))
     const columns = tensors[0]!.shape[1]!
     const data = (await Promise.all(tensors.map((tensor) => tensor.data()))) as Float32Array[]
@@ -81,7 +83,24 @@ export async function responseRows(
     chunk.forEach((sequence, row) => {
       data.forEach((values, output) => rows[output]!.push(values.slice(row * columns, row * columns + sequence.responseIds.length)))
     })
-    if (start + chunkSize < sequences.length) await yieldToEventLoop()
+    if (start + chunkSize < distinct.length) await yieldToEventLoop()
   }
-  return rows
+  return rows.map((distinctRows) => indexOf.map((index) => distinctRows[index]!.slice()))
+}
+
+/** The distinct sequences of `sequences` (first occurrences, in order) and, for each sequence, its index among them. */
+export function distinctSequences(sequences: readonly TokenSequence[]): { distinct: TokenSequence[]; indexOf: number[] } {
+  const indexByKey = new Map<string, number>()
+  const distinct: TokenSequence[] = []
+  const indexOf = sequences.map((sequence) => {
+    const key = `${sequence.promptIds.join(',')}|${sequence.responseIds.join(',')}`
+    let index = indexByKey.get(key)
+    if (index === undefined) {
+      index = distinct.length
+      indexByKey.set(key, index)
+      distinct.push(sequence)
+    }
+    return index
+  })
+  return { distinct, indexOf }
 }
