@@ -14,6 +14,7 @@ export { jsonLinesLimitsSchema, parseJsonLines, type JsonLinesLimits } from './j
 export { isPolicy, isTokenizer, policySchema, tokenizerSchema } from './interface-checks.js'
 export { createRandom, deriveSeed, type Random, type RandomSeed } from './random.js'
 export { yieldToEventLoop } from './event-loop.js'
+export { distinctRows } from './distinct-rows.js'
 export { isResponseTooLarge, limitResponseBody } from './response-size-limit.js'
 export { createNamedFactories, type NamedFactories, type NamedFactoriesDescription } from './named-factories.js'
 export { pathBeyondDepth } from './nesting-depth.js'

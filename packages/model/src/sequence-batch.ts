@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core'
-import { InvalidArgumentError, parseArgument, ShapeError } from '@ludic/core'
+import { distinctRows, InvalidArgumentError, parseArgument, ShapeError } from '@ludic/core'
 import { z } from 'zod'
 import type { CausalLanguageModel } from './model/causal-language-model.js'
 import { checkContextLength } from './model/context-length.js'
@@ -82,41 +82,24 @@ export function readSequences(model: CausalLanguageModel, sequences: RaggedSeque
  * critic, V(s_t) — verl's `values[:, -responseLength - 1:-1]`. Differentiable; one forward pass of the model.
  *
  * Identical rows (the same tokens and mask: a small game's states, a supervised set's repeated examples) go
- * through the model once: the forward runs on the distinct rows and `tf.gather` copies their states to every row,
- * so the gradient of a repeated row is the sum of its copies' (the gather's gradient). The states are those of the
- * whole batch to float rounding (a product over fewer rows may sum in another order). Not in `training` mode, where
- * each row draws its own dropout.
+ * through the model once (`distinctRows`): the forward runs on the distinct rows and `tf.gather` copies their states
+ * to every row, so the gradient of a repeated row is the sum of its copies' (the gather's gradient). The states are
+ * those of the whole batch to float rounding (a product over fewer rows may sum in another order). Not when the
+ * forward draws randomness — `training` with an unmerged adapter that draws dropout — where each row draws its own.
  */
 export function responseHiddenStates(model: CausalLanguageModel, batch: ResponseBatch, options: { training: boolean; recomputeLayers: boolean }): tf.Tensor3D {
   const { inputIds, attentionMask, batchSize, promptLength, responseLength } = batch
-  const distinct = options.training ? undefined : distinctRows(inputIds, attentionMask)
+  const drawsDropout = options.training && [...model.linearAdapters().values()].some((adapter) => !adapter.merged && adapter.stochastic === true)
+  const distinct = drawsDropout ? undefined : distinctRows(batchSize, (row) => [inputIds[row]!, attentionMask[row]!])
   return tf.tidy(() => {
-    const rows = distinct?.rows ?? inputIds.map((_, row) => row)
+    const rows = distinct?.first ?? inputIds.map((_, row) => row)
     const hidden = model.hiddenStates(
       rows.map((row) => inputIds[row]!),
       { attentionMask: rows.map((row) => attentionMask[row]!), ...options },
     ) // [rows, promptLength + responseLength, hidden]
     const predicting = tf.slice(hidden, [0, promptLength - 1, 0], [rows.length, responseLength, hidden.shape[2]]) as tf.Tensor3D // [rows, responseLength, hidden]
-    return rows.length === batchSize ? predicting : (tf.gather(predicting, tf.tensor1d(distinct!.rowOf, 'int32')) as tf.Tensor3D) // [batch, responseLength, hidden]
+    return rows.length === batchSize ? predicting : (tf.gather(predicting, tf.tensor1d(distinct!.indexOf, 'int32')) as tf.Tensor3D) // [batch, responseLength, hidden]
   })
-}
-
-/** The first row of each distinct (ids, mask) pair, and for each row the index of its pair among them. */
-export function distinctRows(inputIds: readonly Int32Array[], attentionMask: readonly Int32Array[]): { rows: number[]; rowOf: Int32Array } {
-  const indexOf = new Map<string, number>()
-  const rows: number[] = []
-  const rowOf = new Int32Array(inputIds.length)
-  inputIds.forEach((ids, row) => {
-    const key = `${ids.join(',')}|${attentionMask[row]!.join(',')}`
-    let index = indexOf.get(key)
-    if (index === undefined) {
-      index = rows.length
-      indexOf.set(key, index)
-      rows.push(row)
-    }
-    rowOf[row] = index
-  })
-  return { rows, rowOf }
 }
 
 interface HostBatch {

@@ -364,7 +364,7 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
     [5, 2],
   ]
   const distinctOf = [0, 1, 0, 2, 1, 0] // each row's sequence among the distinct ones
-  const distinctRows = [0, 1, 3]
+  const distinctIndices = [0, 1, 3]
   const weights = [0.5, -1.25, 2, 0.75, 1.5, -0.3]
 
   /** The weighted loss of the rows' log-probs, entropies and values, and its gradients by parameter. */
@@ -396,7 +396,7 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
     // The reference: the distinct rows alone (no repeats), each row read from its own.
     const distinct = sequenceLogprobs(
       tiny,
-      { promptIds: distinctRows.map((row) => repeatedPrompts[row]!), responseIds: distinctRows.map((row) => repeatedResponses[row]!) },
+      { promptIds: distinctIndices.map((row) => repeatedPrompts[row]!), responseIds: distinctIndices.map((row) => repeatedResponses[row]!) },
       { withEntropy: true, valueHead: head },
     )
     for (const key of ['logprobs', 'entropies', 'values', 'responseMask'] as const) {
@@ -410,12 +410,12 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
     batchSizes.length = 0
     const got = lossAndGradients(tiny, head, repeatedPrompts, repeatedResponses, weights)
     expect(batchSizes).toEqual([3])
-    const summed = distinctRows.map((_, index) => weights.reduce((total, weight, row) => total + (distinctOf[row] === index ? weight : 0), 0))
+    const summed = distinctIndices.map((_, index) => weights.reduce((total, weight, row) => total + (distinctOf[row] === index ? weight : 0), 0))
     const expected = lossAndGradients(
       tiny,
       head,
-      distinctRows.map((row) => repeatedPrompts[row]!),
-      distinctRows.map((row) => repeatedResponses[row]!),
+      distinctIndices.map((row) => repeatedPrompts[row]!),
+      distinctIndices.map((row) => repeatedResponses[row]!),
       summed,
     )
     expect(got.loss).toBeCloseTo(expected.loss, 4)
@@ -431,7 +431,7 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
     tiny.dispose()
   })
 
-  it('runs every row in training mode (each row draws its own dropout), and leaves numTensors unchanged', async () => {
+  it('runs every row when the forward draws dropout (training with a LoRA adapter of dropout > 0), not otherwise', () => {
     const tiny = tinyQwen3(5)
     const batchSizes: number[] = []
     const hiddenStates = tiny.hiddenStates.bind(tiny)
@@ -439,8 +439,50 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
       batchSizes.push((inputIds as readonly unknown[]).length)
       return hiddenStates(inputIds, options)
     })
-    tf.dispose(Object.values(sequenceLogprobs(tiny, { promptIds: repeatedPrompts, responseIds: repeatedResponses }, { training: true })))
-    expect(batchSizes).toEqual([6])
+    const rows = (training: boolean) => {
+      tf.dispose(Object.values(sequenceLogprobs(tiny, { promptIds: repeatedPrompts, responseIds: repeatedResponses }, { training })))
+      return batchSizes.splice(0).at(0)
+    }
+    expect(rows(true)).toBe(3) // training mode without dropout draws nothing
+    const withoutDropout = applyLora(tiny, { rank: 2, alpha: 4, dropout: 0, seed: 1 })
+    expect(rows(true)).toBe(3)
+    withoutDropout.remove()
+    const withDropout = applyLora(tiny, { rank: 2, alpha: 4, dropout: 0.1, seed: 1 })
+    expect(rows(true)).toBe(6) // each row its own dropout
+    expect(rows(false)).toBe(3) // inference draws none
+    withDropout.remove()
+    spy.mockRestore()
+    tiny.dispose()
+  })
+
+  it('keeps rows apart whose ids are equal but whose masks are not (a prompt token that is the padding id)', () => {
+    const tiny = tinyQwen3(6)
+    const pad = tiny.config.padTokenId ?? 0
+    const prompts = [[pad, 5], [5], [pad, 5]]
+    const responses = [[2], [2], [2]]
+    const batchSizes: number[] = []
+    const hiddenStates = tiny.hiddenStates.bind(tiny)
+    const spy = vi.spyOn(tiny, 'hiddenStates').mockImplementation((inputIds, options) => {
+      batchSizes.push((inputIds as readonly unknown[]).length)
+      return hiddenStates(inputIds, options)
+    })
+    const { logprobs, responseMask } = sequenceLogprobs(tiny, { promptIds: prompts, responseIds: responses })
+    expect(batchSizes).toEqual([2])
+    const values = Array.from(logprobs.dataSync())
+    expect(values[0]).toBe(values[2])
+    expect(values[0]).not.toBe(values[1])
+    for (const [row, prompt] of prompts.entries()) {
+      const alone = sequenceLogprobs(tiny, { promptIds: [prompt], responseIds: [responses[row]!] })
+      expect(Math.abs(alone.logprobs.dataSync()[0]! - values[row]!)).toBeLessThan(1e-6)
+      tf.dispose([alone.logprobs, alone.responseMask])
+    }
+    tf.dispose([logprobs, responseMask])
+    spy.mockRestore()
+    tiny.dispose()
+  })
+
+  it('leaves numTensors unchanged, forward and backward, on repeated rows', async () => {
+    const tiny = tinyQwen3(7)
     const parameters = [...tiny.trainableParameters().values()]
     await expectNoLeaks(
       () => {
@@ -452,7 +494,6 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
       },
       { label: 'sequenceLogprobs on repeated rows' },
     )
-    spy.mockRestore()
     tiny.dispose()
   })
 })

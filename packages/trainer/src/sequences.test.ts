@@ -56,6 +56,27 @@ describe('responseRows', () => {
     expect(rows[0]![2]![0]).toBe(expected[2]![0])
   })
 
+  it('keeps apart sequences of the same tokens split otherwise between prompt and response', async () => {
+    const split = [sequence([3, 7], [1, 5, 2]), sequence([3, 7, 1], [5, 2]), sequence([3, 7], [1, 5, 2])]
+    const chunks: number[] = []
+    const [rows] = await responseRows(split, 8, 1, (chunk) => {
+      chunks.push(chunk.length)
+      const columns = Math.max(...chunk.map((item) => item.responseIds.length))
+      return [
+        tf.tensor2d(
+          chunk.flatMap((item) => Array.from({ length: columns }, () => item.promptIds.length)),
+          [chunk.length, columns],
+        ),
+      ]
+    })
+    expect(chunks).toEqual([2])
+    expect(rows!.map((row) => Array.from(row))).toEqual([
+      [2, 2, 2],
+      [3, 3],
+      [2, 2, 2],
+    ])
+  })
+
   it("gives each sequence the log-probs it has alone (a model's forward over the distinct rows)", async () => {
     const model = createTestModel(3)
     const before = tf.memory().numTensors

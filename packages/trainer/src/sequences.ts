@@ -1,4 +1,4 @@
-import { yieldToEventLoop } from '@ludic/core'
+import { distinctRows, yieldToEventLoop } from '@ludic/core'
 import * as tf from '@tensorflow/tfjs-core'
 import { sequenceLogprobs, type CausalLanguageModel, type ValueHead } from '@ludic/model'
 
@@ -63,8 +63,9 @@ export function raggedOf(sequences: readonly TokenSequence[]): { promptIds: Int3
  * Per-token rows of every response from a forward pass without gradient, `chunkSize` sequences at a time: `forward`
  * gives `outputs` `[rows, columns]` tensors for a chunk (run in `tf.tidy`), and each sequence's row of each is cut to
  * its response length from the forward's own layout (one padding, the forward's). A sequence repeated in the batch
- * (the same prompt and response tokens: a small game's states) is computed once, its rows copied to each repeat, so
- * the chunks hold distinct sequences only. Yields to the event loop between chunks. Returns one list of rows per output.
+ * (the same prompt and response tokens: a small game's states) is computed once (`distinctRows`) and each repeat gets
+ * a copy of its rows, so the chunks hold distinct sequences only. Yields to the event loop between chunks. Returns one
+ * list of rows per output.
  */
 export async function responseRows(
   sequences: readonly TokenSequence[],
@@ -72,7 +73,8 @@ export async function responseRows(
   outputs: number,
   forward: (chunk: readonly TokenSequence[]) => tf.Tensor[],
 ): Promise<Float32Array[][]> {
-  const { distinct, indexOf } = distinctSequences(sequences)
+  const { first, indexOf } = distinctRows(sequences.length, (row) => [sequences[row]!.promptIds, sequences[row]!.responseIds])
+  const distinct = first.map((row) => sequences[row]!)
   const rows: Float32Array[][] = Array.from({ length: outputs }, () => [])
   for (let start = 0; start < distinct.length; start += chunkSize) {
     const chunk = distinct.slice(start, start + chunkSize)
@@ -85,22 +87,6 @@ export async function responseRows(
     })
     if (start + chunkSize < distinct.length) await yieldToEventLoop()
   }
-  return rows.map((distinctRows) => indexOf.map((index) => distinctRows[index]!.slice()))
-}
-
-/** The distinct sequences of `sequences` (first occurrences, in order) and, for each sequence, its index among them. */
-export function distinctSequences(sequences: readonly TokenSequence[]): { distinct: TokenSequence[]; indexOf: number[] } {
-  const indexByKey = new Map<string, number>()
-  const distinct: TokenSequence[] = []
-  const indexOf = sequences.map((sequence) => {
-    const key = `${sequence.promptIds.join(',')}|${sequence.responseIds.join(',')}`
-    let index = indexByKey.get(key)
-    if (index === undefined) {
-      index = distinct.length
-      indexByKey.set(key, index)
-      distinct.push(sequence)
-    }
-    return index
-  })
-  return { distinct, indexOf }
+  // The first of each distinct sequence takes its rows, each repeat a copy.
+  return rows.map((computed) => Array.from(indexOf, (index, row) => (first[index] === row ? computed[index]! : computed[index]!.slice())))
 }
