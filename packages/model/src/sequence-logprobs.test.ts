@@ -367,6 +367,17 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
   const distinctIndices = [0, 1, 3]
   const weights = [0.5, -1.25, 2, 0.75, 1.5, -0.3]
 
+  /** The rows of each of `tiny.hiddenStates`' calls, recorded (`spy.mockRestore()` ends it). */
+  function rowsPerForward(tiny: CausalLanguageModel) {
+    const batchSizes: number[] = []
+    const hiddenStates = tiny.hiddenStates.bind(tiny)
+    const spy = vi.spyOn(tiny, 'hiddenStates').mockImplementation((inputIds, options) => {
+      batchSizes.push((inputIds as readonly unknown[]).length)
+      return hiddenStates(inputIds, options)
+    })
+    return { batchSizes, spy }
+  }
+
   /** The weighted loss of the rows' log-probs, entropies and values, and its gradients by parameter. */
   function lossAndGradients(tiny: CausalLanguageModel, head: ValueHead, prompts: number[][], responses: number[][], rowWeights: number[]) {
     const parameters = [...tiny.trainableParameters().values(), head.weight]
@@ -385,12 +396,7 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
   it('runs the model on the distinct rows once and gives every row its own scores and gradient', () => {
     const tiny = tinyQwen3(4)
     const head = createValueHead(tiny, { seed: 3, initializerRange: 0.5 })
-    const batchSizes: number[] = []
-    const hiddenStates = tiny.hiddenStates.bind(tiny)
-    const spy = vi.spyOn(tiny, 'hiddenStates').mockImplementation((inputIds, options) => {
-      batchSizes.push((inputIds as readonly unknown[]).length)
-      return hiddenStates(inputIds, options)
-    })
+    const { batchSizes, spy } = rowsPerForward(tiny)
     const repeated = sequenceLogprobs(tiny, { promptIds: repeatedPrompts, responseIds: repeatedResponses }, { withEntropy: true, valueHead: head })
     expect(batchSizes).toEqual([3])
     // The reference: the distinct rows alone (no repeats), each row read from its own.
@@ -433,12 +439,7 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
 
   it('runs every row when the forward draws dropout (training with a LoRA adapter of dropout > 0), not otherwise', () => {
     const tiny = tinyQwen3(5)
-    const batchSizes: number[] = []
-    const hiddenStates = tiny.hiddenStates.bind(tiny)
-    const spy = vi.spyOn(tiny, 'hiddenStates').mockImplementation((inputIds, options) => {
-      batchSizes.push((inputIds as readonly unknown[]).length)
-      return hiddenStates(inputIds, options)
-    })
+    const { batchSizes, spy } = rowsPerForward(tiny)
     const rows = (training: boolean) => {
       tf.dispose(Object.values(sequenceLogprobs(tiny, { promptIds: repeatedPrompts, responseIds: repeatedResponses }, { training })))
       return batchSizes.splice(0).at(0)
@@ -460,12 +461,7 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
     const pad = tiny.config.padTokenId ?? 0
     const prompts = [[pad, 5], [5], [pad, 5]]
     const responses = [[2], [2], [2]]
-    const batchSizes: number[] = []
-    const hiddenStates = tiny.hiddenStates.bind(tiny)
-    const spy = vi.spyOn(tiny, 'hiddenStates').mockImplementation((inputIds, options) => {
-      batchSizes.push((inputIds as readonly unknown[]).length)
-      return hiddenStates(inputIds, options)
-    })
+    const { batchSizes, spy } = rowsPerForward(tiny)
     const { logprobs, responseMask } = sequenceLogprobs(tiny, { promptIds: prompts, responseIds: responses })
     expect(batchSizes).toEqual([2])
     const values = Array.from(logprobs.dataSync())
