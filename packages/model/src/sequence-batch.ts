@@ -89,7 +89,7 @@ export function readSequences(model: CausalLanguageModel, sequences: RaggedSeque
  */
 export function responseHiddenStates(model: CausalLanguageModel, batch: ResponseBatch, options: { training: boolean; recomputeLayers: boolean }): tf.Tensor3D {
   const { inputIds, attentionMask, batchSize, promptLength, responseLength } = batch
-  const drawsDropout = options.training && [...model.linearAdapters().values()].some((adapter) => !adapter.merged && adapter.stochastic === true)
+  const drawsDropout = options.training && model.stochasticLayers().length > 0
   const distinct = drawsDropout ? undefined : distinctRows(batchSize, (row) => [inputIds[row]!, attentionMask[row]!])
   return tf.tidy(() => {
     const rows = distinct?.first ?? inputIds.map((_, row) => row)

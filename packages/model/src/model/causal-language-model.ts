@@ -242,6 +242,15 @@ export class CausalLanguageModel {
   }
 
   /**
+   * The linear layers whose unmerged adapter draws dropout in training mode (`LinearAdapter.stochastic`): a forward
+   * with `training` draws randomness exactly when there is one, so a layer cannot be recomputed then and identical rows
+   * do not give identical states.
+   */
+  stochasticLayers(): string[] {
+    return [...this.adapters].filter(([, adapter]) => !adapter.merged && adapter.stochastic === true).map(([name]) => name)
+  }
+
+  /**
    * The names of the linear layers (`model.layers.0.self_attn.q_proj`, …; GPT-2's `transformer.h.0.attn.c_attn`,
    * …; `lm_head` when untied).
    */
@@ -290,8 +299,7 @@ export class CausalLanguageModel {
     if (recomputeLayers && cache !== undefined) {
       throw new InvalidArgumentError({ argument: 'options.recomputeLayers', value: true, message: 'recomputes layers for a gradient: not with a cache' })
     }
-    const stochastic =
-      recomputeLayers && training ? [...this.adapters].filter(([, adapter]) => !adapter.merged && adapter.stochastic === true).map(([name]) => name) : []
+    const stochastic = recomputeLayers && training ? this.stochasticLayers() : []
     if (stochastic.length > 0) {
       throw new InvalidArgumentError({
         argument: 'options.recomputeLayers',
