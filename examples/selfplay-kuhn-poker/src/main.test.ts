@@ -162,6 +162,8 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       roundKlCoefficient: 0.3,
       roundLearningRate: 1e-4,
       roundWarmupSteps: 1,
+      roundEpisodesPerStep: 4,
+      roundMiniBatchSize: 4,
       runDirectory,
       log: (line) => lines.push(line),
     })
@@ -214,6 +216,16 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     expect(roundTwo.map((record) => [record.step, record.klCoefficient, record.learning_rate])).toEqual(
       [1, 2, 3].map((step) => [step, 0.3, expect.closeTo(1e-4 * schedule(step - 1), 12)]),
     )
+    // The later rounds' batches: 4 episodes a step in mini-batches of 4 samples, where round 1 played 8 in one of 16.
+    const roundOneMetrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>)
+    expect(roundOneMetrics.map((record) => record.episodes)).toEqual([8, 8])
+    expect(roundTwo.map((record) => record.episodes)).toEqual([4, 4, 4])
+    // Its optimizer (fresh with the round) took two epochs of mini-batches of 4 samples a step.
+    const state = JSON.parse(await readFile(join(runDirectory, 'round-2', 'checkpoint-3', 'training-state.json'), 'utf8')) as { optimizer: { step: number } }
+    expect(state.optimizer.step).toBe(roundTwo.reduce((sum, record) => sum + 2 * Math.ceil(record.samples! / 4), 0))
   })
 
   it("with roundAverage 'running', distils the average of every round after the first, each from half its steps on", async () => {
@@ -299,6 +311,8 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [{ roundKlCoefficient: 0.1 }, 'options.roundKlCoefficient'],
       [{ roundLearningRate: 1e-4 }, 'options.roundLearningRate'],
       [{ roundWarmupSteps: 5 }, 'options.roundWarmupSteps'],
+      [{ roundEpisodesPerStep: 256 }, 'options.roundEpisodesPerStep'],
+      [{ roundMiniBatchSize: 128 }, 'options.roundMiniBatchSize'],
       [{ roundAverage: 'running' }, 'options.roundAverage'],
       [{ roundAverage: 'running-last' }, 'options.roundAverage'],
     ] as const) {
@@ -335,19 +349,26 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [{ raePerState: true }, 'options.raePerState'],
       [{ roundAverage: 'running' }, 'options.roundAverage'],
       [{ roundWarmupSteps: 2 }, 'options.roundWarmupSteps'],
+      [{ roundEpisodesPerStep: 8 }, 'options.roundEpisodesPerStep'],
+      [{ roundMiniBatchSize: 4 }, 'options.roundMiniBatchSize'],
       [{ evaluateEvery: 2, averageEvery: 1 }, 'options.averageEvery'],
     ] as const) {
       const refused = await main({ ...options, ...changed }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)
     }
-    // A run from before roundAverage, averageEvery and roundWarmupSteps were recorded: it averaged each round on its
-    // own evaluations (a running average, or readings between them, refused), and its warm-up steps are unknown (not checked).
+    // A run from before roundAverage, averageEvery, roundWarmupSteps and the later rounds' batch sizes were recorded: it
+    // averaged each round on its own evaluations (a running average, or readings between them, refused), played every
+    // round's steps alike (other later batches refused), and its warm-up steps are unknown (not checked).
     const file = join(runDirectory, 'rounds.json')
-    const { roundAverage: _, roundWarmupSteps: __, averageEvery: ___, ...older } = JSON.parse(await readFile(file, 'utf8'))
+    const { roundAverage: _, roundWarmupSteps: __, averageEvery: ___, roundEpisodesPerStep: ____, roundMiniBatchSize: _____, ...older } = JSON.parse(
+      await readFile(file, 'utf8'),
+    )
     await writeFile(file, JSON.stringify(older))
     for (const [changed, argument] of [
       [{ roundAverage: 'running' }, 'options.roundAverage'],
       [{ evaluateEvery: 2, averageEvery: 1 }, 'options.averageEvery'],
+      [{ roundEpisodesPerStep: 8 }, 'options.roundEpisodesPerStep'],
+      [{ roundMiniBatchSize: 4 }, 'options.roundMiniBatchSize'],
     ] as const) {
       const refused = await main({ ...options, rounds: 3, ...changed }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)

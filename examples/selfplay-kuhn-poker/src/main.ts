@@ -127,6 +127,15 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
      */
     roundWarmupSteps: z.number().int().min(0).optional(),
     /**
+     * Episodes per step of each later round (each deal played `groupSize` times). Once the policy reads its card, a
+     * step's gradient is mostly the deals' and the opponent's luck (a decision's value gaps near the equilibrium are a
+     * tenth of a chip, its returns ±1–2): more episodes a step average it out, at the games' cost only when
+     * `roundMiniBatchSize` grows with them (a mini-batch's repeated moves run through the model once). Default: `episodesPerStep`.
+     */
+    roundEpisodesPerStep: z.number().int().positive().max(4096).optional(),
+    /** The PPO mini-batch size (samples) of each later round. Default: `miniBatchSize`. */
+    roundMiniBatchSize: z.number().int().positive().max(4096).optional(),
+    /**
      * What each later round distils into the next round's reference and the report takes as the run's average: `own`,
      * the round's own evaluations and readings (from `averageFrom` of its steps on); `running`, those of every round after the
      * first, its own included (fictitious play's average over the rounds: a round's last iterate errs one way, the
@@ -262,7 +271,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
         value: parsed.roundAverage,
         message: 'is for the rounds after the first: it needs rounds > 1',
       })
-    for (const name of ['roundSteps', 'roundKlCoefficient', 'roundLearningRate', 'roundWarmupSteps'] as const) {
+    for (const name of ['roundSteps', 'roundKlCoefficient', 'roundLearningRate', 'roundWarmupSteps', 'roundEpisodesPerStep', 'roundMiniBatchSize'] as const) {
       if (parsed[name] !== undefined)
         throw new InvalidArgumentError({ argument: `options.${name}`, value: parsed[name], message: 'is for the rounds after the first: it needs rounds > 1' })
     }
@@ -342,6 +351,11 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     kl: { ...config.kl, coefficient: parsed.roundKlCoefficient ?? parsed.klCoefficient, schedule: undefined },
     optimizer: { ...config.optimizer, learningRate: parsed.roundLearningRate ?? parsed.learningRate },
     schedule: { ...learningRateSchedule(steps), warmupSteps: parsed.roundWarmupSteps ?? 0 },
+    batch: {
+      ...config.batch!,
+      episodesPerStep: parsed.roundEpisodesPerStep ?? parsed.episodesPerStep,
+      miniBatchSize: parsed.roundMiniBatchSize ?? parsed.miniBatchSize,
+    },
   })
   if (parsed.rounds > 1) checkRlTrainerConfig(roundConfig(2, join(run.runDirectory, 'round-2'), false, parsed.roundSteps ?? parsed.steps))
 
@@ -518,6 +532,8 @@ function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: st
     roundKlCoefficient,
     roundLearningRate,
     roundWarmupSteps,
+    roundEpisodesPerStep,
+    roundMiniBatchSize,
     roundAverage,
     averageFrom,
     averageEvery,
@@ -533,6 +549,8 @@ function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: st
     roundKlCoefficient: roundKlCoefficient ?? null,
     roundLearningRate: roundLearningRate ?? null,
     roundWarmupSteps: roundWarmupSteps ?? null,
+    roundEpisodesPerStep: roundEpisodesPerStep ?? null,
+    roundMiniBatchSize: roundMiniBatchSize ?? null,
     roundAverage,
     averageFrom,
     // Readings only where they change the average: `averageEvery` equal to `evaluateEvery` is the default's.
@@ -558,8 +576,8 @@ async function checkRoundSettings(runDirectory: string, settings: Record<string,
   }
   // A run started before `roundAverage` existed averaged each round on its own, and one started before `averageEvery`
   // on its evaluations only; one started before `roundWarmupSteps` was recorded (the option is older than its record)
-  // is not checked for it.
-  const recorded: Record<string, unknown> = { roundAverage: 'own', averageEvery: null, ...saved }
+  // is not checked for it. One started before `roundEpisodesPerStep` and `roundMiniBatchSize` ran every round's steps alike.
+  const recorded: Record<string, unknown> = { roundAverage: 'own', averageEvery: null, roundEpisodesPerStep: null, roundMiniBatchSize: null, ...saved }
   for (const [name, value] of Object.entries(recorded)) {
     const now = settings[name]
     const fits = name === 'rounds' ? (now as number) >= (value as number) : now === value
