@@ -6,7 +6,8 @@ import { kuhnAveragePolicy, kuhnExploitability, kuhnNashPolicy } from '@ludic/ga
 import { latestCheckpoint, loadModel, loadTrainingCheckpoint, warmupCosineSchedule } from '@ludic/model'
 import { afterAll, describe, expect, it } from 'vitest'
 import { policyExamples } from './kuhn-setup.js'
-import { isEvaluation, main, type Reading, type Report, type RoundResult } from './main.js'
+import { parseCommandLineOptions } from '@ludic/report'
+import { isEvaluation, main, mainOptionsSchema, type Reading, type Report, type RoundResult } from './main.js'
 
 const directories: string[] = []
 afterAll(async () => {
@@ -360,9 +361,14 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     // averaged each round on its own evaluations (a running average, or readings between them, refused), played every
     // round's steps alike (other later batches refused), and its warm-up steps are unknown (not checked).
     const file = join(runDirectory, 'rounds.json')
-    const { roundAverage: _, roundWarmupSteps: __, averageEvery: ___, roundEpisodesPerStep: ____, roundMiniBatchSize: _____, ...older } = JSON.parse(
-      await readFile(file, 'utf8'),
-    )
+    const {
+      roundAverage: _,
+      roundWarmupSteps: __,
+      averageEvery: ___,
+      roundEpisodesPerStep: ____,
+      roundMiniBatchSize: _____,
+      ...older
+    } = JSON.parse(await readFile(file, 'utf8'))
     await writeFile(file, JSON.stringify(older))
     for (const [changed, argument] of [
       [{ roundAverage: 'running' }, 'options.roundAverage'],
@@ -382,6 +388,27 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [2, 3],
     ])
     expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ rounds: 3, roundWarmupSteps: 1, roundAverage: 'own', averageEvery: null })
+  })
+})
+
+describe('selfplay-kuhn-poker near-nash script', () => {
+  it("runs the README's round recipe: options the schema accepts, six rounds of 256 episodes after the first, ending on the running average", async () => {
+    const manifest = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }
+    const [command, ...argv] = manifest.scripts['near-nash']!.split(' ')
+    expect([command, argv[0]]).toEqual(['tsx', 'src/main.ts'])
+    const options = mainOptionsSchema.parse(parseCommandLineOptions(argv.slice(1)))
+    expect(options).toMatchObject({
+      steps: 200,
+      rounds: 6,
+      roundSteps: 100,
+      roundEpisodesPerStep: 256,
+      roundMiniBatchSize: 128,
+      roundAverage: 'running-last',
+      distilSteps: 300,
+      averageEvery: 1,
+    })
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    expect(readme).toContain(`# = npx ${manifest.scripts['near-nash']}`)
   })
 })
 
