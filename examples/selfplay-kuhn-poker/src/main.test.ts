@@ -164,7 +164,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       roundLearningRate: 1e-4,
       roundWarmupSteps: 1,
       roundEpisodesPerStep: 4,
-      roundMiniBatchSize: 4,
+      roundMiniBatchSize: 3,
       runDirectory,
       log: (line) => lines.push(line),
     })
@@ -217,16 +217,20 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     expect(roundTwo.map((record) => [record.step, record.klCoefficient, record.learning_rate])).toEqual(
       [1, 2, 3].map((step) => [step, 0.3, expect.closeTo(1e-4 * schedule(step - 1), 12)]),
     )
-    // The later rounds' batches: 4 episodes a step in mini-batches of 4 samples, where round 1 played 8 in one of 16.
+    // The later rounds' batches: 4 episodes a step in mini-batches of 3 samples, where round 1 played 8 in mini-batches
+    // of 16 (each round's optimizer, fresh with it, took two epochs of its mini-batches a step).
     const roundOneMetrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line) as Record<string, number>)
     expect(roundOneMetrics.map((record) => record.episodes)).toEqual([8, 8])
     expect(roundTwo.map((record) => record.episodes)).toEqual([4, 4, 4])
-    // Its optimizer (fresh with the round) took two epochs of mini-batches of 4 samples a step.
-    const state = JSON.parse(await readFile(join(runDirectory, 'round-2', 'checkpoint-3', 'training-state.json'), 'utf8')) as { optimizer: { step: number } }
-    expect(state.optimizer.step).toBe(roundTwo.reduce((sum, record) => sum + 2 * Math.ceil(record.samples! / 4), 0))
+    const optimizerSteps = async (checkpoint: string) =>
+      (JSON.parse(await readFile(join(checkpoint, 'training-state.json'), 'utf8')) as { optimizer: { step: number } }).optimizer.step
+    const updatesOf = (records: Record<string, number>[], miniBatchSize: number) =>
+      records.reduce((sum, record) => sum + 2 * Math.ceil(record.samples! / miniBatchSize), 0)
+    expect(await optimizerSteps(join(runDirectory, 'checkpoint-2'))).toBe(updatesOf(roundOneMetrics, 16))
+    expect(await optimizerSteps(join(runDirectory, 'round-2', 'checkpoint-3'))).toBe(updatesOf(roundTwo, 3))
   })
 
   it("with roundAverage 'running', distils the average of every round after the first, each from half its steps on", async () => {

@@ -128,9 +128,10 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
     roundWarmupSteps: z.number().int().min(0).optional(),
     /**
      * Episodes per step of each later round (each deal played `groupSize` times). Once the policy reads its card, a
-     * step's gradient is mostly the deals' and the opponent's luck (a decision's value gaps near the equilibrium are a
-     * tenth of a chip, its returns ±1–2): more episodes a step average it out, at the games' cost only when
-     * `roundMiniBatchSize` grows with them (a mini-batch's repeated moves run through the model once). Default: `episodesPerStep`.
+     * step's gradient is likely mostly the deals' and the opponent's luck (a decision's value gaps near the equilibrium
+     * are a tenth of a chip, its returns ±1–2): more episodes a step average it out, at the games' cost only when
+     * `roundMiniBatchSize` grows with them (a mini-batch's repeated moves run through the model once; the README measures
+     * both). Default: `episodesPerStep`.
      */
     roundEpisodesPerStep: z.number().int().positive().max(4096).optional(),
     /** The PPO mini-batch size (samples) of each later round. Default: `miniBatchSize`. */
