@@ -28,6 +28,14 @@ const tinyRun = {
   progress: false,
 } as const
 
+/** The metrics a run (or round) directory's trainer logged, a record per step. */
+async function readMetrics(directory: string): Promise<Record<string, number>[]> {
+  return (await readFile(join(directory, 'metrics.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, number>)
+}
+
 /** A round's evaluations from half its steps on, as its own average takes them (`averageFrom` 0.5). */
 function shareOf(report: Report, round: RoundResult): Reading[] {
   const fromStep = round.fromStep + Math.round(0.5 * (round.toStep - round.fromStep))
@@ -64,10 +72,7 @@ describe('selfplay-kuhn-poker', () => {
     const saved = JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8')) as { after: { step: number }; backend: string }
     expect(saved.after.step).toBe(2)
     expect(saved.backend).toBe('wasm')
-    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, number>)
+    const metrics = await readMetrics(runDirectory)
     expect(metrics.map((record) => record.step)).toEqual([1, 2])
     expect(metrics[0]!['eval/exploitability']).toBeTypeOf('number')
     const chart = await readFile(join(runDirectory, 'chart.svg'), 'utf8')
@@ -96,10 +101,7 @@ describe('selfplay-kuhn-poker', () => {
       [5, true],
     ])
     expect(report.after).toEqual(report.evaluations.at(-1))
-    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, number>)
+    const metrics = await readMetrics(runDirectory)
     expect(metrics.map((record) => [record.step, typeof record['eval/exploitability'], typeof record['eval/winRate']])).toEqual([
       [1, 'number', 'undefined'],
       [2, 'number', 'undefined'],
@@ -207,10 +209,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     } finally {
       for (const model of [distilled, reference, roundOne]) model.dispose()
     }
-    const roundTwo = (await readFile(join(runDirectory, 'round-2', 'metrics.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, number>)
+    const roundTwo = await readMetrics(join(runDirectory, 'round-2'))
     // Its learning rate: a warm-up of 1 step, then a cosine to a tenth over the round (the trainer's schedule, by hand).
     const schedule = warmupCosineSchedule({ warmupSteps: 1, totalSteps: 2, minRatio: 0.1 })
     expect(schedule(0)).toBeLessThan(1)
@@ -219,10 +218,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
     )
     // The later rounds' batches: 4 episodes a step in mini-batches of 3 samples, where round 1 played 8 in mini-batches
     // of 16 (each round's optimizer, fresh with it, took two epochs of its mini-batches a step).
-    const roundOneMetrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, number>)
+    const roundOneMetrics = await readMetrics(runDirectory)
     expect(roundOneMetrics.map((record) => record.episodes)).toEqual([8, 8])
     expect(roundTwo.map((record) => record.episodes)).toEqual([4, 4, 4])
     const optimizerSteps = async (checkpoint: string) =>
@@ -449,10 +445,7 @@ describe('selfplay-kuhn-poker with asynchronous collection', () => {
       log: () => {},
     })
     expect(report.after.step).toBe(3)
-    const metrics = (await readFile(join(runDirectory, 'metrics.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, number>)
+    const metrics = await readMetrics(runDirectory)
     expect(metrics.map((record) => record.step)).toEqual([1, 2, 3])
     expect(metrics.map((record) => record.staleness)).toEqual([0, 1, 1])
     // The policy read at steps 1 and 2, evaluated (a match played) at 3.
