@@ -314,6 +314,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [{ roundWarmupSteps: 5 }, 'options.roundWarmupSteps'],
       [{ roundEpisodesPerStep: 256 }, 'options.roundEpisodesPerStep'],
       [{ roundMiniBatchSize: 128 }, 'options.roundMiniBatchSize'],
+      [{ roundReferenceFloor: 0.05 }, 'options.roundReferenceFloor'],
       [{ roundAverage: 'running' }, 'options.roundAverage'],
       [{ roundAverage: 'running-last' }, 'options.roundAverage'],
     ] as const) {
@@ -352,14 +353,48 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [{ roundWarmupSteps: 2 }, 'options.roundWarmupSteps'],
       [{ roundEpisodesPerStep: 8 }, 'options.roundEpisodesPerStep'],
       [{ roundMiniBatchSize: 4 }, 'options.roundMiniBatchSize'],
+      [{ roundReferenceFloor: 0.05 }, 'options.roundReferenceFloor'],
       [{ evaluateEvery: 2, averageEvery: 1 }, 'options.averageEvery'],
     ] as const) {
       const refused = await main({ ...options, ...changed }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)
     }
-    // A run from before roundAverage, averageEvery, roundWarmupSteps and the later rounds' batch sizes were recorded: it
-    // averaged each round on its own evaluations (a running average, or readings between them, refused), played every
-    // round's steps alike (other later batches refused), and its warm-up steps are unknown (not checked).
+    // rounds.json keeps the later rounds' values in force: the option whose default they follow, changed, is refused
+    // under the later rounds' name; the defaults given explicitly are the same run.
+    expect(JSON.parse(await readFile(join(runDirectory, 'rounds.json'), 'utf8'))).toMatchObject({
+      roundSteps: 1,
+      roundKlCoefficient: 0.2,
+      roundLearningRate: 5e-4,
+      roundWarmupSteps: 0,
+      roundEpisodesPerStep: 4,
+      roundMiniBatchSize: 8,
+    })
+    for (const [changed, argument] of [
+      [{ episodesPerStep: 8 }, 'options.roundEpisodesPerStep'],
+      [{ miniBatchSize: 4 }, 'options.roundMiniBatchSize'],
+      [{ klCoefficient: 0.3 }, 'options.roundKlCoefficient'],
+      [{ learningRate: 1e-3 }, 'options.roundLearningRate'],
+    ] as const) {
+      const refused = await main({ ...options, ...changed }).catch((error: unknown) => error)
+      expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)
+      expect((refused as Error).message).toContain('the value in force')
+    }
+    const explicit = await main({
+      ...options,
+      roundKlCoefficient: 0.2,
+      roundLearningRate: 5e-4,
+      roundWarmupSteps: 0,
+      roundEpisodesPerStep: 4,
+      roundMiniBatchSize: 8,
+    })
+    expect(explicit.rounds?.map(({ fromStep, toStep }) => [fromStep, toStep])).toEqual([
+      [0, 1],
+      [1, 2],
+    ])
+    // A run from before roundAverage, averageEvery, roundWarmupSteps, the later rounds' batch sizes and the reference's
+    // floor were recorded: it averaged each round on its own evaluations (a running average, or readings between them,
+    // refused), played every round's steps alike (other later batches refused), distilled the averages as they were (a
+    // floor refused), and its warm-up steps are unknown (not checked).
     const file = join(runDirectory, 'rounds.json')
     const {
       roundAverage: _,
@@ -367,6 +402,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       averageEvery: ___,
       roundEpisodesPerStep: ____,
       roundMiniBatchSize: _____,
+      roundReferenceFloor: ______,
       ...older
     } = JSON.parse(await readFile(file, 'utf8'))
     await writeFile(file, JSON.stringify(older))
@@ -375,6 +411,7 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       [{ evaluateEvery: 2, averageEvery: 1 }, 'options.averageEvery'],
       [{ roundEpisodesPerStep: 8 }, 'options.roundEpisodesPerStep'],
       [{ roundMiniBatchSize: 4 }, 'options.roundMiniBatchSize'],
+      [{ roundReferenceFloor: 0.05 }, 'options.roundReferenceFloor'],
     ] as const) {
       const refused = await main({ ...options, rounds: 3, ...changed }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)

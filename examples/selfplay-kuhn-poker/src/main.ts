@@ -147,6 +147,15 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
      * running one — the run ends on the average over its rounds. Default `own`.
      */
     roundAverage: z.enum(['own', 'running', 'running-last']).default('own'),
+    /**
+     * Keeps each later round's reference off the simplex's edges: the average a round distils for the next round to
+     * start from and keep its KL to has every move's probability clipped to [floor, 1 − floor] (the last round's, the
+     * run's product, is distilled as it is). Kuhn Poker's equilibria form a line (P1 bets a K with 3α, α ∈ [0, 1/3]);
+     * where a round's average reaches its end (a K always bet), P1 never checks a K, so P2's bet with a Q after a check
+     * goes unpunished and drifts, and a policy near probability 1 has almost no gradient to come back; a KL to a
+     * reference a floor inside the edge pulls it back to where the gradient is (the README measures it). Default: none.
+     */
+    roundReferenceFloor: z.number().positive().lt(0.5).optional(),
   },
 )
 export type MainOptions = z.input<typeof mainOptionsSchema>
@@ -272,7 +281,15 @@ export async function main(options: MainOptions = {}): Promise<Report> {
         value: parsed.roundAverage,
         message: 'is for the rounds after the first: it needs rounds > 1',
       })
-    for (const name of ['roundSteps', 'roundKlCoefficient', 'roundLearningRate', 'roundWarmupSteps', 'roundEpisodesPerStep', 'roundMiniBatchSize'] as const) {
+    for (const name of [
+      'roundSteps',
+      'roundKlCoefficient',
+      'roundLearningRate',
+      'roundWarmupSteps',
+      'roundEpisodesPerStep',
+      'roundMiniBatchSize',
+      'roundReferenceFloor',
+    ] as const) {
       if (parsed[name] !== undefined)
         throw new InvalidArgumentError({ argument: `options.${name}`, value: parsed[name], message: 'is for the rounds after the first: it needs rounds > 1' })
     }
@@ -464,7 +481,10 @@ export async function main(options: MainOptions = {}): Promise<Report> {
         `round ${round}: running average of rounds ${running.rounds!.join(', ')} (${running.evaluations} policies): exploitability ${running.exploitability.toFixed(3)}`,
       )
     const average = running ?? own
-    const distilled = parsed.distilSteps > 0 ? await distil(average.policy, toStep) : undefined
+    // What the next round starts from and keeps its KL to: the average, its moves clipped to `roundReferenceFloor`.
+    const floor = round < parsed.rounds ? parsed.roundReferenceFloor : undefined
+    const target = floor === undefined ? average.policy : clipPolicy(average.policy, floor)
+    const distilled = parsed.distilSteps > 0 ? await distil(target, toStep) : undefined
     const result: SavedRound = {
       round,
       fromStep,
@@ -524,8 +544,21 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   return report
 }
 
+/**
+ * The later rounds' options whose default is another option's value (`roundSteps` is `steps` unless given…):
+ * `rounds.json` keeps the value in force, so a resume that changes either is refused.
+ */
+const roundDefaults = {
+  roundSteps: 'steps',
+  roundKlCoefficient: 'klCoefficient',
+  roundLearningRate: 'learningRate',
+  roundWarmupSteps: undefined,
+  roundEpisodesPerStep: 'episodesPerStep',
+  roundMiniBatchSize: 'miniBatchSize',
+} as const
+
 /** What a run of several rounds is made of, kept in `rounds.json`: a resumed run must have the same (more rounds allowed). */
-function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: string): Record<string, unknown> {
+function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: string): RoundSettings {
   const {
     rounds,
     steps,
@@ -535,6 +568,7 @@ function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: st
     roundWarmupSteps,
     roundEpisodesPerStep,
     roundMiniBatchSize,
+    roundReferenceFloor,
     roundAverage,
     averageFrom,
     averageEvery,
@@ -544,53 +578,79 @@ function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: st
     raePerState,
   } = parsed
   return {
-    rounds,
-    steps,
-    roundSteps: roundSteps ?? null,
-    roundKlCoefficient: roundKlCoefficient ?? null,
-    roundLearningRate: roundLearningRate ?? null,
-    roundWarmupSteps: roundWarmupSteps ?? null,
-    roundEpisodesPerStep: roundEpisodesPerStep ?? null,
-    roundMiniBatchSize: roundMiniBatchSize ?? null,
-    roundAverage,
-    averageFrom,
-    // Readings only where they change the average: `averageEvery` equal to `evaluateEvery` is the default's.
-    averageEvery: averageEvery === undefined || averageEvery === parsed.evaluateEvery ? null : averageEvery,
-    distilSteps,
-    distilExamplesPerDecision,
-    distilLearningRate,
-    advantage,
-    raePerState,
+    values: {
+      rounds,
+      steps,
+      // The values in force.
+      roundSteps: roundSteps ?? steps,
+      roundKlCoefficient: roundKlCoefficient ?? parsed.klCoefficient,
+      roundLearningRate: roundLearningRate ?? parsed.learningRate,
+      roundWarmupSteps: roundWarmupSteps ?? 0,
+      roundEpisodesPerStep: roundEpisodesPerStep ?? parsed.episodesPerStep,
+      roundMiniBatchSize: roundMiniBatchSize ?? parsed.miniBatchSize,
+      roundReferenceFloor: roundReferenceFloor ?? null,
+      roundAverage,
+      averageFrom,
+      // Readings only where they change the average: `averageEvery` equal to `evaluateEvery` is the default's.
+      averageEvery: averageEvery === undefined || averageEvery === parsed.evaluateEvery ? null : averageEvery,
+      distilSteps,
+      distilExamplesPerDecision,
+      distilLearningRate,
+      advantage,
+      raePerState,
+    },
+    given: { roundSteps, roundKlCoefficient, roundLearningRate, roundWarmupSteps, roundEpisodesPerStep, roundMiniBatchSize },
   }
+}
+
+/** `rounds.json`'s values, and which of the options with another's default (`roundDefaults`) were given. */
+interface RoundSettings {
+  values: Record<string, unknown>
+  given: Record<keyof typeof roundDefaults, number | undefined>
 }
 
 /**
  * Refuses to resume a run of several rounds with other round settings than it started with (an `InvalidArgumentError`
  * naming the option), or with fewer rounds; records them when the run starts with more than one round.
  */
-async function checkRoundSettings(runDirectory: string, settings: Record<string, unknown>): Promise<void> {
+async function checkRoundSettings(runDirectory: string, settings: RoundSettings): Promise<void> {
   const file = join(runDirectory, 'rounds.json')
   const saved = await readJsonIfPresent<Record<string, unknown>>(file)
   if (saved === undefined) {
-    if ((settings.rounds as number) > 1) await writeFile(file, JSON.stringify(settings))
+    if ((settings.values.rounds as number) > 1) await writeFile(file, JSON.stringify(settings.values))
     return
   }
   // A run started before `roundAverage` existed averaged each round on its own, and one started before `averageEvery`
   // on its evaluations only; one started before `roundWarmupSteps` was recorded (the option is older than its record)
-  // is not checked for it. One started before `roundEpisodesPerStep` and `roundMiniBatchSize` ran every round's steps alike.
-  const recorded: Record<string, unknown> = { roundAverage: 'own', averageEvery: null, roundEpisodesPerStep: null, roundMiniBatchSize: null, ...saved }
-  for (const [name, value] of Object.entries(recorded)) {
-    const now = settings[name]
-    const fits = name === 'rounds' ? (now as number) >= (value as number) : now === value
-    if (!fits) {
-      throw new InvalidArgumentError({
-        argument: `options.${name}`,
-        value: now,
-        message: `${runDirectory} holds a run of rounds started with ${name} ${JSON.stringify(value)}: resume it with the same${name === 'rounds' ? ' or more' : ''}`,
-      })
-    }
+  // is not checked for it. One started before `roundEpisodesPerStep` and `roundMiniBatchSize` ran every round's steps alike,
+  // and one started before `roundReferenceFloor` distilled the averages as they were.
+  const recorded: Record<string, unknown> = {
+    roundAverage: 'own',
+    averageEvery: null,
+    roundEpisodesPerStep: null,
+    roundMiniBatchSize: null,
+    roundReferenceFloor: null,
+    ...saved,
   }
-  if (settings.rounds !== saved.rounds) await writeFile(file, JSON.stringify(settings))
+  for (const [name, value] of Object.entries(recorded)) {
+    const followsDefault = name in roundDefaults ? (name as keyof typeof roundDefaults) : undefined
+    // A run recorded before the values in force were kept has null for "the default": the option must not be given.
+    const olderDefault = value === null && followsDefault !== undefined
+    const now = olderDefault ? settings.given[followsDefault] : settings.values[name]
+    const fits = name === 'rounds' ? (now as number) >= (value as number) : olderDefault ? now === undefined : now === value
+    if (fits) continue
+    const defaultOf = followsDefault === undefined ? undefined : roundDefaults[followsDefault]
+    const inForce =
+      followsDefault === undefined || olderDefault
+        ? ''
+        : ` (the value in force: the option${defaultOf === undefined ? '' : `, or ${defaultOf} when not given`})`
+    throw new InvalidArgumentError({
+      argument: `options.${name}`,
+      value: now,
+      message: `${runDirectory} holds a run of rounds started with ${name} ${JSON.stringify(value)}${inForce}: resume it with the same${name === 'rounds' ? ' or more' : ''}`,
+    })
+  }
+  if (settings.values.rounds !== saved.rounds) await writeFile(file, JSON.stringify(settings.values))
 }
 
 /** A round as a resumed run needs it: where it ran and the estimator's state at its end. */
@@ -638,6 +698,11 @@ function formatTokenIds(tokenizer: {
 }): number[] {
   const closing = tokenizer.encode(']', { addSpecialTokens: false })
   return [...Array.from(closing), ...(tokenizer.eosTokenId === undefined ? [] : [tokenizer.eosTokenId])]
+}
+
+/** `policy` with each decision's probability clipped to [floor, 1 − floor]. */
+function clipPolicy(policy: KuhnPolicy, floor: number): KuhnPolicy {
+  return Object.fromEntries(Object.entries(policy).map(([name, p]) => [name, Math.min(1 - floor, Math.max(floor, p))])) as KuhnPolicy
 }
 
 /** Whether `reading` played the match (an evaluation, not only a reading of the policy). */
