@@ -405,13 +405,17 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
       roundReferenceFloor: ______,
       ...older
     } = JSON.parse(await readFile(file, 'utf8'))
-    await writeFile(file, JSON.stringify(older))
+    // And one from before the values in force were kept: null for "not given" (giving the option refused).
+    await writeFile(file, JSON.stringify({ ...older, roundKlCoefficient: null }))
+    const notGiven = await main({ ...options, rounds: 3, roundKlCoefficient: 0.2 }).catch((error: unknown) => error)
+    expect((notGiven as Error).message).toContain('started with roundKlCoefficient not given: resume it with the same')
     for (const [changed, argument] of [
       [{ roundAverage: 'running' }, 'options.roundAverage'],
       [{ evaluateEvery: 2, averageEvery: 1 }, 'options.averageEvery'],
       [{ roundEpisodesPerStep: 8 }, 'options.roundEpisodesPerStep'],
       [{ roundMiniBatchSize: 4 }, 'options.roundMiniBatchSize'],
       [{ roundReferenceFloor: 0.05 }, 'options.roundReferenceFloor'],
+      [{ roundKlCoefficient: 0.2 }, 'options.roundKlCoefficient'],
     ] as const) {
       const refused = await main({ ...options, rounds: 3, ...changed }).catch((error: unknown) => error)
       expect(InvalidArgumentError.isInstance(refused) && refused.argument, JSON.stringify(changed)).toBe(argument)

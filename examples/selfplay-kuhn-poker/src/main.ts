@@ -152,8 +152,9 @@ export const mainOptionsSchema = exampleOptionsSchema({ sftSteps: 40, klCoeffici
      * start from and keep its KL to has every move's probability clipped to [floor, 1 − floor] (the last round's, the
      * run's product, is distilled as it is). Kuhn Poker's equilibria form a line (P1 bets a K with 3α, α ∈ [0, 1/3]);
      * where a round's average reaches its end (a K always bet), P1 never checks a K, so P2's bet with a Q after a check
-     * goes unpunished and drifts, and a policy near probability 1 has almost no gradient to come back; a KL to a
-     * reference a floor inside the edge pulls it back to where the gradient is (the README measures it). Default: none.
+     * goes unpunished and drifts, and the policy, near probability 1, likely has too little gradient to come back; a
+     * reference a floor inside the edge starts each round there and keeps its KL there (the README measures what it
+     * did). Default: none.
      */
     roundReferenceFloor: z.number().positive().lt(0.5).optional(),
   },
@@ -647,7 +648,7 @@ async function checkRoundSettings(runDirectory: string, settings: RoundSettings)
     throw new InvalidArgumentError({
       argument: `options.${name}`,
       value: now,
-      message: `${runDirectory} holds a run of rounds started with ${name} ${JSON.stringify(value)}${inForce}: resume it with the same${name === 'rounds' ? ' or more' : ''}`,
+      message: `${runDirectory} holds a run of rounds started with ${name} ${olderDefault ? 'not given' : JSON.stringify(value)}${inForce}: resume it with the same${name === 'rounds' ? ' or more' : ''}`,
     })
   }
   if (settings.values.rounds !== saved.rounds) await writeFile(file, JSON.stringify(settings.values))

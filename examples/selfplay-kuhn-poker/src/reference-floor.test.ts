@@ -31,7 +31,7 @@ describe('selfplay-kuhn-poker roundReferenceFloor', () => {
     directories.push(runDirectory)
     const floor = 0.45
     const perState = 40
-    const report = await main({
+    const options = {
       sftSteps: 10,
       episodesPerStep: 8,
       miniBatchSize: 16,
@@ -47,7 +47,8 @@ describe('selfplay-kuhn-poker roundReferenceFloor', () => {
       backend: 'wasm',
       progress: false,
       log: () => {},
-    })
+    } as const
+    const report = await main(options)
     const rounds = report.rounds!
     expect(distilled).toHaveLength(3)
     // By hand: each decision's probability clipped.
@@ -57,7 +58,14 @@ describe('selfplay-kuhn-poker roundReferenceFloor', () => {
       const last = index === rounds.length - 1
       expect(distilled[index], `round ${round.round}`).toEqual(policyExamples(last ? round.average.policy : clipped(round.average.policy), perState))
     }
-    // The clip changed what rounds 1 and 2 distilled (some move outside [0.45, 0.55]), so the check above can tell.
-    for (const round of rounds.slice(0, 2)) expect(policyExamples(round.average.policy, perState)).not.toEqual(distilled[round.round - 1])
+    // Clipped and not clipped differ in every round (some move outside [0.45, 0.55]), so the check above can tell.
+    for (const round of rounds) expect(policyExamples(round.average.policy, perState)).not.toEqual(policyExamples(clipped(round.average.policy), perState))
+
+    // Continued with a round more, the former last round is redone as a middle one: distilled clipped this time.
+    distilled.length = 0
+    const longer = await main({ ...options, rounds: 4 })
+    const [, , third, fourth] = longer.rounds!
+    expect(third!.average).toEqual(rounds[2]!.average)
+    expect(distilled).toEqual([policyExamples(clipped(third!.average.policy), perState), policyExamples(fourth!.average.policy, perState)])
   })
 })
