@@ -433,21 +433,23 @@ describe('selfplay-kuhn-poker in rounds (--rounds)', () => {
 })
 
 describe('selfplay-kuhn-poker near-nash script', () => {
-  it("runs the README's round recipe: options the schema accepts, six rounds of 256 episodes after the first, ending on the running average", async () => {
+  it("runs the README's round recipe: options the schema accepts, six rounds of 256 episodes a step, ending on the running average", async () => {
     const manifest = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }
     const [command, ...argv] = manifest.scripts['near-nash']!.split(' ')
     expect([command, argv[0]]).toEqual(['tsx', 'src/main.ts'])
     const options = mainOptionsSchema.parse(parseCommandLineOptions(argv.slice(1)))
     expect(options).toMatchObject({
       steps: 200,
+      episodesPerStep: 256,
+      miniBatchSize: 128,
       rounds: 6,
       roundSteps: 100,
-      roundEpisodesPerStep: 256,
-      roundMiniBatchSize: 128,
       roundAverage: 'running-last',
       distilSteps: 300,
       averageEvery: 1,
     })
+    // Every round plays the first round's batch (the later rounds' options not given: theirs by default).
+    expect([options.roundEpisodesPerStep, options.roundMiniBatchSize]).toEqual([undefined, undefined])
     const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
     expect(readme).toContain(`# = npx ${manifest.scripts['near-nash']}`)
   })
