@@ -297,7 +297,8 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   }
   const criticModel = parsed.critic !== 'none' ? parsed.critic : (advantage.requires ?? []).includes('values') ? 'separate' : undefined
   const run = await startExampleRun(new URL('..', import.meta.url), parsed)
-  await checkRoundSettings(run.runDirectory, roundSettings(parsed, advantage.name))
+  const later = laterRounds(parsed)
+  await checkRoundSettings(run.runDirectory, roundSettings(parsed, later, advantage.name), parsed)
 
   // 1. A tokenizer trained on game text, and a tiny model from scratch.
   const tokenizer = trainKuhnTokenizer(parsed.vocabSize)
@@ -367,16 +368,16 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     seed: seed + 1000 * round,
     runDirectory: directory,
     resume,
-    kl: { ...config.kl, coefficient: parsed.roundKlCoefficient ?? parsed.klCoefficient, schedule: undefined },
-    optimizer: { ...config.optimizer, learningRate: parsed.roundLearningRate ?? parsed.learningRate },
-    schedule: { ...learningRateSchedule(steps), warmupSteps: parsed.roundWarmupSteps ?? 0 },
+    kl: { ...config.kl, coefficient: later.roundKlCoefficient, schedule: undefined },
+    optimizer: { ...config.optimizer, learningRate: later.roundLearningRate },
+    schedule: { ...learningRateSchedule(steps), warmupSteps: later.roundWarmupSteps },
     batch: {
       ...config.batch!,
-      episodesPerStep: parsed.roundEpisodesPerStep ?? parsed.episodesPerStep,
-      miniBatchSize: parsed.roundMiniBatchSize ?? parsed.miniBatchSize,
+      episodesPerStep: later.roundEpisodesPerStep,
+      miniBatchSize: later.roundMiniBatchSize,
     },
   })
-  if (parsed.rounds > 1) checkRlTrainerConfig(roundConfig(2, join(run.runDirectory, 'round-2'), false, parsed.roundSteps ?? parsed.steps))
+  if (parsed.rounds > 1) checkRlTrainerConfig(roundConfig(2, join(run.runDirectory, 'round-2'), false, later.roundSteps))
 
   // 2. SFT warm-up on random legal play, so the moves are legal; then "before" is measured.
   const before = await run.beforeTraining(async () => {
@@ -420,7 +421,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   let evaluations: Reading[] = []
   let after: Evaluation | undefined
   for (let round = 1; round <= parsed.rounds; round++) {
-    const steps = round === 1 ? parsed.steps : (parsed.roundSteps ?? parsed.steps)
+    const steps = round === 1 ? parsed.steps : later.roundSteps
     const fromStep = rounds.at(-1)?.toStep ?? 0
     const directory = round === 1 ? run.runDirectory : join(run.runDirectory, `round-${round}`)
     const saved = parsed.rounds > 1 ? await readRound(directory) : undefined
@@ -546,8 +547,8 @@ export async function main(options: MainOptions = {}): Promise<Report> {
 }
 
 /**
- * The later rounds' options whose default is another option's value (`roundSteps` is `steps` unless given…):
- * `rounds.json` keeps the value in force, so a resume that changes either is refused.
+ * The later rounds' options whose default is another option's value (`roundSteps` is `steps` unless given…;
+ * `roundWarmupSteps` 0): `rounds.json` keeps the value in force, so a resume that changes either is refused.
  */
 const roundDefaults = {
   roundSteps: 'steps',
@@ -557,18 +558,19 @@ const roundDefaults = {
   roundEpisodesPerStep: 'episodesPerStep',
   roundMiniBatchSize: 'miniBatchSize',
 } as const
+type LaterRounds = Record<keyof typeof roundDefaults, number>
+
+/** The later rounds' settings in force: each option given, or the one its default follows (`roundDefaults`). */
+function laterRounds(parsed: z.output<typeof mainOptionsSchema>): LaterRounds {
+  const entries = Object.entries(roundDefaults) as [keyof typeof roundDefaults, (typeof roundDefaults)[keyof typeof roundDefaults]][]
+  return Object.fromEntries(entries.map(([name, base]) => [name, parsed[name] ?? (base === undefined ? 0 : parsed[base])])) as LaterRounds
+}
 
 /** What a run of several rounds is made of, kept in `rounds.json`: a resumed run must have the same (more rounds allowed). */
-function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: string): RoundSettings {
+function roundSettings(parsed: z.output<typeof mainOptionsSchema>, later: LaterRounds, advantage: string): Record<string, unknown> {
   const {
     rounds,
     steps,
-    roundSteps,
-    roundKlCoefficient,
-    roundLearningRate,
-    roundWarmupSteps,
-    roundEpisodesPerStep,
-    roundMiniBatchSize,
     roundReferenceFloor,
     roundAverage,
     averageFrom,
@@ -579,46 +581,35 @@ function roundSettings(parsed: z.output<typeof mainOptionsSchema>, advantage: st
     raePerState,
   } = parsed
   return {
-    values: {
-      rounds,
-      steps,
-      // The values in force.
-      roundSteps: roundSteps ?? steps,
-      roundKlCoefficient: roundKlCoefficient ?? parsed.klCoefficient,
-      roundLearningRate: roundLearningRate ?? parsed.learningRate,
-      roundWarmupSteps: roundWarmupSteps ?? 0,
-      roundEpisodesPerStep: roundEpisodesPerStep ?? parsed.episodesPerStep,
-      roundMiniBatchSize: roundMiniBatchSize ?? parsed.miniBatchSize,
-      roundReferenceFloor: roundReferenceFloor ?? null,
-      roundAverage,
-      averageFrom,
-      // Readings only where they change the average: `averageEvery` equal to `evaluateEvery` is the default's.
-      averageEvery: averageEvery === undefined || averageEvery === parsed.evaluateEvery ? null : averageEvery,
-      distilSteps,
-      distilExamplesPerDecision,
-      distilLearningRate,
-      advantage,
-      raePerState,
-    },
-    given: { roundSteps, roundKlCoefficient, roundLearningRate, roundWarmupSteps, roundEpisodesPerStep, roundMiniBatchSize },
+    rounds,
+    steps,
+    ...later,
+    roundReferenceFloor: roundReferenceFloor ?? null,
+    roundAverage,
+    averageFrom,
+    // Readings only where they change the average: `averageEvery` equal to `evaluateEvery` is the default's.
+    averageEvery: averageEvery === undefined || averageEvery === parsed.evaluateEvery ? null : averageEvery,
+    distilSteps,
+    distilExamplesPerDecision,
+    distilLearningRate,
+    advantage,
+    raePerState,
   }
-}
-
-/** `rounds.json`'s values, and which of the options with another's default (`roundDefaults`) were given. */
-interface RoundSettings {
-  values: Record<string, unknown>
-  given: Record<keyof typeof roundDefaults, number | undefined>
 }
 
 /**
  * Refuses to resume a run of several rounds with other round settings than it started with (an `InvalidArgumentError`
  * naming the option), or with fewer rounds; records them when the run starts with more than one round.
  */
-async function checkRoundSettings(runDirectory: string, settings: RoundSettings): Promise<void> {
+async function checkRoundSettings(
+  runDirectory: string,
+  settings: Record<string, unknown>,
+  given: Pick<z.output<typeof mainOptionsSchema>, keyof typeof roundDefaults>,
+): Promise<void> {
   const file = join(runDirectory, 'rounds.json')
   const saved = await readJsonIfPresent<Record<string, unknown>>(file)
   if (saved === undefined) {
-    if ((settings.values.rounds as number) > 1) await writeFile(file, JSON.stringify(settings.values))
+    if ((settings.rounds as number) > 1) await writeFile(file, JSON.stringify(settings))
     return
   }
   // A run started before `roundAverage` existed averaged each round on its own, and one started before `averageEvery`
@@ -637,7 +628,7 @@ async function checkRoundSettings(runDirectory: string, settings: RoundSettings)
     const followsDefault = name in roundDefaults ? (name as keyof typeof roundDefaults) : undefined
     // A run recorded before the values in force were kept has null for "the default": the option must not be given.
     const olderDefault = value === null && followsDefault !== undefined
-    const now = olderDefault ? settings.given[followsDefault] : settings.values[name]
+    const now = olderDefault ? given[followsDefault] : settings[name]
     const fits = name === 'rounds' ? (now as number) >= (value as number) : olderDefault ? now === undefined : now === value
     if (fits) continue
     const defaultOf = followsDefault === undefined ? undefined : roundDefaults[followsDefault]
@@ -651,7 +642,7 @@ async function checkRoundSettings(runDirectory: string, settings: RoundSettings)
       message: `${runDirectory} holds a run of rounds started with ${name} ${olderDefault ? 'not given' : JSON.stringify(value)}${inForce}: resume it with the same${name === 'rounds' ? ' or more' : ''}`,
     })
   }
-  if (settings.values.rounds !== saved.rounds) await writeFile(file, JSON.stringify(settings.values))
+  if (settings.rounds !== saved.rounds) await writeFile(file, JSON.stringify(settings))
 }
 
 /** A round as a resumed run needs it: where it ran and the estimator's state at its end. */
