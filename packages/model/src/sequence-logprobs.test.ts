@@ -493,3 +493,139 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
     tiny.dispose()
   })
 })
+
+describe('sequenceLogprobs with klTo: the exact KL to a reference over the whole vocabulary', () => {
+  const responseLength = Math.max(...responseIds.map((ids) => ids.length))
+  const promptLength = Math.max(...promptIds.map((ids) => ids.length))
+  const inputIds = promptIds.map((prompt, row) => {
+    const response = responseIds[row]!
+    return [...Array(promptLength - prompt.length).fill(0), ...prompt, ...response, ...Array(responseLength - response.length).fill(0)]
+  })
+  const attentionMask = promptIds.map((prompt, row) => {
+    const response = responseIds[row]!.length
+    return [...Array(promptLength - prompt.length).fill(0), ...Array(prompt.length + response).fill(1), ...Array(responseLength - response).fill(0)]
+  })
+  const maskRows = attentionMask.map((row) => row.slice(promptLength))
+
+  /** The tempered logits at the response positions, `[batch, responseLength, vocab]`, from the model's whole head. */
+  const responseLogits = (model: CausalLanguageModel, temperature: number) => {
+    const hidden = model.hiddenStates(inputIds, { attentionMask })
+    const raw = model.logitsFromHidden(tf.slice(hidden, [0, promptLength - 1, 0], [inputIds.length, responseLength, hidden.shape[2]]) as tf.Tensor3D)
+    return tf.div(raw, temperature)
+  }
+
+  /** A plain loop over the two distributions' values: Σ p (log p − log q) or Σ q (log q − log p), 0 at padding. */
+  function plainKl(model: CausalLanguageModel, reference: CausalLanguageModel, direction: 'reverse' | 'forward', temperature: number): number[][] {
+    const [policy, referenceLog] = tf.tidy(() =>
+      [responseLogits(model, temperature), responseLogits(reference, temperature)].map((logits) => tf.logSoftmax(logits).arraySync() as number[][][]),
+    )
+    return policy!.map((row, b) =>
+      row.map((logP, t) => {
+        if (maskRows[b]![t] === 0) return 0
+        let total = 0
+        logP.forEach((lp, v) => {
+          const lq = referenceLog![b]![t]![v]!
+          total += direction === 'reverse' ? Math.exp(lp) * (lp - lq) : Math.exp(lq) * (lq - lp)
+        })
+        return total
+      }),
+    )
+  }
+
+  /** The gradient of Σ kl·w by tf's autograd of the explicit form (the reference's log-softmax a constant). */
+  function explicitGradients(
+    model: CausalLanguageModel,
+    reference: CausalLanguageModel,
+    direction: 'reverse' | 'forward',
+    temperature: number,
+    weights: tf.Tensor,
+  ) {
+    const parameters = [...model.trainableParameters().values()]
+    const referenceLog = tf.tidy(() => tf.logSoftmax(responseLogits(reference, temperature)))
+    const mask = tf.tensor2d(maskRows, [inputIds.length, responseLength])
+    const { value, grads } = tf.variableGrads(() => {
+      const logP = tf.logSoftmax(responseLogits(model, temperature))
+      const difference = tf.sub(logP, referenceLog)
+      const kl = direction === 'reverse' ? tf.sum(tf.mul(tf.exp(logP), difference), -1) : tf.neg(tf.sum(tf.mul(tf.exp(referenceLog), difference), -1))
+      return tf.sum(tf.mul(tf.mul(kl, mask), weights)) as tf.Scalar
+    }, parameters)
+    const gradients = parameters.map((parameter) => Array.from(grads[parameter.name]!.dataSync()))
+    tf.dispose([value, referenceLog, mask, ...Object.values(grads)])
+    return gradients
+  }
+
+  function models(adapter: boolean) {
+    const model = createTinyQwen3(11, { tie_word_embeddings: false })
+    const reference = createTinyQwen3(12, { tie_word_embeddings: false })
+    if (adapter) {
+      const adapters = applyLora(model, { rank: 2, alpha: 4, targetModules: ['lm_head', 'q_proj'] })
+      for (const [parameter, variable] of adapters.parameters())
+        if (parameter.includes('lora_B')) variable.assign(tf.randomNormal(variable.shape, 0, 0.5, 'float32', 5))
+      expect(model.plainHeadWeight()).toBeUndefined()
+    } else expect(model.plainHeadWeight()).toBeDefined()
+    return { model, reference }
+  }
+
+  const close = (actual: number[], expected: number[], tolerance: number) => {
+    const scale = Math.max(1e-3, ...expected.map(Math.abs))
+    actual.forEach((value, index) => expect(Math.abs(value - expected[index]!)).toBeLessThanOrEqual(tolerance * scale))
+  }
+
+  for (const adapter of [false, true]) {
+    for (const direction of ['reverse', 'forward'] as const) {
+      it(`equals a plain loop, its gradient tf's of the explicit form: ${direction}, ${adapter ? 'a head with an adapter (whole logits)' : 'the chunked head'}`, () => {
+        const { model, reference } = models(adapter)
+        const weights = tf.randomNormal([3, 4], 0, 1, 'float32', 13)
+        const parameters = [...model.trainableParameters().values()]
+        for (const temperature of [1, 0.7]) {
+          const expected = plainKl(model, reference, direction, temperature)
+          expect(expected.flat().every((value) => value >= 0)).toBe(true)
+          expect(Math.max(...expected.flat())).toBeGreaterThan(1e-2) // two different models: a KL the check can see
+          // … and one direction from the other (the two KLs of close distributions agree to second order).
+          const other = plainKl(model, reference, direction === 'reverse' ? 'forward' : 'reverse', temperature).flat()
+          expect(Math.max(...expected.flat().map((value, index) => Math.abs(value - other[index]!) / Math.max(value, 1e-9)))).toBeGreaterThan(0.1)
+          const expectedGradients = explicitGradients(model, reference, direction, temperature, weights)
+          for (const logitsChunkSize of [1, 3, 100]) {
+            const before = tf.memory().numTensors
+            const options = { temperature, logitsChunkSize, klTo: { reference, direction } }
+            const values = tf.tidy(() => sequenceLogprobs(model, { promptIds, responseIds }, options).kl!.arraySync())
+            close(values.flat(), expected.flat(), 2e-5)
+            const { value, grads } = tf.variableGrads(
+              () => tf.sum(tf.mul(sequenceLogprobs(model, { promptIds, responseIds }, options).kl!, weights)) as tf.Scalar,
+              parameters,
+            )
+            parameters.forEach((parameter, index) => close(Array.from(grads[parameter.name]!.dataSync()), expectedGradients[index]!, 2e-5))
+            tf.dispose([value, ...Object.values(grads)])
+            expect(tf.memory().numTensors).toBe(before)
+          }
+        }
+        // The reference gets no gradient: its weights are not the model's.
+        expect([...reference.trainableParameters().values()].some((weight) => parameters.includes(weight))).toBe(false)
+        weights.dispose()
+        model.dispose()
+        reference.dispose()
+      })
+    }
+  }
+
+  it('is 0 against a copy of the model itself', () => {
+    const model = createTinyQwen3(14, { tie_word_embeddings: false })
+    const copy = createTinyQwen3(14, { tie_word_embeddings: false })
+    for (const direction of ['reverse', 'forward'] as const) {
+      const values = tf.tidy(() => sequenceLogprobs(model, { promptIds, responseIds }, { klTo: { reference: copy, direction } }).kl!.arraySync())
+      values.flat().forEach((value) => expect(Math.abs(value)).toBeLessThan(1e-6))
+    }
+    model.dispose()
+    copy.dispose()
+  })
+
+  it('refuses a reference of another vocabulary, naming it', () => {
+    const model = createTinyQwen3(15)
+    const other = createModel('tiny', { vocabSize: 40, seed: 1 })
+    expect(() => sequenceLogprobs(model, { promptIds, responseIds }, { klTo: { reference: other, direction: 'forward' } })).toThrow(InvalidArgumentError)
+    expect(() => sequenceLogprobs(model, { promptIds, responseIds }, { klTo: { reference: other, direction: 'forward' } })).toThrow(/klTo\.reference\.config/)
+    expect(() => sequenceLogprobs(model, { promptIds, responseIds }, { klTo: { reference: model, direction: 'both' as never } })).toThrow(/klTo/)
+    model.dispose()
+    other.dispose()
+  })
+})

@@ -3,7 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ShapeError } from '@ludic/core'
 import { loadConformanceFixture } from '@ludic/conformance-fixtures'
 import { expectNoLeaks } from '@ludic/tensors/test'
-import { klEstimators, klLoss, klPenalty, type KlEstimator, type KlLossMetricTensors } from './kl-penalty.js'
+import {
+  exactKlEstimators,
+  exactKlLoss,
+  isExactKlEstimator,
+  klEstimators,
+  klLoss,
+  klPenalty,
+  klTermEstimators,
+  type KlEstimator,
+  type KlLossMetricTensors,
+} from './kl-penalty.js'
 import { readLossMetrics } from './loss-metrics.js'
 import {
   ErrorTracker,
@@ -138,5 +148,56 @@ describe('klLoss', () => {
     await expect(readLossMetrics(nan.metrics)).rejects.toThrow(/'inputs.referenceLogprobs' \(value: NaN\).*not finite at \[1, 1\], a valid token/)
     tf.dispose([empty.loss, nan.loss, nanReference])
     tf.dispose([logprobs, reference, mask, loss])
+  })
+})
+
+describe('exactKlLoss', () => {
+  it('aggregates the exact values over the mask as klLoss aggregates its estimates, with gradient, no leaks and named errors', async () => {
+    const kl = randomTensor([3, 4], 7, 0.5, 0.6)
+    const mask = prefixMask([4, 2, 0], 4)
+    const result = exactKlLoss({ kl, mask })
+    const metrics = await readLossMetrics(result.metrics)
+    const values = kl.dataSync()
+    const m = mask.dataSync()
+    let total = 0
+    for (let index = 0; index < values.length; index++) total += m[index]! * values[index]!
+    expectClose([metrics.klLoss], [total / 6], 'exact KL token-mean')
+    expect(metrics.klLoss).toBe(result.loss.dataSync()[0])
+    const seqMean = exactKlLoss({ kl, mask }, { aggregation: 'seq-mean-token-mean' })
+    const rowMean = (row: number, length: number) => Array.from(values.slice(row * 4, row * 4 + length)).reduce((a, b) => a + b, 0) / length
+    expectClose([(await readLossMetrics(seqMean.metrics)).klLoss], [(rowMean(0, 4) + rowMean(1, 2)) / 2], 'exact KL seq-mean-token-mean')
+    const pending: KlLossMetricTensors[] = []
+    const f = (x: tf.Tensor): tf.Scalar => {
+      const term = exactKlLoss({ kl: x, mask }, { globalTokenCount: 6 })
+      pending.push(term.metrics)
+      return term.loss
+    }
+    expectGradientMatchesFiniteDifferences(f, kl, { label: 'exactKlLoss' })
+    for (const entry of pending.splice(0)) await readLossMetrics(entry)
+    await expectNoLeaks(
+      async () => {
+        const gradient = tf.grad(f)(kl)
+        for (const entry of pending.splice(0)) await readLossMetrics(entry)
+        return gradient
+      },
+      { label: 'exactKlLoss gradient' },
+    )
+    const nanKl = tf.tensor2d([
+      [0, 0, 0, 0],
+      [0, Number.NaN, 0, 0],
+      [0, 0, 0, 0],
+    ])
+    const nan = exactKlLoss({ kl: nanKl, mask })
+    await expect(readLossMetrics(nan.metrics)).rejects.toThrow(/'inputs.kl' \(value: NaN\).*not finite at \[1, 1\], a valid token/)
+    expect(() => exactKlLoss({ kl, mask: tf.ones([3, 5]) })).toThrow(ShapeError)
+    expect(() => exactKlLoss({ kl, mask }, { estimator: 'full' } as never)).toThrow(/estimator/)
+    tf.dispose([kl, mask, result.loss, seqMean.loss, nan.loss, nanKl])
+  })
+
+  it('names: the exact ones beside the estimators, told apart', () => {
+    expect(klTermEstimators).toEqual([...klEstimators, ...exactKlEstimators])
+    expect(klTermEstimators.filter(isExactKlEstimator)).toEqual(['full', 'full-forward'])
+    // klPenalty takes the sampled-token estimators only: the exact ones need the whole distributions.
+    expect(() => klPenalty(tf.zeros([1, 1]), tf.zeros([1, 1]), 'full' as never)).toThrow(/estimator/)
   })
 })

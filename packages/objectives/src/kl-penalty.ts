@@ -65,6 +65,27 @@ function klForward(logprobs: tf.Tensor, referenceLogprobs: tf.Tensor, estimator:
   }
 }
 
+/**
+ * The exact KL over the whole vocabulary at each response position, not an estimate from the sampled token: `full`,
+ * KL(π ‖ π_ref) = Σ_v π(v) (log π(v) − log π_ref(v)) (verl's `kl_penalty="full"`, which verl leaves unimplemented),
+ * and `full-forward`, KL(π_ref ‖ π) = Σ_v π_ref(v) (log π_ref(v) − log π(v)). They need both distributions whole
+ * (`sequenceLogprobs`'s `klTo` of `@ludic/model` computes them chunk by chunk) and go through `exactKlLoss`; the
+ * per-token `klPenalty` and `klLoss` take the estimators above. Unlike a sampled-token estimator, their gradient
+ * reaches every token at every position: `full-forward`'s is β (π − π_ref) at the logits, so a move the policy has
+ * pushed to probability ≈ 0 is pulled back toward the reference's probability whether or not it was sampled (the
+ * sampled-token estimators' gradient at that move vanishes with its probability).
+ */
+export const exactKlEstimators = ['full', 'full-forward'] as const
+export type ExactKlEstimator = (typeof exactKlEstimators)[number]
+
+/** Every name a KL term of a trainer takes: a sampled-token estimator (`klEstimators`) or an exact one (`exactKlEstimators`). */
+export const klTermEstimators = [...klEstimators, ...exactKlEstimators] as const
+export type KlTermEstimator = (typeof klTermEstimators)[number]
+export const klTermEstimatorSchema = z.enum(klTermEstimators)
+
+/** Whether `estimator` is an exact one (`exactKlEstimators`): its values come from the whole distributions. */
+export const isExactKlEstimator = (estimator: KlTermEstimator): estimator is ExactKlEstimator => (exactKlEstimators as readonly string[]).includes(estimator)
+
 export const klLossOptionsSchema = z.strictObject({
   /** The estimator. Default `low_var_kl` (k3, verl's `kl_loss_type` default). */
   estimator: klEstimatorSchema.default('low_var_kl'),
@@ -125,6 +146,40 @@ export function klLoss(
             ],
             caller,
           ),
+          aggregated.localCount === undefined ? undefined : emptyMaskCheck(aggregated.localCount, parsed.aggregation, caller, names),
+        ]),
+      floatMask,
+    )
+    return aggregated.loss
+  })
+  return { loss, metrics: metrics! }
+}
+
+export const exactKlLossOptionsSchema = klLossOptionsSchema.omit({ estimator: true })
+export type ExactKlLossOptions = z.input<typeof exactKlLossOptionsSchema>
+
+/**
+ * The exact KL (`exactKlEstimators`) as a loss term: `inputs.kl` `[batch, tokens]` holds each position's KL over the
+ * whole vocabulary (differentiable with respect to the policy: `sequenceLogprobs(…, { klTo })`'s `kl`), aggregated
+ * over `mask` as `klLoss` aggregates its estimates (verl `agg_loss`, default `token-mean`), with the same metrics.
+ */
+export function exactKlLoss(inputs: { kl: tf.Tensor; mask: tf.Tensor }, options: ExactKlLossOptions = {}): { loss: tf.Scalar; metrics: KlLossMetricTensors } {
+  const caller = 'exactKlLoss'
+  const parsed = parseArgument(exactKlLossOptionsSchema, options, 'options')
+  const values = requireFloatTensor(inputs.kl, 'inputs.kl', caller, [-1, -1])
+  const mask = requireMaskTensor(inputs.mask, 'inputs.mask', caller, values.shape)
+  let metrics: KlLossMetricTensors | undefined
+  const loss = tf.tidy(() => {
+    const floatMask = tf.cast(mask, 'float32')
+    const valid = tf.notEqual(floatMask, 0)
+    const kl = tf.where(valid, values, tf.zerosLike(values))
+    const names = { mask: 'inputs.mask', counts: 'options' }
+    const aggregated = aggregateMasked(kl, floatMask, parsed.aggregation, parsed, caller, names)
+    metrics = offTape(
+      () =>
+        keepLossMetrics<KlLossMetrics>({ klLoss: tf.clone(aggregated.loss) }, [
+          binaryMaskCheck(mask, 'inputs.mask', caller),
+          finiteChecks([{ argument: 'inputs.kl', tensor: kl }], caller),
           aggregated.localCount === undefined ? undefined : emptyMaskCheck(aggregated.localCount, parsed.aggregation, caller, names),
         ]),
       floatMask,

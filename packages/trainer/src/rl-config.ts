@@ -1,6 +1,6 @@
 import { policySchema, tokenizerSchema, type AdvantageEstimatorV1, type ChatMessage, type TokenizerV1, type TrajectoryScorerV1 } from '@ludic/core'
 import { CausalLanguageModel, generationEngineOptionsSchema, type LearningRateSchedule } from '@ludic/model'
-import { klEstimatorSchema, type PolicyLoss } from '@ludic/objectives'
+import { klTermEstimatorSchema, type PolicyLoss } from '@ludic/objectives'
 import { asyncCollectorOptionsSchema, collectOptionsSchema, generationOptionsSchema, type PromptTemplate } from '@ludic/rollout'
 import { z } from 'zod'
 import { criticConfigSchema } from './experience/critic.js'
@@ -108,9 +108,13 @@ export const klConfigSchema = z.strictObject({
    * verl `kl_loss_type`. Default `low_var_kl` (k3). As a loss, k3's gradient is in expectation that of KL(π_ref ‖ π), not
    * of KL(π_θ ‖ π_ref) (Tang & Munos 2025): against a uniform reference it holds every action's probability away from 0,
    * and its regularised equilibrium is further from Nash (`kuhnRegularizedEquilibrium`'s `divergence: 'forward'`).
-   * `low_var_kl+` (k3's value, k2's gradient) and `k2` follow KL(π_θ ‖ π_ref).
+   * `low_var_kl+` (k3's value, k2's gradient) and `k2` follow KL(π_θ ‖ π_ref). These estimate the KL from the sampled
+   * token alone, so their gradient at a move the policy has pushed near probability 0 vanishes with it. `full`
+   * (KL(π_θ ‖ π_ref)) and `full-forward` (KL(π_ref ‖ π_θ)) are exact, over the whole vocabulary at every response
+   * position (`exactKlEstimators`): the update runs the reference beside the policy on each micro-batch (one more forward
+   * pass, no backward), and `full-forward`'s gradient β (π − π_ref) pulls such a move back whether it was sampled or not.
    */
-  estimator: klEstimatorSchema.default('low_var_kl'),
+  estimator: klTermEstimatorSchema.default('low_var_kl'),
   /**
    * β's multiplier at each step, a schedule as the learning rate's (`schedule`): `{ type: 'warmup-cosine', totalSteps,
    * minRatio: 0 }` anneals β to 0 by `totalSteps` — a reference (a warmed-up, near-uniform policy) that keeps early play

@@ -206,7 +206,7 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     const importance = offPolicy && importanceWeights(rowsOf(experience, 'oldLogprobs'), rowsOf(experience, 'rolloutLogprobs'), offPolicy.importanceCap)
     // 10. Policy-update epochs over shuffled mini-batches (micro-batches within the token budget), and the critic's.
     const rate = learningRate * schedule(stepIndex)
-    const klTerm = kl && { coefficient: kl.coefficient * klSchedule(stepIndex), estimator: kl.estimator }
+    const klTerm = kl && { coefficient: kl.coefficient * klSchedule(stepIndex), estimator: kl.estimator, reference }
     const terms = await policyUpdateEpochs(
       { ...ppo, kl: klTerm },
       {

@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ParseError, type PolicyV1, type TurnView } from '@ludic/core'
 import { gamePrompts, games } from '@ludic/games'
+import * as tf from '@tensorflow/tfjs-core'
 import { describe, expect, it } from 'vitest'
 import { createFlowOfReasoningTrainer } from './flow-of-reasoning-trainer.js'
 import { createRlTrainer } from './rl-trainer.js'
@@ -134,6 +135,29 @@ kl: { coefficient: 0.2, schedule: { type: warmup-cosine, totalSteps: 1, minRatio
     config.model.dispose()
     const wrong = await write('kl-wrong.yaml', yaml.replace('every: 1', 'every: 0'))
     await expect(loadRunConfig(wrong, { ...registries, tokenizer })).rejects.toThrow(/kl\.referenceSync\.every/)
+  })
+
+  it('runs an exact KL from a config (kl.estimator full-forward), its term logged, and refuses an unknown estimator by name', async () => {
+    const yaml = `model: { preset: tiny, overrides: { hiddenSize: 32, numAttentionHeads: 2, numHiddenLayers: 1, intermediateSize: 64 } }
+environments: [{ game: kuhn-poker-v1 }]
+batch: { episodesPerStep: 2, miniBatchSize: 8, ppoEpochs: 1, maxTokens: 3 }
+kl: { coefficient: 0.2, estimator: full-forward }
+`
+    const config = await loadRunConfig(await write('kl-exact.yaml', yaml), { ...registries, tokenizer })
+    expect(config.kl).toEqual({ coefficient: 0.2, estimator: 'full-forward' })
+    const trainer = createRlTrainer(config)
+    const metrics = await trainer.step()
+    // The first step's policy is the reference: the exact KL is 0 (to float error) and logged.
+    expect(metrics.kl).toBeGreaterThanOrEqual(0)
+    expect(metrics.kl).toBeLessThan(1e-5)
+    const before = tf.memory().numTensors // the optimizer's moments are made on its first step
+    const second = await trainer.step()
+    expect(second.kl).toBeGreaterThan(0) // one update away from the reference
+    expect(tf.memory().numTensors).toBe(before)
+    trainer.dispose()
+    config.model.dispose()
+    const wrong = await write('kl-exact-wrong.yaml', yaml.replace('full-forward', 'full-backward'))
+    await expect(loadRunConfig(wrong, { ...registries, tokenizer })).rejects.toThrow(/kl\.estimator/)
   })
 
   it('gives the trainer its loggers (default [jsonl]) and the file’s checked settings for them to record', async () => {

@@ -140,3 +140,130 @@ describe('micro-batches', () => {
     expect(split.reported).toBeLessThan(0.5 * one.reported)
   })
 })
+
+describe('an exact KL term (full, full-forward): the reference runs beside the policy on each micro-batch', () => {
+  /** Σ over the batch's response tokens of the exact KL at each, from the two models' whole logits (a plain loop), over the token count. */
+  function plainTokenMeanKl(settings: PolicyUpdateSettings, rows: PolicyUpdateRows, direction: 'reverse' | 'forward'): number {
+    let total = 0
+    let count = 0
+    for (const { promptIds, responseIds } of rows.sequences) {
+      const sequence = [...promptIds, ...responseIds]
+      const [policy, reference] = tf.tidy(() =>
+        [settings.model, settings.kl!.reference!].map((model) => (tf.logSoftmax(model.forward([sequence])).arraySync() as number[][][])[0]!),
+      )
+      responseIds.forEach((_, step) => {
+        const at = promptIds.length - 1 + step
+        let kl = 0
+        policy![at]!.forEach((lp, v) => {
+          const lq = reference![at]![v]!
+          kl += direction === 'reverse' ? Math.exp(lp) * (lp - lq) : Math.exp(lq) * (lq - lp)
+        })
+        total += kl
+        count++
+      })
+    }
+    return total / count
+  }
+
+  for (const [estimator, direction] of [
+    ['full', 'reverse'],
+    ['full-forward', 'forward'],
+  ] as const) {
+    it(`${estimator}: the term is the batch's exact KL, micro-batches sum to one pass, and the step frees what it makes`, async () => {
+      const rows = { ...miniBatch(11), referenceLogprobs: undefined } // the exact term needs no sampled-token log-probs
+      // A sharper reference than the near-uniform test model: far enough that KL(p ‖ q) and KL(q ‖ p) differ.
+      const reference = createTestModel(8)
+      for (const [name, weight] of reference.parameters()) if (/embed|lm_head/.test(name)) weight.assign(tf.mul(weight, 8))
+      const make = (microBatchTokens: number | undefined): PolicyUpdateSettings => ({
+        ...settingsFor('token-mean', microBatchTokens),
+        entropyCoefficient: 0,
+        kl: { coefficient: 1, estimator, reference },
+      })
+      const whole = make(undefined)
+      const split = make(40)
+      // A policy loss of 0 (every advantage 0, π_old = π): the loss is the KL term alone.
+      const policyRows: PolicyUpdateRows = { ...rows, advantages: rows.advantages.map((row) => new Float32Array(row.length)) }
+      const one = accumulateGradients(whole, policyRows)
+      const many = accumulateGradients(split, policyRows)
+      const [termsOne, termsMany] = await Promise.all([readTerms(one.terms), readTerms(many.terms)])
+      const expected = plainTokenMeanKl(whole, rows, direction)
+      const otherDirection = plainTokenMeanKl(whole, rows, direction === 'reverse' ? 'forward' : 'reverse')
+      expect(expected).toBeGreaterThan(1e-2) // two different models: a KL the check can tell from 0
+      expect(Math.abs(expected - otherDirection)).toBeGreaterThan(0.1 * expected) // and one direction from the other
+      expect(termsOne[0]!.kl!.klLoss).toBeCloseTo(expected, 5)
+      expect(termsMany.reduce((total, term) => total + term.kl!.klLoss, 0)).toBeCloseTo(expected, 5)
+      let largest = 0
+      let worst = 0
+      for (const [name, gradient] of one.gradients) {
+        const a = gradient.dataSync()
+        const b = many.gradients.get(name)!.dataSync()
+        for (let index = 0; index < a.length; index++) {
+          largest = Math.max(largest, Math.abs(a[index]!))
+          worst = Math.max(worst, Math.abs(a[index]! - b[index]!))
+        }
+      }
+      expect(largest).toBeGreaterThan(0)
+      expect(worst / largest).toBeLessThan(1e-5)
+      one.dispose()
+      many.dispose()
+      await updateMiniBatch(whole, rows, 1e-3) // the optimizer's moments are made on its first step
+      await expectNoLeaks(() => updateMiniBatch(whole, rows, 1e-3))
+      for (const settings of [whole, split]) {
+        settings.optimizer.dispose()
+        settings.model.dispose()
+      }
+      reference.dispose()
+    })
+  }
+
+  it('full-forward pulls back a move the policy plays with probability ≈ 1 far harder than the sampled-token estimator', async () => {
+    // A policy that plays one response token after the prompt with probability ≥ 0.99 (supervised steps), the
+    // reference the same model as it started; only that token is sampled. The sampled-token estimator's gradient
+    // there is ≈ (1 − π_ref/π)(1 − π) at the logit, the exact forward KL's π − π_ref: their sizes differ by ≈ (1 − π_ref)/(1 − π).
+    const prompt = Int32Array.from([97, 98, 99])
+    const played = 105
+    const model = createTestModel(4)
+    const reference = createTestModel(4)
+    const parameters = model.trainableParameters()
+    const sft = createAdamW(parameters, { learningRate: 1e-2 })
+    const sftSettings: PolicyUpdateSettings = {
+      model,
+      parameters,
+      optimizer: sft,
+      policyLoss: createPolicyLoss('ppo-clip'),
+      entropyCoefficient: 0,
+      entropyExcluded: new Set(),
+      kl: undefined,
+      maxGradNorm: 1e9,
+    }
+    const rows = (advantage: number): PolicyUpdateRows => ({
+      sequences: [{ promptIds: prompt, responseIds: Int32Array.from([played]) }],
+      oldLogprobs: [Float32Array.from([0])],
+      advantages: [Float32Array.from([advantage])],
+    })
+    const probability = () => tf.tidy(() => tf.softmax(model.forward([[...prompt]])).arraySync() as number[][][])[0]![prompt.length - 1]![played]!
+    for (let step = 0; step < 200 && probability() < 0.99; step++) await updateMiniBatch(sftSettings, rows(1), 1e-2)
+    const saturated = probability()
+    expect(saturated).toBeGreaterThanOrEqual(0.99)
+    const gradientNorm = async (estimator: 'full-forward' | 'low_var_kl') => {
+      const settings: PolicyUpdateSettings = { ...sftSettings, kl: { coefficient: 1, estimator, reference } }
+      const referenceLogprob = tf.tidy(() => (tf.logSoftmax(reference.forward([[...prompt]])).arraySync() as number[][][])[0]![prompt.length - 1]![played]!)
+      const { gradients, terms, dispose } = accumulateGradients(settings, {
+        ...rows(0),
+        oldLogprobs: [Float32Array.from([Math.log(saturated)])],
+        referenceLogprobs: [Float32Array.from([referenceLogprob])],
+      })
+      let squares = 0
+      for (const gradient of gradients.values()) squares += tf.tidy(() => tf.sum(tf.square(gradient)).dataSync()[0]!)
+      await readTerms(terms)
+      dispose()
+      return Math.sqrt(squares)
+    }
+    const exact = await gradientNorm('full-forward')
+    const sampled = await gradientNorm('low_var_kl')
+    expect(exact).toBeGreaterThan(20 * sampled)
+    sft.dispose()
+    model.dispose()
+    reference.dispose()
+  })
+})

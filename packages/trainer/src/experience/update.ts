@@ -1,7 +1,17 @@
 import * as tf from '@tensorflow/tfjs-core'
 import { InvalidArgumentError, yieldToEventLoop, type Random } from '@ludic/core'
 import { clipGradientsByGlobalNorm, computeGradients, sequenceLogprobs, type AdamW, type CausalLanguageModel } from '@ludic/model'
-import { klLoss, readLossMetrics, type KlEstimator, type KlLossMetricTensors, type PolicyLoss, type PolicyLossMetricTensors } from '@ludic/objectives'
+import {
+  exactKlLoss,
+  isExactKlEstimator,
+  klLoss,
+  readLossMetrics,
+  type KlEstimator,
+  type KlLossMetricTensors,
+  type KlTermEstimator,
+  type PolicyLoss,
+  type PolicyLossMetricTensors,
+} from '@ludic/objectives'
 import { padRows, raggedOf, type TokenSequence } from '../sequences.js'
 import { criticLoss, updateSeparateCritic, type Critic, type CriticRows } from './critic.js'
 
@@ -16,8 +26,11 @@ export interface PolicyUpdateSettings {
   entropyCoefficient: number
   /** Response token ids that get no entropy bonus. */
   entropyExcluded: ReadonlySet<number>
-  /** The KL term to the reference policy, when the batch has reference log-probs. */
-  kl: { coefficient: number; estimator: KlEstimator } | undefined
+  /**
+   * The KL term to the reference policy: a sampled-token estimator's when the batch has reference log-probs, an exact
+   * one's (`full`, `full-forward`) from `reference`, run beside the policy on each micro-batch.
+   */
+  kl: { coefficient: number; estimator: KlTermEstimator; reference?: CausalLanguageModel | undefined } | undefined
   maxGradNorm: number
   /**
    * The sampling temperature: the update's log-probs and entropy are those of softmax(logits / T), the distribution the
@@ -259,11 +272,22 @@ function microBatchTerms(
   let entropy: tf.Scalar | undefined
   let forwardBytes = 0
   const sharedCritic = settings.critic?.kind === 'shared' ? settings.critic : undefined
+  // An exact KL (`full`, `full-forward`) comes from the whole distributions: the reference runs beside the policy.
+  const exact = kl !== undefined && isExactKlEstimator(kl.estimator) ? kl : undefined
+  if (exact !== undefined && exact.reference === undefined)
+    throw new InvalidArgumentError({ argument: 'settings.kl.reference', value: undefined, message: `is needed by the exact estimator '${exact.estimator}'` })
   const { loss, gradients } = computeGradients(
     () =>
       tf.tidy(() => {
-        const { logprobs, entropies, responseMask, values } = sequenceLogprobs(model, raggedOf(sequences), {
+        const {
+          logprobs,
+          entropies,
+          responseMask,
+          values,
+          kl: exactValues,
+        } = sequenceLogprobs(model, raggedOf(sequences), {
           withEntropy: true,
+          ...(exact === undefined ? {} : { klTo: { reference: exact.reference!, direction: exact.estimator === 'full' ? 'reverse' : 'forward' } }),
           temperature: settings.temperature ?? 1,
           recomputeLayers: settings.recomputeLayers ?? false,
           ...(sharedCritic === undefined ? {} : { valueHead: sharedCritic.valueHead }),
@@ -287,11 +311,15 @@ function microBatchTerms(
         // The mini-batch's token mean, this micro-batch's share (a single micro-batch: maskedMean's value exactly).
         entropy = tf.keep(tf.div(tf.sum(tf.mul(entropies!, entropyMask)), counts.entropyTokenCount + 1e-8) as tf.Scalar)
         let total: tf.Scalar = entropyCoefficient > 0 ? tf.sub(pg.loss, tf.mul(entropyCoefficient, entropy)) : pg.loss
-        if (kl !== undefined && referenceLogprobs !== undefined) {
-          const klTerm = klLoss(
-            { logprobs, referenceLogprobs: matrix(referenceLogprobs), mask: responseMask },
-            { estimator: kl.estimator, globalTokenCount: Math.max(counts.globalTokenCount, 1) },
-          )
+        if (kl !== undefined && (exactValues !== undefined || referenceLogprobs !== undefined)) {
+          const globalTokenCount = Math.max(counts.globalTokenCount, 1)
+          const klTerm =
+            exactValues !== undefined
+              ? exactKlLoss({ kl: exactValues, mask: responseMask }, { globalTokenCount })
+              : klLoss(
+                  { logprobs, referenceLogprobs: matrix(referenceLogprobs!), mask: responseMask },
+                  { estimator: kl.estimator as KlEstimator, globalTokenCount },
+                )
           klMetrics = klTerm.metrics
           total = tf.add(total, tf.mul(kl.coefficient, klTerm.loss))
         }
