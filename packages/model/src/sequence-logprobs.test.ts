@@ -19,6 +19,21 @@ const responseIds = [[5, 2], [10, 0, 3, 7], [1]]
 
 const tinyQwen3 = (seed: number): CausalLanguageModel => createTinyQwen3(seed, { attention_bias: true })
 
+/** The batch above in verl's layout: prompts left-padded, responses right-padded, with its attention mask. */
+function paddedBatch() {
+  const responseLength = Math.max(...responseIds.map((ids) => ids.length))
+  const promptLength = Math.max(...promptIds.map((ids) => ids.length))
+  const inputIds = promptIds.map((prompt, row) => {
+    const response = responseIds[row]!
+    return [...Array(promptLength - prompt.length).fill(0), ...prompt, ...response, ...Array(responseLength - response.length).fill(0)]
+  })
+  const attentionMask = promptIds.map((prompt, row) => {
+    const response = responseIds[row]!.length
+    return [...Array(promptLength - prompt.length).fill(0), ...Array(prompt.length + response).fill(1), ...Array(responseLength - response).fill(0)]
+  })
+  return { responseLength, promptLength, inputIds, attentionMask }
+}
+
 describe('sequenceLogprobs', () => {
   it('gives log p(response token | everything before it), zero at padding', () => {
     const model = tinyQwen3(1)
@@ -150,16 +165,7 @@ describe('sequenceLogprobs', () => {
   describe('scores the response in chunks of positions, equal to the whole logits', () => {
     /** Log-probs, entropies and their gradients from the whole `[batch, responseLength, vocab]` logits (the reference). */
     function wholeLogits(model: CausalLanguageModel, temperature = 1) {
-      const responseLength = Math.max(...responseIds.map((ids) => ids.length))
-      const promptLength = Math.max(...promptIds.map((ids) => ids.length))
-      const inputIds = promptIds.map((prompt, row) => {
-        const response = responseIds[row]!
-        return [...Array(promptLength - prompt.length).fill(0), ...prompt, ...response, ...Array(responseLength - response.length).fill(0)]
-      })
-      const attentionMask = promptIds.map((prompt, row) => {
-        const response = responseIds[row]!.length
-        return [...Array(promptLength - prompt.length).fill(0), ...Array(prompt.length + response).fill(1), ...Array(responseLength - response).fill(0)]
-      })
+      const { responseLength, promptLength, inputIds, attentionMask } = paddedBatch()
       const targets = tf.tensor2d(
         inputIds.map((ids) => ids.slice(promptLength)),
         [inputIds.length, responseLength],
@@ -495,16 +501,7 @@ describe('sequenceLogprobs on a batch with repeated rows (a small game: the same
 })
 
 describe('sequenceLogprobs with klTo: the exact KL to a reference over the whole vocabulary', () => {
-  const responseLength = Math.max(...responseIds.map((ids) => ids.length))
-  const promptLength = Math.max(...promptIds.map((ids) => ids.length))
-  const inputIds = promptIds.map((prompt, row) => {
-    const response = responseIds[row]!
-    return [...Array(promptLength - prompt.length).fill(0), ...prompt, ...response, ...Array(responseLength - response.length).fill(0)]
-  })
-  const attentionMask = promptIds.map((prompt, row) => {
-    const response = responseIds[row]!.length
-    return [...Array(promptLength - prompt.length).fill(0), ...Array(prompt.length + response).fill(1), ...Array(responseLength - response).fill(0)]
-  })
+  const { responseLength, promptLength, inputIds, attentionMask } = paddedBatch()
   const maskRows = attentionMask.map((row) => row.slice(promptLength))
 
   /** The tempered logits at the response positions, `[batch, responseLength, vocab]`, from the model's whole head. */

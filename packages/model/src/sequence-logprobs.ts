@@ -203,7 +203,7 @@ export function chunkedHeadScores(
   },
 ): { logprobs: tf.Tensor1D; entropies?: tf.Tensor1D; kl?: tf.Tensor1D } {
   const { withEntropy, chunk, temperature = 1, reference } = options
-  const [rows, width] = hidden.shape
+  const rows = hidden.shape[0]
   const vocabulary = weight.shape[0]!
   // The output's rows: the chosen token's log-prob, then the entropy and the KL when asked for.
   const entropyRow = withEntropy ? 1 : -1

@@ -125,27 +125,41 @@ export function klLoss(
   const policy = requireFloatTensor(inputs.logprobs, 'inputs.logprobs', caller, [-1, -1])
   const reference = requireFloatTensor(inputs.referenceLogprobs, 'inputs.referenceLogprobs', caller, policy.shape)
   const mask = requireMaskTensor(inputs.mask, 'inputs.mask', caller, policy.shape)
+  return aggregateKlTerm(caller, mask, parsed, (zero) => {
+    const policyAtValid = zero(policy)
+    const referenceAtValid = zero(reference)
+    return {
+      kl: klEstimate(policyAtValid, referenceAtValid, parsed.estimator), // [batch, tokens]
+      checked: [
+        { argument: 'inputs.logprobs', tensor: policyAtValid },
+        { argument: 'inputs.referenceLogprobs', tensor: referenceAtValid },
+      ],
+    }
+  })
+}
+
+/**
+ * A KL term's aggregation over `mask` and its metrics (`klLoss` and `exactKlLoss`): `perToken` gets a function that
+ * zeroes a tensor where the mask is 0 and returns the per-token values and the tensors whose finiteness is checked.
+ */
+function aggregateKlTerm(
+  caller: string,
+  mask: tf.Tensor,
+  parsed: z.output<typeof exactKlLossOptionsSchema>,
+  perToken: (zero: (x: tf.Tensor) => tf.Tensor) => { kl: tf.Tensor; checked: { argument: string; tensor: tf.Tensor }[] },
+): { loss: tf.Scalar; metrics: KlLossMetricTensors } {
   let metrics: KlLossMetricTensors | undefined
   const loss = tf.tidy(() => {
     const floatMask = tf.cast(mask, 'float32')
     const valid = tf.notEqual(floatMask, 0)
-    const zero = (x: tf.Tensor): tf.Tensor => tf.where(valid, x, tf.zerosLike(x))
-    const policyAtValid = zero(policy)
-    const referenceAtValid = zero(reference)
-    const kl = klEstimate(policyAtValid, referenceAtValid, parsed.estimator) // [batch, tokens]
+    const { kl, checked } = perToken((x) => tf.where(valid, x, tf.zerosLike(x)))
     const names = { mask: 'inputs.mask', counts: 'options' }
     const aggregated = aggregateMasked(kl, floatMask, parsed.aggregation, parsed, caller, names)
     metrics = offTape(
       () =>
         keepLossMetrics<KlLossMetrics>({ klLoss: tf.clone(aggregated.loss) }, [
           binaryMaskCheck(mask, 'inputs.mask', caller),
-          finiteChecks(
-            [
-              { argument: 'inputs.logprobs', tensor: policyAtValid },
-              { argument: 'inputs.referenceLogprobs', tensor: referenceAtValid },
-            ],
-            caller,
-          ),
+          finiteChecks(checked, caller),
           aggregated.localCount === undefined ? undefined : emptyMaskCheck(aggregated.localCount, parsed.aggregation, caller, names),
         ]),
       floatMask,
@@ -168,23 +182,8 @@ export function exactKlLoss(inputs: { kl: tf.Tensor; mask: tf.Tensor }, options:
   const parsed = parseArgument(exactKlLossOptionsSchema, options, 'options')
   const values = requireFloatTensor(inputs.kl, 'inputs.kl', caller, [-1, -1])
   const mask = requireMaskTensor(inputs.mask, 'inputs.mask', caller, values.shape)
-  let metrics: KlLossMetricTensors | undefined
-  const loss = tf.tidy(() => {
-    const floatMask = tf.cast(mask, 'float32')
-    const valid = tf.notEqual(floatMask, 0)
-    const kl = tf.where(valid, values, tf.zerosLike(values))
-    const names = { mask: 'inputs.mask', counts: 'options' }
-    const aggregated = aggregateMasked(kl, floatMask, parsed.aggregation, parsed, caller, names)
-    metrics = offTape(
-      () =>
-        keepLossMetrics<KlLossMetrics>({ klLoss: tf.clone(aggregated.loss) }, [
-          binaryMaskCheck(mask, 'inputs.mask', caller),
-          finiteChecks([{ argument: 'inputs.kl', tensor: kl }], caller),
-          aggregated.localCount === undefined ? undefined : emptyMaskCheck(aggregated.localCount, parsed.aggregation, caller, names),
-        ]),
-      floatMask,
-    )
-    return aggregated.loss
+  return aggregateKlTerm(caller, mask, parsed, (zero) => {
+    const kl = zero(values)
+    return { kl, checked: [{ argument: 'inputs.kl', tensor: kl }] }
   })
-  return { loss, metrics: metrics! }
 }

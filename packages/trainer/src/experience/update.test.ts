@@ -41,6 +41,21 @@ function settingsFor(aggregation: 'token-mean' | 'seq-mean-token-mean' | 'token-
   }
 }
 
+/** The largest gradient entry of `expected`, and the largest difference of `actual` from it. */
+function gradientDifference(expected: Map<string, tf.Tensor>, actual: Map<string, tf.Tensor>): { largest: number; worst: number } {
+  let largest = 0
+  let worst = 0
+  for (const [name, gradient] of expected) {
+    const a = gradient.dataSync()
+    const b = actual.get(name)!.dataSync()
+    for (let index = 0; index < a.length; index++) {
+      largest = Math.max(largest, Math.abs(a[index]!))
+      worst = Math.max(worst, Math.abs(a[index]! - b[index]!))
+    }
+  }
+  return { largest, worst }
+}
+
 describe('micro-batches', () => {
   it('split a mini-batch within a token budget, in order, a sequence past the budget alone', () => {
     const sequences = [3, 4, 10, 2, 2, 2].map((length) => ({ promptIds: new Int32Array(1), responseIds: new Int32Array(length - 1) }))
@@ -60,16 +75,7 @@ describe('micro-batches', () => {
       const [termsOne, termsMany] = await Promise.all([readTerms(one.terms), readTerms(many.terms)])
       const sum = (terms: typeof termsOne, pick: (term: (typeof termsOne)[number]) => number) => terms.reduce((total, term) => total + pick(term), 0)
       expect(sum(termsMany, (term) => term.loss)).toBeCloseTo(termsOne[0]!.loss, 5)
-      let largest = 0
-      let worst = 0
-      for (const [name, gradient] of one.gradients) {
-        const a = gradient.dataSync()
-        const b = many.gradients.get(name)!.dataSync()
-        for (let index = 0; index < a.length; index++) {
-          largest = Math.max(largest, Math.abs(a[index]!))
-          worst = Math.max(worst, Math.abs(a[index]! - b[index]!))
-        }
-      }
+      const { largest, worst } = gradientDifference(one.gradients, many.gradients)
       expect(worst / largest).toBeLessThan(1e-6)
       one.dispose()
       many.dispose()
@@ -192,16 +198,7 @@ describe('an exact KL term (full, full-forward): the reference runs beside the p
       expect(Math.abs(expected - otherDirection)).toBeGreaterThan(0.1 * expected) // and one direction from the other
       expect(termsOne[0]!.kl!.klLoss).toBeCloseTo(expected, 5)
       expect(termsMany.reduce((total, term) => total + term.kl!.klLoss, 0)).toBeCloseTo(expected, 5)
-      let largest = 0
-      let worst = 0
-      for (const [name, gradient] of one.gradients) {
-        const a = gradient.dataSync()
-        const b = many.gradients.get(name)!.dataSync()
-        for (let index = 0; index < a.length; index++) {
-          largest = Math.max(largest, Math.abs(a[index]!))
-          worst = Math.max(worst, Math.abs(a[index]! - b[index]!))
-        }
-      }
+      const { largest, worst } = gradientDifference(one.gradients, many.gradients)
       expect(largest).toBeGreaterThan(0)
       expect(worst / largest).toBeLessThan(1e-5)
       one.dispose()
