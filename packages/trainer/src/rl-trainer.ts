@@ -2,7 +2,7 @@ import { createRandom, deriveSeed, InvalidArgumentError, LudicError, parseArgume
 import { createRae } from '@ludic/advantages'
 import { CausalLanguageModel, checkVocabularyFits, createAdamW, sequenceLogprobs } from '@ludic/model'
 import * as tf from '@tensorflow/tfjs-core'
-import { createPolicyLoss } from '@ludic/objectives'
+import { createPolicyLoss, isExactKlEstimator } from '@ludic/objectives'
 import { buildExperience, rowsIfAny, rowsOf, type Experience } from './experience/experience.js'
 import { createCritic, valueStage } from './experience/critic.js'
 import { checkBatchNeeds, checkEstimatorNeeds, providedNeeds } from './experience/needs.js'
@@ -176,7 +176,8 @@ export function createRlTrainer(config: RlTrainerConfig, hooks: RlTrainerHooks =
     // 5. Log-probs: π_old (recomputed, or the rollout's) and π_ref; how far generation and training agree.
     const logprobs = await logprobStage(experience, {
       model,
-      reference,
+      // An exact KL runs the reference in the update itself: the sampled tokens' reference log-probs are not needed.
+      reference: kl !== undefined && isExactKlEstimator(kl.estimator) ? undefined : reference,
       recomputeOld: parsed.recomputeOldLogprobs,
       chunkSize: batch.miniBatchSize,
       temperature: batch.temperature,
