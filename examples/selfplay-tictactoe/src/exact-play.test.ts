@@ -3,7 +3,7 @@ import { createModel } from '@ludic/model'
 import * as tf from '@tensorflow/tfjs-core'
 import { initTensors } from '@ludic/tensors'
 import { describe, expect, it } from 'vitest'
-import { exactPlayAgainstRandom, modelMoveProbabilities } from './exact-play.js'
+import { bestMassBins, exactPlayAgainstRandom, lostByConfidence, modelMoveProbabilities } from './exact-play.js'
 import { bestRepliesToRandom, nonTerminalPositions, trainTicTacToeTokenizer, withMove } from './tictactoe-setup.js'
 
 const uniform = (board: readonly string[]) => ticTacToeEmptyCells(board as never).map((_, _index, cells) => 1 / cells.length)
@@ -57,6 +57,39 @@ describe('exactPlayAgainstRandom', () => {
       expect(Math.abs(seat.lostWinChance.mustBlock)).toBeLessThan(1e-12)
       expect(Math.abs(seat.lostWinChance.other)).toBeLessThan(1e-12)
     }
+  })
+
+  it('splits the lost win chance by how sure the policy was: a wrong move held at probability 1 loses in the first bin', () => {
+    const best = new Map(bestRepliesToRandom().map(({ board, moves }) => [board.join(','), moves]))
+    // The best replies everywhere but one must-block position of the second seat (O at 0 and 6, X in the centre: the
+    // block is 3), where it plays 2 with probability 1, or with 0.95 (the block 0.05).
+    const held = (blockProbability: number) => (board: readonly string[]) => {
+      const cells = ticTacToeEmptyCells(board as never)
+      if (board.join(',') === 'O,,,,X,,O,,') return cells.map((cell) => (cell === 3 ? blockProbability : cell === 2 ? 1 - blockProbability : 0))
+      const moves = best.get(board.join(','))!
+      return cells.map((cell) => (moves.includes(cell) ? 1 / moves.length : 0))
+    }
+    const sure = lostByConfidence(held(0), 3)
+    const lost = sure.play.asX.lostWinChance.mustBlock
+    expect(lost).toBeGreaterThan(0.001)
+    expect(sure.asX.bins.mustBlock[0]).toBeCloseTo(lost, 12) // all of it at best-move mass < 1 %
+    expect(sure.asX.bins.mustBlock.slice(1).every((value) => Math.abs(value) < 1e-12)).toBe(true)
+    expect(sure.asX.worst[0]!.board.join(',')).toBe('O,,,,X,,O,,')
+    expect(sure.asX.worst[0]!.bestMass).toBe(0)
+    expect(Math.abs(sure.play.asO.lostWinChance.canWin + sure.play.asO.lostWinChance.mustBlock + sure.play.asO.lostWinChance.other)).toBeLessThan(1e-12)
+    // At 5 % on the block the same loss, less of it, lands in the [0.01, 0.1) bin.
+    const unsure = lostByConfidence(held(0.05), 3)
+    expect(bestMassBins[1]).toBe(0.01)
+    expect(unsure.asX.bins.mustBlock[0]).toBeCloseTo(0, 12)
+    expect(unsure.asX.bins.mustBlock[1]).toBeCloseTo(0.95 * lost, 12)
+    // Random play: the bins add up to each kind's lost win chance.
+    const random = lostByConfidence(uniform)
+    for (const [seat, exact] of [
+      [random.asO, random.play.asO],
+      [random.asX, random.play.asX],
+    ] as const)
+      for (const category of ['canWin', 'mustBlock', 'other'] as const)
+        expect(seat.bins[category].reduce((total, value) => total + value, 0)).toBeCloseTo(exact.lostWinChance[category], 12)
   })
 
   it("reads a model's moves exactly: sampled probabilities sum to 1 over the legal moves, greedy ones are one-hot", async () => {

@@ -34,11 +34,30 @@ export interface ExactPlay {
 
 const other = (mark: TicTacToeMark): TicTacToeMark => (mark === 'O' ? 'X' : 'O')
 
+/** One of the learner's decisions in `exactPlayAgainstRandom`, as `onDecision` sees it. */
+export interface ExactDecision {
+  /** The learner's mark. */
+  seat: TicTacToeMark
+  board: TicTacToeBoard
+  /** The chance of reaching this position, with the learner in `seat`. */
+  reach: number
+  category: keyof ExactSeat['lostWinChance']
+  /** The empty cells, the policy's probability of each, and the win chance after each followed by best play. */
+  cells: readonly number[]
+  probabilities: readonly number[]
+  chances: readonly number[]
+  /** The policy's probability of the best moves together. */
+  bestMass: number
+  /** reach × (the best move's win chance − the chance of the moves played): this decision's share of `lostWinChance`. */
+  lost: number
+}
+
 /**
  * The exact outcome of `policy` against the uniform random player in both seats: the probability of reaching each
  * position, carried forward move by move (positions in order of their number of marks), ends as wins, draws and losses.
+ * `onDecision` sees each of the learner's decisions (`ExactDecision`).
  */
-export function exactPlayAgainstRandom(policy: MoveProbabilities): ExactPlay {
+export function exactPlayAgainstRandom(policy: MoveProbabilities, onDecision?: (decision: ExactDecision) => void): ExactPlay {
   const memo = new Map<string, number>()
   const seat = (learner: TicTacToeMark): ExactSeat => {
     const result: ExactSeat = { win: 0, draw: 0, loss: 0, lostWinChance: { canWin: 0, mustBlock: 0, other: 0 } }
@@ -70,7 +89,12 @@ export function exactPlayAgainstRandom(policy: MoveProbabilities): ExactPlay {
         const played = chances.reduce((total, chance, index) => total + probabilities[index]! * chance, 0)
         const wins = (player: TicTacToeMark) => completingCell(board, player) !== undefined
         const category = wins(mark) ? 'canWin' : wins(other(mark)) ? 'mustBlock' : 'other'
-        result.lostWinChance[category] += reach * (best - played)
+        const lost = reach * (best - played)
+        result.lostWinChance[category] += lost
+        if (onDecision !== undefined) {
+          const bestMass = chances.reduce((total, chance, index) => total + (chance >= best - 1e-12 ? probabilities[index]! : 0), 0)
+          onDecision({ seat: learner, board, reach, category, cells: empty, probabilities, chances, bestMass, lost })
+        }
         empty.forEach((cell, index) => add(withMove(board, cell, mark), reach * probabilities[index]!))
       }
       layer = next
@@ -126,4 +150,40 @@ export function describeExactPlay(play: ExactPlay): string {
   const points = (seat: ExactSeat) =>
     `could win ${(100 * seat.lostWinChance.canWin).toFixed(1)}, must block ${(100 * seat.lostWinChance.mustBlock).toFixed(1)}, other ${(100 * seat.lostWinChance.other).toFixed(1)}`
   return `win ${percent(play.winRate)} (as O ${percent(play.asO.win)}, as X ${percent(play.asX.win)}), lost ${percent(play.lossRate)}; win chance lost (points) as O: ${points(play.asO)}; as X: ${points(play.asX)}`
+}
+
+/** The bounds of `lostByConfidence`'s bins of the best moves' probability: [0, 0.01), [0.01, 0.1), …, [0.9, 1]. */
+export const bestMassBins = [0, 0.01, 0.1, 0.5, 0.9] as const
+
+/** Where a seat's lost win chance lies: by kind of decision and by the policy's probability of the best moves there. */
+export interface LostByConfidence {
+  /** Per kind of decision, the lost win chance in each `bestMassBins` bin (the bins add up to `lostWinChance`). */
+  bins: Record<keyof ExactSeat['lostWinChance'], number[]>
+  /** The decisions that lose the most, largest first (`top` of them). */
+  worst: ExactDecision[]
+}
+
+/**
+ * `exactPlayAgainstRandom`'s lost win chance split by how sure the policy was where it lost it: a decision whose best
+ * moves get < 1 % is a move held near probability 1 that is not a best reply — one a policy gradient barely moves (its
+ * gradient is 1 − π), and that on-policy play seldom tries. Per seat, with its `top` worst decisions.
+ */
+export function lostByConfidence(policy: MoveProbabilities, top = 10): { play: ExactPlay; asO: LostByConfidence; asX: LostByConfidence } {
+  const empty = (): LostByConfidence => ({
+    bins: { canWin: bestMassBins.map(() => 0), mustBlock: bestMassBins.map(() => 0), other: bestMassBins.map(() => 0) },
+    worst: [],
+  })
+  const seats = { O: empty(), X: empty() }
+  const decisions: ExactDecision[] = []
+  const play = exactPlayAgainstRandom(policy, (decision) => {
+    const bin = bestMassBins.findLastIndex((bound) => decision.bestMass >= bound)
+    seats[decision.seat].bins[decision.category][bin]! += decision.lost
+    decisions.push(decision)
+  })
+  for (const seat of ['O', 'X'] as const)
+    seats[seat].worst = decisions
+      .filter((decision) => decision.seat === seat)
+      .sort((a, b) => b.lost - a.lost)
+      .slice(0, top)
+  return { play, asO: seats.O, asX: seats.X }
 }

@@ -2,11 +2,13 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createRandom, InvalidArgumentError } from '@ludic/core'
+import { parseCommandLineOptions } from '@ludic/report'
 import { initTensors } from '@ludic/tensors'
 import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, describe, expect, it } from 'vitest'
 import { fitProbe } from './fit-probe.js'
-import { main, type MainOptions } from './main.js'
+import { whereLost } from './where-lost.js'
+import { main, mainOptionsSchema, type MainOptions } from './main.js'
 import {
   bestRepliesToRandom,
   chatTemplate,
@@ -171,6 +173,21 @@ describe('selfplay-tictactoe', () => {
       }
     }
     expect(lines.at(-2)).toMatch(/^exactly, vs random: sampled win [\d.]+ % \(as O/)
+    // The diagnostic of where the win chance goes, from the run's last checkpoint: the same exact figures, split by bins.
+    const whereLines: string[] = []
+    const where = await whereLost({ runDirectory, backend: 'wasm', top: 2, log: (line) => whereLines.push(line) })
+    expect(where.step).toBe(2)
+    expect(where.play.winRate).toBeCloseTo(report.exactAfter!.sampled.winRate, 6)
+    for (const [seat, exact] of [
+      [where.asO, report.exactAfter!.sampled.asO],
+      [where.asX, report.exactAfter!.sampled.asX],
+    ] as const) {
+      for (const category of ['canWin', 'mustBlock', 'other'] as const)
+        expect(seat.bins[category].reduce((total, value) => total + value, 0)).toBeCloseTo(exact.lostWinChance[category], 6)
+      expect(seat.worst).toHaveLength(2)
+    }
+    expect(whereLines[0]).toMatch(/^checkpoint 2: exactly [\d.]+ % against random/)
+    await expect(whereLost({ runDirectory, step: 7, backend: 'wasm' })).rejects.toThrow(/options\.step.*the run's: 1, 2/)
     const saved = JSON.parse(await readFile(join(runDirectory, 'report.json'), 'utf8')) as { after: { step: number }; backend: string }
     expect(saved.after.step).toBe(2)
     expect(saved.backend).toBe('wasm')
@@ -331,5 +348,27 @@ describe('selfplay-tictactoe', () => {
     expect(InvalidArgumentError.isInstance(error) && error.argument).toBe('options.leagueShare')
     expect((error as Error).message).toContain('randomOpponentShare + minimaxOpponentShare + leagueShare add up to 1.1')
     expect(lines).toEqual([]) // no backend started, no run directory made
+  })
+})
+
+describe('selfplay-tictactoe near-perfect script', () => {
+  it("runs the README's best recipe: 32 heads, r5's opponents, the exact forward KL annealed to 0", async () => {
+    const manifest = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }
+    const [command, ...argv] = manifest.scripts['near-perfect']!.split(' ')
+    expect([command, argv[0]]).toEqual(['tsx', 'src/main.ts'])
+    const options = mainOptionsSchema.parse(parseCommandLineOptions(argv.slice(1)))
+    expect(options).toMatchObject({
+      attentionHeads: 32,
+      steps: 600,
+      randomOpponentShare: 0.6,
+      minimaxOpponentShare: 0.3,
+      raePerOpponent: true,
+      klEstimator: 'full-forward',
+      klFinalRatio: 0,
+      klCoefficient: 0.05,
+      episodesPerStep: 128,
+    })
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    expect(readme).toContain(`# = npx ${manifest.scripts['near-perfect']}`)
   })
 })
