@@ -584,7 +584,8 @@ describe('sequenceLogprobs with klTo: the exact KL to a reference over the whole
           const expectedGradients = explicitGradients(model, reference, direction, temperature, weights)
           for (const logitsChunkSize of [1, 3, 100]) {
             const before = tf.memory().numTensors
-            const options = { temperature, logitsChunkSize, klTo: { reference, direction } }
+            // At T ≠ 1 with the entropy too: the KL is then the output's third row, its gradient read from that row.
+            const options = { temperature, logitsChunkSize, withEntropy: temperature !== 1, klTo: { reference, direction } }
             const values = tf.tidy(() => sequenceLogprobs(model, { promptIds, responseIds }, options).kl!.arraySync())
             close(values.flat(), expected.flat(), 2e-5)
             const { value, grads } = tf.variableGrads(

@@ -43,8 +43,9 @@ export const sequenceLogprobsOptionsSchema = z
      * Also return `kl`, the exact KL divergence between the model's and `reference`'s next-token distributions at
      * each response position, summed over the whole vocabulary (both at the sampling `temperature`):
      * `direction` `'reverse'`, KL(π ‖ π_ref) = Σ_v π(v) (log π(v) − log π_ref(v)), or `'forward'`, KL(π_ref ‖ π) =
-     * Σ_v π_ref(v) (log π_ref(v) − log π(v)). `reference` (a model of the same vocabulary) is a constant: run
-     * without gradient, its logits computed chunk by chunk beside the model's. Default: none.
+     * Σ_v π_ref(v) (log π_ref(v) − log π(v)). `reference` (a model of the same vocabulary and width) is a constant:
+     * run without gradient; with plain heads on both its logits are computed chunk by chunk beside the model's (and again
+     * in the backward pass), otherwise (a head with an adapter or a bias) both are computed whole. Default: none.
      */
     klTo: z
       .strictObject({

@@ -111,8 +111,9 @@ export const klConfigSchema = z.strictObject({
    * `low_var_kl+` (k3's value, k2's gradient) and `k2` follow KL(π_θ ‖ π_ref). These estimate the KL from the sampled
    * token alone, so their gradient at a move the policy has pushed near probability 0 vanishes with it. `full`
    * (KL(π_θ ‖ π_ref)) and `full-forward` (KL(π_ref ‖ π_θ)) are exact, over the whole vocabulary at every response
-   * position (`exactKlEstimators`): the update runs the reference beside the policy on each micro-batch (one more forward
-   * pass, no backward), and `full-forward`'s gradient β (π − π_ref) pulls such a move back whether it was sampled or not.
+   * position (`exactKlEstimators`): the update runs the reference's forward pass beside the policy's on each micro-batch
+   * (its head's logits again in the backward pass; no gradient of its own), and `full-forward`'s gradient, β (π − π_ref)
+   * at the tempered logits per token, pulls such a move back whether it was sampled or not.
    */
   estimator: klTermEstimatorSchema.default('low_var_kl'),
   /**

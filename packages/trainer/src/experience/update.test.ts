@@ -187,7 +187,7 @@ describe('an exact KL term (full, full-forward): the reference runs beside the p
       })
       const whole = make(undefined)
       const split = make(40)
-      // A policy loss of 0 (every advantage 0, π_old = π): the loss is the KL term alone.
+      // A policy loss of 0 (every advantage 0; PPO's clipped term is then 0 whatever the ratio): the loss is the KL term alone.
       const policyRows: PolicyUpdateRows = { ...rows, advantages: rows.advantages.map((row) => new Float32Array(row.length)) }
       const one = accumulateGradients(whole, policyRows)
       const many = accumulateGradients(split, policyRows)
