@@ -219,15 +219,10 @@ export function chunkedHeadScores(
     return { part, logProbabilities: tf.sub(logits, tf.logSumExp(logits, -1, true)) } // [chunk, vocab]
   }
   const pieces = (h: tf.Tensor2D, start: number) => logSoftmaxOf(h, weight, start)
-  /** The chunk's per-row KL, from the model's log-softmax and the reference's rows. */
+  /** The chunk's per-row KL (`klOfLogProbabilities`), from the model's log-softmax and the reference's rows. */
   const klOf = (logProbabilities: tf.Tensor2D, referenceHidden: tf.Tensor2D, start: number) => {
     const referenceLog = logSoftmaxOf(referenceHidden, reference!.weight, start).logProbabilities
-    const difference = tf.sub(logProbabilities, referenceLog) // log p − log q
-    const kl =
-      reference!.direction === 'reverse'
-        ? tf.sum(tf.mul(tf.exp(logProbabilities), difference), -1)
-        : tf.neg(tf.sum(tf.mul(tf.exp(referenceLog), difference), -1)) // [chunk]
-    return { kl, referenceLog, difference }
+    return { kl: klOfLogProbabilities(logProbabilities, referenceLog, reference!.direction), referenceLog } // kl [chunk]
   }
   const trainable = weight.trainable
   const compute = tf.customGrad((...args) => {
@@ -268,10 +263,10 @@ export function chunkedHeadScores(
               logitsGradient = tf.add(logitsGradient, tf.mul(entropyGradient, upstreamRow(entropyRow)))
             }
             if (klRow >= 0) {
-              const { kl, referenceLog, difference } = klOf(logProbabilities as tf.Tensor2D, savedReference, start)
+              const { kl, referenceLog } = klOf(logProbabilities as tf.Tensor2D, savedReference, start)
               const klGradient =
                 reference!.direction === 'reverse'
-                  ? tf.mul(probabilities, tf.sub(difference, tf.reshape(kl, [size, 1])))
+                  ? tf.mul(probabilities, tf.sub(tf.sub(logProbabilities, referenceLog), tf.reshape(kl, [size, 1])))
                   : tf.sub(probabilities, tf.exp(referenceLog))
               logitsGradient = tf.add(logitsGradient, tf.mul(klGradient, upstreamRow(klRow)))
             }
