@@ -25,7 +25,7 @@ export interface AblationRow {
 /**
  * The levers measured. `random` is the example's default (a uniform random player in one seat of half the games);
  * every later row adds one lever to it, `minimax-kl` two (the README's r2 recipe), `per-state` two (baselines per
- * opponent, then per position within them).
+ * opponent, then per position within them); `kl-zero` (the sampled-token KL annealed to 0) is `exact-kl`'s control.
  */
 export const ablationRows: readonly AblationRow[] = [
   { name: 'self-play', lever: 'pure self-play (RAE + PPO)', options: { randomOpponentShare: 0 } },
@@ -41,6 +41,8 @@ export const ablationRows: readonly AblationRow[] = [
   { name: 'per-state', lever: '+ RAE baselines per opponent and position', options: { raePerOpponent: true, raePerState: true } },
   { name: 'random-openings', lever: '+ random openings (exploring starts), share 0.5', options: { randomOpeningShare: 0.5 } },
   { name: 'temperature', lever: '+ training games sampled at temperature 1.5', options: { temperature: 1.5 } },
+  { name: 'kl-zero', lever: '+ KL annealed to 0', options: { klFinalRatio: 0 } },
+  { name: 'exact-kl', lever: '+ exact forward KL (`full-forward`) annealed to 0', options: { klEstimator: 'full-forward', klFinalRatio: 0 } },
 ]
 
 const listOf = <T extends z.ZodType>(item: T) =>
