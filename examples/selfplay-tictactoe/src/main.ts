@@ -35,6 +35,7 @@ import {
   playAgainst,
   randomPlayExamples,
   trainTicTacToeTokenizer,
+  type RunModelShape,
   type PlayResult,
 } from './tictactoe-setup.js'
 
@@ -197,7 +198,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     seed,
     ...heads,
   })
-  const shape = { modelSize: parsed.modelSize, attentionHeads: model.config.numAttentionHeads, vocabSize: parsed.vocabSize }
+  const shape: RunModelShape = { modelSize: parsed.modelSize, attentionHeads: model.config.numAttentionHeads, vocabSize: parsed.vocabSize }
   await checkRunModel(run, shape, presetConfig(parsed.modelSize, parsed.vocabSize).numAttentionHeads).catch((error: unknown) => {
     model.dispose()
     throw error
@@ -334,11 +335,7 @@ export async function main(options: MainOptions = {}): Promise<Report> {
  * without a word). A run that starts afresh (no checkpoint yet) writes them; a resumed one is compared with them and
  * refused, naming the option, where they differ. A run from before `model.json` was kept had the preset's heads.
  */
-async function checkRunModel(
-  run: { runDirectory: string; resuming: boolean },
-  shape: { modelSize: string; attentionHeads: number; vocabSize: number },
-  presetHeads: number,
-): Promise<void> {
+async function checkRunModel(run: { runDirectory: string; resuming: boolean }, shape: RunModelShape, presetHeads: number): Promise<void> {
   const path = join(run.runDirectory, 'model.json')
   if (!run.resuming) {
     await writeFile(path, `${JSON.stringify(shape, null, 2)}\n`)

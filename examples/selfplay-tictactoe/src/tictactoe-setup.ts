@@ -14,6 +14,7 @@ import {
 import { type CausalLanguageModel, presetConfig } from '@ludic/model'
 import { actionLogprobs, evaluateAgainst } from '@ludic/trainer'
 import { trainBpe, Tokenizer } from '@ludic/tokenizer'
+import { z } from 'zod'
 
 export const endOfText = '<|end|>'
 
@@ -43,6 +44,14 @@ export const promptOfBoard = (board: TicTacToeBoard): string => `${terseBoard(bo
 
 /** `[4]` */
 export const moveText = (cell: number): string => `[${cell}]`
+
+/** A run's model shape, kept in its directory as `model.json` by `main` and read back by `where-lost`. */
+export const runModelShapeSchema = z.object({
+  modelSize: z.enum(['tiny', 'small']),
+  attentionHeads: z.number().int().positive(),
+  vocabSize: z.number().int().positive(),
+})
+export type RunModelShape = z.infer<typeof runModelShapeSchema>
 
 /**
  * `createModel`'s options for `heads` attention heads (keys and values as many) on a preset: its width split among

@@ -14,7 +14,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { bestMassBins, lostByConfidence, modelMoveProbabilities, type LostByConfidence } from './exact-play.js'
-import { attentionHeadsOverrides, boardKey, trainTicTacToeTokenizer } from './tictactoe-setup.js'
+import { attentionHeadsOverrides, boardKey, runModelShapeSchema, trainTicTacToeTokenizer } from './tictactoe-setup.js'
 
 export const whereLostOptionsSchema = z.strictObject({
   /** A run directory of `src/main.ts` (its `model.json` and `checkpoint-<step>` directories). */
@@ -30,8 +30,6 @@ export const whereLostOptionsSchema = z.strictObject({
 })
 export type WhereLostOptions = z.input<typeof whereLostOptionsSchema>
 
-const modelShapeSchema = z.object({ modelSize: z.enum(['tiny', 'small']), attentionHeads: z.number().int().positive(), vocabSize: z.number().int().positive() })
-
 export async function whereLost(options: WhereLostOptions): Promise<ReturnType<typeof lostByConfidence> & { step: number }> {
   const parsed = parseArgument(whereLostOptionsSchema, options, 'options')
   const checkpoints = await listCheckpoints(parsed.runDirectory)
@@ -43,7 +41,7 @@ export async function whereLost(options: WhereLostOptions): Promise<ReturnType<t
       message: `has no checkpoint (the run's: ${checkpoints.map((entry) => entry.step).join(', ') || 'none'})`,
     })
   }
-  const shape = parseArgument(modelShapeSchema, JSON.parse(await readFile(join(parsed.runDirectory, 'model.json'), 'utf8')), 'model.json')
+  const shape = parseArgument(runModelShapeSchema, JSON.parse(await readFile(join(parsed.runDirectory, 'model.json'), 'utf8')), 'model.json')
   await initTensors({ backend: parsed.backend })
   const tokenizer = trainTicTacToeTokenizer(shape.vocabSize)
   const model = createModel(shape.modelSize, { vocabSize: tokenizer.vocabSize, seed: 0, ...attentionHeadsOverrides(shape.modelSize, shape.attentionHeads) })
