@@ -260,6 +260,20 @@ describe('selfplay-tictactoe', () => {
     expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'tactical-opponent']))
   })
 
+  it('seats the random player first in the share asked (--random-opponent-first-mover-share), refused without it', async () => {
+    const { report, runDirectory } = await oneStepRun({ randomOpponentShare: 1, randomOpponentFirstMoverShare: 1, episodesPerStep: 8 })
+    expect(report.options).toMatchObject({ randomOpponentFirstMoverShare: 1 })
+    const games = await trainingGames<{ turns: { policyId: string }[] }>(runDirectory)
+    expect(games.length).toBeGreaterThanOrEqual(4)
+    // Every game against it, the random player always first (O), the learner always second.
+    expect(games.map((game) => game.turns[0]!.policyId)).toEqual(games.map(() => 'random-opponent'))
+    expect(games.every((game) => game.turns.slice(1).some((turn) => turn.policyId === 'learner'))).toBe(true)
+    const refused = await main({ randomOpponentShare: 0, randomOpponentFirstMoverShare: 0.75, backend: 'wasm', progress: false, log: () => {} }).catch(
+      (error: unknown) => error,
+    )
+    expect(InvalidArgumentError.isInstance(refused) && refused.argument).toBe('options.randomOpponentFirstMoverShare')
+  })
+
   it('starts the training games from random openings when asked (1–4 moves before either seat plays)', async () => {
     const { report, runDirectory } = await oneStepRun({ randomOpeningShare: 1, episodesPerStep: 8 })
     expect(report.options).toMatchObject({ randomOpeningShare: 1 })

@@ -66,6 +66,12 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
      */
     minimaxOpponentShare: z.number().min(0).max(1).default(0),
     /**
+     * Of the games against the random player, the share in which it moves first (O) and the learner second (X): above
+     * 0.5, more of those games in the learner's weaker seat (the trainer's opponent `seats`). Needs
+     * `randomOpponentShare` above 0. Default: the seats alike (drawn as every opponent's).
+     */
+    randomOpponentFirstMoverShare: z.number().min(0).max(1).optional(),
+    /**
      * Share of the training episodes in which one seat is the tactical player (`createTacticalPolicy`: it wins when it
      * can, blocks when it must, else moves at random), which punishes a missed block at once in the varied positions of
      * random play. 0 (the default): none.
@@ -180,6 +186,9 @@ export async function main(options: MainOptions = {}): Promise<Report> {
       if (value !== undefined)
         throw new InvalidArgumentError({ argument: `options.${name}`, value, message: "needs options.advantage 'gae' (RAE uses no critic)" })
   }
+  const first = parsed.randomOpponentFirstMoverShare
+  if (parsed.randomOpponentShare === 0 && first !== undefined)
+    throw new InvalidArgumentError({ argument: 'options.randomOpponentFirstMoverShare', value: first, message: 'needs options.randomOpponentShare above 0' })
   if (parsed.randomOpeningShare === 0 && parsed.randomOpeningMoves !== undefined)
     throw new InvalidArgumentError({
       argument: 'options.randomOpeningMoves',
@@ -241,7 +250,15 @@ export async function main(options: MainOptions = {}): Promise<Report> {
   // 3. Self-play with RAE (or GAE and a critic) and PPO; evaluations every few steps.
   const selfPlayStarted = performance.now()
   const opponents = [
-    ...(parsed.randomOpponentShare > 0 ? [{ policy: createRandomPolicy({ seed: seed + 7, id: 'random-opponent' }), share: parsed.randomOpponentShare }] : []),
+    ...(parsed.randomOpponentShare > 0
+      ? [
+          {
+            policy: createRandomPolicy({ seed: seed + 7, id: 'random-opponent' }),
+            share: parsed.randomOpponentShare,
+            ...(first === undefined ? {} : { seats: { player0: first, player1: 1 - first } }),
+          },
+        ]
+      : []),
     ...(parsed.minimaxOpponentShare > 0 ? [{ policy: createTicTacToeMinimaxPolicy({ id: 'minimax-opponent' }), share: parsed.minimaxOpponentShare }] : []),
     ...(parsed.tacticalOpponentShare > 0
       ? [{ policy: createTacticalPolicy({ seed: seed + 11, id: 'tactical-opponent' }), share: parsed.tacticalOpponentShare }]

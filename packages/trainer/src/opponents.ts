@@ -1,4 +1,4 @@
-import { createRandom, deriveSeed, type PolicyV1, type Random } from '@ludic/core'
+import { createRandom, deriveSeed, InvalidArgumentError, type PolicyV1, type Random } from '@ludic/core'
 import type { PolicyContext } from '@ludic/rollout'
 
 /** A policy that plays one seat in a share of the episodes. */
@@ -10,11 +10,14 @@ export interface Opponent {
   policy: PolicyV1 | ((random: Random) => PolicyV1)
   /** Fraction of the episodes it plays in, in (0, 1]. */
   share: number
+  /** The roles it plays, weighed (a role not named: never). Default: every role alike. */
+  seats?: Readonly<Record<string, number>> | undefined
 }
 
 /**
  * Self-play with fixed opponents in a share of the episodes (league training's population): per episode a
- * draw from (seed, step, episode) picks an opponent or none, and which role it plays; every other role is
+ * draw from (seed, step, episode) picks an opponent or none, and which role it plays (weighed by its `seats`, if
+ * given); every other role is
  * `self`'s. The choice depends only on those, so a step's episodes are the same at any concurrency.
  */
 export function withOpponents(self: PolicyV1, opponents: readonly Opponent[], seed: number, stepIndex: number): (context: PolicyContext) => PolicyV1 {
@@ -25,13 +28,21 @@ export function withOpponents(self: PolicyV1, opponents: readonly Opponent[], se
     const seat = roles[draw.nextInt(roles.length)]
     for (const opponent of opponents) {
       if (u < opponent.share) {
-        if (role !== seat) return self
+        if (role !== (opponent.seats === undefined ? seat : weighedSeat(opponent.seats, roles, draw))) return self
         return typeof opponent.policy === 'function' ? opponent.policy(draw) : opponent.policy
       }
       u -= opponent.share
     }
     return self
   }
+}
+
+/** A role drawn by `seats`' weights (a role not named weighs 0), with the episode's generator after the seat's draw. */
+function weighedSeat(seats: Readonly<Record<string, number>>, roles: readonly string[], draw: Random): string {
+  const weights = roles.map((role) => (Object.hasOwn(seats, role) ? seats[role]! : 0))
+  if (!weights.some((weight) => weight > 0))
+    throw new InvalidArgumentError({ argument: 'opponent.seats', value: seats, message: `weighs none of the episode's roles (${roles.join(', ')}) above 0` })
+  return roles[draw.sampleIndex(weights)]!
 }
 
 /**

@@ -228,8 +228,8 @@ export const rlTrainerConfigSchema = z
     /**
      * Opponents beside self-play (a population, as in league training): in a `share` of the episodes (drawn per
      * episode from the seed and step) one role, drawn likewise, is played by an opponent, and only the model's turns
-     * are trained on. An entry is a fixed policy `{ policy, share }` (e.g. the random player; its id must not be
-     * `learnerPolicyId`) or, once at most, the pool of the learner's own past snapshots `{ pool: 'snapshots', share,
+     * are trained on. An entry is a fixed policy `{ policy, share, seats? }` (e.g. the random player; its id must not be
+     * `learnerPolicyId`; `seats` weighs the roles it plays) or, once at most, the pool of the learner's own past snapshots `{ pool: 'snapshots', share,
      * every, keep, sampling, … }` (`snapshotPoolConfigSchema`: a snapshot every `every` steps, `keep` kept, drawn
      * `uniform`ly, by `recency` or by PFSP; its games give PFSP's win rates and the pool's Bradley–Terry ratings in the
      * metrics). Shares add up to at most 1; the rest is pure self-play. Default: none (pure self-play).
@@ -237,7 +237,21 @@ export const rlTrainerConfigSchema = z
     opponents: z
       .array(
         z.discriminatedUnion('pool', [
-          z.strictObject({ pool: z.undefined().optional(), policy: policySchema, share: z.number().gt(0).max(1) }),
+          z.strictObject({
+            pool: z.undefined().optional(),
+            policy: policySchema,
+            share: z.number().gt(0).max(1),
+            /**
+             * Which role it plays, as weights by role (`{ player0: 3, player1: 1 }`: the first seat in three of its
+             * episodes in four), drawn per episode like the rest; a role not named is never its. Every role named
+             * must be one of every environment's roles (refused when the trainer is built). Default: every role
+             * alike.
+             */
+            seats: z
+              .record(z.string().min(1), z.number().min(0).finite())
+              .refine((seats) => Object.values(seats).some((weight) => weight > 0), 'needs a role with a weight above 0')
+              .optional(),
+          }),
           snapshotPoolConfigSchema,
         ]),
       )
@@ -283,6 +297,9 @@ export const rlTrainerConfigSchema = z
       if (opponent.pool === 'snapshots') return
       if (pools.length > 0 && /^snapshot-\d+$/.test(opponent.policy.id))
         problem(['opponents', index, 'policy', 'id'], `is a snapshot's policy id ('snapshot-<step>'); beside a snapshot pool a fixed opponent needs another`)
+      for (const role of Object.keys(opponent.seats ?? {}))
+        if (config.rolePolicies !== undefined && Object.hasOwn(config.rolePolicies, role))
+          problem(['opponents', index, 'seats', role], `is a role played by config.rolePolicies in every episode; an opponent never plays it`)
       if (opponent.policy.id === learnerPolicyId)
         problem(
           ['opponents', index, 'policy', 'id'],

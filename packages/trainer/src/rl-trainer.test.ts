@@ -9,7 +9,7 @@ import { describe, expect, it, vi } from 'vitest'
 import { entropyKeep } from './experience/update.js'
 import { learnerPolicyId, type RlTrainerConfig } from './rl-config.js'
 import { ResumeError } from './run-state.js'
-import { createRlTrainer } from './rl-trainer.js'
+import { checkRlTrainerConfig, createRlTrainer } from './rl-trainer.js'
 import { createSftTrainer } from './sft-trainer.js'
 import { createPickEnvironment, createTestModel, tokenizer, useBackendAndDirectory } from './test/support.js'
 
@@ -414,6 +414,29 @@ describe('createRlTrainer', () => {
     expect(() =>
       createRlTrainer(baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: learnerPolicyId, replies: () => 'a' }), share: 0.5 }] })),
     ).toThrow(/config.opponents.0.policy.id/)
+    model.dispose()
+  })
+
+  it("seats a fixed opponent by its seats' weights, and refuses seats naming a role it cannot play when built", async () => {
+    const model = createTestModel(7)
+    const opponent = createScriptedPolicy({ id: 'always-b', replies: () => 'b' })
+    const trainer = createRlTrainer(
+      baseConfig(model, { opponents: [{ policy: opponent, share: 1, seats: { player0: 1 } }], batch: { episodesPerStep: 16, miniBatchSize: 16, ppoEpochs: 1, maxTokens: 2 } }),
+    )
+    await trainer.step()
+    trainer.dispose()
+    // Seated first in every episode (the seats alike: about half; the share-1 test above), so asked once an episode, as player0.
+    const asked = opponent.requests.map((request) => /player\d/.exec(request.messages!.at(-1)!.content)![0])
+    expect(asked).toEqual(Array.from({ length: 16 }, () => 'player0'))
+    const withSeats = (seats: Record<string, number>, extra: Partial<RlTrainerConfig> = {}) =>
+      baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: 'a', replies: () => 'a' }), share: 0.5, seats }], ...extra })
+    expect(() => createRlTrainer(withSeats({ player9: 1 }))).toThrow(/config\.opponents\.0\.seats\.player9.*environment 0 does not have \(its roles: player0, player1\)/)
+    expect(() => checkRlTrainerConfig(withSeats({ player9: 1 }))).toThrow(/config\.opponents\.0\.seats\.player9/)
+    expect(() => createRlTrainer(withSeats({ player0: 0, player1: 0 }))).toThrow(/config\.opponents\.0\.seats.*a role with a weight above 0/)
+    expect(() => createRlTrainer(withSeats({ player0: -1 }))).toThrow(/config\.opponents\.0\.seats\.player0/)
+    expect(() => createRlTrainer(withSeats({ player1: 1 }, { rolePolicies: { player1: createScriptedPolicy({ id: 'user', replies: () => 'a' }) } }))).toThrow(
+      /config\.opponents\.0\.seats\.player1.*played by config\.rolePolicies/,
+    )
     model.dispose()
   })
 

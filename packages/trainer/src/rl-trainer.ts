@@ -439,6 +439,24 @@ function refuseUnrunnable(parsed: ParsedRlTrainerConfig, estimator: AdvantageEst
     estimator,
     providedNeeds(estimator, { critic: parsed.critic !== undefined, greedyBaselines: source.greedyBaselines, stateKeys: () => environmentStateKeys(parsed) }),
   )
+  checkOpponentSeats(parsed)
+}
+
+/** An opponent's `seats` name only roles every environment has (one of each made to read its roles). */
+function checkOpponentSeats(config: ParsedRlTrainerConfig): void {
+  const weighed = (config.opponents ?? []).flatMap((opponent, index) => (!isPoolConfig(opponent) && opponent.seats !== undefined ? [{ seats: opponent.seats, index }] : []))
+  if (weighed.length === 0 || config.environments === undefined) return
+  const roleSets = config.environments.map((factory) => factory().roles)
+  for (const { seats, index } of weighed)
+    for (const role of Object.keys(seats)) {
+      const without = roleSets.findIndex((roles) => !roles.includes(role))
+      if (without >= 0)
+        throw new InvalidArgumentError({
+          argument: `config.opponents.${index}.seats.${role}`,
+          value: seats[role],
+          message: `names a role environment ${without} does not have (its roles: ${roleSets[without]!.join(', ')})`,
+        })
+    }
 }
 
 function environmentStateKeys(config: ParsedRlTrainerConfig): boolean | undefined {

@@ -10,10 +10,11 @@ import { PoolRatings } from './pool-ratings.js'
 import type { SnapshotFiles, SnapshotValues } from './snapshot-files.js'
 import { SnapshotPool, snapshotPolicyId, type ParsedSnapshotPoolConfig, type SnapshotPoolState } from './snapshot-pool.js'
 
-/** A fixed opponent of the trainer's `opponents` (`{ policy, share }`), as the league sees it. */
+/** A fixed opponent of the trainer's `opponents` (`{ policy, share, seats? }`), as the league sees it. */
 export interface FixedOpponent {
   policy: PolicyV1
   share: number
+  seats?: Readonly<Record<string, number>> | undefined
 }
 
 export interface LeagueOptions {
