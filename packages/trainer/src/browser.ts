@@ -24,6 +24,7 @@ export {
   asyncRolloutConfigSchema,
   klConfigSchema,
   learnerPolicyId,
+  opponentSeatsSchema,
   rlBatchConfigSchema,
   rlTrainerConfigSchema,
   type AsyncRolloutConfig,

@@ -1,17 +1,19 @@
 import { createRandom, deriveSeed, type PolicyV1 } from '@ludic/core'
 import { describe, expect, it } from 'vitest'
+import type { PolicyContext } from '@ludic/rollout'
 import { withOpponents } from './opponents.js'
 
 const policy = (id: string) => ({ id }) as unknown as PolicyV1
 const self = policy('self')
 const opponent = policy('opponent')
 const roles = ['player0', 'player1'] as const
+const context = (role: string, episodeIndex: number): PolicyContext => ({ role, roles, episodeIndex, environmentId: 'pick', seed: 0, groupIndex: 0 })
 
 /** The role the opponent plays in each of `episodes` episodes, or undefined (self-play): asked role by role, as rollouts do. */
 function seated(opponents: Parameters<typeof withOpponents>[1], episodes: number): (string | undefined)[] {
   const policies = withOpponents(self, opponents, 5, 2)
   return Array.from({ length: episodes }, (_, episodeIndex) => {
-    const its = roles.filter((role) => policies({ role, roles, episodeIndex } as Parameters<typeof policies>[0]) === opponent)
+    const its = roles.filter((role) => policies(context(role, episodeIndex)) === opponent)
     expect(its.length).toBeLessThanOrEqual(1) // one seat an episode, the same whichever role asks
     return its[0]
   })
@@ -40,15 +42,19 @@ describe('withOpponents', () => {
     expect(Math.abs(alike - 0.5)).toBeLessThan(0.03)
     expect(new Set(seated([{ policy: opponent, share: 1, seats: { player1: 2 } }], 500))).toEqual(new Set(['player1']))
     // Only the episodes of its share: a second opponent before it takes the first 0.5.
-    const shared = seated([{ policy: policy('other'), share: 0.5 }, { policy: opponent, share: 0.5, seats: { player1: 1 } }], 2000)
+    const shared = seated(
+      [
+        { policy: policy('other'), share: 0.5 },
+        { policy: opponent, share: 0.5, seats: { player1: 1 } },
+      ],
+      2000,
+    )
     expect(new Set(shared)).toEqual(new Set(['player1', undefined]))
     expect(Math.abs(shared.filter((role) => role === 'player1').length / 2000 - 0.5)).toBeLessThan(0.04)
   })
 
   it("refuses seats that weigh none of the episode's roles, naming them", () => {
     const policies = withOpponents(self, [{ policy: opponent, share: 1, seats: { user: 1, player1: 0 } }], 5, 2)
-    expect(() => policies({ role: 'player0', roles, episodeIndex: 0 } as Parameters<typeof policies>[0])).toThrow(
-      /opponent\.seats.*weighs none of the episode's roles \(player0, player1\)/,
-    )
+    expect(() => policies(context('player0', 0))).toThrow(/opponent\.seats.*weighs none of the episode's roles \(player0, player1\)/)
   })
 })

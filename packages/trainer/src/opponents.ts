@@ -17,8 +17,8 @@ export interface Opponent {
 /**
  * Self-play with fixed opponents in a share of the episodes (league training's population): per episode a
  * draw from (seed, step, episode) picks an opponent or none, and which role it plays (weighed by its `seats`, if
- * given); every other role is
- * `self`'s. The choice depends only on those, so a step's episodes are the same at any concurrency.
+ * given); every other role is `self`'s. The choice depends only on those, so a step's episodes are the same at any
+ * concurrency.
  */
 export function withOpponents(self: PolicyV1, opponents: readonly Opponent[], seed: number, stepIndex: number): (context: PolicyContext) => PolicyV1 {
   return ({ role, roles, episodeIndex }) => {

@@ -149,6 +149,15 @@ export interface EvaluationContext {
 }
 export type EvaluationHook = (context: EvaluationContext) => Promise<Readonly<Record<string, number>>> | Readonly<Record<string, number>>
 
+/**
+ * A fixed opponent's `seats`: which role it plays, as weights by role (`{ player0: 3, player1: 1 }`: the first seat in
+ * three of its episodes in four), drawn per episode like the rest; a role not named is never its. Every role named
+ * must be one of every environment's roles (refused when the trainer is built). Absent: every role alike.
+ */
+export const opponentSeatsSchema = z
+  .record(z.string().min(1), z.number().min(0).finite())
+  .refine((seats) => Object.values(seats).some((weight) => weight > 0), 'needs a role with a weight above 0')
+
 export const rlTrainerConfigSchema = z
   .strictObject({
     model: z.instanceof(CausalLanguageModel, { message: 'must be a CausalLanguageModel (createModel, loadModel)' }),
@@ -241,16 +250,7 @@ export const rlTrainerConfigSchema = z
             pool: z.undefined().optional(),
             policy: policySchema,
             share: z.number().gt(0).max(1),
-            /**
-             * Which role it plays, as weights by role (`{ player0: 3, player1: 1 }`: the first seat in three of its
-             * episodes in four), drawn per episode like the rest; a role not named is never its. Every role named
-             * must be one of every environment's roles (refused when the trainer is built). Default: every role
-             * alike.
-             */
-            seats: z
-              .record(z.string().min(1), z.number().min(0).finite())
-              .refine((seats) => Object.values(seats).some((weight) => weight > 0), 'needs a role with a weight above 0')
-              .optional(),
+            seats: opponentSeatsSchema.optional(),
           }),
           snapshotPoolConfigSchema,
         ]),

@@ -421,7 +421,10 @@ describe('createRlTrainer', () => {
     const model = createTestModel(7)
     const opponent = createScriptedPolicy({ id: 'always-b', replies: () => 'b' })
     const trainer = createRlTrainer(
-      baseConfig(model, { opponents: [{ policy: opponent, share: 1, seats: { player0: 1 } }], batch: { episodesPerStep: 16, miniBatchSize: 16, ppoEpochs: 1, maxTokens: 2 } }),
+      baseConfig(model, {
+        opponents: [{ policy: opponent, share: 1, seats: { player0: 1 } }],
+        batch: { episodesPerStep: 16, miniBatchSize: 16, ppoEpochs: 1, maxTokens: 2 },
+      }),
     )
     await trainer.step()
     trainer.dispose()
@@ -430,7 +433,9 @@ describe('createRlTrainer', () => {
     expect(asked).toEqual(Array.from({ length: 16 }, () => 'player0'))
     const withSeats = (seats: Record<string, number>, extra: Partial<RlTrainerConfig> = {}) =>
       baseConfig(model, { opponents: [{ policy: createScriptedPolicy({ id: 'a', replies: () => 'a' }), share: 0.5, seats }], ...extra })
-    expect(() => createRlTrainer(withSeats({ player9: 1 }))).toThrow(/config\.opponents\.0\.seats\.player9.*environment 0 does not have \(its roles: player0, player1\)/)
+    expect(() => createRlTrainer(withSeats({ player9: 1 }))).toThrow(
+      /config\.opponents\.0\.seats\.player9.*environment 0 does not have \(its roles: player0, player1\)/,
+    )
     expect(() => checkRlTrainerConfig(withSeats({ player9: 1 }))).toThrow(/config\.opponents\.0\.seats\.player9/)
     expect(() => createRlTrainer(withSeats({ player0: 0, player1: 0 }))).toThrow(/config\.opponents\.0\.seats.*a role with a weight above 0/)
     expect(() => createRlTrainer(withSeats({ player0: -1 }))).toThrow(/config\.opponents\.0\.seats\.player0/)

@@ -444,7 +444,9 @@ function refuseUnrunnable(parsed: ParsedRlTrainerConfig, estimator: AdvantageEst
 
 /** An opponent's `seats` name only roles every environment has (one of each made to read its roles). */
 function checkOpponentSeats(config: ParsedRlTrainerConfig): void {
-  const weighed = (config.opponents ?? []).flatMap((opponent, index) => (!isPoolConfig(opponent) && opponent.seats !== undefined ? [{ seats: opponent.seats, index }] : []))
+  const weighed = (config.opponents ?? []).flatMap((opponent, index) =>
+    !isPoolConfig(opponent) && opponent.seats !== undefined ? [{ seats: opponent.seats, index }] : [],
+  )
   if (weighed.length === 0 || config.environments === undefined) return
   const roleSets = config.environments.map((factory) => factory().roles)
   for (const { seats, index } of weighed)

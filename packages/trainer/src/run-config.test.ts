@@ -239,6 +239,51 @@ seed: 3
     run.model.dispose()
   })
 
+  it("weighs a named opponent's seats (opponents[].seats): passed to the trainer, refused there for a role the game lacks", async () => {
+    const yaml = (seats: string) => `model: ${JSON.stringify(tinyModel)}
+tokenizer:
+  train: { vocabSize: 270, episodes: 6 }
+environments:
+  - game: pick-v1
+chatTemplate: "{{ messages[-1]['content'] }}\\n>"
+opponents: [{ name: always-a, share: 1, seats: ${seats} }]
+batch: { episodesPerStep: 4, miniBatchSize: 4, ppoEpochs: 1, maxTokens: 2 }
+seed: 3
+`
+    // The opponent tells which seat it was asked to play (the prompt names it).
+    const asked: string[] = []
+    const base = answering('always-a', 'a')
+    const recording = {
+      create: () => ({
+        ...base,
+        generate: async (requests: Parameters<PolicyV1['generate']>[0]) => {
+          for (const request of requests) asked.push(/player\d/.exec(request.messages!.at(-1)!.content)![0])
+          return base.generate(requests)
+        },
+      }),
+      names: () => ['always-a'],
+    }
+    const run = await loadTrainingRun(await write('seats.yaml', yaml('{ player0: 1 }')), { environments: pick, opponents: recording })
+    if (run.kind !== 'rl') throw new Error(`kind ${run.kind}`)
+    expect(run.config.opponents?.[0]).toMatchObject({ share: 1, seats: { player0: 1 } })
+    const trainer = createRlTrainer(run.config)
+    await trainer.step()
+    // Seated first in every one of the 4 episodes, never second.
+    expect(asked).toEqual(['player0', 'player0', 'player0', 'player0'])
+    trainer.dispose()
+    run.model.dispose()
+    const other = await loadTrainingRun(await write('seats-other.yaml', yaml('{ player7: 1 }')), { environments: pick, opponents })
+    if (other.kind !== 'rl') throw new Error(`kind ${other.kind}`)
+    expect(() => createRlTrainer(other.config)).toThrow(/config\.opponents\.0\.seats\.player7/)
+    other.model.dispose()
+    const none = await loadTrainingRun(await write('seats-none.yaml', yaml('{ player0: 0 }')), { environments: pick, opponents }).catch(
+      (caught: unknown) => caught,
+    )
+    expect(none).toBeInstanceOf(ParseError)
+    const issues = ((none as ParseError).cause as { issues: { path: (string | number)[]; message: string }[] }).issues
+    expect(issues.map((issue) => issue.path.join('.'))).toContain('opponents.0.seats')
+  })
+
   it('lists every wrong field at once, an unknown name with the registered ones', async () => {
     const path = await write(
       'bad.yaml',

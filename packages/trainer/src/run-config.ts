@@ -38,7 +38,7 @@ import { readPreferencePairs } from './preference-file.js'
 import { preferenceTrainerConfigSchema, type PreferenceTrainerConfig } from './preference-trainer.js'
 import { rewardModelTrainerConfigSchema, type RewardModelTrainerConfig } from './reward-model-trainer.js'
 import { snapshotPoolConfigSchema } from './league/snapshot-pool.js'
-import { klConfigSchema, rlBatchConfigSchema, type EvaluationHook, type RlTrainerConfig } from './rl-config.js'
+import { klConfigSchema, opponentSeatsSchema, rlBatchConfigSchema, type EvaluationHook, type RlTrainerConfig } from './rl-config.js'
 import { scheduleConfigSchema } from './schedule.js'
 import { sftTrainerConfigSchema, type SftTrainerConfig } from './sft-trainer.js'
 import { trajectoryLogConfigSchema } from './trajectory-log.js'
@@ -164,14 +164,14 @@ const rlFields = {
   resume: z.boolean().optional(),
   trainRoles: z.array(z.string()).min(1).optional(),
   /**
-   * Opponents in a share of the episodes, beside self-play: scripted players by name (`{ name: random, share: 0.2 }`)
-   * and, once at most, the league's pool of the learner's own snapshots (`{ pool: snapshots, share: 0.8, every: 10,
+   * Opponents in a share of the episodes, beside self-play: scripted players by name (`{ name: random, share: 0.2 }`;
+   * `seats: { player1: 3, player0: 1 }` weighs the role it plays, `opponentSeatsSchema`) and, once at most, the league's pool of the learner's own snapshots (`{ pool: snapshots, share: 0.8, every: 10,
    * keep: 20, sampling: pfsp }`; see `snapshotPoolConfigSchema` for every field and its default).
    */
   opponents: z
     .array(
       z.discriminatedUnion('pool', [
-        z.strictObject({ pool: z.undefined().optional(), name: z.string().min(1), share: z.number().gt(0).max(1) }),
+        z.strictObject({ pool: z.undefined().optional(), name: z.string().min(1), share: z.number().gt(0).max(1), seats: opponentSeatsSchema.optional() }),
         snapshotPoolConfigSchema,
       ]),
     )
@@ -649,7 +649,12 @@ function checkedSchema(kind: RunKind, options: LoadRunConfigOptions): z.ZodType 
     opponents: z
       .array(
         z.discriminatedUnion('pool', [
-          z.strictObject({ pool: z.undefined().optional(), name: named(opponents, 'opponent'), share: z.number().gt(0).max(1) }),
+          z.strictObject({
+            pool: z.undefined().optional(),
+            name: named(opponents, 'opponent'),
+            share: z.number().gt(0).max(1),
+            seats: opponentSeatsSchema.optional(),
+          }),
           snapshotPoolConfigSchema,
         ]),
       )
@@ -831,7 +836,11 @@ async function loadRl(file: z.output<typeof cpoRunConfigFileSchema>, path: strin
           opponents: file.opponents.map((opponent, index) =>
             opponent.pool === 'snapshots'
               ? opponent
-              : { policy: opponentOf(opponent.name, deriveSeed('ludic.run-config.opponent', seed, index)), share: opponent.share },
+              : {
+                  policy: opponentOf(opponent.name, deriveSeed('ludic.run-config.opponent', seed, index)),
+                  share: opponent.share,
+                  ...(opponent.seats === undefined ? {} : { seats: opponent.seats }),
+                },
           ),
         }),
   }
