@@ -12,8 +12,10 @@ import { main, mainOptionsSchema, type MainOptions } from './main.js'
 import {
   bestRepliesToRandom,
   chatTemplate,
+  createOpportunistPolicy,
   createTacticalPolicy,
   nonTerminalPositions,
+  opportunistMove,
   randomPlayExamples,
   tacticalMove,
   terseBoard,
@@ -39,6 +41,19 @@ describe('selfplay-tictactoe setup', () => {
     const policy = createTacticalPolicy({ seed: 3, id: 'tactical' })
     const [completion] = await policy.generate([{ messages: [{ role: 'user', content: 'board' }], turn: { state: { board: board('O..XX...O') } } } as never])
     expect(completion!.text).toBe('[5]')
+  })
+
+  it('the opportunist player wins when it can and otherwise moves at random, never blocking', async () => {
+    const board = (text: string) => [...text].map((cell) => (cell === 'O' || cell === 'X' ? cell : '')) as ('O' | 'X' | '')[]
+    const random = createRandom(2)
+    // O to move with O0 O1: it wins at 2.
+    expect(opportunistMove(board('OO.XX....'), random)).toBe(2)
+    // O to move, no win, X threatens 3-4-5: no block — every empty cell over many draws, 5 among them.
+    const seen = new Set(Array.from({ length: 300 }, () => opportunistMove(board('O..XX...O'), random)))
+    expect(seen).toEqual(new Set([1, 2, 5, 6, 7]))
+    const policy = createOpportunistPolicy({ seed: 3, id: 'opportunist' })
+    const [completion] = await policy.generate([{ messages: [{ role: 'user', content: 'board' }], turn: { state: { board: board('OO.XX....') } } } as never])
+    expect(completion!.text).toBe('[2]')
   })
 
   it('renders the terse prompt, makes each move one token, and lists every position with each legal move', () => {
@@ -258,6 +273,13 @@ describe('selfplay-tictactoe', () => {
     expect(report.options).toMatchObject({ tacticalOpponentShare: 1 })
     const games = await trainingGames<{ turns: { policyId: string }[] }>(runDirectory)
     expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'tactical-opponent']))
+  })
+
+  it('trains against the opportunist player when asked', async () => {
+    const { report, runDirectory } = await oneStepRun({ randomOpponentShare: 0, opportunistOpponentShare: 1 })
+    expect(report.options).toMatchObject({ opportunistOpponentShare: 1 })
+    const games = await trainingGames<{ turns: { policyId: string }[] }>(runDirectory)
+    expect(new Set(games.flatMap((game) => game.turns.map((turn) => turn.policyId)))).toEqual(new Set(['learner', 'opportunist-opponent']))
   })
 
   it('seats the random player first in the share asked (--random-opponent-first-mover-share), refused without it', async () => {

@@ -31,6 +31,7 @@ import { describeExactPlay, exactModelPlay, type ExactPlay } from './exact-play.
 import {
   attentionHeadsOverrides,
   chatTemplate,
+  createOpportunistPolicy,
   createTacticalPolicy,
   playAgainst,
   randomPlayExamples,
@@ -77,6 +78,12 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
      * random play. 0 (the default): none.
      */
     tacticalOpponentShare: z.number().min(0).max(1).default(0),
+    /**
+     * Share of the training episodes in which one seat is the opportunist player (`createOpportunistPolicy`: the random
+     * player that takes a win when it has one, and never blocks): the positions of random play, where a missed block
+     * loses at once. 0 (the default): none.
+     */
+    opportunistOpponentShare: z.number().min(0).max(1).default(0),
     /**
      * Share of the training games started from a random opening (exploring starts, `withRandomOpenings` of
      * `@ludic/rollout`): 1 to `randomOpeningMoves` moves, uniform over the empty cells, before either seat moves — so the
@@ -135,7 +142,7 @@ export const mainOptionsSchema = exampleOptionsSchema({ steps: 120, miniBatchSiz
     attentionHeads: z.number().int().positive().optional(),
   })
   // Refused when parsed, before the warm-up: the opponents' shares of one game's seat add up to at most 1.
-  .superRefine(opponentSharesAtMostOne(['randomOpponentShare', 'minimaxOpponentShare', 'tacticalOpponentShare', 'leagueShare']))
+  .superRefine(opponentSharesAtMostOne(['randomOpponentShare', 'minimaxOpponentShare', 'tacticalOpponentShare', 'opportunistOpponentShare', 'leagueShare']))
 export type MainOptions = z.input<typeof mainOptionsSchema>
 
 /** Against the uniform random player: sampled at temperature 1 (as trained unless `--temperature` says otherwise: `PlayResult`'s figures) and greedy (argmax). */
@@ -262,6 +269,9 @@ export async function main(options: MainOptions = {}): Promise<Report> {
     ...(parsed.minimaxOpponentShare > 0 ? [{ policy: createTicTacToeMinimaxPolicy({ id: 'minimax-opponent' }), share: parsed.minimaxOpponentShare }] : []),
     ...(parsed.tacticalOpponentShare > 0
       ? [{ policy: createTacticalPolicy({ seed: seed + 11, id: 'tactical-opponent' }), share: parsed.tacticalOpponentShare }]
+      : []),
+    ...(parsed.opportunistOpponentShare > 0
+      ? [{ policy: createOpportunistPolicy({ seed: seed + 13, id: 'opportunist-opponent' }), share: parsed.opportunistOpponentShare }]
       : []),
     ...leagueOpponents(parsed),
   ]

@@ -228,6 +228,25 @@ export function createTacticalPolicy(options: { seed: number; id?: string }): Po
   })
 }
 
+/**
+ * The opportunist TicTacToe player: it completes its own line when it can and otherwise moves uniformly at random —
+ * the random player that never misses a win. It never blocks, so the learner meets the positions random play makes,
+ * but a block the learner misses there loses at once instead of once in as many games as there are empty cells.
+ */
+export function createOpportunistPolicy(options: { seed: number; id?: string }): PolicyV1 {
+  const id = options.id ?? 'tictactoe-opportunist'
+  return createOpponentPolicy({
+    id,
+    seed: options.seed,
+    decide: (_observation, random, turn) => `[${opportunistMove(ticTacToeTurnBoard(turn, `the opportunist player '${id}'`), random)}]`,
+  })
+}
+
+/** The opportunist player's move on `board` (a game not over): a winning cell, else a random empty one. */
+export function opportunistMove(board: TicTacToeBoard, random: Random): number {
+  return completingCell(board, ticTacToeMarkToMove(board)) ?? random.choice(ticTacToeEmptyCells(board))
+}
+
 /** The first empty cell where `player` would complete a line of `board`, if any. */
 export function completingCell(board: TicTacToeBoard, player: TicTacToeMark): number | undefined {
   return ticTacToeEmptyCells(board).find((cell) => ticTacToeWinner(withMove(board, cell, player)) === player)
