@@ -2,6 +2,8 @@ import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { readLossMetrics } from '@ludic/objectives'
+import * as tf from '@tensorflow/tfjs-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import {
@@ -35,6 +37,8 @@ describe('exampleOptionsSchema', () => {
       evaluateEvery: 10,
       seed: 0,
       temperature: 1,
+      clipLow: 0.2,
+      clipHigh: 0.2,
       progress: true,
     })
     expect(shared.runDirectory).toBeUndefined()
@@ -120,6 +124,25 @@ describe('startExampleRun', () => {
     const tempered = await startExampleRun(directory, { ...options, temperature: 1.5 })
     expect(tempered.trainerConfig({ maxTokens: 4 }).batch).toMatchObject({ temperature: 1.5 })
     expect(() => exampleOptionsSchema().parse({ temperature: 0 })).toThrow(/temperature/)
+    // PPO's clip: [1 − clipLow, 1 + clipHigh], 0.2 both ways by default; a ratio of 1.5 with a positive advantage is
+    // clipped there and not with clipHigh 1 (clip-higher).
+    const clippedHigh = async (config: ReturnType<typeof run.trainerConfig>) => {
+      const inputs = {
+        logprobs: tf.tensor2d([[Math.log(0.15)]]),
+        oldLogprobs: tf.tensor2d([[Math.log(0.1)]]),
+        advantages: tf.tensor2d([[1]]),
+        mask: tf.tensor2d([[1]]),
+      }
+      const result = config.policyLoss!(inputs)
+      const metrics = await readLossMetrics(result.metrics)
+      tf.dispose([result.loss, result.clippedTokens.low, result.clippedTokens.high, ...Object.values(inputs)])
+      return metrics.clippedHighTokens
+    }
+    expect(await clippedHigh(config)).toBe(1)
+    const clipHigher = await startExampleRun(directory, { ...options, clipHigh: 1 })
+    expect(await clippedHigh(clipHigher.trainerConfig({ maxTokens: 4 }))).toBe(0)
+    expect(() => exampleOptionsSchema().parse({ clipHigh: -0.1 })).toThrow(/clipHigh/)
+    expect(() => exampleOptionsSchema().parse({ clipLow: 1.5 })).toThrow(/clipLow/)
     const withKl = await startExampleRun(directory, { ...options, klCoefficient: 0.1 })
     expect(withKl.trainerConfig({ maxTokens: 4, groupSize: 2 })).toMatchObject({ kl: { coefficient: 0.1 }, batch: { groupSize: 2 } })
     expect(withKl.trainerConfig({ maxTokens: 4 }).kl).not.toHaveProperty('schedule')

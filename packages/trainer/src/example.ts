@@ -69,6 +69,13 @@ export function exampleOptionsSchema(defaults: Partial<ExampleOptionDefaults> = 
      * against, and play at T = 1 (the evaluations') is the sharper policy. Default 1.
      */
     temperature: z.number().positive().max(10).default(1),
+    /** PPO's ratio clip below 1: the ratio is clipped to [1 − clipLow, 1 + clipHigh] (verl's `clip_ratio_low`). Default 0.2. */
+    clipLow: z.number().min(0).max(1).default(0.2),
+    /**
+     * PPO's ratio clip above 1 (verl's `clip_ratio_high`): above `clipLow`, DAPO's clip-higher, which lets a move the
+     * policy holds at a low probability grow faster when it pays. Default 0.2.
+     */
+    clipHigh: z.number().min(0).max(100).default(0.2),
     /** Self-play learning rate (AdamW). Default 5e-4. */
     learningRate: z.number().positive().default(value.learningRate),
     /** Warm-up learning rate. Default 2e-3. */
@@ -131,7 +138,7 @@ export interface ExampleRun {
    */
   warmUp(config: Omit<SftTrainerConfig, 'optimizer' | 'seed'>): Promise<{ nll: number | undefined; seconds: number }>
   /**
-   * The settings of `createRlTrainer` that the options decide: PPO clip (ε = 0.2 both ways), AdamW at
+   * The settings of `createRlTrainer` that the options decide: PPO clip (`clipLow`, `clipHigh`), AdamW at
    * `learningRate`, the KL term when `klCoefficient` > 0 (annealed by a cosine to `klFinalRatio` × β over `steps`), the batch (`maxTokens` per move; `groupSize` plays per
    * reset seed, default 1; the games sampled at `temperature`), the seed, and this run's directory, checkpoints, resume and evaluations (the hook logs
    * `evaluate(step)` through `evaluationMetrics`). Spread them into the config.
@@ -199,7 +206,7 @@ export async function startExampleRun(exampleDirectory: string | URL, options: E
     },
     trainerConfig({ maxTokens, groupSize = 1, evaluate }) {
       return {
-        policyLoss: createPolicyLoss('ppo-clip', { clipLow: 0.2, clipHigh: 0.2 }),
+        policyLoss: createPolicyLoss('ppo-clip', { clipLow: options.clipLow, clipHigh: options.clipHigh }),
         optimizer: { learningRate: options.learningRate },
         ...(options.klCoefficient > 0
           ? {
