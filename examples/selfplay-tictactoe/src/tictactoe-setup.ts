@@ -220,12 +220,7 @@ export async function legalMoveMass(model: CausalLanguageModel, tokenizer: Token
  * makes — the positions a learner never meets against minimax, where it blunders against the random player.
  */
 export function createTacticalPolicy(options: { seed: number; id?: string }): PolicyV1 {
-  const id = options.id ?? 'tictactoe-tactical'
-  return createOpponentPolicy({
-    id,
-    seed: options.seed,
-    decide: (_observation, random, turn) => `[${tacticalMove(ticTacToeTurnBoard(turn, `the tactical player '${id}'`), random)}]`,
-  })
+  return scriptedPlayer(options.id ?? 'tictactoe-tactical', 'tactical', options.seed, tacticalMove)
 }
 
 /**
@@ -234,11 +229,15 @@ export function createTacticalPolicy(options: { seed: number; id?: string }): Po
  * but a block the learner misses there loses at once instead of once in as many games as there are empty cells.
  */
 export function createOpportunistPolicy(options: { seed: number; id?: string }): PolicyV1 {
-  const id = options.id ?? 'tictactoe-opportunist'
+  return scriptedPlayer(options.id ?? 'tictactoe-opportunist', 'opportunist', options.seed, opportunistMove)
+}
+
+/** A scripted player `id` that answers each turn with `move` of the turn's board (`kind` names it in errors). */
+function scriptedPlayer(id: string, kind: string, seed: number, move: (board: TicTacToeBoard, random: Random) => number): PolicyV1 {
   return createOpponentPolicy({
     id,
-    seed: options.seed,
-    decide: (_observation, random, turn) => `[${opportunistMove(ticTacToeTurnBoard(turn, `the opportunist player '${id}'`), random)}]`,
+    seed,
+    decide: (_observation, random, turn) => `[${move(ticTacToeTurnBoard(turn, `the ${kind} player '${id}'`), random)}]`,
   })
 }
 
