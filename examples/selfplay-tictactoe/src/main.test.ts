@@ -27,9 +27,13 @@ afterAll(async () => {
   for (const directory of directories) await rm(directory, { recursive: true, force: true, maxRetries: 5 })
 })
 
+/** A board from nine characters, `O`, `X` or anything else for an empty cell: `board('OO.XX....')`. */
+function board(text: string): ('O' | 'X' | '')[] {
+  return [...text].map((cell) => (cell === 'O' || cell === 'X' ? cell : ''))
+}
+
 describe('selfplay-tictactoe setup', () => {
   it('the tactical player wins when it can, else blocks, else moves at random among the empty cells', async () => {
-    const board = (text: string) => [...text].map((cell) => (cell === 'O' || cell === 'X' ? cell : '')) as ('O' | 'X' | '')[]
     const random = createRandom(1)
     // O to move with O0 O1: it wins at 2 (though X also threatens 3-4-5).
     expect(tacticalMove(board('OO.XX....'), random)).toBe(2)
@@ -44,7 +48,6 @@ describe('selfplay-tictactoe setup', () => {
   })
 
   it('the opportunist player wins when it can and otherwise moves at random, never blocking', async () => {
-    const board = (text: string) => [...text].map((cell) => (cell === 'O' || cell === 'X' ? cell : '')) as ('O' | 'X' | '')[]
     const random = createRandom(2)
     // O to move with O0 O1: it wins at 2.
     expect(opportunistMove(board('OO.XX....'), random)).toBe(2)
