@@ -241,6 +241,10 @@ describe('every policy loss', () => {
     expect(() => createPolicyLoss('ppo' as PolicyLossName)).toThrow(/'name'.*known: ppo-clip, truncated-ppo, gspo/)
     expect(() => createPolicyLoss('ppo-clip', { clipC: 1 })).toThrow(/options.clipC.*greater than 1/)
     expect(() => createPolicyLoss('ppo-clip', { clipLow: -0.1 })).toThrow(InvalidArgumentError)
+    // ppo-clip's ratio floor 1 − clipLow is not negative; GMPO clips the log-ratio, where clipLow above 1 is a range.
+    expect(() => createPolicyLoss('ppo-clip', { clipLow: 1.5 })).toThrow(/options.clipLow/)
+    expect(() => createPolicyLoss('truncated-ppo', { clipLow: 1.5, generationBudget: 4 })).toThrow(/options.clipLow/)
+    expect(() => createPolicyLoss('gmpo', { clipLow: 1.5 })).not.toThrow()
     expect(() => createPolicyLoss('ppo-clip', { clip: 0.2 } as never)).toThrow(/options/)
     expect(() => createPolicyLoss('gspo', { aggregation: 'token-mean' } as never)).toThrow(/options.aggregation/)
     expect(() => createPolicyLoss('truncated-ppo', {} as never)).toThrow(/options.generationBudget/)

@@ -14,6 +14,8 @@ import {
 
 export const ppoClipOptionsSchema = z.strictObject({
   ...clipOptionFields,
+  /** ε_low, at most 1 (the ratio's lower bound 1 − ε_low is not negative: a ratio is). Default 0.2. */
+  clipLow: z.number().min(0).max(1).default(0.2),
   /**
    * Dual-clip constant c (Ye et al. 2020, https://arxiv.org/abs/1912.09729): for A < 0 the loss is at most
    * −A·c, so a huge ratio on a bad token cannot blow up the update. Must be > 1. Default 3 (verl).

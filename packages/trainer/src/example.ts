@@ -8,7 +8,7 @@ import './node-platform.js'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { latestCheckpoint } from '@ludic/model'
-import { createPolicyLoss } from '@ludic/objectives'
+import { createPolicyLoss, ppoClipOptionsSchema } from '@ludic/objectives'
 import {
   evaluationMetrics,
   loggedEvaluations,
@@ -69,13 +69,13 @@ export function exampleOptionsSchema(defaults: Partial<ExampleOptionDefaults> = 
      * against, and play at T = 1 (the evaluations') is the sharper policy. Default 1.
      */
     temperature: z.number().positive().max(10).default(1),
-    /** PPO's ratio clip below 1: the ratio is clipped to [1 − clipLow, 1 + clipHigh] (verl's `clip_ratio_low`). Default 0.2. */
-    clipLow: z.number().min(0).max(1).default(0.2),
+    /** PPO's ratio clip below 1: the ratio is clipped to [1 − clipLow, 1 + clipHigh] (verl's `clip_ratio_low`; `ppo-clip`'s bounds, at most 1). Default 0.2. */
+    clipLow: ppoClipOptionsSchema.shape.clipLow,
     /**
-     * PPO's ratio clip above 1 (verl's `clip_ratio_high`): above `clipLow`, DAPO's clip-higher, which lets a move the
-     * policy holds at a low probability grow faster when it pays. Default 0.2.
+     * PPO's ratio clip above 1 (verl's `clip_ratio_high`; `ppo-clip`'s bounds): above `clipLow`, DAPO's clip-higher,
+     * which lets a move the policy holds at a low probability grow faster when it pays. Default 0.2.
      */
-    clipHigh: z.number().min(0).max(100).default(0.2),
+    clipHigh: ppoClipOptionsSchema.shape.clipHigh,
     /** Self-play learning rate (AdamW). Default 5e-4. */
     learningRate: z.number().positive().default(value.learningRate),
     /** Warm-up learning rate. Default 2e-3. */
