@@ -50,6 +50,9 @@ const list = (value: string, previous: string[] | undefined): string[] => [
     .filter((item) => item !== ''),
 ]
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value]
+/** `options` without the properties that are undefined: an option not given on the command line is left to the command's default. */
+const given = <T extends Record<string, unknown>>(options: T): { [K in keyof T]?: Exclude<T[K], undefined> } =>
+  Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> }
 
 const examples = (lines: readonly string[]) => `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`
 
@@ -120,11 +123,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
         const summary = await train(
           config,
           {
-            ...(options.steps === undefined ? {} : { steps: options.steps }),
-            ...(options.runDirectory === undefined ? {} : { runDirectory: options.runDirectory }),
-            ...(options.set === undefined ? {} : { set: options.set }),
-            ...(options.resume === undefined ? {} : { resume: options.resume }),
-            ...(options.plugin === undefined ? {} : { plugins: options.plugin }),
+            ...given({ steps: options.steps, runDirectory: options.runDirectory, set: options.set, resume: options.resume, plugins: options.plugin }),
           },
           context,
         )
@@ -179,14 +178,16 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
           {
             suite: options.suite,
             out: options.out,
-            ...(options.games === undefined ? {} : { games: options.games }),
-            ...(options.opponents === undefined ? {} : { opponents: options.opponents }),
-            ...(options.episodes === undefined ? {} : { episodes: options.episodes }),
-            ...(options.prompt === undefined ? {} : { prompt: options.prompt }),
-            ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
-            ...(options.set === undefined ? {} : { set: options.set }),
-            ...(options.png === undefined ? {} : { png: options.png }),
-            ...(options.plugin === undefined ? {} : { plugins: options.plugin }),
+            ...given({
+              games: options.games,
+              opponents: options.opponents,
+              episodes: options.episodes,
+              prompt: options.prompt,
+              maxTokens: options.maxTokens,
+              set: options.set,
+              png: options.png,
+              plugins: options.plugin,
+            }),
           },
           context,
         )
@@ -214,10 +215,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
         suite,
         {
           out: options.out,
-          ...(options.quick === undefined ? {} : { quick: options.quick }),
-          ...(options.set === undefined ? {} : { set: options.set }),
-          ...(options.png === undefined ? {} : { png: options.png }),
-          ...(options.plugin === undefined ? {} : { plugins: options.plugin }),
+          ...given({ quick: options.quick, set: options.set, png: options.png, plugins: options.plugin }),
         },
         context,
       )
@@ -287,10 +285,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
             maxBatch: options.maxBatch,
             ...(options.engine === true ? { engine: true } : {}),
             ...(options.enableLora === true ? { enableLora: true, maxLoras: options.maxLoras, loraRoots: options.loraRoot ?? [] } : {}),
-            ...(options.allowedHost === undefined ? {} : { allowedHosts: options.allowedHost }),
-            ...(options.modelId === undefined ? {} : { modelId: options.modelId }),
-            ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-            ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }),
+            ...given({ allowedHosts: options.allowedHost, modelId: options.modelId, apiKey: options.apiKey, chatTemplate: options.chatTemplate }),
           },
           context,
           (error) => fatal?.(error),
@@ -347,9 +342,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
             out: options.out,
             pattern: options.pattern,
             minFrequency: options.minFrequency,
-            ...(options.specialTokens === undefined ? {} : { specialTokens: options.specialTokens }),
-            ...(options.eos === undefined ? {} : { eos: options.eos }),
-            ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }),
+            ...given({ specialTokens: options.specialTokens, eos: options.eos, chatTemplate: options.chatTemplate }),
           },
           context,
         )
@@ -382,11 +375,13 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
         const summary = await download(
           repo,
           {
-            ...(options.revision === undefined ? {} : { revision: options.revision }),
-            ...(options.cacheDir === undefined ? {} : { cacheDir: options.cacheDir }),
-            ...(options.include === undefined ? {} : { include: options.include }),
-            ...(options.tokenizerOnly === undefined ? {} : { tokenizerOnly: options.tokenizerOnly }),
-            ...(options.refresh === undefined ? {} : { refresh: options.refresh }),
+            ...given({
+              revision: options.revision,
+              cacheDir: options.cacheDir,
+              include: options.include,
+              tokenizerOnly: options.tokenizerOnly,
+              refresh: options.refresh,
+            }),
           },
           context,
         )
@@ -422,7 +417,7 @@ export function createProgram(io: CliIo, state: { exitCode: ExitCode } = { exitC
             host: options.host,
             open: options.open,
             ...(options.allowRemote === true ? { allowRemote: true } : {}),
-            ...(options.allowedHost === undefined ? {} : { allowedHosts: options.allowedHost }),
+            ...given({ allowedHosts: options.allowedHost }),
           },
           context,
         )
