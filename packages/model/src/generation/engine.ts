@@ -73,9 +73,10 @@ export const generationEngineOptionsSchema = z.strictObject({
    * activation between the MLP's products, over the engine's own copy of the weights there): for native TensorFlow,
    * whose multithreaded products run a large batch's step about twice as fast, where each call's fixed cost makes
    * small batches slower (the package README's "Large batches" has the figures). Attention, norms, RoPE and sampling
-   * stay on the host (attention shared with `threads`' workers). A request's samples still do not depend on what else runs (from two rows on, the backend's
-   * product of a row does not depend on the batch, and a lone row is given twice: tested on both backends), but differ
-   * from `'host'`'s in float32 rounding. Default: `'host'`.
+   * stay on the host (attention shared with `threads`' workers). A request's samples still do not depend on what else runs (each product is probed at each
+   * row count the first time it meets it, and where the backend's product of a row would depend on the count or the
+   * row's place — oneDNN on AVX2 CPUs — the rows go in calls of two or one, slower; tested on both backends), but
+   * differ from `'host'`'s in float32 rounding. Default: `'host'`.
    */
   products: z.enum(['host', 'backend']).default('host'),
   /** Decodes `text`, finds stop strings and streams text (`submit`'s `onText`). */

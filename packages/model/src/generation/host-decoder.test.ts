@@ -5,7 +5,7 @@ import type { CausalLanguageModel } from '../model/causal-language-model.js'
 import { createModel } from '../model/create-model.js'
 import { initTestBackend } from '../test/init-test-backend.js'
 import { generate, type ModelGenerateOptions } from './generate.js'
-import { copiedHostWeightFloats, HostDecoder, hostDecoderFloats, hostWeightCopyCount, hostWeightFloats } from './host-decoder.js'
+import { backendProduct, copiedHostWeightFloats, HostDecoder, hostDecoderFloats, hostWeightCopyCount, hostWeightFloats } from './host-decoder.js'
 
 beforeAll(initTestBackend)
 
@@ -210,5 +210,43 @@ describe("GPT-2's host weights", () => {
       decoder.dispose()
       model.dispose()
     }
+  })
+})
+
+describe('backendProduct', () => {
+  // Products whose result for a row depends on the row count, or on the row's place, as a backend's matrix product may
+  // (oneDNN on AVX2): every row's result must still be what it is alone (given twice), bit for bit.
+  const columns = 5
+  const values = Float32Array.from({ length: 7 * columns }, (_, index) => Math.sin(index))
+  const alone = (product: (input: tf.Tensor2D) => tf.Tensor, row: number): number[] => {
+    const values2 = new Float32Array(2 * columns)
+    values2.set(values.subarray(row * columns, (row + 1) * columns))
+    values2.set(values.subarray(row * columns, (row + 1) * columns), columns)
+    return tf.tidy(() =>
+      Array.from(
+        product(tf.tensor2d(values2, [2, columns]))
+          .dataSync()
+          .slice(0, 3),
+      ),
+    )
+  }
+  const byCount = (input: tf.Tensor2D) => tf.add(tf.matMul(input, tf.ones([columns, 3])), tf.scalar(input.shape[0] === 2 ? 0 : 0.25))
+  const byPlace = (input: tf.Tensor2D) => tf.add(tf.matMul(input, tf.ones([columns, 3])), tf.mul(tf.reshape(tf.range(0, input.shape[0]), [-1, 1]), 0.25))
+  const plain = (input: tf.Tensor2D) => tf.matMul(input, tf.ones([columns, 3]))
+
+  it.each([
+    ['on the row count', byCount],
+    ['on the row’s place', byPlace],
+    ['on nothing', plain],
+  ])('gives each row its result alone, bit for bit, where the product depends %s; no tensor left', (_, product) => {
+    const key = tf.scalar(0)
+    const before = tf.memory().numTensors
+    for (const batch of [1, 2, 3, 7, 3]) {
+      const out = new Float32Array(batch * 3)
+      backendProduct(key, product, values, batch, columns, out)
+      for (let row = 0; row < batch; row++) expect(Array.from(out.subarray(row * 3, row * 3 + 3))).toEqual(alone(product, row))
+    }
+    expect(tf.memory().numTensors).toBe(before)
+    key.dispose()
   })
 })

@@ -318,17 +318,89 @@ function linearWeightTensor(model: CausalLanguageModel, name: string): tf.Tensor
 }
 
 /**
- * `batch` rows of `columns` values as a backend tensor for a product, one row given twice: oneDNN's product of a
- * single row sums in another order than of two or more (a row's result then would depend on whether it ran alone),
- * while from two rows on it is the same at every batch size (checked to 256 on the `small` and `base` presets' and
- * SmolLM-135M's and Qwen2.5-0.5B's shapes).
+ * How `backendProduct` runs `rows` rows through one product, per product (its first weight) and row count: in one call,
+ * in calls of two rows, or a row at a time (given twice).
  */
-function backendRows(values: Float32Array, batch: number, columns: number): tf.Tensor2D {
-  if (batch > 1) return tf.tensor2d(values, [batch, columns])
-  const twice = new Float32Array(2 * columns)
-  twice.set(values.subarray(0, columns))
-  twice.set(values.subarray(0, columns), columns)
-  return tf.tensor2d(twice, [2, columns])
+const productChunks = new WeakMap<tf.Tensor, Map<number, number>>()
+
+/** `columns` values in [−1, 1), the same every time: the row `backendProduct` probes a product with. */
+function probeRow(columns: number): Float32Array {
+  const row = new Float32Array(columns)
+  let state = 12345
+  for (let index = 0; index < columns; index++) {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0
+    row[index] = state / 2 ** 31 - 1
+  }
+  return row
+}
+
+/** `product` of `count` copies of `row`: whether every copy's result is, bit for bit, `reference` (the first `width` values). */
+function sameAtEveryRow(product: (input: tf.Tensor2D) => tf.Tensor, row: Float32Array, count: number, reference: Float32Array | undefined): boolean {
+  const values = new Float32Array(count * row.length)
+  for (let copy = 0; copy < count; copy++) values.set(row, copy * row.length)
+  const output = tf.tidy(() => product(tf.tensor2d(values, [count, row.length])))
+  const result = output.dataSync() as Float32Array
+  output.dispose()
+  const width = result.length / count
+  const first = reference ?? result.subarray(0, width)
+  for (let index = 0; index < result.length; index++) if (result[index] !== first[index % width]) return false
+  return true
+}
+
+/**
+ * `product` (`[rows, columns]` → `[rows, width]`, pure) of `batch` rows of `values`, each row's result independent of
+ * the others and of the batch size, bit for bit. A backend's matrix product need not be: oneDNN sums a lone row in
+ * another order than two, and on some CPUs (AVX2 without AVX-512) a row's sum depends on the row count and on where the
+ * row stands (the kernel takes rows six at a time and the rest apart; a long inner dimension is split by the row
+ * count). So the first time `product` meets a row count, one row is probed at every position of that count against the
+ * same row run with a copy of itself: the same everywhere, the rows go in one call; else in calls of two rows where two
+ * agree with each other, else a row at a time (given twice). The decision is kept per product (`key`) and row count.
+ */
+export function backendProduct(
+  key: tf.Tensor,
+  product: (input: tf.Tensor2D) => tf.Tensor,
+  values: Float32Array,
+  batch: number,
+  columns: number,
+  out: Float32Array,
+): void {
+  let chunks = productChunks.get(key)
+  if (chunks === undefined) productChunks.set(key, (chunks = new Map()))
+  let chunk = chunks.get(batch)
+  if (chunk === undefined) {
+    const row = probeRow(columns)
+    let pairs = chunks.get(2)
+    if (pairs === undefined) {
+      pairs = sameAtEveryRow(product, row, 2, undefined) ? 2 : 1
+      chunks.set(2, pairs)
+    }
+    if (batch <= 2) chunk = pairs
+    else {
+      const twice = new Float32Array(2 * columns)
+      twice.set(row)
+      twice.set(row, columns)
+      const output = tf.tidy(() => product(tf.tensor2d(twice, [2, columns])))
+      const reference = (output.dataSync() as Float32Array).slice(0, output.size / 2)
+      output.dispose()
+      chunk = sameAtEveryRow(product, row, batch, reference) ? batch : pairs
+    }
+    chunks.set(batch, chunk)
+  }
+  for (let start = 0; start < batch; start += chunk) {
+    const count = Math.min(chunk, batch - start)
+    const rows = Math.max(count, 2) // a lone row given twice
+    const input = new Float32Array(rows * columns)
+    input.set(values.subarray(start * columns, (start + count) * columns))
+    if (count === 1) input.set(values.subarray(start * columns, (start + 1) * columns), columns)
+    const output = tf.tidy(() => product(tf.tensor2d(input, [rows, columns])))
+    try {
+      const result = output.dataSync() as Float32Array
+      const width = result.length / rows
+      out.set(result.subarray(0, count * width), start * width) // a padded second row left out
+    } finally {
+      output.dispose()
+    }
+  }
 }
 
 /** One layer's weight products on the TensorFlow.js backend (`HostDecoder`'s `products: 'backend'`): each `[in, out]`. */
@@ -443,8 +515,8 @@ export class HostDecoder {
    * `options.products` (default `'host'`): where the weight products run — `'host'` (the WebAssembly kernel) or
    * `'backend'` (`tf.matMul` on the TensorFlow.js backend, the decoder's own copy of the weights there, and the SwiGLU
    * MLP's activation with them): for native TensorFlow, whose multithreaded products are faster at large batches. A
-   * row's results then depend on the backend's product being the same for a row whatever the batch (oneDNN's is from
-   * two rows on; a lone row is given twice, `backendRows`). `options.paging`: the keys and values in `pages` pages of
+   * row's results still do not depend on the batch: `backendProduct` probes each product at each row count and splits
+   * the rows where the backend's product of a row would depend on them. `options.paging`: the keys and values in `pages` pages of
    * `pageLength` positions that rows name in their page tables (`setPageTable`; the engine's paged cache, for `extend`,
    * `stepRows` and the position copies; `step`, `prefill` and `adoptCache` are unpaged only). Call `dispose` when done:
    * the weights go back to the cache (or the worker threads to their pool).
@@ -1051,19 +1123,14 @@ export class HostDecoder {
     if (layer.backend !== undefined && swiGlu) {
       // SwiGLU on the backend: its two products and the activation between them in one pass, no copy in between.
       const { gateUp, down } = layer.backend
-      const input = backendRows(normed.slice(0, rows * hiddenSize), rows, hiddenSize)
-      let output: tf.Tensor | undefined
-      try {
-        output = tf.tidy(() => {
-          let both: tf.Tensor2D = tf.matMul(input, gateUp)
-          if (layer.gateUpBias !== undefined) both = tf.add(both, tf.tensor1d(layer.gateUpBias.slice(0, 2 * intermediateSize)))
-          const [gate, up] = tf.split(both, 2, 1) as [tf.Tensor2D, tf.Tensor2D]
-          return tf.matMul(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), down)
-        })
-        delta.set((output!.dataSync() as Float32Array).subarray(0, rows * hiddenSize)) // a padded second row left out
-      } finally {
-        tf.dispose(output === undefined ? [input] : [input, output])
+      const gateUpBias = layer.gateUpBias === undefined ? undefined : layer.gateUpBias.slice(0, 2 * intermediateSize)
+      const mlp = (input: tf.Tensor2D): tf.Tensor => {
+        let both: tf.Tensor2D = tf.matMul(input, gateUp)
+        if (gateUpBias !== undefined) both = tf.add(both, tf.tensor1d(gateUpBias))
+        const [gate, up] = tf.split(both, 2, 1) as [tf.Tensor2D, tf.Tensor2D]
+        return tf.matMul(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), down)
       }
+      backendProduct(gateUp, mlp, normed, rows, hiddenSize, delta)
     } else {
       const mlpWidth = swiGlu ? 2 * intermediateSize : intermediateSize
       this.weightProduct(layer.gateUp, layer.backend?.gateUp, normed, projected, mlpWidth, hiddenSize, rows, hiddenSize, projectedWidth)
@@ -1107,22 +1174,18 @@ export class HostDecoder {
       this.arena.weightProduct(w, x, y, rows, columns, batch, xStride, yStride)
       return
     }
-    let values: Float32Array
-    if (xStride === columns) values = x.slice(0, batch * columns)
-    else {
+    let values = x
+    if (xStride !== columns) {
       values = new Float32Array(batch * columns)
       for (let row = 0; row < batch; row++) values.set(x.subarray(row * xStride, row * xStride + columns), row * columns)
     }
-    const input = backendRows(values, batch, columns)
-    let output: tf.Tensor | undefined
-    try {
-      output = tf.matMul(input, backendWeight)
-      const result = (output.dataSync() as Float32Array).subarray(0, batch * rows) // a padded second row left out
-      if (yStride === rows) y.set(result)
-      else for (let row = 0; row < batch; row++) y.set(result.subarray(row * rows, (row + 1) * rows), row * yStride)
-    } finally {
-      tf.dispose(output === undefined ? [input] : [input, output])
+    if (yStride === rows) {
+      backendProduct(backendWeight, (input) => tf.matMul(input, backendWeight), values, batch, columns, y)
+      return
     }
+    const result = new Float32Array(batch * rows)
+    backendProduct(backendWeight, (input) => tf.matMul(input, backendWeight), values, batch, columns, result)
+    for (let row = 0; row < batch; row++) y.set(result.subarray(row * rows, (row + 1) * rows), row * yStride)
   }
 }
 
