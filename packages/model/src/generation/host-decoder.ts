@@ -318,10 +318,16 @@ function linearWeightTensor(model: CausalLanguageModel, name: string): tf.Tensor
 }
 
 /**
- * How `backendProduct` runs `rows` rows through one product, per product (its first weight) and row count: in one call,
- * in calls of two rows, or a row at a time (given twice).
+ * What `backendProduct` found of one product (keyed by its first weight): the probe row, the probe row's result run with
+ * a copy of itself, and per row count how many rows go in one call (all of them, two, or one given twice).
  */
-const productChunks = new WeakMap<tf.Tensor, Map<number, number>>()
+interface ProductProbe {
+  row: Float32Array
+  reference: Float32Array
+  pairs: number
+  chunks: Map<number, number>
+}
+const productProbes = new WeakMap<tf.Tensor, ProductProbe>()
 
 /** `columns` values in [−1, 1), the same every time: the row `backendProduct` probes a product with. */
 function probeRow(columns: number): Float32Array {
@@ -334,16 +340,21 @@ function probeRow(columns: number): Float32Array {
   return row
 }
 
-/** `product` of `count` copies of `row`: whether every copy's result is, bit for bit, `reference` (the first `width` values). */
-function sameAtEveryRow(product: (input: tf.Tensor2D) => tf.Tensor, row: Float32Array, count: number, reference: Float32Array | undefined): boolean {
+/** `product` of `count` copies of `row`, read back. */
+function productOfCopies(product: (input: tf.Tensor2D) => tf.Tensor, row: Float32Array, count: number): Float32Array {
   const values = new Float32Array(count * row.length)
   for (let copy = 0; copy < count; copy++) values.set(row, copy * row.length)
   const output = tf.tidy(() => product(tf.tensor2d(values, [count, row.length])))
-  const result = output.dataSync() as Float32Array
-  output.dispose()
-  const width = result.length / count
-  const first = reference ?? result.subarray(0, width)
-  for (let index = 0; index < result.length; index++) if (result[index] !== first[index % width]) return false
+  try {
+    return (output.dataSync() as Float32Array).slice()
+  } finally {
+    output.dispose()
+  }
+}
+
+/** Whether every row of `result` is, bit for bit, `reference`. */
+function everyRowIs(result: Float32Array, reference: Float32Array): boolean {
+  for (let index = 0; index < result.length; index++) if (result[index] !== reference[index % reference.length]) return false
   return true
 }
 
@@ -364,27 +375,19 @@ export function backendProduct(
   columns: number,
   out: Float32Array,
 ): void {
-  let chunks = productChunks.get(key)
-  if (chunks === undefined) productChunks.set(key, (chunks = new Map()))
-  let chunk = chunks.get(batch)
-  if (chunk === undefined) {
+  let probe = productProbes.get(key)
+  if (probe === undefined) {
     const row = probeRow(columns)
-    let pairs = chunks.get(2)
-    if (pairs === undefined) {
-      pairs = sameAtEveryRow(product, row, 2, undefined) ? 2 : 1
-      chunks.set(2, pairs)
-    }
-    if (batch <= 2) chunk = pairs
-    else {
-      const twice = new Float32Array(2 * columns)
-      twice.set(row)
-      twice.set(row, columns)
-      const output = tf.tidy(() => product(tf.tensor2d(twice, [2, columns])))
-      const reference = (output.dataSync() as Float32Array).slice(0, output.size / 2)
-      output.dispose()
-      chunk = sameAtEveryRow(product, row, batch, reference) ? batch : pairs
-    }
-    chunks.set(batch, chunk)
+    const two = productOfCopies(product, row, 2)
+    const reference = two.slice(0, two.length / 2)
+    const pairs = everyRowIs(two, reference) ? 2 : 1
+    probe = { row, reference, pairs, chunks: new Map() }
+    productProbes.set(key, probe)
+  }
+  let chunk = probe.chunks.get(batch)
+  if (chunk === undefined) {
+    chunk = batch <= 2 || !everyRowIs(productOfCopies(product, probe.row, batch), probe.reference) ? probe.pairs : batch
+    probe.chunks.set(batch, chunk)
   }
   for (let start = 0; start < batch; start += chunk) {
     const count = Math.min(chunk, batch - start)
@@ -1179,13 +1182,9 @@ export class HostDecoder {
       values = new Float32Array(batch * columns)
       for (let row = 0; row < batch; row++) values.set(x.subarray(row * xStride, row * xStride + columns), row * columns)
     }
-    if (yStride === rows) {
-      backendProduct(backendWeight, (input) => tf.matMul(input, backendWeight), values, batch, columns, y)
-      return
-    }
-    const result = new Float32Array(batch * rows)
+    const result = yStride === rows ? y : new Float32Array(batch * rows)
     backendProduct(backendWeight, (input) => tf.matMul(input, backendWeight), values, batch, columns, result)
-    for (let row = 0; row < batch; row++) y.set(result.subarray(row * rows, (row + 1) * rows), row * yStride)
+    if (result !== y) for (let row = 0; row < batch; row++) y.set(result.subarray(row * rows, (row + 1) * rows), row * yStride)
   }
 }
 
